@@ -1,0 +1,32 @@
+// The entry points of stoke's file tools, as used by the `stoke` command and the Python module.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "stoke/options.h"
+#include "stoke/status.h"
+
+namespace stoke {
+
+struct SynthReport {
+  int64_t files = 0;
+  int64_t bytes = 0;
+  int64_t positives = 0;  // samples labelled 1
+  double seconds = 0;
+};
+
+// Writes options.samples volumes as .npy files and labels.csv (file,label,x,y,split) into out_dir.
+Result<SynthReport> SynthVolumes(const SynthVolumesOptions& options);
+
+// Converts a directory of .npy/.npz files (joined with a labels CSV) into Parquet files whose tensor
+// columns hold one sample per page.
+Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& options);
+
+// Describes a Parquet file: schema, row groups, column chunks, statistics, page indexes, pages.
+Status InspectParquetFile(const std::string& path, const InspectOptions& options, std::ostream& out);
+
+// Prints rows of a Parquet file; binary and tensor cells print as "md5:<hex> len:<bytes>".
+Status CatParquetFile(const std::string& path, const CatOptions& options, std::ostream& out);
+
+}  // namespace stoke

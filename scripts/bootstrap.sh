@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what stoke's build, tests and demo need on Debian 12. Idempotent: quiet when all is present,
+# runs `apt-get update` only when a package is missing. npm packages (test-only) go into tests/interop/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  clang libclang-rt-14-dev
+  zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev libisal-dev libzip-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-numpy python3-pytest
+  coreutils time libmd-dev
+)
+# Node.js and npm run the interop tests; a machine may already carry its own (e.g. from NodeSource),
+# whose npm conflicts with Debian's npm package, so they are installed only when absent.
+command -v node >/dev/null 2>&1 || APT_PACKAGES+=(nodejs)
+command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(npm)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Test-only node packages (DuckDB for interop checks), pinned by tests/interop/package-lock.json.
+if [ -f tests/interop/package.json ] && [ ! -d tests/interop/node_modules/@duckdb/node-api ]; then
+  echo "bootstrap: installing node test packages"
+  if [ -f tests/interop/package-lock.json ]; then
+    (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)
+  else
+    (cd tests/interop && npm install --no-audit --no-fund --loglevel=error)
+  fi
+fi

@@ -1,0 +1,37 @@
+#include "stoke/status.h"
+
+namespace stoke {
+
+std::string_view StatusCodeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "OK";
+    case StatusCode::kInvalidArgument: return "invalid argument";
+    case StatusCode::kNotFound: return "not found";
+    case StatusCode::kCorruption: return "corruption";
+    case StatusCode::kIOError: return "I/O error";
+    case StatusCode::kConflict: return "conflict";
+    case StatusCode::kUnsupported: return "unsupported";
+    case StatusCode::kAlreadyExists: return "already exists";
+    case StatusCode::kCancelled: return "cancelled";
+    case StatusCode::kInternal: return "internal error";
+  }
+  return "unknown";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "OK";
+  std::string out(StatusCodeName(code_));
+  out += ": ";
+  out += message_;
+  return out;
+}
+
+Status Status::WithContext(std::string_view context) const {
+  if (ok()) return *this;
+  std::string m(context);
+  m += ": ";
+  m += message_;
+  return Status(code_, std::move(m), retryable_);
+}
+
+}  // namespace stoke

@@ -1,0 +1,31 @@
+// Page compression codecs, framed as Parquet specifies (Compression.md): SNAPPY is the raw block
+// format, GZIP a gzip member, LZ4_RAW the LZ4 block format, ZSTD a standard frame. The deprecated
+// LZ4 (Hadoop framing), LZO and BROTLI are not supported.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/buffer.h"
+#include "format/parquet_types.h"
+#include "stoke/status.h"
+
+namespace stoke {
+
+// Parses "zstd", "snappy", "lz4_raw" (or "lz4"), "gzip", "none"/"uncompressed" (any case).
+Result<parquet::Codec> CodecFromName(std::string_view name);
+bool CodecSupported(parquet::Codec codec);
+
+// Appends the compressed form of `in` to `out`. `level` is the codec's level (ZSTD: 1..19, GZIP:
+// 1..9); 0 means the codec's default. Thread-safe.
+Status Compress(parquet::Codec codec, ByteView in, int level, AlignedBuffer* out);
+
+// Decompresses `in` into exactly out.size() bytes; anything else (a shorter or longer result, a
+// malformed stream) is Corruption. Thread-safe.
+Status Decompress(parquet::Codec codec, ByteView in, MutableByteView out);
+
+// CRC-32 (the zlib/gzip polynomial, as Parquet's page CRC) of `data`, continuing from `crc`.
+// Uses ISA-L's PCLMUL implementation.
+uint32_t Crc32(ByteView data, uint32_t crc = 0);
+
+}  // namespace stoke

@@ -1,0 +1,71 @@
+#include "format/parquet_column.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace stoke {
+
+int64_t TensorSpec::num_bytes() const {
+  int64_t n = static_cast<int64_t>(DTypeSize(dtype));
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+size_t ColumnValues::num_values() const {
+  return std::visit([](const auto& v) { return v.size(); }, values);
+}
+
+ValueVector EmptyValuesFor(parquet::Type type) {
+  switch (type) {
+    case parquet::Type::kBoolean: return std::vector<uint8_t>{};
+    case parquet::Type::kInt32: return std::vector<int32_t>{};
+    case parquet::Type::kInt64: return std::vector<int64_t>{};
+    case parquet::Type::kFloat: return std::vector<float>{};
+    case parquet::Type::kDouble: return std::vector<double>{};
+    default: return std::vector<std::string>{};
+  }
+}
+
+std::string TensorSpecsToJson(const std::vector<ColumnSpec>& columns) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& c : columns) {
+    if (!c.tensor) continue;
+    j[c.name] = {{"dtype", std::string(DTypeName(c.tensor->dtype))}, {"shape", c.tensor->shape}};
+  }
+  return j.dump();
+}
+
+Result<std::map<std::string, TensorSpec>> TensorSpecsFromJson(std::string_view json, std::string_view context) {
+  auto bad = [&](std::string_view why) {
+    return Status::Corruption(fmt::format("{}: {} metadata: {}", context, kTensorsMetadataKey, why));
+  };
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return bad("not valid JSON");
+  if (!j.is_object()) return bad("expected a JSON object");
+  std::map<std::string, TensorSpec> out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const auto& v = it.value();
+    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v["dtype"].is_string() ||
+        !v["shape"].is_array()) {
+      return bad(fmt::format("column '{}' needs a string \"dtype\" and an array \"shape\"", it.key()));
+    }
+    TensorSpec spec;
+    auto dtype = DTypeFromName(v["dtype"].get<std::string>());
+    if (!dtype.ok()) return bad(dtype.status().message());
+    spec.dtype = *dtype;
+    int64_t elements = 1;
+    for (const auto& d : v["shape"]) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0) return bad(fmt::format("column '{}': bad shape", it.key()));
+      int64_t dim = d.get<int64_t>();
+      if (__builtin_mul_overflow(elements, dim, &elements) || elements > (int64_t{1} << 40)) {
+        return bad(fmt::format("column '{}': shape too large", it.key()));
+      }
+      spec.shape.push_back(dim);
+    }
+    out[it.key()] = std::move(spec);
+  }
+  return out;
+}
+
+}  // namespace stoke

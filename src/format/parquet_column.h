@@ -1,0 +1,59 @@
+// The column model shared by stoke's Parquet writer and reader: flat columns of scalars or tensors.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "format/dtype.h"
+#include "format/parquet_types.h"
+#include "stoke/status.h"
+
+namespace stoke {
+
+// A fixed-shape tensor stored per row in a BYTE_ARRAY column as raw little-endian C-order bytes.
+struct TensorSpec {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  int64_t num_bytes() const;  // product(shape) * DTypeSize(dtype)
+  bool operator==(const TensorSpec&) const = default;
+};
+
+struct ColumnSpec {
+  std::string name;
+  parquet::Type type = parquet::Type::kInt64;  // physical type
+  bool optional = false;                       // OPTIONAL (nullable) instead of REQUIRED
+  bool is_string = false;                      // BYTE_ARRAY annotated as STRING (UTF-8)
+  std::optional<TensorSpec> tensor;            // BYTE_ARRAY holding one tensor per row
+};
+
+// Values of one column over a run of rows. `values` holds only the present (non-null) values, in row
+// order; `defined` has one entry per row (1 = present) or is empty when every row is present.
+using ValueVector = std::variant<std::vector<uint8_t>,      // BOOLEAN, as 0/1
+                                 std::vector<int32_t>,      // INT32
+                                 std::vector<int64_t>,      // INT64
+                                 std::vector<float>,        // FLOAT
+                                 std::vector<double>,       // DOUBLE
+                                 std::vector<std::string>>; // BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY, INT96
+
+struct ColumnValues {
+  ValueVector values;
+  std::vector<uint8_t> defined;
+
+  size_t num_values() const;  // present values
+  size_t num_rows() const { return defined.empty() ? num_values() : defined.size(); }
+};
+
+// An empty ValueVector of the alternative that holds values of physical type `type`.
+ValueVector EmptyValuesFor(parquet::Type type);
+
+// The `stoke.tensors` metadata (key-value metadata of the Parquet file and Delta configuration):
+// {"volume": {"dtype": "float32", "shape": [30, 30, 10, 10]}}.
+inline constexpr char kTensorsMetadataKey[] = "stoke.tensors";
+std::string TensorSpecsToJson(const std::vector<ColumnSpec>& columns);
+Result<std::map<std::string, TensorSpec>> TensorSpecsFromJson(std::string_view json, std::string_view context);
+
+}  // namespace stoke

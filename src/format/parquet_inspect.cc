@@ -1,0 +1,285 @@
+// `stoke inspect` and `stoke cat` over a Parquet file.
+#include <fmt/format.h>
+#include <md5.h>
+
+#include <cmath>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/progress.h"
+#include "format/parquet_reader.h"
+#include "stoke/tools.h"
+
+namespace stoke {
+namespace {
+
+using parquet::Type;
+
+std::string Md5Hex(std::string_view bytes) {
+  MD5_CTX ctx;
+  MD5Init(&ctx);
+  MD5Update(&ctx, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  uint8_t digest[MD5_DIGEST_LENGTH];
+  MD5Final(digest, &ctx);
+  std::string hex;
+  for (uint8_t b : digest) hex += fmt::format("{:02x}", b);
+  return hex;
+}
+
+std::string BinaryCell(std::string_view bytes) { return fmt::format("md5:{} len:{}", Md5Hex(bytes), bytes.size()); }
+
+std::string FormatDouble(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  return fmt::format("{}", d);
+}
+
+// A statistics value (PLAIN-encoded) as text.
+std::string StatText(const LeafColumn& col, const std::string& v) {
+  auto p = reinterpret_cast<const uint8_t*>(v.data());
+  switch (col.type) {
+    case Type::kBoolean: return v.size() == 1 ? (v[0] ? "true" : "false") : "?";
+    case Type::kInt32: return v.size() == 4 ? fmt::format("{}", LoadLE<int32_t>(p)) : "?";
+    case Type::kInt64: return v.size() == 8 ? fmt::format("{}", LoadLE<int64_t>(p)) : "?";
+    case Type::kFloat: return v.size() == 4 ? FormatDouble(LoadLE<float>(p)) : "?";
+    case Type::kDouble: return v.size() == 8 ? FormatDouble(LoadLE<double>(p)) : "?";
+    default:
+      if (col.is_string) return v.size() > 40 ? v.substr(0, 37) + "..." : v;
+      return BinaryCell(v);
+  }
+}
+
+std::string TypeText(const parquet::FileMetaData& m, const LeafColumn& col) {
+  std::string s(parquet::TypeName(col.type));
+  if (col.type == Type::kFixedLenByteArray) s += fmt::format("({})", col.type_length);
+  const auto& e = m.schema[col.schema_index];
+  s += " ";
+  s += parquet::RepetitionName(e.repetition.value_or(parquet::Repetition::kRequired));
+  if (col.is_string) s += " STRING";
+  if (col.tensor) s += fmt::format(" tensor {}[{}]", DTypeName(col.tensor->dtype), fmt::join(col.tensor->shape, ","));
+  return s;
+}
+
+std::string EncodingsText(const std::vector<parquet::Encoding>& encs) {
+  std::vector<std::string_view> names;
+  for (auto e : encs) names.push_back(parquet::EncodingName(e));
+  return fmt::format("{}", fmt::join(names, ","));
+}
+
+}  // namespace
+
+Status InspectParquetFile(const std::string& path, const InspectOptions& options, std::ostream& out) {
+  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), path));
+  const auto& m = reader->metadata();
+  const auto& cols = reader->columns();
+  nlohmann::ordered_json j;
+  j["file"] = path;
+  j["size"] = reader->file_size();
+  j["footer_size"] = reader->footer_size();
+  j["created_by"] = m.created_by.value_or("");
+  j["rows"] = m.num_rows;
+  j["row_groups"] = nlohmann::ordered_json::array();
+  nlohmann::ordered_json kv = nlohmann::ordered_json::object();
+  for (const auto& e : m.key_value_metadata) kv[e.key] = e.value.value_or("");
+  j["metadata"] = kv;
+  j["schema"] = nlohmann::ordered_json::array();
+  for (const auto& c : cols) j["schema"].push_back({{"name", c.name}, {"type", TypeText(m, c)}});
+
+  std::ostringstream text;
+  text << fmt::format("file        {}\n", path);
+  text << fmt::format("size        {} ({} bytes), footer {} bytes\n", FormatBytes(reader->file_size()), reader->file_size(),
+                      reader->footer_size());
+  text << fmt::format("created_by  {}\n", m.created_by.value_or("(not set)"));
+  text << fmt::format("rows        {} in {} row group{}\n", m.num_rows, m.row_groups.size(), m.row_groups.size() == 1 ? "" : "s");
+  for (const auto& e : m.key_value_metadata) {
+    std::string v = e.value.value_or("");
+    if (v.size() > 200) v = v.substr(0, 197) + "...";
+    text << fmt::format("metadata    {} = {}\n", e.key, v);
+  }
+  text << "schema\n";
+  size_t name_w = 6;
+  for (const auto& c : cols) name_w = std::max(name_w, c.name.size());
+  for (const auto& c : cols) text << fmt::format("  {:<{}}  {}\n", c.name, name_w, TypeText(m, c));
+
+  for (int g = 0; g < reader->num_row_groups(); ++g) {
+    const auto& rg = m.row_groups[g];
+    nlohmann::ordered_json jg = {{"rows", rg.num_rows}, {"first_row", reader->row_group_starts()[g]},
+                                 {"total_byte_size", rg.total_byte_size}, {"columns", nlohmann::ordered_json::array()}};
+    text << fmt::format("row group {}: {} rows, {} uncompressed, first row {}\n", g, rg.num_rows,
+                        FormatBytes(static_cast<uint64_t>(rg.total_byte_size)), reader->row_group_starts()[g]);
+    text << fmt::format("  {:<{}}  {:<12} {:<22} {:>7} {:>11} {:>12} {:>6}  {:>6}  {:<5} {:<5}  {}\n", "column", name_w, "codec",
+                        "encodings", "pages", "compressed", "uncompressed", "ratio", "nulls", "oidx", "cidx", "min .. max");
+    for (size_t c = 0; c < cols.size(); ++c) {
+      const auto& cm = *rg.columns[c].meta_data;
+      STOKE_ASSIGN_OR_RETURN(auto pages, reader->ListPages(g, c));
+      STOKE_ASSIGN_OR_RETURN(auto oi, reader->ReadOffsetIndex(g, c));
+      STOKE_ASSIGN_OR_RETURN(auto ci, reader->ReadColumnIndex(g, c));
+      std::string range = "-";
+      std::string nulls = "-";
+      if (cm.statistics) {
+        const auto& s = *cm.statistics;
+        auto lo = s.min_value ? s.min_value : s.min;
+        auto hi = s.max_value ? s.max_value : s.max;
+        if (lo && hi && !cols[c].tensor) range = StatText(cols[c], *lo) + " .. " + StatText(cols[c], *hi);
+        if (s.null_count) nulls = std::to_string(*s.null_count);
+      }
+      double ratio = cm.total_compressed_size > 0 ? static_cast<double>(cm.total_uncompressed_size) / cm.total_compressed_size : 0;
+      text << fmt::format("  {:<{}}  {:<12} {:<22} {:>7} {:>11} {:>12} {:>6.2f}  {:>6}  {:<5} {:<5}  {}\n", cols[c].name, name_w,
+                          parquet::CodecName(cm.codec), EncodingsText(cm.encodings), pages.size(),
+                          FormatBytes(static_cast<uint64_t>(cm.total_compressed_size)),
+                          FormatBytes(static_cast<uint64_t>(cm.total_uncompressed_size)), ratio, nulls,
+                          oi ? "yes" : "no", ci ? "yes" : "no", range);
+      nlohmann::ordered_json jc = {{"name", cols[c].name},
+                                   {"codec", parquet::CodecName(cm.codec)},
+                                   {"encodings", EncodingsText(cm.encodings)},
+                                   {"num_values", cm.num_values},
+                                   {"compressed_size", cm.total_compressed_size},
+                                   {"uncompressed_size", cm.total_uncompressed_size},
+                                   {"pages", pages.size()},
+                                   {"offset_index", oi.has_value()},
+                                   {"column_index", ci.has_value()}};
+      if (cm.statistics && cm.statistics->null_count) jc["null_count"] = *cm.statistics->null_count;
+      if (range != "-") jc["range"] = range;
+      if (options.pages) {
+        nlohmann::ordered_json jp = nlohmann::ordered_json::array();
+        for (const auto& p : pages) {
+          const auto& h = p.header;
+          int64_t values = h.data_page_header ? h.data_page_header->num_values
+                           : h.data_page_header_v2 ? h.data_page_header_v2->num_values
+                           : h.dictionary_page_header ? h.dictionary_page_header->num_values : 0;
+          parquet::Encoding enc = h.data_page_header ? h.data_page_header->encoding
+                                  : h.data_page_header_v2 ? h.data_page_header_v2->encoding
+                                  : h.dictionary_page_header ? h.dictionary_page_header->encoding : parquet::Encoding::kPlain;
+          text << fmt::format("      page @{:<12} {:<15} values {:<7} header {:>4} B  stored {:>10} B  raw {:>10} B  {:<16} crc {}\n",
+                              p.offset, parquet::PageTypeName(h.type), values, p.header_size, h.compressed_page_size,
+                              h.uncompressed_page_size, parquet::EncodingName(enc),
+                              h.crc ? fmt::format("{:08x}", static_cast<uint32_t>(*h.crc)) : "none");
+          jp.push_back({{"offset", p.offset}, {"type", parquet::PageTypeName(h.type)}, {"values", values},
+                        {"header_size", p.header_size}, {"compressed_size", h.compressed_page_size},
+                        {"uncompressed_size", h.uncompressed_page_size}, {"encoding", parquet::EncodingName(enc)},
+                        {"crc", h.crc.has_value()}});
+        }
+        jc["page_list"] = jp;
+      }
+      jg["columns"].push_back(jc);
+    }
+    j["row_groups"].push_back(jg);
+  }
+  if (options.json) {
+    out << j.dump(2) << "\n";
+  } else {
+    out << text.str();
+  }
+  return Status::OK();
+}
+
+Status CatParquetFile(const std::string& path, const CatOptions& options, std::ostream& out) {
+  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), path));
+  const auto& cols = reader->columns();
+  std::vector<size_t> selected;
+  if (options.columns.empty()) {
+    for (size_t c = 0; c < cols.size(); ++c) selected.push_back(c);
+  } else {
+    for (const auto& name : options.columns) {
+      STOKE_ASSIGN_OR_RETURN(size_t c, reader->FindColumn(name));
+      selected.push_back(c);
+    }
+  }
+  if (options.offset < 0) return Status::InvalidArgument("cat: --offset must not be negative");
+  const int64_t begin = std::min(options.offset, reader->num_rows());
+  const int64_t end = options.limit < 0 ? reader->num_rows() : std::min(reader->num_rows(), begin + options.limit);
+
+  // Cells as text (null = nullopt), column by column, for the row groups that overlap [begin, end).
+  std::vector<std::vector<std::optional<std::string>>> cells(selected.size());
+  const auto& starts = reader->row_group_starts();
+  for (int g = 0; g < reader->num_row_groups(); ++g) {
+    int64_t g0 = starts[g], g1 = starts[g + 1];
+    if (g1 <= begin || g0 >= end) continue;
+    for (size_t s = 0; s < selected.size(); ++s) {
+      const LeafColumn& col = cols[selected[s]];
+      STOKE_ASSIGN_OR_RETURN(auto values, reader->ReadColumnChunk(g, selected[s]));
+      size_t vi = 0;
+      for (int64_t r = g0; r < g1; ++r) {
+        bool present = values.defined.empty() || values.defined[r - g0];
+        if (r >= begin && r < end) {
+          if (!present) {
+            cells[s].push_back(std::nullopt);
+          } else {
+            cells[s].push_back(std::visit(
+                [&](const auto& v) -> std::string {
+                  using T = typename std::decay_t<decltype(v)>::value_type;
+                  if constexpr (std::is_same_v<T, std::string>) {
+                    return col.is_string ? v[vi] : BinaryCell(v[vi]);
+                  } else if constexpr (std::is_same_v<T, uint8_t>) {
+                    return v[vi] ? "true" : "false";
+                  } else if constexpr (std::is_floating_point_v<T>) {
+                    return FormatDouble(v[vi]);
+                  } else {
+                    return fmt::format("{}", v[vi]);
+                  }
+                },
+                values.values));
+          }
+        }
+        if (present) ++vi;
+      }
+    }
+  }
+  const size_t rows = static_cast<size_t>(end - begin);
+  auto is_text = [&](size_t s) { return cols[selected[s]].type == Type::kByteArray || cols[selected[s]].type == Type::kFixedLenByteArray || cols[selected[s]].type == Type::kInt96; };
+  switch (options.format) {
+    case CatOptions::Format::kJson:
+      for (size_t r = 0; r < rows; ++r) {
+        nlohmann::ordered_json row = nlohmann::ordered_json::object();
+        for (size_t s = 0; s < selected.size(); ++s) {
+          const auto& cell = cells[s][r];
+          const LeafColumn& col = cols[selected[s]];
+          if (!cell) {
+            row[col.name] = nullptr;
+          } else if (is_text(s) || *cell == "nan" || *cell == "inf" || *cell == "-inf") {
+            row[col.name] = *cell;  // JSON has no NaN or infinity: those print as strings
+          } else {
+            row[col.name] = nlohmann::ordered_json::parse(*cell);
+          }
+        }
+        out << row.dump() << "\n";
+      }
+      break;
+    case CatOptions::Format::kCsv: {
+      auto quote = [](const std::string& v) {
+        if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
+        std::string q = "\"";
+        for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+        return q + "\"";
+      };
+      for (size_t s = 0; s < selected.size(); ++s) out << (s ? "," : "") << quote(cols[selected[s]].name);
+      out << "\n";
+      for (size_t r = 0; r < rows; ++r) {
+        for (size_t s = 0; s < selected.size(); ++s) out << (s ? "," : "") << quote(cells[s][r].value_or(""));
+        out << "\n";
+      }
+      break;
+    }
+    case CatOptions::Format::kTable: {
+      std::vector<size_t> width(selected.size());
+      for (size_t s = 0; s < selected.size(); ++s) {
+        width[s] = cols[selected[s]].name.size();
+        for (const auto& c : cells[s]) width[s] = std::max(width[s], c ? c->size() : 4);
+      }
+      for (size_t s = 0; s < selected.size(); ++s) out << (s ? "  " : "") << fmt::format("{:<{}}", cols[selected[s]].name, width[s]);
+      out << "\n";
+      for (size_t r = 0; r < rows; ++r) {
+        for (size_t s = 0; s < selected.size(); ++s) {
+          out << (s ? "  " : "") << fmt::format(fmt::runtime(is_text(s) ? "{:<{}}" : "{:>{}}"), cells[s][r].value_or("null"), width[s]);
+        }
+        out << "\n";
+      }
+      out << fmt::format("({} row{})\n", rows, rows == 1 ? "" : "s");
+      break;
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace stoke

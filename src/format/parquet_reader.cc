@@ -1,0 +1,660 @@
+#include "format/parquet_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "format/codec.h"
+#include "format/parquet_encoding.h"
+
+namespace stoke {
+
+using parquet::Encoding;
+using parquet::PageType;
+using parquet::Type;
+
+namespace {
+
+// The footer is read with one read of the file's tail; most footers fit.
+constexpr uint64_t kFooterReadAhead = 64 << 10;
+// Upper bound for one page (header + body) and for a decoded page, against hostile sizes.
+constexpr int64_t kMaxPageBytes = int64_t{1} << 31;
+
+int BitWidth(int64_t max_level) {
+  int w = 0;
+  while ((int64_t{1} << w) <= max_level) ++w;
+  return w;
+}
+
+bool IsStringAnnotated(const parquet::SchemaElement& e) {
+  if (e.logical_type) {
+    auto id = e.logical_type->id;
+    if (id == parquet::LogicalTypeId::kString || id == parquet::LogicalTypeId::kJson ||
+        id == parquet::LogicalTypeId::kEnum) {
+      return true;
+    }
+  }
+  return e.converted_type && (*e.converted_type == parquet::ConvertedType::kUtf8 ||
+                              *e.converted_type == parquet::ConvertedType::kJson ||
+                              *e.converted_type == parquet::ConvertedType::kEnum);
+}
+
+// Decodes `count` values encoded `encoding` from `data`, appending to `out`.
+Status DecodeValues(const LeafColumn& col, Encoding encoding, ByteView data, size_t count, const ValueVector* dict,
+                    ValueVector* out) {
+  using namespace parquet;  // NOLINT: the decoders
+  size_t consumed = 0;
+  switch (encoding) {
+    case Encoding::kPlain:
+      return std::visit(
+          [&](auto& v) -> Status {
+            using T = typename std::decay_t<decltype(v)>::value_type;
+            if constexpr (std::is_same_v<T, uint8_t>) {
+              return DecodePlainBoolean(data, count, &v, &consumed);
+            } else if constexpr (std::is_same_v<T, std::string>) {
+              if (col.type == Type::kByteArray) return DecodePlainByteArray(data, count, &v, &consumed);
+              int width = col.type == Type::kInt96 ? 12 : col.type_length;
+              return DecodePlainFixedLenByteArray(data, count, width, &v, &consumed);
+            } else {
+              return DecodePlain(data, count, &v, &consumed);
+            }
+          },
+          *out);
+    case Encoding::kPlainDictionary:
+    case Encoding::kRleDictionary: {
+      if (dict == nullptr) return Status::Corruption("dictionary-encoded page without a dictionary page");
+      std::vector<uint32_t> idx(count);
+      STOKE_RETURN_IF_ERROR(DecodeDictionaryIndices(data, count, idx.data()));
+      return std::visit(
+          [&](auto& v) -> Status {
+            using V = std::decay_t<decltype(v)>;
+            const auto& d = std::get<V>(*dict);
+            for (uint32_t i : idx) {
+              if (i >= d.size()) {
+                return Status::Corruption(fmt::format("dictionary index {} out of range ({} entries)", i, d.size()));
+              }
+              v.push_back(d[i]);
+            }
+            return Status::OK();
+          },
+          *out);
+    }
+    case Encoding::kRle:
+      if (col.type != Type::kBoolean) break;
+      return DecodeRleBoolean(data, count, &std::get<std::vector<uint8_t>>(*out), &consumed);
+    case Encoding::kDeltaBinaryPacked:
+      if (col.type == Type::kInt32) return DecodeDeltaBinaryPacked(data, count, &std::get<std::vector<int32_t>>(*out), &consumed);
+      if (col.type == Type::kInt64) return DecodeDeltaBinaryPacked(data, count, &std::get<std::vector<int64_t>>(*out), &consumed);
+      break;
+    case Encoding::kDeltaLengthByteArray:
+      if (col.type != Type::kByteArray) break;
+      return DecodeDeltaLengthByteArray(data, count, &std::get<std::vector<std::string>>(*out), &consumed);
+    case Encoding::kDeltaByteArray: {
+      if (col.type != Type::kByteArray && col.type != Type::kFixedLenByteArray) break;
+      auto& v = std::get<std::vector<std::string>>(*out);
+      size_t before = v.size();
+      STOKE_RETURN_IF_ERROR(DecodeDeltaByteArray(data, count, &v, &consumed));
+      if (col.type == Type::kFixedLenByteArray) {
+        for (size_t i = before; i < v.size(); ++i) {
+          if (static_cast<int32_t>(v[i].size()) != col.type_length) {
+            return Status::Corruption(fmt::format("DELTA_BYTE_ARRAY value of {} bytes in a FIXED_LEN_BYTE_ARRAY({}) column",
+                                                  v[i].size(), col.type_length));
+          }
+        }
+      }
+      return Status::OK();
+    }
+    case Encoding::kByteStreamSplit:
+      return std::visit(
+          [&](auto& v) -> Status {
+            using T = typename std::decay_t<decltype(v)>::value_type;
+            if constexpr (std::is_same_v<T, uint8_t>) {
+              return Status::Corruption("BYTE_STREAM_SPLIT on a BOOLEAN column");
+            } else if constexpr (std::is_same_v<T, std::string>) {
+              if (col.type != Type::kFixedLenByteArray) return Status::Corruption("BYTE_STREAM_SPLIT on a BYTE_ARRAY column");
+              return DecodeByteStreamSplitFixedLenByteArray(data, count, col.type_length, &v);
+            } else {
+              return DecodeByteStreamSplit(data, count, &v);
+            }
+          },
+          *out);
+    default: break;
+  }
+  return Status::Unsupported(fmt::format("encoding {} for a {} column", EncodingName(encoding), TypeName(col.type)));
+}
+
+// Reads the decompressed bytes of a page body.
+Status DecompressBody(parquet::Codec codec, ByteView stored, int64_t uncompressed_size, AlignedBuffer* out) {
+  if (uncompressed_size < 0 || uncompressed_size > kMaxPageBytes) {
+    return Status::Corruption(fmt::format("page claims {} uncompressed bytes", uncompressed_size));
+  }
+  if (codec == parquet::Codec::kUncompressed) {
+    if (static_cast<int64_t>(stored.size()) != uncompressed_size) {
+      return Status::Corruption(fmt::format("uncompressed page holds {} bytes, header says {}", stored.size(), uncompressed_size));
+    }
+    out->Clear();
+    out->Append(stored);
+    return Status::OK();
+  }
+  // A compressed body cannot expand beyond what its codec allows; a few thousand times covers every
+  // codec's best case (zstd's is about 32768:1 only for long runs), so cap the allocation at that.
+  if (uncompressed_size > static_cast<int64_t>(stored.size()) * 40000 + 1024) {
+    return Status::Corruption(fmt::format("page claims {} uncompressed bytes from {} stored bytes", uncompressed_size,
+                                          stored.size()));
+  }
+  out->Resize(static_cast<size_t>(uncompressed_size));
+  return Decompress(codec, stored, out->mutable_view());
+}
+
+// Decodes the levels and values of one data page (v1 or v2) and appends to `result`.
+// `stored` is the page body as stored (after the header).
+Status DecodeDataPage(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
+                      const ValueVector* dict, AlignedBuffer* scratch, ColumnValues* result) {
+  const int def_width = BitWidth(col.max_definition_level);
+  size_t num_values;
+  Encoding encoding;
+  ByteView def_bytes, values_bytes;
+  bool def_prefixed = false;
+  if (h.type == PageType::kDataPage) {
+    if (!h.data_page_header) return Status::Corruption("DATA_PAGE without data_page_header");
+    const auto& d = *h.data_page_header;
+    if (d.num_values < 0) return Status::Corruption("negative num_values");
+    num_values = static_cast<size_t>(d.num_values);
+    encoding = d.encoding;
+    if (col.max_definition_level > 0 && d.definition_level_encoding != Encoding::kRle) {
+      return Status::Unsupported(fmt::format("definition level encoding {}", EncodingName(d.definition_level_encoding)));
+    }
+    STOKE_RETURN_IF_ERROR(DecompressBody(codec, stored, h.uncompressed_page_size, scratch));
+    ByteView body = scratch->view();
+    def_bytes = body;
+    values_bytes = body;
+    def_prefixed = true;
+  } else {
+    if (!h.data_page_header_v2) return Status::Corruption("DATA_PAGE_V2 without data_page_header_v2");
+    const auto& d = *h.data_page_header_v2;
+    if (d.num_values < 0 || d.num_nulls < 0 || d.definition_levels_byte_length < 0 ||
+        d.repetition_levels_byte_length < 0) {
+      return Status::Corruption("negative count in DataPageHeaderV2");
+    }
+    num_values = static_cast<size_t>(d.num_values);
+    encoding = d.encoding;
+    size_t levels = static_cast<size_t>(d.definition_levels_byte_length) + d.repetition_levels_byte_length;
+    if (levels > stored.size() || static_cast<int64_t>(levels) > h.uncompressed_page_size) {
+      return Status::Corruption(fmt::format("v2 levels of {} bytes exceed the page", levels));
+    }
+    // v2 levels are never compressed; the values section is, unless is_compressed is false.
+    def_bytes = stored.subspan(d.repetition_levels_byte_length, d.definition_levels_byte_length);
+    ByteView values_stored = stored.subspan(levels);
+    int64_t values_size = h.uncompressed_page_size - static_cast<int64_t>(levels);
+    STOKE_RETURN_IF_ERROR(
+        DecompressBody(d.is_compressed ? codec : parquet::Codec::kUncompressed, values_stored, values_size, scratch));
+    values_bytes = scratch->view();
+  }
+  if (num_values > static_cast<size_t>(kMaxPageBytes)) return Status::Corruption("page claims too many values");
+
+  size_t present = num_values;
+  size_t levels_end = 0;
+  if (col.max_definition_level > 0) {
+    std::vector<uint32_t> defs(num_values);
+    if (def_prefixed) {
+      STOKE_RETURN_IF_ERROR(parquet::DecodeLengthPrefixedRleBitPackedHybrid(def_bytes, def_width, num_values,
+                                                                            defs.data(), &levels_end));
+    } else {
+      STOKE_RETURN_IF_ERROR(parquet::DecodeRleBitPackedHybrid(def_bytes, def_width, num_values, defs.data()));
+    }
+    present = 0;
+    if (result->defined.empty() && result->num_values() > 0) result->defined.assign(result->num_values(), 1);
+    for (uint32_t d : defs) {
+      if (d > static_cast<uint32_t>(col.max_definition_level)) {
+        return Status::Corruption(fmt::format("definition level {} above the maximum {}", d, col.max_definition_level));
+      }
+      bool is_present = d == static_cast<uint32_t>(col.max_definition_level);
+      present += is_present;
+      result->defined.push_back(is_present);
+    }
+  } else if (!result->defined.empty()) {
+    result->defined.insert(result->defined.end(), num_values, 1);
+  }
+  if (def_prefixed) values_bytes = values_bytes.subspan(levels_end);
+  return DecodeValues(col, encoding, values_bytes, present, dict, &result->values);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+Result<std::unique_ptr<ParquetReader>> ParquetReader::Open(Storage& storage, const std::string& path) {
+  STOKE_ASSIGN_OR_RETURN(auto file, storage.OpenForRead(path));
+  return Open(std::move(file));
+}
+
+Result<std::unique_ptr<ParquetReader>> ParquetReader::Open(std::unique_ptr<RandomAccessFile> file) {
+  std::unique_ptr<ParquetReader> r(new ParquetReader(std::move(file)));
+  STOKE_RETURN_IF_ERROR(r->ReadFooter());
+  STOKE_RETURN_IF_ERROR(r->BuildColumns());
+  STOKE_RETURN_IF_ERROR(r->ValidateRowGroups());
+  return r;
+}
+
+Status ParquetReader::ReadFooter() {
+  const uint64_t size = file_->size();
+  const std::string& path = file_->path();
+  if (size < 12) {
+    return Status::Corruption(fmt::format("{}: {} bytes is too short for a Parquet file (at least 12)", path, size));
+  }
+  uint8_t head[4];
+  STOKE_RETURN_IF_ERROR(file_->ReadAt(0, MutableByteView(head, 4)));
+  if (std::memcmp(head, parquet::kMagic, 4) != 0) {
+    return Status::Corruption(fmt::format("{}: offset 0: not a Parquet file (no PAR1 magic)", path));
+  }
+  uint64_t tail_size = std::min<uint64_t>(size, kFooterReadAhead);
+  AlignedBuffer tail(tail_size);
+  STOKE_RETURN_IF_ERROR(file_->ReadAt(size - tail_size, tail.mutable_view()));
+  const uint8_t* trailer = tail.data() + tail_size - 8;
+  if (std::memcmp(trailer + 4, parquet::kMagic, 4) != 0) {
+    if (std::memcmp(trailer + 4, "PARE", 4) == 0) {
+      return Status::Unsupported(fmt::format("{}: encrypted Parquet footer", path));
+    }
+    return Status::Corruption(fmt::format("{}: offset {}: missing PAR1 magic at the end (truncated file?)", path, size - 4));
+  }
+  uint64_t footer_len = LoadLE<uint32_t>(trailer);
+  if (footer_len > size - 12) {
+    return Status::Corruption(fmt::format("{}: offset {}: footer length {} exceeds the file ({} bytes)", path, size - 8,
+                                          footer_len, size));
+  }
+  footer_size_ = footer_len;
+  uint64_t footer_start = size - 8 - footer_len;
+  ByteView footer;
+  AlignedBuffer big;
+  if (footer_len + 8 <= tail_size) {
+    footer = ByteView(tail.data() + tail_size - 8 - footer_len, footer_len);
+  } else {
+    big.Resize(footer_len);
+    STOKE_RETURN_IF_ERROR(file_->ReadAt(footer_start, big.mutable_view()));
+    footer = big.view();
+  }
+  STOKE_RETURN_IF_ERROR(parquet::ParseFileMetaData(footer, "footer of " + path, footer_start, &metadata_));
+  if (metadata_.encrypted) return Status::Unsupported(fmt::format("{}: encrypted Parquet file", path));
+  return Status::OK();
+}
+
+Status ParquetReader::BuildColumns() {
+  const std::string& path = file_->path();
+  const auto& schema = metadata_.schema;
+  if (schema.empty()) return Status::Corruption(fmt::format("{}: footer has an empty schema", path));
+  // Depth-first walk of the flattened schema tree.
+  struct Frame {
+    int remaining;
+    int16_t def, rep;
+    std::string prefix;
+  };
+  std::vector<Frame> stack;
+  int root_children = schema[0].num_children.value_or(0);
+  if (root_children < 0 || static_cast<size_t>(root_children) > schema.size() - 1) {
+    return Status::Corruption(fmt::format("{}: schema root claims {} children but {} elements follow", path,
+                                          root_children, schema.size() - 1));
+  }
+  stack.push_back({root_children, 0, 0, ""});
+  for (size_t i = 1; i < schema.size(); ++i) {
+    while (!stack.empty() && stack.back().remaining == 0) stack.pop_back();
+    if (stack.empty()) {
+      return Status::Corruption(fmt::format("{}: schema element {} ('{}') belongs to no parent", path, i, schema[i].name));
+    }
+    Frame& parent = stack.back();
+    --parent.remaining;
+    const auto& e = schema[i];
+    auto rep = e.repetition.value_or(parquet::Repetition::kRequired);
+    int16_t def = parent.def + (rep != parquet::Repetition::kRequired ? 1 : 0);
+    int16_t reps = parent.rep + (rep == parquet::Repetition::kRepeated ? 1 : 0);
+    std::string name = parent.prefix.empty() ? e.name : parent.prefix + "." + e.name;
+    int children = e.num_children.value_or(0);
+    if (children > 0 || !e.type) {
+      if (children <= 0 || static_cast<size_t>(children) > schema.size() - 1 - i) {
+        return Status::Corruption(fmt::format("{}: schema group '{}' has a bad child count {}", path, name, children));
+      }
+      if (stack.size() > 64) return Status::Corruption(fmt::format("{}: schema nested deeper than 64", path));
+      stack.push_back({children, def, reps, name});
+      continue;
+    }
+    LeafColumn col;
+    col.name = name;
+    col.schema_index = i;
+    col.type = *e.type;
+    if (static_cast<int32_t>(col.type) < 0 || static_cast<int32_t>(col.type) > 7) {
+      return Status::Corruption(fmt::format("{}: column '{}' has unknown physical type {}", path, name,
+                                            static_cast<int32_t>(col.type)));
+    }
+    col.type_length = e.type_length.value_or(0);
+    if (col.type == Type::kFixedLenByteArray && col.type_length <= 0) {
+      return Status::Corruption(fmt::format("{}: FIXED_LEN_BYTE_ARRAY column '{}' without a positive type_length", path, name));
+    }
+    col.max_definition_level = def;
+    col.max_repetition_level = reps;
+    col.is_string = col.type == Type::kByteArray && IsStringAnnotated(e);
+    columns_.push_back(std::move(col));
+  }
+  for (const auto& f : stack) {
+    if (f.remaining != 0) return Status::Corruption(fmt::format("{}: schema ends before all children are listed", path));
+  }
+  for (const auto& kv : metadata_.key_value_metadata) {
+    if (kv.key != kTensorsMetadataKey || !kv.value) continue;
+    STOKE_ASSIGN_OR_RETURN(auto specs, TensorSpecsFromJson(*kv.value, path));
+    for (auto& col : columns_) {
+      auto it = specs.find(col.name);
+      if (it != specs.end() && col.type == Type::kByteArray) col.tensor = it->second;
+    }
+  }
+  return Status::OK();
+}
+
+Status ParquetReader::ValidateRowGroups() {
+  const std::string& path = file_->path();
+  if (metadata_.num_rows < 0) return Status::Corruption(fmt::format("{}: negative row count", path));
+  int64_t rows = 0;
+  row_group_starts_.clear();
+  for (size_t g = 0; g < metadata_.row_groups.size(); ++g) {
+    const auto& rg = metadata_.row_groups[g];
+    if (rg.columns.size() != columns_.size()) {
+      return Status::Corruption(fmt::format("{}: row group {} has {} column chunks, the schema {} columns", path, g,
+                                            rg.columns.size(), columns_.size()));
+    }
+    if (rg.num_rows < 0 || __builtin_add_overflow(rows, rg.num_rows, &rows)) {
+      return Status::Corruption(fmt::format("{}: row group {} has a bad row count {}", path, g, rg.num_rows));
+    }
+    row_group_starts_.push_back(rows - rg.num_rows);
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      const auto& cc = rg.columns[c];
+      if (cc.encrypted) return Status::Unsupported(fmt::format("{}: encrypted column '{}'", path, columns_[c].name));
+      if (cc.file_path) return Status::Unsupported(fmt::format("{}: column chunk in another file ('{}')", path, *cc.file_path));
+      if (!cc.meta_data) return Status::Corruption(fmt::format("{}: row group {} column '{}' has no metadata", path, g, columns_[c].name));
+      if (cc.meta_data->type != columns_[c].type) {
+        return Status::Corruption(fmt::format("{}: row group {} column '{}' is {} in the chunk but {} in the schema", path, g,
+                                              columns_[c].name, parquet::TypeName(cc.meta_data->type),
+                                              parquet::TypeName(columns_[c].type)));
+      }
+      STOKE_RETURN_IF_ERROR(ChunkRange(static_cast<int>(g), c).status());
+    }
+  }
+  if (rows != metadata_.num_rows) {
+    return Status::Corruption(fmt::format("{}: footer says {} rows but the row groups hold {}", path, metadata_.num_rows, rows));
+  }
+  row_group_starts_.push_back(rows);
+  return Status::OK();
+}
+
+std::string ParquetReader::Context(int row_group, size_t column) const {
+  return fmt::format("{}: row group {} column '{}'", file_->path(), row_group, columns_[column].name);
+}
+
+Result<size_t> ParquetReader::FindColumn(std::string_view name) const {
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    if (columns_[i].name == name) return i;
+  }
+  return Status::NotFound(fmt::format("{}: no column named '{}'", file_->path(), name));
+}
+
+Result<std::pair<int64_t, int64_t>> ParquetReader::ChunkRange(int row_group, size_t column) const {
+  const auto& m = *metadata_.row_groups[row_group].columns[column].meta_data;
+  int64_t start = m.data_page_offset;
+  // Some writers record dictionary_page_offset 0 for "none"; only an offset before the data pages counts.
+  if (m.dictionary_page_offset && *m.dictionary_page_offset > 0 && *m.dictionary_page_offset < start) {
+    start = *m.dictionary_page_offset;
+  }
+  int64_t limit = static_cast<int64_t>(file_->size() - footer_size_ - 8);
+  int64_t end;
+  if (start < 4 || m.total_compressed_size < 0 || __builtin_add_overflow(start, m.total_compressed_size, &end) ||
+      end > limit) {
+    return Status::Corruption(fmt::format("{}: chunk range [{}, +{}) lies outside the data region [4, {})",
+                                          Context(row_group, column), start, m.total_compressed_size, limit));
+  }
+  return std::make_pair(start, end);
+}
+
+Result<std::vector<PageInfo>> ParquetReader::ListPages(int row_group, size_t column) const {
+  STOKE_ASSIGN_OR_RETURN(auto range, ChunkRange(row_group, column));
+  std::vector<PageInfo> pages;
+  int64_t pos = range.first;
+  const std::string ctx = Context(row_group, column);
+  while (pos < range.second) {
+    // Page headers are small; read up to 64 KiB (or what is left) and parse from there.
+    int64_t n = std::min<int64_t>(range.second - pos, 64 << 10);
+    AlignedBuffer buf(static_cast<size_t>(n));
+    STOKE_RETURN_IF_ERROR(file_->ReadAt(static_cast<uint64_t>(pos), buf.mutable_view()));
+    PageInfo p;
+    size_t consumed = 0;
+    STOKE_RETURN_IF_ERROR(parquet::ParsePageHeader(buf.view(), ctx + " page header", static_cast<uint64_t>(pos), &p.header, &consumed));
+    p.offset = pos;
+    p.header_size = static_cast<int64_t>(consumed);
+    int64_t next = pos + p.header_size + p.header.compressed_page_size;
+    if (next > range.second) {
+      return Status::Corruption(fmt::format("{}: offset {}: page of {} bytes runs past the chunk end {}", ctx, pos,
+                                            p.header.compressed_page_size, range.second));
+    }
+    pages.push_back(std::move(p));
+    pos = next;
+    if (pages.size() > 10'000'000) return Status::Corruption(ctx + ": more than 10 million pages");
+  }
+  return pages;
+}
+
+Result<ColumnValues> ParquetReader::ReadColumnChunk(int row_group, size_t column) const {
+  if (row_group < 0 || row_group >= num_row_groups() || column >= columns_.size()) {
+    return Status::InvalidArgument(fmt::format("{}: no row group {} / column {}", file_->path(), row_group, column));
+  }
+  const LeafColumn& col = columns_[column];
+  const std::string ctx = Context(row_group, column);
+  if (col.max_repetition_level > 0) return Status::Unsupported(fmt::format("{}: nested (repeated) column", ctx));
+  const auto& meta = *metadata_.row_groups[row_group].columns[column].meta_data;
+  if (!CodecSupported(meta.codec)) {
+    return Status::Unsupported(fmt::format("{}: codec {}", ctx, parquet::CodecName(meta.codec)));
+  }
+  STOKE_ASSIGN_OR_RETURN(auto range, ChunkRange(row_group, column));
+  AlignedBuffer chunk(static_cast<size_t>(range.second - range.first));
+  STOKE_RETURN_IF_ERROR(file_->ReadAt(static_cast<uint64_t>(range.first), chunk.mutable_view()));
+
+  ColumnValues result{EmptyValuesFor(col.type), {}};
+  std::optional<ValueVector> dict;
+  AlignedBuffer scratch;
+  const int64_t expected_rows = metadata_.row_groups[row_group].num_rows;
+  size_t pos = 0;
+  while (pos < chunk.size() && static_cast<int64_t>(result.num_rows()) < expected_rows) {
+    const uint64_t page_offset = static_cast<uint64_t>(range.first) + pos;
+    parquet::PageHeader h;
+    size_t consumed = 0;
+    STOKE_RETURN_IF_ERROR(
+        parquet::ParsePageHeader(chunk.view().subspan(pos), ctx + " page header", page_offset, &h, &consumed));
+    if (static_cast<uint64_t>(h.compressed_page_size) > chunk.size() - pos - consumed) {
+      return Status::Corruption(fmt::format("{}: offset {}: page body of {} bytes runs past the chunk end", ctx,
+                                            page_offset, h.compressed_page_size));
+    }
+    ByteView stored = chunk.view().subspan(pos + consumed, h.compressed_page_size);
+    if (h.crc && static_cast<uint32_t>(*h.crc) != Crc32(stored)) {
+      return Status::Corruption(fmt::format("{}: offset {}: page CRC mismatch (stored {:08x}, computed {:08x})", ctx,
+                                            page_offset, static_cast<uint32_t>(*h.crc), Crc32(stored)));
+    }
+    Status s;
+    switch (h.type) {
+      case PageType::kDictionaryPage: {
+        if (!h.dictionary_page_header || h.dictionary_page_header->num_values < 0) {
+          s = Status::Corruption("dictionary page without a valid dictionary_page_header");
+          break;
+        }
+        auto enc = h.dictionary_page_header->encoding;
+        if (enc != Encoding::kPlain && enc != Encoding::kPlainDictionary) {
+          s = Status::Unsupported(fmt::format("dictionary page encoding {}", parquet::EncodingName(enc)));
+          break;
+        }
+        s = DecompressBody(meta.codec, stored, h.uncompressed_page_size, &scratch);
+        if (!s.ok()) break;
+        dict = EmptyValuesFor(col.type);
+        s = DecodeValues(col, Encoding::kPlain, scratch.view(), static_cast<size_t>(h.dictionary_page_header->num_values),
+                         nullptr, &*dict);
+        break;
+      }
+      case PageType::kDataPage:
+      case PageType::kDataPageV2:
+        s = DecodeDataPage(col, meta.codec, h, stored, dict ? &*dict : nullptr, &scratch, &result);
+        break;
+      case PageType::kIndexPage: break;
+      default:
+        s = Status::Unsupported(fmt::format("page type {}", static_cast<int32_t>(h.type)));
+    }
+    if (!s.ok()) return s.WithContext(fmt::format("{}: page at offset {}", ctx, page_offset));
+    pos += consumed + h.compressed_page_size;
+  }
+  if (static_cast<int64_t>(result.num_rows()) != expected_rows) {
+    return Status::Corruption(fmt::format("{}: pages hold {} rows, the row group {}", ctx, result.num_rows(), expected_rows));
+  }
+  return result;
+}
+
+Result<ColumnValues> ParquetReader::ReadColumn(size_t column) const {
+  if (column >= columns_.size()) return Status::InvalidArgument(fmt::format("no column {}", column));
+  ColumnValues all{EmptyValuesFor(columns_[column].type), {}};
+  for (int g = 0; g < num_row_groups(); ++g) {
+    STOKE_ASSIGN_OR_RETURN(auto part, ReadColumnChunk(g, column));
+    if (!part.defined.empty() || !all.defined.empty()) {
+      if (all.defined.empty()) all.defined.assign(all.num_values(), 1);
+      if (part.defined.empty()) part.defined.assign(part.num_values(), 1);
+      all.defined.insert(all.defined.end(), part.defined.begin(), part.defined.end());
+    }
+    std::visit(
+        [&](auto& dst) {
+          auto& src = std::get<std::decay_t<decltype(dst)>>(part.values);
+          dst.insert(dst.end(), std::make_move_iterator(src.begin()), std::make_move_iterator(src.end()));
+        },
+        all.values);
+  }
+  return all;
+}
+
+Result<std::optional<parquet::OffsetIndex>> ParquetReader::ReadOffsetIndex(int row_group, size_t column) const {
+  const auto& cc = metadata_.row_groups.at(row_group).columns.at(column);
+  if (!cc.offset_index_offset || !cc.offset_index_length) return std::optional<parquet::OffsetIndex>();
+  int64_t off = *cc.offset_index_offset, len = *cc.offset_index_length;
+  if (off < 4 || len <= 0 || static_cast<uint64_t>(off) + len > file_->size() - 8) {
+    return Status::Corruption(fmt::format("{}: OffsetIndex range [{}, +{}) lies outside the file", Context(row_group, column), off, len));
+  }
+  AlignedBuffer buf(static_cast<size_t>(len));
+  STOKE_RETURN_IF_ERROR(file_->ReadAt(static_cast<uint64_t>(off), buf.mutable_view()));
+  parquet::OffsetIndex oi;
+  STOKE_RETURN_IF_ERROR(parquet::ParseOffsetIndex(buf.view(), Context(row_group, column) + " OffsetIndex", off, &oi));
+  STOKE_ASSIGN_OR_RETURN(auto range, ChunkRange(row_group, column));
+  int64_t prev_row = -1;
+  for (const auto& p : oi.page_locations) {
+    if (p.offset < range.first || p.compressed_page_size <= 0 || p.offset + p.compressed_page_size > range.second ||
+        p.first_row_index <= prev_row || p.first_row_index >= metadata_.row_groups[row_group].num_rows) {
+      return Status::Corruption(fmt::format("{}: OffsetIndex entry (offset {}, size {}, first row {}) is inconsistent",
+                                            Context(row_group, column), p.offset, p.compressed_page_size, p.first_row_index));
+    }
+    prev_row = p.first_row_index;
+  }
+  if (!oi.page_locations.empty() && oi.page_locations[0].first_row_index != 0) {
+    return Status::Corruption(Context(row_group, column) + ": OffsetIndex does not start at row 0");
+  }
+  return std::optional<parquet::OffsetIndex>(std::move(oi));
+}
+
+Result<std::optional<parquet::ColumnIndex>> ParquetReader::ReadColumnIndex(int row_group, size_t column) const {
+  const auto& cc = metadata_.row_groups.at(row_group).columns.at(column);
+  if (!cc.column_index_offset || !cc.column_index_length) return std::optional<parquet::ColumnIndex>();
+  int64_t off = *cc.column_index_offset, len = *cc.column_index_length;
+  if (off < 4 || len <= 0 || static_cast<uint64_t>(off) + len > file_->size() - 8) {
+    return Status::Corruption(fmt::format("{}: ColumnIndex range [{}, +{}) lies outside the file", Context(row_group, column), off, len));
+  }
+  AlignedBuffer buf(static_cast<size_t>(len));
+  STOKE_RETURN_IF_ERROR(file_->ReadAt(static_cast<uint64_t>(off), buf.mutable_view()));
+  parquet::ColumnIndex ci;
+  STOKE_RETURN_IF_ERROR(parquet::ParseColumnIndex(buf.view(), Context(row_group, column) + " ColumnIndex", off, &ci));
+  return std::optional<parquet::ColumnIndex>(std::move(ci));
+}
+
+Result<std::shared_ptr<const parquet::OffsetIndex>> ParquetReader::CachedOffsetIndex(int row_group, size_t column) const {
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    auto it = offset_index_cache_.find({row_group, column});
+    if (it != offset_index_cache_.end()) return it->second;
+  }
+  STOKE_ASSIGN_OR_RETURN(auto oi, ReadOffsetIndex(row_group, column));
+  std::shared_ptr<const parquet::OffsetIndex> p;
+  if (oi) p = std::make_shared<const parquet::OffsetIndex>(std::move(*oi));
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  offset_index_cache_[{row_group, column}] = p;
+  return p;
+}
+
+Status ParquetReader::ReadBinaryCell(int64_t row, size_t column, AlignedBuffer* out) const {
+  if (column >= columns_.size()) return Status::InvalidArgument(fmt::format("{}: no column {}", file_->path(), column));
+  const LeafColumn& col = columns_[column];
+  if (col.type != Type::kByteArray && col.type != Type::kFixedLenByteArray) {
+    return Status::InvalidArgument(fmt::format("{}: column '{}' is not a byte array column", file_->path(), col.name));
+  }
+  if (row < 0 || row >= num_rows()) {
+    return Status::InvalidArgument(fmt::format("{}: row {} out of range (file has {} rows)", file_->path(), row, num_rows()));
+  }
+  int g = static_cast<int>(std::upper_bound(row_group_starts_.begin(), row_group_starts_.end() - 1, row) -
+                           row_group_starts_.begin()) - 1;
+  const int64_t row_in_group = row - row_group_starts_[g];
+  const std::string ctx = Context(g, column);
+  const auto& meta = *metadata_.row_groups[g].columns[column].meta_data;
+
+  STOKE_ASSIGN_OR_RETURN(auto oi, CachedOffsetIndex(g, column));
+  if (oi && !oi->page_locations.empty() && col.max_definition_level == 0 && CodecSupported(meta.codec) &&
+      col.type == Type::kByteArray) {
+    const auto& locs = oi->page_locations;
+    auto it = std::upper_bound(locs.begin(), locs.end(), row_in_group,
+                               [](int64_t r, const parquet::PageLocation& p) { return r < p.first_row_index; });
+    const parquet::PageLocation& loc = *(it - 1);
+    // One positioned read: page header and body together.
+    AlignedBuffer page(static_cast<size_t>(loc.compressed_page_size));
+    STOKE_RETURN_IF_ERROR(file_->ReadAt(static_cast<uint64_t>(loc.offset), page.mutable_view()));
+    parquet::PageHeader h;
+    size_t consumed = 0;
+    STOKE_RETURN_IF_ERROR(parquet::ParsePageHeader(page.view(), ctx + " page header", loc.offset, &h, &consumed));
+    if (consumed + h.compressed_page_size != page.size()) {
+      return Status::Corruption(fmt::format("{}: offset {}: page size {} disagrees with the OffsetIndex ({})", ctx,
+                                            loc.offset, consumed + h.compressed_page_size, page.size()));
+    }
+    ByteView stored = page.view().subspan(consumed);
+    if (h.crc && static_cast<uint32_t>(*h.crc) != Crc32(stored)) {
+      return Status::Corruption(fmt::format("{}: row {}: page at offset {}: CRC mismatch (stored {:08x}, computed {:08x})",
+                                            ctx, row, loc.offset, static_cast<uint32_t>(*h.crc), Crc32(stored)));
+    }
+    if (h.type == PageType::kDataPage && h.data_page_header && h.data_page_header->encoding == Encoding::kPlain) {
+      AlignedBuffer body;
+      STOKE_RETURN_IF_ERROR(DecompressBody(meta.codec, stored, h.uncompressed_page_size, &body)
+                                .WithContext(fmt::format("{}: page at offset {}", ctx, loc.offset)));
+      // PLAIN BYTE_ARRAY values: walk the length prefixes to the row.
+      size_t pos = 0;
+      for (int64_t k = loc.first_row_index;; ++k) {
+        if (body.size() - pos < 4) {
+          return Status::Corruption(fmt::format("{}: page at offset {}: row {} not in page", ctx, loc.offset, row));
+        }
+        uint32_t len = LoadLE<uint32_t>(body.data() + pos);
+        pos += 4;
+        if (len > body.size() - pos) {
+          return Status::Corruption(fmt::format("{}: page at offset {}: value length {} runs past the page", ctx, loc.offset, len));
+        }
+        if (k == row_in_group) {
+          out->Clear();
+          out->Append(body.data() + pos, len);
+          return Status::OK();
+        }
+        pos += len;
+      }
+    }
+  }
+  // General path: decode the column chunk and pick the row.
+  STOKE_ASSIGN_OR_RETURN(auto values, ReadColumnChunk(g, column));
+  size_t idx = static_cast<size_t>(row_in_group);
+  if (!values.defined.empty()) {
+    if (!values.defined[idx]) return Status::NotFound(fmt::format("{}: row {} is null", ctx, row));
+    idx = static_cast<size_t>(std::count(values.defined.begin(), values.defined.begin() + idx, 1));
+  }
+  const auto& v = std::get<std::vector<std::string>>(values.values)[idx];
+  out->Clear();
+  out->Append(v.data(), v.size());
+  return Status::OK();
+}
+
+}  // namespace stoke

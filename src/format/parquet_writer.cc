@@ -1,0 +1,505 @@
+#include "format/parquet_writer.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "format/codec.h"
+#include "format/parquet_encoding.h"
+
+namespace stoke {
+
+using parquet::Codec;
+using parquet::Encoding;
+using parquet::PageType;
+using parquet::Type;
+
+namespace {
+
+constexpr char kCreatedBy[] = "stoke version 0.1.0";
+// Statistics longer than this are left out rather than truncated (truncation needs care that
+// readers get right inconsistently).
+constexpr size_t kMaxStatisticsBytes = 1024;
+
+// Min/max of one run of values, in the physical type's sort order (signed integers, IEEE floats
+// with NaN ignored, unsigned bytewise for BYTE_ARRAY, false < true).
+struct MinMax {
+  std::optional<std::string> min, max;  // PLAIN-encoded, as statistics store them
+};
+
+template <typename T>
+std::string StatBytes(const T& v) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return v;
+  } else {
+    std::string s(sizeof(T), '\0');
+    std::memcpy(s.data(), &v, sizeof(T));
+    return s;
+  }
+}
+
+template <typename T>
+MinMax ComputeMinMax(const std::vector<T>& v, size_t begin, size_t end) {
+  MinMax mm;
+  const T* lo = nullptr;
+  const T* hi = nullptr;
+  for (size_t i = begin; i < end; ++i) {
+    const T& x = v[i];
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(x)) continue;
+    }
+    if (lo == nullptr || x < *lo) lo = &x;
+    if (hi == nullptr || *hi < x) hi = &x;
+  }
+  if (lo == nullptr) return mm;
+  T min = *lo, max = *hi;
+  if constexpr (std::is_floating_point_v<T>) {
+    // parquet.thrift: a zero min is written as -0.0 and a zero max as +0.0.
+    if (min == 0) min = -T(0);
+    if (max == 0) max = T(0);
+  }
+  mm.min = StatBytes(min);
+  mm.max = StatBytes(max);
+  if (mm.min->size() > kMaxStatisticsBytes || mm.max->size() > kMaxStatisticsBytes) return MinMax{};
+  return mm;
+}
+
+// Compares two PLAIN-encoded statistics values of `type`.
+int CompareStat(Type type, const std::string& a, const std::string& b) {
+  auto cmp = [](auto x, auto y) { return x < y ? -1 : (y < x ? 1 : 0); };
+  switch (type) {
+    case Type::kBoolean: return cmp(a[0], b[0]);
+    case Type::kInt32: return cmp(LoadLE<int32_t>(AsBytes(a).data()), LoadLE<int32_t>(AsBytes(b).data()));
+    case Type::kInt64: return cmp(LoadLE<int64_t>(AsBytes(a).data()), LoadLE<int64_t>(AsBytes(b).data()));
+    case Type::kFloat: return cmp(LoadLE<float>(AsBytes(a).data()), LoadLE<float>(AsBytes(b).data()));
+    case Type::kDouble: return cmp(LoadLE<double>(AsBytes(a).data()), LoadLE<double>(AsBytes(b).data()));
+    default: return a.compare(b) < 0 ? -1 : (a == b ? 0 : 1);
+  }
+}
+
+// Appends the PLAIN encoding of values[begin, end).
+void AppendPlain(const ValueVector& values, size_t begin, size_t end, std::string* out) {
+  std::visit(
+      [&](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        if constexpr (std::is_same_v<T, std::string>) {
+          std::vector<std::string_view> views(v.begin() + begin, v.begin() + end);
+          parquet::EncodePlainByteArray(views, out);
+        } else if constexpr (std::is_same_v<T, uint8_t>) {
+          parquet::EncodePlainBoolean(std::span<const uint8_t>(v.data() + begin, end - begin), out);
+        } else {
+          parquet::EncodePlain(std::span<const T>(v.data() + begin, end - begin), out);
+        }
+      },
+      values);
+}
+
+parquet::PageHeader DataPageHeaderFor(int32_t num_values, size_t uncompressed, size_t stored, uint32_t crc) {
+  parquet::PageHeader h;
+  h.type = PageType::kDataPage;
+  h.uncompressed_page_size = static_cast<int32_t>(uncompressed);
+  h.compressed_page_size = static_cast<int32_t>(stored);
+  h.crc = static_cast<int32_t>(crc);
+  parquet::DataPageHeader d;
+  d.num_values = num_values;
+  d.encoding = Encoding::kPlain;
+  d.definition_level_encoding = Encoding::kRle;
+  d.repetition_level_encoding = Encoding::kRle;
+  h.data_page_header = d;
+  return h;
+}
+
+// Compresses `body` and appends header + stored body to `chunk`, recording the page location.
+Status AppendDataPage(const WriterOptions& options, ByteView body, int32_t num_values, int64_t first_row,
+                      AlignedBuffer* scratch, EncodedColumnChunk* chunk) {
+  if (body.size() > INT32_MAX) return Status::InvalidArgument(fmt::format("page of {} bytes exceeds 2 GiB", body.size()));
+  ByteView stored = body;
+  if (options.codec != Codec::kUncompressed) {
+    scratch->Clear();
+    STOKE_RETURN_IF_ERROR(Compress(options.codec, body, options.compression_level, scratch));
+    stored = scratch->view();
+  }
+  std::string header;
+  parquet::SerializePageHeader(DataPageHeaderFor(num_values, body.size(), stored.size(), Crc32(stored)), &header);
+  int64_t offset = static_cast<int64_t>(chunk->bytes.size());
+  chunk->bytes.Append(AsBytes(header));
+  chunk->bytes.Append(stored);
+  chunk->pages.push_back({offset, static_cast<int32_t>(header.size() + stored.size()), first_row});
+  chunk->meta.total_uncompressed_size += static_cast<int64_t>(header.size() + body.size());
+  chunk->meta.total_compressed_size += static_cast<int64_t>(header.size() + stored.size());
+  return Status::OK();
+}
+
+void InitChunkMeta(const ColumnSpec& spec, const WriterOptions& options, parquet::ColumnMetaData* m) {
+  m->type = spec.type;
+  m->path_in_schema = {spec.name};
+  m->codec = options.codec;
+  // RLE only where definition levels are written (OPTIONAL columns).
+  m->encodings = spec.optional ? std::vector<Encoding>{Encoding::kPlain, Encoding::kRle} : std::vector<Encoding>{Encoding::kPlain};
+  m->data_page_offset = 0;
+}
+
+}  // namespace
+
+int64_t EncodedRowGroup::byte_size() const {
+  int64_t n = 0;
+  for (const auto& c : columns) n += static_cast<int64_t>(c.bytes.size());
+  return n;
+}
+
+Status ValidateColumns(const std::vector<ColumnSpec>& columns) {
+  if (columns.empty()) return Status::InvalidArgument("a Parquet schema needs at least one column");
+  std::set<std::string> names;
+  for (const auto& c : columns) {
+    if (c.name.empty()) return Status::InvalidArgument("column with an empty name");
+    if (!names.insert(c.name).second) return Status::InvalidArgument(fmt::format("duplicate column '{}'", c.name));
+    switch (c.type) {
+      case Type::kBoolean:
+      case Type::kInt32:
+      case Type::kInt64:
+      case Type::kFloat:
+      case Type::kDouble:
+      case Type::kByteArray: break;
+      default:
+        return Status::Unsupported(fmt::format("writing column '{}' of type {}", c.name, parquet::TypeName(c.type)));
+    }
+    if (c.tensor) {
+      if (c.type != Type::kByteArray || c.optional || c.is_string) {
+        return Status::InvalidArgument(fmt::format("tensor column '{}' must be a REQUIRED BYTE_ARRAY", c.name));
+      }
+      if (c.tensor->num_bytes() > INT32_MAX - 64) {
+        return Status::InvalidArgument(fmt::format("tensor column '{}': rows of {} bytes exceed a 2 GiB page", c.name,
+                                                   c.tensor->num_bytes()));
+      }
+    }
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------------
+RowGroupEncoder::RowGroupEncoder(const std::vector<ColumnSpec>& columns, const WriterOptions& options)
+    : columns_(columns), options_(options), tensors_(columns.size()), scalars_(columns.size()) {
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    if (columns_[i].tensor) InitChunkMeta(columns_[i], options_, &tensors_[i].chunk.meta);
+  }
+}
+
+int64_t RowGroupEncoder::tensor_rows(size_t column) const { return tensors_[column].rows; }
+
+int64_t RowGroupEncoder::encoded_bytes() const {
+  int64_t n = 0;
+  for (const auto& t : tensors_) n += static_cast<int64_t>(t.chunk.bytes.size() + t.open_page.size());
+  return n;
+}
+
+Status RowGroupEncoder::AppendTensor(size_t column, ByteView bytes) {
+  if (column >= columns_.size() || !columns_[column].tensor) {
+    return Status::InvalidArgument(fmt::format("column {} is not a tensor column", column));
+  }
+  const ColumnSpec& spec = columns_[column];
+  if (static_cast<int64_t>(bytes.size()) != spec.tensor->num_bytes()) {
+    return Status::InvalidArgument(fmt::format("tensor column '{}' holds {} bytes per row, got {}", spec.name,
+                                               spec.tensor->num_bytes(), bytes.size()));
+  }
+  TensorState& t = tensors_[column];
+  uint8_t len[4];
+  StoreLE<uint32_t>(len, static_cast<uint32_t>(bytes.size()));
+  t.open_page.Append(len, 4);
+  t.open_page.Append(bytes);
+  ++t.rows_in_open_page;
+  ++t.rows;
+  if (static_cast<int64_t>(t.open_page.size()) >= options_.small_tensor_page_bytes) {
+    STOKE_RETURN_IF_ERROR(FlushTensorPage(column));
+  }
+  return Status::OK();
+}
+
+Status RowGroupEncoder::FlushTensorPage(size_t column) {
+  TensorState& t = tensors_[column];
+  if (t.rows_in_open_page == 0) return Status::OK();
+  int64_t first_row = t.rows - t.rows_in_open_page;
+  STOKE_RETURN_IF_ERROR(AppendDataPage(options_, t.open_page.view(), static_cast<int32_t>(t.rows_in_open_page),
+                                       first_row, &scratch_, &t.chunk));
+  t.open_page.Clear();
+  t.rows_in_open_page = 0;
+  return Status::OK();
+}
+
+Status RowGroupEncoder::SetScalars(size_t column, ColumnValues values) {
+  if (column >= columns_.size() || columns_[column].tensor) {
+    return Status::InvalidArgument(fmt::format("column {} is not a scalar column", column));
+  }
+  const ColumnSpec& spec = columns_[column];
+  if (values.values.index() != EmptyValuesFor(spec.type).index()) {
+    return Status::InvalidArgument(fmt::format("column '{}': values do not match type {}", spec.name,
+                                               parquet::TypeName(spec.type)));
+  }
+  if (!values.defined.empty()) {
+    size_t present = 0;
+    for (uint8_t d : values.defined) present += d != 0;
+    if (present != values.num_values()) {
+      return Status::InvalidArgument(fmt::format("column '{}': {} rows marked present but {} values given", spec.name,
+                                                 present, values.num_values()));
+    }
+    if (!spec.optional && present != values.defined.size()) {
+      return Status::InvalidArgument(fmt::format("column '{}' is REQUIRED but has nulls", spec.name));
+    }
+  }
+  scalars_[column] = std::move(values);
+  return Status::OK();
+}
+
+Result<EncodedColumnChunk> RowGroupEncoder::EncodeScalarColumn(size_t column, const ColumnValues& values) const {
+  const ColumnSpec& spec = columns_[column];
+  EncodedColumnChunk chunk;
+  InitChunkMeta(spec, options_, &chunk.meta);
+  const size_t rows = values.num_rows();
+  chunk.meta.num_values = static_cast<int64_t>(rows);
+
+  parquet::ColumnIndex ci;
+  bool index_ok = true;  // false once a page's min/max is left out
+  MinMax chunk_mm;
+  int64_t null_total = 0;
+  AlignedBuffer scratch;
+  std::string body;
+  std::vector<uint32_t> levels;
+
+  size_t row = 0, value = 0;
+  do {
+    // Pick the page's rows: up to scalar_page_rows, or until the encoded values pass scalar_page_bytes.
+    size_t page_rows = 0, page_values = 0;
+    size_t page_bytes = 0;
+    while (row + page_rows < rows && page_rows < static_cast<size_t>(options_.scalar_page_rows) &&
+           page_bytes < static_cast<size_t>(options_.scalar_page_bytes)) {
+      bool present = values.defined.empty() || values.defined[row + page_rows];
+      if (present) {
+        page_bytes += std::visit(
+            [&](const auto& v) -> size_t {
+              using T = typename std::decay_t<decltype(v)>::value_type;
+              if constexpr (std::is_same_v<T, std::string>) {
+                return 4 + v[value + page_values].size();
+              } else {
+                return sizeof(T);
+              }
+            },
+            values.values);
+        ++page_values;
+      }
+      ++page_rows;
+    }
+    body.clear();
+    if (spec.optional) {
+      if (values.defined.empty()) {
+        levels.assign(page_rows, 1);
+      } else {
+        levels.assign(values.defined.begin() + row, values.defined.begin() + row + page_rows);
+      }
+      parquet::EncodeLengthPrefixedRleBitPackedHybrid(levels, 1, &body);
+    }
+    AppendPlain(values.values, value, value + page_values, &body);
+    STOKE_RETURN_IF_ERROR(AppendDataPage(options_, AsBytes(body), static_cast<int32_t>(page_rows),
+                                         static_cast<int64_t>(row), &scratch, &chunk));
+
+    MinMax mm = std::visit([&](const auto& v) { return ComputeMinMax(v, value, value + page_values); }, values.values);
+    int64_t nulls = static_cast<int64_t>(page_rows - page_values);
+    null_total += nulls;
+    bool all_null = page_values == 0;
+    if (!all_null && !mm.min) index_ok = false;  // e.g. only NaNs, or values too long
+    ci.null_pages.push_back(all_null);
+    ci.min_values.push_back(mm.min.value_or(""));
+    ci.max_values.push_back(mm.max.value_or(""));
+    ci.null_counts.push_back(nulls);
+    if (mm.min) {
+      if (!chunk_mm.min || CompareStat(spec.type, *mm.min, *chunk_mm.min) < 0) chunk_mm.min = mm.min;
+      if (!chunk_mm.max || CompareStat(spec.type, *mm.max, *chunk_mm.max) > 0) chunk_mm.max = mm.max;
+    }
+    row += page_rows;
+    value += page_values;
+  } while (row < rows);
+
+  parquet::Statistics stats;
+  stats.null_count = null_total;
+  stats.min_value = chunk_mm.min;
+  stats.max_value = chunk_mm.max;
+  chunk.meta.statistics = stats;
+
+  if (index_ok) {
+    // Boundary order: ascending or descending when consecutive non-null pages' bounds are monotonic.
+    bool asc = true, desc = true;
+    int prev = -1;
+    for (size_t i = 0; i < ci.null_pages.size(); ++i) {
+      if (ci.null_pages[i]) continue;
+      if (prev >= 0) {
+        int cmin = CompareStat(spec.type, ci.min_values[prev], ci.min_values[i]);
+        int cmax = CompareStat(spec.type, ci.max_values[prev], ci.max_values[i]);
+        asc = asc && cmin <= 0 && cmax <= 0;
+        desc = desc && cmin >= 0 && cmax >= 0;
+      }
+      prev = static_cast<int>(i);
+    }
+    ci.boundary_order = asc ? parquet::BoundaryOrder::kAscending
+                            : (desc ? parquet::BoundaryOrder::kDescending : parquet::BoundaryOrder::kUnordered);
+    chunk.column_index = std::move(ci);
+  }
+  return chunk;
+}
+
+Result<EncodedRowGroup> RowGroupEncoder::Finish() {
+  EncodedRowGroup rg;
+  std::optional<int64_t> rows;
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    int64_t n = columns_[c].tensor ? tensors_[c].rows
+                                   : (scalars_[c] ? static_cast<int64_t>(scalars_[c]->num_rows()) : 0);
+    if (rows && *rows != n) {
+      return Status::InvalidArgument(fmt::format("row group columns differ in length: '{}' has {} rows, '{}' has {}",
+                                                 columns_[0].name, *rows, columns_[c].name, n));
+    }
+    rows = n;
+  }
+  rg.num_rows = rows.value_or(0);
+  for (size_t c = 0; c < columns_.size(); ++c) {
+    if (columns_[c].tensor) {
+      STOKE_RETURN_IF_ERROR(FlushTensorPage(c));
+      TensorState& t = tensors_[c];
+      t.chunk.meta.num_values = t.rows;
+      parquet::Statistics stats;
+      stats.null_count = 0;  // no min/max for tensor columns
+      t.chunk.meta.statistics = stats;
+      rg.columns.push_back(std::move(t.chunk));
+      t = TensorState();
+      InitChunkMeta(columns_[c], options_, &t.chunk.meta);
+    } else {
+      ColumnValues empty{EmptyValuesFor(columns_[c].type), {}};
+      STOKE_ASSIGN_OR_RETURN(auto chunk, EncodeScalarColumn(c, scalars_[c] ? *scalars_[c] : empty));
+      rg.columns.push_back(std::move(chunk));
+      scalars_[c].reset();
+    }
+  }
+  return rg;
+}
+
+// ---------------------------------------------------------------------------------------------
+ParquetFileWriter::ParquetFileWriter(std::unique_ptr<WritableFile> file, std::vector<ColumnSpec> columns,
+                                     WriterOptions options)
+    : file_(std::move(file)), columns_(std::move(columns)), options_(std::move(options)) {}
+
+ParquetFileWriter::~ParquetFileWriter() = default;
+
+Result<std::unique_ptr<ParquetFileWriter>> ParquetFileWriter::Create(Storage& storage, const std::string& path,
+                                                                     std::vector<ColumnSpec> columns,
+                                                                     WriterOptions options) {
+  STOKE_RETURN_IF_ERROR(ValidateColumns(columns));
+  if (!CodecSupported(options.codec) || options.codec == Codec::kLz4) {
+    return Status::Unsupported(fmt::format("writing codec {}", parquet::CodecName(options.codec)));
+  }
+  STOKE_ASSIGN_OR_RETURN(auto file, storage.Create(path, /*exclusive=*/false));
+  STOKE_RETURN_IF_ERROR(file->Append(AsBytes(std::string_view(parquet::kMagic, 4))));
+  std::unique_ptr<ParquetFileWriter> w(new ParquetFileWriter(std::move(file), std::move(columns), std::move(options)));
+
+  auto& schema = w->metadata_.schema;
+  parquet::SchemaElement root;
+  root.name = "schema";
+  root.num_children = static_cast<int32_t>(w->columns_.size());
+  schema.push_back(root);
+  for (const auto& c : w->columns_) {
+    parquet::SchemaElement e;
+    e.name = c.name;
+    e.type = c.type;
+    e.repetition = c.optional ? parquet::Repetition::kOptional : parquet::Repetition::kRequired;
+    if (c.is_string) {
+      e.converted_type = parquet::ConvertedType::kUtf8;
+      e.logical_type = parquet::LogicalType{.id = parquet::LogicalTypeId::kString};
+    }
+    schema.push_back(e);
+  }
+  w->metadata_.created_by = kCreatedBy;
+  w->metadata_.has_column_orders = true;
+  bool has_tensors = false;
+  for (const auto& c : w->columns_) has_tensors |= c.tensor.has_value();
+  if (has_tensors) w->metadata_.key_value_metadata.push_back({kTensorsMetadataKey, TensorSpecsToJson(w->columns_)});
+  for (const auto& kv : w->options_.key_value_metadata) w->metadata_.key_value_metadata.push_back(kv);
+  return w;
+}
+
+Status ParquetFileWriter::WriteRowGroup(EncodedRowGroup rg) {
+  if (closed_) return Status::Internal("WriteRowGroup after Close");
+  if (rg.columns.size() != columns_.size()) {
+    return Status::InvalidArgument(fmt::format("row group has {} columns, the file {}", rg.columns.size(), columns_.size()));
+  }
+  if (rg.num_rows == 0) return Status::OK();
+  if (metadata_.row_groups.size() >= INT16_MAX) return Status::InvalidArgument("more than 32767 row groups in one file");
+  parquet::RowGroup out;
+  out.num_rows = rg.num_rows;
+  int64_t start = static_cast<int64_t>(file_->bytes_written());
+  out.file_offset = start;
+  out.ordinal = static_cast<int16_t>(metadata_.row_groups.size());
+  int64_t total_compressed = 0, total_uncompressed = 0;
+  std::vector<parquet::OffsetIndex> ois;
+  std::vector<std::optional<parquet::ColumnIndex>> cis;
+  for (auto& col : rg.columns) {
+    int64_t base = static_cast<int64_t>(file_->bytes_written());
+    STOKE_RETURN_IF_ERROR(file_->Append(col.bytes.view()));
+    parquet::ColumnChunk cc;
+    cc.file_offset = base;
+    cc.meta_data = col.meta;
+    cc.meta_data->data_page_offset += base;
+    if (cc.meta_data->dictionary_page_offset) *cc.meta_data->dictionary_page_offset += base;
+    total_compressed += col.meta.total_compressed_size;
+    total_uncompressed += col.meta.total_uncompressed_size;
+    parquet::OffsetIndex oi;
+    oi.page_locations = col.pages;
+    for (auto& p : oi.page_locations) p.offset += base;
+    ois.push_back(std::move(oi));
+    cis.push_back(std::move(col.column_index));
+    out.columns.push_back(std::move(cc));
+  }
+  out.total_byte_size = total_uncompressed;
+  out.total_compressed_size = total_compressed;
+  metadata_.num_rows += rg.num_rows;
+  metadata_.row_groups.push_back(std::move(out));
+  offset_indexes_.push_back(std::move(ois));
+  column_indexes_.push_back(std::move(cis));
+  return Status::OK();
+}
+
+Status ParquetFileWriter::Close() {
+  if (closed_) return Status::OK();
+  closed_ = true;
+  // Page indexes go between the last row group and the footer: all ColumnIndexes, then all
+  // OffsetIndexes (PageIndex.md).
+  std::string buf;
+  for (size_t rg = 0; rg < column_indexes_.size(); ++rg) {
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      if (!column_indexes_[rg][c]) continue;
+      buf.clear();
+      parquet::SerializeColumnIndex(*column_indexes_[rg][c], &buf);
+      auto& cc = metadata_.row_groups[rg].columns[c];
+      cc.column_index_offset = static_cast<int64_t>(file_->bytes_written());
+      cc.column_index_length = static_cast<int32_t>(buf.size());
+      STOKE_RETURN_IF_ERROR(file_->Append(AsBytes(buf)));
+    }
+  }
+  for (size_t rg = 0; rg < offset_indexes_.size(); ++rg) {
+    for (size_t c = 0; c < columns_.size(); ++c) {
+      buf.clear();
+      parquet::SerializeOffsetIndex(offset_indexes_[rg][c], &buf);
+      auto& cc = metadata_.row_groups[rg].columns[c];
+      cc.offset_index_offset = static_cast<int64_t>(file_->bytes_written());
+      cc.offset_index_length = static_cast<int32_t>(buf.size());
+      STOKE_RETURN_IF_ERROR(file_->Append(AsBytes(buf)));
+    }
+  }
+  buf.clear();
+  parquet::SerializeFileMetaData(metadata_, &buf);
+  uint8_t trailer[8];
+  StoreLE<uint32_t>(trailer, static_cast<uint32_t>(buf.size()));
+  std::memcpy(trailer + 4, parquet::kMagic, 4);
+  buf.append(reinterpret_cast<char*>(trailer), 8);
+  STOKE_RETURN_IF_ERROR(file_->Append(AsBytes(buf)));
+  STOKE_RETURN_IF_ERROR(file_->Sync());
+  return file_->Close();
+}
+
+}  // namespace stoke

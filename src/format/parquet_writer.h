@@ -1,0 +1,121 @@
+// stoke's Parquet writer. Tensor columns are laid out so that one sample is one positioned read:
+// each data page holds exactly one row when rows are at least `small_tensor_page_bytes`; smaller
+// rows are packed into pages of about that size. Pages are V1 data pages, PLAIN, each compressed on
+// its own with a CRC, and listed in the OffsetIndex. Scalar columns get ordinary PLAIN pages with
+// statistics and a ColumnIndex. See docs/format.md.
+//
+// Encoding a row group (RowGroupEncoder) is independent of the file, so several threads can
+// encode row groups while one ParquetFileWriter appends them in order.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/buffer.h"
+#include "format/parquet_column.h"
+#include "format/parquet_metadata.h"
+#include "io/storage.h"
+
+namespace stoke {
+
+struct WriterOptions {
+  // Codec of every page. Default ZSTD.
+  parquet::Codec codec = parquet::Codec::kZstd;
+  // Codec level; 0 = the codec's default (ZSTD 1, GZIP 6).
+  int compression_level = 0;
+  // Tensor rows smaller than this are packed several to a page of about this size. Default 64 KiB.
+  int64_t small_tensor_page_bytes = 64 << 10;
+  // Scalar pages end at this many encoded bytes or rows, whichever comes first. Defaults 1 MiB, 20,000.
+  int64_t scalar_page_bytes = 1 << 20;
+  int64_t scalar_page_rows = 20000;
+  // Extra key-value metadata for the footer (stoke.tensors is always written).
+  std::vector<parquet::KeyValue> key_value_metadata;
+};
+
+struct EncodedColumnChunk {
+  AlignedBuffer bytes;                      // the pages, back to back
+  parquet::ColumnMetaData meta;             // offsets relative to the start of `bytes`
+  std::vector<parquet::PageLocation> pages; // data pages; offsets relative to the start of `bytes`
+  std::optional<parquet::ColumnIndex> column_index;
+};
+
+struct EncodedRowGroup {
+  int64_t num_rows = 0;
+  std::vector<EncodedColumnChunk> columns;
+  int64_t byte_size() const;
+};
+
+// Encodes one row group. Not thread-safe; use one per thread.
+class RowGroupEncoder {
+ public:
+  // REQUIRES: `columns` and `options` outlive the encoder.
+  RowGroupEncoder(const std::vector<ColumnSpec>& columns, const WriterOptions& options);
+
+  // Appends the next row of a tensor column. bytes.size() must equal the spec's num_bytes().
+  Status AppendTensor(size_t column, ByteView bytes);
+  // Sets all values of a scalar column for this row group (replacing earlier ones).
+  Status SetScalars(size_t column, ColumnValues values);
+  // Rows appended to tensor column `column` so far.
+  int64_t tensor_rows(size_t column) const;
+  // Encoded bytes so far (tensor pages; scalars are encoded in Finish).
+  int64_t encoded_bytes() const;
+  // Encodes what remains and checks that every column has the same number of rows.
+  // The encoder is empty afterwards and can be reused.
+  Result<EncodedRowGroup> Finish();
+
+ private:
+  struct TensorState {
+    EncodedColumnChunk chunk;
+    int64_t rows = 0;
+    int64_t rows_in_open_page = 0;
+    int64_t uncompressed_bytes = 0;
+    AlignedBuffer open_page;  // uncompressed body of the page being filled
+  };
+  Status FlushTensorPage(size_t column);
+  Result<EncodedColumnChunk> EncodeScalarColumn(size_t column, const ColumnValues& values) const;
+
+  const std::vector<ColumnSpec>& columns_;
+  const WriterOptions& options_;
+  std::vector<TensorState> tensors_;                // indexed by column (unused for scalars)
+  std::vector<std::optional<ColumnValues>> scalars_; // indexed by column
+  AlignedBuffer scratch_;
+};
+
+// Writes one Parquet file. Not thread-safe.
+class ParquetFileWriter {
+ public:
+  static Result<std::unique_ptr<ParquetFileWriter>> Create(Storage& storage, const std::string& path,
+                                                            std::vector<ColumnSpec> columns,
+                                                            WriterOptions options = {});
+  ~ParquetFileWriter();
+
+  const std::vector<ColumnSpec>& columns() const { return columns_; }
+  const WriterOptions& options() const { return options_; }
+  // Appends an encoded row group (from a RowGroupEncoder built with this writer's columns/options).
+  Status WriteRowGroup(EncodedRowGroup row_group);
+  // Writes the page indexes and the footer, syncs and closes. The file is complete only after this.
+  Status Close();
+
+  uint64_t bytes_written() const { return file_->bytes_written(); }
+  int64_t num_rows() const { return metadata_.num_rows; }
+  const std::string& path() const { return file_->path(); }
+
+ private:
+  ParquetFileWriter(std::unique_ptr<WritableFile> file, std::vector<ColumnSpec> columns, WriterOptions options);
+
+  std::unique_ptr<WritableFile> file_;
+  std::vector<ColumnSpec> columns_;
+  WriterOptions options_;
+  parquet::FileMetaData metadata_;
+  // Page indexes of every row group, written just before the footer.
+  std::vector<std::vector<parquet::OffsetIndex>> offset_indexes_;
+  std::vector<std::vector<std::optional<parquet::ColumnIndex>>> column_indexes_;
+  bool closed_ = false;
+};
+
+// Validates a schema: unique non-empty names, tensor columns BYTE_ARRAY and REQUIRED, supported types.
+Status ValidateColumns(const std::vector<ColumnSpec>& columns);
+
+}  // namespace stoke

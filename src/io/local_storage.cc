@@ -1,0 +1,219 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+
+#include "core/random.h"
+#include "io/storage.h"
+
+namespace stoke {
+namespace {
+
+Status ErrnoStatus(const std::string& what, const std::string& path, int err) {
+  std::string m = fmt::format("{} '{}': {}", what, path, std::strerror(err));
+  if (err == ENOENT) return Status::NotFound(std::move(m));
+  if (err == EEXIST) return Status::AlreadyExists(std::move(m));
+  bool retryable = err == EINTR || err == EAGAIN || err == EBUSY;
+  return Status::IOError(std::move(m), retryable);
+}
+
+class LocalRandomAccessFile final : public RandomAccessFile {
+ public:
+  LocalRandomAccessFile(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
+  ~LocalRandomAccessFile() override { ::close(fd_); }
+
+  Status ReadAt(uint64_t offset, MutableByteView dst) const override {
+    if (offset > size_ || dst.size() > size_ - offset) {
+      return Status::IOError(fmt::format("read of {} bytes at offset {} is past the end of '{}' ({} bytes)",
+                                         dst.size(), offset, path_, size_));
+    }
+    size_t done = 0;
+    while (done < dst.size()) {
+      ssize_t n = ::pread(fd_, dst.data() + done, dst.size() - done, static_cast<off_t>(offset + done));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(fmt::format("pread at offset {}", offset + done), path_, errno);
+      }
+      if (n == 0) {
+        return Status::IOError(fmt::format("unexpected end of '{}' at offset {}", path_, offset + done));
+      }
+      done += static_cast<size_t>(n);
+    }
+    return Status::OK();
+  }
+  uint64_t size() const override { return size_; }
+  const std::string& path() const override { return path_; }
+
+ private:
+  std::string path_;
+  int fd_;
+  uint64_t size_;
+};
+
+class LocalWritableFile final : public WritableFile {
+ public:
+  LocalWritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ~LocalWritableFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  Status Append(ByteView data) override {
+    if (fd_ < 0) return Status::Internal(fmt::format("append to closed file '{}'", path_));
+    size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus("write", path_, errno);
+      }
+      done += static_cast<size_t>(n);
+    }
+    bytes_written_ += data.size();
+    return Status::OK();
+  }
+  Status Sync() override {
+    if (fd_ >= 0 && ::fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", path_, errno);
+    return Status::OK();
+  }
+  Status Close() override {
+    if (fd_ < 0) return Status::OK();
+    int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) return ErrnoStatus("close", path_, errno);
+    return Status::OK();
+  }
+  uint64_t bytes_written() const override { return bytes_written_; }
+  const std::string& path() const override { return path_; }
+
+ private:
+  std::string path_;
+  int fd_;
+  uint64_t bytes_written_ = 0;
+};
+
+DirEntry EntryFromStat(std::string name, const struct stat& st) {
+  DirEntry e;
+  e.name = std::move(name);
+  e.is_directory = S_ISDIR(st.st_mode);
+  e.size = static_cast<uint64_t>(st.st_size);
+  e.modification_time_ms = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+  return e;
+}
+
+class LocalFileSystem final : public Storage {
+ public:
+  Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ErrnoStatus("open", path, errno);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      int err = errno;
+      ::close(fd);
+      return ErrnoStatus("fstat", path, err);
+    }
+    if (S_ISDIR(st.st_mode)) {
+      ::close(fd);
+      return Status::InvalidArgument(fmt::format("'{}' is a directory, not a file", path));
+    }
+    return std::unique_ptr<RandomAccessFile>(
+        std::make_unique<LocalRandomAccessFile>(path, fd, static_cast<uint64_t>(st.st_size)));
+  }
+
+  Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive) override {
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
+    int fd = ::open(path.c_str(), flags, 0644);
+    if (fd < 0) return ErrnoStatus("create", path, errno);
+    return std::unique_ptr<WritableFile>(std::make_unique<LocalWritableFile>(path, fd));
+  }
+
+  Result<std::vector<DirEntry>> List(const std::string& dir) override {
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return ErrnoStatus("list directory", dir, errno);
+    std::vector<DirEntry> out;
+    while (struct dirent* ent = ::readdir(d)) {
+      std::string name = ent->d_name;
+      if (name == "." || name == "..") continue;
+      struct stat st;
+      if (::fstatat(::dirfd(d), ent->d_name, &st, 0) != 0) continue;  // vanished meanwhile
+      out.push_back(EntryFromStat(std::move(name), st));
+    }
+    ::closedir(d);
+    std::sort(out.begin(), out.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+    return out;
+  }
+
+  Result<DirEntry> Stat(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path, errno);
+    return EntryFromStat(std::filesystem::path(path).filename().string(), st);
+  }
+
+  Status CreateDirectories(const std::string& path) override {
+    std::error_code ec;
+    std::filesystem::create_directories(path, ec);
+    if (ec) return ErrnoStatus("create directory", path, ec.value());
+    return Status::OK();
+  }
+
+  Status Rename(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoStatus("rename to '" + to + "'", from, errno);
+    return Status::OK();
+  }
+
+  Status Delete(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0) return ErrnoStatus("delete", path, errno);
+    return Status::OK();
+  }
+};
+
+}  // namespace
+
+Storage& LocalStorage() {
+  static LocalFileSystem fs;
+  return fs;
+}
+
+Result<std::string> ReadFileToString(Storage& storage, const std::string& path) {
+  STOKE_ASSIGN_OR_RETURN(auto file, storage.OpenForRead(path));
+  std::string out(file->size(), '\0');
+  STOKE_RETURN_IF_ERROR(file->ReadAt(0, MutableByteView(reinterpret_cast<uint8_t*>(out.data()), out.size())));
+  return out;
+}
+
+Status WriteFileAtomically(Storage& storage, const std::string& path, ByteView data) {
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = fmt::format("{}.tmp-{:016x}", path,
+                                SplitMix64(static_cast<uint64_t>(::getpid()) * 1000003 + counter.fetch_add(1)));
+  {
+    STOKE_ASSIGN_OR_RETURN(auto f, storage.Create(tmp, /*exclusive=*/true));
+    Status s = f->Append(data);
+    if (s.ok()) s = f->Sync();
+    if (s.ok()) s = f->Close();
+    if (!s.ok()) {
+      (void)storage.Delete(tmp);
+      return s;
+    }
+  }
+  Status s = storage.Rename(tmp, path);
+  if (!s.ok()) (void)storage.Delete(tmp);
+  return s;
+}
+
+std::string JoinPath(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  bool a_slash = a.back() == '/';
+  bool b_slash = b.front() == '/';
+  if (a_slash && b_slash) return a + b.substr(1);
+  if (a_slash || b_slash) return a + b;
+  return a + "/" + b;
+}
+
+}  // namespace stoke

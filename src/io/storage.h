@@ -1,0 +1,73 @@
+// The storage interface: everything stoke reads or writes goes through it, so that backends
+// (local files now; HTTP/S3 later) and wrappers (throttling, fault injection) plug in one place.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/buffer.h"
+#include "stoke/status.h"
+
+namespace stoke {
+
+// A file opened for positioned reads. Thread-safe: ReadAt may be called concurrently.
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  // Reads exactly dst.size() bytes at `offset`. A range past the end of the file is an IOError
+  // naming the file, offset and size.
+  virtual Status ReadAt(uint64_t offset, MutableByteView dst) const = 0;
+  virtual uint64_t size() const = 0;
+  virtual const std::string& path() const = 0;
+};
+
+// A file being written sequentially. Not thread-safe. Close() must be called to learn whether
+// the data reached the file; the destructor closes silently.
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual Status Append(ByteView data) = 0;
+  // Flushes to stable storage (fdatasync on local disks).
+  virtual Status Sync() = 0;
+  virtual Status Close() = 0;
+  virtual uint64_t bytes_written() const = 0;
+  virtual const std::string& path() const = 0;
+};
+
+struct DirEntry {
+  std::string name;  // file name only, not the full path
+  bool is_directory = false;
+  uint64_t size = 0;
+  int64_t modification_time_ms = 0;  // milliseconds since the epoch
+};
+
+// Thread-safe: all methods may be called concurrently.
+class Storage {
+ public:
+  virtual ~Storage() = default;
+  virtual Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) = 0;
+  // Creates (or truncates) a file. exclusive=true fails with AlreadyExists if it exists.
+  virtual Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive = false) = 0;
+  // The entries of a directory, sorted by name.
+  virtual Result<std::vector<DirEntry>> List(const std::string& dir) = 0;
+  virtual Result<DirEntry> Stat(const std::string& path) = 0;
+  virtual Status CreateDirectories(const std::string& path) = 0;
+  virtual Status Rename(const std::string& from, const std::string& to) = 0;
+  virtual Status Delete(const std::string& path) = 0;
+};
+
+// The local file system (pread/write). A stateless, process-wide instance.
+Storage& LocalStorage();
+
+// Reads a whole file into memory.
+Result<std::string> ReadFileToString(Storage& storage, const std::string& path);
+// Writes a whole file: data goes to "<path>.tmp-<random>", is synced, then renamed over `path`,
+// so readers never see a partial file.
+Status WriteFileAtomically(Storage& storage, const std::string& path, ByteView data);
+
+// Joins two path parts with exactly one '/'.
+std::string JoinPath(const std::string& a, const std::string& b);
+
+}  // namespace stoke
