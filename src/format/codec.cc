@@ -142,8 +142,11 @@ Status Decompress(Codec codec, ByteView in, MutableByteView out) {
       if (inflateInit2(&zs, 15 + 32) != Z_OK) return Status::Internal("inflateInit2 failed");
       zs.next_in = const_cast<Bytef*>(in.data());
       zs.avail_in = static_cast<uInt>(in.size());
-      zs.next_out = out.data();
-      zs.avail_out = static_cast<uInt>(out.size());
+      // An empty result still has a gzip header and trailer to consume; give inflate a byte of
+      // room so it can make progress (any byte it writes makes the size check below fail).
+      uint8_t spare = 0;
+      zs.next_out = out.empty() ? &spare : out.data();
+      zs.avail_out = out.empty() ? 1 : static_cast<uInt>(out.size());
       int rc = inflate(&zs, Z_FINISH);
       size_t n = zs.total_out;
       inflateEnd(&zs);

@@ -61,8 +61,8 @@ std::string ShapeRepr(std::span<const int64_t> shape) {
   return fmt::format("({})", fmt::join(shape, ", "));
 }
 
-// Recursive-descent parser for the header's dict literal. Reads only `text`; byte offsets in
-// messages are from the start of the file.
+// Parser for the header's dict literal: the subset of Python literal syntax that npy writers
+// produce. Reads only `text`; byte offsets in messages are from the start of the file.
 class HeaderDictParser {
  public:
   HeaderDictParser(std::string_view text, size_t file_offset, std::string_view name)
@@ -90,9 +90,9 @@ class HeaderDictParser {
       SkipSpace();
       if (!Consume(':')) return Error("':' after key");
       SkipSpace();
-      if (k == 0) {
+      if (kKeys[k] == "descr") {
         STOKE_ASSIGN_OR_RETURN(descr, ParseDescr());
-      } else if (k == 1) {
+      } else if (kKeys[k] == "fortran_order") {
         STOKE_ASSIGN_OR_RETURN(header->fortran_order, ParseBool());
       } else {
         STOKE_ASSIGN_OR_RETURN(header->shape, ParseShape());

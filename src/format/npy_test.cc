@@ -112,7 +112,7 @@ TEST(Npy, ParseNeedsOnlyTheBytesUpToTheData) {
   EXPECT_EQ(header->data_size, 24u);
 }
 
-TEST_F(NpyFileTest, NpyRoundTripsEveryDtype) {
+TEST_F(NpyFileTest, RoundTripsEveryDtype) {
   const int64_t shape[] = {2, 3};
   for (int i = 0; i <= static_cast<int>(DType::kFloat64); ++i) {
     const DType dtype = static_cast<DType>(i);
@@ -128,7 +128,7 @@ TEST_F(NpyFileTest, NpyRoundTripsEveryDtype) {
   }
 }
 
-TEST_F(NpyFileTest, NpyRoundTripsZeroDimensionalAndEmptyArrays) {
+TEST_F(NpyFileTest, RoundTripsZeroDimensionalAndEmptyArrays) {
   const std::string path = Path("scalar.npy");
   ASSERT_TRUE(WriteNpyFile(LocalStorage(), path, DType::kFloat64, {}, AsBytes(Bytes<double>({2.5}))).ok());
   Result<NpyArray> scalar = ReadNpyFile(LocalStorage(), path);

@@ -38,8 +38,9 @@ std::string TakeZipErrorMessage(zip_error_t* error) {
 // Reading to the end makes libzip verify the member's CRC-32.
 Result<AlignedBuffer> ReadMember(zip_t* archive, zip_uint64_t index, uint64_t size, std::string_view where) {
   ZipFilePtr file(zip_fopen_index(archive, index, 0));
-  if (file == nullptr)
+  if (file == nullptr) {
     return Status::Corruption(fmt::format("{}: cannot open member: {}", where, zip_strerror(archive)));
+  }
   AlignedBuffer data(size);
   uint64_t done = 0;
   while (done < size) {
@@ -71,8 +72,11 @@ Result<std::string> ReadWrittenArchive(zip_source_t* source, const std::string& 
   }
   std::string bytes(stat.size, '\0');
   uint64_t done = 0;
-  zip_int64_t n = 1;
-  while (done < bytes.size() && (n = zip_source_read(source, bytes.data() + done, bytes.size() - done)) > 0) done += n;
+  while (done < bytes.size()) {
+    const zip_int64_t n = zip_source_read(source, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) break;
+    done += static_cast<uint64_t>(n);
+  }
   zip_source_close(source);
   if (done != bytes.size()) {
     return Status::Internal(
@@ -85,8 +89,9 @@ Result<std::string> ReadWrittenArchive(zip_source_t* source, const std::string& 
 
 Result<std::vector<std::pair<std::string, NpyArray>>> DecodeNpz(ByteView bytes, std::string_view name) {
   // libzip opens an empty buffer as an empty archive, but an empty file is not a zip file.
-  if (bytes.empty())
+  if (bytes.empty()) {
     return Status::Corruption(fmt::format("{}: offset 0: expected a zip archive, found an empty file", name));
+  }
   zip_error_t error;
   zip_error_init(&error);
   ZipSourcePtr source(zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error));

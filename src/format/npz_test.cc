@@ -92,18 +92,18 @@ std::vector<int> CompressionMethods(const std::string& bytes) {
   return methods;
 }
 
-TEST_F(NpzTest, NpzRoundTripsStored) {
+TEST_F(NpzTest, RoundTripsStored) {
   const std::string bytes = RoundTrip(/*compress=*/false);
   EXPECT_EQ(CompressionMethods(bytes), std::vector<int>(4, ZIP_CM_STORE));
 }
 
-TEST_F(NpzTest, NpzRoundTripsDeflated) {
+TEST_F(NpzTest, RoundTripsDeflated) {
   const std::string bytes = RoundTrip(/*compress=*/true);
   EXPECT_EQ(CompressionMethods(bytes), std::vector<int>(4, ZIP_CM_DEFLATE));
   EXPECT_LT(bytes.size(), RoundTrip(/*compress=*/false).size());
 }
 
-TEST_F(NpzTest, NpzRoundTripsEmptyArchive) {
+TEST_F(NpzTest, RoundTripsEmptyArchive) {
   ASSERT_TRUE(WriteNpzFile(LocalStorage(), Path("none.npz"), {}, true).ok());
   EXPECT_EQ(ReadFileToString(LocalStorage(), Path("none.npz")).value().size(), 22u);
   auto arrays = ReadNpzFile(LocalStorage(), Path("none.npz"));
@@ -111,7 +111,7 @@ TEST_F(NpzTest, NpzRoundTripsEmptyArchive) {
   EXPECT_TRUE(arrays->empty());
 }
 
-TEST_F(NpzTest, NpzWriteRejectsBadArraysAndDuplicateKeys) {
+TEST_F(NpzTest, WriteRejectsBadArraysAndDuplicateKeys) {
   const NpyArray good = MakeArray(DType::kUInt8, {4}, 0);
   NpyArray short_data = MakeArray(DType::kFloat64, {3}, 0);
   short_data.data.Resize(8);
@@ -174,7 +174,7 @@ TEST(Npz, RejectsGarbageAndEmptyInput) {
   }
 }
 
-TEST_F(NpzTest, NpzRejectsCorruptedMemberData) {
+TEST_F(NpzTest, RejectsCorruptedMemberData) {
   std::string bytes = RoundTrip(/*compress=*/false);
   // The data of array "a" follows its 128-byte npy header; flip one of its bytes.
   const size_t header = bytes.find("{'descr': '<f4'");
@@ -186,7 +186,7 @@ TEST_F(NpzTest, NpzRejectsCorruptedMemberData) {
   EXPECT_NE(arrays.status().message().find("c.npz:a.npy: CRC error"), std::string::npos) << arrays.status().ToString();
 }
 
-TEST_F(NpzTest, NpzRejectsMemberSizeBeyondDeflateLimit) {
+TEST_F(NpzTest, RejectsMemberSizeBeyondDeflateLimit) {
   std::string bytes = RoundTrip(/*compress=*/true);
   // Claim 2 GiB for the first member in its local header (offset 22) and its central directory
   // entry (offset 24), keeping the two consistent.
@@ -204,7 +204,7 @@ TEST_F(NpzTest, NpzRejectsMemberSizeBeyondDeflateLimit) {
       << arrays.status().ToString();
 }
 
-TEST_F(NpzTest, NpzRejectsEveryTruncation) {
+TEST_F(NpzTest, RejectsEveryTruncation) {
   for (bool compress : {false, true}) {
     const std::string bytes = RoundTrip(compress);
     for (size_t length = 0; length < bytes.size(); ++length) {

@@ -259,7 +259,7 @@ Status ReadEnum(CompactReader& r, uint8_t type, E* out) {
 
 template <typename E>
 Status ReadOptEnum(CompactReader& r, uint8_t type, std::optional<E>* out) {
-  E v;
+  E v{};
   STOKE_RETURN_IF_ERROR(ReadEnum(r, type, &v));
   *out = v;
   return Status::OK();

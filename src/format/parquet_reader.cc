@@ -20,6 +20,9 @@ namespace {
 constexpr uint64_t kFooterReadAhead = 64 << 10;
 // Upper bound for one page (header + body) and for a decoded page, against hostile sizes.
 constexpr int64_t kMaxPageBytes = int64_t{1} << 31;
+// Values in one data page. Writers stay far below (parquet-mr 20,000 rows per page, Arrow and DuckDB
+// about 1 MiB of values); the cap bounds the level buffers when a header lies.
+constexpr size_t kMaxValuesPerPage = size_t{1} << 26;
 
 int BitWidth(int64_t max_level) {
   int w = 0;
@@ -149,8 +152,9 @@ Status DecompressBody(parquet::Codec codec, ByteView stored, int64_t uncompresse
 
 // Decodes the levels and values of one data page (v1 or v2) and appends to `result`.
 // `stored` is the page body as stored (after the header).
+// `max_values` is the number of rows the row group has left: a flat column's page cannot hold more.
 Status DecodeDataPage(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
-                      const ValueVector* dict, AlignedBuffer* scratch, ColumnValues* result) {
+                      const ValueVector* dict, size_t max_values, AlignedBuffer* scratch, ColumnValues* result) {
   const int def_width = BitWidth(col.max_definition_level);
   size_t num_values;
   Encoding encoding;
@@ -191,7 +195,12 @@ Status DecodeDataPage(const LeafColumn& col, parquet::Codec codec, const parquet
         DecompressBody(d.is_compressed ? codec : parquet::Codec::kUncompressed, values_stored, values_size, scratch));
     values_bytes = scratch->view();
   }
-  if (num_values > static_cast<size_t>(kMaxPageBytes)) return Status::Corruption("page claims too many values");
+  if (num_values > kMaxValuesPerPage) {
+    return Status::Unsupported(fmt::format("page of {} values (stoke reads at most {} per page)", num_values, kMaxValuesPerPage));
+  }
+  if (num_values > max_values) {
+    return Status::Corruption(fmt::format("page holds {} values but only {} rows remain in the row group", num_values, max_values));
+  }
 
   size_t present = num_values;
   size_t levels_end = 0;
@@ -493,7 +502,8 @@ Result<ColumnValues> ParquetReader::ReadColumnChunk(int row_group, size_t column
       }
       case PageType::kDataPage:
       case PageType::kDataPageV2:
-        s = DecodeDataPage(col, meta.codec, h, stored, dict ? &*dict : nullptr, &scratch, &result);
+        s = DecodeDataPage(col, meta.codec, h, stored, dict ? &*dict : nullptr,
+                           static_cast<size_t>(expected_rows) - result.num_rows(), &scratch, &result);
         break;
       case PageType::kIndexPage: break;
       default:

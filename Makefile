@@ -1,0 +1,48 @@
+# stoke: the two promised commands are `make demo` and `make test`.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all bootstrap build demo test test-cpp test-python test-interop test-fuzz test-asan bench clean
+
+all: build
+
+bootstrap:
+	@bash scripts/bootstrap.sh
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+
+build: bootstrap $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)/stoke
+
+test: build
+	@$(MAKE) --no-print-directory test-cpp test-python test-interop test-fuzz
+
+test-cpp:
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-python:
+	STOKE_BIN=$(abspath $(BUILD))/stoke /usr/bin/python3 -m pytest -q python/tests
+
+test-interop:
+	STOKE_BIN=$(abspath $(BUILD))/stoke node --test tests/interop/
+
+# Builds the libFuzzer targets with clang and runs each for a short smoke run.
+test-fuzz: bootstrap
+	@bash scripts/fuzz.sh $(BUILD)-fuzz 20
+
+# The C++ suites under AddressSanitizer and UndefinedBehaviorSanitizer.
+test-asan: bootstrap
+	cmake -S . -B $(BUILD)-asan -G Ninja -DSTOKE_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@bash bench/convert_vs_dd.sh $(BUILD)/stoke
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

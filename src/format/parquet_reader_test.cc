@@ -1,0 +1,380 @@
+// Writer and reader together: what the writer writes, the reader reads back byte for byte.
+#include "format/parquet_reader.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/random.h"
+#include "format/codec.h"
+#include "format/parquet_writer.h"
+
+namespace stoke {
+namespace {
+
+using parquet::Codec;
+using parquet::Type;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = std::filesystem::temp_directory_path() / "stoke_parquet_XXXXXX";
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Counts positioned reads, to check the one-read-per-sample promise.
+class CountingFile : public RandomAccessFile {
+ public:
+  explicit CountingFile(std::unique_ptr<RandomAccessFile> f) : f_(std::move(f)) {}
+  Status ReadAt(uint64_t offset, MutableByteView dst) const override {
+    ++reads;
+    return f_->ReadAt(offset, dst);
+  }
+  uint64_t size() const override { return f_->size(); }
+  const std::string& path() const override { return f_->path(); }
+  mutable std::atomic<int> reads{0};
+
+ private:
+  std::unique_ptr<RandomAccessFile> f_;
+};
+
+std::string RandomBytes(Rng& rng, size_t n) {
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng.Next());
+  return s;
+}
+
+// Writes `rows` rows of (id INT64, t tensor) split into row groups of `rows_per_group`.
+std::vector<std::string> WriteTensorFile(const std::string& path, const TensorSpec& spec, Codec codec, int rows,
+                                         int rows_per_group) {
+  std::vector<ColumnSpec> cols = {{.name = "id", .type = Type::kInt64},
+                                  {.name = "t", .type = Type::kByteArray, .tensor = spec}};
+  WriterOptions opts;
+  opts.codec = codec;
+  auto w = ParquetFileWriter::Create(LocalStorage(), path, cols, opts);
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  Rng rng(static_cast<uint64_t>(rows) * 31 + static_cast<uint64_t>(codec));
+  std::vector<std::string> data;
+  RowGroupEncoder enc((*w)->columns(), (*w)->options());
+  std::vector<int64_t> ids;
+  for (int r = 0; r < rows; ++r) {
+    data.push_back(RandomBytes(rng, static_cast<size_t>(spec.num_bytes())));
+    EXPECT_TRUE(enc.AppendTensor(1, AsBytes(data.back())).ok());
+    ids.push_back(r);
+    if (static_cast<int>(ids.size()) == rows_per_group || r == rows - 1) {
+      EXPECT_TRUE(enc.SetScalars(0, ColumnValues{ids, {}}).ok());
+      auto rg = enc.Finish();
+      EXPECT_TRUE(rg.ok()) << rg.status().ToString();
+      EXPECT_TRUE((*w)->WriteRowGroup(std::move(*rg)).ok());
+      ids.clear();
+    }
+  }
+  EXPECT_TRUE((*w)->Close().ok());
+  return data;
+}
+
+struct DtypeCodec {
+  DType dtype;
+  Codec codec;
+};
+
+class TensorRoundTrip : public ::testing::TestWithParam<DtypeCodec> {};
+
+TEST_P(TensorRoundTrip, EverySampleReadByIndexEqualsTheSourceBytes) {
+  TempDir dir;
+  const auto [dtype, codec] = GetParam();
+  // A large shape (one page per row) and a small one (rows packed into ~64 KiB pages).
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{20, 20, 20}, std::vector<int64_t>{3, 5}}) {
+    TensorSpec spec{dtype, shape};
+    std::string path = dir.File("t.parquet");
+    auto data = WriteTensorFile(path, spec, codec, 25, 10);
+    auto r = ParquetReader::Open(LocalStorage(), path);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ((*r)->num_rows(), 25);
+    ASSERT_EQ((*r)->num_row_groups(), 3);
+    ASSERT_TRUE((*r)->columns()[1].tensor.has_value());
+    EXPECT_EQ(*(*r)->columns()[1].tensor, spec);
+    AlignedBuffer cell;
+    for (int row = 24; row >= 0; --row) {  // backwards: no reliance on sequential state
+      ASSERT_TRUE((*r)->ReadBinaryCell(row, 1, &cell).ok()) << row;
+      ASSERT_EQ(AsChars(cell.view()), data[row]) << "row " << row;
+    }
+    auto all = (*r)->ReadColumn(1);
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    EXPECT_EQ(std::get<std::vector<std::string>>(all->values), data);
+    auto ids = (*r)->ReadColumn(0);
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(std::get<std::vector<int64_t>>(ids->values)[24], 24);
+  }
+}
+
+std::vector<DtypeCodec> AllDtypesAndCodecs() {
+  std::vector<DtypeCodec> out;
+  for (int d = 0; d <= static_cast<int>(DType::kFloat64); ++d) {
+    for (Codec c : {Codec::kUncompressed, Codec::kZstd, Codec::kSnappy, Codec::kLz4Raw, Codec::kGzip}) {
+      out.push_back({static_cast<DType>(d), c});
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDtypesAndCodecs, TensorRoundTrip, ::testing::ValuesIn(AllDtypesAndCodecs()),
+                         [](const auto& info) {
+                           return std::string(DTypeName(info.param.dtype)) + "_" +
+                                  std::string(parquet::CodecName(info.param.codec));
+                         });
+
+TEST(ParquetLayout, LargeTensorsGetOnePagePerRowListedInTheOffsetIndex) {
+  TempDir dir;
+  std::string path = dir.File("big.parquet");
+  WriteTensorFile(path, TensorSpec{DType::kFloat32, {30, 30, 10, 10}}, Codec::kZstd, 12, 12);
+  auto r = ParquetReader::Open(LocalStorage(), path);
+  ASSERT_TRUE(r.ok());
+  auto pages = (*r)->ListPages(0, 1);
+  ASSERT_TRUE(pages.ok());
+  ASSERT_EQ(pages->size(), 12u);
+  for (const auto& p : *pages) {
+    EXPECT_EQ(p.header.type, parquet::PageType::kDataPage);
+    EXPECT_EQ(p.header.data_page_header->num_values, 1);
+    EXPECT_EQ(p.header.uncompressed_page_size, 4 + 360000);
+    EXPECT_TRUE(p.header.crc.has_value());
+  }
+  auto oi = (*r)->ReadOffsetIndex(0, 1);
+  ASSERT_TRUE(oi.ok() && oi->has_value());
+  ASSERT_EQ((*oi)->page_locations.size(), 12u);
+  for (size_t i = 0; i < 12; ++i) {
+    EXPECT_EQ((*oi)->page_locations[i].first_row_index, static_cast<int64_t>(i));
+    EXPECT_EQ((*oi)->page_locations[i].offset, (*pages)[i].offset);
+    EXPECT_EQ((*oi)->page_locations[i].compressed_page_size, (*pages)[i].header_size + (*pages)[i].header.compressed_page_size);
+  }
+  // Tensor columns carry null_count only, and no ColumnIndex.
+  const auto& stats = (*r)->metadata().row_groups[0].columns[1].meta_data->statistics;
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_EQ(stats->null_count, 0);
+  EXPECT_FALSE(stats->min_value.has_value());
+  auto ci = (*r)->ReadColumnIndex(0, 1);
+  ASSERT_TRUE(ci.ok());
+  EXPECT_FALSE(ci->has_value());
+}
+
+TEST(ParquetLayout, ReadingASampleIsOnePositionedRead) {
+  TempDir dir;
+  std::string path = dir.File("big.parquet");
+  auto data = WriteTensorFile(path, TensorSpec{DType::kFloat32, {30, 30, 10, 10}}, Codec::kZstd, 8, 8);
+  auto file = LocalStorage().OpenForRead(path);
+  ASSERT_TRUE(file.ok());
+  auto counting = std::make_unique<CountingFile>(std::move(*file));
+  CountingFile* counter = counting.get();
+  auto r = ParquetReader::Open(std::move(counting));
+  ASSERT_TRUE(r.ok());
+  AlignedBuffer cell;
+  ASSERT_TRUE((*r)->ReadBinaryCell(0, 1, &cell).ok());  // loads the OffsetIndex once
+  for (int row = 1; row < 8; ++row) {
+    int before = counter->reads.load();
+    ASSERT_TRUE((*r)->ReadBinaryCell(row, 1, &cell).ok());
+    EXPECT_EQ(counter->reads.load() - before, 1) << "row " << row;
+    EXPECT_EQ(AsChars(cell.view()), data[row]);
+  }
+}
+
+TEST(ParquetScalars, RoundTripWithNullsStatisticsAndColumnIndex) {
+  TempDir dir;
+  std::string path = dir.File("s.parquet");
+  std::vector<ColumnSpec> cols = {
+      {.name = "i32", .type = Type::kInt32, .optional = true}, {.name = "i64", .type = Type::kInt64},
+      {.name = "f", .type = Type::kFloat},                     {.name = "d", .type = Type::kDouble, .optional = true},
+      {.name = "b", .type = Type::kBoolean},                   {.name = "s", .type = Type::kByteArray, .optional = true, .is_string = true}};
+  WriterOptions opts;
+  opts.scalar_page_rows = 100;  // several pages per chunk
+  auto w = ParquetFileWriter::Create(LocalStorage(), path, cols, opts);
+  ASSERT_TRUE(w.ok());
+  const int n = 1000;
+  std::vector<int32_t> i32;
+  std::vector<uint8_t> i32_def, d_def, s_def, b;
+  std::vector<int64_t> i64;
+  std::vector<float> f;
+  std::vector<double> d;
+  std::vector<std::string> s;
+  for (int r = 0; r < n; ++r) {
+    i32_def.push_back(r % 3 != 0);
+    if (r % 3 != 0) i32.push_back(r - 500);
+    i64.push_back(int64_t{r} << 33);
+    f.push_back(r == 10 ? -0.0f : r * 0.5f - 3);
+    d_def.push_back(r % 7 != 0);
+    if (r % 7 != 0) d.push_back(r * 1.25);
+    b.push_back(r % 2);
+    s_def.push_back(r % 5 != 0);
+    if (r % 5 != 0) s.push_back("value-" + std::to_string(r % 37));
+  }
+  RowGroupEncoder enc((*w)->columns(), (*w)->options());
+  ASSERT_TRUE(enc.SetScalars(0, ColumnValues{i32, i32_def}).ok());
+  ASSERT_TRUE(enc.SetScalars(1, ColumnValues{i64, {}}).ok());
+  ASSERT_TRUE(enc.SetScalars(2, ColumnValues{f, {}}).ok());
+  ASSERT_TRUE(enc.SetScalars(3, ColumnValues{d, d_def}).ok());
+  ASSERT_TRUE(enc.SetScalars(4, ColumnValues{b, {}}).ok());
+  ASSERT_TRUE(enc.SetScalars(5, ColumnValues{s, s_def}).ok());
+  auto rg = enc.Finish();
+  ASSERT_TRUE(rg.ok()) << rg.status().ToString();
+  ASSERT_TRUE((*w)->WriteRowGroup(std::move(*rg)).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+
+  auto r = ParquetReader::Open(LocalStorage(), path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto c0 = (*r)->ReadColumn(0);
+  ASSERT_TRUE(c0.ok()) << c0.status().ToString();
+  EXPECT_EQ(std::get<std::vector<int32_t>>(c0->values), i32);
+  EXPECT_EQ(c0->defined, i32_def);
+  EXPECT_EQ(std::get<std::vector<int64_t>>((*r)->ReadColumn(1)->values), i64);
+  EXPECT_EQ(std::get<std::vector<float>>((*r)->ReadColumn(2)->values), f);
+  auto c3 = (*r)->ReadColumn(3);
+  EXPECT_EQ(std::get<std::vector<double>>(c3->values), d);
+  EXPECT_EQ(c3->defined, d_def);
+  EXPECT_EQ(std::get<std::vector<uint8_t>>((*r)->ReadColumn(4)->values), b);
+  auto c5 = (*r)->ReadColumn(5);
+  EXPECT_EQ(std::get<std::vector<std::string>>(c5->values), s);
+  EXPECT_EQ(c5->defined, s_def);
+  EXPECT_TRUE((*r)->columns()[5].is_string);
+
+  const auto& meta = (*r)->metadata().row_groups[0].columns;
+  auto st = *meta[0].meta_data->statistics;
+  EXPECT_EQ(st.null_count, 334);
+  EXPECT_EQ(LoadLE<int32_t>(AsBytes(*st.min_value).data()), -499);
+  EXPECT_EQ(LoadLE<int32_t>(AsBytes(*st.max_value).data()), 498);  // row 999 is null
+  auto fst = *meta[2].meta_data->statistics;
+  EXPECT_TRUE(std::signbit(LoadLE<float>(AsBytes(*fst.min_value).data())) ||
+              LoadLE<float>(AsBytes(*fst.min_value).data()) < 0);
+  EXPECT_EQ(*meta[5].meta_data->statistics->min_value, "value-0");
+  EXPECT_EQ(*meta[5].meta_data->statistics->max_value, "value-9");
+  auto ci = (*r)->ReadColumnIndex(0, 1);
+  ASSERT_TRUE(ci.ok() && ci->has_value());
+  EXPECT_EQ((*ci)->null_pages.size(), 10u);
+  EXPECT_EQ((*ci)->boundary_order, parquet::BoundaryOrder::kAscending);
+  auto oi = (*r)->ReadOffsetIndex(0, 0);
+  ASSERT_TRUE(oi.ok() && oi->has_value());
+  EXPECT_EQ((*oi)->page_locations[3].first_row_index, 300);
+}
+
+TEST(ParquetWriter, RejectsBadSchemasAndRows) {
+  TempDir dir;
+  std::vector<ColumnSpec> dup = {{.name = "a", .type = Type::kInt32}, {.name = "a", .type = Type::kInt64}};
+  EXPECT_FALSE(ParquetFileWriter::Create(LocalStorage(), dir.File("x.parquet"), dup).ok());
+  std::vector<ColumnSpec> opt_tensor = {
+      {.name = "t", .type = Type::kByteArray, .optional = true, .tensor = TensorSpec{DType::kInt8, {2}}}};
+  EXPECT_FALSE(ParquetFileWriter::Create(LocalStorage(), dir.File("x.parquet"), opt_tensor).ok());
+
+  std::vector<ColumnSpec> cols = {{.name = "id", .type = Type::kInt64},
+                                  {.name = "t", .type = Type::kByteArray, .tensor = TensorSpec{DType::kInt8, {4}}}};
+  WriterOptions opts;
+  RowGroupEncoder enc(cols, opts);
+  EXPECT_FALSE(enc.AppendTensor(1, AsBytes("abc")).ok());  // wrong size
+  EXPECT_FALSE(enc.AppendTensor(0, AsBytes("abcd")).ok());  // not a tensor column
+  ASSERT_TRUE(enc.AppendTensor(1, AsBytes("abcd")).ok());
+  ASSERT_TRUE(enc.SetScalars(0, ColumnValues{std::vector<int64_t>{1, 2}, {}}).ok());
+  EXPECT_FALSE(enc.Finish().ok());  // 2 ids, 1 tensor row
+  EXPECT_FALSE(enc.SetScalars(0, ColumnValues{std::vector<int32_t>{1}, {}}).ok());  // wrong type
+  EXPECT_FALSE(enc.SetScalars(0, ColumnValues{std::vector<int64_t>{1}, {0, 1}}).ok());  // nulls in REQUIRED
+}
+
+// ---- corrupt files ----
+
+class CorruptFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.File("good.parquet");
+    data_ = WriteTensorFile(path_, TensorSpec{DType::kFloat32, {30, 30, 10, 10}}, Codec::kZstd, 4, 2);
+    bytes_ = *ReadFileToString(LocalStorage(), path_);
+  }
+  std::string WriteVariant(const std::string& bytes) {
+    std::string p = dir_.File("bad.parquet");
+    EXPECT_TRUE(WriteFileAtomically(LocalStorage(), p, AsBytes(bytes)).ok());
+    return p;
+  }
+  TempDir dir_;
+  std::string path_, bytes_;
+  std::vector<std::string> data_;
+};
+
+TEST_F(CorruptFile, FlippedByteInAPageIsCaughtByTheCrc) {
+  auto r0 = ParquetReader::Open(LocalStorage(), path_);
+  ASSERT_TRUE(r0.ok());
+  auto oi = (*r0)->ReadOffsetIndex(1, 1);
+  ASSERT_TRUE(oi.ok() && oi->has_value());
+  const auto& loc = (*oi)->page_locations[1];  // row 3
+  std::string bad = bytes_;
+  bad[loc.offset + loc.compressed_page_size - 100] ^= 0x01;
+  std::string p = WriteVariant(bad);
+  auto r = ParquetReader::Open(LocalStorage(), p);
+  ASSERT_TRUE(r.ok());
+  AlignedBuffer cell;
+  Status s = (*r)->ReadBinaryCell(3, 1, &cell);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("CRC mismatch"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("bad.parquet"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("row 3"), std::string::npos) << s.message();
+  EXPECT_TRUE((*r)->ReadBinaryCell(2, 1, &cell).ok());  // other rows are fine
+  EXPECT_FALSE((*r)->ReadColumn(1).ok());
+}
+
+TEST_F(CorruptFile, EveryTruncationGivesAnErrorNotACrash) {
+  // Every cut in the last 4 KiB (footer, page indexes) and a spread of cuts through the data.
+  std::vector<size_t> cuts;
+  for (size_t n = bytes_.size() > 4096 ? bytes_.size() - 4096 : 0; n < bytes_.size(); ++n) cuts.push_back(n);
+  for (size_t n = 0; n < bytes_.size(); n += 9973) cuts.push_back(n);
+  for (size_t n : cuts) {
+    std::string p = WriteVariant(bytes_.substr(0, n));
+    auto r = ParquetReader::Open(LocalStorage(), p);
+    EXPECT_FALSE(r.ok()) << "truncated to " << n << " bytes opened";
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("bad.parquet"), std::string::npos) << r.status().message();
+    }
+  }
+}
+
+TEST_F(CorruptFile, BadFooterLengthIsNamed) {
+  std::string bad = bytes_;
+  StoreLE<uint32_t>(reinterpret_cast<uint8_t*>(bad.data() + bad.size() - 8), 0x7fffffff);
+  auto r = ParquetReader::Open(LocalStorage(), WriteVariant(bad));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("footer length"), std::string::npos) << r.status().message();
+  StoreLE<uint32_t>(reinterpret_cast<uint8_t*>(bad.data() + bad.size() - 8), 3);
+  EXPECT_FALSE(ParquetReader::Open(LocalStorage(), WriteVariant(bad)).ok());
+}
+
+TEST_F(CorruptFile, NotParquetAtAll) {
+  auto r = ParquetReader::Open(LocalStorage(), WriteVariant(std::string(1000, 'x')));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not a Parquet file"), std::string::npos);
+}
+
+TEST_F(CorruptFile, RandomByteFlipsInTheFooterNeverCrash) {
+  Rng rng(99);
+  uint32_t footer_len = LoadLE<uint32_t>(reinterpret_cast<const uint8_t*>(bytes_.data() + bytes_.size() - 8));
+  size_t footer_start = bytes_.size() - 8 - footer_len;
+  for (int i = 0; i < 300; ++i) {
+    std::string bad = bytes_;
+    bad[footer_start + rng.Below(footer_len)] = static_cast<char>(rng.Next());
+    auto r = ParquetReader::Open(LocalStorage(), WriteVariant(bad));
+    if (!r.ok()) continue;
+    // When the footer still parses, reading must either succeed or fail cleanly.
+    AlignedBuffer cell;
+    for (int row = 0; row < (*r)->num_rows() && row < 4; ++row) {
+      for (size_t c = 0; c < (*r)->columns().size(); ++c) {
+        (void)(*r)->ReadColumn(c);
+        if ((*r)->columns()[c].type == Type::kByteArray) (void)(*r)->ReadBinaryCell(row, c, &cell);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stoke

@@ -1,0 +1,77 @@
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "io/storage.h"
+
+namespace stoke {
+namespace {
+
+class LocalStorageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = std::filesystem::temp_directory_path() / "stoke_io_XXXXXX";
+    dir_ = mkdtemp(tmpl.data());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+  Storage& fs_ = LocalStorage();
+};
+
+TEST_F(LocalStorageTest, WritesReadsAndLists) {
+  auto w = fs_.Create(JoinPath(dir_, "b.bin"));
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Append(AsBytes("hello, ")).ok());
+  ASSERT_TRUE((*w)->Append(AsBytes("world")).ok());
+  EXPECT_EQ((*w)->bytes_written(), 12u);
+  ASSERT_TRUE((*w)->Sync().ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  ASSERT_TRUE(WriteFileAtomically(fs_, JoinPath(dir_, "a.txt"), AsBytes("x")).ok());
+  ASSERT_TRUE(fs_.CreateDirectories(JoinPath(dir_, "sub/deeper")).ok());
+
+  auto r = fs_.OpenForRead(JoinPath(dir_, "b.bin"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)->size(), 12u);
+  char buf[5];
+  ASSERT_TRUE((*r)->ReadAt(7, MutableByteView(reinterpret_cast<uint8_t*>(buf), 5)).ok());
+  EXPECT_EQ(std::string(buf, 5), "world");
+
+  auto list = fs_.List(dir_);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 3u);  // no temporary files left behind
+  EXPECT_EQ((*list)[0].name, "a.txt");
+  EXPECT_EQ((*list)[1].name, "b.bin");
+  EXPECT_EQ((*list)[1].size, 12u);
+  EXPECT_TRUE((*list)[2].is_directory);
+  EXPECT_EQ(*ReadFileToString(fs_, JoinPath(dir_, "a.txt")), "x");
+}
+
+TEST_F(LocalStorageTest, ReadPastTheEndNamesFileOffsetAndSize) {
+  ASSERT_TRUE(WriteFileAtomically(fs_, JoinPath(dir_, "small"), AsBytes("abc")).ok());
+  auto r = fs_.OpenForRead(JoinPath(dir_, "small"));
+  ASSERT_TRUE(r.ok());
+  uint8_t buf[4];
+  Status s = (*r)->ReadAt(1, MutableByteView(buf, 4));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("small"), std::string::npos);
+  EXPECT_NE(s.message().find("offset 1"), std::string::npos) << s.message();
+}
+
+TEST_F(LocalStorageTest, ErrorsHaveTheRightCodes) {
+  EXPECT_EQ(fs_.OpenForRead(JoinPath(dir_, "missing")).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(fs_.OpenForRead(dir_).status().code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(fs_.Create(JoinPath(dir_, "once"), true).ok());
+  EXPECT_EQ(fs_.Create(JoinPath(dir_, "once"), true).status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(fs_.Delete(JoinPath(dir_, "missing")).code(), StatusCode::kNotFound);
+}
+
+TEST(JoinPath, PutsExactlyOneSlash) {
+  EXPECT_EQ(JoinPath("a", "b"), "a/b");
+  EXPECT_EQ(JoinPath("a/", "b"), "a/b");
+  EXPECT_EQ(JoinPath("a/", "/b"), "a/b");
+  EXPECT_EQ(JoinPath("", "b"), "b");
+}
+
+}  // namespace
+}  // namespace stoke
