@@ -13,7 +13,7 @@ rm -rf "$work"
 mkdir -p "$work"
 
 "$stoke" --no-progress synth volumes --samples "$samples" --out "$work/volumes" --seed 1 >/dev/null
-bytes=$(find "$work/volumes" -name '*.npy' -printf '%s\n' | awk '{s+=$1} END {print s}')
+bytes=$(find "$work/volumes" -name '*.npy' -printf '%s\n' | awk '{s+=$1} END {printf "%.0f", s}')
 mib=$(( (bytes + 1048575) / 1048576 ))
 sync
 

@@ -25,9 +25,9 @@ echo "== 4. cat: the first rows (tensor cells as md5 and length)"
 echo
 
 npy_files=$(find "$work/volumes" -name '*.npy' | wc -l)
-npy_bytes=$(find "$work/volumes" -name '*.npy' -printf '%s\n' | awk '{s+=$1} END {print s}')
+npy_bytes=$(find "$work/volumes" -name '*.npy' -printf '%s\n' | awk '{s+=$1} END {printf "%.0f", s}')
 pq_files=$(find "$work/table" -name '*.parquet' | wc -l)
-pq_bytes=$(find "$work/table" -name '*.parquet' -printf '%s\n' | awk '{s+=$1} END {print s}')
+pq_bytes=$(find "$work/table" -name '*.parquet' -printf '%s\n' | awk '{s+=$1} END {printf "%.0f", s}')
 # The md5 of one sample, from the source file's payload and from the Parquet file, must agree.
 src_md5=$(tail -c 360000 "$work/volumes/volume_000007.npy" | md5sum | cut -d' ' -f1)
 pq_md5=$("$stoke" cat "$parquet" --columns volume --offset 7 --limit 1 --format csv | tail -1 | sed 's/md5:\([0-9a-f]*\).*/\1/')

@@ -45,13 +45,13 @@ class AlignedBuffer {
   void Append(const void* bytes, size_t n);
   void Append(ByteView bytes) { Append(bytes.data(), bytes.size()); }
   void Clear() { size_ = 0; }
+  // Grows the allocation to at least `capacity` bytes, keeping the contents.
+  void Reserve(size_t capacity);
 
   ByteView view() const { return ByteView(data_, size_); }
   MutableByteView mutable_view() { return MutableByteView(data_, size_); }
 
  private:
-  void Reserve(size_t capacity);
-
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;

@@ -258,13 +258,13 @@ Result<NpyPreamble> ParseNpyPreamble(ByteView bytes, std::string_view name) {
 // A header length pointing past the end of the file is corruption.
 Status CheckDataOffset(const NpyPreamble& preamble, uint64_t file_size, std::string_view name) {
   if (preamble.data_offset <= file_size) return Status::OK();
-  return Status::Corruption(
-      fmt::format("{}: offset {}: header length says the data starts at offset {}, past the "
-                  "end of the {} bytes present",
-                  name, kHeaderLengthOffset, preamble.data_offset, file_size));
+  return Status::Corruption(fmt::format(
+      "{}: offset {}: header length says the data starts at offset {}, past the end of the {} bytes present", name,
+      kHeaderLengthOffset, preamble.data_offset, file_size));
 }
 
-// Data outside [data_offset, file_size) that the header does not account for is corruption.
+// The bytes after data_offset must be exactly the data the header describes: fewer is a
+// truncated file, more is trailing garbage.
 Status CheckDataSize(const NpyHeader& header, size_t file_size, std::string_view name) {
   const size_t present = file_size - header.data_offset;
   if (present == header.data_size) return Status::OK();
@@ -390,7 +390,7 @@ Result<NpyArray> DecodeNpy(ByteView bytes, std::string_view name) {
   return ToLittleEndianCOrder(header, std::move(data));
 }
 
-Result<NpyArray> ReadNpyFile(Storage& storage, const std::string& path) {
+Result<NpyArray> ReadNpyFile(Storage& storage, const std::string& path, AlignedBuffer reuse) {
   STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, storage.OpenForRead(path));
   const uint64_t file_size = file->size();
   std::vector<uint8_t> head(std::min<uint64_t>(file_size, kHeaderReadSize));
@@ -403,7 +403,8 @@ Result<NpyArray> ReadNpyFile(Storage& storage, const std::string& path) {
   }
   STOKE_ASSIGN_OR_RETURN(NpyHeader header, ParseNpyHeader(head, path));
   STOKE_RETURN_IF_ERROR(CheckDataSize(header, file_size, path));
-  AlignedBuffer data(header.data_size);
+  AlignedBuffer data = std::move(reuse);
+  data.Resize(header.data_size);
   STOKE_RETURN_IF_ERROR(file->ReadAt(header.data_offset, data.mutable_view()));
   return ToLittleEndianCOrder(header, std::move(data));
 }

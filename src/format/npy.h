@@ -70,7 +70,9 @@ Result<NpyHeader> ParseNpyHeader(ByteView bytes, std::string_view name);
 Result<NpyArray> DecodeNpy(ByteView bytes, std::string_view name);
 
 // Reads and decodes a .npy file. The data is read straight into the array's buffer (one copy).
-Result<NpyArray> ReadNpyFile(Storage& storage, const std::string& path);
+// `reuse` (for example the data of the previous array read) lends its allocation when it is large
+// enough, so reading many same-sized files does not fault in fresh memory for each.
+Result<NpyArray> ReadNpyFile(Storage& storage, const std::string& path, AlignedBuffer reuse = {});
 
 // The preamble and header numpy.save writes for a little-endian, C-order array, byte for byte:
 // format 1.0 (numpy falls back to 2.0 only past 65535 header bytes, which kNpyMaxDims rules out),

@@ -3,6 +3,7 @@
 #include <md5.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -27,9 +28,25 @@ std::string Md5Hex(std::string_view bytes) {
   return hex;
 }
 
+// At most `max` bytes of `s`, cut at a UTF-8 character boundary, with "..." when shortened.
+std::string Shorten(const std::string& s, size_t max) {
+  if (s.size() <= max) return s;
+  size_t n = max - 3;
+  while (n > 0 && (static_cast<uint8_t>(s[n]) & 0xC0) == 0x80) --n;  // not inside a character
+  return s.substr(0, n) + "...";
+}
+
+// JSON output: invalid UTF-8 (other writers' STRING columns may hold any bytes) becomes U+FFFD
+// instead of an exception.
+std::string DumpJson(const nlohmann::ordered_json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 std::string BinaryCell(std::string_view bytes) { return fmt::format("md5:{} len:{}", Md5Hex(bytes), bytes.size()); }
 
-std::string FormatDouble(double d) {
+// The shortest text that reads back as the same value of its own type (float or double).
+template <typename T>
+std::string FormatFloat(T d) {
   if (std::isnan(d)) return "nan";
   if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
   return fmt::format("{}", d);
@@ -42,10 +59,10 @@ std::string StatText(const LeafColumn& col, const std::string& v) {
     case Type::kBoolean: return v.size() == 1 ? (v[0] ? "true" : "false") : "?";
     case Type::kInt32: return v.size() == 4 ? fmt::format("{}", LoadLE<int32_t>(p)) : "?";
     case Type::kInt64: return v.size() == 8 ? fmt::format("{}", LoadLE<int64_t>(p)) : "?";
-    case Type::kFloat: return v.size() == 4 ? FormatDouble(LoadLE<float>(p)) : "?";
-    case Type::kDouble: return v.size() == 8 ? FormatDouble(LoadLE<double>(p)) : "?";
+    case Type::kFloat: return v.size() == 4 ? FormatFloat(LoadLE<float>(p)) : "?";
+    case Type::kDouble: return v.size() == 8 ? FormatFloat(LoadLE<double>(p)) : "?";
     default:
-      if (col.is_string) return v.size() > 40 ? v.substr(0, 37) + "..." : v;
+      if (col.is_string) return Shorten(v, 40);
       return BinaryCell(v);
   }
 }
@@ -94,7 +111,7 @@ Status InspectParquetFile(const std::string& path, const InspectOptions& options
   text << fmt::format("rows        {} in {} row group{}\n", m.num_rows, m.row_groups.size(), m.row_groups.size() == 1 ? "" : "s");
   for (const auto& e : m.key_value_metadata) {
     std::string v = e.value.value_or("");
-    if (v.size() > 200) v = v.substr(0, 197) + "...";
+    v = Shorten(v, 200);
     text << fmt::format("metadata    {} = {}\n", e.key, v);
   }
   text << "schema\n";
@@ -167,7 +184,7 @@ Status InspectParquetFile(const std::string& path, const InspectOptions& options
     j["row_groups"].push_back(jg);
   }
   if (options.json) {
-    out << j.dump(2) << "\n";
+    out << DumpJson(j, 2) << "\n";
   } else {
     out << text.str();
   }
@@ -214,7 +231,7 @@ Status CatParquetFile(const std::string& path, const CatOptions& options, std::o
                   } else if constexpr (std::is_same_v<T, uint8_t>) {
                     return v[vi] ? "true" : "false";
                   } else if constexpr (std::is_floating_point_v<T>) {
-                    return FormatDouble(v[vi]);
+                    return FormatFloat(v[vi]);
                   } else {
                     return fmt::format("{}", v[vi]);
                   }
@@ -239,11 +256,15 @@ Status CatParquetFile(const std::string& path, const CatOptions& options, std::o
             row[col.name] = nullptr;
           } else if (is_text(s) || *cell == "nan" || *cell == "inf" || *cell == "-inf") {
             row[col.name] = *cell;  // JSON has no NaN or infinity: those print as strings
+          } else if (col.type == Type::kBoolean) {
+            row[col.name] = *cell == "true";
+          } else if (col.type == Type::kFloat || col.type == Type::kDouble) {
+            row[col.name] = std::strtod(cell->c_str(), nullptr);  // keeps -0.0
           } else {
-            row[col.name] = nlohmann::ordered_json::parse(*cell);
+            row[col.name] = std::strtoll(cell->c_str(), nullptr, 10);
           }
         }
-        out << row.dump() << "\n";
+        out << DumpJson(row) << "\n";
       }
       break;
     case CatOptions::Format::kCsv: {

@@ -179,11 +179,18 @@ Status ValidateColumns(const std::vector<ColumnSpec>& columns) {
 }
 
 // ---------------------------------------------------------------------------------------------
-RowGroupEncoder::RowGroupEncoder(const std::vector<ColumnSpec>& columns, const WriterOptions& options)
-    : columns_(columns), options_(options), tensors_(columns.size()), scalars_(columns.size()) {
+RowGroupEncoder::RowGroupEncoder(const std::vector<ColumnSpec>& columns, const WriterOptions& options, BufferPool* pool)
+    : columns_(columns), options_(options), pool_(pool), tensors_(columns.size()), scalars_(columns.size()) {
   for (size_t i = 0; i < columns_.size(); ++i) {
-    if (columns_[i].tensor) InitChunkMeta(columns_[i], options_, &tensors_[i].chunk.meta);
+    if (columns_[i].tensor) ResetTensor(i);
   }
+}
+
+void RowGroupEncoder::ResetTensor(size_t column) {
+  TensorState& t = tensors_[column];
+  t = TensorState();
+  if (pool_ != nullptr) t.chunk.bytes = pool_->Take();
+  InitChunkMeta(columns_[column], options_, &t.chunk.meta);
 }
 
 int64_t RowGroupEncoder::tensor_rows(size_t column) const { return tensors_[column].rows; }
@@ -368,8 +375,7 @@ Result<EncodedRowGroup> RowGroupEncoder::Finish() {
       stats.null_count = 0;  // no min/max for tensor columns
       t.chunk.meta.statistics = stats;
       rg.columns.push_back(std::move(t.chunk));
-      t = TensorState();
-      InitChunkMeta(columns_[c], options_, &t.chunk.meta);
+      ResetTensor(c);
     } else {
       ColumnValues empty{EmptyValuesFor(columns_[c].type), {}};
       STOKE_ASSIGN_OR_RETURN(auto chunk, EncodeScalarColumn(c, scalars_[c] ? *scalars_[c] : empty));
@@ -423,7 +429,7 @@ Result<std::unique_ptr<ParquetFileWriter>> ParquetFileWriter::Create(Storage& st
   return w;
 }
 
-Status ParquetFileWriter::WriteRowGroup(EncodedRowGroup rg) {
+Status ParquetFileWriter::WriteRowGroup(EncodedRowGroup rg, BufferPool* recycle) {
   if (closed_) return Status::Internal("WriteRowGroup after Close");
   if (rg.columns.size() != columns_.size()) {
     return Status::InvalidArgument(fmt::format("row group has {} columns, the file {}", rg.columns.size(), columns_.size()));
@@ -454,6 +460,7 @@ Status ParquetFileWriter::WriteRowGroup(EncodedRowGroup rg) {
     ois.push_back(std::move(oi));
     cis.push_back(std::move(col.column_index));
     out.columns.push_back(std::move(cc));
+    if (recycle != nullptr) recycle->Give(std::move(col.bytes));
   }
   out.total_byte_size = total_uncompressed;
   out.total_compressed_size = total_compressed;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/buffer_pool.h"
 #include "format/parquet_column.h"
 #include "format/parquet_metadata.h"
 #include "io/storage.h"
@@ -50,8 +51,9 @@ struct EncodedRowGroup {
 // Encodes one row group. Not thread-safe; use one per thread.
 class RowGroupEncoder {
  public:
-  // REQUIRES: `columns` and `options` outlive the encoder.
-  RowGroupEncoder(const std::vector<ColumnSpec>& columns, const WriterOptions& options);
+  // REQUIRES: `columns`, `options` and `pool` (optional) outlive the encoder. Tensor pages are encoded
+  // into buffers taken from `pool`; ParquetFileWriter::WriteRowGroup can give them back.
+  RowGroupEncoder(const std::vector<ColumnSpec>& columns, const WriterOptions& options, BufferPool* pool = nullptr);
 
   // Appends the next row of a tensor column. bytes.size() must equal the spec's num_bytes().
   Status AppendTensor(size_t column, ByteView bytes);
@@ -74,10 +76,12 @@ class RowGroupEncoder {
     AlignedBuffer open_page;  // uncompressed body of the page being filled
   };
   Status FlushTensorPage(size_t column);
+  void ResetTensor(size_t column);
   Result<EncodedColumnChunk> EncodeScalarColumn(size_t column, const ColumnValues& values) const;
 
   const std::vector<ColumnSpec>& columns_;
   const WriterOptions& options_;
+  BufferPool* pool_;
   std::vector<TensorState> tensors_;                // indexed by column (unused for scalars)
   std::vector<std::optional<ColumnValues>> scalars_; // indexed by column
   AlignedBuffer scratch_;
@@ -94,7 +98,8 @@ class ParquetFileWriter {
   const std::vector<ColumnSpec>& columns() const { return columns_; }
   const WriterOptions& options() const { return options_; }
   // Appends an encoded row group (from a RowGroupEncoder built with this writer's columns/options).
-  Status WriteRowGroup(EncodedRowGroup row_group);
+  // The column buffers go back to `recycle` when given.
+  Status WriteRowGroup(EncodedRowGroup row_group, BufferPool* recycle = nullptr);
   // Writes the page indexes and the footer, syncs and closes. The file is complete only after this.
   Status Close();
 

@@ -13,6 +13,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "core/buffer_pool.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -69,6 +70,26 @@ bool ParseBool(std::string_view s, bool* out) {
   if (s == "true" || s == "True" || s == "TRUE") return *out = true, true;
   if (s == "false" || s == "False" || s == "FALSE") return *out = false, true;
   return false;
+}
+
+// True when `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<uint8_t>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    uint32_t cp = n == 1 ? c : c & (0x7F >> n);
+    for (size_t k = 1; k < n; ++k) {
+      auto cc = static_cast<uint8_t>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMinForLength[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n;
+  }
+  return true;
 }
 
 // Integers become INT32 (INT64 when one does not fit), other numbers DOUBLE, true/false BOOLEAN,
@@ -142,9 +163,9 @@ ColumnValues LabelValues(const LabelColumn& col, size_t begin, size_t end) {
 
 // The arrays of one source file, by tensor column.
 Result<std::vector<std::pair<std::string, NpyArray>>> ReadSource(Storage& fs, const std::string& path, bool npz,
-                                                                 const std::string& npy_column) {
+                                                                 const std::string& npy_column, AlignedBuffer reuse) {
   if (npz) return ReadNpzFile(fs, path);
-  STOKE_ASSIGN_OR_RETURN(auto a, ReadNpyFile(fs, path));
+  STOKE_ASSIGN_OR_RETURN(auto a, ReadNpyFile(fs, path, std::move(reuse)));
   std::vector<std::pair<std::string, NpyArray>> out;
   out.emplace_back(npy_column, std::move(a));
   return out;
@@ -190,7 +211,7 @@ Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& o) {
   columns.push_back({.name = "file", .type = parquet::Type::kByteArray, .is_string = true});
   std::vector<std::pair<std::string, TensorSpec>> tensors;
   {
-    STOKE_ASSIGN_OR_RETURN(auto first, ReadSource(fs, JoinPath(o.source_dir, sources[0].name), npz, o.tensor_column));
+    STOKE_ASSIGN_OR_RETURN(auto first, ReadSource(fs, JoinPath(o.source_dir, sources[0].name), npz, o.tensor_column, {}));
     for (auto& [name, arr] : first) tensors.push_back({name, TensorSpec{arr.dtype, arr.shape}});
   }
   int64_t sample_bytes = 0;
@@ -233,6 +254,15 @@ Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& o) {
       lc.cells.reserve(sources.size());
       for (size_t i = 0; i < sources.size(); ++i) lc.cells.push_back(std::move(csv.rows[csv_row[i]][c]));
       lc.spec = InferLabelColumn(name, lc.cells);
+      if (lc.spec.is_string) {
+        // Parquet's STRING is UTF-8; other encodings would be misread by every reader.
+        for (size_t i = 0; i < lc.cells.size(); ++i) {
+          if (!IsValidUtf8(lc.cells[i])) {
+            return Status::InvalidArgument(fmt::format("{}: column '{}', row for '{}': not valid UTF-8 (re-save the CSV as UTF-8)",
+                                                       o.labels_csv, name, sources[i].name));
+          }
+        }
+      }
       labels.push_back(std::move(lc));
     }
   }
@@ -269,13 +299,17 @@ Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& o) {
   Stopwatch watch;
   ProgressBar bar("convert", static_cast<uint64_t>(n), "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
 
+  // Page buffers circulate between the encoders and the writer, and each task reads its files into
+  // one reused array buffer: in steady state no memory is freshly faulted in.
+  BufferPool page_buffers;
   auto encode = [&](const Group& g) -> Result<EncodedRowGroup> {
-    RowGroupEncoder enc(columns, wopts);
+    RowGroupEncoder enc(columns, wopts, &page_buffers);
+    AlignedBuffer reuse;
     std::vector<int64_t> ids;
     std::vector<std::string> names;
     for (int64_t i = g.begin; i < g.end; ++i) {
       const std::string path = JoinPath(o.source_dir, sources[i].name);
-      STOKE_ASSIGN_OR_RETURN(auto arrays, ReadSource(fs, path, npz, o.tensor_column));
+      STOKE_ASSIGN_OR_RETURN(auto arrays, ReadSource(fs, path, npz, o.tensor_column, std::move(reuse)));
       if (arrays.size() != tensors.size()) {
         return Status::InvalidArgument(fmt::format("{}: holds {} arrays, '{}' held {}", path, arrays.size(),
                                                    sources[0].name, tensors.size()));
@@ -295,6 +329,7 @@ Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& o) {
       ids.push_back(i);
       names.push_back(sources[i].name);
       bar.Add(1, bytes);
+      if (!npz) reuse = std::move(arrays[0].second.data);
     }
     STOKE_RETURN_IF_ERROR(enc.SetScalars(0, ColumnValues{std::move(ids), {}}));
     STOKE_RETURN_IF_ERROR(enc.SetScalars(1, ColumnValues{std::move(names), {}}));
@@ -358,7 +393,7 @@ Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& o) {
       writer = std::move(*w);
       partial.push_back(tmp);
     }
-    status = writer->WriteRowGroup(std::move(*rg));
+    status = writer->WriteRowGroup(std::move(*rg), &page_buffers);
   }
   if (status.ok()) status = finish_file();
   // Tasks reference this frame: wait for every submitted one before returning.

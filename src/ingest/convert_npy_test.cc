@@ -202,3 +202,25 @@ TEST_F(ConvertTest, NpzMembersBecomeColumns) {
 
 }  // namespace
 }  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST_F(ConvertTest, RejectsLabelStringsThatAreNotUtf8) {
+  WriteArrays(2);
+  WriteLabels("file,note\ns_000.npy,caf\xe9\ns_001.npy,ok\n");  // Latin-1 e-acute
+  ConvertOptions o;
+  o.source_dir = src_;
+  o.labels_csv = src_ + "/labels.csv";
+  o.out = dir_ + "/out.parquet";
+  o.progress = false;
+  auto rep = ConvertNpyDirectory(o);
+  ASSERT_FALSE(rep.ok());
+  EXPECT_NE(rep.status().message().find("not valid UTF-8"), std::string::npos) << rep.status().message();
+  EXPECT_NE(rep.status().message().find("s_000.npy"), std::string::npos) << rep.status().message();
+  WriteLabels("file,note\ns_000.npy,caf\xc3\xa9\ns_001.npy,\xf0\x9f\x8c\x8a\n");  // valid UTF-8 passes
+  EXPECT_TRUE(ConvertNpyDirectory(o).ok());
+}
+
+}  // namespace
+}  // namespace stoke

@@ -43,9 +43,9 @@ after(() => {
   }
 });
 
-function stoke(args, { ok = true } = {}) {
+function stoke(args, { ok = true, raw = false } = {}) {
   const r = spawnSync(STOKE, ['--no-progress', ...args], {
-    encoding: 'utf8',
+    encoding: raw ? 'buffer' : 'utf8',
     maxBuffer: 512 * 1024 * 1024,
   });
   if (r.error) throw new Error(`cannot run ${STOKE}: ${r.error.message} (set STOKE_BIN?)`);
@@ -577,9 +577,6 @@ describe('stoke reads DuckDB files', () => {
         cols.map((c) => c.type),
         ['BIGINT', 'BOOLEAN', 'INTEGER', 'BIGINT', 'FLOAT', 'DOUBLE', 'VARCHAR', 'VARCHAR', 'BLOB', 'BLOB'],
       );
-      const problems = compareRows(stokeCatJson(file), cols, data);
-      assert.deepEqual(problems, [], `made by: ${copyStatement(file, opts)}`);
-
       // Which page kinds and encodings this file really exercises (DuckDB 1.5.6 writes
       // DATA_PAGE v1 headers even with PARQUET_VERSION V2; only the encodings change).
       const chunks = await rows(
@@ -588,6 +585,9 @@ describe('stoke reads DuckDB files', () => {
       const kinds = new Set(chunks.map((c) => pageTypeAt(file, Number(c.data_page_offset))));
       const encs = new Set(chunks.flatMap((c) => c.encodings.split(',').map((e) => e.trim())));
       t.diagnostic(`page types ${[...kinds].sort()}; encodings ${[...encs].sort()}`);
+
+      const problems = compareRows(stokeCatJson(file), cols, data);
+      assert.deepEqual(problems, [], `made by: ${copyStatement(file, opts)}`);
     });
 
     test(`${name}: stoke inspect (text, --pages, --json) agrees with DuckDB metadata`, async () => {
@@ -633,6 +633,38 @@ describe('stoke reads DuckDB files', () => {
     assert.ok(Object.is(Number(text.f32), -0), `f32 printed as ${text.f32}, want -0 (made by: ${stmt})`);
     assert.ok(Object.is(Number(text.f64), -0), `f64 printed as ${text.f64}, want -0 (made by: ${stmt})`);
     assert.ok(Object.is(Number(text.z), 0), `z printed as ${text.z}`);
+  });
+
+  test('stoke inspect on long UTF-8 strings (statistics cut inside a character)', async () => {
+    // min/max statistics are shortened for display; byte 37 here falls inside 'é'.
+    const file = path.join(TMP, 'duck_utf8.parquet');
+    const value = `${'a'.repeat(36)}é${'b'.repeat(10)}`;
+    const stmt = `COPY (SELECT ${sqlStr(value)} AS s) TO ${sqlStr(file)} (FORMAT parquet)`;
+    await con.run(stmt);
+    const utf8 = new TextDecoder('utf-8', { fatal: true });
+    const problems = [];
+    for (const args of [['inspect', file], ['inspect', file, '--json'], ['cat', file, '--format', 'json']]) {
+      const what = `stoke ${args.slice(0, 1).concat(args.slice(2)).join(' ')}`;
+      const r = stoke(args, { ok: false, raw: true });
+      if (r.signal || r.status !== 0) {
+        problems.push(`${what}: exit ${r.status} signal ${r.signal}: ${r.stderr.toString('utf8').trim()}`);
+        continue;
+      }
+      let text;
+      try {
+        text = utf8.decode(r.stdout);
+      } catch {
+        problems.push(`${what}: printed invalid UTF-8`);
+        continue;
+      }
+      try {
+        if (args[0] === 'inspect' && args.includes('--json')) JSON.parse(text);
+        if (args[0] === 'cat') assert.deepEqual(JSON.parse(text), { s: value });
+      } catch (e) {
+        problems.push(`${what}: ${e.message}`);
+      }
+    }
+    assert.deepEqual(problems, [], `made by: ${stmt}`);
   });
 
   test('stoke cat --columns/--offset/--limit across row groups equals DuckDB', async () => {
