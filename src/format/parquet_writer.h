@@ -105,6 +105,8 @@ class ParquetFileWriter {
 
   uint64_t bytes_written() const { return file_->bytes_written(); }
   int64_t num_rows() const { return metadata_.num_rows; }
+  // The footer as written (complete after Close).
+  const parquet::FileMetaData& metadata() const { return metadata_; }
   const std::string& path() const { return file_->path(); }
 
  private:

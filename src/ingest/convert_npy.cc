@@ -1,184 +1,15 @@
 // `stoke convert npy`: .npy/.npz files + a labels CSV into Parquet files with one sample per page.
-//
-// Row groups are encoded (read files, compress pages) on a thread pool while the calling thread
-// appends finished row groups to the output files in order. At most threads + 1 row groups are in
-// memory at once, so memory stays bounded whatever the number of files.
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <future>
-#include <map>
-#include <random>
-#include <unordered_map>
-
-#include "core/buffer_pool.h"
 #include "core/clock.h"
-#include "core/log.h"
 #include "core/progress.h"
-#include "core/random.h"
-#include "core/thread_pool.h"
 #include "format/codec.h"
-#include "format/csv.h"
-#include "format/npy.h"
-#include "format/npz.h"
-#include "format/parquet_writer.h"
-#include "io/storage.h"
+#include "ingest/npy_source.h"
 #include "stoke/tools.h"
 
 namespace stoke {
-namespace {
-
-// A row group holds at most this many rows, so that its OffsetIndex stays under the one million
-// list elements that Arrow's Thrift reader accepts.
-constexpr int64_t kMaxRowsPerRowGroup = 1'000'000;
-
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-// A random RFC 4122 version-4 UUID, for unique data file names.
-std::string RandomUuid() {
-  static std::atomic<uint64_t> counter{0};
-  std::random_device rd;
-  Rng rng((static_cast<uint64_t>(rd()) << 32) ^ rd() ^ (static_cast<uint64_t>(NowNanos()) + counter.fetch_add(1)));
-  uint64_t a = rng.Next(), b = rng.Next();
-  a = (a & ~0xF000ULL) | 0x4000ULL;                          // version 4
-  b = (b & 0x3FFFFFFFFFFFFFFFULL) | 0x8000000000000000ULL;  // variant 10
-  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xFFFF, a & 0xFFFF, b >> 48,
-                     b & 0xFFFFFFFFFFFFULL);
-}
-
-// One labels column: its Parquet type (inferred from the cells) and the cells per output row.
-struct LabelColumn {
-  ColumnSpec spec;
-  std::vector<std::string> cells;  // by output row; "" = null
-};
-
-bool ParseInt(std::string_view s, int64_t* out) {
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
-bool ParseDouble(const std::string& s, double* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  *out = std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size();
-}
-bool ParseBool(std::string_view s, bool* out) {
-  if (s == "true" || s == "True" || s == "TRUE") return *out = true, true;
-  if (s == "false" || s == "False" || s == "FALSE") return *out = false, true;
-  return false;
-}
-
-// True when `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
-bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<uint8_t>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    uint32_t cp = n == 1 ? c : c & (0x7F >> n);
-    for (size_t k = 1; k < n; ++k) {
-      auto cc = static_cast<uint8_t>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMinForLength[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n;
-  }
-  return true;
-}
-
-// Integers become INT32 (INT64 when one does not fit), other numbers DOUBLE, true/false BOOLEAN,
-// anything else STRING. An empty cell is null and makes the column OPTIONAL.
-ColumnSpec InferLabelColumn(const std::string& name, const std::vector<std::string>& cells) {
-  bool all_int = true, all_double = true, all_bool = true, any_null = false;
-  int64_t lo = 0, hi = 0;
-  for (const auto& c : cells) {
-    if (c.empty()) {
-      any_null = true;
-      continue;
-    }
-    int64_t i;
-    double d;
-    bool b;
-    if (all_int && ParseInt(c, &i)) {
-      lo = std::min(lo, i);
-      hi = std::max(hi, i);
-    } else {
-      all_int = false;
-    }
-    if (all_double && !ParseDouble(c, &d)) all_double = false;
-    if (all_bool && !ParseBool(c, &b)) all_bool = false;
-  }
-  ColumnSpec spec;
-  spec.name = name;
-  spec.optional = any_null;
-  if (all_int) {
-    spec.type = (lo >= INT32_MIN && hi <= INT32_MAX) ? parquet::Type::kInt32 : parquet::Type::kInt64;
-  } else if (all_double) {
-    spec.type = parquet::Type::kDouble;
-  } else if (all_bool) {
-    spec.type = parquet::Type::kBoolean;
-  } else {
-    spec.type = parquet::Type::kByteArray;
-    spec.is_string = true;
-  }
-  return spec;
-}
-
-ColumnValues LabelValues(const LabelColumn& col, size_t begin, size_t end) {
-  ColumnValues v{EmptyValuesFor(col.spec.type), {}};
-  if (col.spec.optional) v.defined.reserve(end - begin);
-  for (size_t r = begin; r < end; ++r) {
-    const std::string& c = col.cells[r];
-    if (col.spec.optional) v.defined.push_back(!c.empty());
-    if (c.empty()) continue;
-    std::visit(
-        [&](auto& out) {
-          using T = typename std::decay_t<decltype(out)>::value_type;
-          if constexpr (std::is_same_v<T, std::string>) {
-            out.push_back(c);
-          } else if constexpr (std::is_same_v<T, uint8_t>) {
-            bool b = false;
-            ParseBool(c, &b);
-            out.push_back(b);
-          } else if constexpr (std::is_same_v<T, double>) {
-            double d = 0;
-            ParseDouble(c, &d);
-            out.push_back(d);
-          } else {
-            int64_t i = 0;
-            ParseInt(c, &i);
-            out.push_back(static_cast<T>(i));
-          }
-        },
-        v.values);
-  }
-  return v;
-}
-
-// The arrays of one source file, by tensor column.
-Result<std::vector<std::pair<std::string, NpyArray>>> ReadSource(Storage& fs, const std::string& path, bool npz,
-                                                                 const std::string& npy_column, AlignedBuffer reuse) {
-  if (npz) return ReadNpzFile(fs, path);
-  STOKE_ASSIGN_OR_RETURN(auto a, ReadNpyFile(fs, path, std::move(reuse)));
-  std::vector<std::pair<std::string, NpyArray>> out;
-  out.emplace_back(npy_column, std::move(a));
-  return out;
-}
-
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
-}  // namespace
 
 Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& o) {
-  Storage& fs = LocalStorage();
   if (o.source_dir.empty()) return Status::InvalidArgument("convert: a source directory is required");
   if (o.out.empty()) return Status::InvalidArgument("convert: --out is required");
   if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0) {
@@ -187,227 +18,32 @@ Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& o) {
   WriterOptions wopts;
   STOKE_ASSIGN_OR_RETURN(wopts.codec, CodecFromName(o.codec));
   wopts.compression_level = o.compression_level;
+  STOKE_ASSIGN_OR_RETURN(NpySources sources, PlanNpySources(o.source_dir, o.labels_csv, o.tensor_column, "convert"));
 
-  // Sources, sorted by name (List sorts).
-  STOKE_ASSIGN_OR_RETURN(auto entries, fs.List(o.source_dir));
-  std::vector<DirEntry> sources;
-  int npy_count = 0, npz_count = 0;
-  for (auto& e : entries) {
-    if (e.is_directory) continue;
-    if (EndsWith(e.name, ".npy")) ++npy_count;
-    else if (EndsWith(e.name, ".npz")) ++npz_count;
-    else continue;
-    sources.push_back(std::move(e));
+  const int64_t n = static_cast<int64_t>(sources.files.size());
+  FileSetLayout layout = LayoutForSizes(sources.sample_bytes, n, o.row_group_bytes, o.target_file_bytes);
+  if (o.out.size() >= 8 && o.out.compare(o.out.size() - 8, 8, ".parquet") == 0) {
+    layout.single_file = o.out;
+  } else {
+    layout.dir = o.out;
   }
-  if (sources.empty()) return Status::InvalidArgument(fmt::format("convert: no .npy or .npz files in '{}'", o.source_dir));
-  if (npy_count > 0 && npz_count > 0) {
-    return Status::InvalidArgument(fmt::format("convert: '{}' mixes .npy and .npz files; convert them separately", o.source_dir));
-  }
-  const bool npz = npz_count > 0;
+  std::vector<int64_t> rows(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) rows[i] = i;
 
-  // The tensor columns come from the first file; every other file must match them.
-  std::vector<ColumnSpec> columns;
-  columns.push_back({.name = "id", .type = parquet::Type::kInt64});
-  columns.push_back({.name = "file", .type = parquet::Type::kByteArray, .is_string = true});
-  std::vector<std::pair<std::string, TensorSpec>> tensors;
-  {
-    STOKE_ASSIGN_OR_RETURN(auto first, ReadSource(fs, JoinPath(o.source_dir, sources[0].name), npz, o.tensor_column, {}));
-    for (auto& [name, arr] : first) tensors.push_back({name, TensorSpec{arr.dtype, arr.shape}});
-  }
-  int64_t sample_bytes = 0;
-  for (const auto& t : tensors) sample_bytes += t.second.num_bytes();
-
-  // Labels, joined on the file name.
-  std::vector<LabelColumn> labels;
-  if (!o.labels_csv.empty()) {
-    STOKE_ASSIGN_OR_RETURN(auto text, ReadFileToString(fs, o.labels_csv));
-    STOKE_ASSIGN_OR_RETURN(auto csv, ParseCsv(text, o.labels_csv));
-    auto file_col = std::find(csv.header.begin(), csv.header.end(), "file");
-    if (file_col == csv.header.end()) {
-      return Status::InvalidArgument(fmt::format("{}: needs a 'file' column naming each source file", o.labels_csv));
-    }
-    const size_t fc = static_cast<size_t>(file_col - csv.header.begin());
-    std::unordered_map<std::string, size_t> by_file;
-    for (size_t r = 0; r < csv.rows.size(); ++r) {
-      if (!by_file.emplace(csv.rows[r][fc], r).second) {
-        return Status::InvalidArgument(fmt::format("{}: file '{}' is listed twice", o.labels_csv, csv.rows[r][fc]));
-      }
-    }
-    std::vector<size_t> csv_row(sources.size());
-    for (size_t i = 0; i < sources.size(); ++i) {
-      auto it = by_file.find(sources[i].name);
-      if (it == by_file.end()) {
-        return Status::InvalidArgument(fmt::format("{}: no row for source file '{}'", o.labels_csv, sources[i].name));
-      }
-      csv_row[i] = it->second;
-    }
-    if (by_file.size() > sources.size()) {
-      STOKE_LOG(kWarn, "convert.labels_unused", "csv={} rows_without_file={}", o.labels_csv, by_file.size() - sources.size());
-    }
-    for (size_t c = 0; c < csv.header.size(); ++c) {
-      if (c == fc) continue;
-      const std::string& name = csv.header[c];
-      bool clash = name == "id" || name == "file" ||
-                   std::any_of(tensors.begin(), tensors.end(), [&](const auto& t) { return t.first == name; });
-      if (clash) return Status::InvalidArgument(fmt::format("{}: column '{}' clashes with a column stoke writes", o.labels_csv, name));
-      LabelColumn lc;
-      lc.cells.reserve(sources.size());
-      for (size_t i = 0; i < sources.size(); ++i) lc.cells.push_back(std::move(csv.rows[csv_row[i]][c]));
-      lc.spec = InferLabelColumn(name, lc.cells);
-      if (lc.spec.is_string) {
-        // Parquet's STRING is UTF-8; other encodings would be misread by every reader.
-        for (size_t i = 0; i < lc.cells.size(); ++i) {
-          if (!IsValidUtf8(lc.cells[i])) {
-            return Status::InvalidArgument(fmt::format("{}: column '{}', row for '{}': not valid UTF-8 (re-save the CSV as UTF-8)",
-                                                       o.labels_csv, name, sources[i].name));
-          }
-        }
-      }
-      labels.push_back(std::move(lc));
-    }
-  }
-  for (const auto& l : labels) columns.push_back(l.spec);
-  const size_t first_tensor = columns.size();
-  for (const auto& [name, spec] : tensors) {
-    columns.push_back({.name = name, .type = parquet::Type::kByteArray, .tensor = spec});
-  }
-  STOKE_RETURN_IF_ERROR(ValidateColumns(columns));
-
-  // Layout: row groups of about row_group_bytes, files of whole row groups.
-  const int64_t n = static_cast<int64_t>(sources.size());
-  const int64_t per_sample = std::max<int64_t>(sample_bytes, 1);
-  const int64_t rows_per_group = std::clamp<int64_t>(o.row_group_bytes / per_sample, 1, kMaxRowsPerRowGroup);
-  const bool single_file = EndsWith(o.out, ".parquet");
-  int64_t rows_per_file = n;
-  if (!single_file) {
-    rows_per_file = std::max<int64_t>(1, o.target_file_bytes / per_sample / rows_per_group) * rows_per_group;
-    STOKE_RETURN_IF_ERROR(fs.CreateDirectories(o.out));
-  }
-  struct Group {
-    int64_t begin, end;
-    size_t file;
-  };
-  std::vector<Group> groups;
-  for (int64_t f = 0; f * rows_per_file < n; ++f) {
-    for (int64_t b = f * rows_per_file; b < std::min(n, (f + 1) * rows_per_file); b += rows_per_group) {
-      groups.push_back({b, std::min({b + rows_per_group, (f + 1) * rows_per_file, n}), static_cast<size_t>(f)});
-    }
-  }
+  Stopwatch watch;
+  ProgressBar bar("convert", static_cast<uint64_t>(n), "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
+  auto written = WriteNpyRows(sources, rows, /*first_id=*/0, layout, wopts, o.threads, &bar);
+  bar.Finish();
+  if (!written.ok()) return written.status();
 
   ConvertReport report;
   report.files_in = n;
-  Stopwatch watch;
-  ProgressBar bar("convert", static_cast<uint64_t>(n), "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
-
-  // Page buffers circulate between the encoders and the writer, and each task reads its files into
-  // one reused array buffer: in steady state no memory is freshly faulted in.
-  BufferPool page_buffers;
-  auto encode = [&](const Group& g) -> Result<EncodedRowGroup> {
-    RowGroupEncoder enc(columns, wopts, &page_buffers);
-    AlignedBuffer reuse;
-    std::vector<int64_t> ids;
-    std::vector<std::string> names;
-    for (int64_t i = g.begin; i < g.end; ++i) {
-      const std::string path = JoinPath(o.source_dir, sources[i].name);
-      STOKE_ASSIGN_OR_RETURN(auto arrays, ReadSource(fs, path, npz, o.tensor_column, std::move(reuse)));
-      if (arrays.size() != tensors.size()) {
-        return Status::InvalidArgument(fmt::format("{}: holds {} arrays, '{}' held {}", path, arrays.size(),
-                                                   sources[0].name, tensors.size()));
-      }
-      uint64_t bytes = 0;
-      for (size_t t = 0; t < tensors.size(); ++t) {
-        const auto& [name, arr] = arrays[t];
-        const auto& [want_name, want] = tensors[t];
-        if (name != want_name || arr.dtype != want.dtype || arr.shape != want.shape) {
-          return Status::InvalidArgument(fmt::format("{}: array '{}' is {}{}, but '{}' set the column '{}' to {}{}", path, name,
-                                                     DTypeName(arr.dtype), ShapeString(arr.shape), sources[0].name,
-                                                     want_name, DTypeName(want.dtype), ShapeString(want.shape)));
-        }
-        STOKE_RETURN_IF_ERROR(enc.AppendTensor(first_tensor + t, arr.data.view()));
-        bytes += arr.data.size();
-      }
-      ids.push_back(i);
-      names.push_back(sources[i].name);
-      bar.Add(1, bytes);
-      if (!npz) reuse = std::move(arrays[0].second.data);
-    }
-    STOKE_RETURN_IF_ERROR(enc.SetScalars(0, ColumnValues{std::move(ids), {}}));
-    STOKE_RETURN_IF_ERROR(enc.SetScalars(1, ColumnValues{std::move(names), {}}));
-    for (size_t l = 0; l < labels.size(); ++l) {
-      STOKE_RETURN_IF_ERROR(enc.SetScalars(2 + l, LabelValues(labels[l], g.begin, g.end)));
-    }
-    return enc.Finish();
-  };
-
-  ThreadPool pool(o.threads);
-  const size_t window = pool.size() + 1;
-  std::vector<std::future<Result<EncodedRowGroup>>> pending(groups.size());
-  size_t submitted = 0;
-  auto submit_up_to = [&](size_t limit) {
-    for (; submitted < std::min(limit, groups.size()); ++submitted) {
-      auto task = std::make_shared<std::packaged_task<Result<EncodedRowGroup>()>>(
-          [&encode, g = groups[submitted]] { return encode(g); });
-      pending[submitted] = task->get_future();
-      pool.Submit([task] { (*task)(); });
-    }
-  };
-
-  std::unique_ptr<ParquetFileWriter> writer;
-  std::string final_path;
-  std::vector<std::string> partial;  // files being written, removed on failure
-  auto finish_file = [&]() -> Status {
-    if (!writer) return Status::OK();
-    STOKE_RETURN_IF_ERROR(writer->Close());
-    report.bytes_out += static_cast<int64_t>(writer->bytes_written());
-    STOKE_RETURN_IF_ERROR(fs.Rename(writer->path(), final_path));
-    partial.pop_back();
-    report.files_out.push_back(final_path);
-    STOKE_LOG(kInfo, "convert.file_written", "path={} rows={} bytes={}", final_path, writer->num_rows(), writer->bytes_written());
-    writer.reset();
-    return Status::OK();
-  };
-
-  Status status;
-  size_t current_file = SIZE_MAX;
-  for (size_t i = 0; i < groups.size() && status.ok(); ++i) {
-    submit_up_to(i + window);
-    Result<EncodedRowGroup> rg = pending[i].get();
-    if (!rg.ok()) {
-      status = rg.status();
-      break;
-    }
-    if (groups[i].file != current_file) {
-      status = finish_file();
-      if (!status.ok()) break;
-      current_file = groups[i].file;
-      final_path = single_file ? o.out
-                               : JoinPath(o.out, fmt::format("part-{:05}-{}.parquet", current_file, RandomUuid()));
-      // Written under a temporary name and renamed when complete: a crash never leaves a
-      // truncated file under a final name.
-      std::string tmp = final_path + ".inprogress";
-      auto w = ParquetFileWriter::Create(fs, tmp, columns, wopts);
-      if (!w.ok()) {
-        status = w.status();
-        break;
-      }
-      writer = std::move(*w);
-      partial.push_back(tmp);
-    }
-    status = writer->WriteRowGroup(std::move(*rg), &page_buffers);
-  }
-  if (status.ok()) status = finish_file();
-  // Tasks reference this frame: wait for every submitted one before returning.
-  for (size_t i = 0; i < submitted; ++i) {
-    if (pending[i].valid()) pending[i].wait();
-  }
-  bar.Finish();
-  if (!status.ok()) {
-    writer.reset();
-    for (const auto& p : partial) (void)fs.Delete(p);
-    return status;
-  }
-  for (const auto& s : sources) report.bytes_in += static_cast<int64_t>(s.size);
   report.rows = n;
+  for (const auto& s : sources.files) report.bytes_in += static_cast<int64_t>(s.size);
+  for (const auto& f : *written) {
+    report.files_out.push_back(f.path);
+    report.bytes_out += static_cast<int64_t>(f.bytes);
+  }
   report.seconds = watch.Seconds();
   return report;
 }

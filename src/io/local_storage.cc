@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
@@ -22,6 +23,14 @@ Status ErrnoStatus(const std::string& what, const std::string& path, int err) {
   if (err == EEXIST) return Status::AlreadyExists(std::move(m));
   bool retryable = err == EINTR || err == EAGAIN || err == EBUSY;
   return Status::IOError(std::move(m), retryable);
+}
+
+// "<path>.tmp-<16 hex digits>", unique per process and call.
+std::string TemporaryNameFor(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("{}.tmp-{:016x}", path,
+                     SplitMix64((static_cast<uint64_t>(::getpid()) << 32) ^ counter.fetch_add(1) ^
+                                static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())));
 }
 
 class LocalRandomAccessFile final : public RandomAccessFile {
@@ -171,6 +180,32 @@ class LocalFileSystem final : public Storage {
     if (::unlink(path.c_str()) != 0) return ErrnoStatus("delete", path, errno);
     return Status::OK();
   }
+
+  Status PutIfAbsent(const std::string& path, ByteView data) override {
+    std::string tmp = TemporaryNameFor(path);
+    {
+      STOKE_ASSIGN_OR_RETURN(auto f, Create(tmp, /*exclusive=*/true));
+      Status s = f->Append(data);
+      if (s.ok()) s = f->Sync();
+      if (s.ok()) s = f->Close();
+      if (!s.ok()) {
+        ::unlink(tmp.c_str());
+        return s;
+      }
+    }
+    int rc = ::link(tmp.c_str(), path.c_str());
+    int err = errno;
+    ::unlink(tmp.c_str());
+    if (rc != 0) return ErrnoStatus("create", path, err);  // EEXIST: AlreadyExists
+    // Make the new directory entry durable.
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+    return Status::OK();
+  }
 };
 
 }  // namespace
@@ -188,9 +223,7 @@ Result<std::string> ReadFileToString(Storage& storage, const std::string& path) 
 }
 
 Status WriteFileAtomically(Storage& storage, const std::string& path, ByteView data) {
-  static std::atomic<uint64_t> counter{0};
-  std::string tmp = fmt::format("{}.tmp-{:016x}", path,
-                                SplitMix64(static_cast<uint64_t>(::getpid()) * 1000003 + counter.fetch_add(1)));
+  std::string tmp = TemporaryNameFor(path);
   {
     STOKE_ASSIGN_OR_RETURN(auto f, storage.Create(tmp, /*exclusive=*/true));
     Status s = f->Append(data);

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "io/storage.h"
 
@@ -71,6 +73,46 @@ TEST(JoinPath, PutsExactlyOneSlash) {
   EXPECT_EQ(JoinPath("a/", "b"), "a/b");
   EXPECT_EQ(JoinPath("a/", "/b"), "a/b");
   EXPECT_EQ(JoinPath("", "b"), "b");
+}
+
+}  // namespace
+}  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST_F(LocalStorageTest, PutIfAbsentLetsExactlyOneWriterWin) {
+  const std::string p = JoinPath(dir_, "00000000000000000001.json");
+  ASSERT_TRUE(fs_.PutIfAbsent(p, AsBytes("first")).ok());
+  Status s = fs_.PutIfAbsent(p, AsBytes("second"));
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.ToString();
+  EXPECT_EQ(*ReadFileToString(fs_, p), "first");
+  auto list = fs_.List(dir_);
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 1u);  // no temporary files left behind
+}
+
+TEST_F(LocalStorageTest, PutIfAbsentRacesHaveOneWinner) {
+  for (int round = 0; round < 20; ++round) {
+    const std::string p = JoinPath(dir_, "v" + std::to_string(round));
+    std::atomic<int> wins{0}, losses{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        Status s = fs_.PutIfAbsent(p, AsBytes(std::string(1000, static_cast<char>('a' + t))));
+        (s.ok() ? wins : losses)++;
+        if (!s.ok()) {
+          EXPECT_EQ(s.code(), StatusCode::kAlreadyExists);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(wins.load(), 1);
+    EXPECT_EQ(losses.load(), 3);
+    auto content = *ReadFileToString(fs_, p);
+    EXPECT_EQ(content.size(), 1000u);
+    EXPECT_EQ(content.find_first_not_of(content[0]), std::string::npos);  // one writer's bytes, whole
+  }
 }
 
 }  // namespace

@@ -56,6 +56,11 @@ class Storage {
   virtual Status CreateDirectories(const std::string& path) = 0;
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
   virtual Status Delete(const std::string& path) = 0;
+  // Creates `path` holding `data` only if nothing exists there, atomically: readers see either no
+  // file or the whole file, and of two concurrent callers exactly one succeeds; the other gets
+  // AlreadyExists. On local disks: a temporary file in the same directory, fsync, link() to the
+  // final name (never rename, which would replace), unlink of the temporary.
+  virtual Status PutIfAbsent(const std::string& path, ByteView data) = 0;
 };
 
 // The local file system (pread/write). A stateless, process-wide instance.

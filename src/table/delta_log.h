@@ -1,0 +1,170 @@
+// The Delta Lake transaction log (delta-io/delta PROTOCOL.md) over a table directory:
+//
+//   <table>/_delta_log/00000000000000000000.json   one JSON action per line
+//   <table>/_delta_log/_last_checkpoint            (read when present; checkpoints come later)
+//   <table>/part-*.parquet                         data files, paths relative to <table>
+//
+// New tables use protocol (minReaderVersion 1, minWriterVersion 2). A commit is the creation of the
+// next version file with put-if-absent (Storage::PutIfAbsent); whoever loses the race re-reads the
+// winners' commits and retries when its actions do not conflict.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "format/parquet_column.h"
+#include "format/parquet_metadata.h"
+#include "io/storage.h"
+#include "stoke/status.h"
+
+namespace stoke::delta {
+
+inline constexpr int kMinReaderVersion = 1;
+inline constexpr int kMinWriterVersion = 2;
+inline constexpr char kLogDirName[] = "_delta_log";
+
+struct Protocol {
+  int32_t min_reader_version = kMinReaderVersion;
+  int32_t min_writer_version = kMinWriterVersion;
+  std::vector<std::string> reader_features;  // only with min_reader_version 3
+  std::vector<std::string> writer_features;  // only with min_writer_version 7
+};
+
+struct Metadata {
+  std::string id;                                  // a UUID, fixed for the table's life
+  std::optional<std::string> name;
+  std::optional<std::string> description;
+  std::string format_provider = "parquet";
+  std::map<std::string, std::string> format_options;
+  std::string schema_string;                       // Spark's JSON schema (see SchemaToSparkJson)
+  std::vector<std::string> partition_columns;
+  std::map<std::string, std::string> configuration;  // stoke.tensors lives here too
+  std::optional<int64_t> created_time;             // ms since the epoch
+};
+
+struct AddFile {
+  std::string path;                                // relative to the table root, URI-encoded
+  std::map<std::string, std::optional<std::string>> partition_values;
+  int64_t size = 0;
+  int64_t modification_time = 0;                   // ms since the epoch
+  bool data_change = true;
+  std::optional<std::string> stats;                // JSON text: numRecords, minValues, maxValues, nullCount
+  std::map<std::string, std::string> tags;
+};
+
+struct RemoveFile {
+  std::string path;
+  std::optional<int64_t> deletion_timestamp;       // ms since the epoch
+  bool data_change = true;
+  bool extended_file_metadata = false;
+  std::map<std::string, std::optional<std::string>> partition_values;
+  std::optional<int64_t> size;
+};
+
+struct Txn {                                       // "txn": application transaction id
+  std::string app_id;
+  int64_t version = 0;
+  std::optional<int64_t> last_updated;
+};
+
+struct CommitInfo {                                // free-form provenance; kept as JSON
+  nlohmann::json value = nlohmann::json::object(); // timestamp, operation, operationParameters, ...
+};
+
+using Action = std::variant<Protocol, Metadata, AddFile, RemoveFile, Txn, CommitInfo>;
+
+// One commit file: newline-delimited JSON, one action object per line. Action kinds that stoke does
+// not use but readers may ignore (cdc, domainMetadata, checkpointMetadata, sidecar) are skipped;
+// anything malformed is Corruption naming `file_name`, the line and what was expected.
+Result<std::vector<Action>> ParseCommit(std::string_view text, std::string_view file_name);
+// The inverse: one compact JSON object per line, each line ending in '\n'.
+std::string SerializeCommit(const std::vector<Action>& actions);
+
+// A table's state at one version.
+struct Snapshot {
+  int64_t version = -1;
+  int64_t timestamp = 0;                      // ms: commitInfo.timestamp of that version, else file mtime
+  Protocol protocol;
+  Metadata metadata;
+  std::vector<AddFile> files;                 // live files in the order they were added
+  std::map<std::string, RemoveFile> tombstones;  // removed paths (for VACUUM)
+  std::map<std::string, int64_t> app_versions;   // txn: app_id -> version
+  int64_t num_records() const;                // sum of stats.numRecords (-1 if any file lacks it)
+};
+
+struct CommitSummary {
+  int64_t version = 0;
+  int64_t timestamp = 0;
+  std::string operation;                      // commitInfo.operation, or "" if none
+  nlohmann::json info;                        // the whole commitInfo (or null)
+  int64_t files_added = 0, files_removed = 0, bytes_added = 0, bytes_removed = 0;
+};
+
+// What a commit does, for conflict checks when another writer committed first.
+enum class CommitKind {
+  kBlindAppend,   // only adds files (ingest --mode append): retried after any non-conflicting commit
+  kRewrite,       // removes files it read (optimize, overwrite): fails if a winner removed any of them
+  kMetadata,      // creates the table or changes metadata/protocol: fails on any concurrent commit
+};
+
+// Thread-safe: methods may be called concurrently; different processes coordinate only through
+// the storage's put-if-absent.
+class DeltaLog {
+ public:
+  DeltaLog(Storage& storage, std::string table_dir);
+
+  const std::string& table_dir() const { return table_dir_; }
+  std::string log_dir() const;
+  // "<log_dir>/00000000000000000042.json"
+  std::string CommitPath(int64_t version) const;
+
+  // The newest version, or -1 when there is no table (no commit file) at table_dir.
+  Result<int64_t> LatestVersion() const;
+  // The snapshot at `version` (latest when nullopt): replay of commits 0..version. Corruption when
+  // a commit in the range is missing or malformed, NotFound when the table or version does not exist,
+  // Unsupported when the protocol needs reader features stoke lacks.
+  Result<Snapshot> ReadSnapshot(std::optional<int64_t> version = std::nullopt) const;
+  // One entry per version, newest first (at most `limit` when > 0).
+  Result<std::vector<CommitSummary>> History(int64_t limit = 0) const;
+
+  // Writes `actions` as version `read_version + 1` (read_version -1 creates the table), adding a
+  // commitInfo (timestamp, operation, operationParameters, isBlindAppend, engineInfo "stoke/0.1.0",
+  // readVersion) when `actions` has none. If another writer took that version first: for
+  // kBlindAppend, and for kRewrite when no winning commit removed a file this commit removes, and
+  // no winner changed metadata or protocol, it retries on the next version (up to `max_attempts`);
+  // otherwise Conflict naming the winning version. Returns the version written.
+  Result<int64_t> Commit(int64_t read_version, std::vector<Action> actions, CommitKind kind,
+                         const std::string& operation, const nlohmann::json& operation_parameters,
+                         int max_attempts = 100) const;
+
+ private:
+  Storage& storage_;
+  std::string table_dir_;
+};
+
+// Spark's JSON schema for flat columns: {"type":"struct","fields":[{"name":..,"type":"long",
+// "nullable":false,"metadata":{}}, ...]}, with boolean, integer, long, float, double, string and
+// binary (tensor columns are binary; their dtype/shape live in configuration["stoke.tensors"]).
+std::string SchemaToSparkJson(const std::vector<ColumnSpec>& columns);
+// The inverse; `tensors` (from configuration) marks binary columns as tensors. Types other than
+// the ones above are Unsupported; malformed JSON is Corruption.
+Result<std::vector<ColumnSpec>> SchemaFromSparkJson(std::string_view json,
+                                                    const std::map<std::string, TensorSpec>& tensors);
+
+// The add action's stats JSON for a Parquet file written by stoke: numRecords, and minValues,
+// maxValues and nullCount for scalar columns (from the row groups' statistics, combined; tensor
+// columns get nullCount only). Values are JSON numbers, strings or booleans.
+std::string StatsJsonFromFooter(const parquet::FileMetaData& footer, const std::vector<ColumnSpec>& columns);
+
+// Percent-encodes a relative path for the add/remove "path" field (RFC 3986: unreserved characters
+// and '/' stay) and decodes it back; a bad escape is InvalidArgument.
+std::string EncodePath(std::string_view relative_path);
+Result<std::string> DecodePath(std::string_view encoded);
+
+}  // namespace stoke::delta
