@@ -4,9 +4,11 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "stoke/options.h"
 #include "stoke/status.h"
+#include "stoke/table.h"
 #include "stoke/tools.h"
 
 namespace {
@@ -84,13 +86,82 @@ int main(int argc, char** argv) {
       ->default_str("128MiB");
   npy->add_option("--threads", co.threads, "Encoding threads (0 = one per core)")->capture_default_str();
 
+  // ingest
+  auto* ingest = app.add_subcommand("ingest", "Ingest a directory of .npy/.npz files into a Delta table (created if missing)");
+  stoke::IngestOptions ig;
+  ingest->add_option("src", ig.source_dir, "Directory holding the .npy or .npz files")->required();
+  ingest->add_option("--table", ig.table_dir, "Table directory")->required();
+  ingest->add_option("--labels", ig.labels_csv, "CSV with a 'file' column (the file name) and label/attribute columns");
+  ingest->add_option("--mode", ig.mode, "append (adds the files not yet in the table; re-running resumes) or overwrite")
+      ->check(CLI::IsMember({"append", "overwrite"}))
+      ->capture_default_str();
+  ingest->add_option("--tensor-column", ig.tensor_column, "Column name for .npy arrays")->capture_default_str();
+  ingest->add_option("--codec", ig.codec, "Page codec: zstd, lz4_raw, snappy, gzip, uncompressed")->capture_default_str();
+  ingest->add_option("--target-file-size", ig.target_file_bytes, "Data file size, e.g. 1GiB")
+      ->transform(CLI::AsSizeValue(false))
+      ->default_str("1GiB");
+  ingest->add_option("--row-group-size", ig.row_group_bytes, "Row group size, e.g. 128MiB")
+      ->transform(CLI::AsSizeValue(false))
+      ->default_str("128MiB");
+  ingest->add_option("--rows-per-file", ig.rows_per_file, "Exactly N rows per data file (1 = one file per source file)");
+  ingest->add_option("--threads", ig.threads, "Encoding threads (0 = one per core)")->capture_default_str();
+
+  // optimize
+  auto* optimize = app.add_subcommand("optimize", "Compact a table's small files into files of the target size (one commit)");
+  stoke::OptimizeOptions oo;
+  optimize->add_option("table", oo.table_dir, "Table directory")->required();
+  optimize->add_option("--target-file-size", oo.target_file_bytes, "Size of the compacted files, e.g. 1GiB")
+      ->transform(CLI::AsSizeValue(false))
+      ->default_str("1GiB");
+  optimize->add_option("--row-group-size", oo.row_group_bytes, "Row group size, e.g. 128MiB")
+      ->transform(CLI::AsSizeValue(false))
+      ->default_str("128MiB");
+  optimize->add_option("--where", oo.where, "Only compact files whose statistics may match this predicate");
+  optimize->add_option("--codec", oo.codec, "Page codec of the new files")->capture_default_str();
+  optimize->add_option("--threads", oo.threads, "Threads (0 = one per core)")->capture_default_str();
+
+  // vacuum
+  auto* vacuum = app.add_subcommand("vacuum", "Delete data files no version inside the retention window references");
+  stoke::VacuumOptions vo;
+  vacuum->add_option("table", vo.table_dir, "Table directory")->required();
+  vacuum->add_option("--retain", vo.retain_hours, "Retention in hours: versions newer than this stay readable")
+      ->capture_default_str();
+  vacuum->add_flag("--dry-run", vo.dry_run, "List the files that would be deleted; delete nothing");
+
+  // query
+  auto* query = app.add_subcommand("query", "Rows of a table matching a predicate, e.g. --where \"label = 1 AND x < 100\"");
+  stoke::QueryOptions qo;
+  std::string query_select, query_format = "table";
+  query->add_option("table", qo.table_dir, "Table directory")->required();
+  query->add_option("--where", qo.where,
+                    "Predicate over scalar columns: = != < <= > >= IN, NOT IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT");
+  query->add_option("--select", query_select, "Comma-separated columns (default: all)");
+  query->add_option("--limit", qo.limit, "At most N rows (-1 = all)")->capture_default_str();
+  query->add_flag("--count", qo.count_only, "Print only the number of matching rows");
+  query->add_option("--version", qo.version, "Query the table as of this version");
+  query->add_option("--format", query_format, "table, csv or json (one object per line)")
+      ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->capture_default_str();
+
+  // history
+  auto* history = app.add_subcommand("history", "List a table's versions, newest first");
+  std::string history_dir;
+  int64_t history_limit = 0;
+  bool history_json = false;
+  history->add_option("table", history_dir, "Table directory")->required();
+  history->add_option("--limit", history_limit, "Show at most N versions (0 = all)");
+  history->add_flag("--json", history_json, "One JSON object per version");
+
   // inspect
-  auto* inspect = app.add_subcommand("inspect", "Describe a Parquet file: schema, row groups, pages, sizes, codecs, statistics");
+  auto* inspect = app.add_subcommand(
+      "inspect", "Describe a Parquet file (schema, row groups, pages, codecs, statistics) or a table (version, schema, files)");
   std::string inspect_path;
   stoke::InspectOptions io;
-  inspect->add_option("file", inspect_path, "Parquet file")->required();
-  inspect->add_flag("--pages", io.pages, "List every page of every column chunk");
+  std::optional<int64_t> inspect_version;
+  inspect->add_option("path", inspect_path, "Parquet file or table directory")->required();
+  inspect->add_flag("--pages", io.pages, "List every page of every column chunk (files)");
   inspect->add_flag("--json", io.json, "Print one JSON document");
+  inspect->add_option("--version", inspect_version, "Table version to describe (default: latest)");
 
   // cat
   auto* cat = app.add_subcommand("cat", "Print rows; binary and tensor cells print as md5:<hex> len:<bytes>");
@@ -135,8 +206,71 @@ int main(int argc, char** argv) {
     for (const auto& f : r->files_out) std::printf("  %s\n", f.c_str());
     return 0;
   }
+  if (ingest->parsed()) {
+    ig.progress = !no_progress;
+    auto r = stoke::IngestNpy(ig);
+    if (!r.ok()) return Fail(r.status());
+    if (r->files_added == 0 && r->files_removed == 0) {
+      std::printf("ingest: nothing to do: all %lld source files are in '%s' (version %lld)\n",
+                  static_cast<long long>(r->source_files), ig.table_dir.c_str(), static_cast<long long>(r->version));
+      return 0;
+    }
+    std::printf("ingest: %lld source files (%lld already in the table), %lld rows (%s) -> %lld data files (%s), "
+                "%lld removed, version %lld, in %.2f s (%.1f MB/s)\n",
+                static_cast<long long>(r->source_files), static_cast<long long>(r->skipped), static_cast<long long>(r->rows),
+                Mb(r->bytes_in).c_str(), static_cast<long long>(r->files_added), Mb(r->bytes_out).c_str(),
+                static_cast<long long>(r->files_removed), static_cast<long long>(r->version), r->seconds,
+                r->bytes_in / 1e6 / r->seconds);
+    return 0;
+  }
+  if (optimize->parsed()) {
+    oo.progress = !no_progress;
+    auto r = stoke::OptimizeTable(oo);
+    if (!r.ok()) return Fail(r.status());
+    if (r->version < 0) {
+      std::printf("optimize: nothing to compact (%lld files)\n", static_cast<long long>(r->files_before));
+      return 0;
+    }
+    std::printf("optimize: %lld files -> %lld files (rewrote %lld files, %lld rows, %s, into %lld), version %lld, in %.2f s\n",
+                static_cast<long long>(r->files_before), static_cast<long long>(r->files_after),
+                static_cast<long long>(r->files_removed), static_cast<long long>(r->rows_rewritten),
+                Mb(r->bytes_rewritten).c_str(), static_cast<long long>(r->files_added), static_cast<long long>(r->version),
+                r->seconds);
+    return 0;
+  }
+  if (vacuum->parsed()) {
+    auto r = stoke::VacuumTable(vo);
+    if (!r.ok()) return Fail(r.status());
+    for (const auto& f : r->files) std::printf("%s%s\n", vo.dry_run ? "would delete " : "deleted ", f.c_str());
+    std::printf("vacuum: %s %zu files (%s); %lld files referenced by retained versions kept\n",
+                vo.dry_run ? "would delete" : "deleted", r->files.size(), Mb(r->bytes).c_str(),
+                static_cast<long long>(r->referenced_kept));
+    return 0;
+  }
+  if (query->parsed()) {
+    if (!query_select.empty()) {
+      size_t pos = 0;
+      while (pos <= query_select.size()) {
+        size_t comma = query_select.find(',', pos);
+        qo.select.push_back(query_select.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+        if (comma == std::string::npos) break;
+        pos = comma + 1;
+      }
+    }
+    qo.format = query_format == "csv"    ? stoke::CatOptions::Format::kCsv
+                : query_format == "json" ? stoke::CatOptions::Format::kJson
+                                         : stoke::CatOptions::Format::kTable;
+    auto r = stoke::QueryTable(qo, std::cout);
+    return r.ok() ? 0 : Fail(r.status());
+  }
+  if (history->parsed()) {
+    stoke::Status s = stoke::PrintTableHistory(history_dir, history_limit, history_json, std::cout);
+    return s.ok() ? 0 : Fail(s);
+  }
   if (inspect->parsed()) {
-    stoke::Status s = stoke::InspectParquetFile(inspect_path, io, std::cout);
+    stoke::Status s = stoke::IsTableDirectory(inspect_path)
+                          ? stoke::InspectTable(inspect_path, inspect_version, io.json, std::cout)
+                          : stoke::InspectParquetFile(inspect_path, io, std::cout);
     return s.ok() ? 0 : Fail(s);
   }
   if (cat->parsed()) {

@@ -16,6 +16,20 @@ size_t ColumnValues::num_values() const {
   return std::visit([](const auto& v) { return v.size(); }, values);
 }
 
+void AppendColumnValues(ColumnValues* dst, ColumnValues src) {
+  if (!src.defined.empty() || !dst->defined.empty()) {
+    if (dst->defined.empty()) dst->defined.assign(dst->num_values(), 1);
+    if (src.defined.empty()) src.defined.assign(src.num_values(), 1);
+    dst->defined.insert(dst->defined.end(), src.defined.begin(), src.defined.end());
+  }
+  std::visit(
+      [&](auto& d) {
+        auto& s = std::get<std::decay_t<decltype(d)>>(src.values);
+        d.insert(d.end(), std::make_move_iterator(s.begin()), std::make_move_iterator(s.end()));
+      },
+      dst->values);
+}
+
 ValueVector EmptyValuesFor(parquet::Type type) {
   switch (type) {
     case parquet::Type::kBoolean: return std::vector<uint8_t>{};

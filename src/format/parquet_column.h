@@ -47,6 +47,9 @@ struct ColumnValues {
   size_t num_rows() const { return defined.empty() ? num_values() : defined.size(); }
 };
 
+// Appends `src`'s rows to `dst` (same alternative), merging the `defined` vectors.
+void AppendColumnValues(ColumnValues* dst, ColumnValues src);
+
 // An empty ValueVector of the alternative that holds values of physical type `type`.
 ValueVector EmptyValuesFor(parquet::Type type);
 

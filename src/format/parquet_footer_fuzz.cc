@@ -1,10 +1,12 @@
 // libFuzzer target: a whole Parquet file from bytes: footer, schema, page indexes, page headers,
-// pages, codecs and encodings. Every read must fail cleanly or succeed; none may crash or hang.
+// pages, codecs and encodings, repetition and definition levels, nested record assembly. Every read
+// must fail cleanly or succeed; none may crash or hang.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
+#include "format/parquet_nested.h"
 #include "format/parquet_reader.h"
 
 namespace {
@@ -39,6 +41,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)(*r)->ReadColumnIndex(g, c);
     }
     if ((*r)->num_rows() > 0) (void)(*r)->ReadBinaryCell(0, c, &cell);
+    for (int g = 0; g < (*r)->num_row_groups() && g < 4; ++g) (void)(*r)->ReadColumnChunkLevels(g, c);
   }
+  // Records assembled from the levels of every leaf (nested or flat), and the schema tree.
+  (void)stoke::SchemaTree(**r);
+  (void)stoke::ReadNestedParquet(**r);
   return 0;
 }

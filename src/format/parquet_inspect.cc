@@ -1,6 +1,5 @@
 // `stoke inspect` and `stoke cat` over a Parquet file.
 #include <fmt/format.h>
-#include <md5.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -10,23 +9,13 @@
 
 #include "core/progress.h"
 #include "format/parquet_reader.h"
+#include "format/row_printer.h"
 #include "stoke/tools.h"
 
 namespace stoke {
 namespace {
 
 using parquet::Type;
-
-std::string Md5Hex(std::string_view bytes) {
-  MD5_CTX ctx;
-  MD5Init(&ctx);
-  MD5Update(&ctx, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  uint8_t digest[MD5_DIGEST_LENGTH];
-  MD5Final(digest, &ctx);
-  std::string hex;
-  for (uint8_t b : digest) hex += fmt::format("{:02x}", b);
-  return hex;
-}
 
 // At most `max` bytes of `s`, cut at a UTF-8 character boundary, with "..." when shortened.
 std::string Shorten(const std::string& s, size_t max) {
@@ -41,8 +30,6 @@ std::string Shorten(const std::string& s, size_t max) {
 std::string DumpJson(const nlohmann::ordered_json& j, int indent = -1) {
   return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
-
-std::string BinaryCell(std::string_view bytes) { return fmt::format("md5:{} len:{}", Md5Hex(bytes), bytes.size()); }
 
 // The shortest text that reads back as the same value of its own type (float or double).
 template <typename T>
@@ -207,99 +194,30 @@ Status CatParquetFile(const std::string& path, const CatOptions& options, std::o
   const int64_t begin = std::min(options.offset, reader->num_rows());
   const int64_t end = options.limit < 0 ? reader->num_rows() : std::min(reader->num_rows(), begin + options.limit);
 
-  // Cells as text (null = nullopt), column by column, for the row groups that overlap [begin, end).
-  std::vector<std::vector<std::optional<std::string>>> cells(selected.size());
+  std::vector<RowPrinter::Column> pcols;
+  for (size_t c : selected) pcols.push_back({cols[c].name, cols[c].type, cols[c].is_string});
+  RowPrinter printer(pcols, options.format);
   const auto& starts = reader->row_group_starts();
   for (int g = 0; g < reader->num_row_groups(); ++g) {
     int64_t g0 = starts[g], g1 = starts[g + 1];
     if (g1 <= begin || g0 >= end) continue;
+    std::vector<ColumnValues> values(selected.size());
     for (size_t s = 0; s < selected.size(); ++s) {
-      const LeafColumn& col = cols[selected[s]];
-      STOKE_ASSIGN_OR_RETURN(auto values, reader->ReadColumnChunk(g, selected[s]));
-      size_t vi = 0;
-      for (int64_t r = g0; r < g1; ++r) {
-        bool present = values.defined.empty() || values.defined[r - g0];
-        if (r >= begin && r < end) {
-          if (!present) {
-            cells[s].push_back(std::nullopt);
-          } else {
-            cells[s].push_back(std::visit(
-                [&](const auto& v) -> std::string {
-                  using T = typename std::decay_t<decltype(v)>::value_type;
-                  if constexpr (std::is_same_v<T, std::string>) {
-                    return col.is_string ? v[vi] : BinaryCell(v[vi]);
-                  } else if constexpr (std::is_same_v<T, uint8_t>) {
-                    return v[vi] ? "true" : "false";
-                  } else if constexpr (std::is_floating_point_v<T>) {
-                    return FormatFloat(v[vi]);
-                  } else {
-                    return fmt::format("{}", v[vi]);
-                  }
-                },
-                values.values));
-          }
-        }
-        if (present) ++vi;
-      }
+      STOKE_ASSIGN_OR_RETURN(values[s], reader->ReadColumnChunk(g, selected[s]));
     }
-  }
-  const size_t rows = static_cast<size_t>(end - begin);
-  auto is_text = [&](size_t s) { return cols[selected[s]].type == Type::kByteArray || cols[selected[s]].type == Type::kFixedLenByteArray || cols[selected[s]].type == Type::kInt96; };
-  switch (options.format) {
-    case CatOptions::Format::kJson:
-      for (size_t r = 0; r < rows; ++r) {
-        nlohmann::ordered_json row = nlohmann::ordered_json::object();
-        for (size_t s = 0; s < selected.size(); ++s) {
-          const auto& cell = cells[s][r];
-          const LeafColumn& col = cols[selected[s]];
-          if (!cell) {
-            row[col.name] = nullptr;
-          } else if (is_text(s) || *cell == "nan" || *cell == "inf" || *cell == "-inf") {
-            row[col.name] = *cell;  // JSON has no NaN or infinity: those print as strings
-          } else if (col.type == Type::kBoolean) {
-            row[col.name] = *cell == "true";
-          } else if (col.type == Type::kFloat || col.type == Type::kDouble) {
-            row[col.name] = std::strtod(cell->c_str(), nullptr);  // keeps -0.0
-          } else {
-            row[col.name] = std::strtoll(cell->c_str(), nullptr, 10);
-          }
-        }
-        out << DumpJson(row) << "\n";
-      }
-      break;
-    case CatOptions::Format::kCsv: {
-      auto quote = [](const std::string& v) {
-        if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
-        std::string q = "\"";
-        for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-        return q + "\"";
-      };
-      for (size_t s = 0; s < selected.size(); ++s) out << (s ? "," : "") << quote(cols[selected[s]].name);
-      out << "\n";
-      for (size_t r = 0; r < rows; ++r) {
-        for (size_t s = 0; s < selected.size(); ++s) out << (s ? "," : "") << quote(cells[s][r].value_or(""));
-        out << "\n";
-      }
-      break;
-    }
-    case CatOptions::Format::kTable: {
-      std::vector<size_t> width(selected.size());
+    std::vector<size_t> next(selected.size(), 0);  // index of the next present value per column
+    for (int64_t r = g0; r < std::min(g1, end); ++r) {
+      std::vector<std::optional<std::string>> row(selected.size());
       for (size_t s = 0; s < selected.size(); ++s) {
-        width[s] = cols[selected[s]].name.size();
-        for (const auto& c : cells[s]) width[s] = std::max(width[s], c ? c->size() : 4);
+        bool present = values[s].defined.empty() || values[s].defined[r - g0];
+        if (!present) continue;
+        if (r >= begin) row[s] = RowPrinter::CellText(pcols[s], values[s].values, next[s]);
+        ++next[s];
       }
-      for (size_t s = 0; s < selected.size(); ++s) out << (s ? "  " : "") << fmt::format("{:<{}}", cols[selected[s]].name, width[s]);
-      out << "\n";
-      for (size_t r = 0; r < rows; ++r) {
-        for (size_t s = 0; s < selected.size(); ++s) {
-          out << (s ? "  " : "") << fmt::format(fmt::runtime(is_text(s) ? "{:<{}}" : "{:>{}}"), cells[s][r].value_or("null"), width[s]);
-        }
-        out << "\n";
-      }
-      out << fmt::format("({} row{})\n", rows, rows == 1 ? "" : "s");
-      break;
+      if (r >= begin) printer.AddRow(std::move(row));
     }
   }
+  printer.Print(out);
   return Status::OK();
 }
 

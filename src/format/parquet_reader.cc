@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "format/codec.h"
 #include "format/parquet_encoding.h"
@@ -150,30 +151,40 @@ Status DecompressBody(parquet::Codec codec, ByteView stored, int64_t uncompresse
   return Decompress(codec, stored, out->mutable_view());
 }
 
-// Decodes the levels and values of one data page (v1 or v2) and appends to `result`.
-// `stored` is the page body as stored (after the header).
-// `max_values` is the number of rows the row group has left: a flat column's page cannot hold more.
-Status DecodeDataPage(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
-                      const ValueVector* dict, size_t max_values, AlignedBuffer* scratch, ColumnValues* result) {
+// The levels and the values section of one data page (v1 or v2), decompressed.
+struct PageLevels {
+  size_t num_values = 0;  // level entries (rows for a flat column)
+  Encoding encoding = Encoding::kPlain;
+  std::vector<uint32_t> reps;  // empty when the column is not repeated
+  std::vector<uint32_t> defs;  // empty when the column is REQUIRED all the way
+  ByteView values;             // the encoded values (points into `scratch`)
+};
+
+// Decodes the repetition and definition levels of one data page and locates its values.
+// `stored` is the page body as stored (after the header). In a v1 page the repetition levels come
+// first, then the definition levels, each with its 4-byte length prefix (RLE); in a v2 page both are
+// unprefixed and uncompressed before the values. Levels above the column's maxima are corruption.
+Status DecodePageLevels(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
+                        AlignedBuffer* scratch, PageLevels* out) {
   const int def_width = BitWidth(col.max_definition_level);
-  size_t num_values;
-  Encoding encoding;
-  ByteView def_bytes, values_bytes;
-  bool def_prefixed = false;
+  const int rep_width = BitWidth(col.max_repetition_level);
+  ByteView def_bytes, rep_bytes, values_bytes;
+  bool prefixed = false;
   if (h.type == PageType::kDataPage) {
     if (!h.data_page_header) return Status::Corruption("DATA_PAGE without data_page_header");
     const auto& d = *h.data_page_header;
     if (d.num_values < 0) return Status::Corruption("negative num_values");
-    num_values = static_cast<size_t>(d.num_values);
-    encoding = d.encoding;
+    out->num_values = static_cast<size_t>(d.num_values);
+    out->encoding = d.encoding;
     if (col.max_definition_level > 0 && d.definition_level_encoding != Encoding::kRle) {
       return Status::Unsupported(fmt::format("definition level encoding {}", EncodingName(d.definition_level_encoding)));
     }
+    if (col.max_repetition_level > 0 && d.repetition_level_encoding != Encoding::kRle) {
+      return Status::Unsupported(fmt::format("repetition level encoding {}", EncodingName(d.repetition_level_encoding)));
+    }
     STOKE_RETURN_IF_ERROR(DecompressBody(codec, stored, h.uncompressed_page_size, scratch));
-    ByteView body = scratch->view();
-    def_bytes = body;
-    values_bytes = body;
-    def_prefixed = true;
+    rep_bytes = def_bytes = values_bytes = scratch->view();
+    prefixed = true;
   } else {
     if (!h.data_page_header_v2) return Status::Corruption("DATA_PAGE_V2 without data_page_header_v2");
     const auto& d = *h.data_page_header_v2;
@@ -181,13 +192,14 @@ Status DecodeDataPage(const LeafColumn& col, parquet::Codec codec, const parquet
         d.repetition_levels_byte_length < 0) {
       return Status::Corruption("negative count in DataPageHeaderV2");
     }
-    num_values = static_cast<size_t>(d.num_values);
-    encoding = d.encoding;
+    out->num_values = static_cast<size_t>(d.num_values);
+    out->encoding = d.encoding;
     size_t levels = static_cast<size_t>(d.definition_levels_byte_length) + d.repetition_levels_byte_length;
     if (levels > stored.size() || static_cast<int64_t>(levels) > h.uncompressed_page_size) {
       return Status::Corruption(fmt::format("v2 levels of {} bytes exceed the page", levels));
     }
     // v2 levels are never compressed; the values section is, unless is_compressed is false.
+    rep_bytes = stored.subspan(0, d.repetition_levels_byte_length);
     def_bytes = stored.subspan(d.repetition_levels_byte_length, d.definition_levels_byte_length);
     ByteView values_stored = stored.subspan(levels);
     int64_t values_size = h.uncompressed_page_size - static_cast<int64_t>(levels);
@@ -195,38 +207,93 @@ Status DecodeDataPage(const LeafColumn& col, parquet::Codec codec, const parquet
         DecompressBody(d.is_compressed ? codec : parquet::Codec::kUncompressed, values_stored, values_size, scratch));
     values_bytes = scratch->view();
   }
-  if (num_values > kMaxValuesPerPage) {
-    return Status::Unsupported(fmt::format("page of {} values (stoke reads at most {} per page)", num_values, kMaxValuesPerPage));
+  if (out->num_values > kMaxValuesPerPage) {
+    return Status::Unsupported(
+        fmt::format("page of {} values (stoke reads at most {} per page)", out->num_values, kMaxValuesPerPage));
   }
-  if (num_values > max_values) {
-    return Status::Corruption(fmt::format("page holds {} values but only {} rows remain in the row group", num_values, max_values));
-  }
-
-  size_t present = num_values;
-  size_t levels_end = 0;
-  if (col.max_definition_level > 0) {
-    std::vector<uint32_t> defs(num_values);
-    if (def_prefixed) {
-      STOKE_RETURN_IF_ERROR(parquet::DecodeLengthPrefixedRleBitPackedHybrid(def_bytes, def_width, num_values,
-                                                                            defs.data(), &levels_end));
+  const size_t n = out->num_values;
+  size_t used = 0;  // v1: bytes taken by the prefixed level sections
+  auto decode = [&](ByteView bytes, int width, int16_t max, const char* what, std::vector<uint32_t>* levels) -> Status {
+    levels->resize(n);
+    if (prefixed) {
+      size_t consumed = 0;
+      STOKE_RETURN_IF_ERROR(parquet::DecodeLengthPrefixedRleBitPackedHybrid(bytes.subspan(used), width, n,
+                                                                            levels->data(), &consumed));
+      used += consumed;
     } else {
-      STOKE_RETURN_IF_ERROR(parquet::DecodeRleBitPackedHybrid(def_bytes, def_width, num_values, defs.data()));
+      STOKE_RETURN_IF_ERROR(parquet::DecodeRleBitPackedHybrid(bytes, width, n, levels->data()));
     }
-    present = 0;
-    if (result->defined.empty() && result->num_values() > 0) result->defined.assign(result->num_values(), 1);
-    for (uint32_t d : defs) {
-      if (d > static_cast<uint32_t>(col.max_definition_level)) {
-        return Status::Corruption(fmt::format("definition level {} above the maximum {}", d, col.max_definition_level));
+    for (uint32_t l : *levels) {
+      if (l > static_cast<uint32_t>(max)) {
+        return Status::Corruption(fmt::format("{} level {} above the maximum {}", what, l, max));
       }
-      bool is_present = d == static_cast<uint32_t>(col.max_definition_level);
-      present += is_present;
-      result->defined.push_back(is_present);
     }
-  } else if (!result->defined.empty()) {
-    result->defined.insert(result->defined.end(), num_values, 1);
+    return Status::OK();
+  };
+  out->reps.clear();
+  out->defs.clear();
+  if (col.max_repetition_level > 0) {
+    STOKE_RETURN_IF_ERROR(decode(rep_bytes, rep_width, col.max_repetition_level, "repetition", &out->reps));
   }
-  if (def_prefixed) values_bytes = values_bytes.subspan(levels_end);
-  return DecodeValues(col, encoding, values_bytes, present, dict, &result->values);
+  if (col.max_definition_level > 0) {
+    STOKE_RETURN_IF_ERROR(decode(def_bytes, def_width, col.max_definition_level, "definition", &out->defs));
+  }
+  out->values = prefixed ? values_bytes.subspan(used) : values_bytes;
+  return Status::OK();
+}
+
+// Number of present values of a page: entries at the maximum definition level.
+size_t PresentValues(const LeafColumn& col, const PageLevels& page) {
+  if (col.max_definition_level == 0) return page.num_values;
+  size_t present = 0;
+  for (uint32_t d : page.defs) present += d == static_cast<uint32_t>(col.max_definition_level);
+  return present;
+}
+
+// Decodes the levels and values of one data page of a flat column and appends to `result`.
+// `max_values` is the number of rows the row group has left: a flat column's page cannot hold more.
+Status DecodeDataPage(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
+                      const ValueVector* dict, size_t max_values, AlignedBuffer* scratch, ColumnValues* result) {
+  PageLevels page;
+  STOKE_RETURN_IF_ERROR(DecodePageLevels(col, codec, h, stored, scratch, &page));
+  if (page.num_values > max_values) {
+    return Status::Corruption(
+        fmt::format("page holds {} values but only {} rows remain in the row group", page.num_values, max_values));
+  }
+  if (col.max_definition_level > 0) {
+    if (result->defined.empty() && result->num_values() > 0) result->defined.assign(result->num_values(), 1);
+    for (uint32_t d : page.defs) result->defined.push_back(d == static_cast<uint32_t>(col.max_definition_level));
+  } else if (!result->defined.empty()) {
+    result->defined.insert(result->defined.end(), page.num_values, 1);
+  }
+  return DecodeValues(col, page.encoding, page.values, PresentValues(col, page), dict, &result->values);
+}
+
+// Decodes one data page of any column, keeping its levels, and appends to `result`. `max_rows` is
+// the number of records the row group has left; a record starts at each repetition level 0.
+// The chunk's first level entry must start a record.
+Status DecodeLeveledDataPage(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h,
+                             ByteView stored, const ValueVector* dict, size_t max_rows, AlignedBuffer* scratch,
+                             ColumnLevels* result, size_t* rows) {
+  PageLevels page;
+  STOKE_RETURN_IF_ERROR(DecodePageLevels(col, codec, h, stored, scratch, &page));
+  size_t records = page.num_values;
+  if (col.max_repetition_level > 0) {
+    records = 0;
+    for (uint32_t r : page.reps) records += r == 0;
+    if (result->num_levels == 0 && page.num_values > 0 && page.reps[0] != 0) {
+      return Status::Corruption(fmt::format("repeated column starts with repetition level {}, not 0", page.reps[0]));
+    }
+  }
+  if (records > max_rows) {
+    return Status::Corruption(fmt::format("page holds {} records but only {} rows remain in the row group", records,
+                                          max_rows));
+  }
+  *rows += records;
+  result->def_levels.insert(result->def_levels.end(), page.defs.begin(), page.defs.end());
+  result->rep_levels.insert(result->rep_levels.end(), page.reps.begin(), page.reps.end());
+  result->num_levels += page.num_values;
+  return DecodeValues(col, page.encoding, page.values, PresentValues(col, page), dict, &result->values);
 }
 
 }  // namespace
@@ -446,13 +513,10 @@ Result<std::vector<PageInfo>> ParquetReader::ListPages(int row_group, size_t col
   return pages;
 }
 
-Result<ColumnValues> ParquetReader::ReadColumnChunk(int row_group, size_t column) const {
-  if (row_group < 0 || row_group >= num_row_groups() || column >= columns_.size()) {
-    return Status::InvalidArgument(fmt::format("{}: no row group {} / column {}", file_->path(), row_group, column));
-  }
+Status ParquetReader::WalkColumnChunk(int row_group, size_t column, const std::function<bool()>& done,
+                                      const DataPageVisitor& visit) const {
   const LeafColumn& col = columns_[column];
   const std::string ctx = Context(row_group, column);
-  if (col.max_repetition_level > 0) return Status::Unsupported(fmt::format("{}: nested (repeated) column", ctx));
   const auto& meta = *metadata_.row_groups[row_group].columns[column].meta_data;
   if (!CodecSupported(meta.codec)) {
     return Status::Unsupported(fmt::format("{}: codec {}", ctx, parquet::CodecName(meta.codec)));
@@ -461,12 +525,10 @@ Result<ColumnValues> ParquetReader::ReadColumnChunk(int row_group, size_t column
   AlignedBuffer chunk(static_cast<size_t>(range.second - range.first));
   STOKE_RETURN_IF_ERROR(file_->ReadAt(static_cast<uint64_t>(range.first), chunk.mutable_view()));
 
-  ColumnValues result{EmptyValuesFor(col.type), {}};
   std::optional<ValueVector> dict;
   AlignedBuffer scratch;
-  const int64_t expected_rows = metadata_.row_groups[row_group].num_rows;
   size_t pos = 0;
-  while (pos < chunk.size() && static_cast<int64_t>(result.num_rows()) < expected_rows) {
+  while (pos < chunk.size() && !done()) {
     const uint64_t page_offset = static_cast<uint64_t>(range.first) + pos;
     parquet::PageHeader h;
     size_t consumed = 0;
@@ -502,8 +564,7 @@ Result<ColumnValues> ParquetReader::ReadColumnChunk(int row_group, size_t column
       }
       case PageType::kDataPage:
       case PageType::kDataPageV2:
-        s = DecodeDataPage(col, meta.codec, h, stored, dict ? &*dict : nullptr,
-                           static_cast<size_t>(expected_rows) - result.num_rows(), &scratch, &result);
+        s = visit(h, stored, meta.codec, dict ? &*dict : nullptr, &scratch);
         break;
       case PageType::kIndexPage: break;
       default:
@@ -512,8 +573,54 @@ Result<ColumnValues> ParquetReader::ReadColumnChunk(int row_group, size_t column
     if (!s.ok()) return s.WithContext(fmt::format("{}: page at offset {}", ctx, page_offset));
     pos += consumed + h.compressed_page_size;
   }
+  return Status::OK();
+}
+
+Result<ColumnValues> ParquetReader::ReadColumnChunk(int row_group, size_t column) const {
+  if (row_group < 0 || row_group >= num_row_groups() || column >= columns_.size()) {
+    return Status::InvalidArgument(fmt::format("{}: no row group {} / column {}", file_->path(), row_group, column));
+  }
+  const LeafColumn& col = columns_[column];
+  const std::string ctx = Context(row_group, column);
+  if (col.max_repetition_level > 0) {
+    return Status::Unsupported(fmt::format("{}: nested (repeated) column (use ReadColumnChunkLevels)", ctx));
+  }
+  ColumnValues result{EmptyValuesFor(col.type), {}};
+  const int64_t expected_rows = metadata_.row_groups[row_group].num_rows;
+  STOKE_RETURN_IF_ERROR(WalkColumnChunk(
+      row_group, column, [&] { return static_cast<int64_t>(result.num_rows()) >= expected_rows; },
+      [&](const parquet::PageHeader& h, ByteView stored, parquet::Codec codec, const ValueVector* dict,
+          AlignedBuffer* scratch) {
+        return DecodeDataPage(col, codec, h, stored, dict, static_cast<size_t>(expected_rows) - result.num_rows(),
+                              scratch, &result);
+      }));
   if (static_cast<int64_t>(result.num_rows()) != expected_rows) {
     return Status::Corruption(fmt::format("{}: pages hold {} rows, the row group {}", ctx, result.num_rows(), expected_rows));
+  }
+  return result;
+}
+
+Result<ColumnLevels> ParquetReader::ReadColumnChunkLevels(int row_group, size_t column) const {
+  if (row_group < 0 || row_group >= num_row_groups() || column >= columns_.size()) {
+    return Status::InvalidArgument(fmt::format("{}: no row group {} / column {}", file_->path(), row_group, column));
+  }
+  const LeafColumn& col = columns_[column];
+  const std::string ctx = Context(row_group, column);
+  ColumnLevels result{EmptyValuesFor(col.type), {}, {}, 0};
+  const int64_t expected_rows = metadata_.row_groups[row_group].num_rows;
+  size_t rows = 0;
+  // A repeated column's last record may continue on the next page (older v1 writers), so every page
+  // of the chunk is read; a flat one stops at the row group's row count, as ReadColumnChunk does.
+  STOKE_RETURN_IF_ERROR(WalkColumnChunk(
+      row_group, column,
+      [&] { return col.max_repetition_level == 0 && static_cast<int64_t>(rows) >= expected_rows; },
+      [&](const parquet::PageHeader& h, ByteView stored, parquet::Codec codec, const ValueVector* dict,
+          AlignedBuffer* scratch) {
+        return DecodeLeveledDataPage(col, codec, h, stored, dict, static_cast<size_t>(expected_rows) - rows, scratch,
+                                     &result, &rows);
+      }));
+  if (static_cast<int64_t>(rows) != expected_rows) {
+    return Status::Corruption(fmt::format("{}: pages hold {} records, the row group {}", ctx, rows, expected_rows));
   }
   return result;
 }

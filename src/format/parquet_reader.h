@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,6 +39,14 @@ struct PageInfo {
   parquet::PageHeader header;
 };
 
+// The levels and values of one leaf column chunk (any column: flat or nested).
+struct ColumnLevels {
+  ValueVector values;                // present values (definition level at the maximum), in order
+  std::vector<uint32_t> def_levels;  // one per level entry; empty when max_definition_level == 0
+  std::vector<uint32_t> rep_levels;  // one per level entry; empty when max_repetition_level == 0
+  size_t num_levels = 0;             // level entries (values + nulls + empty lists)
+};
+
 // Thread-safe after Open: all const methods may be called concurrently.
 class ParquetReader {
  public:
@@ -57,7 +66,12 @@ class ParquetReader {
 
   // Decodes a whole column chunk / a whole column (all row groups).
   Result<ColumnValues> ReadColumnChunk(int row_group, size_t column) const;
+  // Flat columns only: a repeated column is Unsupported here (see ReadColumnChunkLevels).
   Result<ColumnValues> ReadColumn(size_t column) const;
+  // Decodes a whole column chunk of any column with its repetition and definition levels. The row
+  // group's row count is the number of records (entries at repetition level 0); the first entry of a
+  // repeated column must be at level 0. Levels are checked against the column's maxima.
+  Result<ColumnLevels> ReadColumnChunkLevels(int row_group, size_t column) const;
 
   // Walks the page headers of a column chunk (dictionary and data pages).
   Result<std::vector<PageInfo>> ListPages(int row_group, size_t column) const;
@@ -78,6 +92,13 @@ class ParquetReader {
   // The byte range [start, end) of a column chunk's pages.
   Result<std::pair<int64_t, int64_t>> ChunkRange(int row_group, size_t column) const;
   std::string Context(int row_group, size_t column) const;
+  // Reads a column chunk and walks its pages, decoding dictionary pages itself and handing each data
+  // page to `visit` (header, stored body, codec, dictionary or null, scratch buffer). Stops at the
+  // chunk end or when `done()` turns true before a page.
+  using DataPageVisitor = std::function<Status(const parquet::PageHeader&, ByteView, parquet::Codec,
+                                               const ValueVector*, AlignedBuffer*)>;
+  Status WalkColumnChunk(int row_group, size_t column, const std::function<bool()>& done,
+                         const DataPageVisitor& visit) const;
   Result<std::shared_ptr<const parquet::OffsetIndex>> CachedOffsetIndex(int row_group, size_t column) const;
 
   std::unique_ptr<RandomAccessFile> file_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -141,6 +142,13 @@ void InitChunkMeta(const ColumnSpec& spec, const WriterOptions& options, parquet
   m->data_page_offset = 0;
 }
 
+// Bits needed for levels up to `max_level` (Encodings.md: the bit width of the max level).
+int LevelBitWidth(int16_t max_level) {
+  int w = 0;
+  while ((int32_t{1} << w) <= max_level) ++w;
+  return w;
+}
+
 }  // namespace
 
 int64_t EncodedRowGroup::byte_size() const {
@@ -180,7 +188,12 @@ Status ValidateColumns(const std::vector<ColumnSpec>& columns) {
 
 // ---------------------------------------------------------------------------------------------
 RowGroupEncoder::RowGroupEncoder(const std::vector<ColumnSpec>& columns, const WriterOptions& options, BufferPool* pool)
-    : columns_(columns), options_(options), pool_(pool), tensors_(columns.size()), scalars_(columns.size()) {
+    : columns_(columns),
+      options_(options),
+      pool_(pool),
+      tensors_(columns.size()),
+      scalars_(columns.size()),
+      leveled_(columns.size()) {
   for (size_t i = 0; i < columns_.size(); ++i) {
     if (columns_[i].tensor) ResetTensor(i);
   }
@@ -255,7 +268,133 @@ Status RowGroupEncoder::SetScalars(size_t column, ColumnValues values) {
     }
   }
   scalars_[column] = std::move(values);
+  leveled_[column].reset();
   return Status::OK();
+}
+
+size_t LeveledValues::num_levels() const {
+  if (!def_levels.empty()) return def_levels.size();
+  if (!rep_levels.empty()) return rep_levels.size();
+  return std::visit([](const auto& v) { return v.size(); }, values);
+}
+
+size_t LeveledValues::num_records() const {
+  if (max_rep == 0) return num_levels();
+  return static_cast<size_t>(std::count(rep_levels.begin(), rep_levels.end(), 0u));
+}
+
+Status RowGroupEncoder::SetLeveledColumn(size_t column, LeveledValues leveled) {
+  if (column >= columns_.size() || columns_[column].tensor) {
+    return Status::InvalidArgument(fmt::format("column {} is not a scalar column", column));
+  }
+  const ColumnSpec& spec = columns_[column];
+  auto bad = [&](std::string_view why) {
+    return Status::InvalidArgument(fmt::format("column '{}': {}", spec.name, why));
+  };
+  if (leveled.values.index() != EmptyValuesFor(spec.type).index()) {
+    return bad(fmt::format("values do not match type {}", parquet::TypeName(spec.type)));
+  }
+  if (leveled.max_def < 0 || leveled.max_rep < 0 || leveled.max_rep > leveled.max_def) {
+    return bad(fmt::format("bad maximum levels (definition {}, repetition {})", leveled.max_def, leveled.max_rep));
+  }
+  if ((leveled.max_def == 0) != leveled.def_levels.empty() && !(leveled.max_def > 0 && leveled.num_levels() == 0)) {
+    return bad("definition levels must be given exactly when the maximum definition level is above 0");
+  }
+  if (leveled.max_rep > 0 && leveled.rep_levels.size() != leveled.def_levels.size()) {
+    return bad(fmt::format("{} repetition levels but {} definition levels", leveled.rep_levels.size(),
+                           leveled.def_levels.size()));
+  }
+  if (leveled.max_rep == 0 && !leveled.rep_levels.empty()) return bad("repetition levels on a non-repeated column");
+  if (leveled.max_rep > 0 && !leveled.rep_levels.empty() && leveled.rep_levels[0] != 0) {
+    return bad("the first repetition level must be 0");
+  }
+  for (uint32_t r : leveled.rep_levels) {
+    if (r > static_cast<uint32_t>(leveled.max_rep)) return bad(fmt::format("repetition level {} above the maximum", r));
+  }
+  size_t present = leveled.max_def == 0 ? leveled.num_levels() : 0;
+  for (uint32_t d : leveled.def_levels) {
+    if (d > static_cast<uint32_t>(leveled.max_def)) return bad(fmt::format("definition level {} above the maximum", d));
+    present += d == static_cast<uint32_t>(leveled.max_def);
+  }
+  size_t values = std::visit([](const auto& v) { return v.size(); }, leveled.values);
+  if (present != values) return bad(fmt::format("{} entries at the maximum definition level but {} values", present, values));
+  if (leveled.path_in_schema.empty()) leveled.path_in_schema = {spec.name};
+  leveled_[column] = std::move(leveled);
+  scalars_[column].reset();
+  return Status::OK();
+}
+
+Result<EncodedColumnChunk> RowGroupEncoder::EncodeLeveledColumn(size_t column, const LeveledValues& lv) const {
+  const ColumnSpec& spec = columns_[column];
+  EncodedColumnChunk chunk;
+  InitChunkMeta(spec, options_, &chunk.meta);
+  chunk.meta.path_in_schema = lv.path_in_schema;
+  const bool has_levels = lv.max_def > 0 || lv.max_rep > 0;
+  chunk.meta.encodings = has_levels ? std::vector<Encoding>{Encoding::kPlain, Encoding::kRle}
+                                    : std::vector<Encoding>{Encoding::kPlain};
+  const size_t levels = lv.num_levels();
+  chunk.meta.num_values = static_cast<int64_t>(levels);
+  const int def_width = LevelBitWidth(lv.max_def);
+  const int rep_width = LevelBitWidth(lv.max_rep);
+  auto is_present = [&](size_t i) { return lv.max_def == 0 || lv.def_levels[i] == static_cast<uint32_t>(lv.max_def); };
+  auto starts_record = [&](size_t i) { return lv.max_rep == 0 || lv.rep_levels[i] == 0; };
+
+  AlignedBuffer scratch;
+  std::string body;
+  std::vector<uint32_t> page_levels;
+  size_t entry = 0, value = 0;
+  int64_t record = 0;
+  do {
+    // A page takes whole records: up to scalar_page_rows records or until its values pass
+    // scalar_page_bytes.
+    size_t page_entries = 0, page_values = 0, page_bytes = 0;
+    int64_t page_records = 0;
+    while (entry + page_entries < levels) {
+      size_t i = entry + page_entries;
+      if (starts_record(i)) {
+        if (page_records >= options_.scalar_page_rows ||
+            (page_records > 0 && page_bytes >= static_cast<size_t>(options_.scalar_page_bytes))) {
+          break;
+        }
+        ++page_records;
+      }
+      if (is_present(i)) {
+        page_bytes += std::visit(
+            [&](const auto& v) -> size_t {
+              using T = typename std::decay_t<decltype(v)>::value_type;
+              if constexpr (std::is_same_v<T, std::string>) {
+                return 4 + v[value + page_values].size();
+              } else {
+                return sizeof(T);
+              }
+            },
+            lv.values);
+        ++page_values;
+      }
+      ++page_entries;
+    }
+    if (page_entries > INT32_MAX) return Status::InvalidArgument(fmt::format("column '{}': page too large", spec.name));
+    body.clear();
+    if (lv.max_rep > 0) {
+      page_levels.assign(lv.rep_levels.begin() + entry, lv.rep_levels.begin() + entry + page_entries);
+      parquet::EncodeLengthPrefixedRleBitPackedHybrid(page_levels, rep_width, &body);
+    }
+    if (lv.max_def > 0) {
+      page_levels.assign(lv.def_levels.begin() + entry, lv.def_levels.begin() + entry + page_entries);
+      parquet::EncodeLengthPrefixedRleBitPackedHybrid(page_levels, def_width, &body);
+    }
+    AppendPlain(lv.values, value, value + page_values, &body);
+    STOKE_RETURN_IF_ERROR(AppendDataPage(options_, AsBytes(body), static_cast<int32_t>(page_entries), record, &scratch,
+                                         &chunk));
+    entry += page_entries;
+    value += page_values;
+    record += page_records;
+  } while (entry < levels);
+
+  parquet::Statistics stats;
+  stats.null_count = static_cast<int64_t>(levels - value);
+  chunk.meta.statistics = stats;
+  return chunk;
 }
 
 Result<EncodedColumnChunk> RowGroupEncoder::EncodeScalarColumn(size_t column, const ColumnValues& values) const {
@@ -358,7 +497,8 @@ Result<EncodedRowGroup> RowGroupEncoder::Finish() {
   std::optional<int64_t> rows;
   for (size_t c = 0; c < columns_.size(); ++c) {
     int64_t n = columns_[c].tensor ? tensors_[c].rows
-                                   : (scalars_[c] ? static_cast<int64_t>(scalars_[c]->num_rows()) : 0);
+                : leveled_[c]          ? static_cast<int64_t>(leveled_[c]->num_records())
+                                       : (scalars_[c] ? static_cast<int64_t>(scalars_[c]->num_rows()) : 0);
     if (rows && *rows != n) {
       return Status::InvalidArgument(fmt::format("row group columns differ in length: '{}' has {} rows, '{}' has {}",
                                                  columns_[0].name, *rows, columns_[c].name, n));
@@ -376,6 +516,10 @@ Result<EncodedRowGroup> RowGroupEncoder::Finish() {
       t.chunk.meta.statistics = stats;
       rg.columns.push_back(std::move(t.chunk));
       ResetTensor(c);
+    } else if (leveled_[c]) {
+      STOKE_ASSIGN_OR_RETURN(auto chunk, EncodeLeveledColumn(c, *leveled_[c]));
+      rg.columns.push_back(std::move(chunk));
+      leveled_[c].reset();
     } else {
       ColumnValues empty{EmptyValuesFor(columns_[c].type), {}};
       STOKE_ASSIGN_OR_RETURN(auto chunk, EncodeScalarColumn(c, scalars_[c] ? *scalars_[c] : empty));
@@ -397,19 +541,12 @@ Result<std::unique_ptr<ParquetFileWriter>> ParquetFileWriter::Create(Storage& st
                                                                      std::vector<ColumnSpec> columns,
                                                                      WriterOptions options) {
   STOKE_RETURN_IF_ERROR(ValidateColumns(columns));
-  if (!CodecSupported(options.codec) || options.codec == Codec::kLz4) {
-    return Status::Unsupported(fmt::format("writing codec {}", parquet::CodecName(options.codec)));
-  }
-  STOKE_ASSIGN_OR_RETURN(auto file, storage.Create(path, /*exclusive=*/false));
-  STOKE_RETURN_IF_ERROR(file->Append(AsBytes(std::string_view(parquet::kMagic, 4))));
-  std::unique_ptr<ParquetFileWriter> w(new ParquetFileWriter(std::move(file), std::move(columns), std::move(options)));
-
-  auto& schema = w->metadata_.schema;
+  std::vector<parquet::SchemaElement> schema;
   parquet::SchemaElement root;
   root.name = "schema";
-  root.num_children = static_cast<int32_t>(w->columns_.size());
+  root.num_children = static_cast<int32_t>(columns.size());
   schema.push_back(root);
-  for (const auto& c : w->columns_) {
+  for (const auto& c : columns) {
     parquet::SchemaElement e;
     e.name = c.name;
     e.type = c.type;
@@ -420,6 +557,37 @@ Result<std::unique_ptr<ParquetFileWriter>> ParquetFileWriter::Create(Storage& st
     }
     schema.push_back(e);
   }
+  return Open(storage, path, std::move(columns), std::move(options), std::move(schema));
+}
+
+Result<std::unique_ptr<ParquetFileWriter>> ParquetFileWriter::CreateNested(Storage& storage, const std::string& path,
+                                                                           std::vector<ColumnSpec> leaves,
+                                                                           std::vector<parquet::SchemaElement> schema,
+                                                                           WriterOptions options) {
+  STOKE_RETURN_IF_ERROR(ValidateColumns(leaves));
+  size_t schema_leaves = 0;
+  for (size_t i = 1; i < schema.size(); ++i) schema_leaves += schema[i].num_children.value_or(0) == 0;
+  if (schema.empty() || schema_leaves != leaves.size()) {
+    return Status::InvalidArgument(
+        fmt::format("nested schema has {} leaves but {} leaf columns are given", schema_leaves, leaves.size()));
+  }
+  for (const auto& c : leaves) {
+    if (c.tensor) return Status::InvalidArgument(fmt::format("tensor column '{}' in a nested schema", c.name));
+  }
+  return Open(storage, path, std::move(leaves), std::move(options), std::move(schema));
+}
+
+Result<std::unique_ptr<ParquetFileWriter>> ParquetFileWriter::Open(Storage& storage, const std::string& path,
+                                                                   std::vector<ColumnSpec> columns,
+                                                                   WriterOptions options,
+                                                                   std::vector<parquet::SchemaElement> schema) {
+  if (!CodecSupported(options.codec) || options.codec == Codec::kLz4) {
+    return Status::Unsupported(fmt::format("writing codec {}", parquet::CodecName(options.codec)));
+  }
+  STOKE_ASSIGN_OR_RETURN(auto file, storage.Create(path, /*exclusive=*/false));
+  STOKE_RETURN_IF_ERROR(file->Append(AsBytes(std::string_view(parquet::kMagic, 4))));
+  std::unique_ptr<ParquetFileWriter> w(new ParquetFileWriter(std::move(file), std::move(columns), std::move(options)));
+  w->metadata_.schema = std::move(schema);
   w->metadata_.created_by = kCreatedBy;
   w->metadata_.has_column_orders = true;
   bool has_tensors = false;

@@ -31,6 +31,9 @@ struct WriterOptions {
   // Scalar pages end at this many encoded bytes or rows, whichever comes first. Defaults 1 MiB, 20,000.
   int64_t scalar_page_bytes = 1 << 20;
   int64_t scalar_page_rows = 20000;
+  // Rows per row group where the writer splits rows itself (WriteNestedParquet). Default 1,000,000,
+  // the most an OffsetIndex should list (see docs/format.md).
+  int64_t row_group_rows = 1'000'000;
   // Extra key-value metadata for the footer (stoke.tensors is always written).
   std::vector<parquet::KeyValue> key_value_metadata;
 };
@@ -48,6 +51,21 @@ struct EncodedRowGroup {
   int64_t byte_size() const;
 };
 
+// One leaf column of a nested schema for one row group, shredded into Dremel levels (see
+// parquet_nested.h). A record starts at each repetition level 0.
+struct LeveledValues {
+  ValueVector values;                 // present values only (definition level == max_def), in order
+  std::vector<uint32_t> def_levels;   // one per level entry; empty when max_def == 0
+  std::vector<uint32_t> rep_levels;   // one per level entry; empty when max_rep == 0
+  int16_t max_def = 0;
+  int16_t max_rep = 0;
+  std::vector<std::string> path_in_schema;  // the leaf's path from the root, e.g. {"add", "tags", "key_value", "key"}
+  // Level entries: def_levels.size(), or rep_levels.size(), or values.size() when both are empty.
+  size_t num_levels() const;
+  // Records: entries at repetition level 0 (all entries when max_rep == 0).
+  size_t num_records() const;
+};
+
 // Encodes one row group. Not thread-safe; use one per thread.
 class RowGroupEncoder {
  public:
@@ -59,6 +77,12 @@ class RowGroupEncoder {
   Status AppendTensor(size_t column, ByteView bytes);
   // Sets all values of a scalar column for this row group (replacing earlier ones).
   Status SetScalars(size_t column, ColumnValues values);
+  // Sets all levels and values of a leaf of a nested schema for this row group (replacing earlier
+  // ones). The column's ColumnSpec gives the physical type; pages end at record boundaries (a page
+  // starts at repetition level 0), their num_values counts level entries and the OffsetIndex's
+  // first_row_index counts records. Levels are RLE (repetition levels first in a v1 page). The chunk's
+  // statistics hold null_count only (entries below max_def) and it has no ColumnIndex.
+  Status SetLeveledColumn(size_t column, LeveledValues leveled);
   // Rows appended to tensor column `column` so far.
   int64_t tensor_rows(size_t column) const;
   // Encoded bytes so far (tensor pages; scalars are encoded in Finish).
@@ -78,12 +102,14 @@ class RowGroupEncoder {
   Status FlushTensorPage(size_t column);
   void ResetTensor(size_t column);
   Result<EncodedColumnChunk> EncodeScalarColumn(size_t column, const ColumnValues& values) const;
+  Result<EncodedColumnChunk> EncodeLeveledColumn(size_t column, const LeveledValues& leveled) const;
 
   const std::vector<ColumnSpec>& columns_;
   const WriterOptions& options_;
   BufferPool* pool_;
   std::vector<TensorState> tensors_;                // indexed by column (unused for scalars)
   std::vector<std::optional<ColumnValues>> scalars_; // indexed by column
+  std::vector<std::optional<LeveledValues>> leveled_; // indexed by column
   AlignedBuffer scratch_;
 };
 
@@ -93,6 +119,13 @@ class ParquetFileWriter {
   static Result<std::unique_ptr<ParquetFileWriter>> Create(Storage& storage, const std::string& path,
                                                             std::vector<ColumnSpec> columns,
                                                             WriterOptions options = {});
+  // A file with a nested schema: `schema` is the whole footer schema (root first, depth-first, groups
+  // with num_children) and `leaves` its leaf columns in schema order, each named by its dotted path.
+  // Row groups come from RowGroupEncoder::SetLeveledColumn. Used by WriteNestedParquet.
+  static Result<std::unique_ptr<ParquetFileWriter>> CreateNested(Storage& storage, const std::string& path,
+                                                                  std::vector<ColumnSpec> leaves,
+                                                                  std::vector<parquet::SchemaElement> schema,
+                                                                  WriterOptions options = {});
   ~ParquetFileWriter();
 
   const std::vector<ColumnSpec>& columns() const { return columns_; }
@@ -111,6 +144,9 @@ class ParquetFileWriter {
 
  private:
   ParquetFileWriter(std::unique_ptr<WritableFile> file, std::vector<ColumnSpec> columns, WriterOptions options);
+  static Result<std::unique_ptr<ParquetFileWriter>> Open(Storage& storage, const std::string& path,
+                                                          std::vector<ColumnSpec> columns, WriterOptions options,
+                                                          std::vector<parquet::SchemaElement> schema);
 
   std::unique_ptr<WritableFile> file_;
   std::vector<ColumnSpec> columns_;

@@ -274,7 +274,8 @@ Result<NpySources> PlanNpySources(const std::string& dir, const std::string& lab
 FileSetLayout LayoutForSizes(int64_t sample_bytes, int64_t rows, int64_t row_group_bytes, int64_t target_file_bytes) {
   const int64_t per_sample = std::max<int64_t>(sample_bytes, 1);
   FileSetLayout l;
-  l.rows_per_group = std::clamp<int64_t>(row_group_bytes / per_sample, 1, kMaxRowsPerRowGroup);
+  // A row group never exceeds the file it belongs to.
+  l.rows_per_group = std::clamp<int64_t>(std::min(row_group_bytes, target_file_bytes) / per_sample, 1, kMaxRowsPerRowGroup);
   l.rows_per_file = std::max<int64_t>(1, target_file_bytes / per_sample / l.rows_per_group) * l.rows_per_group;
   return l;
 }

@@ -1,0 +1,120 @@
+// stoke tables: a Delta Lake transaction log over Parquet files written with one sample per page.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "stoke/status.h"
+
+namespace stoke {
+
+// `stoke ingest`: a directory of .npy/.npz files (+ labels CSV) into a table.
+struct IngestOptions {
+  std::string source_dir;                 // required
+  std::string labels_csv;                 // optional CSV with a `file` column
+  std::string table_dir;                  // created with the table when missing
+  std::string mode = "append";            // append: add files not yet in the table; overwrite: replace all
+  std::string tensor_column = "data";     // column name for .npy arrays
+  std::string codec = "zstd";
+  int compression_level = 0;
+  int64_t target_file_bytes = int64_t{1} << 30;  // data file size to aim for
+  int64_t row_group_bytes = int64_t{128} << 20;
+  int64_t rows_per_file = 0;              // > 0: exactly this many rows per data file (1 = one per source)
+  size_t threads = 0;
+  bool progress = true;
+};
+
+struct IngestReport {
+  int64_t version = -1;                   // the version committed (-1: nothing to do)
+  int64_t source_files = 0;               // files found in the source directory
+  int64_t skipped = 0;                    // already in the table (append resumes)
+  int64_t rows = 0;                       // rows added
+  int64_t files_added = 0, files_removed = 0;
+  int64_t bytes_in = 0, bytes_out = 0;
+  double seconds = 0;
+};
+
+Result<IngestReport> IngestNpy(const IngestOptions& options);
+
+// `stoke history`: one line per version, newest first.
+Status PrintTableHistory(const std::string& table_dir, int64_t limit, bool json, std::ostream& out);
+
+// `stoke inspect DIR`: version, schema, files, rows, sizes and statistics of a table.
+Status InspectTable(const std::string& table_dir, std::optional<int64_t> version, bool json, std::ostream& out);
+
+// True when `path` is a directory holding a Delta log.
+bool IsTableDirectory(const std::string& path);
+
+}  // namespace stoke
+
+namespace stoke {
+
+// `stoke optimize`: bin-packing compaction. Files smaller than 3/4 of the target (and files not in
+// stoke's one-sample-per-page layout) are rewritten into files of about the target size, in one
+// commit of removes and adds with dataChange=false.
+struct OptimizeOptions {
+  std::string table_dir;
+  int64_t target_file_bytes = int64_t{1} << 30;
+  int64_t row_group_bytes = int64_t{128} << 20;
+  std::string where;                      // optional predicate: only files whose stats may match
+  std::string codec = "zstd";
+  size_t threads = 0;
+  bool progress = true;
+};
+
+struct OptimizeReport {
+  int64_t version = -1;                   // -1: nothing to compact
+  int64_t files_before = 0, files_after = 0;  // live files in the table
+  int64_t files_removed = 0, files_added = 0;
+  int64_t rows_rewritten = 0, bytes_rewritten = 0;
+  double seconds = 0;
+};
+
+Result<OptimizeReport> OptimizeTable(const OptimizeOptions& options);
+
+// `stoke vacuum`: deletes data files that no version inside the retention window references and
+// that are older than the retention (uncommitted leftovers included).
+struct VacuumOptions {
+  std::string table_dir;
+  double retain_hours = 168;              // 7 days, as Delta Lake
+  bool dry_run = false;                   // list, delete nothing
+};
+
+struct VacuumReport {
+  std::vector<std::string> files;         // deleted (or, with dry_run, to delete), relative paths
+  int64_t bytes = 0;
+  int64_t referenced_kept = 0;            // files kept because a retained version references them
+};
+
+Result<VacuumReport> VacuumTable(const VacuumOptions& options);
+
+}  // namespace stoke
+
+#include "stoke/options.h"
+
+namespace stoke {
+
+// `stoke query`: rows of a table matching a predicate over its scalar columns. Files whose add
+// statistics exclude the predicate are skipped, then row groups whose Parquet statistics do.
+struct QueryOptions {
+  std::string table_dir;
+  std::string where;                      // empty = all rows
+  std::vector<std::string> select;        // empty = all columns; tensor cells print as md5 and length
+  int64_t limit = -1;                     // -1 = all
+  bool count_only = false;                // print only the number of matching rows
+  std::optional<int64_t> version;         // time travel
+  CatOptions::Format format = CatOptions::Format::kTable;
+};
+
+struct QueryReport {
+  int64_t rows = 0;                       // matching rows (all of them, also beyond the limit when counting)
+  int64_t files_total = 0, files_scanned = 0;
+  int64_t row_groups_total = 0, row_groups_scanned = 0;
+};
+
+Result<QueryReport> QueryTable(const QueryOptions& options, std::ostream& out);
+
+}  // namespace stoke

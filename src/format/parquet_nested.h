@@ -1,0 +1,60 @@
+// Nested Parquet (structs, lists, maps) as rows of JSON: enough for Delta Lake checkpoints
+// (delta-io/delta PROTOCOL.md, "Checkpoint Schema"), written by stoke and read from any writer.
+//
+// Writing shreds each row into its leaf columns with definition and repetition levels (the Dremel
+// algorithm) and writes them through RowGroupEncoder::SetLeveledColumn. Reading assembles records
+// back from the levels of every leaf. Lists and maps are written in the standard three-level forms of
+// parquet-format LogicalTypes.md ("Nested Types"):
+//   <opt|req> group X (LIST) { repeated group list { <opt|req> <element> element; } }
+//   <opt|req> group X (MAP) { repeated group key_value { required <key> key; <opt|req> <value> value; } }
+// and read in those forms and the legacy ones listed in docs/format.md ("Nested columns").
+//
+// All functions are thread-compatible; none retains its arguments.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "format/parquet_reader.h"
+#include "format/parquet_writer.h"
+#include "io/storage.h"
+
+namespace stoke {
+
+// A schema tree (the Parquet schema as nodes, not flattened).
+struct SchemaNode {
+  std::string name;
+  // Of the node itself; for kList and kMap that of the outer group. kRepeated is not written (use
+  // kList); SchemaTree never returns it.
+  parquet::Repetition repetition = parquet::Repetition::kOptional;
+  std::optional<parquet::Type> type;  // leaves only
+  bool is_string = false;             // leaf BYTE_ARRAY annotated STRING
+  enum class Kind { kLeaf, kStruct, kList, kMap } kind = Kind::kLeaf;
+  // Struct fields; for kList one element node; for kMap the key and value nodes (in that order).
+  std::vector<SchemaNode> children;
+};
+
+// Writes `rows` as one Parquet file at `path`. `root_fields` is a kStruct whose children are the
+// top-level columns. Rows are JSON objects (a missing member is null): objects for structs, arrays for
+// lists, objects with string keys for maps, null for absent values; integers for INT32/INT64, bools,
+// numbers for FLOAT/DOUBLE, strings for BYTE_ARRAY. A value of the wrong JSON type, a null in a
+// REQUIRED field or a map key that is not a string leaf is InvalidArgument, naming the row and field.
+// Rows are split into row groups of options.row_group_rows and pages of options.scalar_page_rows.
+Status WriteNestedParquet(Storage& storage, const std::string& path, const SchemaNode& root_fields,
+                          const std::vector<nlohmann::json>& rows, const WriterOptions& options);
+
+// Reads any Parquet file (flat or nested, stoke's or another engine's) back into rows of JSON objects
+// keyed by top-level column, assembling records from the levels. INT64 and INT32 become JSON
+// integers, BOOLEAN bools, FLOAT/DOUBLE numbers, BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY strings (an error
+// naming the column unless the bytes are valid UTF-8); INT96 is Unsupported. Levels that disagree
+// between the leaves of one field, or with the row counts, are Corruption.
+Result<std::vector<nlohmann::json>> ReadNestedParquet(const ParquetReader& reader);
+
+// The file's schema as a tree (root: a kStruct named after the schema root), with lists and maps
+// recognised in the standard and legacy forms. A bare repeated field becomes a REQUIRED kList of
+// REQUIRED elements. Shapes that are neither are Unsupported.
+Result<SchemaNode> SchemaTree(const ParquetReader& reader);
+
+}  // namespace stoke

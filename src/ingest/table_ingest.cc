@@ -1,0 +1,206 @@
+// `stoke ingest`: source files into a Delta table. Data files are written first under fresh names,
+// then referenced by one commit; a crash before the commit leaves only orphan files (VACUUM removes
+// them), never a half-visible ingest. Appending is idempotent by source file name: files whose name
+// is already in the table's `file` column are skipped, so an interrupted ingest re-run adds exactly
+// the rest.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "format/codec.h"
+#include "format/parquet_reader.h"
+#include "ingest/npy_source.h"
+#include "stoke/table.h"
+#include "table/delta_log.h"
+
+namespace stoke {
+namespace {
+
+std::string DescribeColumn(const ColumnSpec& c) {
+  std::string s(parquet::TypeName(c.type));
+  if (c.is_string) s += " STRING";
+  if (c.optional) s += " OPTIONAL";
+  if (c.tensor) s += fmt::format(" tensor {}[{}]", DTypeName(c.tensor->dtype), fmt::join(c.tensor->shape, ","));
+  return s;
+}
+
+// Appending needs the source's columns to be the table's, in the same order and types. An
+// OPTIONAL table column accepts a source column without nulls.
+Status CheckAppendSchema(const std::vector<ColumnSpec>& table, const std::vector<ColumnSpec>& source,
+                         const std::string& table_dir) {
+  auto mismatch = [&](const std::string& what) {
+    return Status::InvalidArgument(fmt::format("ingest: schema mismatch with table '{}': {} (use --mode overwrite to replace "
+                                               "the table)", table_dir, what));
+  };
+  if (table.size() != source.size()) {
+    std::vector<std::string> a, b;
+    for (const auto& c : table) a.push_back(c.name);
+    for (const auto& c : source) b.push_back(c.name);
+    return mismatch(fmt::format("the table has columns [{}], the source [{}]", fmt::join(a, ", "), fmt::join(b, ", ")));
+  }
+  for (size_t i = 0; i < table.size(); ++i) {
+    const ColumnSpec& t = table[i];
+    const ColumnSpec& s = source[i];
+    bool same = t.name == s.name && t.type == s.type && t.is_string == s.is_string && t.tensor == s.tensor &&
+                (t.optional || !s.optional);
+    if (!same) {
+      return mismatch(fmt::format("column {} is '{}' {} in the table but '{}' {} in the source", i, t.name, DescribeColumn(t),
+                                  s.name, DescribeColumn(s)));
+    }
+  }
+  return Status::OK();
+}
+
+// The source file names already in the table, and the largest id.
+Status ReadIngestedFiles(const delta::Snapshot& snap, const std::string& table_dir, std::set<std::string>* names,
+                         int64_t* max_id) {
+  *max_id = -1;
+  for (const auto& add : snap.files) {
+    STOKE_ASSIGN_OR_RETURN(std::string rel, delta::DecodePath(add.path));
+    STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), JoinPath(table_dir, rel)));
+    STOKE_ASSIGN_OR_RETURN(size_t file_col, reader->FindColumn("file"));
+    STOKE_ASSIGN_OR_RETURN(size_t id_col, reader->FindColumn("id"));
+    STOKE_ASSIGN_OR_RETURN(auto files, reader->ReadColumn(file_col));
+    STOKE_ASSIGN_OR_RETURN(auto ids, reader->ReadColumn(id_col));
+    for (auto& f : std::get<std::vector<std::string>>(files.values)) names->insert(std::move(f));
+    for (int64_t id : std::get<std::vector<int64_t>>(ids.values)) *max_id = std::max(*max_id, id);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<IngestReport> IngestNpy(const IngestOptions& o) {
+  Storage& fs = LocalStorage();
+  if (o.table_dir.empty()) return Status::InvalidArgument("ingest: --table is required");
+  if (o.mode != "append" && o.mode != "overwrite") {
+    return Status::InvalidArgument(fmt::format("ingest: --mode must be append or overwrite, not '{}'", o.mode));
+  }
+  if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0 || o.rows_per_file < 0) {
+    return Status::InvalidArgument("ingest: sizes and --rows-per-file must be positive");
+  }
+  WriterOptions wopts;
+  STOKE_ASSIGN_OR_RETURN(wopts.codec, CodecFromName(o.codec));
+  wopts.compression_level = o.compression_level;
+  STOKE_ASSIGN_OR_RETURN(NpySources sources, PlanNpySources(o.source_dir, o.labels_csv, o.tensor_column, "ingest"));
+
+  Stopwatch watch;
+  IngestReport report;
+  report.source_files = static_cast<int64_t>(sources.files.size());
+  delta::DeltaLog log(fs, o.table_dir);
+  STOKE_ASSIGN_OR_RETURN(int64_t read_version, log.LatestVersion());
+  const bool overwrite = o.mode == "overwrite";
+
+  std::optional<delta::Snapshot> snap;
+  std::set<std::string> ingested;
+  int64_t max_id = -1;
+  bool schema_changes = read_version < 0;
+  if (read_version >= 0) {
+    STOKE_ASSIGN_OR_RETURN(snap, log.ReadSnapshot(read_version));
+    std::map<std::string, TensorSpec> tensors;
+    auto it = snap->metadata.configuration.find(kTensorsMetadataKey);
+    if (it != snap->metadata.configuration.end()) {
+      STOKE_ASSIGN_OR_RETURN(tensors, TensorSpecsFromJson(it->second, o.table_dir));
+    }
+    STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::SchemaFromSparkJson(snap->metadata.schema_string, tensors));
+    Status same = CheckAppendSchema(table_columns, sources.columns, o.table_dir);
+    if (!overwrite) {
+      STOKE_RETURN_IF_ERROR(same);
+      STOKE_RETURN_IF_ERROR(ReadIngestedFiles(*snap, o.table_dir, &ingested, &max_id));
+    } else {
+      schema_changes = !same.ok();
+    }
+  }
+
+  std::vector<int64_t> rows;
+  for (size_t i = 0; i < sources.files.size(); ++i) {
+    if (ingested.count(sources.files[i].name)) {
+      ++report.skipped;
+    } else {
+      rows.push_back(static_cast<int64_t>(i));
+      report.bytes_in += static_cast<int64_t>(sources.files[i].size);
+    }
+  }
+  if (rows.empty() && !overwrite) {
+    report.version = read_version;
+    report.seconds = watch.Seconds();
+    return report;  // nothing new: the table already holds every source file
+  }
+
+  FileSetLayout layout = LayoutForSizes(sources.sample_bytes, static_cast<int64_t>(rows.size()), o.row_group_bytes,
+                                        o.target_file_bytes);
+  if (o.rows_per_file > 0) {
+    layout.rows_per_file = o.rows_per_file;
+    layout.rows_per_group = std::min(layout.rows_per_group, o.rows_per_file);
+  }
+  layout.dir = o.table_dir;
+  ProgressBar bar("ingest", rows.size(), "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
+  auto written = WriteNpyRows(sources, rows, max_id + 1, layout, wopts, o.threads, &bar);
+  bar.Finish();
+  if (!written.ok()) return written.status();
+
+  std::vector<delta::Action> actions;
+  if (schema_changes) {
+    delta::Metadata meta;
+    meta.id = snap ? snap->metadata.id : RandomUuid();
+    meta.schema_string = delta::SchemaToSparkJson(sources.columns);
+    meta.configuration[kTensorsMetadataKey] = TensorSpecsToJson(sources.columns);
+    meta.created_time = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::system_clock::now().time_since_epoch())
+                                                 .count());
+    if (read_version < 0) actions.push_back(delta::Protocol{});
+    actions.push_back(std::move(meta));
+  }
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch()).count();
+  if (overwrite && snap) {
+    for (const auto& f : snap->files) {
+      delta::RemoveFile r;
+      r.path = f.path;
+      r.deletion_timestamp = now_ms;
+      r.data_change = true;
+      r.extended_file_metadata = true;
+      r.partition_values = f.partition_values;
+      r.size = f.size;
+      actions.push_back(std::move(r));
+      ++report.files_removed;
+    }
+  }
+  for (const auto& w : *written) {
+    delta::AddFile a;
+    std::string rel = std::filesystem::path(w.path).filename().string();
+    a.path = delta::EncodePath(rel);
+    a.size = static_cast<int64_t>(w.bytes);
+    auto st = fs.Stat(w.path);
+    a.modification_time = st.ok() ? st->modification_time_ms : now_ms;
+    a.data_change = true;
+    a.stats = delta::StatsJsonFromFooter(w.footer, sources.columns);
+    actions.push_back(std::move(a));
+    report.rows += w.rows;
+    report.bytes_out += static_cast<int64_t>(w.bytes);
+    ++report.files_added;
+  }
+  delta::CommitKind kind = schema_changes ? delta::CommitKind::kMetadata
+                           : overwrite    ? delta::CommitKind::kRewrite
+                                          : delta::CommitKind::kBlindAppend;
+  nlohmann::json params = {{"mode", overwrite ? "Overwrite" : "Append"}, {"partitionBy", "[]"},
+                           {"source", o.source_dir}};
+  auto version = log.Commit(read_version, std::move(actions), kind, "WRITE", params);
+  if (!version.ok()) {
+    // Nothing references the new files: remove them rather than leave orphans for VACUUM.
+    for (const auto& w : *written) (void)fs.Delete(w.path);
+    return version.status().WithContext(fmt::format("ingest into '{}'", o.table_dir));
+  }
+  report.version = *version;
+  report.seconds = watch.Seconds();
+  STOKE_LOG(kInfo, "ingest.committed", "table={} version={} files={} rows={}", o.table_dir, *version, report.files_added,
+            report.rows);
+  return report;
+}
+
+}  // namespace stoke

@@ -1,0 +1,178 @@
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <set>
+
+#include "format/npy.h"
+#include "format/parquet_reader.h"
+#include "io/storage.h"
+#include "stoke/table.h"
+#include "table/delta_log.h"
+
+namespace stoke {
+namespace {
+
+namespace fsys = std::filesystem;
+
+class IngestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = fsys::temp_directory_path() / "stoke_ingest_XXXXXX";
+    dir_ = mkdtemp(tmpl.data());
+    src_ = dir_ + "/src";
+    table_ = dir_ + "/table";
+    ASSERT_TRUE(LocalStorage().CreateDirectories(src_).ok());
+  }
+  void TearDown() override { fsys::remove_all(dir_); }
+
+  // Writes files s_<first>..s_<first+n-1> (float32 [8, 8]) and a labels.csv covering all files so far.
+  void AddSources(int first, int n, std::vector<int64_t> shape = {8, 8}) {
+    for (int i = first; i < first + n; ++i) {
+      std::vector<float> v(64, static_cast<float>(i));
+      char name[32];
+      std::snprintf(name, sizeof(name), "s_%03d.npy", i);
+      ASSERT_TRUE(WriteNpyFile(LocalStorage(), src_ + "/" + name, DType::kFloat32, shape,
+                               ByteView(reinterpret_cast<const uint8_t*>(v.data()), 256)).ok());
+    }
+    std::string csv = "file,label\n";
+    for (int i = 0; i < first + n; ++i) {
+      char line[64];
+      std::snprintf(line, sizeof(line), "s_%03d.npy,%d\n", i, i % 2);
+      csv += line;
+    }
+    ASSERT_TRUE(WriteFileAtomically(LocalStorage(), src_ + "/labels.csv", AsBytes(csv)).ok());
+  }
+  IngestOptions Options(const std::string& mode = "append") {
+    IngestOptions o;
+    o.source_dir = src_;
+    o.labels_csv = src_ + "/labels.csv";
+    o.table_dir = table_;
+    o.mode = mode;
+    o.tensor_column = "x";
+    o.progress = false;
+    return o;
+  }
+  // (id, file) of every row of the snapshot at `version`.
+  std::vector<std::pair<int64_t, std::string>> Rows(std::optional<int64_t> version = std::nullopt) {
+    delta::DeltaLog log(LocalStorage(), table_);
+    auto snap = log.ReadSnapshot(version);
+    EXPECT_TRUE(snap.ok()) << snap.status().ToString();
+    std::vector<std::pair<int64_t, std::string>> rows;
+    for (const auto& f : snap->files) {
+      auto r = ParquetReader::Open(LocalStorage(), table_ + "/" + *delta::DecodePath(f.path));
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      auto ids = std::get<std::vector<int64_t>>((*r)->ReadColumn(0)->values);
+      auto files = std::get<std::vector<std::string>>((*r)->ReadColumn(1)->values);
+      for (size_t i = 0; i < ids.size(); ++i) rows.push_back({ids[i], files[i]});
+    }
+    std::sort(rows.begin(), rows.end());
+    return rows;
+  }
+  size_t DataFilesOnDisk() {
+    size_t n = 0;
+    for (const auto& e : fsys::directory_iterator(table_)) n += e.path().extension() == ".parquet";
+    return n;
+  }
+
+  std::string dir_, src_, table_;
+};
+
+TEST_F(IngestTest, CreatesAppendsResumesAndOverwrites) {
+  AddSources(0, 10);
+  auto r0 = IngestNpy(Options());
+  ASSERT_TRUE(r0.ok()) << r0.status().ToString();
+  EXPECT_EQ(r0->version, 0);
+  EXPECT_EQ(r0->rows, 10);
+  EXPECT_TRUE(IsTableDirectory(table_));
+
+  AddSources(10, 5);
+  auto r1 = IngestNpy(Options());
+  ASSERT_TRUE(r1.ok()) << r1.status().ToString();
+  EXPECT_EQ(r1->version, 1);
+  EXPECT_EQ(r1->skipped, 10);
+  EXPECT_EQ(r1->rows, 5);
+  auto rows = Rows();
+  ASSERT_EQ(rows.size(), 15u);
+  for (int i = 0; i < 15; ++i) {
+    EXPECT_EQ(rows[i].first, i);  // ids continue where the table ended
+    char name[32];
+    std::snprintf(name, sizeof(name), "s_%03d.npy", i);
+    EXPECT_EQ(rows[i].second, name);
+  }
+  EXPECT_EQ(Rows(0).size(), 10u);  // time travel
+
+  auto again = IngestNpy(Options());  // nothing new: no commit
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->files_added, 0);
+  EXPECT_EQ(again->version, 1);
+
+  auto r2 = IngestNpy(Options("overwrite"));
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  EXPECT_EQ(r2->version, 2);
+  EXPECT_EQ(r2->rows, 15);
+  EXPECT_EQ(r2->files_removed, 2);
+  EXPECT_EQ(Rows().size(), 15u);
+  EXPECT_EQ(Rows(1).size(), 15u);
+
+  delta::DeltaLog log(LocalStorage(), table_);
+  auto history = log.History();
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history->size(), 3u);
+  EXPECT_EQ((*history)[0].operation, "WRITE");
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->num_records(), 15);
+  EXPECT_NE(snap->metadata.configuration.at("stoke.tensors").find("float32"), std::string::npos);
+}
+
+TEST_F(IngestTest, SchemaMismatchOnAppendLeavesTheTableUntouched) {
+  AddSources(0, 4);
+  ASSERT_TRUE(IngestNpy(Options()).ok());
+  AddSources(4, 2, {4, 16});  // same bytes per sample, other shape
+  auto r = IngestNpy(Options());
+  ASSERT_FALSE(r.ok());
+  // The new files differ from the source's first file, which sets the columns: the error names one.
+  EXPECT_NE(r.status().message().find("s_004.npy"), std::string::npos) << r.status().message();
+  delta::DeltaLog log(LocalStorage(), table_);
+  EXPECT_EQ(*log.LatestVersion(), 0);
+  EXPECT_EQ(DataFilesOnDisk(), 1u);
+  EXPECT_EQ(Rows().size(), 4u);
+}
+
+TEST_F(IngestTest, DifferentShapeOfAWholeNewSourceIsASchemaMismatch) {
+  AddSources(0, 3);
+  ASSERT_TRUE(IngestNpy(Options()).ok());
+  fsys::remove_all(src_);
+  ASSERT_TRUE(LocalStorage().CreateDirectories(src_).ok());
+  AddSources(0, 3, {2, 32});
+  auto r = IngestNpy(Options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("schema mismatch"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("tensor float32[8,8]"), std::string::npos) << r.status().message();
+  EXPECT_EQ(*delta::DeltaLog(LocalStorage(), table_).LatestVersion(), 0);
+  EXPECT_EQ(DataFilesOnDisk(), 1u);
+}
+
+TEST_F(IngestTest, RowsPerFileOneWritesAFilePerSource) {
+  AddSources(0, 7);
+  auto o = Options();
+  o.rows_per_file = 1;
+  auto r = IngestNpy(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->files_added, 7);
+  EXPECT_EQ(DataFilesOnDisk(), 7u);
+  EXPECT_EQ(Rows().size(), 7u);
+}
+
+TEST_F(IngestTest, RejectsBadOptions) {
+  AddSources(0, 1);
+  auto o = Options("upsert");
+  EXPECT_EQ(IngestNpy(o).status().code(), StatusCode::kInvalidArgument);
+  o = Options();
+  o.table_dir.clear();
+  EXPECT_EQ(IngestNpy(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace stoke

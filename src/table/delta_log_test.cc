@@ -1,0 +1,853 @@
+#include "table/delta_log.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+namespace stoke::delta {
+namespace {
+
+using json = nlohmann::json;
+
+std::vector<ColumnSpec> TestColumns() {
+  std::vector<ColumnSpec> cols(3);
+  cols[0].name = "id";
+  cols[0].type = parquet::Type::kInt64;
+  cols[1].name = "label";
+  cols[1].type = parquet::Type::kInt32;
+  cols[1].optional = true;
+  cols[2].name = "volume";
+  cols[2].type = parquet::Type::kByteArray;
+  cols[2].tensor = TensorSpec{DType::kFloat32, {2, 3}};
+  return cols;
+}
+
+Protocol NewProtocol() { return Protocol{}; }
+
+Metadata NewMetadata() {
+  Metadata m;
+  m.id = "7d4b6c1e-0000-4000-8000-000000000001";
+  m.name = "volumes";
+  m.schema_string = SchemaToSparkJson(TestColumns());
+  m.configuration[kTensorsMetadataKey] = R"({"volume":{"dtype":"float32","shape":[2,3]}})";
+  m.created_time = 1700000000000;
+  return m;
+}
+
+AddFile NewAdd(const std::string& name, int64_t size = 100, int64_t rows = 10) {
+  AddFile a;
+  a.path = EncodePath(name);
+  a.size = size;
+  a.modification_time = 1700000000001;
+  a.stats = json{{"numRecords", rows}}.dump();
+  return a;
+}
+
+RemoveFile NewRemove(const std::string& name, std::optional<int64_t> size = 100) {
+  RemoveFile r;
+  r.path = EncodePath(name);
+  r.deletion_timestamp = 1700000000002;
+  r.size = size;
+  return r;
+}
+
+std::vector<std::string> FilePaths(const Snapshot& s) {
+  std::vector<std::string> out;
+  for (const auto& f : s.files) out.push_back(f.path);
+  return out;
+}
+
+class DeltaLogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = std::filesystem::temp_directory_path() / "stoke_delta_XXXXXX";
+    char* d = mkdtemp(tmpl.data());
+    ASSERT_NE(d, nullptr);
+    dir_ = d;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Creates the table (version 0) and returns its log.
+  DeltaLog CreateTable() {
+    DeltaLog log(fs_, dir_);
+    auto v = log.Commit(-1, {NewProtocol(), NewMetadata()}, CommitKind::kMetadata, "CREATE TABLE", json::object());
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+    if (v.ok()) {
+      EXPECT_EQ(*v, 0);
+    }
+    return log;
+  }
+
+  void WriteRaw(const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+  }
+
+  std::set<std::string> ListTree() {
+    std::set<std::string> out;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir_)) out.insert(e.path().string());
+    return out;
+  }
+
+  std::string dir_;
+  Storage& fs_ = LocalStorage();
+};
+
+// ------------------------------------------------------------------------------------------------
+// Commit files.
+
+TEST(DeltaCommitFile, SerializeAndParseRoundTripEveryActionKind) {
+  Protocol p;
+  p.min_reader_version = 3;
+  p.min_writer_version = 7;
+  p.writer_features = {"appendOnly"};
+  Metadata m = NewMetadata();
+  m.description = "desc";
+  m.format_options["k"] = "v";
+  m.partition_columns = {"part"};
+  AddFile a = NewAdd("part=1/a b.parquet", 123, 7);
+  a.partition_values["part"] = "1";
+  a.partition_values["other"] = std::nullopt;
+  a.tags["t"] = "x";
+  a.data_change = false;
+  RemoveFile r = NewRemove("old.parquet", 55);
+  r.extended_file_metadata = true;
+  r.partition_values["part"] = "2";
+  Txn t{"app", 42, 1700000000003};
+  CommitInfo ci;
+  ci.value = json{{"timestamp", 1}, {"operation", "WRITE"}, {"nested", {{"a", 1.5}}}};
+
+  std::string text = SerializeCommit({ci, p, m, a, r, t});
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 6);
+  EXPECT_EQ(text.back(), '\n');
+  auto parsed = ParseCommit(text, "00000000000000000000.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->size(), 6u);
+
+  EXPECT_EQ(std::get<CommitInfo>((*parsed)[0]).value, ci.value);
+  const auto& p2 = std::get<Protocol>((*parsed)[1]);
+  EXPECT_EQ(p2.min_reader_version, 3);
+  EXPECT_EQ(p2.min_writer_version, 7);
+  EXPECT_TRUE(p2.reader_features.empty());
+  EXPECT_EQ(p2.writer_features, std::vector<std::string>{"appendOnly"});
+  const auto& m2 = std::get<Metadata>((*parsed)[2]);
+  EXPECT_EQ(m2.id, m.id);
+  EXPECT_EQ(m2.name, m.name);
+  EXPECT_EQ(m2.description, m.description);
+  EXPECT_EQ(m2.format_provider, "parquet");
+  EXPECT_EQ(m2.format_options, m.format_options);
+  EXPECT_EQ(m2.schema_string, m.schema_string);
+  EXPECT_EQ(m2.partition_columns, m.partition_columns);
+  EXPECT_EQ(m2.configuration, m.configuration);
+  EXPECT_EQ(m2.created_time, m.created_time);
+  const auto& a2 = std::get<AddFile>((*parsed)[3]);
+  EXPECT_EQ(a2.path, "part%3D1/a%20b.parquet");
+  EXPECT_EQ(a2.partition_values, a.partition_values);
+  EXPECT_EQ(a2.size, 123);
+  EXPECT_EQ(a2.modification_time, a.modification_time);
+  EXPECT_FALSE(a2.data_change);
+  EXPECT_EQ(a2.stats, a.stats);
+  EXPECT_EQ(a2.tags, a.tags);
+  const auto& r2 = std::get<RemoveFile>((*parsed)[4]);
+  EXPECT_EQ(r2.path, r.path);
+  EXPECT_EQ(r2.deletion_timestamp, r.deletion_timestamp);
+  EXPECT_TRUE(r2.data_change);
+  EXPECT_TRUE(r2.extended_file_metadata);
+  EXPECT_EQ(r2.partition_values, r.partition_values);
+  EXPECT_EQ(r2.size, 55);
+  const auto& t2 = std::get<Txn>((*parsed)[5]);
+  EXPECT_EQ(t2.app_id, "app");
+  EXPECT_EQ(t2.version, 42);
+  EXPECT_EQ(t2.last_updated, t.last_updated);
+
+  // Serializing what was parsed gives the same bytes.
+  EXPECT_EQ(SerializeCommit(*parsed), text);
+}
+
+TEST(DeltaCommitFile, ParseSkipsIgnorableActionsAndBlankLines) {
+  std::string text =
+      "{\"cdc\":{\"path\":\"_change_data/x.parquet\",\"size\":1}}\n"
+      "\n"
+      "{\"domainMetadata\":{\"domain\":\"d\",\"configuration\":\"{}\",\"removed\":false}}\r\n"
+      "{\"txn\":{\"appId\":\"a\",\"version\":3}}\n"
+      "{\"checkpointMetadata\":{\"version\":1}}\n"
+      "{\"sidecar\":{\"path\":\"x\",\"sizeInBytes\":1,\"modificationTime\":1}}";  // no final newline
+  auto parsed = ParseCommit(text, "f.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->size(), 1u);
+  EXPECT_EQ(std::get<Txn>((*parsed)[0]).version, 3);
+}
+
+TEST(DeltaCommitFile, ParseIgnoresUnknownFieldsInsideActions) {
+  std::string text =
+      R"({"add":{"path":"a.parquet","partitionValues":{},"size":1,"modificationTime":2,"dataChange":true,)"
+      R"("deletionVector":null,"baseRowId":7,"clusteringProvider":"x"}})"
+      "\n";
+  auto parsed = ParseCommit(text, "f.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->size(), 1u);
+  EXPECT_EQ(std::get<AddFile>((*parsed)[0]).path, "a.parquet");
+}
+
+TEST(DeltaCommitFile, ParseRejectsUnknownActionKindAsCorruption) {
+  std::string text = "{\"txn\":{\"appId\":\"a\",\"version\":3}}\n{\"frobnicate\":{}}\n";
+  auto parsed = ParseCommit(text, "00000000000000000004.json");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(parsed.status().message().find("00000000000000000004.json: line 2"), std::string::npos);
+  EXPECT_NE(parsed.status().message().find("frobnicate"), std::string::npos);
+}
+
+TEST(DeltaCommitFile, ParseRejectsMalformedLinesNamingFileAndLine) {
+  const char* bad_lines[] = {
+      "{\"add\":",                                                         // truncated JSON
+      "[1,2]",                                                             // not an object
+      "{\"add\":{},\"remove\":{}}",                                        // two actions on one line
+      "{\"add\":5}",                                                       // action body not an object
+      "{\"add\":{\"path\":\"a\",\"size\":\"big\",\"modificationTime\":1,\"dataChange\":true}}",  // size type
+      "{\"add\":{\"size\":1,\"modificationTime\":1,\"dataChange\":true}}",                    // no path
+      "{\"remove\":{\"path\":\"a\"}}",                                                         // no dataChange
+      "{\"protocol\":{\"minReaderVersion\":1.5,\"minWriterVersion\":2}}",                      // float version
+      "{\"protocol\":{\"minReaderVersion\":1,\"minWriterVersion\":99999999999}}",              // out of range
+      "{\"metaData\":{\"id\":\"x\",\"schemaString\":\"{}\",\"partitionColumns\":[]}}",         // no format
+      "{\"txn\":{\"appId\":\"a\",\"version\":18446744073709551615}}",                         // > INT64_MAX
+      "{\"commitInfo\":[]}",                                                                   // not an object
+  };
+  for (const char* line : bad_lines) {
+    std::string text = std::string("{\"txn\":{\"appId\":\"a\",\"version\":1}}\n") + line + "\n";
+    auto parsed = ParseCommit(text, "v.json");
+    ASSERT_FALSE(parsed.ok()) << line;
+    EXPECT_EQ(parsed.status().code(), StatusCode::kCorruption) << line;
+    EXPECT_NE(parsed.status().message().find("v.json: line 2"), std::string::npos) << parsed.status().message();
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Tables.
+
+TEST_F(DeltaLogTest, NoTableHasLatestVersionMinusOneAndNoSnapshot) {
+  DeltaLog log(fs_, dir_);
+  auto latest = log.LatestVersion();
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(*latest, -1);
+  auto snap = log.ReadSnapshot();
+  ASSERT_FALSE(snap.ok());
+  EXPECT_EQ(snap.status().code(), StatusCode::kNotFound);
+  auto hist = log.History();
+  EXPECT_EQ(hist.status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(DeltaLogTest, CommitPathIsTwentyDigitsZeroPadded) {
+  DeltaLog log(fs_, dir_);
+  EXPECT_EQ(log.CommitPath(42), dir_ + "/_delta_log/00000000000000000042.json");
+}
+
+TEST_F(DeltaLogTest, CreateTableNeedsProtocolAndMetadata) {
+  DeltaLog log(fs_, dir_);
+  auto v = log.Commit(-1, {NewMetadata()}, CommitKind::kMetadata, "CREATE TABLE", json::object());
+  EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument);
+  v = log.Commit(-1, {NewProtocol(), NewAdd("a.parquet")}, CommitKind::kMetadata, "CREATE TABLE", json::object());
+  EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(*log.LatestVersion(), -1);
+}
+
+TEST_F(DeltaLogTest, CreatingAnExistingTableConflicts) {
+  DeltaLog log = CreateTable();
+  auto v = log.Commit(-1, {NewProtocol(), NewMetadata()}, CommitKind::kMetadata, "CREATE TABLE", json::object());
+  EXPECT_EQ(v.status().code(), StatusCode::kConflict);
+}
+
+TEST_F(DeltaLogTest, CreateFillsInMissingTableIdAndCreatedTime) {
+  DeltaLog log(fs_, dir_);
+  Metadata m = NewMetadata();
+  m.id.clear();
+  m.created_time.reset();
+  ASSERT_TRUE(log.Commit(-1, {NewProtocol(), m}, CommitKind::kMetadata, "CREATE TABLE", json::object()).ok());
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->metadata.id.size(), 36u);
+  EXPECT_EQ(snap->metadata.id[14], '4');
+  EXPECT_TRUE(snap->metadata.created_time.has_value());
+}
+
+TEST_F(DeltaLogTest, CommitOnAMissingReadVersionIsRefused) {
+  DeltaLog log = CreateTable();
+  auto v = log.Commit(5, {NewAdd("a.parquet")}, CommitKind::kBlindAppend, "WRITE", json::object());
+  EXPECT_EQ(v.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(*log.LatestVersion(), 0);
+}
+
+TEST_F(DeltaLogTest, CommitWritesCommitInfoLikeSpark) {
+  DeltaLog log = CreateTable();
+  auto v = log.Commit(0, {NewAdd("a.parquet")}, CommitKind::kBlindAppend, "WRITE",
+                      json{{"mode", "Append"}, {"partitionBy", json::array()}, {"n", 3}});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  auto text = ReadFileToString(fs_, log.CommitPath(1));
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->rfind("{\"commitInfo\":{", 0), 0u) << *text;  // first, as Spark writes it
+  auto actions = ParseCommit(*text, "1.json");
+  ASSERT_TRUE(actions.ok());
+  ASSERT_EQ(actions->size(), 2u);
+  const json& info = std::get<CommitInfo>((*actions)[0]).value;
+  EXPECT_TRUE(info["timestamp"].is_number_integer());
+  EXPECT_EQ(info["operation"], "WRITE");
+  EXPECT_EQ(info["operationParameters"]["mode"], "Append");
+  EXPECT_EQ(info["operationParameters"]["partitionBy"], "[]");
+  EXPECT_EQ(info["operationParameters"]["n"], "3");
+  EXPECT_EQ(info["readVersion"], 0);
+  EXPECT_EQ(info["isBlindAppend"], true);
+  EXPECT_EQ(info["engineInfo"], "stoke/0.1.0");
+
+  // The creating commit has no readVersion and is not a blind append.
+  auto first = ParseCommit(*ReadFileToString(fs_, log.CommitPath(0)), "0.json");
+  ASSERT_TRUE(first.ok());
+  const json& info0 = std::get<CommitInfo>((*first)[0]).value;
+  EXPECT_FALSE(info0.contains("readVersion"));
+  EXPECT_EQ(info0["isBlindAppend"], false);
+}
+
+TEST_F(DeltaLogTest, TimeTravelSeesTheFilesOfEachVersion) {
+  DeltaLog log = CreateTable();
+  ASSERT_EQ(*log.Commit(0, {NewAdd("a.parquet", 100, 10)}, CommitKind::kBlindAppend, "WRITE", {}), 1);
+  ASSERT_EQ(*log.Commit(1, {NewAdd("b c.parquet", 200, 20)}, CommitKind::kBlindAppend, "WRITE", {}), 2);
+  ASSERT_EQ(*log.Commit(2, {NewRemove("a.parquet"), NewAdd("d.parquet", 300, 30)}, CommitKind::kRewrite, "OPTIMIZE",
+                        json{{"predicate", "[]"}}),
+            3);
+  ASSERT_EQ(*log.Commit(3, {NewAdd("a.parquet", 100, 10)}, CommitKind::kBlindAppend, "WRITE", {}), 4);
+
+  using V = std::vector<std::string>;
+  auto s0 = log.ReadSnapshot(0);
+  ASSERT_TRUE(s0.ok()) << s0.status().ToString();
+  EXPECT_EQ(s0->version, 0);
+  EXPECT_TRUE(s0->files.empty());
+  EXPECT_EQ(s0->num_records(), 0);
+  EXPECT_EQ(s0->metadata.id, NewMetadata().id);
+  EXPECT_EQ(s0->protocol.min_reader_version, 1);
+  EXPECT_EQ(s0->protocol.min_writer_version, 2);
+  EXPECT_GT(s0->timestamp, 0);
+
+  auto s1 = log.ReadSnapshot(1);
+  ASSERT_TRUE(s1.ok());
+  EXPECT_EQ(FilePaths(*s1), (V{"a.parquet"}));
+  EXPECT_EQ(s1->num_records(), 10);
+
+  auto s2 = log.ReadSnapshot(2);
+  ASSERT_TRUE(s2.ok());
+  EXPECT_EQ(FilePaths(*s2), (V{"a.parquet", "b%20c.parquet"}));
+  EXPECT_EQ(s2->num_records(), 30);
+
+  auto s3 = log.ReadSnapshot(3);
+  ASSERT_TRUE(s3.ok());
+  EXPECT_EQ(FilePaths(*s3), (V{"b%20c.parquet", "d.parquet"}));
+  ASSERT_EQ(s3->tombstones.count("a.parquet"), 1u);
+  EXPECT_EQ(s3->tombstones.at("a.parquet").deletion_timestamp, 1700000000002);
+
+  auto s4 = log.ReadSnapshot();
+  ASSERT_TRUE(s4.ok());
+  EXPECT_EQ(s4->version, 4);
+  EXPECT_EQ(FilePaths(*s4), (V{"b%20c.parquet", "d.parquet", "a.parquet"}));
+  EXPECT_TRUE(s4->tombstones.empty());  // re-added
+  EXPECT_EQ(s4->num_records(), 60);
+
+  auto s5 = log.ReadSnapshot(5);
+  EXPECT_EQ(s5.status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(DeltaLogTest, RemoveMatchesAddByDecodedPath) {
+  DeltaLog log = CreateTable();
+  AddFile a = NewAdd("x");
+  a.path = "dir/a%2Db%20c.parquet";  // '-' escaped needlessly
+  ASSERT_TRUE(log.Commit(0, {a}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  RemoveFile r;
+  r.path = "dir/a-b%20c.parquet";
+  ASSERT_TRUE(log.Commit(1, {r}, CommitKind::kRewrite, "DELETE", {}).ok());
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_TRUE(snap->files.empty());
+  EXPECT_EQ(snap->tombstones.count("dir/a-b c.parquet"), 1u);
+}
+
+TEST_F(DeltaLogTest, LastMetadataAndProtocolWinAndTxnKeepsHighestVersion) {
+  DeltaLog log = CreateTable();
+  ASSERT_TRUE(log.Commit(0, {Txn{"app", 5, std::nullopt}, NewAdd("a")}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  ASSERT_TRUE(log.Commit(1, {Txn{"app", 3, std::nullopt}, Txn{"other", 1, std::nullopt}}, CommitKind::kBlindAppend,
+                         "WRITE", {})
+                  .ok());
+  Metadata m = NewMetadata();
+  m.description = "changed";
+  Protocol p;
+  p.min_writer_version = 4;
+  ASSERT_TRUE(log.Commit(2, {m, p}, CommitKind::kMetadata, "SET TBLPROPERTIES", {}).ok());
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->metadata.description, "changed");
+  EXPECT_EQ(snap->protocol.min_writer_version, 4);
+  EXPECT_EQ(snap->app_versions, (std::map<std::string, int64_t>{{"app", 5}, {"other", 1}}));
+}
+
+TEST_F(DeltaLogTest, HistoryIsNewestFirstWithOperationAndCounts) {
+  DeltaLog log = CreateTable();
+  ASSERT_TRUE(log.Commit(0, {NewAdd("a", 100), NewAdd("b", 50)}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  ASSERT_TRUE(
+      log.Commit(1, {NewRemove("a", 100), NewRemove("b", std::nullopt), NewAdd("c", 140)}, CommitKind::kRewrite,
+                 "OPTIMIZE", {})
+          .ok());
+  auto hist = log.History();
+  ASSERT_TRUE(hist.ok()) << hist.status().ToString();
+  ASSERT_EQ(hist->size(), 3u);
+  const auto& h = *hist;
+  EXPECT_EQ(h[0].version, 2);
+  EXPECT_EQ(h[0].operation, "OPTIMIZE");
+  EXPECT_EQ(h[0].files_added, 1);
+  EXPECT_EQ(h[0].files_removed, 2);
+  EXPECT_EQ(h[0].bytes_added, 140);
+  EXPECT_EQ(h[0].bytes_removed, 100);
+  EXPECT_EQ(h[0].info["engineInfo"], "stoke/0.1.0");
+  EXPECT_GT(h[0].timestamp, 0);
+  EXPECT_EQ(h[1].version, 1);
+  EXPECT_EQ(h[1].operation, "WRITE");
+  EXPECT_EQ(h[1].files_added, 2);
+  EXPECT_EQ(h[1].bytes_added, 150);
+  EXPECT_EQ(h[2].version, 0);
+  EXPECT_EQ(h[2].operation, "CREATE TABLE");
+
+  auto limited = log.History(2);
+  ASSERT_TRUE(limited.ok());
+  ASSERT_EQ(limited->size(), 2u);
+  EXPECT_EQ((*limited)[1].version, 1);
+}
+
+TEST_F(DeltaLogTest, HistoryOfCommitWithoutCommitInfoUsesFileTime) {
+  DeltaLog log = CreateTable();
+  WriteRaw(log.CommitPath(1), SerializeCommit({NewAdd("a")}));
+  auto hist = log.History(1);
+  ASSERT_TRUE(hist.ok());
+  EXPECT_EQ((*hist)[0].operation, "");
+  EXPECT_TRUE((*hist)[0].info.is_null());
+  EXPECT_GT((*hist)[0].timestamp, 0);
+}
+
+TEST_F(DeltaLogTest, MissingCommitInTheMiddleIsCorruptionNamingTheVersion) {
+  DeltaLog log = CreateTable();
+  for (int v = 0; v < 3; ++v) {
+    ASSERT_TRUE(log.Commit(v, {NewAdd("f" + std::to_string(v))}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  }
+  std::filesystem::remove(log.CommitPath(2));
+  auto snap = log.ReadSnapshot();
+  ASSERT_FALSE(snap.ok());
+  EXPECT_EQ(snap.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(snap.status().message().find("00000000000000000002.json"), std::string::npos) << snap.status().message();
+  // Versions before the gap are still readable.
+  EXPECT_TRUE(log.ReadSnapshot(1).ok());
+}
+
+TEST_F(DeltaLogTest, MalformedCommitIsCorruptionNamingFileAndLineAndWritesNothing) {
+  DeltaLog log = CreateTable();
+  ASSERT_TRUE(log.Commit(0, {NewAdd("a")}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  std::string good = SerializeCommit({NewAdd("b")});
+  WriteRaw(log.CommitPath(2), good + good + "{\"add\": {\"path\": \"c\", oops}\n");
+  auto before = ListTree();
+
+  auto snap = log.ReadSnapshot();
+  ASSERT_FALSE(snap.ok());
+  EXPECT_EQ(snap.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(snap.status().message().find("00000000000000000002.json: line 3"), std::string::npos)
+      << snap.status().message();
+
+  // A writer that loses to the malformed commit learns of the corruption and writes nothing.
+  auto v = log.Commit(1, {NewAdd("d")}, CommitKind::kBlindAppend, "WRITE", {});
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(ListTree(), before);
+}
+
+TEST_F(DeltaLogTest, ReaderFeaturesAreUnsupported) {
+  DeltaLog log = CreateTable();
+  Protocol p;
+  p.min_reader_version = 3;
+  p.min_writer_version = 7;
+  p.reader_features = {"deletionVectors", "columnMapping"};
+  p.writer_features = {"deletionVectors", "columnMapping"};
+  ASSERT_TRUE(log.Commit(0, {p}, CommitKind::kMetadata, "UPGRADE PROTOCOL", {}).ok());
+  auto snap = log.ReadSnapshot();
+  ASSERT_FALSE(snap.ok());
+  EXPECT_EQ(snap.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(snap.status().message().find("deletionVectors"), std::string::npos);
+  EXPECT_NE(snap.status().message().find("columnMapping"), std::string::npos);
+  EXPECT_TRUE(log.ReadSnapshot(0).ok());  // before the upgrade
+
+  Protocol v2;
+  v2.min_reader_version = 2;
+  v2.min_writer_version = 5;
+  ASSERT_TRUE(log.Commit(1, {v2}, CommitKind::kMetadata, "UPGRADE PROTOCOL", {}).ok());
+  EXPECT_EQ(log.ReadSnapshot().status().code(), StatusCode::kUnsupported);
+
+  Protocol v3;  // reader version 3 without features: nothing to refuse
+  v3.min_reader_version = 3;
+  v3.min_writer_version = 7;
+  ASSERT_TRUE(log.Commit(2, {v3}, CommitKind::kMetadata, "UPGRADE PROTOCOL", {}).ok());
+  EXPECT_TRUE(log.ReadSnapshot().ok());
+}
+
+TEST_F(DeltaLogTest, CheckpointCoveringMissingCommitsIsUnsupported) {
+  DeltaLog log = CreateTable();
+  for (int v = 0; v < 3; ++v) ASSERT_TRUE(log.Commit(v, {NewAdd("f" + std::to_string(v))}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  WriteRaw(dir_ + "/_delta_log/00000000000000000002.checkpoint.parquet", "PAR1");
+  WriteRaw(dir_ + "/_delta_log/_last_checkpoint", "{\"version\":2,\"size\":3}");
+  // All JSON commits present: the checkpoint is ignored.
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(snap->files.size(), 3u);
+  // Commits before the checkpoint cleaned up: needs checkpoint reading.
+  std::filesystem::remove(log.CommitPath(0));
+  std::filesystem::remove(log.CommitPath(1));
+  snap = log.ReadSnapshot();
+  ASSERT_FALSE(snap.ok());
+  EXPECT_EQ(snap.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(snap.status().message().find("checkpoint-based table"), std::string::npos);
+}
+
+TEST_F(DeltaLogTest, IgnoresOtherFilesInTheLog) {
+  DeltaLog log = CreateTable();
+  ASSERT_TRUE(log.Commit(0, {NewAdd("a")}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  WriteRaw(dir_ + "/_delta_log/00000000000000000001.crc", "{}");
+  WriteRaw(dir_ + "/_delta_log/00000000000000000002.json.tmp-0123456789abcdef", "garbage");
+  WriteRaw(dir_ + "/_delta_log/.00000000000000000002.json.crc", "x");
+  WriteRaw(dir_ + "/_delta_log/notes.txt", "x");
+  EXPECT_EQ(*log.LatestVersion(), 1);
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(snap->version, 1);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Concurrent writers.
+
+TEST_F(DeltaLogTest, TwoBlindAppendsFromTheSameReadVersionBothSucceed) {
+  CreateTable();
+  DeltaLog w1(fs_, dir_), w2(fs_, dir_);
+  auto v1 = w1.Commit(0, {NewAdd("one")}, CommitKind::kBlindAppend, "WRITE", {});
+  auto v2 = w2.Commit(0, {NewAdd("two")}, CommitKind::kBlindAppend, "WRITE", {});
+  ASSERT_TRUE(v1.ok() && v2.ok());
+  EXPECT_EQ(*v1, 1);
+  EXPECT_EQ(*v2, 2);
+  auto snap = w1.ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(FilePaths(*snap), (std::vector<std::string>{"one", "two"}));
+  // The retried commit keeps the read version it was based on.
+  auto text = ReadFileToString(fs_, w2.CommitPath(2));
+  auto actions = ParseCommit(*text, "2.json");
+  EXPECT_EQ(std::get<CommitInfo>((*actions)[0]).value["readVersion"], 0);
+}
+
+TEST_F(DeltaLogTest, RewriteLosesWhenTheWinnerRemovedTheSameFile) {
+  DeltaLog log = CreateTable();
+  ASSERT_TRUE(log.Commit(0, {NewAdd("a"), NewAdd("b")}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  ASSERT_EQ(*log.Commit(1, {NewRemove("a"), NewAdd("a2")}, CommitKind::kRewrite, "OPTIMIZE", {}), 2);
+  auto v = log.Commit(1, {NewRemove("a"), NewRemove("b"), NewAdd("ab")}, CommitKind::kRewrite, "OPTIMIZE", {});
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), StatusCode::kConflict);
+  EXPECT_NE(v.status().message().find("version 2"), std::string::npos) << v.status().message();
+  EXPECT_EQ(*log.LatestVersion(), 2);
+}
+
+TEST_F(DeltaLogTest, RewriteRetriesAfterAConcurrentAppend) {
+  DeltaLog log = CreateTable();
+  ASSERT_TRUE(log.Commit(0, {NewAdd("a")}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  ASSERT_EQ(*log.Commit(1, {NewAdd("b")}, CommitKind::kBlindAppend, "WRITE", {}), 2);
+  auto v = log.Commit(1, {NewRemove("a"), NewAdd("a2")}, CommitKind::kRewrite, "OPTIMIZE", {});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(*v, 3);
+  EXPECT_EQ(FilePaths(*log.ReadSnapshot()), (std::vector<std::string>{"b", "a2"}));
+}
+
+TEST_F(DeltaLogTest, MetadataCommitConflictsWithAnyWinner) {
+  DeltaLog log = CreateTable();
+  ASSERT_EQ(*log.Commit(0, {NewAdd("a")}, CommitKind::kBlindAppend, "WRITE", {}), 1);
+  Metadata m = NewMetadata();
+  m.description = "new";
+  auto v = log.Commit(0, {m}, CommitKind::kMetadata, "SET TBLPROPERTIES", {});
+  EXPECT_EQ(v.status().code(), StatusCode::kConflict);
+  // Declared as a blind append, a metadata change is still treated as one.
+  v = log.Commit(0, {m}, CommitKind::kBlindAppend, "SET TBLPROPERTIES", {});
+  EXPECT_EQ(v.status().code(), StatusCode::kConflict);
+  EXPECT_EQ(*log.LatestVersion(), 1);
+}
+
+TEST_F(DeltaLogTest, BlindAppendConflictsWithAWinnerThatChangedMetadata) {
+  DeltaLog log = CreateTable();
+  Metadata m = NewMetadata();
+  m.description = "new";
+  ASSERT_EQ(*log.Commit(0, {m}, CommitKind::kMetadata, "SET TBLPROPERTIES", {}), 1);
+  auto v = log.Commit(0, {NewAdd("a")}, CommitKind::kBlindAppend, "WRITE", {});
+  EXPECT_EQ(v.status().code(), StatusCode::kConflict);
+}
+
+TEST_F(DeltaLogTest, SameApplicationTransactionConflicts) {
+  DeltaLog log = CreateTable();
+  ASSERT_EQ(*log.Commit(0, {Txn{"stream", 1, std::nullopt}, NewAdd("a")}, CommitKind::kBlindAppend, "WRITE", {}), 1);
+  auto v = log.Commit(0, {Txn{"stream", 1, std::nullopt}, NewAdd("a-again")}, CommitKind::kBlindAppend, "WRITE", {});
+  EXPECT_EQ(v.status().code(), StatusCode::kConflict);
+  v = log.Commit(0, {Txn{"other", 1, std::nullopt}, NewAdd("b")}, CommitKind::kBlindAppend, "WRITE", {});
+  EXPECT_TRUE(v.ok());
+}
+
+TEST_F(DeltaLogTest, GivesUpAfterMaxAttempts) {
+  DeltaLog log = CreateTable();
+  ASSERT_TRUE(log.Commit(0, {NewAdd("a")}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  auto v = log.Commit(0, {NewAdd("b")}, CommitKind::kBlindAppend, "WRITE", {}, /*max_attempts=*/1);
+  EXPECT_EQ(v.status().code(), StatusCode::kConflict);
+}
+
+TEST_F(DeltaLogTest, ConcurrentBlindAppendsFromAStaleReadVersionAllLand) {
+  CreateTable();
+  constexpr int kThreads = 4, kCommits = 25;
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      DeltaLog log(fs_, dir_);
+      for (int i = 0; i < kCommits; ++i) {
+        auto v = log.Commit(0, {NewAdd("t" + std::to_string(t) + "-" + std::to_string(i))}, CommitKind::kBlindAppend,
+                            "WRITE", {});
+        if (!v.ok()) {
+          errors[t] = v.status().ToString();
+          return;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  DeltaLog log(fs_, dir_);
+  EXPECT_EQ(*log.LatestVersion(), kThreads * kCommits);
+  for (int v = 0; v <= kThreads * kCommits; ++v) {
+    EXPECT_TRUE(std::filesystem::exists(log.CommitPath(v))) << v;
+  }
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  std::set<std::string> paths;
+  for (const auto& f : snap->files) paths.insert(f.path);
+  EXPECT_EQ(paths.size(), size_t{kThreads * kCommits});
+  EXPECT_EQ(snap->num_records(), 10 * kThreads * kCommits);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Schema.
+
+TEST(DeltaSchema, SparkJsonRoundTrips) {
+  std::vector<ColumnSpec> cols = TestColumns();
+  ColumnSpec s;
+  s.name = "caption";
+  s.type = parquet::Type::kByteArray;
+  s.is_string = true;
+  s.optional = true;
+  cols.push_back(s);
+  for (auto [name, type] : {std::pair{"flag", parquet::Type::kBoolean}, std::pair{"f", parquet::Type::kFloat},
+                            std::pair{"d", parquet::Type::kDouble}}) {
+    ColumnSpec c;
+    c.name = name;
+    c.type = type;
+    cols.push_back(c);
+  }
+  ColumnSpec raw;
+  raw.name = "raw";
+  raw.type = parquet::Type::kByteArray;
+  cols.push_back(raw);
+
+  std::string text = SchemaToSparkJson(cols);
+  EXPECT_EQ(text.rfind(R"({"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},)", 0),
+            0u)
+      << text;
+  std::map<std::string, TensorSpec> tensors{{"volume", TensorSpec{DType::kFloat32, {2, 3}}}};
+  auto back = SchemaFromSparkJson(text, tensors);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->size(), cols.size());
+  for (size_t i = 0; i < cols.size(); ++i) {
+    EXPECT_EQ((*back)[i].name, cols[i].name);
+    EXPECT_EQ((*back)[i].type, cols[i].type) << cols[i].name;
+    EXPECT_EQ((*back)[i].optional, cols[i].optional) << cols[i].name;
+    EXPECT_EQ((*back)[i].is_string, cols[i].is_string) << cols[i].name;
+    EXPECT_EQ((*back)[i].tensor, cols[i].tensor) << cols[i].name;
+  }
+}
+
+TEST(DeltaSchema, RejectsUnsupportedTypesAndMalformedJson) {
+  auto field = [](const std::string& type_json) {
+    return R"({"type":"struct","fields":[{"name":"x","type":)" + type_json + R"(,"nullable":true,"metadata":{}}]})";
+  };
+  for (const char* t : {R"("timestamp")", "\"decimal(10,2)\"", R"("date")",
+                        R"({"type":"struct","fields":[]})", R"({"type":"array","elementType":"long","containsNull":true})"}) {
+    auto r = SchemaFromSparkJson(field(t), {});
+    ASSERT_FALSE(r.ok()) << t;
+    EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << t;
+    EXPECT_NE(r.status().message().find("'x'"), std::string::npos) << r.status().message();
+  }
+  for (const std::string& bad : {std::string("{"), std::string("[]"), std::string(R"({"type":"map"})"),
+                                std::string(R"({"type":"struct"})"), field("7"),
+                                std::string(R"({"type":"struct","fields":[{"type":"long"}]})"),
+                                std::string(R"({"type":"struct","fields":[{"name":"a","type":"long"},{"name":"a","type":"long"}]})")}) {
+    auto r = SchemaFromSparkJson(bad, {});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << bad;
+  }
+  // A tensor must be a binary column that exists.
+  std::map<std::string, TensorSpec> tensors{{"x", TensorSpec{DType::kUInt8, {4}}}};
+  EXPECT_EQ(SchemaFromSparkJson(field(R"("long")"), tensors).status().code(), StatusCode::kCorruption);
+  EXPECT_TRUE(SchemaFromSparkJson(field(R"("binary")"), tensors).ok());
+  std::map<std::string, TensorSpec> missing{{"y", TensorSpec{DType::kUInt8, {4}}}};
+  EXPECT_EQ(SchemaFromSparkJson(field(R"("binary")"), missing).status().code(), StatusCode::kCorruption);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Stats.
+
+template <typename T>
+std::string Plain(T v) {
+  std::string s(sizeof(T), '\0');
+  std::memcpy(s.data(), &v, sizeof(T));
+  return s;
+}
+
+parquet::ColumnChunk Chunk(const std::string& name, parquet::Type type, std::optional<std::string> min,
+                           std::optional<std::string> max, std::optional<int64_t> nulls) {
+  parquet::ColumnChunk c;
+  c.meta_data.emplace();
+  c.meta_data->type = type;
+  c.meta_data->path_in_schema = {name};
+  parquet::Statistics st;
+  st.min_value = std::move(min);
+  st.max_value = std::move(max);
+  st.null_count = nulls;
+  c.meta_data->statistics = st;
+  return c;
+}
+
+TEST(DeltaStats, CombinesRowGroupStatistics) {
+  using parquet::Type;
+  std::vector<ColumnSpec> cols = TestColumns();  // id INT64, label INT32 optional, volume tensor
+  auto add = [&](const std::string& name, Type t, bool optional, bool is_string = false) {
+    ColumnSpec c;
+    c.name = name;
+    c.type = t;
+    c.optional = optional;
+    c.is_string = is_string;
+    cols.push_back(c);
+  };
+  add("score", Type::kFloat, false);
+  add("weight", Type::kDouble, true);
+  add("caption", Type::kByteArray, true, true);
+  add("flag", Type::kBoolean, false);
+  add("partial", Type::kInt32, false);  // min/max missing in one row group: omitted
+  add("nan", Type::kDouble, false);     // a NaN bound: omitted
+  add("allnull", Type::kInt64, true);   // every value null: no bounds, nullCount only
+  add("bad_utf8", Type::kByteArray, false, true);
+
+  parquet::FileMetaData footer;
+  footer.num_rows = 5;
+  parquet::RowGroup rg1, rg2;
+  rg1.num_rows = 3;
+  rg2.num_rows = 2;
+  rg1.columns = {Chunk("id", Type::kInt64, Plain<int64_t>(10), Plain<int64_t>(12), 0),
+                 Chunk("label", Type::kInt32, Plain<int32_t>(-3), Plain<int32_t>(4), 1),
+                 Chunk("volume", Type::kByteArray, std::nullopt, std::nullopt, 0),
+                 Chunk("score", Type::kFloat, Plain<float>(0.1f), Plain<float>(2.5f), 0),
+                 Chunk("weight", Type::kDouble, Plain<double>(-1.25), Plain<double>(1e300), 0),
+                 Chunk("caption", Type::kByteArray, std::string("b"), std::string("zeta"), 2),
+                 Chunk("flag", Type::kBoolean, std::string(1, '\0'), std::string(1, '\0'), 0),
+                 Chunk("partial", Type::kInt32, Plain<int32_t>(1), Plain<int32_t>(2), 0),
+                 Chunk("nan", Type::kDouble, Plain<double>(NAN), Plain<double>(1.0), 0),
+                 Chunk("allnull", Type::kInt64, std::nullopt, std::nullopt, 3),
+                 Chunk("bad_utf8", Type::kByteArray, std::string("\xff"), std::string("\xff"), 0)};
+  rg2.columns = {Chunk("id", Type::kInt64, Plain<int64_t>(13), Plain<int64_t>(14), 0),
+                 Chunk("label", Type::kInt32, Plain<int32_t>(-7), Plain<int32_t>(2), 0),
+                 Chunk("volume", Type::kByteArray, std::nullopt, std::nullopt, 0),
+                 Chunk("score", Type::kFloat, Plain<float>(-0.5f), Plain<float>(1.0f), 0),
+                 Chunk("weight", Type::kDouble, Plain<double>(3.0), Plain<double>(4.0), 1),
+                 Chunk("caption", Type::kByteArray, std::string("a\xc3\xa9"), std::string("c"), 0),
+                 Chunk("flag", Type::kBoolean, std::string(1, '\0'), std::string(1, '\1'), 0),
+                 Chunk("partial", Type::kInt32, std::nullopt, std::nullopt, 0),
+                 Chunk("nan", Type::kDouble, Plain<double>(0.0), Plain<double>(1.0), 0),
+                 Chunk("allnull", Type::kInt64, std::nullopt, std::nullopt, 2),
+                 Chunk("bad_utf8", Type::kByteArray, std::string("a"), std::string("b"), 0)};
+  footer.row_groups = {rg1, rg2};
+
+  std::string text = StatsJsonFromFooter(footer, cols);
+  EXPECT_EQ(text.rfind("{\"numRecords\":5,\"minValues\":{\"id\":10,", 0), 0u) << text;
+  json s = json::parse(text);
+  EXPECT_EQ(s["numRecords"], 5);
+  const json& mn = s["minValues"];
+  const json& mx = s["maxValues"];
+  const json& nc = s["nullCount"];
+  EXPECT_EQ(mn["id"], 10);
+  EXPECT_EQ(mx["id"], 14);
+  EXPECT_EQ(mn["label"], -7);
+  EXPECT_EQ(mx["label"], 4);
+  EXPECT_FALSE(mn.contains("volume"));
+  EXPECT_FALSE(mx.contains("volume"));
+  EXPECT_EQ(static_cast<float>(mn["score"].get<double>()), -0.5f);
+  EXPECT_EQ(static_cast<float>(mx["score"].get<double>()), 2.5f);
+  EXPECT_EQ(mn["weight"], -1.25);
+  EXPECT_EQ(mx["weight"], 1e300);
+  EXPECT_EQ(mn["caption"], "a\xc3\xa9");
+  EXPECT_EQ(mx["caption"], "zeta");
+  EXPECT_EQ(mn["flag"], false);
+  EXPECT_EQ(mx["flag"], true);
+  EXPECT_FALSE(mn.contains("partial"));
+  EXPECT_FALSE(mx.contains("partial"));
+  EXPECT_FALSE(mn.contains("nan"));
+  EXPECT_FALSE(mn.contains("allnull"));
+  EXPECT_FALSE(mn.contains("bad_utf8"));
+  EXPECT_EQ(nc["id"], 0);
+  EXPECT_EQ(nc["label"], 1);
+  EXPECT_EQ(nc["volume"], 0);
+  EXPECT_EQ(nc["weight"], 1);
+  EXPECT_EQ(nc["caption"], 2);
+  EXPECT_EQ(nc["allnull"], 5);
+
+  // A float bound reads back as exactly the same float.
+  footer.row_groups = {rg1};
+  json one = json::parse(StatsJsonFromFooter(footer, cols));
+  EXPECT_EQ(static_cast<float>(one["minValues"]["score"].get<double>()), 0.1f);
+}
+
+TEST(DeltaStats, EmptyFileHasZeroNullCountsAndNoBounds) {
+  parquet::FileMetaData footer;
+  json s = json::parse(StatsJsonFromFooter(footer, TestColumns()));
+  EXPECT_EQ(s["numRecords"], 0);
+  EXPECT_TRUE(s["minValues"].empty());
+  EXPECT_EQ(s["nullCount"]["label"], 0);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Paths.
+
+TEST(DeltaPath, EncodeAndDecodeRoundTrip) {
+  EXPECT_EQ(EncodePath("part-00000-abc.parquet"), "part-00000-abc.parquet");
+  EXPECT_EQ(EncodePath("dir/a b%c.parquet"), "dir/a%20b%25c.parquet");
+  EXPECT_EQ(EncodePath("k=v/x+y~_.z"), "k%3Dv/x%2By~_.z");
+  EXPECT_EQ(EncodePath("\xc3\xa9t\xc3\xa9"), "%C3%A9t%C3%A9");
+  for (std::string p : {"a b", "100%", "\xc3\xa9t\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac.parquet", "#?&=:@!$'()*,;[]"}) {
+    auto back = DecodePath(EncodePath(p));
+    ASSERT_TRUE(back.ok()) << p;
+    EXPECT_EQ(*back, p);
+  }
+  EXPECT_EQ(*DecodePath("a%2fb%2Fc"), "a/b/c");
+  EXPECT_EQ(*DecodePath("plain+path"), "plain+path");
+}
+
+TEST(DeltaPath, DecodeRejectsBadEscapes) {
+  for (const char* bad : {"%", "a%2", "%zz", "%g0", "abc%", "%%", "%00"}) {
+    auto r = DecodePath(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace stoke::delta

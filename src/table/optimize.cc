@@ -1,0 +1,300 @@
+// `stoke optimize`: bin-packing compaction of a table's small files (and of files not in stoke's
+// one-sample-per-page layout) into files of about the target size, committed as one OPTIMIZE
+// (removes and adds with dataChange=false). Bins are rewritten in parallel, one output file each;
+// rows keep their order within a bin.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "core/random.h"
+#include "core/thread_pool.h"
+#include "format/codec.h"
+#include "format/parquet_writer.h"
+#include "stoke/table.h"
+#include "table/scan.h"
+
+namespace stoke {
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string UuidV4() {
+  Rng rng(static_cast<uint64_t>(NowNanos()) ^ (static_cast<uint64_t>(::getpid()) << 40) ^
+          reinterpret_cast<uintptr_t>(&rng));
+  uint64_t a = (rng.Next() & ~0xF000ULL) | 0x4000ULL;
+  uint64_t b = (rng.Next() & 0x3FFFFFFFFFFFFFFFULL) | 0x8000000000000000ULL;
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xFFFF, a & 0xFFFF, b >> 48,
+                     b & 0xFFFFFFFFFFFFULL);
+}
+
+// True when every tensor column of the file holds one row per page (or is packed, for small rows)
+// as stoke writes it: pages listed in an OffsetIndex, PLAIN, no dictionary.
+Result<bool> InStokeLayout(const ParquetReader& reader) {
+  const auto& created = reader.metadata().created_by;
+  if (!created || created->rfind("stoke", 0) != 0) return false;
+  for (int g = 0; g < reader.num_row_groups(); ++g) {
+    for (size_t c = 0; c < reader.columns().size(); ++c) {
+      if (!reader.columns()[c].tensor) continue;
+      STOKE_ASSIGN_OR_RETURN(auto oi, reader.ReadOffsetIndex(g, c));
+      if (!oi) return false;
+    }
+  }
+  return true;
+}
+
+struct WrittenBin {
+  std::string path;
+  int64_t rows = 0;
+  uint64_t bytes = 0;
+  parquet::FileMetaData footer;
+};
+
+// Rewrites the rows of `inputs` (in order) into one new data file under the table.
+Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
+                              const WriterOptions& wopts, int64_t rows_per_group, ProgressBar* bar) {
+  Storage& fs = LocalStorage();
+  const auto& cols = t.columns;
+  WrittenBin out;
+  out.path = JoinPath(t.dir, fmt::format("part-00000-{}.parquet", UuidV4()));
+  const std::string tmp = out.path + ".inprogress";
+  STOKE_ASSIGN_OR_RETURN(auto writer, ParquetFileWriter::Create(fs, tmp, cols, wopts));
+  RowGroupEncoder enc(writer->columns(), writer->options());
+  std::vector<ColumnValues> scalars(cols.size());
+  for (size_t c = 0; c < cols.size(); ++c) scalars[c] = ColumnValues{EmptyValuesFor(cols[c].type), {}};
+  int64_t pending_rows = 0;
+
+  auto flush = [&]() -> Status {
+    if (pending_rows == 0) return Status::OK();
+    for (size_t c = 0; c < cols.size(); ++c) {
+      if (cols[c].tensor) continue;
+      STOKE_RETURN_IF_ERROR(enc.SetScalars(c, std::move(scalars[c])));
+      scalars[c] = ColumnValues{EmptyValuesFor(cols[c].type), {}};
+    }
+    STOKE_ASSIGN_OR_RETURN(auto rg, enc.Finish());
+    pending_rows = 0;
+    return writer->WriteRowGroup(std::move(rg));
+  };
+
+  Status status;
+  for (const auto* add : inputs) {
+    auto reader = ParquetReader::Open(fs, t.FilePath(*add));
+    if (!reader.ok()) {
+      status = reader.status();
+      break;
+    }
+    // The file's columns by table column (files written by other tools may order them differently).
+    std::vector<size_t> map(cols.size());
+    for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
+      auto idx = (*reader)->FindColumn(cols[c].name);
+      if (!idx.ok()) status = idx.status();
+      else map[c] = *idx;
+    }
+    for (int g = 0; g < (*reader)->num_row_groups() && status.ok(); ++g) {
+      std::vector<ColumnValues> values(cols.size());
+      for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
+        auto v = (*reader)->ReadColumnChunk(g, map[c]);
+        if (!v.ok()) {
+          status = v.status();
+          break;
+        }
+        if (v->values.index() != EmptyValuesFor(cols[c].type).index()) {
+          status = Status::Corruption(fmt::format("{}: column '{}' does not have the table's type", t.FilePath(*add), cols[c].name));
+          break;
+        }
+        values[c] = std::move(*v);
+      }
+      if (!status.ok()) break;
+      const int64_t rows = (*reader)->metadata().row_groups[g].num_rows;
+      // Feed the rows in slices that end exactly at row-group boundaries of the output.
+      for (int64_t r = 0; r < rows && status.ok();) {
+        int64_t take = std::min(rows - r, rows_per_group - pending_rows);
+        for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
+          if (cols[c].tensor) {
+            const auto& blobs = std::get<std::vector<std::string>>(values[c].values);
+            for (int64_t k = r; k < r + take && status.ok(); ++k) status = enc.AppendTensor(c, AsBytes(blobs[k]));
+          } else {
+            // The slice [r, r + take) of this column: present values before r are skipped.
+            ColumnValues part{EmptyValuesFor(cols[c].type), {}};
+            const auto& def = values[c].defined;
+            size_t first = def.empty() ? static_cast<size_t>(r) : static_cast<size_t>(std::count(def.begin(), def.begin() + r, 1));
+            size_t count = def.empty() ? static_cast<size_t>(take)
+                                       : static_cast<size_t>(std::count(def.begin() + r, def.begin() + r + take, 1));
+            if (!def.empty()) part.defined.assign(def.begin() + r, def.begin() + r + take);
+            std::visit([&](auto& dst) {
+              const auto& src = std::get<std::decay_t<decltype(dst)>>(values[c].values);
+              dst.assign(src.begin() + first, src.begin() + first + count);
+            }, part.values);
+            if (!cols[c].optional && !part.defined.empty()) {
+              if (std::count(part.defined.begin(), part.defined.end(), 0) > 0) {
+                status = Status::Corruption(fmt::format("{}: column '{}' has nulls but the table declares it non-nullable",
+                                                        t.FilePath(*add), cols[c].name));
+                break;
+              }
+              part.defined.clear();
+            }
+            AppendColumnValues(&scalars[c], std::move(part));
+          }
+        }
+        pending_rows += take;
+        r += take;
+        out.rows += take;
+        if (pending_rows == rows_per_group && status.ok()) status = flush();
+      }
+    }
+    if (!status.ok()) break;
+    if (bar) bar->Add(1, static_cast<uint64_t>(add->size));
+  }
+  if (status.ok()) status = flush();
+  if (status.ok()) status = writer->Close();
+  if (status.ok()) status = fs.Rename(tmp, out.path);
+  if (!status.ok()) {
+    writer.reset();
+    (void)fs.Delete(tmp);
+    return status;
+  }
+  out.bytes = writer->bytes_written();
+  out.footer = writer->metadata();
+  return out;
+}
+
+}  // namespace
+
+Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
+  if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0) {
+    return Status::InvalidArgument("optimize: --target-file-size and --row-group-size must be positive");
+  }
+  WriterOptions wopts;
+  STOKE_ASSIGN_OR_RETURN(wopts.codec, CodecFromName(o.codec));
+  Stopwatch watch;
+  STOKE_ASSIGN_OR_RETURN(TableView t, OpenTableView(o.table_dir));
+  if (!t.snapshot.metadata.partition_columns.empty()) {
+    return Status::Unsupported("optimize of a partitioned table");
+  }
+  std::optional<Predicate> where;
+  if (!o.where.empty()) {
+    STOKE_ASSIGN_OR_RETURN(where, Predicate::Parse(o.where));
+    STOKE_RETURN_IF_ERROR(where->Bind(t.columns));
+  }
+  OptimizeReport report;
+  report.files_before = static_cast<int64_t>(t.snapshot.files.size());
+
+  // Candidates, in table order: small files, and files not in stoke's layout.
+  std::vector<const delta::AddFile*> candidates;
+  int64_t sample_bytes = 0;
+  for (const auto& c : t.columns) sample_bytes += c.tensor ? c.tensor->num_bytes() : 8;
+  for (const auto& f : t.snapshot.files) {
+    if (where) {
+      int64_t records = -1;
+      auto stats = FileStats(f, t.columns, &records);
+      if (!where->MayMatch(stats, records)) continue;
+    }
+    bool small = f.size < o.target_file_bytes / 4 * 3;
+    if (!small) {
+      STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), t.FilePath(f)));
+      STOKE_ASSIGN_OR_RETURN(bool stoke_layout, InStokeLayout(*reader));
+      if (stoke_layout) continue;
+    }
+    candidates.push_back(&f);
+  }
+  // Greedy bins of about the target size; a bin of one file that is already in stoke's layout
+  // would only be copied, so it is left alone.
+  std::vector<std::vector<const delta::AddFile*>> bins;
+  int64_t bin_bytes = 0;
+  for (const auto* f : candidates) {
+    if (bins.empty() || bin_bytes + f->size > o.target_file_bytes) {
+      bins.emplace_back();
+      bin_bytes = 0;
+    }
+    bins.back().push_back(f);
+    bin_bytes += f->size;
+  }
+  std::vector<std::vector<const delta::AddFile*>> work;
+  for (auto& b : bins) {
+    if (b.size() > 1) {
+      work.push_back(std::move(b));
+      continue;
+    }
+    auto reader = ParquetReader::Open(LocalStorage(), t.FilePath(*b[0]));
+    if (!reader.ok()) return reader.status();
+    STOKE_ASSIGN_OR_RETURN(bool stoke_layout, InStokeLayout(**reader));
+    if (!stoke_layout) work.push_back(std::move(b));
+  }
+  if (work.empty()) {
+    report.files_after = report.files_before;
+    report.seconds = watch.Seconds();
+    return report;
+  }
+
+  const int64_t rows_per_group = std::max<int64_t>(1, std::min(o.row_group_bytes, o.target_file_bytes) / std::max<int64_t>(sample_bytes, 1));
+  size_t inputs = 0;
+  for (const auto& b : work) inputs += b.size();
+  ProgressBar bar("optimize", inputs, "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
+  std::vector<std::optional<WrittenBin>> results(work.size());
+  ThreadPool pool(o.threads);
+  Status s = ParallelFor(pool, work.size(), [&](size_t i) -> Status {
+    STOKE_ASSIGN_OR_RETURN(auto w, RewriteBin(t, work[i], wopts, rows_per_group, &bar));
+    results[i] = std::move(w);
+    return Status::OK();
+  });
+  bar.Finish();
+  auto cleanup = [&] {
+    for (const auto& r : results) {
+      if (r) (void)LocalStorage().Delete(r->path);
+    }
+  };
+  if (!s.ok()) {
+    cleanup();
+    return s;
+  }
+
+  const int64_t now = NowMs();
+  std::vector<delta::Action> actions;
+  for (const auto& b : work) {
+    for (const auto* f : b) {
+      delta::RemoveFile r;
+      r.path = f->path;
+      r.deletion_timestamp = now;
+      r.data_change = false;
+      r.extended_file_metadata = true;
+      r.partition_values = f->partition_values;
+      r.size = f->size;
+      actions.push_back(std::move(r));
+      ++report.files_removed;
+      report.bytes_rewritten += f->size;
+    }
+  }
+  for (const auto& r : results) {
+    delta::AddFile a;
+    a.path = delta::EncodePath(std::filesystem::path(r->path).filename().string());
+    a.size = static_cast<int64_t>(r->bytes);
+    auto st = LocalStorage().Stat(r->path);
+    a.modification_time = st.ok() ? st->modification_time_ms : now;
+    a.data_change = false;
+    a.stats = delta::StatsJsonFromFooter(r->footer, t.columns);
+    actions.push_back(std::move(a));
+    ++report.files_added;
+    report.rows_rewritten += r->rows;
+  }
+  delta::DeltaLog log(LocalStorage(), o.table_dir);
+  nlohmann::json params = {{"predicate", o.where.empty() ? "[]" : "[\"" + o.where + "\"]"},
+                           {"targetSize", std::to_string(o.target_file_bytes)}};
+  auto version = log.Commit(t.snapshot.version, std::move(actions), delta::CommitKind::kRewrite, "OPTIMIZE", params);
+  if (!version.ok()) {
+    cleanup();
+    return version.status().WithContext(fmt::format("optimize '{}'", o.table_dir));
+  }
+  report.version = *version;
+  report.files_after = report.files_before - report.files_removed + report.files_added;
+  report.seconds = watch.Seconds();
+  STOKE_LOG(kInfo, "optimize.committed", "table={} version={} removed={} added={}", o.table_dir, *version,
+            report.files_removed, report.files_added);
+  return report;
+}
+
+}  // namespace stoke

@@ -1,0 +1,179 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "stoke/table.h"
+#include "table/scan.h"
+#include "table/test_table.h"
+
+namespace stoke {
+namespace {
+
+using testing_support::TensorOf;
+using testing_support::TestTable;
+
+// Every (id, label, name or null, tensor bytes) of the table, sorted by id.
+std::vector<std::tuple<int64_t, int32_t, std::string, std::string>> AllRows(const std::string& dir,
+                                                                             std::optional<int64_t> version = {}) {
+  std::vector<std::tuple<int64_t, int32_t, std::string, std::string>> rows;
+  auto t = OpenTableView(dir, version);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  for (const auto& f : t->snapshot.files) {
+    auto r = ParquetReader::Open(LocalStorage(), t->FilePath(f));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    auto ids = std::get<std::vector<int64_t>>((*r)->ReadColumn(0)->values);
+    auto labels = std::get<std::vector<int32_t>>((*r)->ReadColumn(1)->values);
+    auto names = (*r)->ReadColumn(2);
+    auto tensors = std::get<std::vector<std::string>>((*r)->ReadColumn(3)->values);
+    const auto& nv = std::get<std::vector<std::string>>(names->values);
+    size_t ni = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      std::string name = names->defined[i] ? nv[ni++] : "<null>";
+      rows.emplace_back(ids[i], labels[i], name, tensors[i]);
+    }
+  }
+  std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+TEST(Optimize, CompactsSmallFilesPreservingEveryRowByteForByte) {
+  TestTable t;
+  for (int64_t f = 0; f < 20; ++f) t.AppendFile(f * 5, 5);
+  auto before = AllRows(t.dir());
+  ASSERT_EQ(before.size(), 100u);
+
+  OptimizeOptions o;
+  o.table_dir = t.dir();
+  o.target_file_bytes = 1 << 20;
+  o.row_group_bytes = 16 * 30;  // several row groups per output file
+  o.progress = false;
+  auto r = OptimizeTable(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->files_before, 20);
+  EXPECT_EQ(r->files_after, 1);
+  EXPECT_EQ(r->files_removed, 20);
+  EXPECT_EQ(r->rows_rewritten, 100);
+  EXPECT_EQ(AllRows(t.dir()), before);
+  EXPECT_EQ(AllRows(t.dir(), 19), before);  // the old version is still readable (files remain until VACUUM)
+  for (const auto& row : before) EXPECT_EQ(std::get<3>(row), TensorOf(std::get<0>(row)));
+
+  auto snap = t.log().ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->num_records(), 100);
+  EXPECT_FALSE(snap->files[0].data_change);
+  auto history = t.log().History(1);
+  EXPECT_EQ((*history)[0].operation, "OPTIMIZE");
+
+  // Nothing left to do: one file in stoke's layout.
+  auto again = OptimizeTable(o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->version, -1);
+}
+
+TEST(Optimize, WhereLimitsCompactionToFilesThatMayMatch) {
+  TestTable t;
+  for (int64_t f = 0; f < 6; ++f) t.AppendFile(f * 10, 10);
+  OptimizeOptions o;
+  o.table_dir = t.dir();
+  o.where = "id < 30";
+  o.progress = false;
+  auto r = OptimizeTable(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->files_removed, 3);
+  EXPECT_EQ(r->files_after, 4);
+  EXPECT_EQ(AllRows(t.dir()).size(), 60u);
+  o.where = "nonsense = 1";
+  EXPECT_EQ(OptimizeTable(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Vacuum, NeverDeletesFilesThatRetainedVersionsReference) {
+  TestTable t;
+  for (int64_t f = 0; f < 4; ++f) t.AppendFile(f * 5, 5);
+  // An uncommitted leftover, as a crashed ingest leaves.
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), t.dir() + "/part-orphan.parquet", AsBytes("x")).ok());
+  OptimizeOptions o;
+  o.table_dir = t.dir();
+  o.progress = false;
+  ASSERT_TRUE(OptimizeTable(o).ok());
+
+  VacuumOptions v;
+  v.table_dir = t.dir();
+  v.retain_hours = 168;  // every version is inside the window: only the orphan is old enough... but it is new
+  auto r = VacuumTable(v);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->files.empty());
+  EXPECT_EQ(AllRows(t.dir(), 0).size(), 5u);  // time travel intact
+
+  v.retain_hours = 0;
+  v.dry_run = true;
+  r = VacuumTable(v);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->files.size(), 5u);  // the 4 compacted files and the orphan
+  EXPECT_TRUE(std::filesystem::exists(t.dir() + "/part-orphan.parquet"));
+
+  v.dry_run = false;
+  r = VacuumTable(v);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->files.size(), 5u);
+  EXPECT_FALSE(std::filesystem::exists(t.dir() + "/part-orphan.parquet"));
+  EXPECT_EQ(AllRows(t.dir()).size(), 20u);  // the current version is whole
+  EXPECT_TRUE(std::filesystem::exists(t.dir() + "/_delta_log/00000000000000000000.json"));
+}
+
+TEST(Query, FiltersWithFileAndRowGroupSkipping) {
+  TestTable t;
+  for (int64_t f = 0; f < 5; ++f) t.AppendFile(f * 100, 100, 25);  // 5 files of 4 row groups
+  QueryOptions q;
+  q.table_dir = t.dir();
+  q.where = "id >= 110 AND id < 140 AND label = 1";
+  q.select = {"id", "name", "t"};
+  q.format = CatOptions::Format::kCsv;
+  std::ostringstream out;
+  auto r = QueryTable(q, out);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->files_scanned, 1);
+  EXPECT_EQ(r->row_groups_scanned, 2);  // rows 100..124 and 125..149
+  EXPECT_EQ(r->rows, 10);               // ids 112, 115, ..., 139
+  std::string text = out.str();
+  EXPECT_NE(text.find("id,name,t\n112,"), std::string::npos) << text;
+  EXPECT_NE(text.find("md5:"), std::string::npos) << text;
+
+  q.where = "name IS NULL";
+  q.count_only = true;
+  std::ostringstream count;
+  r = QueryTable(q, count);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(count.str(), "125\n");
+
+  q.where = "label = 'x'";
+  std::ostringstream bad;
+  EXPECT_EQ(QueryTable(q, bad).status().code(), StatusCode::kInvalidArgument);
+  q.where = "";
+  q.select = {"nope"};
+  EXPECT_EQ(QueryTable(q, bad).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Query, TimeTravelsAndLimits) {
+  TestTable t;
+  t.AppendFile(0, 10);
+  t.AppendFile(10, 10);
+  QueryOptions q;
+  q.table_dir = t.dir();
+  q.count_only = true;
+  q.version = 0;
+  std::ostringstream out;
+  ASSERT_TRUE(QueryTable(q, out).ok());
+  EXPECT_EQ(out.str(), "10\n");
+  q.count_only = false;
+  q.version.reset();
+  q.limit = 3;
+  q.select = {"id"};
+  q.format = CatOptions::Format::kJson;
+  std::ostringstream rows;
+  auto r = QueryTable(q, rows);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(rows.str(), "{\"id\":0}\n{\"id\":1}\n{\"id\":2}\n");
+}
+
+}  // namespace
+}  // namespace stoke

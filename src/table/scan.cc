@@ -1,0 +1,131 @@
+#include "table/scan.h"
+
+#include <fmt/format.h>
+
+namespace stoke {
+namespace {
+
+// A statistics value decoded per the column's physical type (PLAIN encoding).
+std::optional<Value> DecodeStat(const LeafColumn& col, const std::string& bytes) {
+  auto p = reinterpret_cast<const uint8_t*>(bytes.data());
+  switch (col.type) {
+    case parquet::Type::kBoolean:
+      if (bytes.size() == 1) return Value{static_cast<bool>(bytes[0] != 0)};
+      break;
+    case parquet::Type::kInt32:
+      if (bytes.size() == 4) return Value{static_cast<int64_t>(LoadLE<int32_t>(p))};
+      break;
+    case parquet::Type::kInt64:
+      if (bytes.size() == 8) return Value{LoadLE<int64_t>(p)};
+      break;
+    case parquet::Type::kFloat:
+      if (bytes.size() == 4) return Value{static_cast<double>(LoadLE<float>(p))};
+      break;
+    case parquet::Type::kDouble:
+      if (bytes.size() == 8) return Value{LoadLE<double>(p)};
+      break;
+    case parquet::Type::kByteArray:
+      if (col.is_string) return Value{bytes};
+      break;
+    default: break;
+  }
+  return std::nullopt;
+}
+
+// Delta writers truncate string statistics (Spark to 32 characters): a truncated minimum is still a
+// lower bound, but a truncated maximum is below the true one. String maxima that long are dropped.
+constexpr size_t kStringStatTruncation = 32;
+
+std::optional<Value> JsonStat(const ColumnSpec& col, const nlohmann::json& v, bool is_max) {
+  if (col.tensor) return std::nullopt;
+  switch (col.type) {
+    case parquet::Type::kBoolean:
+      if (v.is_boolean()) return Value{v.get<bool>()};
+      break;
+    case parquet::Type::kInt32:
+    case parquet::Type::kInt64:
+      if (v.is_number_integer()) return Value{v.get<int64_t>()};
+      break;
+    case parquet::Type::kFloat:
+    case parquet::Type::kDouble:
+      if (v.is_number()) return Value{v.get<double>()};
+      break;
+    case parquet::Type::kByteArray:
+      if (col.is_string && v.is_string()) {
+        std::string text = v.get<std::string>();
+        if (is_max && text.size() >= kStringStatTruncation) return std::nullopt;
+        return Value{std::move(text)};
+      }
+      break;
+    default: break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string TableView::FilePath(const delta::AddFile& add) const {
+  auto rel = delta::DecodePath(add.path);
+  return JoinPath(dir, rel.ok() ? *rel : add.path);
+}
+
+Result<TableView> OpenTableView(const std::string& table_dir, std::optional<int64_t> version) {
+  TableView t;
+  t.dir = table_dir;
+  delta::DeltaLog log(LocalStorage(), table_dir);
+  STOKE_ASSIGN_OR_RETURN(t.snapshot, log.ReadSnapshot(version));
+  std::map<std::string, TensorSpec> tensors;
+  auto it = t.snapshot.metadata.configuration.find(kTensorsMetadataKey);
+  if (it != t.snapshot.metadata.configuration.end()) {
+    STOKE_ASSIGN_OR_RETURN(tensors, TensorSpecsFromJson(it->second, table_dir));
+  }
+  STOKE_ASSIGN_OR_RETURN(t.columns, delta::SchemaFromSparkJson(t.snapshot.metadata.schema_string, tensors));
+  return t;
+}
+
+std::map<std::string, Predicate::ColumnStats> FileStats(const delta::AddFile& add, const std::vector<ColumnSpec>& columns,
+                                                        int64_t* num_records) {
+  std::map<std::string, Predicate::ColumnStats> out;
+  *num_records = -1;
+  if (!add.stats) return out;
+  auto j = nlohmann::json::parse(*add.stats, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return out;
+  if (j.contains("numRecords") && j["numRecords"].is_number_integer()) *num_records = j["numRecords"].get<int64_t>();
+  for (const auto& col : columns) {
+    Predicate::ColumnStats s;
+    for (auto [key, slot] : {std::pair{"minValues", &s.min}, std::pair{"maxValues", &s.max}}) {
+      if (j.contains(key) && j[key].is_object() && j[key].contains(col.name)) {
+        *slot = JsonStat(col, j[key][col.name], slot == &s.max);
+      }
+    }
+    if (j.contains("nullCount") && j["nullCount"].is_object() && j["nullCount"].contains(col.name) &&
+        j["nullCount"][col.name].is_number_integer()) {
+      s.null_count = j["nullCount"][col.name].get<int64_t>();
+    }
+    out[col.name] = std::move(s);
+  }
+  return out;
+}
+
+std::map<std::string, Predicate::ColumnStats> RowGroupStats(const ParquetReader& reader, int row_group) {
+  std::map<std::string, Predicate::ColumnStats> out;
+  const auto& rg = reader.metadata().row_groups[row_group];
+  for (size_t c = 0; c < reader.columns().size(); ++c) {
+    const auto& meta = rg.columns[c].meta_data;
+    if (!meta || !meta->statistics) continue;
+    const auto& st = *meta->statistics;
+    Predicate::ColumnStats s;
+    // min_value/max_value have the column's sort order; the deprecated min/max only for signed
+    // types, where both orders agree.
+    bool legacy_ok = reader.columns()[c].type != parquet::Type::kByteArray;
+    auto lo = st.min_value ? st.min_value : (legacy_ok ? st.min : std::nullopt);
+    auto hi = st.max_value ? st.max_value : (legacy_ok ? st.max : std::nullopt);
+    if (lo) s.min = DecodeStat(reader.columns()[c], *lo);
+    if (hi) s.max = DecodeStat(reader.columns()[c], *hi);
+    s.null_count = st.null_count;
+    out[reader.columns()[c].name] = std::move(s);
+  }
+  return out;
+}
+
+}  // namespace stoke

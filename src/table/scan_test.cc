@@ -1,0 +1,51 @@
+#include "table/scan.h"
+
+#include <gtest/gtest.h>
+
+#include "table/test_table.h"
+
+namespace stoke {
+namespace {
+
+TEST(Scan, FileStatsReadDeltaStatisticsByColumnType) {
+  auto cols = testing_support::TestColumns();
+  delta::AddFile add;
+  add.stats = R"({"numRecords":7,"minValues":{"id":3,"label":0,"name":"a"},"maxValues":{"id":9,"label":2,"name":"zz"},
+                  "nullCount":{"id":0,"name":2,"t":0}})";
+  int64_t records = 0;
+  auto st = FileStats(add, cols, &records);
+  EXPECT_EQ(records, 7);
+  EXPECT_EQ(st["id"].min, Value{int64_t{3}});
+  EXPECT_EQ(st["id"].max, Value{int64_t{9}});
+  EXPECT_EQ(st["name"].max, Value{std::string("zz")});
+  EXPECT_EQ(st["name"].null_count, 2);
+  EXPECT_FALSE(st["t"].min.has_value());  // tensors have no bounds
+}
+
+TEST(Scan, TruncatedStringMaximaAreNotTrusted) {
+  auto cols = testing_support::TestColumns();
+  delta::AddFile add;
+  // A writer that truncated "bbbb...bz" to 32 characters: the stored max is below the real one.
+  std::string truncated(32, 'b');
+  add.stats = R"({"numRecords":1,"minValues":{"name":")" + truncated + R"("},"maxValues":{"name":")" + truncated + R"("}})";
+  int64_t records = 0;
+  auto st = FileStats(add, cols, &records);
+  EXPECT_TRUE(st["name"].min.has_value());
+  EXPECT_FALSE(st["name"].max.has_value());
+  auto p = Predicate::Parse("name > '" + truncated + "'");
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p->Bind(cols).ok());
+  EXPECT_TRUE(p->MayMatch(st, records));  // must not skip the file
+}
+
+TEST(Scan, MalformedStatsSkipNothing) {
+  auto cols = testing_support::TestColumns();
+  delta::AddFile add;
+  add.stats = "{not json";
+  int64_t records = 5;
+  EXPECT_TRUE(FileStats(add, cols, &records).empty());
+  EXPECT_EQ(records, -1);
+}
+
+}  // namespace
+}  // namespace stoke

@@ -1,0 +1,137 @@
+// `stoke history` and `stoke inspect DIR`.
+#include <fmt/format.h>
+
+#include <ctime>
+#include <filesystem>
+#include <sstream>
+
+#include "core/progress.h"
+#include "stoke/table.h"
+#include "table/delta_log.h"
+
+namespace stoke {
+namespace {
+
+std::string FormatTimestamp(int64_t ms) {
+  std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+  return fmt::format("{}.{:03}Z", buf, ms % 1000);
+}
+
+std::string Dump(const nlohmann::json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+bool IsTableDirectory(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(JoinPath(path, delta::kLogDirName), ec);
+}
+
+Status PrintTableHistory(const std::string& table_dir, int64_t limit, bool json, std::ostream& out) {
+  delta::DeltaLog log(LocalStorage(), table_dir);
+  STOKE_ASSIGN_OR_RETURN(auto history, log.History(limit));
+  if (history.empty()) return Status::NotFound(fmt::format("'{}' is not a table (no {} commits)", table_dir, delta::kLogDirName));
+  if (json) {
+    for (const auto& h : history) {
+      out << Dump({{"version", h.version}, {"timestamp", h.timestamp}, {"operation", h.operation},
+                   {"files_added", h.files_added}, {"files_removed", h.files_removed},
+                   {"bytes_added", h.bytes_added}, {"bytes_removed", h.bytes_removed}, {"commitInfo", h.info}})
+          << "\n";
+    }
+    return Status::OK();
+  }
+  out << fmt::format("{:>8}  {:<24}  {:<10}  {:>7}  {:>9}  {:>11}  {}\n", "version", "timestamp", "operation", "+files",
+                     "-files", "+bytes", "parameters");
+  for (const auto& h : history) {
+    std::string params;
+    if (h.info.is_object() && h.info.contains("operationParameters")) params = Dump(h.info["operationParameters"]);
+    out << fmt::format("{:>8}  {:<24}  {:<10}  {:>7}  {:>9}  {:>11}  {}\n", h.version, FormatTimestamp(h.timestamp),
+                       h.operation.empty() ? "-" : h.operation, h.files_added, h.files_removed,
+                       FormatBytes(static_cast<uint64_t>(h.bytes_added)), params);
+  }
+  return Status::OK();
+}
+
+Status InspectTable(const std::string& table_dir, std::optional<int64_t> version, bool json, std::ostream& out) {
+  delta::DeltaLog log(LocalStorage(), table_dir);
+  STOKE_ASSIGN_OR_RETURN(auto snap, log.ReadSnapshot(version));
+  std::map<std::string, TensorSpec> tensors;
+  auto it = snap.metadata.configuration.find(kTensorsMetadataKey);
+  if (it != snap.metadata.configuration.end()) {
+    STOKE_ASSIGN_OR_RETURN(tensors, TensorSpecsFromJson(it->second, table_dir));
+  }
+  STOKE_ASSIGN_OR_RETURN(auto columns, delta::SchemaFromSparkJson(snap.metadata.schema_string, tensors));
+  int64_t bytes = 0;
+  for (const auto& f : snap.files) bytes += f.size;
+  const int64_t rows = snap.num_records();
+
+  nlohmann::ordered_json j;
+  j["table"] = table_dir;
+  j["version"] = snap.version;
+  j["timestamp"] = snap.timestamp;
+  j["id"] = snap.metadata.id;
+  j["protocol"] = {{"minReaderVersion", snap.protocol.min_reader_version},
+                   {"minWriterVersion", snap.protocol.min_writer_version}};
+  j["files"] = snap.files.size();
+  j["bytes"] = bytes;
+  j["rows"] = rows;
+  j["partition_columns"] = snap.metadata.partition_columns;
+  j["schema"] = nlohmann::ordered_json::array();
+  for (const auto& c : columns) {
+    nlohmann::ordered_json jc = {{"name", c.name}, {"type", std::string(parquet::TypeName(c.type))},
+                                 {"nullable", c.optional}};
+    if (c.is_string) jc["logical"] = "STRING";
+    if (c.tensor) jc["tensor"] = {{"dtype", std::string(DTypeName(c.tensor->dtype))}, {"shape", c.tensor->shape}};
+    j["schema"].push_back(jc);
+  }
+  j["data_files"] = nlohmann::ordered_json::array();
+  for (const auto& f : snap.files) {
+    nlohmann::ordered_json jf = {{"path", f.path}, {"size", f.size}, {"modificationTime", f.modification_time}};
+    if (f.stats) {
+      auto stats = nlohmann::ordered_json::parse(*f.stats, nullptr, false);
+      if (!stats.is_discarded()) jf["stats"] = stats;
+    }
+    j["data_files"].push_back(jf);
+  }
+  if (json) {
+    out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    return Status::OK();
+  }
+  out << fmt::format("table       {}\n", table_dir);
+  out << fmt::format("version     {} ({})\n", snap.version, FormatTimestamp(snap.timestamp));
+  out << fmt::format("protocol    reader {}, writer {}\n", snap.protocol.min_reader_version, snap.protocol.min_writer_version);
+  out << fmt::format("files       {} data files, {} ({} bytes)\n", snap.files.size(), FormatBytes(static_cast<uint64_t>(bytes)), bytes);
+  out << fmt::format("rows        {}\n", rows < 0 ? std::string("unknown (a file has no stats)") : std::to_string(rows));
+  if (!snap.metadata.partition_columns.empty()) {
+    out << fmt::format("partitions  {}\n", fmt::join(snap.metadata.partition_columns, ", "));
+  }
+  out << "schema\n";
+  for (const auto& c : columns) {
+    out << fmt::format("  {:<12} {}{}{}{}\n", c.name, parquet::TypeName(c.type), c.is_string ? " STRING" : "",
+                       c.optional ? " (nullable)" : "",
+                       c.tensor ? fmt::format(" tensor {}[{}]", DTypeName(c.tensor->dtype), fmt::join(c.tensor->shape, ","))
+                                : "");
+  }
+  out << "data files\n";
+  size_t shown = 0;
+  for (const auto& f : snap.files) {
+    if (++shown > 20) {
+      out << fmt::format("  ... and {} more (--json lists all)\n", snap.files.size() - 20);
+      break;
+    }
+    std::string records = "?";
+    if (f.stats) {
+      auto stats = nlohmann::json::parse(*f.stats, nullptr, false);
+      if (!stats.is_discarded() && stats.contains("numRecords")) records = Dump(stats["numRecords"]);
+    }
+    out << fmt::format("  {:<60} {:>10} {:>8} rows\n", f.path, FormatBytes(static_cast<uint64_t>(f.size)), records);
+  }
+  return Status::OK();
+}
+
+}  // namespace stoke

@@ -1,0 +1,84 @@
+// `stoke vacuum`: removes data files no retained version needs.
+//
+// A file is kept when it is live in the latest version, or in any version whose commit is newer
+// than the retention cutoff, or in the last version before the cutoff (that version was the table
+// until the first retained commit, so readers of the cutoff instant still see it). Anything else
+// under the table (outside _delta_log and _stoke) that is older than the cutoff is deleted:
+// removed files and never-committed leftovers alike. Files newer than the cutoff are never
+// deleted, so a concurrent ingest's not-yet-committed files survive.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <set>
+
+#include "core/log.h"
+#include "stoke/table.h"
+#include "table/delta_log.h"
+
+namespace stoke {
+
+Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
+  if (o.retain_hours < 0) return Status::InvalidArgument("vacuum: --retain must not be negative");
+  Storage& fs = LocalStorage();
+  delta::DeltaLog log(fs, o.table_dir);
+  STOKE_ASSIGN_OR_RETURN(int64_t latest, log.LatestVersion());
+  if (latest < 0) return Status::NotFound(fmt::format("vacuum: '{}' is not a table", o.table_dir));
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t cutoff = now_ms - static_cast<int64_t>(o.retain_hours * 3600.0 * 1000.0);
+
+  // Replay the log once, collecting the files live in every retained version.
+  STOKE_ASSIGN_OR_RETURN(auto history, log.History());
+  std::map<int64_t, int64_t> timestamps;  // version -> commit time
+  for (const auto& h : history) timestamps[h.version] = h.timestamp;
+  int64_t first_kept = 0;  // the last version at or before the cutoff, or 0
+  for (const auto& [v, ts] : timestamps) {
+    if (ts <= cutoff) first_kept = v;
+  }
+  std::set<std::string> keep;
+  std::set<std::string> live;
+  for (int64_t v = 0; v <= latest; ++v) {
+    STOKE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(fs, log.CommitPath(v)));
+    STOKE_ASSIGN_OR_RETURN(auto actions, delta::ParseCommit(text, log.CommitPath(v)));
+    for (const auto& a : actions) {
+      if (const auto* add = std::get_if<delta::AddFile>(&a)) {
+        STOKE_ASSIGN_OR_RETURN(std::string p, delta::DecodePath(add->path));
+        live.insert(p);
+      } else if (const auto* rm = std::get_if<delta::RemoveFile>(&a)) {
+        STOKE_ASSIGN_OR_RETURN(std::string p, delta::DecodePath(rm->path));
+        live.erase(p);
+      }
+    }
+    if (v >= first_kept) keep.insert(live.begin(), live.end());
+  }
+
+  VacuumReport report;
+  report.referenced_kept = static_cast<int64_t>(keep.size());
+  std::error_code ec;
+  std::filesystem::path root(o.table_dir);
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec); !ec && it != std::filesystem::end(it);
+       it.increment(ec)) {
+    const auto rel = std::filesystem::relative(it->path(), root, ec).generic_string();
+    if (it->is_directory()) {
+      if (rel == delta::kLogDirName || rel == "_stoke") it.disable_recursion_pending();
+      continue;
+    }
+    if (keep.count(rel)) continue;
+    auto st = fs.Stat(it->path().string());
+    if (!st.ok() || st->modification_time_ms > cutoff) continue;
+    report.files.push_back(rel);
+    report.bytes += static_cast<int64_t>(st->size);
+  }
+  if (ec) return Status::IOError(fmt::format("vacuum: listing '{}': {}", o.table_dir, ec.message()));
+  std::sort(report.files.begin(), report.files.end());
+  if (!o.dry_run) {
+    for (const auto& rel : report.files) {
+      STOKE_RETURN_IF_ERROR(fs.Delete(JoinPath(o.table_dir, rel)));
+      STOKE_LOG(kInfo, "vacuum.deleted", "table={} file={}", o.table_dir, rel);
+    }
+  }
+  return report;
+}
+
+}  // namespace stoke
