@@ -42,7 +42,7 @@ test-asan: bootstrap
 	cd $(BUILD)-asan && ctest --output-on-failure -j $(JOBS)
 
 bench: build
-	@bash bench/convert_vs_dd.sh $(BUILD)/stoke
+	@bash bench/write_vs_dd.sh $(BUILD)/stoke
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

@@ -23,6 +23,10 @@ struct IngestOptions {
   int64_t target_file_bytes = int64_t{1} << 30;  // data file size to aim for
   int64_t row_group_bytes = int64_t{128} << 20;
   int64_t rows_per_file = 0;              // > 0: exactly this many rows per data file (1 = one per source)
+  // A labels column to partition by (Hive-style directories "<column>=<value>/"; the column's
+  // values live in the log's partitionValues, not in the data files). Appending to a partitioned
+  // table uses the table's partition column when this is empty.
+  std::string partition_by;
   size_t threads = 0;
   bool progress = true;
 };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -104,6 +105,8 @@ int main(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false))
       ->default_str("128MiB");
   ingest->add_option("--rows-per-file", ig.rows_per_file, "Exactly N rows per data file (1 = one file per source file)");
+  ingest->add_option("--partition-by", ig.partition_by,
+                     "A labels column to partition by (directories <column>=<value>/; appends use the table's)");
   ingest->add_option("--threads", ig.threads, "Encoding threads (0 = one per core)")->capture_default_str();
 
   // optimize
@@ -268,7 +271,9 @@ int main(int argc, char** argv) {
     return s.ok() ? 0 : Fail(s);
   }
   if (inspect->parsed()) {
-    stoke::Status s = stoke::IsTableDirectory(inspect_path)
+    // A directory is a table (its log says which version); anything else a Parquet file.
+    std::error_code ec;
+    stoke::Status s = std::filesystem::is_directory(inspect_path, ec)
                           ? stoke::InspectTable(inspect_path, inspect_version, io.json, std::cout)
                           : stoke::InspectParquetFile(inspect_path, io, std::cout);
     return s.ok() ? 0 : Fail(s);

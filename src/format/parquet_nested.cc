@@ -39,7 +39,8 @@ struct PhysNode {
 };
 
 bool HasAnnotation(const parquet::SchemaElement& e, ConvertedType ct, LogicalTypeId lt) {
-  return (e.converted_type && *e.converted_type == ct) || (e.logical_type && e.logical_type->id == lt);
+  return (e.converted_type && *e.converted_type == ct) ||
+         (lt != LogicalTypeId::kNone && e.logical_type && e.logical_type->id == lt);
 }
 
 bool IsStringElement(const parquet::SchemaElement& e) {
@@ -84,8 +85,9 @@ Status BuildPhys(const std::vector<parquet::SchemaElement>& schema, size_t* i, c
   }
   out->children.resize(static_cast<size_t>(children));
   const bool is_list = HasAnnotation(e, ConvertedType::kList, LogicalTypeId::kList);
-  // MAP_KEY_VALUE marks a map's outer group in some old writers and its repeated group in others;
-  // on the repeated group it says nothing more than the MAP parent does.
+  // MAP_KEY_VALUE (a converted type only; LogicalType has no counterpart) marks a map's outer group
+  // in some old writers and its repeated group in others; on the repeated group it says nothing more
+  // than the MAP parent does.
   const bool is_map = HasAnnotation(e, ConvertedType::kMap, LogicalTypeId::kMap) ||
                       (HasAnnotation(e, ConvertedType::kMapKeyValue, LogicalTypeId::kNone) &&
                        out->repetition != Repetition::kRepeated);

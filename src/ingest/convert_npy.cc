@@ -32,7 +32,7 @@ Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& o) {
 
   Stopwatch watch;
   ProgressBar bar("convert", static_cast<uint64_t>(n), "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
-  auto written = WriteNpyRows(sources, rows, /*first_id=*/0, layout, wopts, o.threads, &bar);
+  auto written = WriteNpyRows(sources, rows, /*ids=*/rows, layout, wopts, o.threads, &bar);
   bar.Finish();
   if (!written.ok()) return written.status();
 

@@ -280,10 +280,19 @@ FileSetLayout LayoutForSizes(int64_t sample_bytes, int64_t rows, int64_t row_gro
   return l;
 }
 
-Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::vector<int64_t>& rows, int64_t first_id,
-                                              const FileSetLayout& layout, const WriterOptions& options, size_t threads,
-                                              ProgressBar* progress) {
+NpySources WithoutLabel(const NpySources& sources, size_t label) {
+  NpySources s = sources;
+  s.labels.erase(s.labels.begin() + static_cast<std::ptrdiff_t>(label));
+  s.columns.erase(s.columns.begin() + 2 + static_cast<std::ptrdiff_t>(label));
+  s.first_tensor -= 1;
+  return s;
+}
+
+Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::vector<int64_t>& rows,
+                                              const std::vector<int64_t>& ids, const FileSetLayout& layout,
+                                              const WriterOptions& options, size_t threads, ProgressBar* progress) {
   Storage& fs = LocalStorage();
+  if (ids.size() != rows.size()) return Status::InvalidArgument("WriteNpyRows: one id per row needed");
   if (layout.rows_per_file <= 0 || layout.rows_per_group <= 0) return Status::InvalidArgument("bad file layout");
   if (layout.single_file.empty()) STOKE_RETURN_IF_ERROR(fs.CreateDirectories(layout.dir));
   const int64_t n = static_cast<int64_t>(rows.size());
@@ -306,7 +315,7 @@ Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::ve
   auto encode = [&](const Group& g) -> Result<EncodedRowGroup> {
     RowGroupEncoder enc(s.columns, options, &page_buffers);
     AlignedBuffer reuse;
-    std::vector<int64_t> ids;
+    std::vector<int64_t> row_ids;
     std::vector<std::string> names;
     for (int64_t k = g.begin; k < g.end; ++k) {
       const size_t i = static_cast<size_t>(rows[k]);
@@ -328,12 +337,12 @@ Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::ve
         STOKE_RETURN_IF_ERROR(enc.AppendTensor(s.first_tensor + t, arr.data.view()));
         bytes += arr.data.size();
       }
-      ids.push_back(first_id + k);
+      row_ids.push_back(ids[k]);
       names.push_back(s.files[i].name);
       if (progress != nullptr) progress->Add(1, bytes);
       if (!s.npz) reuse = std::move(arrays[0].second.data);
     }
-    STOKE_RETURN_IF_ERROR(enc.SetScalars(0, ColumnValues{std::move(ids), {}}));
+    STOKE_RETURN_IF_ERROR(enc.SetScalars(0, ColumnValues{std::move(row_ids), {}}));
     STOKE_RETURN_IF_ERROR(enc.SetScalars(1, ColumnValues{std::move(names), {}}));
     for (size_t l = 0; l < s.labels.size(); ++l) {
       STOKE_RETURN_IF_ERROR(enc.SetScalars(2 + l, LabelValues(s.labels[l], rows, static_cast<size_t>(g.begin),

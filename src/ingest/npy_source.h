@@ -57,13 +57,17 @@ struct FileSetLayout {
 // group, so every OffsetIndex stays within Arrow's list limit).
 FileSetLayout LayoutForSizes(int64_t sample_bytes, int64_t rows, int64_t row_group_bytes, int64_t target_file_bytes);
 
-// Writes the source files `rows` (indices into sources.files, in this order) with ids first_id,
-// first_id + 1, ...: row groups are encoded on `threads` threads (0 = one per core) while this
+// Writes the source files `rows` (indices into sources.files, in this order) with the ids `ids`
+// (one per row): row groups are encoded on `threads` threads (0 = one per core) while this
 // thread appends them in order, at most threads + 1 row groups in memory. Files are written as
 // "<name>.inprogress" and renamed when complete; on error every file of this call is deleted.
 Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& sources, const std::vector<int64_t>& rows,
-                                              int64_t first_id, const FileSetLayout& layout,
+                                              const std::vector<int64_t>& ids, const FileSetLayout& layout,
                                               const WriterOptions& options, size_t threads, ProgressBar* progress);
+
+// The same sources without label column `label` (a partition column: its values go into directory
+// names and the table log, not into the data files).
+NpySources WithoutLabel(const NpySources& sources, size_t label);
 
 // A random RFC 4122 version-4 UUID.
 std::string RandomUuid();

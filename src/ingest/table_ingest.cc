@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <thread>
+#include <unistd.h>
 
 #include "core/clock.h"
+#include "core/random.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "format/codec.h"
@@ -31,11 +34,12 @@ std::string DescribeColumn(const ColumnSpec& c) {
 
 // Appending needs the source's columns to be the table's, in the same order and types. An
 // OPTIONAL table column accepts a source column without nulls.
+// `first_file` is the source file whose arrays set the source's tensor columns.
 Status CheckAppendSchema(const std::vector<ColumnSpec>& table, const std::vector<ColumnSpec>& source,
-                         const std::string& table_dir) {
+                         const std::string& table_dir, const std::string& first_file) {
   auto mismatch = [&](const std::string& what) {
-    return Status::InvalidArgument(fmt::format("ingest: schema mismatch with table '{}': {} (use --mode overwrite to replace "
-                                               "the table)", table_dir, what));
+    return Status::InvalidArgument(fmt::format("ingest: schema mismatch between table '{}' and source file '{}': {} (use "
+                                               "--mode overwrite to replace the table)", table_dir, first_file, what));
   };
   if (table.size() != source.size()) {
     std::vector<std::string> a, b;
@@ -73,22 +77,30 @@ Status ReadIngestedFiles(const delta::Snapshot& snap, const std::string& table_d
   return Status::OK();
 }
 
+// A partition directory name, escaped as Hive and Spark do (ExternalCatalogUtils.escapePathName).
+std::string PartitionDirectory(const std::string& column, const std::string& value) {
+  auto escape = [](const std::string& s) {
+    if (s.empty()) return std::string("__HIVE_DEFAULT_PARTITION__");
+    std::string out;
+    for (unsigned char c : s) {
+      if (c < 0x20 || c == 0x7F || std::string_view("\"#%'*/:=?\\{[]^").find(static_cast<char>(c)) != std::string_view::npos) {
+        out += fmt::format("%{:02X}", c);
+      } else {
+        out += static_cast<char>(c);
+      }
+    }
+    return out;
+  };
+  return escape(column) + "=" + escape(value);
+}
+
 }  // namespace
 
-Result<IngestReport> IngestNpy(const IngestOptions& o) {
+// One attempt: read the table's latest version, write the data files, commit. The commit is
+// exclusive (it fails if anyone committed after the version read), because what it writes depends
+// on that version: the ids continue the table's, and files already in it are skipped.
+Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sources, const WriterOptions& wopts) {
   Storage& fs = LocalStorage();
-  if (o.table_dir.empty()) return Status::InvalidArgument("ingest: --table is required");
-  if (o.mode != "append" && o.mode != "overwrite") {
-    return Status::InvalidArgument(fmt::format("ingest: --mode must be append or overwrite, not '{}'", o.mode));
-  }
-  if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0 || o.rows_per_file < 0) {
-    return Status::InvalidArgument("ingest: sizes and --rows-per-file must be positive");
-  }
-  WriterOptions wopts;
-  STOKE_ASSIGN_OR_RETURN(wopts.codec, CodecFromName(o.codec));
-  wopts.compression_level = o.compression_level;
-  STOKE_ASSIGN_OR_RETURN(NpySources sources, PlanNpySources(o.source_dir, o.labels_csv, o.tensor_column, "ingest"));
-
   Stopwatch watch;
   IngestReport report;
   report.source_files = static_cast<int64_t>(sources.files.size());
@@ -108,12 +120,43 @@ Result<IngestReport> IngestNpy(const IngestOptions& o) {
       STOKE_ASSIGN_OR_RETURN(tensors, TensorSpecsFromJson(it->second, o.table_dir));
     }
     STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::SchemaFromSparkJson(snap->metadata.schema_string, tensors));
-    Status same = CheckAppendSchema(table_columns, sources.columns, o.table_dir);
+    Status same = CheckAppendSchema(table_columns, sources.columns, o.table_dir, JoinPath(sources.dir, sources.files[0].name));
     if (!overwrite) {
       STOKE_RETURN_IF_ERROR(same);
       STOKE_RETURN_IF_ERROR(ReadIngestedFiles(*snap, o.table_dir, &ingested, &max_id));
     } else {
       schema_changes = !same.ok();
+    }
+  }
+
+  // Partitioning: by --partition-by, or by the table's partition column when appending.
+  std::string partition = o.partition_by;
+  if (snap && !overwrite) {
+    const auto& pc = snap->metadata.partition_columns;
+    if (pc.size() > 1) return Status::Unsupported(fmt::format("ingest into '{}': more than one partition column", o.table_dir));
+    std::string table_partition = pc.empty() ? "" : pc[0];
+    if (partition.empty()) partition = table_partition;
+    if (partition != table_partition) {
+      return Status::InvalidArgument(fmt::format("ingest: table '{}' is {}; --partition-by '{}' does not match", o.table_dir,
+                                                 table_partition.empty() ? "not partitioned" : "partitioned by '" + table_partition + "'",
+                                                 partition));
+    }
+  }
+  if (snap && overwrite) {
+    std::vector<std::string> wanted;
+    if (!partition.empty()) wanted.push_back(partition);
+    if (wanted != snap->metadata.partition_columns) schema_changes = true;
+  }
+  std::optional<size_t> partition_label;
+  if (!partition.empty()) {
+    std::vector<std::string> names;
+    for (size_t l = 0; l < sources.labels.size(); ++l) {
+      names.push_back(sources.labels[l].spec.name);
+      if (sources.labels[l].spec.name == partition) partition_label = l;
+    }
+    if (!partition_label) {
+      return Status::InvalidArgument(fmt::format("ingest: --partition-by '{}' is not a labels column (labels: {})", partition,
+                                                 names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
     }
   }
 
@@ -138,11 +181,46 @@ Result<IngestReport> IngestNpy(const IngestOptions& o) {
     layout.rows_per_file = o.rows_per_file;
     layout.rows_per_group = std::min(layout.rows_per_group, o.rows_per_file);
   }
-  layout.dir = o.table_dir;
+  // Rows per partition value (one group without partitioning); ids follow the source order.
+  struct Partition {
+    std::optional<std::string> value;
+    std::string dir;  // relative to the table
+    std::vector<int64_t> rows, ids;
+  };
+  std::map<std::string, Partition> partitions;  // by value; "" is null
+  for (size_t k = 0; k < rows.size(); ++k) {
+    std::string value = partition_label ? sources.labels[*partition_label].cells[rows[k]] : "";
+    Partition& part = partitions[value];
+    if (part.rows.empty() && partition_label) {
+      part.dir = PartitionDirectory(partition, value);
+      if (!value.empty()) part.value = value;
+    }
+    part.rows.push_back(rows[k]);
+    part.ids.push_back(max_id + 1 + static_cast<int64_t>(k));
+  }
+  const NpySources file_sources = partition_label ? WithoutLabel(sources, *partition_label) : sources;
   ProgressBar bar("ingest", rows.size(), "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
-  auto written = WriteNpyRows(sources, rows, max_id + 1, layout, wopts, o.threads, &bar);
+  struct Written {
+    WrittenFile file;
+    const Partition* partition;
+  };
+  std::vector<Written> written;
+  Status write_status;
+  for (const auto& [value, part] : partitions) {
+    FileSetLayout l = layout;
+    l.dir = part.dir.empty() ? o.table_dir : JoinPath(o.table_dir, part.dir);
+    auto files = WriteNpyRows(file_sources, part.rows, part.ids, l, wopts, o.threads, &bar);
+    if (!files.ok()) {
+      write_status = files.status();
+      break;
+    }
+    for (auto& f : *files) written.push_back({std::move(f), &part});
+  }
   bar.Finish();
-  if (!written.ok()) return written.status();
+  if (!write_status.ok()) {
+    for (const auto& w : written) (void)fs.Delete(w.file.path);
+    return write_status;
+  }
 
   std::vector<delta::Action> actions;
   if (schema_changes) {
@@ -150,6 +228,7 @@ Result<IngestReport> IngestNpy(const IngestOptions& o) {
     meta.id = snap ? snap->metadata.id : RandomUuid();
     meta.schema_string = delta::SchemaToSparkJson(sources.columns);
     meta.configuration[kTensorsMetadataKey] = TensorSpecsToJson(sources.columns);
+    if (!partition.empty()) meta.partition_columns = {partition};
     meta.created_time = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                  std::chrono::system_clock::now().time_since_epoch())
                                                  .count());
@@ -171,29 +250,29 @@ Result<IngestReport> IngestNpy(const IngestOptions& o) {
       ++report.files_removed;
     }
   }
-  for (const auto& w : *written) {
+  for (const auto& [w, part] : written) {
     delta::AddFile a;
     std::string rel = std::filesystem::path(w.path).filename().string();
+    if (!part->dir.empty()) rel = part->dir + "/" + rel;
     a.path = delta::EncodePath(rel);
+    if (partition_label) a.partition_values[partition] = part->value;
     a.size = static_cast<int64_t>(w.bytes);
     auto st = fs.Stat(w.path);
     a.modification_time = st.ok() ? st->modification_time_ms : now_ms;
     a.data_change = true;
-    a.stats = delta::StatsJsonFromFooter(w.footer, sources.columns);
+    a.stats = delta::StatsJsonFromFooter(w.footer, file_sources.columns);
     actions.push_back(std::move(a));
     report.rows += w.rows;
     report.bytes_out += static_cast<int64_t>(w.bytes);
     ++report.files_added;
   }
-  delta::CommitKind kind = schema_changes ? delta::CommitKind::kMetadata
-                           : overwrite    ? delta::CommitKind::kRewrite
-                                          : delta::CommitKind::kBlindAppend;
-  nlohmann::json params = {{"mode", overwrite ? "Overwrite" : "Append"}, {"partitionBy", "[]"},
+  nlohmann::json params = {{"mode", overwrite ? "Overwrite" : "Append"},
+                           {"partitionBy", partition.empty() ? "[]" : "[\"" + partition + "\"]"},
                            {"source", o.source_dir}};
-  auto version = log.Commit(read_version, std::move(actions), kind, "WRITE", params);
+  auto version = log.Commit(read_version, std::move(actions), delta::CommitKind::kExclusive, "WRITE", params);
   if (!version.ok()) {
     // Nothing references the new files: remove them rather than leave orphans for VACUUM.
-    for (const auto& w : *written) (void)fs.Delete(w.path);
+    for (const auto& w : written) (void)fs.Delete(w.file.path);
     return version.status().WithContext(fmt::format("ingest into '{}'", o.table_dir));
   }
   report.version = *version;
@@ -201,6 +280,30 @@ Result<IngestReport> IngestNpy(const IngestOptions& o) {
   STOKE_LOG(kInfo, "ingest.committed", "table={} version={} files={} rows={}", o.table_dir, *version, report.files_added,
             report.rows);
   return report;
+}
+
+Result<IngestReport> IngestNpy(const IngestOptions& o) {
+  if (o.table_dir.empty()) return Status::InvalidArgument("ingest: --table is required");
+  if (o.mode != "append" && o.mode != "overwrite") {
+    return Status::InvalidArgument(fmt::format("ingest: --mode must be append or overwrite, not '{}'", o.mode));
+  }
+  if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0 || o.rows_per_file < 0) {
+    return Status::InvalidArgument("ingest: sizes and --rows-per-file must be positive");
+  }
+  WriterOptions wopts;
+  STOKE_ASSIGN_OR_RETURN(wopts.codec, CodecFromName(o.codec));
+  wopts.compression_level = o.compression_level;
+  STOKE_ASSIGN_OR_RETURN(NpySources sources, PlanNpySources(o.source_dir, o.labels_csv, o.tensor_column, "ingest"));
+  // Another writer committing between our read and our commit makes us re-plan from its version
+  // (new ids, its files skipped). Backoff with jitter keeps two busy writers from lock-stepping.
+  constexpr int kMaxAttempts = 50;
+  Rng jitter(static_cast<uint64_t>(NowNanos()) ^ static_cast<uint64_t>(::getpid()));
+  for (int attempt = 1;; ++attempt) {
+    auto r = IngestAttempt(o, sources, wopts);
+    if (r.ok() || r.status().code() != StatusCode::kConflict || attempt == kMaxAttempts) return r;
+    STOKE_LOG(kInfo, "ingest.retry", "table={} attempt={} cause=\"{}\"", o.table_dir, attempt, r.status().message());
+    std::this_thread::sleep_for(std::chrono::microseconds(1000 + jitter.Below(static_cast<uint64_t>(5000) * std::min(attempt, 10))));
+  }
 }
 
 }  // namespace stoke

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 #include "format/npy.h"
 #include "format/parquet_reader.h"
@@ -172,6 +173,72 @@ TEST_F(IngestTest, RejectsBadOptions) {
   o = Options();
   o.table_dir.clear();
   EXPECT_EQ(IngestNpy(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST_F(IngestTest, PartitionsByALabelColumnAndKeepsPartitionsThroughOptimize) {
+  AddSources(0, 12);  // label = i % 2
+  auto o = Options();
+  o.partition_by = "label";
+  o.rows_per_file = 2;
+  auto r = IngestNpy(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(fsys::is_directory(table_ + "/label=0"));
+  EXPECT_TRUE(fsys::is_directory(table_ + "/label=1"));
+  delta::DeltaLog log(LocalStorage(), table_);
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->metadata.partition_columns, std::vector<std::string>{"label"});
+  ASSERT_EQ(snap->files.size(), 6u);
+  for (const auto& f : snap->files) {
+    ASSERT_TRUE(f.partition_values.count("label"));
+    EXPECT_EQ(f.path.rfind("label=" + *f.partition_values.at("label") + "/", 0), 0u) << f.path;
+    // The data files do not hold the partition column.
+    auto reader = ParquetReader::Open(LocalStorage(), table_ + "/" + *delta::DecodePath(f.path));
+    ASSERT_TRUE(reader.ok());
+    EXPECT_FALSE((*reader)->FindColumn("label").ok());
+  }
+
+  // Appending without --partition-by uses the table's partitioning; a different one is refused.
+  AddSources(12, 4);
+  auto append = Options();
+  ASSERT_TRUE(IngestNpy(append).ok());
+  append.partition_by = "x";
+  EXPECT_EQ(IngestNpy(append).status().code(), StatusCode::kInvalidArgument);
+
+  QueryOptions q;
+  q.table_dir = table_;
+  q.where = "label = 1";
+  q.select = {"id", "label"};
+  q.format = CatOptions::Format::kCsv;
+  std::ostringstream out;
+  auto qr = QueryTable(q, out);
+  ASSERT_TRUE(qr.ok()) << qr.status().ToString();
+  EXPECT_EQ(qr->rows, 8);
+  EXPECT_EQ(qr->files_scanned, 4);  // label=0 files skipped from their partition values
+  EXPECT_NE(out.str().find("\n1,1\n"), std::string::npos) << out.str();
+
+  OptimizeOptions opt;
+  opt.table_dir = table_;
+  opt.progress = false;
+  auto or_ = OptimizeTable(opt);
+  ASSERT_TRUE(or_.ok()) << or_.status().ToString();
+  EXPECT_EQ(or_->files_after, 2);  // one per partition
+  auto after = log.ReadSnapshot();
+  ASSERT_TRUE(after.ok());
+  for (const auto& f : after->files) {
+    EXPECT_EQ(f.path.rfind("label=" + *f.partition_values.at("label") + "/", 0), 0u) << f.path;
+  }
+  std::ostringstream count;
+  q.count_only = true;
+  ASSERT_TRUE(QueryTable(q, count).ok());
+  EXPECT_EQ(count.str(), "8\n");
+  EXPECT_EQ(Rows().size(), 16u);
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 //   winner that added a path this commit adds, or that carries a txn of an appId this commit
 //   carries, conflicts too (Delta's ConcurrentTransactionException); for kRewrite, a winner that
 //   removed a path this commit removes conflicts (ConcurrentDeleteDeleteException). A commit that
-//   carries protocol/metaData, or creates the table, is treated as kMetadata whatever `kind` says;
+//   carries protocol/metaData, or creates the table, is treated as kExclusive whatever `kind` says;
 //   a kBlindAppend that removes files is treated as kRewrite.
 #include "table/delta_log.h"
 
@@ -856,7 +856,7 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
   }
   CommitKind effective = kind;
   if (read_version == -1 || has_protocol || has_metadata) {
-    effective = CommitKind::kMetadata;
+    effective = CommitKind::kExclusive;
   } else if (kind == CommitKind::kBlindAppend && !removes.empty()) {
     effective = CommitKind::kRewrite;
   }
@@ -902,7 +902,7 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
     Status s = storage_.PutIfAbsent(CommitPath(version), AsBytes(bytes));
     if (s.ok()) return version;
     if (s.code() != StatusCode::kAlreadyExists) return s;
-    if (effective == CommitKind::kMetadata) {
+    if (effective == CommitKind::kExclusive) {
       return Status::Conflict(fmt::format(
           "table '{}': version {} was committed by another writer first; a {} commit cannot be retried on top of it",
           table_dir_, version, read_version == -1 ? "table-creating" : "metadata-changing"));
@@ -1117,9 +1117,12 @@ std::string EncodePath(std::string_view relative_path) {
   out.reserve(relative_path.size());
   for (char ch : relative_path) {
     unsigned char c = static_cast<unsigned char>(ch);
+    // RFC 3986 path characters stay as they are: unreserved, sub-delims, ':' and '@', and '/'
+    // between segments (Spark writes "split=train/part-...").
     bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
                       c == '.' || c == '_' || c == '~' || c == '/';
-    if (unreserved) {
+    bool path_char = c && std::string_view("!$&'()*+,;=:@").find(static_cast<char>(c)) != std::string_view::npos;
+    if (unreserved || path_char) {
       out += ch;
     } else {
       out += '%';

@@ -108,9 +108,12 @@ struct CommitSummary {
 
 // What a commit does, for conflict checks when another writer committed first.
 enum class CommitKind {
-  kBlindAppend,   // only adds files (ingest --mode append): retried after any non-conflicting commit
+  kBlindAppend,   // only adds files whose contents do not depend on the version read: retried after
+                  // any non-conflicting commit
   kRewrite,       // removes files it read (optimize, overwrite): fails if a winner removed any of them
-  kMetadata,      // creates the table or changes metadata/protocol: fails on any concurrent commit
+  kExclusive,     // fails on any concurrent commit: creating the table, changing metadata/protocol,
+                  // and appends whose contents depend on the version read (ingest assigns ids and
+                  // skips files already in the table; it re-plans on Conflict)
 };
 
 // Thread-safe: methods may be called concurrently; different processes coordinate only through
@@ -162,8 +165,9 @@ Result<std::vector<ColumnSpec>> SchemaFromSparkJson(std::string_view json,
 // columns get nullCount only). Values are JSON numbers, strings or booleans.
 std::string StatsJsonFromFooter(const parquet::FileMetaData& footer, const std::vector<ColumnSpec>& columns);
 
-// Percent-encodes a relative path for the add/remove "path" field (RFC 3986: unreserved characters
-// and '/' stay) and decodes it back; a bad escape is InvalidArgument.
+// Percent-encodes a relative path for the add/remove "path" field (RFC 3986: unreserved characters,
+// sub-delims, ':', '@' and '/' stay, as Spark writes them) and decodes it back; a bad escape is
+// InvalidArgument.
 std::string EncodePath(std::string_view relative_path);
 Result<std::string> DecodePath(std::string_view encoded);
 

@@ -76,7 +76,7 @@ class DeltaLogTest : public ::testing::Test {
   // Creates the table (version 0) and returns its log.
   DeltaLog CreateTable() {
     DeltaLog log(fs_, dir_);
-    auto v = log.Commit(-1, {NewProtocol(), NewMetadata()}, CommitKind::kMetadata, "CREATE TABLE", json::object());
+    auto v = log.Commit(-1, {NewProtocol(), NewMetadata()}, CommitKind::kExclusive, "CREATE TABLE", json::object());
     EXPECT_TRUE(v.ok()) << v.status().ToString();
     if (v.ok()) {
       EXPECT_EQ(*v, 0);
@@ -146,7 +146,7 @@ TEST(DeltaCommitFile, SerializeAndParseRoundTripEveryActionKind) {
   EXPECT_EQ(m2.configuration, m.configuration);
   EXPECT_EQ(m2.created_time, m.created_time);
   const auto& a2 = std::get<AddFile>((*parsed)[3]);
-  EXPECT_EQ(a2.path, "part%3D1/a%20b.parquet");
+  EXPECT_EQ(a2.path, "part=1/a%20b.parquet");
   EXPECT_EQ(a2.partition_values, a.partition_values);
   EXPECT_EQ(a2.size, 123);
   EXPECT_EQ(a2.modification_time, a.modification_time);
@@ -249,16 +249,16 @@ TEST_F(DeltaLogTest, CommitPathIsTwentyDigitsZeroPadded) {
 
 TEST_F(DeltaLogTest, CreateTableNeedsProtocolAndMetadata) {
   DeltaLog log(fs_, dir_);
-  auto v = log.Commit(-1, {NewMetadata()}, CommitKind::kMetadata, "CREATE TABLE", json::object());
+  auto v = log.Commit(-1, {NewMetadata()}, CommitKind::kExclusive, "CREATE TABLE", json::object());
   EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument);
-  v = log.Commit(-1, {NewProtocol(), NewAdd("a.parquet")}, CommitKind::kMetadata, "CREATE TABLE", json::object());
+  v = log.Commit(-1, {NewProtocol(), NewAdd("a.parquet")}, CommitKind::kExclusive, "CREATE TABLE", json::object());
   EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(*log.LatestVersion(), -1);
 }
 
 TEST_F(DeltaLogTest, CreatingAnExistingTableConflicts) {
   DeltaLog log = CreateTable();
-  auto v = log.Commit(-1, {NewProtocol(), NewMetadata()}, CommitKind::kMetadata, "CREATE TABLE", json::object());
+  auto v = log.Commit(-1, {NewProtocol(), NewMetadata()}, CommitKind::kExclusive, "CREATE TABLE", json::object());
   EXPECT_EQ(v.status().code(), StatusCode::kConflict);
 }
 
@@ -267,7 +267,7 @@ TEST_F(DeltaLogTest, CreateFillsInMissingTableIdAndCreatedTime) {
   Metadata m = NewMetadata();
   m.id.clear();
   m.created_time.reset();
-  ASSERT_TRUE(log.Commit(-1, {NewProtocol(), m}, CommitKind::kMetadata, "CREATE TABLE", json::object()).ok());
+  ASSERT_TRUE(log.Commit(-1, {NewProtocol(), m}, CommitKind::kExclusive, "CREATE TABLE", json::object()).ok());
   auto snap = log.ReadSnapshot();
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ(snap->metadata.id.size(), 36u);
@@ -382,7 +382,7 @@ TEST_F(DeltaLogTest, LastMetadataAndProtocolWinAndTxnKeepsHighestVersion) {
   m.description = "changed";
   Protocol p;
   p.min_writer_version = 4;
-  ASSERT_TRUE(log.Commit(2, {m, p}, CommitKind::kMetadata, "SET TBLPROPERTIES", {}).ok());
+  ASSERT_TRUE(log.Commit(2, {m, p}, CommitKind::kExclusive, "SET TBLPROPERTIES", {}).ok());
   auto snap = log.ReadSnapshot();
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ(snap->metadata.description, "changed");
@@ -473,7 +473,7 @@ TEST_F(DeltaLogTest, ReaderFeaturesAreUnsupported) {
   p.min_writer_version = 7;
   p.reader_features = {"deletionVectors", "columnMapping"};
   p.writer_features = {"deletionVectors", "columnMapping"};
-  ASSERT_TRUE(log.Commit(0, {p}, CommitKind::kMetadata, "UPGRADE PROTOCOL", {}).ok());
+  ASSERT_TRUE(log.Commit(0, {p}, CommitKind::kExclusive, "UPGRADE PROTOCOL", {}).ok());
   auto snap = log.ReadSnapshot();
   ASSERT_FALSE(snap.ok());
   EXPECT_EQ(snap.status().code(), StatusCode::kUnsupported);
@@ -484,13 +484,13 @@ TEST_F(DeltaLogTest, ReaderFeaturesAreUnsupported) {
   Protocol v2;
   v2.min_reader_version = 2;
   v2.min_writer_version = 5;
-  ASSERT_TRUE(log.Commit(1, {v2}, CommitKind::kMetadata, "UPGRADE PROTOCOL", {}).ok());
+  ASSERT_TRUE(log.Commit(1, {v2}, CommitKind::kExclusive, "UPGRADE PROTOCOL", {}).ok());
   EXPECT_EQ(log.ReadSnapshot().status().code(), StatusCode::kUnsupported);
 
   Protocol v3;  // reader version 3 without features: nothing to refuse
   v3.min_reader_version = 3;
   v3.min_writer_version = 7;
-  ASSERT_TRUE(log.Commit(2, {v3}, CommitKind::kMetadata, "UPGRADE PROTOCOL", {}).ok());
+  ASSERT_TRUE(log.Commit(2, {v3}, CommitKind::kExclusive, "UPGRADE PROTOCOL", {}).ok());
   EXPECT_TRUE(log.ReadSnapshot().ok());
 }
 
@@ -571,7 +571,7 @@ TEST_F(DeltaLogTest, MetadataCommitConflictsWithAnyWinner) {
   ASSERT_EQ(*log.Commit(0, {NewAdd("a")}, CommitKind::kBlindAppend, "WRITE", {}), 1);
   Metadata m = NewMetadata();
   m.description = "new";
-  auto v = log.Commit(0, {m}, CommitKind::kMetadata, "SET TBLPROPERTIES", {});
+  auto v = log.Commit(0, {m}, CommitKind::kExclusive, "SET TBLPROPERTIES", {});
   EXPECT_EQ(v.status().code(), StatusCode::kConflict);
   // Declared as a blind append, a metadata change is still treated as one.
   v = log.Commit(0, {m}, CommitKind::kBlindAppend, "SET TBLPROPERTIES", {});
@@ -583,7 +583,7 @@ TEST_F(DeltaLogTest, BlindAppendConflictsWithAWinnerThatChangedMetadata) {
   DeltaLog log = CreateTable();
   Metadata m = NewMetadata();
   m.description = "new";
-  ASSERT_EQ(*log.Commit(0, {m}, CommitKind::kMetadata, "SET TBLPROPERTIES", {}), 1);
+  ASSERT_EQ(*log.Commit(0, {m}, CommitKind::kExclusive, "SET TBLPROPERTIES", {}), 1);
   auto v = log.Commit(0, {NewAdd("a")}, CommitKind::kBlindAppend, "WRITE", {});
   EXPECT_EQ(v.status().code(), StatusCode::kConflict);
 }
@@ -830,7 +830,8 @@ TEST(DeltaStats, EmptyFileHasZeroNullCountsAndNoBounds) {
 TEST(DeltaPath, EncodeAndDecodeRoundTrip) {
   EXPECT_EQ(EncodePath("part-00000-abc.parquet"), "part-00000-abc.parquet");
   EXPECT_EQ(EncodePath("dir/a b%c.parquet"), "dir/a%20b%25c.parquet");
-  EXPECT_EQ(EncodePath("k=v/x+y~_.z"), "k%3Dv/x%2By~_.z");
+  EXPECT_EQ(EncodePath("k=v/x+y~_.z"), "k=v/x+y~_.z");  // sub-delims are path characters
+  EXPECT_EQ(EncodePath("a#b?c[d]"), "a%23b%3Fc%5Bd%5D");
   EXPECT_EQ(EncodePath("\xc3\xa9t\xc3\xa9"), "%C3%A9t%C3%A9");
   for (std::string p : {"a b", "100%", "\xc3\xa9t\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac.parquet", "#?&=:@!$'()*,;[]"}) {
     auto back = DecodePath(EncodePath(p));

@@ -59,9 +59,12 @@ struct WrittenBin {
 Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
                               const WriterOptions& wopts, int64_t rows_per_group, ProgressBar* bar) {
   Storage& fs = LocalStorage();
-  const auto& cols = t.columns;
+  const std::vector<ColumnSpec> cols = t.FileColumns();  // partition columns live in the log
   WrittenBin out;
-  out.path = JoinPath(t.dir, fmt::format("part-00000-{}.parquet", UuidV4()));
+  // The new file goes where its inputs are: the table root or their partition directory.
+  auto rel = delta::DecodePath(inputs[0]->path);
+  std::string dir = rel.ok() ? std::filesystem::path(*rel).parent_path().string() : "";
+  out.path = JoinPath(dir.empty() ? t.dir : JoinPath(t.dir, dir), fmt::format("part-00000-{}.parquet", UuidV4()));
   const std::string tmp = out.path + ".inprogress";
   STOKE_ASSIGN_OR_RETURN(auto writer, ParquetFileWriter::Create(fs, tmp, cols, wopts));
   RowGroupEncoder enc(writer->columns(), writer->options());
@@ -173,9 +176,6 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   STOKE_ASSIGN_OR_RETURN(wopts.codec, CodecFromName(o.codec));
   Stopwatch watch;
   STOKE_ASSIGN_OR_RETURN(TableView t, OpenTableView(o.table_dir));
-  if (!t.snapshot.metadata.partition_columns.empty()) {
-    return Status::Unsupported("optimize of a partitioned table");
-  }
   std::optional<Predicate> where;
   if (!o.where.empty()) {
     STOKE_ASSIGN_OR_RETURN(where, Predicate::Parse(o.where));
@@ -202,12 +202,17 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
     }
     candidates.push_back(&f);
   }
-  // Greedy bins of about the target size; a bin of one file that is already in stoke's layout
-  // would only be copied, so it is left alone.
+  // Greedy bins of about the target size, never across partitions (stable: table order within
+  // one); a bin of one file that is already in stoke's layout would only be copied, so it is left
+  // alone.
+  std::stable_sort(candidates.begin(), candidates.end(), [](const delta::AddFile* a, const delta::AddFile* b) {
+    return a->partition_values < b->partition_values;
+  });
   std::vector<std::vector<const delta::AddFile*>> bins;
   int64_t bin_bytes = 0;
   for (const auto* f : candidates) {
-    if (bins.empty() || bin_bytes + f->size > o.target_file_bytes) {
+    if (bins.empty() || bin_bytes + f->size > o.target_file_bytes ||
+        bins.back().front()->partition_values != f->partition_values) {
       bins.emplace_back();
       bin_bytes = 0;
     }
@@ -269,14 +274,16 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
       report.bytes_rewritten += f->size;
     }
   }
-  for (const auto& r : results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
     delta::AddFile a;
-    a.path = delta::EncodePath(std::filesystem::path(r->path).filename().string());
+    a.path = delta::EncodePath(std::filesystem::relative(r->path, o.table_dir).generic_string());
+    a.partition_values = work[i][0]->partition_values;
     a.size = static_cast<int64_t>(r->bytes);
     auto st = LocalStorage().Stat(r->path);
     a.modification_time = st.ok() ? st->modification_time_ms : now;
     a.data_change = false;
-    a.stats = delta::StatsJsonFromFooter(r->footer, t.columns);
+    a.stats = delta::StatsJsonFromFooter(r->footer, t.FileColumns());
     actions.push_back(std::move(a));
     ++report.files_added;
     report.rows_rewritten += r->rows;

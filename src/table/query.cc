@@ -44,19 +44,26 @@ Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
     STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), t.FilePath(add)));
     std::vector<size_t> file_col(t.columns.size());
     for (size_t c = 0; c < t.columns.size(); ++c) {
+      if (t.IsPartitionColumn(t.columns[c].name)) continue;  // its values come from the log
       STOKE_ASSIGN_OR_RETURN(file_col[c], reader->FindColumn(t.columns[c].name));
     }
     report.row_groups_total += reader->num_row_groups();
     for (int g = 0; g < reader->num_row_groups(); ++g) {
       if (want_rows && o.limit >= 0 && report.rows >= o.limit) break;
       const int64_t n = reader->metadata().row_groups[g].num_rows;
-      if (where && !where->MayMatch(RowGroupStats(*reader, g), n)) continue;
+      if (where && !where->MayMatch(RowGroupStats(t, add, *reader, g), n)) continue;
       ++report.row_groups_scanned;
       // Decode the predicate's columns and the selected scalar columns; tensor cells are read one
       // positioned read per matching row.
       std::map<std::string, ColumnValues> decoded;
       auto decode = [&](size_t c) -> Status {
         if (decoded.count(t.columns[c].name)) return Status::OK();
+        if (t.IsPartitionColumn(t.columns[c].name)) {
+          auto it = add.partition_values.find(t.columns[c].name);
+          std::optional<std::string> text = it == add.partition_values.end() ? std::nullopt : it->second;
+          decoded.emplace(t.columns[c].name, PartitionColumnValues(t.columns[c], text, static_cast<size_t>(n)));
+          return Status::OK();
+        }
         STOKE_ASSIGN_OR_RETURN(auto v, reader->ReadColumnChunk(g, file_col[c]));
         decoded.emplace(t.columns[c].name, std::move(v));
         return Status::OK();

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdlib>
+
 namespace stoke {
 namespace {
 
@@ -62,7 +65,83 @@ std::optional<Value> JsonStat(const ColumnSpec& col, const nlohmann::json& v, bo
   return std::nullopt;
 }
 
+// The statistics of a partition column over `rows` rows of one file.
+Predicate::ColumnStats PartitionStats(const ColumnSpec& col, const std::optional<std::string>& text, int64_t rows) {
+  Predicate::ColumnStats s;
+  s.min = s.max = PartitionValue(col, text);
+  if (!text) s.null_count = rows >= 0 ? std::optional<int64_t>(rows) : std::nullopt;
+  else if (s.min) s.null_count = 0;
+  return s;
+}
+
 }  // namespace
+
+std::optional<Value> PartitionValue(const ColumnSpec& column, const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  const std::string& t = *text;
+  char* end = nullptr;
+  switch (column.type) {
+    case parquet::Type::kBoolean:
+      if (t == "true") return Value{true};
+      if (t == "false") return Value{false};
+      return std::nullopt;
+    case parquet::Type::kInt32:
+    case parquet::Type::kInt64: {
+      errno = 0;
+      long long v = std::strtoll(t.c_str(), &end, 10);
+      if (t.empty() || *end != '\0' || errno != 0) return std::nullopt;
+      return Value{static_cast<int64_t>(v)};
+    }
+    case parquet::Type::kFloat:
+    case parquet::Type::kDouble: {
+      double v = std::strtod(t.c_str(), &end);
+      if (t.empty() || *end != '\0') return std::nullopt;
+      return Value{v};
+    }
+    default:
+      if (column.is_string) return Value{t};
+      return std::nullopt;
+  }
+}
+
+ColumnValues PartitionColumnValues(const ColumnSpec& column, const std::optional<std::string>& text, size_t rows) {
+  ColumnValues out{EmptyValuesFor(column.type), {}};
+  std::optional<Value> v = PartitionValue(column, text);
+  if (!v) {
+    out.defined.assign(rows, 0);
+    return out;
+  }
+  std::visit(
+      [&](auto& dst) {
+        using T = typename std::decay_t<decltype(dst)>::value_type;
+        T x{};
+        if constexpr (std::is_same_v<T, std::string>) {
+          x = std::get<std::string>(v->v);
+        } else if constexpr (std::is_same_v<T, uint8_t>) {
+          x = std::get<bool>(v->v);
+        } else if constexpr (std::is_floating_point_v<T>) {
+          x = static_cast<T>(std::get<double>(v->v));
+        } else {
+          x = static_cast<T>(std::get<int64_t>(v->v));
+        }
+        dst.assign(rows, x);
+      },
+      out.values);
+  return out;
+}
+
+bool TableView::IsPartitionColumn(const std::string& name) const {
+  const auto& pc = snapshot.metadata.partition_columns;
+  return std::find(pc.begin(), pc.end(), name) != pc.end();
+}
+
+std::vector<ColumnSpec> TableView::FileColumns() const {
+  std::vector<ColumnSpec> out;
+  for (const auto& c : columns) {
+    if (!IsPartitionColumn(c.name)) out.push_back(c);
+  }
+  return out;
+}
 
 std::string TableView::FilePath(const delta::AddFile& add) const {
   auto rel = delta::DecodePath(add.path);
@@ -87,9 +166,8 @@ std::map<std::string, Predicate::ColumnStats> FileStats(const delta::AddFile& ad
                                                         int64_t* num_records) {
   std::map<std::string, Predicate::ColumnStats> out;
   *num_records = -1;
-  if (!add.stats) return out;
-  auto j = nlohmann::json::parse(*add.stats, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return out;
+  auto j = add.stats ? nlohmann::json::parse(*add.stats, nullptr, false) : nlohmann::json();
+  if (j.is_discarded() || !j.is_object()) j = nlohmann::json::object();
   if (j.contains("numRecords") && j["numRecords"].is_number_integer()) *num_records = j["numRecords"].get<int64_t>();
   for (const auto& col : columns) {
     Predicate::ColumnStats s;
@@ -104,11 +182,22 @@ std::map<std::string, Predicate::ColumnStats> FileStats(const delta::AddFile& ad
     }
     out[col.name] = std::move(s);
   }
+  for (const auto& col : columns) {
+    auto it = add.partition_values.find(col.name);
+    if (it != add.partition_values.end()) out[col.name] = PartitionStats(col, it->second, *num_records);
+  }
   return out;
 }
 
-std::map<std::string, Predicate::ColumnStats> RowGroupStats(const ParquetReader& reader, int row_group) {
+std::map<std::string, Predicate::ColumnStats> RowGroupStats(const TableView& table, const delta::AddFile& add,
+                                                           const ParquetReader& reader, int row_group) {
   std::map<std::string, Predicate::ColumnStats> out;
+  for (const auto& col : table.columns) {
+    auto it = add.partition_values.find(col.name);
+    if (it != add.partition_values.end()) {
+      out[col.name] = PartitionStats(col, it->second, reader.metadata().row_groups[row_group].num_rows);
+    }
+  }
   const auto& rg = reader.metadata().row_groups[row_group];
   for (size_t c = 0; c < reader.columns().size(); ++c) {
     const auto& meta = rg.columns[c].meta_data;

@@ -16,18 +16,29 @@ namespace stoke {
 struct TableView {
   std::string dir;
   delta::Snapshot snapshot;
-  std::vector<ColumnSpec> columns;  // from schemaString and stoke.tensors
+  std::vector<ColumnSpec> columns;  // from schemaString and stoke.tensors, partition columns included
   std::string FilePath(const delta::AddFile& add) const;  // absolute path of a data file (decoded)
+  bool IsPartitionColumn(const std::string& name) const;
+  // The columns stored in the data files (all but the partition columns).
+  std::vector<ColumnSpec> FileColumns() const;
 };
+
+// A partition value (add.partitionValues holds text) as a value of the column's type; nullopt for a
+// null partition or text that does not parse as the type.
+std::optional<Value> PartitionValue(const ColumnSpec& column, const std::optional<std::string>& text);
+// `rows` copies of a file's partition value (or nulls), as a decoded column.
+ColumnValues PartitionColumnValues(const ColumnSpec& column, const std::optional<std::string>& text, size_t rows);
 
 Result<TableView> OpenTableView(const std::string& table_dir, std::optional<int64_t> version = std::nullopt);
 
-// Statistics of one data file from its add action's stats JSON (empty map when absent or
-// malformed: nothing can be skipped then). *num_records is -1 when unknown.
+// Statistics of one data file from its add action's stats JSON and partition values (no bounds
+// when the stats are absent or malformed: nothing can be skipped then). *num_records is -1 when
+// unknown.
 std::map<std::string, Predicate::ColumnStats> FileStats(const delta::AddFile& add, const std::vector<ColumnSpec>& columns,
                                                         int64_t* num_records);
 
-// Statistics of one row group from the Parquet footer.
-std::map<std::string, Predicate::ColumnStats> RowGroupStats(const ParquetReader& reader, int row_group);
+// Statistics of one row group from the Parquet footer, plus the file's partition values.
+std::map<std::string, Predicate::ColumnStats> RowGroupStats(const TableView& table, const delta::AddFile& add,
+                                                           const ParquetReader& reader, int row_group);
 
 }  // namespace stoke

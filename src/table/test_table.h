@@ -83,7 +83,7 @@ class TestTable {
     add.stats = delta::StatsJsonFromFooter((*w)->metadata(), cols);
     actions.push_back(add);
     auto v = log.Commit(read_version, actions,
-                        read_version < 0 ? delta::CommitKind::kMetadata : delta::CommitKind::kBlindAppend, "WRITE",
+                        read_version < 0 ? delta::CommitKind::kExclusive : delta::CommitKind::kBlindAppend, "WRITE",
                         nlohmann::json::object());
     EXPECT_TRUE(v.ok()) << v.status().ToString();
     return v.ok() ? *v : -1;
