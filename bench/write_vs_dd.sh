@@ -52,7 +52,7 @@ t0=$(date +%s.%N)
 sync -f "$work/small" 2>/dev/null || sync
 t1=$(date +%s.%N)
 optimize=$(echo "$t0 $t1" | awk -v b="$bytes" '{printf "%.1f", b / ($2 - $1) / 1e6}')
-files_after=$("$stoke" inspect "$work/small" --json | awk -F': ' '/"files"/ {gsub(/,/, "", $2); print $2; exit}')
+files_after=$("$stoke" inspect "$work/small" --json | awk -F': ' '/"files"/ && !done {gsub(/,/, "", $2); print $2; done = 1}')
 dd2=$(run_dd)
 dd_best=$(awk -v a="$dd1" -v b="$dd2" 'BEGIN {print (a > b ? a : b)}')
 

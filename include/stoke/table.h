@@ -122,3 +122,11 @@ struct QueryReport {
 Result<QueryReport> QueryTable(const QueryOptions& options, std::ostream& out);
 
 }  // namespace stoke
+
+namespace stoke {
+
+// `stoke checkpoint`: writes the checkpoint of a version (latest by default). Commits write one
+// every 10 versions by themselves; this is for tables written by tools that do not.
+Status CheckpointTable(const std::string& table_dir, std::optional<int64_t> version);
+
+}  // namespace stoke

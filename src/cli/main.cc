@@ -146,6 +146,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
 
+  // checkpoint
+  auto* checkpoint = app.add_subcommand("checkpoint", "Write a Delta checkpoint (commits write one every 10 versions)");
+  std::string checkpoint_dir;
+  std::optional<int64_t> checkpoint_version;
+  checkpoint->add_option("table", checkpoint_dir, "Table directory")->required();
+  checkpoint->add_option("--version", checkpoint_version, "Version to checkpoint (default: latest)");
+
   // history
   auto* history = app.add_subcommand("history", "List a table's versions, newest first");
   std::string history_dir;
@@ -265,6 +272,12 @@ int main(int argc, char** argv) {
                                          : stoke::CatOptions::Format::kTable;
     auto r = stoke::QueryTable(qo, std::cout);
     return r.ok() ? 0 : Fail(r.status());
+  }
+  if (checkpoint->parsed()) {
+    stoke::Status s = stoke::CheckpointTable(checkpoint_dir, checkpoint_version);
+    if (!s.ok()) return Fail(s);
+    std::printf("checkpoint written\n");
+    return 0;
   }
   if (history->parsed()) {
     stoke::Status s = stoke::PrintTableHistory(history_dir, history_limit, history_json, std::cout);

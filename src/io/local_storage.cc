@@ -158,6 +158,25 @@ class LocalFileSystem final : public Storage {
     return out;
   }
 
+  Result<std::vector<std::string>> ListNames(const std::string& dir) override {
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return ErrnoStatus("list directory", dir, errno);
+    std::vector<std::string> out;
+    while (struct dirent* ent = ::readdir(d)) {
+      std::string name = ent->d_name;
+      if (name == "." || name == "..") continue;
+      bool is_dir = ent->d_type == DT_DIR;
+      if (ent->d_type == DT_UNKNOWN) {  // file systems without d_type: ask
+        struct stat st;
+        is_dir = ::fstatat(::dirfd(d), ent->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
+      }
+      if (!is_dir) out.push_back(std::move(name));
+    }
+    ::closedir(d);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
   Result<DirEntry> Stat(const std::string& path) override {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path, errno);

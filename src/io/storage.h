@@ -52,6 +52,9 @@ class Storage {
   virtual Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive = false) = 0;
   // The entries of a directory, sorted by name.
   virtual Result<std::vector<DirEntry>> List(const std::string& dir) = 0;
+  // The names of the non-directory entries of a directory, sorted: List without a stat per entry
+  // (a Delta log can hold tens of thousands of files).
+  virtual Result<std::vector<std::string>> ListNames(const std::string& dir) = 0;
   virtual Result<DirEntry> Stat(const std::string& path) = 0;
   virtual Status CreateDirectories(const std::string& path) = 0;
   virtual Status Rename(const std::string& from, const std::string& to) = 0;

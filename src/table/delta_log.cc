@@ -17,6 +17,9 @@
 //   a kBlindAppend that removes files is treated as kRewrite.
 #include "table/delta_log.h"
 
+#include "core/log.h"
+#include "table/checkpoint.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -102,11 +105,12 @@ LogFileName ClassifyLogFile(std::string_view name) {
 
 // The listing of _delta_log, reduced to what replay needs.
 struct LogListing {
-  std::map<int64_t, int64_t> commits;  // version -> modification time (ms)
+  std::set<int64_t> commits;           // versions with a commit file
   std::set<int64_t> checkpoints;       // versions with a checkpoint file
+  std::vector<std::string> checkpoint_names;
   bool has_last_checkpoint = false;
   int64_t latest() const {
-    int64_t v = commits.empty() ? -1 : commits.rbegin()->first;
+    int64_t v = commits.empty() ? -1 : *commits.rbegin();
     if (!checkpoints.empty()) v = std::max(v, *checkpoints.rbegin());
     return v;
   }
@@ -597,6 +601,47 @@ int HexValue(char c) {
 // ---------------------------------------------------------------------------------------------
 // Commit files.
 
+Result<std::optional<Action>> ParseAction(const json& j, std::string_view file_name, size_t line_no) {
+  auto bad = [&](std::string_view what) {
+    return Status::Corruption(fmt::format("{}: line {}: {}", file_name, line_no, what));
+  };
+  if (!j.is_object()) return bad("expected a JSON object holding one action");
+  if (j.size() != 1) {
+    return bad(fmt::format("expected exactly one action key per line, found {}", j.size()));
+  }
+  const std::string& kind = j.begin().key();
+  const json& body = j.begin().value();
+  if (std::find(std::begin(kIgnorableActions), std::end(kIgnorableActions), kind) != std::end(kIgnorableActions)) {
+    return std::optional<Action>();
+  }
+  if (!body.is_object()) return bad(fmt::format("action \"{}\" must be a JSON object", kind));
+  FieldReader r(body, kind, file_name, line_no);
+  if (kind == "add") {
+    STOKE_ASSIGN_OR_RETURN(auto a, ParseAdd(r));
+    return std::optional<Action>(std::move(a));
+  }
+  if (kind == "remove") {
+    STOKE_ASSIGN_OR_RETURN(auto a, ParseRemove(r));
+    return std::optional<Action>(std::move(a));
+  }
+  if (kind == "metaData") {
+    STOKE_ASSIGN_OR_RETURN(auto a, ParseMetadata(r));
+    return std::optional<Action>(std::move(a));
+  }
+  if (kind == "protocol") {
+    STOKE_ASSIGN_OR_RETURN(auto a, ParseProtocol(r));
+    return std::optional<Action>(std::move(a));
+  }
+  if (kind == "txn") {
+    STOKE_ASSIGN_OR_RETURN(auto a, ParseTxn(r));
+    return std::optional<Action>(std::move(a));
+  }
+  if (kind == "commitInfo") return std::optional<Action>(CommitInfo{body});
+  return bad(fmt::format("unknown action \"{}\" (expected add, remove, metaData, protocol, txn, commitInfo, or "
+                         "one of the ignorable cdc, domainMetadata, checkpointMetadata, sidecar)",
+                         kind));
+}
+
 Result<std::vector<Action>> ParseCommit(std::string_view text, std::string_view file_name) {
   std::vector<Action> out;
   size_t line_no = 0;
@@ -609,44 +654,13 @@ Result<std::vector<Action>> ParseCommit(std::string_view text, std::string_view 
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-    auto bad = [&](std::string_view what) {
-      return Status::Corruption(fmt::format("{}: line {}: {}", file_name, line_no, what));
-    };
     json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return bad("not valid JSON (expected one action object per line)");
-    if (!j.is_object()) return bad("expected a JSON object holding one action");
-    if (j.size() != 1) {
-      return bad(fmt::format("expected exactly one action key per line, found {}", j.size()));
+    if (j.is_discarded()) {
+      return Status::Corruption(
+          fmt::format("{}: line {}: not valid JSON (expected one action object per line)", file_name, line_no));
     }
-    const std::string& kind = j.begin().key();
-    const json& body = j.begin().value();
-    if (std::find(std::begin(kIgnorableActions), std::end(kIgnorableActions), kind) != std::end(kIgnorableActions)) {
-      continue;
-    }
-    if (!body.is_object()) return bad(fmt::format("action \"{}\" must be a JSON object", kind));
-    FieldReader r(body, kind, file_name, line_no);
-    if (kind == "add") {
-      STOKE_ASSIGN_OR_RETURN(auto a, ParseAdd(r));
-      out.emplace_back(std::move(a));
-    } else if (kind == "remove") {
-      STOKE_ASSIGN_OR_RETURN(auto a, ParseRemove(r));
-      out.emplace_back(std::move(a));
-    } else if (kind == "metaData") {
-      STOKE_ASSIGN_OR_RETURN(auto a, ParseMetadata(r));
-      out.emplace_back(std::move(a));
-    } else if (kind == "protocol") {
-      STOKE_ASSIGN_OR_RETURN(auto a, ParseProtocol(r));
-      out.emplace_back(std::move(a));
-    } else if (kind == "txn") {
-      STOKE_ASSIGN_OR_RETURN(auto a, ParseTxn(r));
-      out.emplace_back(std::move(a));
-    } else if (kind == "commitInfo") {
-      out.emplace_back(CommitInfo{body});
-    } else {
-      return bad(fmt::format("unknown action \"{}\" (expected add, remove, metaData, protocol, txn, commitInfo, or "
-                             "one of the ignorable cdc, domainMetadata, checkpointMetadata, sidecar)",
-                             kind));
-    }
+    STOKE_ASSIGN_OR_RETURN(auto action, ParseAction(j, file_name, line_no));
+    if (action) out.push_back(std::move(*action));
   }
   return out;
 }
@@ -685,22 +699,30 @@ namespace {
 
 Result<LogListing> ListLog(Storage& storage, const std::string& log_dir) {
   LogListing out;
-  auto entries = storage.List(log_dir);
-  if (!entries.ok()) {
-    if (entries.status().code() == StatusCode::kNotFound) return out;
-    return entries.status();
+  auto names = storage.ListNames(log_dir);
+  if (!names.ok()) {
+    if (names.status().code() == StatusCode::kNotFound) return out;
+    return names.status();
   }
-  for (const DirEntry& e : *entries) {
-    if (e.is_directory) continue;
-    if (e.name == kLastCheckpointName) {
+  for (const std::string& name : *names) {
+    if (name == kLastCheckpointName) {
       out.has_last_checkpoint = true;
       continue;
     }
-    LogFileName n = ClassifyLogFile(e.name);
-    if (n.kind == LogFileName::kCommit) out.commits[n.version] = e.modification_time_ms;
-    if (n.kind == LogFileName::kCheckpoint) out.checkpoints.insert(n.version);
+    LogFileName n = ClassifyLogFile(name);
+    if (n.kind == LogFileName::kCommit) out.commits.insert(n.version);
+    if (n.kind == LogFileName::kCheckpoint) {
+      out.checkpoints.insert(n.version);
+      out.checkpoint_names.push_back(name);
+    }
   }
   return out;
+}
+
+// A commit's modification time (ms), the fallback timestamp of a commit without commitInfo.timestamp.
+int64_t FileTime(Storage& storage, const std::string& path) {
+  auto st = storage.Stat(path);
+  return st.ok() ? st->modification_time_ms : 0;
 }
 
 // The version named by _last_checkpoint, when it can be read.
@@ -744,32 +766,36 @@ Result<Snapshot> DeltaLog::ReadSnapshot(std::optional<int64_t> version) const {
     return Status::NotFound(
         fmt::format("table '{}' has no version {} (versions 0..{} exist)", table_dir_, target, latest));
   }
-  // Every commit 0..target must be there, unless a checkpoint covers the missing ones.
-  if (static_cast<int64_t>(std::distance(listing.commits.begin(), listing.commits.upper_bound(target))) != target + 1) {
-    int64_t first_missing = 0, last_missing = -1;
-    bool found_first = false;
-    for (int64_t v = 0; v <= target; ++v) {
-      if (listing.commits.count(v)) continue;
-      if (!found_first) first_missing = v, found_first = true;
-      last_missing = v;
-    }
-    std::set<int64_t> checkpoints = listing.checkpoints;
-    if (listing.has_last_checkpoint) {
-      if (auto v = LastCheckpointVersion(storage_, dir)) checkpoints.insert(*v);
-    }
-    auto covering = checkpoints.lower_bound(last_missing);
-    if (covering != checkpoints.end() && *covering <= target) {
-      return Status::Unsupported(fmt::format(
-          "checkpoint-based table: reading checkpoints is not implemented yet ('{}' needs the checkpoint at version {} "
-          "because commits before it are missing)",
-          table_dir_, *covering));
-    }
-    return Status::Corruption(fmt::format("{}: commit {} ({:020d}.json) is missing (versions 0..{} are needed for version {})",
-                                          dir, first_missing, first_missing, target, target));
-  }
+  // Start from the newest complete checkpoint at or below `target`; then every commit after it up
+  // to `target` must be there. An unreadable checkpoint is skipped when the commits it summarises
+  // are all present.
   Replayer replayer;
+  int64_t start = 0;
+  std::string checkpoint_path;
+  for (auto it = listing.checkpoints.rbegin(); it != listing.checkpoints.rend(); ++it) {
+    const int64_t cp = *it;
+    if (cp > target || CheckpointFiles(listing.checkpoint_names, cp).empty()) continue;
+    auto actions = ReadCheckpoint(storage_, dir, cp);
+    if (!actions.ok()) {
+      bool commits_cover = static_cast<int64_t>(std::distance(listing.commits.begin(), listing.commits.upper_bound(cp))) == cp + 1;
+      if (!commits_cover) return actions.status();
+      STOKE_LOG(kWarn, "delta.checkpoint_unreadable", "table={} version={} error=\"{}\"", table_dir_, cp,
+                actions.status().ToString());
+      continue;
+    }
+    checkpoint_path = JoinPath(dir, fmt::format("{:020d}.checkpoint.parquet", cp));
+    STOKE_RETURN_IF_ERROR(replayer.Apply(*actions, checkpoint_path));
+    start = cp + 1;
+    break;
+  }
+  for (int64_t v = start; v <= target; ++v) {
+    if (listing.commits.count(v)) continue;
+    return Status::Corruption(fmt::format("{}: commit {} ({:020d}.json) is missing (versions {}..{} are needed for version {}{})",
+                                          dir, v, v, start, target, target,
+                                          start > 0 ? fmt::format(", after the checkpoint at version {}", start - 1) : ""));
+  }
   int64_t timestamp = 0;
-  for (int64_t v = 0; v <= target; ++v) {
+  for (int64_t v = start; v <= target; ++v) {
     const std::string path = CommitPath(v);
     auto text = ReadFileToString(storage_, path);
     if (!text.ok()) {
@@ -780,11 +806,29 @@ Result<Snapshot> DeltaLog::ReadSnapshot(std::optional<int64_t> version) const {
     }
     STOKE_ASSIGN_OR_RETURN(auto actions, ParseCommit(*text, path));
     STOKE_RETURN_IF_ERROR(replayer.Apply(actions, path));
-    if (v == target) timestamp = CommitTimestamp(actions).value_or(listing.commits[v]);
+    if (v == target) timestamp = CommitTimestamp(actions).value_or(FileTime(storage_, path));
+  }
+  if (start > target) {  // the snapshot is the checkpoint itself
+    auto commit = ReadFileToString(storage_, CommitPath(target));
+    std::optional<int64_t> ts;
+    if (commit.ok()) {
+      auto actions = ParseCommit(*commit, CommitPath(target));
+      if (actions.ok()) ts = CommitTimestamp(*actions);
+    }
+    if (!ts) {
+      auto st = storage_.Stat(checkpoint_path);
+      ts = st.ok() ? st->modification_time_ms : 0;
+    }
+    timestamp = *ts;
   }
   STOKE_ASSIGN_OR_RETURN(Snapshot snapshot, std::move(replayer).Finish(target, timestamp, dir));
   STOKE_RETURN_IF_ERROR(CheckReadable(snapshot.protocol, fmt::format("'{}' version {}", table_dir_, target)));
   return snapshot;
+}
+
+Status DeltaLog::Checkpoint(std::optional<int64_t> version) const {
+  STOKE_ASSIGN_OR_RETURN(Snapshot snapshot, ReadSnapshot(version));
+  return WriteCheckpoint(storage_, log_dir(), snapshot);
 }
 
 Result<std::vector<CommitSummary>> DeltaLog::History(int64_t limit) const {
@@ -792,13 +836,14 @@ Result<std::vector<CommitSummary>> DeltaLog::History(int64_t limit) const {
   if (listing.commits.empty()) return Status::NotFound(fmt::format("no Delta table at '{}'", table_dir_));
   std::vector<CommitSummary> out;
   for (auto it = listing.commits.rbegin(); it != listing.commits.rend(); ++it) {
+    const int64_t version = *it;
     if (limit > 0 && static_cast<int64_t>(out.size()) >= limit) break;
-    const std::string path = CommitPath(it->first);
+    const std::string path = CommitPath(version);
     STOKE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(storage_, path));
     STOKE_ASSIGN_OR_RETURN(auto actions, ParseCommit(text, path));
     CommitSummary s;
-    s.version = it->first;
-    s.timestamp = CommitTimestamp(actions).value_or(it->second);
+    s.version = version;
+    s.timestamp = CommitTimestamp(actions).value_or(FileTime(storage_, path));
     s.info = nullptr;
     for (const Action& a : actions) {
       if (const auto* ci = std::get_if<CommitInfo>(&a)) {
@@ -900,7 +945,15 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
   int64_t checked = read_version;  // winners up to here hold nothing that conflicts
   for (int attempt = 1; attempt <= max_attempts; ++attempt) {
     Status s = storage_.PutIfAbsent(CommitPath(version), AsBytes(bytes));
-    if (s.ok()) return version;
+    if (s.ok()) {
+      // A checkpoint every kCheckpointInterval versions keeps opening fast. It only speeds up
+      // reads, so failing to write one does not fail the commit.
+      if (version > 0 && version % kCheckpointInterval == 0) {
+        Status cs = Checkpoint(version);
+        if (!cs.ok()) STOKE_LOG(kWarn, "delta.checkpoint_failed", "table={} version={} error=\"{}\"", table_dir_, version, cs.ToString());
+      }
+      return version;
+    }
     if (s.code() != StatusCode::kAlreadyExists) return s;
     if (effective == CommitKind::kExclusive) {
       return Status::Conflict(fmt::format(

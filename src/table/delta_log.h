@@ -1,7 +1,8 @@
 // The Delta Lake transaction log (delta-io/delta PROTOCOL.md) over a table directory:
 //
 //   <table>/_delta_log/00000000000000000000.json   one JSON action per line
-//   <table>/_delta_log/_last_checkpoint            (read when present; checkpoints come later)
+//   <table>/_delta_log/00000000000000000010.checkpoint.parquet   the state at version 10 (see checkpoint.h)
+//   <table>/_delta_log/_last_checkpoint            the newest checkpoint's version
 //   <table>/part-*.parquet                         data files, paths relative to <table>
 //
 // New tables use protocol (minReaderVersion 1, minWriterVersion 2). A commit is the creation of the
@@ -28,6 +29,8 @@ namespace stoke::delta {
 inline constexpr int kMinReaderVersion = 1;
 inline constexpr int kMinWriterVersion = 2;
 inline constexpr char kLogDirName[] = "_delta_log";
+// A checkpoint is written after every commit whose version is a multiple of this (as Spark does).
+inline constexpr int64_t kCheckpointInterval = 10;
 
 struct Protocol {
   int32_t min_reader_version = kMinReaderVersion;
@@ -83,6 +86,9 @@ using Action = std::variant<Protocol, Metadata, AddFile, RemoveFile, Txn, Commit
 // not use but readers may ignore (cdc, domainMetadata, checkpointMetadata, sidecar) are skipped;
 // anything malformed is Corruption naming `file_name`, the line and what was expected.
 Result<std::vector<Action>> ParseCommit(std::string_view text, std::string_view file_name);
+// One action object ({"add": {...}}), as ParseCommit reads each line; nullopt for ignorable kinds.
+// `line` numbers the object in error messages (a row, for checkpoints).
+Result<std::optional<Action>> ParseAction(const nlohmann::json& object, std::string_view file_name, size_t line);
 // The inverse: one compact JSON object per line, each line ending in '\n'.
 std::string SerializeCommit(const std::vector<Action>& actions);
 
@@ -133,6 +139,8 @@ class DeltaLog {
   // a commit in the range is missing or malformed, NotFound when the table or version does not exist,
   // Unsupported when the protocol needs reader features stoke lacks.
   Result<Snapshot> ReadSnapshot(std::optional<int64_t> version = std::nullopt) const;
+  // Writes the checkpoint of `version` (latest when nullopt) and points _last_checkpoint at it.
+  Status Checkpoint(std::optional<int64_t> version = std::nullopt) const;
   // One entry per version, newest first (at most `limit` when > 0).
   Result<std::vector<CommitSummary>> History(int64_t limit = 0) const;
 

@@ -87,6 +87,7 @@ class DeltaLogTest : public ::testing::Test {
   void WriteRaw(const std::string& path, const std::string& text) {
     std::ofstream(path, std::ios::binary) << text;
   }
+  std::string ReadRaw(const std::string& path) { return *ReadFileToString(LocalStorage(), path); }
 
   std::set<std::string> ListTree() {
     std::set<std::string> out;
@@ -494,22 +495,85 @@ TEST_F(DeltaLogTest, ReaderFeaturesAreUnsupported) {
   EXPECT_TRUE(log.ReadSnapshot().ok());
 }
 
-TEST_F(DeltaLogTest, CheckpointCoveringMissingCommitsIsUnsupported) {
+// The live paths of a snapshot, sorted.
+std::vector<std::string> LivePaths(const Snapshot& s) {
+  std::vector<std::string> out;
+  for (const auto& f : s.files) out.push_back(f.path);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_F(DeltaLogTest, CheckpointsEveryTenCommitsAndOpensFromThem) {
+  DeltaLog log = CreateTable();
+  for (int v = 0; v < 24; ++v) {
+    ASSERT_TRUE(log.Commit(v, {NewAdd("f" + std::to_string(v))}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  }
+  ASSERT_TRUE(log.Commit(24, {NewRemove("f3")}, CommitKind::kRewrite, "DELETE", {}).ok());
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/_delta_log/00000000000000000010.checkpoint.parquet"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/_delta_log/00000000000000000020.checkpoint.parquet"));
+  EXPECT_NE(ReadRaw(dir_ + "/_delta_log/_last_checkpoint").find("\"version\":20"), std::string::npos);
+  auto full = log.ReadSnapshot();
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(full->files.size(), 23u);
+
+  // Spark deletes old commits once a checkpoint covers them: the table still opens, identically.
+  for (int v = 0; v < 20; ++v) std::filesystem::remove(log.CommitPath(v));
+  auto from_checkpoint = log.ReadSnapshot();
+  ASSERT_TRUE(from_checkpoint.ok()) << from_checkpoint.status().ToString();
+  EXPECT_EQ(LivePaths(*from_checkpoint), LivePaths(*full));
+  EXPECT_EQ(from_checkpoint->metadata.schema_string, full->metadata.schema_string);
+  EXPECT_EQ(from_checkpoint->version, 25);
+  EXPECT_EQ(log.ReadSnapshot(20)->files.size(), 20u);  // exactly the checkpoint: f0..f19
+  auto old = log.ReadSnapshot(5);  // before the checkpoint, without its commits
+  ASSERT_FALSE(old.ok());
+  EXPECT_EQ(old.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(old.status().message().find("commit 0"), std::string::npos) << old.status().message();
+}
+
+TEST_F(DeltaLogTest, ExplicitCheckpointOfAnyVersion) {
   DeltaLog log = CreateTable();
   for (int v = 0; v < 3; ++v) ASSERT_TRUE(log.Commit(v, {NewAdd("f" + std::to_string(v))}, CommitKind::kBlindAppend, "WRITE", {}).ok());
-  WriteRaw(dir_ + "/_delta_log/00000000000000000002.checkpoint.parquet", "PAR1");
-  WriteRaw(dir_ + "/_delta_log/_last_checkpoint", "{\"version\":2,\"size\":3}");
-  // All JSON commits present: the checkpoint is ignored.
+  ASSERT_TRUE(log.Checkpoint().ok());
+  for (int v = 0; v < 3; ++v) std::filesystem::remove(log.CommitPath(v));
   auto snap = log.ReadSnapshot();
   ASSERT_TRUE(snap.ok()) << snap.status().ToString();
   EXPECT_EQ(snap->files.size(), 3u);
-  // Commits before the checkpoint cleaned up: needs checkpoint reading.
+}
+
+TEST_F(DeltaLogTest, UnreadableCheckpointFallsBackToCommitsOrFailsNamingIt) {
+  DeltaLog log = CreateTable();
+  for (int v = 0; v < 3; ++v) ASSERT_TRUE(log.Commit(v, {NewAdd("f" + std::to_string(v))}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  WriteRaw(dir_ + "/_delta_log/00000000000000000002.checkpoint.parquet", "PAR1 not really");
+  WriteRaw(dir_ + "/_delta_log/_last_checkpoint", "{\"version\":2,\"size\":3}");
+  auto snap = log.ReadSnapshot();  // all commits present: the broken checkpoint is skipped
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(snap->files.size(), 3u);
   std::filesystem::remove(log.CommitPath(0));
-  std::filesystem::remove(log.CommitPath(1));
   snap = log.ReadSnapshot();
   ASSERT_FALSE(snap.ok());
-  EXPECT_EQ(snap.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(snap.status().message().find("checkpoint-based table"), std::string::npos);
+  EXPECT_EQ(snap.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(snap.status().message().find("checkpoint.parquet"), std::string::npos) << snap.status().message();
+}
+
+TEST_F(DeltaLogTest, ReadsACheckpointWrittenByAnotherEngine) {
+  // tests/data/duckdb/checkpoint.parquet: the checkpoint schema written by DuckDB (see generate.mjs).
+  std::filesystem::create_directories(dir_ + "/_delta_log");
+  std::filesystem::copy_file(std::string(STOKE_SOURCE_DIR) + "/tests/data/duckdb/checkpoint.parquet",
+                             dir_ + "/_delta_log/00000000000000000007.checkpoint.parquet");
+  DeltaLog log(LocalStorage(), dir_);
+  EXPECT_EQ(*log.LatestVersion(), 7);
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(snap->version, 7);
+  EXPECT_EQ(snap->metadata.id, "abc-123");
+  EXPECT_EQ(snap->metadata.partition_columns, std::vector<std::string>{"split"});
+  ASSERT_EQ(snap->files.size(), 2u);
+  EXPECT_EQ(snap->files[0].path, "split=train/part-0.parquet");
+  EXPECT_EQ(snap->files[0].partition_values.at("split"), "train");
+  EXPECT_EQ(snap->files[0].stats, "{\"numRecords\":5}");
+  EXPECT_FALSE(snap->files[1].data_change);
+  EXPECT_EQ(snap->tombstones.count("old.parquet"), 1u);
+  EXPECT_EQ(snap->app_versions.at("app"), 3);
 }
 
 TEST_F(DeltaLogTest, IgnoresOtherFilesInTheLog) {

@@ -32,6 +32,10 @@ bool IsTableDirectory(const std::string& path) {
   return std::filesystem::is_directory(JoinPath(path, delta::kLogDirName), ec);
 }
 
+Status CheckpointTable(const std::string& table_dir, std::optional<int64_t> version) {
+  return delta::DeltaLog(LocalStorage(), table_dir).Checkpoint(version);
+}
+
 Status PrintTableHistory(const std::string& table_dir, int64_t limit, bool json, std::ostream& out) {
   delta::DeltaLog log(LocalStorage(), table_dir);
   STOKE_ASSIGN_OR_RETURN(auto history, log.History(limit));
@@ -89,16 +93,16 @@ Status InspectTable(const std::string& table_dir, std::optional<int64_t> version
     if (c.tensor) jc["tensor"] = {{"dtype", std::string(DTypeName(c.tensor->dtype))}, {"shape", c.tensor->shape}};
     j["schema"].push_back(jc);
   }
-  j["data_files"] = nlohmann::ordered_json::array();
-  for (const auto& f : snap.files) {
-    nlohmann::ordered_json jf = {{"path", f.path}, {"size", f.size}, {"modificationTime", f.modification_time}};
-    if (f.stats) {
-      auto stats = nlohmann::ordered_json::parse(*f.stats, nullptr, false);
-      if (!stats.is_discarded()) jf["stats"] = stats;
-    }
-    j["data_files"].push_back(jf);
-  }
   if (json) {
+    j["data_files"] = nlohmann::ordered_json::array();
+    for (const auto& f : snap.files) {
+      nlohmann::ordered_json jf = {{"path", f.path}, {"size", f.size}, {"modificationTime", f.modification_time}};
+      if (f.stats) {
+        auto stats = nlohmann::ordered_json::parse(*f.stats, nullptr, false);
+        if (!stats.is_discarded()) jf["stats"] = stats;
+      }
+      j["data_files"].push_back(jf);
+    }
     out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     return Status::OK();
   }

@@ -36,9 +36,18 @@ Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
   for (const auto& [v, ts] : timestamps) {
     if (ts <= cutoff) first_kept = v;
   }
-  std::set<std::string> keep;
+  // The state at the oldest retained version (from its checkpoint and commits), then every later
+  // commit: old commits may be gone once a checkpoint covers them.
   std::set<std::string> live;
-  for (int64_t v = 0; v <= latest; ++v) {
+  {
+    STOKE_ASSIGN_OR_RETURN(auto first, log.ReadSnapshot(first_kept));
+    for (const auto& f : first.files) {
+      STOKE_ASSIGN_OR_RETURN(std::string p, delta::DecodePath(f.path));
+      live.insert(p);
+    }
+  }
+  std::set<std::string> keep = live;
+  for (int64_t v = first_kept + 1; v <= latest; ++v) {
     STOKE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(fs, log.CommitPath(v)));
     STOKE_ASSIGN_OR_RETURN(auto actions, delta::ParseCommit(text, log.CommitPath(v)));
     for (const auto& a : actions) {
@@ -50,7 +59,7 @@ Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
         live.erase(p);
       }
     }
-    if (v >= first_kept) keep.insert(live.begin(), live.end());
+    keep.insert(live.begin(), live.end());
   }
 
   VacuumReport report;

@@ -1,0 +1,31 @@
+// Delta Lake classic checkpoints (PROTOCOL.md, "Checkpoints"): a Parquet file
+// `_delta_log/<version>.checkpoint.parquet` with one row per action of the table's state at that
+// version (protocol, metaData, txn, add, remove), plus `_delta_log/_last_checkpoint`. Readers start
+// from the newest checkpoint instead of replaying every commit. Multi-part checkpoints
+// (`<version>.checkpoint.<part>.<parts>.parquet`) written by other engines are read too.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "format/parquet_nested.h"
+#include "table/delta_log.h"
+
+namespace stoke::delta {
+
+// The checkpoint schema stoke writes (a subset of Spark's: the fields of the actions above).
+SchemaNode CheckpointSchema();
+
+// Writes the checkpoint of `snapshot` into `log_dir` (temporary name, then rename, so readers never
+// see a partial file) and then `_last_checkpoint`.
+Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snapshot& snapshot);
+
+// The actions of the checkpoint at `version` (all of its parts). NotFound when there is none,
+// Corruption naming the file when one is malformed, Unsupported for V2 checkpoints with sidecars.
+Result<std::vector<Action>> ReadCheckpoint(Storage& storage, const std::string& log_dir, int64_t version);
+
+// The checkpoint file names of `version` present in `names` (one classic file, or every part of
+// a complete multi-part checkpoint); empty when there is no complete checkpoint at that version.
+std::vector<std::string> CheckpointFiles(const std::vector<std::string>& names, int64_t version);
+
+}  // namespace stoke::delta
