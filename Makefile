@@ -43,6 +43,7 @@ test-asan: bootstrap
 
 bench: build
 	@bash bench/write_vs_dd.sh $(BUILD)/stoke
+	@bash bench/table_open.sh $(BUILD)/stoke
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

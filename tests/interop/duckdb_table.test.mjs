@@ -368,3 +368,47 @@ describe('a Delta table whose log stoke did not write', () => {
     });
   }
 });
+
+describe('DuckDB reads the checkpoints stoke writes', () => {
+  test('a checkpoint holds the protocol, the metadata, every live add and the tombstones', async () => {
+    const dir = path.join(TMP, 'checkpointed');
+    const src = path.join(dir, 'src');
+    const table = path.join(dir, 'table');
+    fs.mkdirSync(src, { recursive: true });
+    const all = synth(src, { samples: 12, seed: 11, prefix: 'c_' });
+    // 12 one-file appends (versions 0..11): stoke checkpoints version 10 by itself.
+    const staged = path.join(dir, 'staged');
+    fs.mkdirSync(staged);
+    for (const r of all) fs.renameSync(path.join(src, r.file), path.join(staged, r.file));
+    for (const r of all) {
+      fs.renameSync(path.join(staged, r.file), path.join(src, r.file));
+      stoke(['--no-progress', 'ingest', src, '--labels', path.join(src, 'labels.csv'), '--table', table]);
+    }
+    stoke(['--no-progress', 'optimize', table]);  // version 12: 12 removes, 1 add
+    stoke(['checkpoint', table]);
+    const log = path.join(table, '_delta_log');
+    assert.ok(fs.existsSync(path.join(log, '00000000000000000010.checkpoint.parquet')));
+    const last = JSON.parse(fs.readFileSync(path.join(log, '_last_checkpoint'), 'utf8'));
+    assert.equal(last.version, 12);
+
+    const cp = sqlStr(path.join(log, '00000000000000000012.checkpoint.parquet'));
+    const [counts] = await rows(`SELECT count(protocol) AS p, count(metaData) AS m, count(add) AS a,
+        count(remove) AS r FROM read_parquet(${cp})`);
+    assert.deepEqual([num(counts.p), num(counts.m), num(counts.a), num(counts.r)], [1, 1, 1, 12]);
+    const [meta] = await rows(`SELECT metaData.schemaString AS s, protocol FROM read_parquet(${cp})
+        WHERE metaData IS NOT NULL OR protocol IS NOT NULL ORDER BY s NULLS LAST LIMIT 1`);
+    assert.match(meta.s, /"name":"volume"|"name":"data"/);
+    const [add] = await rows(`SELECT add.path AS path, add.size AS size, add.stats AS stats,
+        add.dataChange AS dc FROM read_parquet(${cp}) WHERE add IS NOT NULL`);
+    const live = JSON.parse(stoke(['inspect', table, '--json']).stdout).data_files;
+    assert.equal(live.length, 1);
+    assert.equal(add.path, live[0].path);
+    assert.equal(num(add.size), live[0].size);
+    assert.equal(JSON.parse(add.stats).numRecords, 12);
+    assert.equal(add.dc, false);
+
+    // stoke opens the table from the checkpoint alone once the commits before it are gone.
+    for (let v = 0; v <= 12; v++) fs.rmSync(path.join(log, String(v).padStart(20, '0') + '.json'));
+    assert.equal(stokeCount(['query', table]), 12);
+  });
+});
