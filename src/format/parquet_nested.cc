@@ -1,5 +1,7 @@
 #include "format/parquet_nested.h"
 
+#include "core/text.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -453,40 +455,6 @@ class Shredder {
 // ---------------------------------------------------------------------------------------------
 // Reading: assembling records from the levels of every leaf.
 
-bool ValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      n = 1, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3, cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (s.size() - i - 1 < n) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    // Overlong forms, surrogates and code points past U+10FFFF are invalid.
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
-
 struct LeafCursor {
   const LeafColumn* col = nullptr;
   ColumnLevels levels;
@@ -633,7 +601,7 @@ class Assembler {
             if (l.col->type == Type::kInt96) {
               return Status::Unsupported(fmt::format("{} column '{}': INT96 values", context_, l.col->name));
             }
-            if (!ValidUtf8(x)) {
+            if (!IsValidUtf8(x)) {
               return Status::Corruption(
                   fmt::format("{} column '{}': binary value is not valid UTF-8 (only text is read as JSON)", context_,
                               l.col->name));

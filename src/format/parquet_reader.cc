@@ -630,17 +630,7 @@ Result<ColumnValues> ParquetReader::ReadColumn(size_t column) const {
   ColumnValues all{EmptyValuesFor(columns_[column].type), {}};
   for (int g = 0; g < num_row_groups(); ++g) {
     STOKE_ASSIGN_OR_RETURN(auto part, ReadColumnChunk(g, column));
-    if (!part.defined.empty() || !all.defined.empty()) {
-      if (all.defined.empty()) all.defined.assign(all.num_values(), 1);
-      if (part.defined.empty()) part.defined.assign(part.num_values(), 1);
-      all.defined.insert(all.defined.end(), part.defined.begin(), part.defined.end());
-    }
-    std::visit(
-        [&](auto& dst) {
-          auto& src = std::get<std::decay_t<decltype(dst)>>(part.values);
-          dst.insert(dst.end(), std::make_move_iterator(src.begin()), std::make_move_iterator(src.end()));
-        },
-        all.values);
+    AppendColumnValues(&all, std::move(part));
   }
   return all;
 }

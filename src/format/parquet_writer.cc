@@ -80,6 +80,20 @@ int CompareStat(Type type, const std::string& a, const std::string& b) {
   }
 }
 
+// Bytes of value `index` in PLAIN encoding (booleans count a byte: page sizes are estimates).
+size_t PlainSize(const ValueVector& values, size_t index) {
+  return std::visit(
+      [&](const auto& v) -> size_t {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return 4 + v[index].size();
+        } else {
+          return sizeof(T);
+        }
+      },
+      values);
+}
+
 // Appends the PLAIN encoding of values[begin, end).
 void AppendPlain(const ValueVector& values, size_t begin, size_t end, std::string* out) {
   std::visit(
@@ -359,16 +373,7 @@ Result<EncodedColumnChunk> RowGroupEncoder::EncodeLeveledColumn(size_t column, c
         ++page_records;
       }
       if (is_present(i)) {
-        page_bytes += std::visit(
-            [&](const auto& v) -> size_t {
-              using T = typename std::decay_t<decltype(v)>::value_type;
-              if constexpr (std::is_same_v<T, std::string>) {
-                return 4 + v[value + page_values].size();
-              } else {
-                return sizeof(T);
-              }
-            },
-            lv.values);
+        page_bytes += PlainSize(lv.values, value + page_values);
         ++page_values;
       }
       ++page_entries;
@@ -421,16 +426,7 @@ Result<EncodedColumnChunk> RowGroupEncoder::EncodeScalarColumn(size_t column, co
            page_bytes < static_cast<size_t>(options_.scalar_page_bytes)) {
       bool present = values.defined.empty() || values.defined[row + page_rows];
       if (present) {
-        page_bytes += std::visit(
-            [&](const auto& v) -> size_t {
-              using T = typename std::decay_t<decltype(v)>::value_type;
-              if constexpr (std::is_same_v<T, std::string>) {
-                return 4 + v[value + page_values].size();
-              } else {
-                return sizeof(T);
-              }
-            },
-            values.values);
+        page_bytes += PlainSize(values.values, value + page_values);
         ++page_values;
       }
       ++page_rows;

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/random.h"
+#include "core/text.h"
 #include "core/thread_pool.h"
 #include "format/csv.h"
 #include "format/npy.h"
@@ -50,26 +51,6 @@ bool ParseBool(std::string_view s, bool* out) {
   if (s == "true" || s == "True" || s == "TRUE") return *out = true, true;
   if (s == "false" || s == "False" || s == "FALSE") return *out = false, true;
   return false;
-}
-
-// True when `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
-bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<uint8_t>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    uint32_t cp = n == 1 ? c : c & (0x7F >> n);
-    for (size_t k = 1; k < n; ++k) {
-      auto cc = static_cast<uint8_t>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMinForLength[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n;
-  }
-  return true;
 }
 
 // Integers become INT32 (INT64 when one does not fit), other numbers DOUBLE, true/false BOOLEAN,
@@ -157,17 +138,6 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 }
 
 }  // namespace
-
-std::string RandomUuid() {
-  static std::atomic<uint64_t> counter{0};
-  std::random_device rd;
-  Rng rng((static_cast<uint64_t>(rd()) << 32) ^ rd() ^ (static_cast<uint64_t>(NowNanos()) + counter.fetch_add(1)));
-  uint64_t a = rng.Next(), b = rng.Next();
-  a = (a & ~0xF000ULL) | 0x4000ULL;                          // version 4
-  b = (b & 0x3FFFFFFFFFFFFFFFULL) | 0x8000000000000000ULL;  // variant 10
-  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xFFFF, a & 0xFFFF, b >> 48,
-                     b & 0xFFFFFFFFFFFFULL);
-}
 
 Result<NpySources> PlanNpySources(const std::string& dir, const std::string& labels_csv, const std::string& npy_column,
                                   std::string_view what) {

@@ -69,7 +69,4 @@ Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& sources, const s
 // names and the table log, not into the data files).
 NpySources WithoutLabel(const NpySources& sources, size_t label);
 
-// A random RFC 4122 version-4 UUID.
-std::string RandomUuid();
-
 }  // namespace stoke

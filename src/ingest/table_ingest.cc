@@ -13,6 +13,7 @@
 
 #include "core/clock.h"
 #include "core/random.h"
+#include "core/text.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "format/codec.h"

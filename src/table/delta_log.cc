@@ -31,6 +31,7 @@
 #include <unordered_map>
 
 #include "core/random.h"
+#include "core/text.h"
 
 namespace stoke::delta {
 namespace {
@@ -39,7 +40,6 @@ using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
 constexpr char kEngineInfo[] = "stoke/0.1.0";
-constexpr char kLastCheckpointName[] = "_last_checkpoint";
 constexpr size_t kVersionDigits = 20;
 
 // Action kinds readers may skip (PROTOCOL.md: "Change Data Files", "Domain Metadata",
@@ -52,17 +52,6 @@ std::string Dump(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_
 int64_t NowMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-// A random (version 4) UUID for Metadata.id.
-std::string RandomUuid() {
-  std::random_device rd;
-  Rng rng((static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(NowMillis()));
-  uint64_t hi = rng.Next(), lo = rng.Next();
-  hi = (hi & ~0xF000ULL) | 0x4000ULL;                            // version 4
-  lo = (lo & ~(0xC000ULL << 48)) | (0x8000ULL << 48);             // variant 10xx
-  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xFFFF, hi & 0xFFFF, lo >> 48,
-                     lo & 0xFFFFFFFFFFFFULL);
 }
 
 bool IsDigits(std::string_view s) {
@@ -108,7 +97,6 @@ struct LogListing {
   std::set<int64_t> commits;           // versions with a commit file
   std::set<int64_t> checkpoints;       // versions with a checkpoint file
   std::vector<std::string> checkpoint_names;
-  bool has_last_checkpoint = false;
   int64_t latest() const {
     int64_t v = commits.empty() ? -1 : *commits.rbegin();
     if (!checkpoints.empty()) v = std::max(v, *checkpoints.rbegin());
@@ -488,40 +476,6 @@ std::optional<int64_t> CommitTimestamp(const std::vector<Action>& actions) {
 
 using StatValue = std::variant<bool, int64_t, double, std::string>;
 
-bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      n = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;  // truncated sequence
-    for (size_t k = 1; k <= n; ++k) {
-      unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)) return false;  // overlong
-    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n + 1;
-  }
-  return true;
-}
-
 template <typename T>
 T LoadLittleEndian(const std::string& bytes) {
   T v;
@@ -705,10 +659,7 @@ Result<LogListing> ListLog(Storage& storage, const std::string& log_dir) {
     return names.status();
   }
   for (const std::string& name : *names) {
-    if (name == kLastCheckpointName) {
-      out.has_last_checkpoint = true;
-      continue;
-    }
+    // _last_checkpoint only saves object stores a listing; the listing here finds checkpoints.
     LogFileName n = ClassifyLogFile(name);
     if (n.kind == LogFileName::kCommit) out.commits.insert(n.version);
     if (n.kind == LogFileName::kCheckpoint) {
@@ -723,22 +674,6 @@ Result<LogListing> ListLog(Storage& storage, const std::string& log_dir) {
 int64_t FileTime(Storage& storage, const std::string& path) {
   auto st = storage.Stat(path);
   return st.ok() ? st->modification_time_ms : 0;
-}
-
-// The version named by _last_checkpoint, when it can be read.
-std::optional<int64_t> LastCheckpointVersion(Storage& storage, const std::string& log_dir) {
-  auto text = ReadFileToString(storage, JoinPath(log_dir, kLastCheckpointName));
-  if (!text.ok()) return std::nullopt;
-  json j = json::parse(*text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
-  auto it = j.find("version");
-  if (it == j.end() || !it->is_number_integer() || it->is_number_unsigned()) {
-    if (it != j.end() && it->is_number_unsigned() && it->get<uint64_t>() <= uint64_t{INT64_MAX}) {
-      return it->get<int64_t>();
-    }
-    return std::nullopt;
-  }
-  return it->get<int64_t>();
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/progress.h"
-#include "core/random.h"
+#include "core/text.h"
 #include "core/thread_pool.h"
 #include "format/codec.h"
 #include "format/parquet_writer.h"
@@ -22,15 +22,6 @@ namespace {
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string UuidV4() {
-  Rng rng(static_cast<uint64_t>(NowNanos()) ^ (static_cast<uint64_t>(::getpid()) << 40) ^
-          reinterpret_cast<uintptr_t>(&rng));
-  uint64_t a = (rng.Next() & ~0xF000ULL) | 0x4000ULL;
-  uint64_t b = (rng.Next() & 0x3FFFFFFFFFFFFFFFULL) | 0x8000000000000000ULL;
-  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xFFFF, a & 0xFFFF, b >> 48,
-                     b & 0xFFFFFFFFFFFFULL);
 }
 
 // True when every tensor column of the file holds one row per page (or is packed, for small rows)
@@ -64,7 +55,7 @@ Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta:
   // The new file goes where its inputs are: the table root or their partition directory.
   auto rel = delta::DecodePath(inputs[0]->path);
   std::string dir = rel.ok() ? std::filesystem::path(*rel).parent_path().string() : "";
-  out.path = JoinPath(dir.empty() ? t.dir : JoinPath(t.dir, dir), fmt::format("part-00000-{}.parquet", UuidV4()));
+  out.path = JoinPath(dir.empty() ? t.dir : JoinPath(t.dir, dir), fmt::format("part-00000-{}.parquet", RandomUuid()));
   const std::string tmp = out.path + ".inprogress";
   STOKE_ASSIGN_OR_RETURN(auto writer, ParquetFileWriter::Create(fs, tmp, cols, wopts));
   RowGroupEncoder enc(writer->columns(), writer->options());

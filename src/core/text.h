@@ -1,0 +1,17 @@
+// Small text utilities shared by the layers: UTF-8 validation and random identifiers.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace stoke {
+
+// True when `s` is well-formed UTF-8: no overlong forms, surrogates or code points past U+10FFFF
+// (Parquet's STRING and JSON require it).
+bool IsValidUtf8(std::string_view s);
+
+// A random RFC 4122 version-4 UUID ("xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"), for table ids and data
+// file names. Thread-safe; distinct across threads and processes.
+std::string RandomUuid();
+
+}  // namespace stoke
