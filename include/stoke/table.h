@@ -57,13 +57,17 @@ bool IsTableDirectory(const std::string& path);
 namespace stoke {
 
 // `stoke optimize`: bin-packing compaction. Files smaller than 3/4 of the target (and files not in
-// stoke's one-sample-per-page layout) are rewritten into files of about the target size, in one
-// commit of removes and adds with dataChange=false.
+// stoke's one-sample-per-page layout; with sort_by, all files) are rewritten into files of about the
+// target size, in one commit of removes and adds with dataChange=false.
 struct OptimizeOptions {
   std::string table_dir;
   int64_t target_file_bytes = int64_t{1} << 30;
   int64_t row_group_bytes = int64_t{128} << 20;
   std::string where;                      // optional predicate: only files whose stats may match
+  // Optional scalar column to order rows by within each new file (ascending, nulls last). Every
+  // matching file is then rewritten, not only small ones, so that related rows share files and
+  // files get narrow min/max ranges for skipping.
+  std::string sort_by;
   std::string codec = "zstd";
   size_t threads = 0;
   bool progress = true;

@@ -120,6 +120,8 @@ int main(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false))
       ->default_str("128MiB");
   optimize->add_option("--where", oo.where, "Only compact files whose statistics may match this predicate");
+  optimize->add_option("--sort-by", oo.sort_by,
+                       "Order rows by this scalar column within the new files (rewrites every matching file)");
   optimize->add_option("--codec", oo.codec, "Page codec of the new files")->capture_default_str();
   optimize->add_option("--threads", oo.threads, "Threads (0 = one per core)")->capture_default_str();
 

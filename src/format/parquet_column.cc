@@ -30,6 +30,30 @@ void AppendColumnValues(ColumnValues* dst, ColumnValues src) {
       dst->values);
 }
 
+ColumnValues TakeRows(const ColumnValues& src, const std::vector<size_t>& rows) {
+  ColumnValues out{ValueVector(), {}};
+  // Position of each row's value among the present values (-1: null).
+  std::vector<int64_t> value_of;
+  if (!src.defined.empty()) {
+    value_of.resize(src.defined.size());
+    int64_t next = 0;
+    for (size_t r = 0; r < src.defined.size(); ++r) value_of[r] = src.defined[r] ? next++ : -1;
+  }
+  std::visit(
+      [&](const auto& in) {
+        std::decay_t<decltype(in)> taken;
+        taken.reserve(rows.size());
+        for (size_t r : rows) {
+          int64_t v = value_of.empty() ? static_cast<int64_t>(r) : value_of[r];
+          if (!src.defined.empty()) out.defined.push_back(v >= 0);
+          if (v >= 0) taken.push_back(in[static_cast<size_t>(v)]);
+        }
+        out.values = std::move(taken);
+      },
+      src.values);
+  return out;
+}
+
 ValueVector EmptyValuesFor(parquet::Type type) {
   switch (type) {
     case parquet::Type::kBoolean: return std::vector<uint8_t>{};

@@ -50,6 +50,9 @@ struct ColumnValues {
 // Appends `src`'s rows to `dst` (same alternative), merging the `defined` vectors.
 void AppendColumnValues(ColumnValues* dst, ColumnValues src);
 
+// The rows `rows` (indices into the rows of `src`, any order, repeats allowed) as a new column.
+ColumnValues TakeRows(const ColumnValues& src, const std::vector<size_t>& rows);
+
 // An empty ValueVector of the alternative that holds values of physical type `type`.
 ValueVector EmptyValuesFor(parquet::Type type);
 

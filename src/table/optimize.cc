@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -157,6 +158,118 @@ Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta:
   return out;
 }
 
+// The bin's rows ordered by `sort_by` (ascending, nulls last, stable) in one new file. Scalar columns
+// of the whole bin are decoded into memory (they are small); tensors are then fetched row by row in
+// the new order, one positioned read each, so memory stays bounded by the scalars and one row group.
+Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
+                                    const WriterOptions& wopts, int64_t rows_per_group, const std::string& sort_by,
+                                    ProgressBar* bar) {
+  Storage& fs = LocalStorage();
+  const std::vector<ColumnSpec> cols = t.FileColumns();
+  auto key_it = std::find_if(cols.begin(), cols.end(), [&](const ColumnSpec& c) { return c.name == sort_by; });
+  const size_t key = static_cast<size_t>(key_it - cols.begin());
+  // Pass 1: scalars of every input row, and where each row's tensors are.
+  struct Source {
+    size_t input;
+    int64_t row;  // file-global row
+  };
+  std::vector<Source> sources;
+  std::vector<ColumnValues> scalars(cols.size());
+  for (size_t c = 0; c < cols.size(); ++c) scalars[c] = ColumnValues{EmptyValuesFor(cols[c].type), {}};
+  std::vector<std::vector<size_t>> file_columns(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(fs, t.FilePath(*inputs[i])));
+    for (const auto& c : cols) {
+      STOKE_ASSIGN_OR_RETURN(size_t idx, reader->FindColumn(c.name));
+      file_columns[i].push_back(idx);
+    }
+    for (size_t c = 0; c < cols.size(); ++c) {
+      if (cols[c].tensor) continue;
+      STOKE_ASSIGN_OR_RETURN(auto v, reader->ReadColumn(file_columns[i][c]));
+      if (v.values.index() != scalars[c].values.index()) {
+        return Status::Corruption(fmt::format("{}: column '{}' does not have the table's type", t.FilePath(*inputs[i]), cols[c].name));
+      }
+      AppendColumnValues(&scalars[c], std::move(v));
+    }
+    for (int64_t r = 0; r < reader->num_rows(); ++r) sources.push_back({i, r});
+  }
+  // The order: stable sort of row indices by the key, nulls last.
+  std::vector<int64_t> key_value(sources.size(), -1);  // index of each row's key among present values
+  {
+    int64_t next = 0;
+    for (size_t r = 0; r < sources.size(); ++r) {
+      bool present = scalars[key].defined.empty() || scalars[key].defined[r];
+      key_value[r] = present ? next++ : -1;
+    }
+  }
+  std::vector<size_t> order(sources.size());
+  for (size_t r = 0; r < order.size(); ++r) order[r] = r;
+  std::visit(
+      [&](const auto& keys) {
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+          if (key_value[a] < 0 || key_value[b] < 0) return key_value[a] >= 0 && key_value[b] < 0;
+          return keys[static_cast<size_t>(key_value[a])] < keys[static_cast<size_t>(key_value[b])];
+        });
+      },
+      scalars[key].values);
+
+  // Pass 2: row groups in the new order; tensors read where they are, through a few open readers.
+  WrittenBin out;
+  auto rel = delta::DecodePath(inputs[0]->path);
+  std::string dir = rel.ok() ? std::filesystem::path(*rel).parent_path().string() : "";
+  out.path = JoinPath(dir.empty() ? t.dir : JoinPath(t.dir, dir), fmt::format("part-00000-{}.parquet", RandomUuid()));
+  const std::string tmp = out.path + ".inprogress";
+  STOKE_ASSIGN_OR_RETURN(auto writer, ParquetFileWriter::Create(fs, tmp, cols, wopts));
+  RowGroupEncoder enc(writer->columns(), writer->options());
+  std::map<size_t, std::unique_ptr<ParquetReader>> open;  // at most kOpenReaders, evicted oldest input first
+  constexpr size_t kOpenReaders = 64;
+  AlignedBuffer cell;
+  Status status;
+  for (size_t begin = 0; begin < order.size() && status.ok(); begin += static_cast<size_t>(rows_per_group)) {
+    const size_t end = std::min(order.size(), begin + static_cast<size_t>(rows_per_group));
+    const std::vector<size_t> group(order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(end));
+    for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
+      if (!cols[c].tensor) {
+        status = enc.SetScalars(c, TakeRows(scalars[c], group));
+        continue;
+      }
+      for (size_t r : group) {
+        const Source& src = sources[r];
+        auto it = open.find(src.input);
+        if (it == open.end()) {
+          if (open.size() >= kOpenReaders) open.erase(open.begin());
+          auto reader = ParquetReader::Open(fs, t.FilePath(*inputs[src.input]));
+          if (!reader.ok()) {
+            status = reader.status();
+            break;
+          }
+          it = open.emplace(src.input, std::move(*reader)).first;
+        }
+        status = it->second->ReadBinaryCell(src.row, file_columns[src.input][c], &cell);
+        if (status.ok()) status = enc.AppendTensor(c, cell.view());
+        if (!status.ok()) break;
+      }
+    }
+    if (!status.ok()) break;
+    auto rg = enc.Finish();
+    status = rg.ok() ? writer->WriteRowGroup(std::move(*rg)) : rg.status();
+    out.rows += static_cast<int64_t>(group.size());
+  }
+  if (status.ok()) status = writer->Close();
+  if (status.ok()) status = fs.Rename(tmp, out.path);
+  if (!status.ok()) {
+    writer.reset();
+    (void)fs.Delete(tmp);
+    return status;
+  }
+  if (bar) {
+    for (const auto* f : inputs) bar->Add(1, static_cast<uint64_t>(f->size));
+  }
+  out.bytes = writer->bytes_written();
+  out.footer = writer->metadata();
+  return out;
+}
+
 }  // namespace
 
 Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
@@ -172,6 +285,13 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
     STOKE_ASSIGN_OR_RETURN(where, Predicate::Parse(o.where));
     STOKE_RETURN_IF_ERROR(where->Bind(t.columns));
   }
+  if (!o.sort_by.empty()) {
+    auto it = std::find_if(t.columns.begin(), t.columns.end(), [&](const ColumnSpec& c) { return c.name == o.sort_by; });
+    if (it == t.columns.end() || it->tensor || t.IsPartitionColumn(o.sort_by)) {
+      return Status::InvalidArgument(fmt::format("optimize: --sort-by '{}' must be a scalar, non-partition column of the table",
+                                                 o.sort_by));
+    }
+  }
   OptimizeReport report;
   report.files_before = static_cast<int64_t>(t.snapshot.files.size());
 
@@ -185,7 +305,7 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
       auto stats = FileStats(f, t.columns, &records);
       if (!where->MayMatch(stats, records)) continue;
     }
-    bool small = f.size < o.target_file_bytes / 4 * 3;
+    bool small = f.size < o.target_file_bytes / 4 * 3 || !o.sort_by.empty();
     if (!small) {
       STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), t.FilePath(f)));
       STOKE_ASSIGN_OR_RETURN(bool stoke_layout, InStokeLayout(*reader));
@@ -212,7 +332,7 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   }
   std::vector<std::vector<const delta::AddFile*>> work;
   for (auto& b : bins) {
-    if (b.size() > 1) {
+    if (b.size() > 1 || !o.sort_by.empty()) {
       work.push_back(std::move(b));
       continue;
     }
@@ -234,7 +354,9 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   std::vector<std::optional<WrittenBin>> results(work.size());
   ThreadPool pool(o.threads);
   Status s = ParallelFor(pool, work.size(), [&](size_t i) -> Status {
-    STOKE_ASSIGN_OR_RETURN(auto w, RewriteBin(t, work[i], wopts, rows_per_group, &bar));
+    STOKE_ASSIGN_OR_RETURN(auto w, o.sort_by.empty()
+                                       ? RewriteBin(t, work[i], wopts, rows_per_group, &bar)
+                                       : RewriteBinSorted(t, work[i], wopts, rows_per_group, o.sort_by, &bar));
     results[i] = std::move(w);
     return Status::OK();
   });
@@ -281,7 +403,8 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   }
   delta::DeltaLog log(LocalStorage(), o.table_dir);
   nlohmann::json params = {{"predicate", o.where.empty() ? "[]" : "[\"" + o.where + "\"]"},
-                           {"targetSize", std::to_string(o.target_file_bytes)}};
+                           {"targetSize", std::to_string(o.target_file_bytes)},
+                           {"sortBy", o.sort_by.empty() ? "[]" : "[\"" + o.sort_by + "\"]"}};
   auto version = log.Commit(t.snapshot.version, std::move(actions), delta::CommitKind::kRewrite, "OPTIMIZE", params);
   if (!version.ok()) {
     cleanup();

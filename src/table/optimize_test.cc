@@ -177,3 +177,43 @@ TEST(Query, TimeTravelsAndLimits) {
 
 }  // namespace
 }  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST(Optimize, SortByOrdersRowsWithinNewFilesNullsLast) {
+  TestTable t;
+  for (int64_t f = 0; f < 6; ++f) t.AppendFile(f * 7, 7);
+  auto before = AllRows(t.dir());
+  OptimizeOptions o;
+  o.table_dir = t.dir();
+  o.sort_by = "name";
+  o.row_group_bytes = 16 * 10;  // several row groups
+  o.progress = false;
+  auto r = OptimizeTable(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->files_after, 1);
+  EXPECT_EQ(AllRows(t.dir()), before);  // same rows, byte for byte
+
+  auto view = OpenTableView(t.dir());
+  ASSERT_TRUE(view.ok());
+  auto reader = ParquetReader::Open(LocalStorage(), view->FilePath(view->snapshot.files[0]));
+  ASSERT_TRUE(reader.ok());
+  auto names = (*reader)->ReadColumn(2);
+  auto ids = std::get<std::vector<int64_t>>((*reader)->ReadColumn(0)->values);
+  auto tensors = std::get<std::vector<std::string>>((*reader)->ReadColumn(3)->values);
+  const auto& nv = std::get<std::vector<std::string>>(names->values);
+  EXPECT_TRUE(std::is_sorted(nv.begin(), nv.end()));
+  bool seen_null = false;
+  for (uint8_t d : names->defined) {
+    if (!d) seen_null = true;
+    EXPECT_FALSE(seen_null && d) << "a value after a null: nulls must come last";
+  }
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(tensors[i], TensorOf(ids[i]));  // tensors follow their rows
+
+  o.sort_by = "t";
+  EXPECT_EQ(OptimizeTable(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace stoke
