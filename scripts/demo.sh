@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The main job end to end on a small generated dataset: synth 2,000 seed volumes (one .npy file per
-# sample, ~360 KB each), convert them to Parquet with one sample per page, inspect the result, and
-# print the before/after table.
+# The main job end to end on a small generated dataset, as in the published case: 2,000 seed volumes
+# (one .npy file per sample, ~360 KB each) become a Delta table of one Parquet file per sample, which
+# OPTIMIZE compacts into one file; a query and the history show the table; `convert` writes the same
+# samples as plain Parquet; the result table compares files and bytes, and one sample's md5 is
+# checked against its source file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stoke=${1:-build/stoke}
@@ -9,34 +11,47 @@ samples=${DEMO_SAMPLES:-2000}
 work=${DEMO_DIR:-build/demo}
 rm -rf "$work"
 mkdir -p "$work"
+src=("$work/volumes" --labels "$work/volumes/labels.csv" --tensor-column volume)
 
 echo "== 1. synth: $samples seed volumes (30x30x10 voxels x 10 channels, float32), one .npy per sample"
 "$stoke" synth volumes --samples "$samples" --out "$work/volumes" --seed 0
 echo
-echo "== 2. convert: .npy files + labels.csv -> Parquet, one sample per page (zstd)"
-"$stoke" convert npy "$work/volumes" --labels "$work/volumes/labels.csv" --out "$work/table" --tensor-column volume
+echo "== 2. ingest into a Delta table, one Parquet file per sample (the published case's first step)"
+"$stoke" ingest "${src[@]}" --table "$work/table" --rows-per-file 1
+files_ingested=$(find "$work/table" -maxdepth 1 -name '*.parquet' | wc -l)
 echo
-parquet=$(ls "$work"/table/*.parquet | head -1)
-echo "== 3. inspect: $(basename "$parquet")"
-"$stoke" inspect "$parquet" | head -22
+echo "== 3. optimize: compact the table's small files in one commit"
+"$stoke" optimize "$work/table"
 echo
-echo "== 4. cat: the first rows (tensor cells as md5 and length)"
-"$stoke" cat "$parquet" --limit 5
+echo "== 4. the table: inspect, a query with file skipping, history"
+"$stoke" inspect "$work/table" | head -16
+"$stoke" query "$work/table" --where "label = 1 AND split = 'val'" --select id,file,label,x,y --limit 5
+"$stoke" history "$work/table"
+echo
+echo "== 5. convert: the same files as plain Parquet, one sample per page (zstd)"
+"$stoke" convert npy "${src[@]}" --out "$work/parquet"
+parquet=$(ls "$work"/parquet/*.parquet | head -1)
+"$stoke" inspect "$parquet" | head -12
 echo
 
+bytes_of() { find "$@" -printf '%s\n' | awk '{s+=$1} END {printf "%.0f", s}'; }
 npy_files=$(find "$work/volumes" -name '*.npy' | wc -l)
-npy_bytes=$(find "$work/volumes" -name '*.npy' -printf '%s\n' | awk '{s+=$1} END {printf "%.0f", s}')
-pq_files=$(find "$work/table" -name '*.parquet' | wc -l)
-pq_bytes=$(find "$work/table" -name '*.parquet' -printf '%s\n' | awk '{s+=$1} END {printf "%.0f", s}')
-# The md5 of one sample, from the source file's payload and from the Parquet file, must agree.
+npy_bytes=$(bytes_of "$work/volumes" -name '*.npy')
+live=$("$stoke" inspect "$work/table" --json | awk -F': ' '/"(files|bytes)"/ && !seen[$1]++ {gsub(/,/, "", $2); print $2}')
+table_files=$(echo "$live" | sed -n 1p)
+table_bytes=$(echo "$live" | sed -n 2p)
+pq_files=$(find "$work/parquet" -name '*.parquet' | wc -l)
+pq_bytes=$(bytes_of "$work/parquet" -name '*.parquet')
+# The md5 of one sample, from the source file's payload and from the table, must agree.
 src_md5=$(tail -c 360000 "$work/volumes/volume_000007.npy" | md5sum | cut -d' ' -f1)
-pq_md5=$("$stoke" cat "$parquet" --columns volume --offset 7 --limit 1 --format csv | tail -1 | sed 's/md5:\([0-9a-f]*\).*/\1/')
+table_md5=$("$stoke" query "$work/table" --where "id = 7" --select volume --format csv | tail -1 | sed 's/md5:\([0-9a-f]*\).*/\1/')
 
 echo "== result"
-printf '%-34s %12s %14s\n' "" "files" "bytes"
-printf '%-34s %12d %14d\n' "before: one .npy file per sample" "$npy_files" "$npy_bytes"
-printf '%-34s %12d %14d\n' "after: Parquet, one page per sample" "$pq_files" "$pq_bytes"
-awk -v a="$npy_files" -v b="$pq_files" -v c="$npy_bytes" -v d="$pq_bytes" \
-  'BEGIN { printf "%-34s %11.0fx %13.3fx\n", "ratio (before / after)", a / b, c / d }'
-echo "sample 7 md5: source .npy payload $src_md5, Parquet cell $pq_md5 $([ "$src_md5" = "$pq_md5" ] && echo '(equal)' || echo '(DIFFERENT)')"
-[ "$src_md5" = "$pq_md5" ]
+printf '%-46s %10s %14s\n' "" "files" "bytes"
+printf '%-46s %10d %14d\n' "before: one .npy file per sample" "$npy_files" "$npy_bytes"
+printf '%-46s %10d %14s\n' "table after ingest --rows-per-file 1" "$files_ingested" "-"
+printf '%-46s %10d %14d\n' "table after optimize (live files)" "$table_files" "$table_bytes"
+printf '%-46s %10d %14d\n' "convert: plain Parquet, one page per sample" "$pq_files" "$pq_bytes"
+awk -v a="$npy_files" -v b="$table_files" 'BEGIN { printf "%-46s %9.0fx\n", "files, before / after optimize", a / b }'
+echo "sample 7 md5: source .npy payload $src_md5, table cell $table_md5 $([ "$src_md5" = "$table_md5" ] && echo '(equal)' || echo '(DIFFERENT)')"
+[ "$src_md5" = "$table_md5" ]
