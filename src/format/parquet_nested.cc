@@ -218,14 +218,8 @@ Status AppendSchema(const SchemaNode& n, const std::string& path, int depth, std
   switch (n.kind) {
     case SchemaNode::Kind::kLeaf: {
       if (!n.type) return Status::InvalidArgument(fmt::format("leaf '{}' has no type", here));
-      switch (*n.type) {
-        case Type::kBoolean:
-        case Type::kInt32:
-        case Type::kInt64:
-        case Type::kFloat:
-        case Type::kDouble:
-        case Type::kByteArray: break;
-        default: return Status::Unsupported(fmt::format("writing leaf '{}' of type {}", here, parquet::TypeName(*n.type)));
+      if (!WritableType(*n.type)) {
+        return Status::Unsupported(fmt::format("writing leaf '{}' of type {}", here, parquet::TypeName(*n.type)));
       }
       if (n.is_string && *n.type != Type::kByteArray) {
         return Status::InvalidArgument(fmt::format("string leaf '{}' must be BYTE_ARRAY", here));

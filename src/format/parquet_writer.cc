@@ -171,21 +171,26 @@ int64_t EncodedRowGroup::byte_size() const {
   return n;
 }
 
+bool WritableType(Type type) {
+  switch (type) {
+    case Type::kBoolean:
+    case Type::kInt32:
+    case Type::kInt64:
+    case Type::kFloat:
+    case Type::kDouble:
+    case Type::kByteArray: return true;
+    default: return false;
+  }
+}
+
 Status ValidateColumns(const std::vector<ColumnSpec>& columns) {
   if (columns.empty()) return Status::InvalidArgument("a Parquet schema needs at least one column");
   std::set<std::string> names;
   for (const auto& c : columns) {
     if (c.name.empty()) return Status::InvalidArgument("column with an empty name");
     if (!names.insert(c.name).second) return Status::InvalidArgument(fmt::format("duplicate column '{}'", c.name));
-    switch (c.type) {
-      case Type::kBoolean:
-      case Type::kInt32:
-      case Type::kInt64:
-      case Type::kFloat:
-      case Type::kDouble:
-      case Type::kByteArray: break;
-      default:
-        return Status::Unsupported(fmt::format("writing column '{}' of type {}", c.name, parquet::TypeName(c.type)));
+    if (!WritableType(c.type)) {
+      return Status::Unsupported(fmt::format("writing column '{}' of type {}", c.name, parquet::TypeName(c.type)));
     }
     if (c.tensor) {
       if (c.type != Type::kByteArray || c.optional || c.is_string) {

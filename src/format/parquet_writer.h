@@ -158,6 +158,9 @@ class ParquetFileWriter {
   bool closed_ = false;
 };
 
+// True for the physical types the writer writes: BOOLEAN, INT32, INT64, FLOAT, DOUBLE, BYTE_ARRAY.
+bool WritableType(parquet::Type type);
+
 // Validates a schema: unique non-empty names, tensor columns BYTE_ARRAY and REQUIRED, supported types.
 Status ValidateColumns(const std::vector<ColumnSpec>& columns);
 

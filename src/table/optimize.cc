@@ -47,16 +47,36 @@ struct WrittenBin {
   parquet::FileMetaData footer;
 };
 
+// A fresh data file name where `input` lies: the table root or its partition directory.
+std::string NewDataFilePath(const TableView& t, const delta::AddFile& input) {
+  auto rel = delta::DecodePath(input.path);
+  std::string dir = rel.ok() ? std::filesystem::path(*rel).parent_path().string() : "";
+  return JoinPath(dir.empty() ? t.dir : JoinPath(t.dir, dir), fmt::format("part-00000-{}.parquet", RandomUuid()));
+}
+
+// Ends a rewritten file: closes it and renames `tmp` to out->path when `status` is OK, else deletes
+// it; fills out->bytes and out->footer.
+Status FinishBinFile(Status status, std::unique_ptr<ParquetFileWriter> writer, const std::string& tmp, WrittenBin* out) {
+  Storage& fs = LocalStorage();
+  if (status.ok()) status = writer->Close();
+  if (status.ok()) status = fs.Rename(tmp, out->path);
+  if (!status.ok()) {
+    writer.reset();
+    (void)fs.Delete(tmp);
+    return status;
+  }
+  out->bytes = writer->bytes_written();
+  out->footer = writer->metadata();
+  return Status::OK();
+}
+
 // Rewrites the rows of `inputs` (in order) into one new data file under the table.
 Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
                               const WriterOptions& wopts, int64_t rows_per_group, ProgressBar* bar) {
   Storage& fs = LocalStorage();
   const std::vector<ColumnSpec> cols = t.FileColumns();  // partition columns live in the log
   WrittenBin out;
-  // The new file goes where its inputs are: the table root or their partition directory.
-  auto rel = delta::DecodePath(inputs[0]->path);
-  std::string dir = rel.ok() ? std::filesystem::path(*rel).parent_path().string() : "";
-  out.path = JoinPath(dir.empty() ? t.dir : JoinPath(t.dir, dir), fmt::format("part-00000-{}.parquet", RandomUuid()));
+  out.path = NewDataFilePath(t, *inputs[0]);
   const std::string tmp = out.path + ".inprogress";
   STOKE_ASSIGN_OR_RETURN(auto writer, ParquetFileWriter::Create(fs, tmp, cols, wopts));
   RowGroupEncoder enc(writer->columns(), writer->options());
@@ -146,15 +166,7 @@ Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta:
     if (bar) bar->Add(1, static_cast<uint64_t>(add->size));
   }
   if (status.ok()) status = flush();
-  if (status.ok()) status = writer->Close();
-  if (status.ok()) status = fs.Rename(tmp, out.path);
-  if (!status.ok()) {
-    writer.reset();
-    (void)fs.Delete(tmp);
-    return status;
-  }
-  out.bytes = writer->bytes_written();
-  out.footer = writer->metadata();
+  STOKE_RETURN_IF_ERROR(FinishBinFile(status, std::move(writer), tmp, &out));
   return out;
 }
 
@@ -215,9 +227,7 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
 
   // Pass 2: row groups in the new order; tensors read where they are, through a few open readers.
   WrittenBin out;
-  auto rel = delta::DecodePath(inputs[0]->path);
-  std::string dir = rel.ok() ? std::filesystem::path(*rel).parent_path().string() : "";
-  out.path = JoinPath(dir.empty() ? t.dir : JoinPath(t.dir, dir), fmt::format("part-00000-{}.parquet", RandomUuid()));
+  out.path = NewDataFilePath(t, *inputs[0]);
   const std::string tmp = out.path + ".inprogress";
   STOKE_ASSIGN_OR_RETURN(auto writer, ParquetFileWriter::Create(fs, tmp, cols, wopts));
   RowGroupEncoder enc(writer->columns(), writer->options());
@@ -255,18 +265,10 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
     status = rg.ok() ? writer->WriteRowGroup(std::move(*rg)) : rg.status();
     out.rows += static_cast<int64_t>(group.size());
   }
-  if (status.ok()) status = writer->Close();
-  if (status.ok()) status = fs.Rename(tmp, out.path);
-  if (!status.ok()) {
-    writer.reset();
-    (void)fs.Delete(tmp);
-    return status;
-  }
+  STOKE_RETURN_IF_ERROR(FinishBinFile(status, std::move(writer), tmp, &out));
   if (bar) {
     for (const auto* f : inputs) bar->Add(1, static_cast<uint64_t>(f->size));
   }
-  out.bytes = writer->bytes_written();
-  out.footer = writer->metadata();
   return out;
 }
 
