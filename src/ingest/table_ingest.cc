@@ -95,8 +95,6 @@ std::string PartitionDirectory(const std::string& column, const std::string& val
   return escape(column) + "=" + escape(value);
 }
 
-}  // namespace
-
 // One attempt: read the table's latest version, write the data files, commit. The commit is
 // exclusive (it fails if anyone committed after the version read), because what it writes depends
 // on that version: the ids continue the table's, and files already in it are skipped.
@@ -282,6 +280,8 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
             report.rows);
   return report;
 }
+
+}  // namespace
 
 Result<IngestReport> IngestNpy(const IngestOptions& o) {
   if (o.table_dir.empty()) return Status::InvalidArgument("ingest: --table is required");
