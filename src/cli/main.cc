@@ -46,7 +46,7 @@ std::vector<int64_t> ParseShape(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"stoke: many small array files in, Parquet/Delta tables out, and batches at storage speed."};
+  CLI::App app{"stoke: many small array files in, Delta tables of Parquet out, laid out so that one sample is one read."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "stoke 0.1.0");
   bool no_progress = false;
