@@ -24,14 +24,14 @@ echo "== 3. optimize: compact the table's small files in one commit"
 "$stoke" optimize "$work/table"
 echo
 echo "== 4. the table: inspect, a query with file skipping, history"
-"$stoke" inspect "$work/table" | head -16
+"$stoke" inspect "$work/table" | sed -n 1,16p
 "$stoke" query "$work/table" --where "label = 1 AND split = 'val'" --select id,file,label,x,y --limit 5
 "$stoke" history "$work/table"
 echo
 echo "== 5. convert: the same files as plain Parquet, one sample per page (zstd)"
 "$stoke" convert npy "${src[@]}" --out "$work/parquet"
-parquet=$(ls "$work"/parquet/*.parquet | head -1)
-"$stoke" inspect "$parquet" | head -12
+parquet=$(ls "$work"/parquet/*.parquet | sed -n 1p)
+"$stoke" inspect "$parquet" | sed -n 1,12p
 echo
 
 bytes_of() { find "$@" -printf '%s\n' | awk '{s+=$1} END {printf "%.0f", s}'; }
