@@ -1,0 +1,489 @@
+#include "table/sample_index.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "format/codec.h"
+#include "format/parquet_reader.h"
+#include "io/storage.h"
+#include "table/delta_log.h"
+#include "table/scan.h"
+
+namespace stoke {
+namespace {
+
+// The cache format (see sample_index.h). Frozen: a change of layout takes a new format version and
+// a new magic, and old caches are then rebuilt.
+constexpr char kMagic[8] = {'S', 'T', 'K', 'I', 'D', 'X', '0', '1'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr size_t kHeaderSize = 128;
+constexpr size_t kFileRecordSize = 40;
+constexpr size_t kColumnRecordSize = 32;
+constexpr size_t kPageRecordSize = 32;
+constexpr uint32_t kNeedsDecode = 1;  // page flag: no OffsetIndex; the page stands for a row group
+
+// Header field offsets.
+constexpr size_t kOffFormatVersion = 8, kOffHeaderSize = 12, kOffTableVersion = 16, kOffNumRows = 24,
+                 kOffNumFiles = 32, kOffNumColumns = 36, kOffNumPages = 40, kOffFiles = 48, kOffColumns = 56,
+                 kOffPages = 64, kOffRows = 72, kOffStrings = 80, kOffStringsSize = 88, kOffTotalSize = 96,
+                 kOffCommitSize = 104, kOffCommitMtime = 112, kOffBodyCrc = 120, kOffHeaderCrc = 124;
+
+constexpr uint64_t Align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+
+// One page (or one needs-decode row group) of one tensor column while building.
+struct BuiltPage {
+  uint64_t offset = 0;
+  uint64_t first_row = 0;  // within the file while building; global once serialized
+  uint32_t length = 0;
+  uint32_t num_rows = 0;
+  uint32_t flags = 0;
+};
+
+struct BuiltFile {
+  std::string rel_path;
+  uint64_t size = 0;
+  uint64_t num_rows = 0;
+  std::vector<std::vector<BuiltPage>> pages;  // per tensor column
+};
+
+// The commit file's identity, recorded so that a table recreated at the same path never reuses an
+// index of its predecessor. Zeros when the commit file is gone (log cleaned up after a checkpoint).
+struct CommitStamp {
+  uint64_t size = 0;
+  int64_t mtime_ms = 0;
+};
+
+CommitStamp StampOf(const std::string& table_dir, int64_t version) {
+  delta::DeltaLog log(LocalStorage(), table_dir);
+  auto st = LocalStorage().Stat(log.CommitPath(version));
+  if (!st.ok()) return {};
+  return {st->size, st->modification_time_ms};
+}
+
+Status ReadFilePages(const TableView& view, const delta::AddFile& add, const std::vector<std::string>& tensor_columns,
+                     BuiltFile* out) {
+  auto rel = delta::DecodePath(add.path);
+  out->rel_path = rel.ok() ? *rel : add.path;
+  const std::string path = view.FilePath(add);
+  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), path));
+  out->size = reader->file_size();
+  out->num_rows = static_cast<uint64_t>(reader->num_rows());
+  const auto& starts = reader->row_group_starts();
+  out->pages.resize(tensor_columns.size());
+  for (size_t c = 0; c < tensor_columns.size(); ++c) {
+    auto idx = reader->FindColumn(tensor_columns[c]);
+    if (!idx.ok()) {
+      return Status::NotFound(fmt::format("{}: tensor column '{}' is not in the data file", path, tensor_columns[c]));
+    }
+    const LeafColumn& col = reader->columns()[*idx];
+    // Pages the loader can read alone: flat, required BYTE_ARRAY without a dictionary, in a codec
+    // stoke decompresses. Anything else is decoded through the reader.
+    const bool flat = col.type == parquet::Type::kByteArray && col.max_definition_level == 0 &&
+                      col.max_repetition_level == 0;
+    auto& pages = out->pages[c];
+    for (int g = 0; g < reader->num_row_groups(); ++g) {
+      const int64_t rg_rows = starts[g + 1] - starts[g];
+      if (rg_rows <= 0) continue;
+      if (rg_rows > std::numeric_limits<uint32_t>::max()) {
+        return Status::Unsupported(fmt::format("{}: row group {} has {} rows (the sample index holds at most 2^32-1 per "
+                                               "row group)", path, g, rg_rows));
+      }
+      const auto& cc = reader->metadata().row_groups[g].columns[*idx];
+      bool usable = flat && cc.meta_data && !cc.meta_data->dictionary_page_offset && CodecSupported(cc.meta_data->codec);
+      std::optional<parquet::OffsetIndex> oi;
+      if (usable) {
+        STOKE_ASSIGN_OR_RETURN(oi, reader->ReadOffsetIndex(g, *idx));
+        usable = oi && !oi->page_locations.empty();
+      }
+      if (!usable) {
+        pages.push_back({.offset = 0, .first_row = static_cast<uint64_t>(starts[g]), .length = 0,
+                         .num_rows = static_cast<uint32_t>(rg_rows), .flags = kNeedsDecode});
+        continue;
+      }
+      // ReadOffsetIndex checked the entries: inside the chunk, sizes > 0, first rows increasing from 0.
+      const auto& locs = oi->page_locations;
+      for (size_t k = 0; k < locs.size(); ++k) {
+        const int64_t first = locs[k].first_row_index;
+        const int64_t end = k + 1 < locs.size() ? locs[k + 1].first_row_index : rg_rows;
+        pages.push_back({.offset = static_cast<uint64_t>(locs[k].offset),
+                         .first_row = static_cast<uint64_t>(starts[g] + first),
+                         .length = static_cast<uint32_t>(locs[k].compressed_page_size),
+                         .num_rows = static_cast<uint32_t>(end - first), .flags = 0});
+      }
+    }
+  }
+  return Status::OK();
+}
+
+// Serializes the built index in the cache layout.
+Result<std::string> Serialize(int64_t version, CommitStamp stamp, const std::vector<std::string>& tensor_columns,
+                              std::vector<BuiltFile>& files) {
+  const size_t ncols = tensor_columns.size();
+  uint64_t num_rows = 0, num_pages = 0, strings_size = 0;
+  for (const auto& f : files) {
+    num_rows += f.num_rows;
+    strings_size += f.rel_path.size();
+    for (const auto& p : f.pages) num_pages += p.size();
+  }
+  for (const auto& n : tensor_columns) strings_size += n.size();
+  if (files.size() > std::numeric_limits<uint32_t>::max() || num_pages > std::numeric_limits<uint32_t>::max()) {
+    return Status::Unsupported(fmt::format("sample index: {} files and {} pages exceed the format's 2^32-1 limit",
+                                           files.size(), num_pages));
+  }
+  const uint64_t files_off = kHeaderSize;
+  const uint64_t columns_off = files_off + kFileRecordSize * files.size();
+  const uint64_t pages_off = columns_off + kColumnRecordSize * ncols;
+  const uint64_t rows_off = pages_off + kPageRecordSize * num_pages;
+  const uint64_t strings_off = Align8(rows_off + 4 * ncols * num_rows);
+  const uint64_t total = strings_off + strings_size;
+
+  std::string out(total, '\0');
+  auto* b = reinterpret_cast<uint8_t*>(out.data());
+  std::memcpy(b, kMagic, sizeof(kMagic));
+  StoreLE<uint32_t>(b + kOffFormatVersion, kFormatVersion);
+  StoreLE<uint32_t>(b + kOffHeaderSize, kHeaderSize);
+  StoreLE<int64_t>(b + kOffTableVersion, version);
+  StoreLE<uint64_t>(b + kOffNumRows, num_rows);
+  StoreLE<uint32_t>(b + kOffNumFiles, static_cast<uint32_t>(files.size()));
+  StoreLE<uint32_t>(b + kOffNumColumns, static_cast<uint32_t>(ncols));
+  StoreLE<uint64_t>(b + kOffNumPages, num_pages);
+  StoreLE<uint64_t>(b + kOffFiles, files_off);
+  StoreLE<uint64_t>(b + kOffColumns, columns_off);
+  StoreLE<uint64_t>(b + kOffPages, pages_off);
+  StoreLE<uint64_t>(b + kOffRows, rows_off);
+  StoreLE<uint64_t>(b + kOffStrings, strings_off);
+  StoreLE<uint64_t>(b + kOffStringsSize, strings_size);
+  StoreLE<uint64_t>(b + kOffTotalSize, total);
+  StoreLE<uint64_t>(b + kOffCommitSize, stamp.size);
+  StoreLE<int64_t>(b + kOffCommitMtime, stamp.mtime_ms);
+
+  uint64_t str_pos = 0;
+  auto put_string = [&](const std::string& s) {
+    std::memcpy(b + strings_off + str_pos, s.data(), s.size());
+    uint64_t at = str_pos;
+    str_pos += s.size();
+    return at;
+  };
+  std::vector<uint64_t> file_first_row(files.size());
+  uint64_t row = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    uint8_t* r = b + files_off + kFileRecordSize * i;
+    file_first_row[i] = row;
+    StoreLE<uint64_t>(r, files[i].size);
+    StoreLE<uint64_t>(r + 8, row);
+    StoreLE<uint64_t>(r + 16, files[i].num_rows);
+    StoreLE<uint64_t>(r + 24, put_string(files[i].rel_path));
+    StoreLE<uint32_t>(r + 32, static_cast<uint32_t>(files[i].rel_path.size()));
+    row += files[i].num_rows;
+  }
+  uint64_t page = 0;
+  for (size_t c = 0; c < ncols; ++c) {
+    uint8_t* cr = b + columns_off + kColumnRecordSize * c;
+    const uint64_t first_page = page;
+    uint8_t* rows = b + rows_off + 4 * c * num_rows;
+    for (size_t i = 0; i < files.size(); ++i) {
+      for (const BuiltPage& p : files[i].pages[c]) {
+        uint8_t* pr = b + pages_off + kPageRecordSize * page;
+        const uint64_t global_first = file_first_row[i] + p.first_row;
+        StoreLE<uint64_t>(pr, p.offset);
+        StoreLE<uint64_t>(pr + 8, global_first);
+        StoreLE<uint32_t>(pr + 16, static_cast<uint32_t>(i));
+        StoreLE<uint32_t>(pr + 20, p.length);
+        StoreLE<uint32_t>(pr + 24, p.num_rows);
+        StoreLE<uint32_t>(pr + 28, p.flags);
+        for (uint64_t r = global_first; r < global_first + p.num_rows && r < num_rows; ++r) {
+          StoreLE<uint32_t>(rows + 4 * r, static_cast<uint32_t>(page));
+        }
+        ++page;
+      }
+    }
+    StoreLE<uint64_t>(cr, first_page);
+    StoreLE<uint64_t>(cr + 8, page - first_page);
+    StoreLE<uint64_t>(cr + 16, put_string(tensor_columns[c]));
+    StoreLE<uint32_t>(cr + 24, static_cast<uint32_t>(tensor_columns[c].size()));
+  }
+  StoreLE<uint32_t>(b + kOffBodyCrc, Crc32(ByteView(b + kHeaderSize, total - kHeaderSize)));
+  StoreLE<uint32_t>(b + kOffHeaderCrc, Crc32(ByteView(b, kOffHeaderCrc)));
+  return out;
+}
+
+Result<std::string> BuildIndexBytes(const std::string& table_dir, int64_t version, CommitStamp stamp, size_t threads,
+                                    std::vector<std::string>* tensor_columns) {
+  STOKE_ASSIGN_OR_RETURN(TableView view, OpenTableView(table_dir, version));
+  tensor_columns->clear();
+  for (const auto& col : view.columns) {
+    if (col.tensor && !view.IsPartitionColumn(col.name)) tensor_columns->push_back(col.name);
+  }
+  const auto& adds = view.snapshot.files;
+  std::vector<BuiltFile> files(adds.size());
+  if (threads == 0) threads = std::max<size_t>(4, std::thread::hardware_concurrency());
+  threads = std::max<size_t>(1, std::min(threads, adds.size()));
+  ThreadPool pool(threads);
+  STOKE_RETURN_IF_ERROR(ParallelFor(pool, adds.size(), [&](size_t i) {
+    return ReadFilePages(view, adds[i], *tensor_columns, &files[i]);
+  }));
+  return Serialize(version, stamp, *tensor_columns, files);
+}
+
+uint32_t U32(ByteView b, uint64_t at) { return LoadLE<uint32_t>(b.data() + at); }
+uint64_t U64(ByteView b, uint64_t at) { return LoadLE<uint64_t>(b.data() + at); }
+
+// a * b + c without overflow, or nullopt.
+std::optional<uint64_t> MulAdd(uint64_t a, uint64_t b, uint64_t c) {
+  uint64_t m;
+  if (__builtin_mul_overflow(a, b, &m)) return std::nullopt;
+  uint64_t s;
+  if (__builtin_add_overflow(m, c, &s)) return std::nullopt;
+  return s;
+}
+
+std::atomic<bool> g_logged_unwritable{false};
+
+}  // namespace
+
+// The bytes of an index: a read-only private mapping of a cache file, or a buffer built in memory.
+class SampleIndex::Mapping {
+ public:
+  ~Mapping() {
+    if (map_ != nullptr) munmap(map_, size_);
+  }
+  // NotFound when the file does not exist; Corruption when it is too short to hold a header.
+  static Result<std::unique_ptr<Mapping>> MapFile(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      int e = errno;
+      if (e == ENOENT) return Status::NotFound(path + ": no sample index cache");
+      return Status::IOError(fmt::format("{}: open: {}", path, std::strerror(e)));
+    }
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      int e = errno;
+      ::close(fd);
+      return Status::IOError(fmt::format("{}: fstat: {}", path, std::strerror(e)));
+    }
+    if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) < kHeaderSize) {
+      ::close(fd);
+      return Status::Corruption(fmt::format("{}: {} bytes, shorter than the {}-byte header", path, st.st_size, kHeaderSize));
+    }
+    void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    ::close(fd);
+    if (p == MAP_FAILED) return Status::IOError(fmt::format("{}: mmap: {}", path, std::strerror(e)));
+    auto m = std::unique_ptr<Mapping>(new Mapping());
+    m->map_ = p;
+    m->size_ = static_cast<size_t>(st.st_size);
+    return m;
+  }
+  static std::unique_ptr<Mapping> Own(std::string bytes) {
+    auto m = std::unique_ptr<Mapping>(new Mapping());
+    m->owned_ = std::move(bytes);
+    return m;
+  }
+  ByteView view() const {
+    if (map_ != nullptr) return ByteView(static_cast<const uint8_t*>(map_), size_);
+    return AsBytes(owned_);
+  }
+
+ private:
+  Mapping() = default;
+  void* map_ = nullptr;
+  size_t size_ = 0;
+  std::string owned_;
+};
+
+SampleIndex::SampleIndex(SampleIndex&&) noexcept = default;
+SampleIndex& SampleIndex::operator=(SampleIndex&&) noexcept = default;
+SampleIndex::~SampleIndex() = default;
+
+std::string SampleIndex::CachePath(const std::string& table_dir, int64_t version) {
+  return JoinPath(table_dir, fmt::format("_stoke/sample_index/{:020d}.idx", version));
+}
+
+Status SampleIndex::ValidateCache(ByteView b) {
+  auto bad = [](std::string what) { return Status::Corruption("sample index cache: " + what); };
+  if (b.size() < kHeaderSize) return bad(fmt::format("{} bytes, shorter than the {}-byte header", b.size(), kHeaderSize));
+  if (std::memcmp(b.data(), kMagic, sizeof(kMagic)) != 0) return bad("bad magic (expected STKIDX01)");
+  if (U32(b, kOffFormatVersion) != kFormatVersion) {
+    return bad(fmt::format("format version {} (expected {})", U32(b, kOffFormatVersion), kFormatVersion));
+  }
+  if (U32(b, kOffHeaderCrc) != Crc32(b.subspan(0, kOffHeaderCrc))) return bad("header CRC mismatch");
+  if (U32(b, kOffHeaderSize) != kHeaderSize) return bad(fmt::format("header size {}", U32(b, kOffHeaderSize)));
+  if (U64(b, kOffTotalSize) != b.size()) {
+    return bad(fmt::format("header says {} bytes, the file has {}", U64(b, kOffTotalSize), b.size()));
+  }
+  if (static_cast<int64_t>(U64(b, kOffTableVersion)) < 0) return bad("negative table version");
+  const uint64_t num_rows = U64(b, kOffNumRows), num_files = U32(b, kOffNumFiles), ncols = U32(b, kOffNumColumns),
+                 num_pages = U64(b, kOffNumPages), strings_size = U64(b, kOffStringsSize);
+  // The layout is canonical: each section follows the previous one, so checking the offsets against
+  // the counts checks every size against the file length.
+  const auto columns_off = MulAdd(kFileRecordSize, num_files, kHeaderSize);
+  const auto pages_off = columns_off ? MulAdd(kColumnRecordSize, ncols, *columns_off) : std::nullopt;
+  const auto rows_off = pages_off ? MulAdd(kPageRecordSize, num_pages, *pages_off) : std::nullopt;
+  const auto rows_end = rows_off ? MulAdd(4 * ncols, num_rows, *rows_off) : std::nullopt;
+  if (!rows_end || *rows_end > b.size()) return bad("section sizes exceed the file");
+  const uint64_t strings_off = Align8(*rows_end);
+  if (U64(b, kOffFiles) != kHeaderSize || U64(b, kOffColumns) != *columns_off || U64(b, kOffPages) != *pages_off ||
+      U64(b, kOffRows) != *rows_off || U64(b, kOffStrings) != strings_off || strings_off > b.size() ||
+      strings_size != b.size() - strings_off) {
+    return bad("section offsets disagree with the counts and the file length");
+  }
+  if (U32(b, kOffBodyCrc) != Crc32(b.subspan(kHeaderSize))) return bad("body CRC mismatch");
+
+  auto string_ok = [&](uint64_t off, uint64_t len) { return len > 0 && off <= strings_size && len <= strings_size - off; };
+  uint64_t row = 0;
+  for (uint64_t i = 0; i < num_files; ++i) {
+    const uint64_t r = kHeaderSize + kFileRecordSize * i;
+    if (U64(b, r + 8) != row) return bad(fmt::format("file {}: first row {} (expected {})", i, U64(b, r + 8), row));
+    const uint64_t n = U64(b, r + 16);
+    if (n > num_rows - row) return bad(fmt::format("file {}: {} rows run past the index's {}", i, n, num_rows));
+    row += n;
+    if (!string_ok(U64(b, r + 24), U32(b, r + 32)) || U32(b, r + 36) != 0) return bad(fmt::format("file {}: bad path", i));
+  }
+  if (row != num_rows) return bad(fmt::format("files hold {} rows, the header says {}", row, num_rows));
+
+  uint64_t page = 0;
+  for (uint64_t c = 0; c < ncols; ++c) {
+    const uint64_t cr = *columns_off + kColumnRecordSize * c;
+    const uint64_t first_page = U64(b, cr), n_pages = U64(b, cr + 8);
+    if (first_page != page || n_pages > num_pages - page) return bad(fmt::format("column {}: bad page range", c));
+    if (!string_ok(U64(b, cr + 16), U32(b, cr + 24)) || U32(b, cr + 28) != 0) return bad(fmt::format("column {}: bad name", c));
+    // The column's pages tile [0, num_rows) in order, each inside its file; each row entry names the
+    // page that holds the row.
+    uint64_t next_row = 0;
+    const uint64_t rows_base = *rows_off + 4 * c * num_rows;
+    for (; page < first_page + n_pages; ++page) {
+      const uint64_t pr = *pages_off + kPageRecordSize * page;
+      const uint64_t offset = U64(b, pr), first = U64(b, pr + 8);
+      const uint32_t file = U32(b, pr + 16), length = U32(b, pr + 20), n = U32(b, pr + 24), flags = U32(b, pr + 28);
+      if (file >= num_files) return bad(fmt::format("page {}: file {} out of range", page, file));
+      const uint64_t fr = kHeaderSize + kFileRecordSize * file;
+      const uint64_t file_first = U64(b, fr + 8), file_rows = U64(b, fr + 16), file_size = U64(b, fr);
+      if (first != next_row || n == 0 || first < file_first || first - file_first > file_rows ||
+          n > file_rows - (first - file_first)) {
+        return bad(fmt::format("page {}: rows [{}, +{}) out of place (expected first row {})", page, first, n, next_row));
+      }
+      if ((flags & ~kNeedsDecode) != 0) return bad(fmt::format("page {}: unknown flags {:#x}", page, flags));
+      if ((flags & kNeedsDecode) ? (length != 0 || offset != 0)
+                                 : (length == 0 || offset > file_size || length > file_size - offset)) {
+        return bad(fmt::format("page {}: range [{}, +{}) does not fit file {} ({} bytes)", page, offset, length, file, file_size));
+      }
+      for (uint64_t r = first; r < first + n; ++r) {
+        if (U32(b, rows_base + 4 * r) != page) return bad(fmt::format("column {} row {}: page entry is not {}", c, r, page));
+      }
+      next_row = first + n;
+    }
+    if (next_row != num_rows) return bad(fmt::format("column {}: pages cover {} of {} rows", c, next_row, num_rows));
+  }
+  if (page != num_pages) return bad(fmt::format("columns hold {} pages, the header says {}", page, num_pages));
+  return Status::OK();
+}
+
+Result<SampleIndex> SampleIndex::FromBytes(std::unique_ptr<Mapping> bytes, const std::string& table_dir,
+                                           bool from_cache) {
+  // REQUIRES: ValidateCache(bytes->view()) is OK.
+  SampleIndex s;
+  ByteView b = bytes->view();
+  s.version_ = static_cast<int64_t>(U64(b, kOffTableVersion));
+  s.num_rows_ = U64(b, kOffNumRows);
+  const uint64_t num_files = U32(b, kOffNumFiles), ncols = U32(b, kOffNumColumns);
+  const uint64_t strings_off = U64(b, kOffStrings);
+  auto string_at = [&](uint64_t off, uint32_t len) {
+    return std::string(reinterpret_cast<const char*>(b.data() + strings_off + off), len);
+  };
+  s.files_ = b.data() + kHeaderSize;
+  s.file_paths_.reserve(num_files);
+  for (uint64_t i = 0; i < num_files; ++i) {
+    const uint8_t* r = s.files_ + kFileRecordSize * i;
+    s.file_paths_.push_back(JoinPath(table_dir, string_at(LoadLE<uint64_t>(r + 24), LoadLE<uint32_t>(r + 32))));
+  }
+  const uint8_t* cols = b.data() + U64(b, kOffColumns);
+  for (uint64_t c = 0; c < ncols; ++c) {
+    const uint8_t* r = cols + kColumnRecordSize * c;
+    s.tensor_columns_.push_back(string_at(LoadLE<uint64_t>(r + 16), LoadLE<uint32_t>(r + 24)));
+  }
+  s.pages_ = b.data() + U64(b, kOffPages);
+  s.rows_ = b.data() + U64(b, kOffRows);
+  s.from_cache_ = from_cache;
+  s.bytes_ = std::move(bytes);
+  return s;
+}
+
+Result<SampleIndex> SampleIndex::Open(const std::string& table_dir, std::optional<int64_t> version, Options options) {
+  int64_t v = 0;
+  if (version) {
+    v = *version;
+    if (v < 0) return Status::InvalidArgument(fmt::format("{}: version {} is negative", table_dir, v));
+  } else {
+    delta::DeltaLog log(LocalStorage(), table_dir);
+    STOKE_ASSIGN_OR_RETURN(v, log.LatestVersion());
+    if (v < 0) return Status::NotFound(table_dir + ": no Delta table here (no commit in _delta_log)");
+  }
+  const CommitStamp stamp = StampOf(table_dir, v);
+  const std::string cache_path = CachePath(table_dir, v);
+
+  if (options.use_cache) {
+    auto mapped = Mapping::MapFile(cache_path);
+    Status why = mapped.status();
+    if (mapped.ok()) {
+      ByteView b = (*mapped)->view();
+      why = ValidateCache(b);
+      if (why.ok() && (static_cast<int64_t>(U64(b, kOffTableVersion)) != v || U64(b, kOffCommitSize) != stamp.size ||
+                       static_cast<int64_t>(U64(b, kOffCommitMtime)) != stamp.mtime_ms)) {
+        why = Status::Corruption(fmt::format("sample index cache: built for another table version or commit file "
+                                             "(version {}, expected {})", static_cast<int64_t>(U64(b, kOffTableVersion)), v));
+      }
+      if (why.ok()) return FromBytes(std::move(*mapped), table_dir, /*from_cache=*/true);
+    }
+    if (why.code() != StatusCode::kNotFound) {
+      STOKE_LOG(kInfo, "sample_index.cache_rejected", "path={} reason=\"{}\"", cache_path, why.ToString());
+    }
+  }
+
+  std::vector<std::string> tensor_columns;
+  STOKE_ASSIGN_OR_RETURN(std::string bytes, BuildIndexBytes(table_dir, v, stamp, options.threads, &tensor_columns));
+  // The builder's output goes through the same checks as a cache: a bug there is an error, not a bad read.
+  if (Status s = ValidateCache(AsBytes(bytes)); !s.ok()) {
+    return Status::Internal(fmt::format("{}: built sample index fails validation: {}", table_dir, s.ToString()));
+  }
+  if (options.write_cache) {
+    Status w = LocalStorage().CreateDirectories(JoinPath(table_dir, "_stoke/sample_index"));
+    if (w.ok()) w = WriteFileAtomically(LocalStorage(), cache_path, AsBytes(bytes));
+    if (!w.ok() && !g_logged_unwritable.exchange(true)) {
+      STOKE_LOG(kWarn, "sample_index.cache_unwritable", "path={} error=\"{}\" (indexes are built on every open)",
+                cache_path, w.ToString());
+    }
+  }
+  return FromBytes(Mapping::Own(std::move(bytes)), table_dir, /*from_cache=*/false);
+}
+
+SampleIndex::Location SampleIndex::Find(int64_t row, size_t tensor_column) const {
+  const uint64_t r = static_cast<uint64_t>(row);
+  const uint32_t page = LoadLE<uint32_t>(rows_ + 4 * (tensor_column * num_rows_ + r));
+  const uint8_t* p = pages_ + kPageRecordSize * page;
+  Location loc;
+  loc.offset = LoadLE<uint64_t>(p);
+  const uint64_t first = LoadLE<uint64_t>(p + 8);
+  loc.file = LoadLE<uint32_t>(p + 16);
+  loc.length = LoadLE<uint32_t>(p + 20);
+  loc.rows_in_page = LoadLE<uint32_t>(p + 24);
+  loc.needs_decode = (LoadLE<uint32_t>(p + 28) & kNeedsDecode) != 0;
+  loc.row_in_page = static_cast<uint32_t>(r - first);
+  loc.row_in_file = static_cast<int64_t>(r - LoadLE<uint64_t>(files_ + kFileRecordSize * loc.file + 8));
+  return loc;
+}
+
+uint64_t SampleIndex::file_size(uint32_t file) const { return LoadLE<uint64_t>(files_ + kFileRecordSize * file); }
+
+}  // namespace stoke

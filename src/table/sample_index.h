@@ -1,0 +1,122 @@
+// The sample index of a table version: for every row (snapshot order: files in Snapshot::files order,
+// rows in file order) and every tensor column, where the page holding that row's tensor lies, so that
+// fetching a sample is one positioned read. Built from each data file's footer and OffsetIndexes,
+// cached inside the table as `_stoke/sample_index/<20-digit version>.idx` and memory-mapped on later
+// opens. The cache layout is specified below (the class comment); it is stoke's own file, under
+// `_stoke/`, which Delta readers and `stoke vacuum` ignore.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/buffer.h"
+#include "stoke/status.h"
+
+namespace stoke {
+
+// Cache file layout (all integers little-endian; every section starts at a multiple of 8):
+//
+//   header, 128 bytes:
+//     0  magic "STKIDX01"                 8 bytes
+//     8  format_version u32 (= 1)          12 header_size u32 (= 128)
+//     16 table_version i64                 24 num_rows u64
+//     32 num_files u32                     36 num_tensor_columns u32
+//     40 num_pages u64
+//     48 files_offset u64                  56 columns_offset u64
+//     64 pages_offset u64                  72 rows_offset u64
+//     80 strings_offset u64                88 strings_size u64
+//     96 total_size u64 (the file's length)
+//     104 commit_size u64                  the size of _delta_log/<version>.json when built
+//     112 commit_mtime_ms i64              its modification time (ms), so a table recreated under
+//                                          the same path and version never reuses a stale index
+//     120 body_crc u32                     CRC-32 (zlib polynomial) of bytes [128, total_size)
+//     124 header_crc u32                   CRC-32 of bytes [0, 124)
+//   files:   num_files records of 40 bytes:
+//            size u64 (data file bytes), first_row u64 (global row of its first row),
+//            num_rows u64, path_offset u64 (into strings), path_length u32, reserved u32 (0)
+//            the path is relative to the table root (decoded, not URI-encoded)
+//   columns: num_tensor_columns records of 32 bytes:
+//            first_page u64, num_pages u64, name_offset u64 (into strings), name_length u32, reserved u32
+//   pages:   num_pages records of 32 bytes, column after column, each column's pages in row order:
+//            offset u64 (file offset of the page header), first_row u64 (global), file u32,
+//            length u32 (header + stored body; 0 when flags has kNeedsDecode), num_rows u32, flags u32
+//            A "needs decode" page stands for a whole row group whose column chunk has no usable
+//            OffsetIndex (other writers): the row is read by decoding (ParquetReader::ReadBinaryCell).
+//   rows:    num_tensor_columns * num_rows u32 page numbers (column-major: rows[c * num_rows + r]),
+//            each naming a page of column c that holds row r
+//   strings: path and name bytes
+//
+// Open validates all of it (sizes against the file length, offsets, every page against its file and
+// column, every row entry against its page, both CRCs), so Find never reads out of bounds and never
+// answers from a damaged cache; any mismatch rebuilds the index (and rewrites the cache).
+class SampleIndex {
+ public:
+  struct Options {
+    bool use_cache = true;    // default true: open <table>/_stoke/sample_index/<version>.idx if valid
+    bool write_cache = true;  // default true: write the cache after building (skipped, logged once, when
+                              // the table directory is not writable)
+    size_t threads = 0;       // footer-reading threads; 0 = max(4, hardware threads): the reads are
+                              // small and latency-bound, so more threads than cores helps on slow storage
+  };
+
+  struct Location {
+    uint32_t file = 0;          // index into the file table (FilePath, file_size)
+    uint64_t offset = 0;        // file offset of the page header
+    uint32_t length = 0;        // page header + stored body; 0 when needs_decode
+    uint32_t row_in_page = 0;   // the row's position among the page's values
+    uint32_t rows_in_page = 0;  // values in the page
+    int64_t row_in_file = 0;    // the row's position in its file (for ReadBinaryCell)
+    bool needs_decode = false;  // no OffsetIndex: read the cell with ParquetReader::ReadBinaryCell
+  };
+
+  // The index of `version` (latest when nullopt) of the table at `table_dir`.
+  static Result<SampleIndex> Open(const std::string& table_dir, std::optional<int64_t> version, Options options);
+  static Result<SampleIndex> Open(const std::string& table_dir, std::optional<int64_t> version = std::nullopt) {
+    return Open(table_dir, version, Options{});
+  }
+
+  // Checks a cache file's bytes completely (the checks Open makes before trusting a cache).
+  // Corruption naming what is wrong; OK when every Find would answer from consistent data.
+  static Status ValidateCache(ByteView bytes);
+  // The cache file of `version`: "<table_dir>/_stoke/sample_index/<20-digit version>.idx".
+  static std::string CachePath(const std::string& table_dir, int64_t version);
+
+  SampleIndex(SampleIndex&&) noexcept;
+  SampleIndex& operator=(SampleIndex&&) noexcept;
+  ~SampleIndex();
+
+  // Thread-safe: all const methods may be called concurrently; the index is immutable after Open.
+  int64_t version() const { return version_; }
+  int64_t num_rows() const { return static_cast<int64_t>(num_rows_); }
+  const std::vector<std::string>& tensor_columns() const { return tensor_columns_; }
+  size_t num_files() const { return file_paths_.size(); }
+  // REQUIRES: 0 <= row < num_rows(), tensor_column < tensor_columns().size().
+  Location Find(int64_t row, size_t tensor_column) const;
+  // REQUIRES: file < num_files(). The data file's absolute path and size in bytes.
+  const std::string& FilePath(uint32_t file) const { return file_paths_[file]; }
+  uint64_t file_size(uint32_t file) const;
+  // True when this index was memory-mapped from a valid cache file rather than built.
+  bool from_cache() const { return from_cache_; }
+
+ private:
+  class Mapping;  // the bytes: a read-only mmap of the cache file, or the built index in memory
+  SampleIndex() = default;
+  // Sets up the views over validated bytes.
+  static Result<SampleIndex> FromBytes(std::unique_ptr<Mapping> bytes, const std::string& table_dir, bool from_cache);
+
+  std::unique_ptr<Mapping> bytes_;
+  int64_t version_ = -1;
+  uint64_t num_rows_ = 0;
+  std::vector<std::string> tensor_columns_;
+  std::vector<std::string> file_paths_;  // absolute
+  const uint8_t* files_ = nullptr;       // views into bytes_
+  const uint8_t* pages_ = nullptr;
+  const uint8_t* rows_ = nullptr;
+  bool from_cache_ = false;
+};
+
+}  // namespace stoke

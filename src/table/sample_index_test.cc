@@ -1,0 +1,455 @@
+#include "table/sample_index.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "format/codec.h"
+#include "format/parquet_metadata.h"
+#include "format/parquet_reader.h"
+#include "io/storage.h"
+#include "table/test_table.h"
+
+namespace stoke {
+namespace {
+
+using testing_support::TensorOf;
+using testing_support::TestColumns;
+using testing_support::TestTable;
+
+// Writes a data file of TestColumns() with rows [first, first + n) (tensor of row id = TensorOf(id))
+// in row groups of `per_group` rows, without committing it.
+delta::AddFile WriteDataFile(const std::string& dir, const std::string& name, int64_t first, int64_t n,
+                             int64_t per_group) {
+  const auto cols = TestColumns();
+  auto w = ParquetFileWriter::Create(LocalStorage(), dir + "/" + name, cols, WriterOptions{});
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  RowGroupEncoder enc((*w)->columns(), (*w)->options());
+  for (int64_t g = first; g < first + n; g += per_group) {
+    std::vector<int64_t> ids;
+    std::vector<int32_t> labels;
+    std::vector<std::string> names;
+    for (int64_t id = g; id < std::min(first + n, g + per_group); ++id) {
+      ids.push_back(id);
+      labels.push_back(static_cast<int32_t>(id % 3));
+      names.push_back("n");
+      EXPECT_TRUE(enc.AppendTensor(3, AsBytes(TensorOf(id))).ok());
+    }
+    EXPECT_TRUE(enc.SetScalars(0, ColumnValues{ids, {}}).ok());
+    EXPECT_TRUE(enc.SetScalars(1, ColumnValues{labels, {}}).ok());
+    EXPECT_TRUE(enc.SetScalars(2, ColumnValues{names, {}}).ok());
+    auto rg = enc.Finish();
+    EXPECT_TRUE(rg.ok()) << rg.status().ToString();
+    EXPECT_TRUE((*w)->WriteRowGroup(std::move(*rg)).ok());
+  }
+  EXPECT_TRUE((*w)->Close().ok());
+  delta::AddFile add;
+  add.path = name;
+  add.size = static_cast<int64_t>((*w)->bytes_written());
+  add.modification_time = 1;
+  add.stats = delta::StatsJsonFromFooter((*w)->metadata(), cols);
+  return add;
+}
+
+// Commits `adds` in one commit (creating the table when it has none). Returns the version.
+int64_t CommitAdds(const TestTable& table, std::vector<delta::AddFile> adds) {
+  auto log = table.log();
+  const int64_t read_version = *log.LatestVersion();
+  std::vector<delta::Action> actions;
+  if (read_version < 0) {
+    const auto cols = TestColumns();
+    actions.push_back(delta::Protocol{});
+    delta::Metadata m;
+    m.id = "00000000-0000-4000-8000-000000000000";
+    m.schema_string = delta::SchemaToSparkJson(cols);
+    m.configuration[kTensorsMetadataKey] = TensorSpecsToJson(cols);
+    actions.push_back(m);
+  }
+  for (auto& a : adds) actions.push_back(std::move(a));
+  auto v = log.Commit(read_version, actions,
+                      read_version < 0 ? delta::CommitKind::kExclusive : delta::CommitKind::kBlindAppend, "WRITE",
+                      nlohmann::json::object());
+  EXPECT_TRUE(v.ok()) << v.status().ToString();
+  return v.ok() ? *v : -1;
+}
+
+// Rewrites the footer of a data file without the OffsetIndex of column `column` (as a writer that
+// writes no page indexes would); returns the new file size.
+int64_t DropOffsetIndex(const std::string& path, size_t column) {
+  auto reader = ParquetReader::Open(LocalStorage(), path);
+  EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+  parquet::FileMetaData meta = (*reader)->metadata();
+  const uint64_t footer_start = (*reader)->file_size() - 8 - (*reader)->footer_size();
+  reader->reset();
+  for (auto& rg : meta.row_groups) {
+    rg.columns[column].offset_index_offset.reset();
+    rg.columns[column].offset_index_length.reset();
+  }
+  auto bytes = ReadFileToString(LocalStorage(), path);
+  EXPECT_TRUE(bytes.ok());
+  std::string out = bytes->substr(0, footer_start);
+  std::string footer;
+  parquet::SerializeFileMetaData(meta, &footer);
+  out += footer;
+  uint8_t len[4];
+  StoreLE<uint32_t>(len, static_cast<uint32_t>(footer.size()));
+  out.append(reinterpret_cast<const char*>(len), 4);
+  out += "PAR1";
+  EXPECT_TRUE(WriteFileAtomically(LocalStorage(), path, AsBytes(out)).ok());
+  return static_cast<int64_t>(out.size());
+}
+
+// Reads the page that `idx` names for `row` with one pread, parses and decompresses it, and returns
+// the row's tensor bytes (or an error text starting with "!").
+std::string TensorAt(const SampleIndex& idx, int64_t row) {
+  const SampleIndex::Location loc = idx.Find(row, 0);
+  if (loc.needs_decode) return "!needs decode";
+  const std::string& path = idx.FilePath(loc.file);
+  static std::map<std::string, parquet::Codec> codecs;
+  if (!codecs.count(path)) {
+    auto reader = ParquetReader::Open(LocalStorage(), path);
+    if (!reader.ok()) return "!" + reader.status().ToString();
+    codecs[path] = (*reader)->metadata().row_groups[0].columns[3].meta_data->codec;
+  }
+  std::string page(loc.length, '\0');
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return "!open";
+  ssize_t got = ::pread(fd, page.data(), page.size(), static_cast<off_t>(loc.offset));
+  ::close(fd);
+  if (got != static_cast<ssize_t>(page.size())) return "!short read";
+  parquet::PageHeader h;
+  size_t consumed = 0;
+  Status s = parquet::ParsePageHeader(AsBytes(page), path, loc.offset, &h, &consumed);
+  if (!s.ok()) return "!" + s.ToString();
+  if (h.type != parquet::PageType::kDataPage || !h.data_page_header) return "!not a data page";
+  if (consumed + h.compressed_page_size != page.size()) return "!page length disagrees with its header";
+  if (h.data_page_header->num_values != static_cast<int32_t>(loc.rows_in_page)) return "!rows_in_page disagrees";
+  if (loc.row_in_page >= loc.rows_in_page) return "!row_in_page out of range";
+  ByteView stored = AsBytes(page).subspan(consumed);
+  if (h.crc && static_cast<uint32_t>(*h.crc) != Crc32(stored)) return "!CRC";
+  std::string body(h.uncompressed_page_size, '\0');
+  s = Decompress(codecs[path], stored, MutableByteView(reinterpret_cast<uint8_t*>(body.data()), body.size()));
+  if (!s.ok()) return "!" + s.ToString();
+  size_t pos = 0;
+  for (uint32_t k = 0;; ++k) {
+    if (body.size() - pos < 4) return "!value not in page";
+    uint32_t n = LoadLE<uint32_t>(reinterpret_cast<const uint8_t*>(body.data() + pos));
+    pos += 4;
+    if (n > body.size() - pos) return "!value runs past the page";
+    if (k == loc.row_in_page) return body.substr(pos, n);
+    pos += n;
+  }
+}
+
+void ExpectEveryRowLocated(const SampleIndex& idx, int64_t rows) {
+  ASSERT_EQ(idx.num_rows(), rows);
+  ASSERT_EQ(idx.tensor_columns(), std::vector<std::string>{"t"});
+  for (int64_t r = 0; r < rows; ++r) {
+    ASSERT_EQ(TensorAt(idx, r), TensorOf(r)) << "row " << r;
+  }
+}
+
+std::string CacheBytes(const TestTable& t, int64_t version) {
+  auto s = ReadFileToString(LocalStorage(), SampleIndex::CachePath(t.dir(), version));
+  return s.ok() ? *s : std::string();
+}
+void WriteCache(const TestTable& t, int64_t version, const std::string& bytes) {
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), SampleIndex::CachePath(t.dir(), version), AsBytes(bytes)).ok());
+}
+
+// Recomputes both CRCs of a cache image (offsets from the layout in sample_index.h), so tests can
+// reach the semantic checks behind them.
+void FixCrcs(std::string* bytes) {
+  auto* b = reinterpret_cast<uint8_t*>(bytes->data());
+  StoreLE<uint32_t>(b + 120, Crc32(ByteView(b + 128, bytes->size() - 128)));
+  StoreLE<uint32_t>(b + 124, Crc32(ByteView(b, 124)));
+}
+
+// Three files: one row group of 1,000 rows; four row groups of 500; one row group of 10,000 rows
+// (several 64 KiB pages).
+int64_t MakeThreeFileTable(TestTable& t) {
+  t.AppendFile(0, 1000, 1000);
+  t.AppendFile(1000, 2000, 500);
+  return t.AppendFile(3000, 10000, 10000);
+}
+
+TEST(SampleIndex, LocatesEveryRowsPage) {
+  TestTable t;
+  const int64_t v = MakeThreeFileTable(t);
+  auto idx = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+  EXPECT_EQ(idx->version(), v);
+  EXPECT_FALSE(idx->from_cache());
+  EXPECT_EQ(idx->num_files(), 3u);
+  ExpectEveryRowLocated(*idx, 13000);
+  // File boundaries and file-relative rows.
+  EXPECT_EQ(idx->Find(999, 0).file, 0u);
+  EXPECT_EQ(idx->Find(1000, 0).file, 1u);
+  EXPECT_EQ(idx->Find(1000, 0).row_in_file, 0);
+  EXPECT_EQ(idx->Find(12999, 0).row_in_file, 9999);
+  EXPECT_EQ(idx->FilePath(2), t.dir() + "/part-3000.parquet");
+  EXPECT_EQ(idx->file_size(2), std::filesystem::file_size(idx->FilePath(2)));
+  // The 10,000-row group spans several pages.
+  EXPECT_NE(idx->Find(3000, 0).offset, idx->Find(12999, 0).offset);
+  EXPECT_LT(idx->Find(3000, 0).rows_in_page, 10000u);
+}
+
+TEST(SampleIndex, SecondOpenComesFromTheCache) {
+  TestTable t;
+  MakeThreeFileTable(t);
+  auto first = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(first->from_cache());
+  EXPECT_TRUE(std::filesystem::exists(SampleIndex::CachePath(t.dir(), 2)));
+  EXPECT_TRUE(SampleIndex::ValidateCache(AsBytes(CacheBytes(t, 2))).ok());
+  auto second = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_TRUE(second->from_cache());
+  EXPECT_EQ(second->version(), 2);
+  for (uint32_t f = 0; f < 3; ++f) EXPECT_EQ(second->FilePath(f), first->FilePath(f));
+  for (int64_t r = 0; r < 13000; ++r) {
+    auto a = first->Find(r, 0), b = second->Find(r, 0);
+    ASSERT_TRUE(a.file == b.file && a.offset == b.offset && a.length == b.length && a.row_in_page == b.row_in_page &&
+                a.rows_in_page == b.rows_in_page && a.row_in_file == b.row_in_file)
+        << "row " << r;
+  }
+  ExpectEveryRowLocated(*second, 13000);
+  // use_cache = false builds again.
+  auto rebuilt = SampleIndex::Open(t.dir(), std::nullopt, {.use_cache = false});
+  ASSERT_TRUE(rebuilt.ok());
+  EXPECT_FALSE(rebuilt->from_cache());
+}
+
+TEST(SampleIndex, OlderVersionsHaveTheirOwnIndex) {
+  TestTable t;
+  MakeThreeFileTable(t);
+  auto v0 = SampleIndex::Open(t.dir(), 0);
+  ASSERT_TRUE(v0.ok()) << v0.status().ToString();
+  EXPECT_EQ(v0->num_rows(), 1000);
+  auto v2 = SampleIndex::Open(t.dir(), 2);
+  ASSERT_TRUE(v2.ok());
+  EXPECT_EQ(v2->num_rows(), 13000);
+  auto again = SampleIndex::Open(t.dir(), 0);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->from_cache());
+  EXPECT_EQ(again->num_rows(), 1000);
+}
+
+TEST(SampleIndex, CacheOfAnotherVersionIsNotUsed) {
+  TestTable t;
+  MakeThreeFileTable(t);
+  ASSERT_TRUE(SampleIndex::Open(t.dir(), 1).ok());  // writes the cache of version 1
+  WriteCache(t, 2, CacheBytes(t, 1));                // ...and puts it where version 2's belongs
+  auto idx = SampleIndex::Open(t.dir(), 2);
+  ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+  EXPECT_FALSE(idx->from_cache());
+  EXPECT_EQ(idx->version(), 2);
+  ExpectEveryRowLocated(*idx, 13000);
+  // Rewritten with the right contents.
+  auto cached = SampleIndex::Open(t.dir(), 2);
+  ASSERT_TRUE(cached.ok());
+  EXPECT_TRUE(cached->from_cache());
+  EXPECT_EQ(cached->num_rows(), 13000);
+}
+
+TEST(SampleIndex, TableRecreatedAtTheSameVersionDoesNotReuseTheCache) {
+  TestTable t;
+  t.AppendFile(0, 100, 100);
+  ASSERT_TRUE(SampleIndex::Open(t.dir()).ok());
+  const std::string stale = CacheBytes(t, 0);
+  // Recreate the table at version 0 with other contents, keeping the old cache.
+  std::filesystem::remove_all(t.dir() + "/_delta_log");
+  std::filesystem::remove(t.dir() + "/part-0.parquet");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  t.AppendFile(0, 300, 100);
+  WriteCache(t, 0, stale);
+  auto idx = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+  EXPECT_FALSE(idx->from_cache());
+  ExpectEveryRowLocated(*idx, 300);
+}
+
+TEST(SampleIndex, CorruptCacheIsRebuilt) {
+  TestTable t;
+  MakeThreeFileTable(t);
+  ASSERT_TRUE(SampleIndex::Open(t.dir()).ok());
+  const std::string good = CacheBytes(t, 2);
+  ASSERT_GT(good.size(), 128u);
+
+  std::vector<std::pair<std::string, std::string>> cases;
+  cases.push_back({"empty", ""});
+  cases.push_back({"garbage", std::string(4096, '\x5a')});
+  cases.push_back({"magic only", "STKIDX01"});
+  for (size_t len : {size_t{7}, size_t{127}, size_t{128}, good.size() / 2, good.size() - 1}) {
+    cases.push_back({"truncated to " + std::to_string(len), good.substr(0, len)});
+  }
+  cases.push_back({"extended", good + std::string(8, '\0')});
+  // Every header byte, and about 60 bytes spread over the body (each case rebuilds and rewrites).
+  const size_t body_stride = std::max<size_t>(97, (good.size() - 128) / 60);
+  for (size_t i = 0; i < good.size(); i += (i < 128 ? 1 : body_stride)) {
+    std::string b = good;
+    b[i] = static_cast<char>(b[i] ^ 0x10);
+    cases.push_back({"byte " + std::to_string(i) + " flipped", b});
+  }
+  for (const auto& [what, bytes] : cases) {
+    SCOPED_TRACE(what);
+    EXPECT_FALSE(SampleIndex::ValidateCache(AsBytes(bytes)).ok());
+    WriteCache(t, 2, bytes);
+    auto idx = SampleIndex::Open(t.dir());
+    ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+    EXPECT_FALSE(idx->from_cache());
+    ASSERT_EQ(idx->num_rows(), 13000);
+    for (int64_t r : {0, 999, 1000, 2999, 3000, 8000, 12999}) ASSERT_EQ(TensorAt(*idx, r), TensorOf(r)) << "row " << r;
+    EXPECT_EQ(CacheBytes(t, 2), good);  // rewritten
+  }
+  auto idx = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(idx.ok());
+  EXPECT_TRUE(idx->from_cache());
+  ExpectEveryRowLocated(*idx, 13000);
+}
+
+TEST(SampleIndex, ValidateCacheChecksEntriesBehindAValidCrc) {
+  TestTable t;
+  MakeThreeFileTable(t);
+  ASSERT_TRUE(SampleIndex::Open(t.dir()).ok());
+  const std::string good = CacheBytes(t, 2);
+  auto b = [&](const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); };
+  const uint64_t num_files = LoadLE<uint32_t>(b(good) + 32), num_pages = LoadLE<uint64_t>(b(good) + 40);
+  const uint64_t pages_off = LoadLE<uint64_t>(b(good) + 64), rows_off = LoadLE<uint64_t>(b(good) + 72);
+  ASSERT_GT(num_pages, 2u);
+  auto mutated = [&](auto&& edit) {
+    std::string s = good;
+    edit(reinterpret_cast<uint8_t*>(s.data()));
+    FixCrcs(&s);
+    return s;
+  };
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"row names another page", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + rows_off + 4 * 5, 1); })},
+      {"row names no page", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + rows_off, 0xffffffff); })},
+      {"page file out of range", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + pages_off + 16, num_files); })},
+      {"page past its file", mutated([&](uint8_t* p) { StoreLE<uint64_t>(p + pages_off, 1ull << 40); })},
+      {"page length 0", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + pages_off + 20, 0); })},
+      {"page rows changed", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + pages_off + 24, 999); })},
+      {"unknown flag", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + pages_off + 28, 2); })},
+      {"rows count huge", mutated([&](uint8_t* p) { StoreLE<uint64_t>(p + 24, 1ull << 62); })},
+      {"pages count huge", mutated([&](uint8_t* p) { StoreLE<uint64_t>(p + 40, ~0ull); })},
+      {"file rows changed", mutated([&](uint8_t* p) { StoreLE<uint64_t>(p + 128 + 16, 1001); })},
+      {"path past strings", mutated([&](uint8_t* p) { StoreLE<uint64_t>(p + 128 + 24, 1ull << 40); })},
+      {"format version", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + 8, 2); })},
+  };
+  for (const auto& [what, bytes] : cases) {
+    SCOPED_TRACE(what);
+    EXPECT_FALSE(SampleIndex::ValidateCache(AsBytes(bytes)).ok());
+    WriteCache(t, 2, bytes);
+    auto idx = SampleIndex::Open(t.dir());
+    ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+    EXPECT_FALSE(idx->from_cache());
+    for (int64_t r : {0, 5, 1000, 12999}) ASSERT_EQ(TensorAt(*idx, r), TensorOf(r)) << "row " << r;
+  }
+}
+
+TEST(SampleIndex, FileWithoutOffsetIndexNeedsDecode) {
+  TestTable t;
+  std::vector<delta::AddFile> adds = {WriteDataFile(t.dir(), "a.parquet", 0, 700, 300),
+                                      WriteDataFile(t.dir(), "b.parquet", 700, 500, 200),
+                                      WriteDataFile(t.dir(), "c.parquet", 1200, 100, 100)};
+  adds[1].size = DropOffsetIndex(t.dir() + "/b.parquet", 3);
+  CommitAdds(t, adds);
+  for (bool cached : {false, true}) {
+    auto idx = SampleIndex::Open(t.dir());
+    ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+    EXPECT_EQ(idx->from_cache(), cached);
+    ASSERT_EQ(idx->num_rows(), 1300);
+    auto b = ParquetReader::Open(LocalStorage(), t.dir() + "/b.parquet");
+    ASSERT_TRUE(b.ok());
+    for (int64_t r = 0; r < 1300; ++r) {
+      const auto loc = idx->Find(r, 0);
+      if (r >= 700 && r < 1200) {
+        ASSERT_TRUE(loc.needs_decode) << r;
+        EXPECT_EQ(loc.file, 1u);
+        EXPECT_EQ(loc.length, 0u);
+        EXPECT_EQ(loc.row_in_file, r - 700);
+        EXPECT_EQ(loc.rows_in_page, 200u - (r >= 1100 ? 100u : 0u));  // row groups 200, 200, 100
+        AlignedBuffer cell;
+        ASSERT_TRUE((*b)->ReadBinaryCell(loc.row_in_file, 3, &cell).ok());
+        ASSERT_EQ(AsChars(cell.view()), TensorOf(r)) << r;
+      } else {
+        ASSERT_FALSE(loc.needs_decode) << r;
+        ASSERT_EQ(TensorAt(*idx, r), TensorOf(r)) << r;
+      }
+    }
+  }
+}
+
+TEST(SampleIndex, ReadOnlyTableBuildsWithoutCaching) {
+  TestTable t;
+  MakeThreeFileTable(t);
+  // A file where the _stoke directory should be: the cache cannot be written (as with a read-only
+  // table, even when the tests run as root).
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), t.dir() + "/_stoke", AsBytes("x")).ok());
+  for (int i = 0; i < 2; ++i) {
+    auto idx = SampleIndex::Open(t.dir());
+    ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+    EXPECT_FALSE(idx->from_cache());
+    ExpectEveryRowLocated(*idx, 13000);
+  }
+  // write_cache = false writes nothing.
+  TestTable u;
+  u.AppendFile(0, 10, 10);
+  auto idx = SampleIndex::Open(u.dir(), std::nullopt, {.write_cache = false});
+  ASSERT_TRUE(idx.ok());
+  EXPECT_FALSE(std::filesystem::exists(u.dir() + "/_stoke"));
+}
+
+TEST(SampleIndex, EmptyTableAndMissingTable) {
+  TestTable t;
+  CommitAdds(t, {});
+  for (int i = 0; i < 2; ++i) {
+    auto idx = SampleIndex::Open(t.dir());
+    ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+    EXPECT_EQ(idx->num_rows(), 0);
+    EXPECT_EQ(idx->num_files(), 0u);
+    EXPECT_EQ(idx->from_cache(), i == 1);
+  }
+  TestTable none;
+  EXPECT_EQ(SampleIndex::Open(none.dir()).status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(SampleIndex::Open(t.dir(), 5).ok());
+}
+
+// First-open (build from footers) and cached-open (mmap + validation) times for 200,000 rows in 500
+// files. The bounds are generous: they catch a quadratic mistake, not a slow machine.
+TEST(SampleIndex, OpenTimingsFor200kRowsIn500Files) {
+  TestTable t;
+  std::vector<delta::AddFile> adds;
+  for (int64_t f = 0; f < 500; ++f) {
+    adds.push_back(WriteDataFile(t.dir(), "part-" + std::to_string(f) + ".parquet", f * 400, 400, 400));
+  }
+  CommitAdds(t, adds);
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  auto t0 = Clock::now();
+  auto built = SampleIndex::Open(t.dir());
+  auto t1 = Clock::now();
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  ASSERT_FALSE(built->from_cache());
+  auto cached = SampleIndex::Open(t.dir());
+  auto t2 = Clock::now();
+  ASSERT_TRUE(cached.ok());
+  ASSERT_TRUE(cached->from_cache());
+  ASSERT_EQ(cached->num_rows(), 200000);
+  const size_t cache_bytes = CacheBytes(t, 0).size();
+  std::printf("sample index, 200000 rows in 500 files: first open %.1f ms, cached open %.1f ms, cache %zu bytes\n",
+              ms(t1 - t0), ms(t2 - t1), cache_bytes);
+  EXPECT_LT(ms(t1 - t0), 30000.0);
+  EXPECT_LT(ms(t2 - t1), 2000.0);
+  for (int64_t r = 0; r < 200000; r += 997) ASSERT_EQ(TensorAt(*cached, r), TensorOf(r)) << r;
+}
+
+}  // namespace
+}  // namespace stoke
