@@ -8,13 +8,12 @@
 
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { md5, npyPayload, queryRows, readCsv, runStoke, sqlList, sqlStr } from './support.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..', '..');
@@ -43,57 +42,8 @@ after(() => {
   }
 });
 
-function stoke(args, { ok = true, raw = false } = {}) {
-  const r = spawnSync(STOKE, ['--no-progress', ...args], {
-    encoding: raw ? 'buffer' : 'utf8',
-    maxBuffer: 512 * 1024 * 1024,
-  });
-  if (r.error) throw new Error(`cannot run ${STOKE}: ${r.error.message} (set STOKE_BIN?)`);
-  if (ok && (r.status !== 0 || r.signal)) {
-    throw new Error(
-      `stoke ${args.join(' ')} failed: status=${r.status} signal=${r.signal}\n` +
-        `stderr: ${r.stderr}\nstdout: ${r.stdout.slice(0, 2000)}`,
-    );
-  }
-  return r;
-}
-
-async function rows(sql) {
-  const reader = await con.runAndReadAll(sql);
-  return reader.getRowObjectsJS();
-}
-
-function sqlStr(s) {
-  return `'${String(s).replaceAll("'", "''")}'`;
-}
-
-function sqlList(files) {
-  return `[${files.map(sqlStr).join(', ')}]`;
-}
-
-const md5 = (buf) => crypto.createHash('md5').update(buf).digest('hex');
-
-// The array bytes of a .npy file (everything after the header).
-function npyPayload(buf) {
-  assert.equal(buf.subarray(0, 6).toString('latin1'), '\x93NUMPY', 'npy magic');
-  const major = buf[6];
-  let start;
-  if (major === 1) start = 10 + buf.readUInt16LE(8);
-  else start = 12 + buf.readUInt32LE(8);
-  return buf.subarray(start);
-}
-
-// Minimal CSV reader for the files stoke synth writes and the ones written here
-// (no quoting needed).
-function readCsv(file) {
-  const lines = fs.readFileSync(file, 'utf8').split(/\r?\n/).filter((l) => l.length > 0);
-  const header = lines[0].split(',');
-  return lines.slice(1).map((l) => {
-    const cells = l.split(',');
-    assert.equal(cells.length, header.length, `CSV row width: ${l}`);
-    return Object.fromEntries(header.map((h, i) => [h, cells[i]]));
-  });
-}
+const stoke = (args, opts) => runStoke(STOKE, args, opts);
+const rows = (sql) => queryRows(con, sql);
 
 // A JSON parser that keeps numbers as their source text (so BIGINTs beyond 2^53
 // and the exact digits of floats survive) and keeps object keys in order.
@@ -312,7 +262,7 @@ describe('DuckDB reads stoke files', () => {
     src = path.join(TMP, 'volumes');
     stoke(['synth', 'volumes', '--samples', String(SAMPLES), '--out', src, '--seed', '11',
       '--shape', '30,30,10', '--channels', '10', '--threads', '2']);
-    labels = readCsv(path.join(src, 'labels.csv'));
+    labels = readCsv(path.join(src, 'labels.csv')).rows;
     assert.equal(labels.length, SAMPLES);
     payloadMd5 = new Map();
     payloadLen = new Map();

@@ -11,13 +11,13 @@
 
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { md5, npyPayload, queryRows, readCsv, runStoke, sqlList, sqlStr } from './support.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..', '..');
@@ -57,20 +57,7 @@ after(() => {
   }
 });
 
-function stoke(args, { ok = true } = {}) {
-  const r = spawnSync(STOKE, ['--no-progress', ...args.map(String)], {
-    encoding: 'utf8',
-    maxBuffer: 512 * 1024 * 1024,
-  });
-  if (r.error) throw new Error(`cannot run ${STOKE}: ${r.error.message}`);
-  if (ok && (r.status !== 0 || r.signal)) {
-    throw new Error(
-      `stoke ${args.join(' ')} failed: status=${r.status} signal=${r.signal}\n` +
-        `stderr: ${r.stderr}\nstdout: ${r.stdout.slice(0, 2000)}`,
-    );
-  }
-  return r;
-}
+const stoke = (args, opts) => runStoke(STOKE, args, opts);
 
 const stokeJsonLines = (args) =>
   stoke(args)
@@ -79,35 +66,10 @@ const stokeJsonLines = (args) =>
     .map((l) => JSON.parse(l));
 const stokeCount = (args) => Number(stoke([...args, '--count']).stdout.trim());
 
-async function rows(sql) {
-  const reader = await con.runAndReadAll(sql);
-  return reader.getRowObjectsJS();
-}
-
-function sqlStr(s) {
-  return `'${String(s).replaceAll("'", "''")}'`;
-}
-
-function sqlList(files) {
-  return `[${files.map(sqlStr).join(', ')}]`;
-}
-
-const md5 = (buf) => crypto.createHash('md5').update(buf).digest('hex');
+const rows = (sql) => queryRows(con, sql);
 const num = (v) => (typeof v === 'bigint' ? Number(v) : v);
 
-// The array bytes of a .npy file (everything after the header).
-function npyPayload(buf) {
-  assert.equal(buf.subarray(0, 6).toString('latin1'), '\x93NUMPY', 'npy magic');
-  const start = buf[6] === 1 ? 10 + buf.readUInt16LE(8) : 12 + buf.readUInt32LE(8);
-  return buf.subarray(start);
-}
-
-// Minimal CSV reader/writer for synth's labels.csv (no quoting needed).
-function readCsv(file) {
-  const lines = fs.readFileSync(file, 'utf8').split(/\r?\n/).filter((l) => l.length > 0);
-  const header = lines[0].split(',');
-  return { header, rows: lines.slice(1).map((l) => Object.fromEntries(l.split(',').map((c, i) => [header[i], c]))) };
-}
+// Minimal CSV writer for synth's labels.csv (no quoting needed).
 function writeCsv(file, header, rs) {
   fs.writeFileSync(file, [header.join(','), ...rs.map((r) => header.map((h) => r[h]).join(','))].join('\n') + '\n');
 }
