@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   clang libclang-rt-14-dev
-  zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev libisal-dev libzip-dev
+  zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev libisal-dev libzip-dev liburing-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-pytest
