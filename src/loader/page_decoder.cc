@@ -1,0 +1,133 @@
+#include "loader/page_decoder.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <string>
+
+#include "format/codec.h"
+#include "format/parquet_metadata.h"
+
+namespace stoke {
+
+using parquet::Codec;
+using parquet::Encoding;
+using parquet::PageType;
+
+namespace {
+
+// Size of a PLAIN BYTE_ARRAY length prefix (parquet Encodings.md: 4-byte little-endian length).
+constexpr uint64_t kLengthPrefixBytes = 4;
+
+
+}  // namespace
+
+Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, uint32_t rows_in_page,
+                            MutableByteView dest, AlignedBuffer* scratch, const PageDecodeOptions& options,
+                            std::string_view context) {
+  if (row_in_page >= rows_in_page) {
+    return Status::InvalidArgument(
+        fmt::format("{}: row {} of a page of {} rows", context, row_in_page, rows_in_page));
+  }
+  if (codec != Codec::kUncompressed && !CodecSupported(codec)) {
+    return Status::Unsupported(fmt::format("{}: codec {} is not supported", context, static_cast<int>(codec)));
+  }
+  if (codec != Codec::kUncompressed && scratch == nullptr) {
+    return Status::InvalidArgument(fmt::format("{}: a compressed page needs a scratch buffer", context));
+  }
+
+  // 1. The header, and the page's extent. A static context keeps the happy path allocation-free;
+  // the caller's context is added only on error.
+  static const std::string kHeaderContext = "page header";
+  parquet::PageHeader h;
+  size_t header_size = 0;
+  if (Status s = parquet::ParsePageHeader(page, kHeaderContext, 0, &h, &header_size); !s.ok()) {
+    return s.WithContext(context);
+  }
+  if (h.compressed_page_size < 0 || h.uncompressed_page_size < 0 ||
+      header_size + static_cast<uint64_t>(h.compressed_page_size) != page.size()) {
+    return Status::Corruption(fmt::format(
+        "{}: offset 0: page header ({} bytes) + compressed_page_size {} != the {} bytes read for the page",
+        context, header_size, h.compressed_page_size, page.size()));
+  }
+
+  // 2. stoke's tensor-page convention.
+  if (h.type != PageType::kDataPage) {
+    return Status::Unsupported(fmt::format("{}: offset 0: {} where a V1 DATA_PAGE holding one tensor was expected",
+                                           context, parquet::PageTypeName(h.type)));
+  }
+  if (!h.data_page_header) {
+    return Status::Corruption(fmt::format("{}: offset 0: DATA_PAGE without a data_page_header", context));
+  }
+  if (h.data_page_header->encoding != Encoding::kPlain) {
+    return Status::Unsupported(fmt::format("{}: offset 0: page encoding {}, expected PLAIN (0)", context,
+                                           static_cast<int>(h.data_page_header->encoding)));
+  }
+  if (h.data_page_header->num_values < 0 || static_cast<uint32_t>(h.data_page_header->num_values) != rows_in_page) {
+    return Status::Corruption(fmt::format("{}: offset 0: page has {} values, the OffsetIndex says {} rows", context,
+                                          h.data_page_header->num_values, rows_in_page));
+  }
+  // Every value of a tensor column has the same size, so the body size is known exactly. This also
+  // bounds the scratch allocation by what the caller expects, not by what a hostile header claims.
+  const uint64_t value_bytes = kLengthPrefixBytes + dest.size();
+  const uint64_t expected_body = static_cast<uint64_t>(rows_in_page) * value_bytes;
+  if (static_cast<uint64_t>(h.uncompressed_page_size) != expected_body) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: offset 0: uncompressed page size {}, expected {} rows x (4 + {} tensor bytes) = {}; "
+        "is the destination the tensor's size?",
+        context, h.uncompressed_page_size, rows_in_page, dest.size(), expected_body));
+  }
+  const ByteView stored = page.subspan(header_size);
+  if (codec == Codec::kUncompressed && stored.size() != expected_body) {
+    return Status::Corruption(fmt::format("{}: offset {}: uncompressed page stores {} bytes, header says {}", context,
+                                          header_size, stored.size(), expected_body));
+  }
+
+  // 3. CRC over the stored body.
+  if (options.verify_crc && h.crc) {
+    const uint32_t computed = Crc32(stored);
+    if (computed != static_cast<uint32_t>(*h.crc)) {
+      return Status::Corruption(fmt::format("{}: offset {}: CRC mismatch over {} body bytes (stored {:08x}, computed {:08x})",
+                                            context, header_size, stored.size(), static_cast<uint32_t>(*h.crc), computed));
+    }
+  }
+
+  // 4. The plain body: in place, or decompressed into scratch.
+  ByteView body = stored;
+  if (codec != Codec::kUncompressed) {
+    scratch->Resize(static_cast<size_t>(expected_body));
+    if (Status s = Decompress(codec, stored, scratch->mutable_view()); !s.ok()) {
+      return s.WithContext(fmt::format("{}: offset {}", context, header_size));
+    }
+    body = scratch->view();
+  }
+
+  // 5. Walk the length prefixes to the row. Offsets in messages are within the page (header included)
+  // for uncompressed pages and within the decompressed body otherwise.
+  const std::string_view where = codec == Codec::kUncompressed ? "page offset" : "decompressed body offset";
+  const uint64_t base = codec == Codec::kUncompressed ? header_size : 0;
+  uint64_t pos = 0;
+  for (uint32_t k = 0;; ++k) {
+    if (body.size() - pos < kLengthPrefixBytes) {
+      return Status::Corruption(fmt::format("{}: {} {}: body ends before the length of row {} in page", context, where,
+                                            base + pos, k));
+    }
+    const uint32_t len = LoadLE<uint32_t>(body.data() + pos);
+    pos += kLengthPrefixBytes;
+    if (len > body.size() - pos) {
+      return Status::Corruption(fmt::format("{}: {} {}: value length {} of row {} in page runs past the body ({} bytes)",
+                                            context, where, base + pos - kLengthPrefixBytes, len, k, body.size()));
+    }
+    if (k == row_in_page) {
+      if (len != dest.size()) {
+        return Status::Corruption(fmt::format("{}: {} {}: row {} in page holds {} bytes, expected the tensor's {}",
+                                              context, where, base + pos - kLengthPrefixBytes, k, len, dest.size()));
+      }
+      if (len > 0) std::memcpy(dest.data(), body.data() + pos, len);
+      return Status::OK();
+    }
+    pos += len;
+  }
+}
+
+}  // namespace stoke

@@ -1,0 +1,52 @@
+// Decoding one sample from one fetched page (docs/format.md, "Pages: one sample, one read").
+//
+// The fetcher reads exactly the bytes of the page that holds a sample (page header + stored body,
+// as listed in the OffsetIndex and located by SampleIndex::Find). DecodeSampleFromPage checks that
+// page against stoke's tensor-page convention (V1 DATA_PAGE, PLAIN, REQUIRED BYTE_ARRAY, every value
+// the same size), verifies its CRC, decompresses it and copies the sample's bytes into the batch slot.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "core/buffer.h"
+#include "format/parquet_types.h"
+#include "stoke/status.h"
+
+namespace stoke {
+
+struct PageDecodeOptions {
+  // Compare the CRC-32 of the stored body with PageHeader.crc (when the header has one).
+  // Default true. Turning it off saves one pass over the stored bytes; a corrupted page may then
+  // fail to decompress or decode to wrong bytes instead of failing with "CRC mismatch".
+  bool verify_crc = true;
+};
+
+// Decodes row `row_in_page` of the page held in `page` (header followed by the stored body, nothing
+// else) into `dest`, which must be exactly the tensor's byte size. `codec` is the column chunk's
+// codec; `rows_in_page` is the page's row count from the OffsetIndex. `context` names the file and
+// row for error messages ("part-00000.parquet row 1234 column 'image'").
+//
+// Checks, in order: the header parses and header + compressed_page_size == page.size(); the page is a
+// V1 DATA_PAGE, PLAIN, with num_values == rows_in_page and uncompressed_page_size ==
+// rows_in_page * (4 + dest.size()) (all values of a tensor column have the same size); the CRC;
+// decompression; the row's length prefix. Never reads outside `page` or writes outside `dest`.
+//
+// Copies: an UNCOMPRESSED body is used in place, so the sample is copied once (page -> dest). A
+// compressed body is decompressed into `scratch` and the sample copied once (scratch -> dest).
+// `scratch` is grown as needed and never shrunk: once it has reached the largest page size, calls
+// do not allocate (except to build an error message).
+//
+// Errors: InvalidArgument (row_in_page >= rows_in_page, dest of the wrong size, scratch null for a
+// compressed codec), Corruption (truncated or inconsistent page, "CRC mismatch", a bad compressed
+// stream, a length prefix that runs past the page), Unsupported (dictionary, index or v2 pages,
+// encodings other than PLAIN, codecs stoke does not read). Messages start with `context` and give
+// the offset within the page.
+//
+// Thread-safe as long as `dest` and `scratch` are not shared between concurrent calls.
+Status DecodeSampleFromPage(ByteView page, parquet::Codec codec, uint32_t row_in_page, uint32_t rows_in_page,
+                            MutableByteView dest, AlignedBuffer* scratch, const PageDecodeOptions& options,
+                            std::string_view context);
+
+}  // namespace stoke

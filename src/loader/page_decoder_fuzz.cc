@@ -1,0 +1,31 @@
+// libFuzzer target: arbitrary bytes as one fetched page. Byte 0 picks the codec, bytes 1..2 the
+// expected tensor size, byte 3 the row and the page's row count; the rest is the page (header +
+// body). DecodeSampleFromPage must fail cleanly or succeed, never read past the page or write past
+// the destination, and never allocate more than the caller's sizes allow.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "loader/page_decoder.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 4) return 0;
+  static constexpr stoke::parquet::Codec kCodecs[] = {
+      stoke::parquet::Codec::kUncompressed, stoke::parquet::Codec::kSnappy, stoke::parquet::Codec::kGzip,
+      stoke::parquet::Codec::kZstd,         stoke::parquet::Codec::kLz4Raw, stoke::parquet::Codec::kLz4,
+      stoke::parquet::Codec::kBrotli};
+  const stoke::parquet::Codec codec = kCodecs[data[0] % (sizeof(kCodecs) / sizeof(kCodecs[0]))];
+  const size_t dest_size = static_cast<size_t>(data[1]) | static_cast<size_t>(data[2] & 0x3f) << 8;
+  const uint32_t rows_in_page = 1 + (data[3] & 0x0f);
+  const uint32_t row_in_page = (data[3] >> 4) % (rows_in_page + 1);  // sometimes out of range
+  // Exactly-sized heap copies, so ASan sees any read or write past either end.
+  std::vector<uint8_t> page(data + 4, data + size);
+  std::vector<uint8_t> dest(dest_size);
+  stoke::AlignedBuffer scratch;
+  for (bool verify : {true, false}) {
+    (void)stoke::DecodeSampleFromPage(stoke::ByteView(page.data(), page.size()), codec, row_in_page, rows_in_page,
+                                      stoke::MutableByteView(dest.data(), dest.size()), &scratch,
+                                      stoke::PageDecodeOptions{.verify_crc = verify}, "fuzz.parquet row 0");
+  }
+  return 0;
+}
