@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build demo test test-cpp test-python test-interop test-fuzz test-asan bench clean
+.PHONY: all bootstrap build demo test test-cpp test-python test-interop test-fuzz test-tsan test-asan bench clean
 
 all: build
 
@@ -20,7 +20,7 @@ demo: build
 	@bash scripts/demo.sh $(BUILD)/stoke
 
 test: build
-	@$(MAKE) --no-print-directory test-cpp test-python test-interop test-fuzz
+	@$(MAKE) --no-print-directory test-cpp test-python test-interop test-fuzz test-tsan
 
 test-cpp:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -35,6 +35,14 @@ test-interop:
 test-fuzz: bootstrap
 	@bash scripts/fuzz.sh $(BUILD)-fuzz 20
 
+# The multi-threaded layers' suites (core: thread pool, trace recorder; loader: fetcher, pipeline)
+# under ThreadSanitizer. CUDA stays off: its runtime is not instrumented.
+test-tsan: bootstrap
+	cmake -S . -B $(BUILD)-tsan -G Ninja -DSTOKE_SANITIZE=thread -DSTOKE_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target stoke_core_test stoke_loader_test
+	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/stoke_core_test --gtest_brief=1
+	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/stoke_loader_test --gtest_brief=1
+
 # The C++ suites under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-asan: bootstrap
 	cmake -S . -B $(BUILD)-asan -G Ninja -DSTOKE_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
@@ -44,6 +52,8 @@ test-asan: bootstrap
 bench: build
 	@bash bench/write_vs_dd.sh $(BUILD)/stoke
 	@bash bench/table_open.sh $(BUILD)/stoke
+	@bash bench/load_vs_baselines.sh $(BUILD)/stoke
+	@bash bench/loader_open.sh $(BUILD)/stoke
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz $(BUILD)-tsan

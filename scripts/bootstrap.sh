@@ -10,8 +10,8 @@ APT_PACKAGES=(
   zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev libisal-dev libzip-dev liburing-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy python3-pytest
-  coreutils time libmd-dev
+  python3 python3-numpy python3-pytest python3-torch
+  coreutils time libmd-dev fio
 )
 # Node.js and npm run the interop tests; a machine may already carry its own (e.g. from NodeSource),
 # whose npm conflicts with Debian's npm package, so they are installed only when absent.

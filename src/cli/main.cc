@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 
+#include "stoke/bench.h"
 #include "stoke/options.h"
 #include "stoke/status.h"
 #include "stoke/table.h"
@@ -187,6 +188,75 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
 
+  // ---- bench: one group; each benchmark is a subcommand of `bench` -------------------------------
+  auto* bench = app.add_subcommand("bench", "Benchmarks: the loader, and baselines on the same samples");
+  bench->require_subcommand(1);
+
+  // bench files
+  stoke::PerFileBenchOptions pf;
+  bool pf_json = false;
+  auto* bench_files = bench->add_subcommand(
+      "files", "Baseline: read a directory of .npy files the naive way (open, read, close, parse per sample) into batches");
+  bench_files->add_option("dir", pf.dir, "Directory of .npy files (e.g. from `stoke synth volumes`)")->required();
+  bench_files->add_option("--batch-size", pf.batch_size, "Samples per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_files->add_option("--epochs", pf.epochs, "Epochs (each a new seeded shuffle of all files)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_files->add_option("--batches", pf.batches, "Stop after N batches, crossing epochs as needed (0 = whole epochs)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_files->add_option("--seed", pf.seed, "Shuffle seed")->capture_default_str();
+  bench_files->add_option("--compute-ms", pf.compute_ms, "Emulated compute: the consumer sleeps this long per batch")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_files->add_option("--threads", pf.threads, "Reader threads (1 = one loop that reads, then computes)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_files->add_flag("--cold", pf.cold, "Read with O_DIRECT, bypassing the page cache");
+  bench_files->add_flag("--json", pf_json, "Print one line of JSON");
+
+  // bench load
+  stoke::LoadBenchOptions lb;
+  std::string lb_shuffle = "global", lb_backend = "auto";
+  bool lb_json = false, lb_cold = false, lb_no_crc = false;
+  auto* bench_load = bench->add_subcommand(
+      "load", "The loader on a table: samples/s, MB/s, consumer wait share and accelerator utilisation");
+  bench_load->add_option("table", lb.table_dir, "Table directory")->required();
+  bench_load->add_option("--batch-size", lb.loader.batch_size, "Samples per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_load->add_option("--epochs", lb.epochs, "Epochs (each a new shuffle)")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_load->add_option("--batches", lb.batches, "Stop after N measured batches, crossing epochs as needed (0 = whole epochs)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_load->add_option("--warmup-batches", lb.warmup_batches, "Batches consumed before the clock starts")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_load->add_option("--compute-ms", lb.compute_ms, "Emulated accelerator time per batch (the consumer sleeps)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_load->add_option("--shuffle", lb_shuffle, "global, block or none")
+      ->check(CLI::IsMember({"global", "block", "none"}))
+      ->capture_default_str();
+  bench_load->add_option("--shuffle-buffer", lb.loader.shuffle_buffer, "Rows in the block shuffle's buffer")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_load->add_option("--seed", lb.loader.seed, "Shuffle seed")->capture_default_str();
+  bench_load->add_option("--where", lb.loader.where, "Only rows matching this predicate (as in `stoke query`)");
+  bench_load->add_option("--prefetch-bytes", lb.loader.prefetch_bytes, "Memory budget for reads in flight and batch buffers")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_load->add_option("--threads", lb.loader.threads, "Decode/transform workers (0 = one per core)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_load->add_option("--queue-depth", lb.loader.queue_depth, "Reads in flight")->check(CLI::Range(1, 4096))->capture_default_str();
+  bench_load->add_option("--backend", lb_backend, "auto, io_uring or pread")
+      ->check(CLI::IsMember({"auto", "io_uring", "pread"}))
+      ->capture_default_str();
+  bench_load->add_flag("--cold", lb_cold, "O_DIRECT reads: the page cache plays no part");
+  bench_load->add_flag("--no-crc", lb_no_crc, "Skip the pages' CRC-32 check");
+  bench_load->add_option("--trace", lb.trace_path, "Write a Chrome trace (open in Perfetto) of the run to this file");
+  bench_load->add_flag("--json", lb_json, "Print one line of JSON");
+  // ---- end of bench -----------------------------------------------------------------------------
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -308,6 +378,40 @@ int main(int argc, char** argv) {
                                            : stoke::CatOptions::Format::kTable;
     stoke::Status s = stoke::CatParquetFile(cat_path, catopt, std::cout);
     return s.ok() ? 0 : Fail(s);
+  }
+  if (bench_load->parsed()) {
+    lb.loader.shuffle = lb_shuffle == "none"    ? stoke::LoaderOptions::Shuffle::kNone
+                        : lb_shuffle == "block" ? stoke::LoaderOptions::Shuffle::kBlock
+                                                : stoke::LoaderOptions::Shuffle::kGlobal;
+    lb.loader.backend = lb_backend == "io_uring" ? stoke::LoaderOptions::Backend::kIoUring
+                        : lb_backend == "pread"  ? stoke::LoaderOptions::Backend::kPread
+                                                 : stoke::LoaderOptions::Backend::kAuto;
+    lb.loader.direct = lb_cold;
+    lb.loader.verify_crc = !lb_no_crc;
+    auto r = stoke::RunLoadBench(lb);
+    if (!r.ok()) return Fail(r.status());
+    if (lb_json) {
+      std::printf("%s\n", stoke::LoadReportJson(*r).c_str());
+    } else {
+      std::fputs(stoke::FormatLoadReport(*r).c_str(), stdout);
+    }
+    return 0;
+  }
+  if (bench_files->parsed()) {
+    auto r = stoke::RunPerFileBench(pf);
+    if (!r.ok()) return Fail(r.status());
+    if (pf_json) {
+      std::printf("%s\n", stoke::PerFileReportJson(*r).c_str());
+      return 0;
+    }
+    std::printf("bench files: %lld samples (%lld files), %lld batches of up to %lld, %d reader thread%s, %s, %.2f s\n",
+                static_cast<long long>(r->samples), static_cast<long long>(r->files), static_cast<long long>(r->batches),
+                static_cast<long long>(pf.batch_size), r->threads, r->threads == 1 ? "" : "s",
+                r->cold ? "O_DIRECT" : "page cache allowed", r->wall_s);
+    std::printf("%12s %10s %12s %12s %12s\n", "samples/s", "MB/s", "wait share", "utilisation", "compute ms");
+    std::printf("%12.1f %10.1f %12.3f %12.3f %12g\n", r->samples_per_s(), r->mb_per_s(), r->wait_share(),
+                r->utilisation(), r->compute_ms);
+    return 0;
   }
   return 0;
 }

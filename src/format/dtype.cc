@@ -5,8 +5,8 @@
 namespace stoke {
 namespace {
 constexpr std::string_view kNames[] = {"bool",   "int8",   "int16",   "int32",   "int64",   "uint8",
-                                       "uint16", "uint32", "uint64", "float16", "float32", "float64"};
-constexpr size_t kSizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8};
+                                       "uint16", "uint32", "uint64", "float16", "float32", "float64", "bfloat16"};
+constexpr size_t kSizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2};
 }  // namespace
 
 std::string_view DTypeName(DType dtype) { return kNames[static_cast<size_t>(dtype)]; }
@@ -18,7 +18,7 @@ Result<DType> DTypeFromName(std::string_view name) {
     if (kNames[i] == name) return static_cast<DType>(i);
   }
   return Status::InvalidArgument(fmt::format("unknown dtype '{}' (expected one of bool, int8..int64, "
-                                             "uint8..uint64, float16, float32, float64)", name));
+                                             "uint8..uint64, float16, float32, float64, bfloat16)", name));
 }
 
 }  // namespace stoke

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <liburing.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,8 @@ namespace {
 constexpr uint64_t kDirectAlignment = 4096;
 // user_data of the NOP that tells the io_uring completion thread to stop.
 constexpr uint64_t kStopUserData = ~uint64_t{0};
+// Resubmissions of one read after ECANCELED before its error is reported.
+constexpr int kMaxResubmits = 16;
 }  // namespace
 
 struct Fetcher::File {
@@ -36,7 +39,12 @@ struct Fetcher::Slot {
   uint64_t read_length = 0;  // bytes asked of the kernel (widened when direct)
   uint64_t head = 0;         // request.offset - read_offset
   uint64_t done = 0;         // bytes read so far
+  int64_t charge = 0;        // bytes charged to the budget for this read
+  int resubmits = 0;         // io_uring: resubmissions after ECANCELED
+  iovec iov[2] = {};         // destinations of the bytes not yet read (kept here for io_uring)
   uint64_t needed() const { return head + request.length; }
+  // Bytes of the range that land in `buffer` (the rest goes to request.tail).
+  uint64_t buffered() const { return request.tail != nullptr ? request.head_length : read_length; }
 };
 
 class Fetcher::Backend {
@@ -107,8 +115,11 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
     // Cannot happen: every prepared SQE is submitted at once and reads in flight <= queue_depth.
     if (sqe == nullptr) return Status::Internal("io_uring submission queue full");
-    io_uring_prep_read(sqe, f_->files_[s.request.file].fd, s.buffer.data() + s.done,
-                       static_cast<unsigned>(s.read_length - s.done), s.read_offset + s.done);
+    const int n = f_->PrepareIovecs(s);
+    io_uring_prep_readv(sqe, f_->files_[s.request.file].fd, s.iov, static_cast<unsigned>(n), s.read_offset + s.done);
+    // Buffered reads of cached pages would otherwise be copied inline, on the submitting thread, one
+    // at a time; the kernel's async workers copy them in parallel (measured: docs/benchmarks.md).
+    if (!f_->options_.direct) io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
     io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(i));
     return Status::OK();
   }
@@ -149,7 +160,10 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
   // REQUIRES: sq_mu_ held.
   void OnCompletion(int i, int res) {
     Slot& s = f_->slots_[i];
-    if (res == -EINTR || res == -EAGAIN) return Resubmit(i);
+    // ECANCELED: the thread that submitted the read exited while the read waited for the kernel's
+    // async workers (io_uring cancels a task's queued work when the task exits). This thread is
+    // alive, so it submits the read again; the cap only guards against a kernel that keeps refusing.
+    if (res == -EINTR || res == -EAGAIN || (res == -ECANCELED && ++s.resubmits <= kMaxResubmits)) return Resubmit(i);
     if (res < 0) return f_->CompleteSlot(i, f_->ReadError(s, -res));
     if (res == 0) {  // end of file
       return f_->CompleteSlot(i, s.done >= s.needed() ? Status::OK() : f_->EndOfFileError(s));
@@ -231,7 +245,11 @@ Status Fetcher::Submit(FetchRequest r) {
     return Status::InvalidArgument("fetch request names file " + std::to_string(r.file) + " but the fetcher has " +
                                    std::to_string(files_.size()));
   }
-  const int64_t charge = r.length;
+  if (r.tail != nullptr && (options_.direct || r.head_length > r.length)) {
+    return Status::InvalidArgument(options_.direct ? "split fetch requests cannot be used with O_DIRECT"
+                                                   : "split fetch request: head_length exceeds length");
+  }
+  const int64_t charge = r.tail != nullptr ? r.head_length : r.length;
   int i;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -257,8 +275,10 @@ Status Fetcher::Submit(FetchRequest r) {
     s.read_length = r.length;
   }
   s.head = r.offset - s.read_offset;
+  s.charge = charge;
+  s.resubmits = 0;
   s.buffer = pool_.Take();  // cleared: Resize copies nothing when it has to grow
-  s.buffer.Resize(s.read_length);
+  s.buffer.Resize(s.buffered());
   if (s.needed() == 0) {
     CompleteSlot(i, Status::OK());
   } else {
@@ -270,8 +290,8 @@ Status Fetcher::Submit(FetchRequest r) {
 Status Fetcher::ReadSlotWithPread(Slot& s) {
   const int fd = files_[s.request.file].fd;
   while (s.done < s.needed()) {
-    ssize_t n = ::pread(fd, s.buffer.data() + s.done, s.read_length - s.done,
-                        static_cast<off_t>(s.read_offset + s.done));
+    const int iovcnt = PrepareIovecs(s);
+    ssize_t n = ::preadv(fd, s.iov, iovcnt, static_cast<off_t>(s.read_offset + s.done));
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       return ReadError(s, errno);
@@ -281,6 +301,17 @@ Status Fetcher::ReadSlotWithPread(Slot& s) {
     if (ShortDirectReadHitEnd(s)) return EndOfFileError(s);
   }
   return Status::OK();
+}
+
+int Fetcher::PrepareIovecs(Slot& s) const {
+  const uint64_t buffered = s.buffered();
+  int n = 0;
+  if (s.done < buffered) s.iov[n++] = iovec{s.buffer.data() + s.done, static_cast<size_t>(buffered - s.done)};
+  if (s.request.tail != nullptr && s.done < s.read_length) {
+    const uint64_t from = std::max(s.done, buffered) - buffered;  // within the tail
+    s.iov[n++] = iovec{s.request.tail + from, static_cast<size_t>(s.read_length - buffered - from)};
+  }
+  return n;
 }
 
 bool Fetcher::ShortDirectReadHitEnd(const Slot& s) const {
@@ -308,7 +339,7 @@ void Fetcher::CompleteSlot(int i, Status status) {
   const bool ok = status.ok();
   if (ok) {
     if (s.head > 0) std::memmove(s.buffer.data(), s.buffer.data() + s.head, s.request.length);
-    s.buffer.Resize(s.request.length);
+    s.buffer.Resize(s.request.tail != nullptr ? s.request.head_length : s.request.length);
     result.data = std::move(s.buffer);
   } else {
     pool_.Give(std::move(s.buffer));
@@ -327,7 +358,7 @@ void Fetcher::CompleteSlot(int i, Status status) {
     ++done_count_;
     free_slots_.push_back(i);
     --in_flight_;
-    if (!ok) bytes_charged_ -= s.request.length;
+    if (!ok) bytes_charged_ -= s.charge;
     // Notified under the lock: once in_flight_ can read 0 the destructor may run, so nothing here may
     // touch the Fetcher after the unlock.
     space_cv_.notify_all();

@@ -23,6 +23,13 @@ struct FetchRequest {
   uint64_t offset = 0;   // byte offset in that file
   uint32_t length = 0;   // bytes to read
   uint64_t tag = 0;      // caller's cookie, returned in the FetchResult untouched
+  // Optional split read (not with O_DIRECT): when `tail` is set, bytes [0, head_length) of the range
+  // arrive in FetchResult::data and bytes [head_length, length) are written by the kernel straight to
+  // `tail`, which the caller owns and must not touch until the result arrives. Only head_length bytes
+  // are charged to the budget (the tail is the caller's memory). Lets a sample land in its batch slot
+  // without a copy in user space.
+  uint8_t* tail = nullptr;
+  uint32_t head_length = 0;
 };
 
 struct FetchResult {
@@ -65,7 +72,8 @@ class Fetcher {
   Fetcher& operator=(const Fetcher&) = delete;
 
   // Queues a read. Blocks while queue_depth reads are in flight or the byte budget is exhausted.
-  // Returns kInvalidArgument (and queues nothing) for a file index out of range; I/O errors, including
+  // Returns kInvalidArgument (and queues nothing) for a file index out of range, or a split read
+  // (`tail`) with O_DIRECT or with head_length > length; I/O errors, including
   // a range past the end of the file, arrive later in FetchResult::status.
   Status Submit(FetchRequest r);
 
@@ -91,6 +99,8 @@ class Fetcher {
   Fetcher(std::vector<File> files, FetcherOptions o);
   // Reads a slot synchronously (pread backend); returns the status of the whole read.
   Status ReadSlotWithPread(Slot& slot);
+  // Fills slot.iov with the destinations of the bytes not yet read; returns how many entries.
+  int PrepareIovecs(Slot& slot) const;
   // Finishes a slot: trims the data, queues the result, frees the slot. Any thread.
   void CompleteSlot(int slot_index, Status status);
   bool ShortDirectReadHitEnd(const Slot& slot) const;

@@ -19,6 +19,47 @@ namespace {
 // Size of a PLAIN BYTE_ARRAY length prefix (parquet Encodings.md: 4-byte little-endian length).
 constexpr uint64_t kLengthPrefixBytes = 4;
 
+// Steps 1 and 2 of both decoders: parses the header at the start of `head` and checks it against a
+// page of `page_size` bytes holding `rows_in_page` values of `value_size` bytes each.
+Status CheckTensorPageHeader(ByteView head, uint64_t page_size, uint32_t rows_in_page, size_t value_size,
+                             std::string_view context, parquet::PageHeader* h, size_t* header_size) {
+  // A static context keeps the happy path allocation-free; the caller's context is added on error.
+  static const std::string kHeaderContext = "page header";
+  if (Status s = parquet::ParsePageHeader(head, kHeaderContext, 0, h, header_size); !s.ok()) {
+    return s.WithContext(context);
+  }
+  if (h->compressed_page_size < 0 || h->uncompressed_page_size < 0 ||
+      *header_size + static_cast<uint64_t>(h->compressed_page_size) != page_size) {
+    return Status::Corruption(fmt::format(
+        "{}: offset 0: page header ({} bytes) + compressed_page_size {} != the {} bytes read for the page",
+        context, *header_size, h->compressed_page_size, page_size));
+  }
+  if (h->type != PageType::kDataPage) {
+    return Status::Unsupported(fmt::format("{}: offset 0: {} where a V1 DATA_PAGE holding one tensor was expected",
+                                           context, parquet::PageTypeName(h->type)));
+  }
+  if (!h->data_page_header) {
+    return Status::Corruption(fmt::format("{}: offset 0: DATA_PAGE without a data_page_header", context));
+  }
+  if (h->data_page_header->encoding != Encoding::kPlain) {
+    return Status::Unsupported(fmt::format("{}: offset 0: page encoding {}, expected PLAIN (0)", context,
+                                           static_cast<int>(h->data_page_header->encoding)));
+  }
+  if (h->data_page_header->num_values < 0 || static_cast<uint32_t>(h->data_page_header->num_values) != rows_in_page) {
+    return Status::Corruption(fmt::format("{}: offset 0: page has {} values, the OffsetIndex says {} rows", context,
+                                          h->data_page_header->num_values, rows_in_page));
+  }
+  // Every value of a tensor column has the same size, so the body size is known exactly. This also
+  // bounds the scratch allocation by what the caller expects, not by what a hostile header claims.
+  const uint64_t expected_body = static_cast<uint64_t>(rows_in_page) * (kLengthPrefixBytes + value_size);
+  if (static_cast<uint64_t>(h->uncompressed_page_size) != expected_body) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: offset 0: uncompressed page size {}, expected {} rows x (4 + {} tensor bytes) = {}; "
+        "is the destination the tensor's size?",
+        context, h->uncompressed_page_size, rows_in_page, value_size, expected_body));
+  }
+  return Status::OK();
+}
 
 }  // namespace
 
@@ -35,48 +76,10 @@ Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, ui
   if (codec != Codec::kUncompressed && scratch == nullptr) {
     return Status::InvalidArgument(fmt::format("{}: a compressed page needs a scratch buffer", context));
   }
-
-  // 1. The header, and the page's extent. A static context keeps the happy path allocation-free;
-  // the caller's context is added only on error.
-  static const std::string kHeaderContext = "page header";
   parquet::PageHeader h;
   size_t header_size = 0;
-  if (Status s = parquet::ParsePageHeader(page, kHeaderContext, 0, &h, &header_size); !s.ok()) {
-    return s.WithContext(context);
-  }
-  if (h.compressed_page_size < 0 || h.uncompressed_page_size < 0 ||
-      header_size + static_cast<uint64_t>(h.compressed_page_size) != page.size()) {
-    return Status::Corruption(fmt::format(
-        "{}: offset 0: page header ({} bytes) + compressed_page_size {} != the {} bytes read for the page",
-        context, header_size, h.compressed_page_size, page.size()));
-  }
-
-  // 2. stoke's tensor-page convention.
-  if (h.type != PageType::kDataPage) {
-    return Status::Unsupported(fmt::format("{}: offset 0: {} where a V1 DATA_PAGE holding one tensor was expected",
-                                           context, parquet::PageTypeName(h.type)));
-  }
-  if (!h.data_page_header) {
-    return Status::Corruption(fmt::format("{}: offset 0: DATA_PAGE without a data_page_header", context));
-  }
-  if (h.data_page_header->encoding != Encoding::kPlain) {
-    return Status::Unsupported(fmt::format("{}: offset 0: page encoding {}, expected PLAIN (0)", context,
-                                           static_cast<int>(h.data_page_header->encoding)));
-  }
-  if (h.data_page_header->num_values < 0 || static_cast<uint32_t>(h.data_page_header->num_values) != rows_in_page) {
-    return Status::Corruption(fmt::format("{}: offset 0: page has {} values, the OffsetIndex says {} rows", context,
-                                          h.data_page_header->num_values, rows_in_page));
-  }
-  // Every value of a tensor column has the same size, so the body size is known exactly. This also
-  // bounds the scratch allocation by what the caller expects, not by what a hostile header claims.
-  const uint64_t value_bytes = kLengthPrefixBytes + dest.size();
-  const uint64_t expected_body = static_cast<uint64_t>(rows_in_page) * value_bytes;
-  if (static_cast<uint64_t>(h.uncompressed_page_size) != expected_body) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: offset 0: uncompressed page size {}, expected {} rows x (4 + {} tensor bytes) = {}; "
-        "is the destination the tensor's size?",
-        context, h.uncompressed_page_size, rows_in_page, dest.size(), expected_body));
-  }
+  STOKE_RETURN_IF_ERROR(CheckTensorPageHeader(page, page.size(), rows_in_page, dest.size(), context, &h, &header_size));
+  const uint64_t expected_body = static_cast<uint64_t>(rows_in_page) * (kLengthPrefixBytes + dest.size());
   const ByteView stored = page.subspan(header_size);
   if (codec == Codec::kUncompressed && stored.size() != expected_body) {
     return Status::Corruption(fmt::format("{}: offset {}: uncompressed page stores {} bytes, header says {}", context,
@@ -128,6 +131,32 @@ Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, ui
     }
     pos += len;
   }
+}
+
+Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions& options, std::string_view context) {
+  parquet::PageHeader h;
+  size_t header_size = 0;
+  const uint64_t page_size = uint64_t{head.size()} + sample.size();
+  STOKE_RETURN_IF_ERROR(CheckTensorPageHeader(head, page_size, 1, sample.size(), context, &h, &header_size));
+  // One uncompressed value: the stored body is the 4-byte length prefix and the sample.
+  if (head.size() != header_size + kLengthPrefixBytes) {
+    return Status::Corruption(fmt::format("{}: offset {}: the page header ends {} bytes before the value (expected 4)",
+                                          context, header_size, head.size() - std::min(head.size(), header_size)));
+  }
+  const uint32_t len = LoadLE<uint32_t>(head.data() + header_size);
+  if (len != sample.size()) {
+    return Status::Corruption(fmt::format("{}: page offset {}: the value holds {} bytes, expected the tensor's {}",
+                                          context, header_size, len, sample.size()));
+  }
+  if (options.verify_crc && h.crc) {
+    const uint32_t computed = Crc32(sample, Crc32(head.subspan(header_size)));
+    if (computed != static_cast<uint32_t>(*h.crc)) {
+      return Status::Corruption(fmt::format("{}: offset {}: CRC mismatch over {} body bytes (stored {:08x}, computed {:08x})",
+                                            context, header_size, kLengthPrefixBytes + sample.size(),
+                                            static_cast<uint32_t>(*h.crc), computed));
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace stoke

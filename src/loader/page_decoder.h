@@ -49,4 +49,12 @@ Status DecodeSampleFromPage(ByteView page, parquet::Codec codec, uint32_t row_in
                             MutableByteView dest, AlignedBuffer* scratch, const PageDecodeOptions& options,
                             std::string_view context);
 
+// The split read of an UNCOMPRESSED page holding one value: the page's bytes were read in two parts,
+// `head` (page header + the value's 4-byte length prefix) into a small buffer and `sample` (the value
+// itself, exactly the tensor's size) straight into its batch slot, so the sample is never copied by
+// user code. Checks what DecodeSampleFromPage checks for such a page (header, sizes, PLAIN V1 data
+// page with one value, the length prefix, and the CRC over prefix + sample unless turned off); the
+// caller must only pass pages of an uncompressed column chunk. Errors as DecodeSampleFromPage.
+Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions& options, std::string_view context);
+
 }  // namespace stoke

@@ -1,7 +1,8 @@
 // libFuzzer target: arbitrary bytes as one fetched page. Byte 0 picks the codec, bytes 1..2 the
 // expected tensor size, byte 3 the row and the page's row count; the rest is the page (header +
 // body). DecodeSampleFromPage must fail cleanly or succeed, never read past the page or write past
-// the destination, and never allocate more than the caller's sizes allow.
+// the destination, and never allocate more than the caller's sizes allow. The same bytes, split
+// `dest_size` bytes from the end (a split read's head and sample), go through CheckSplitSample.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -26,6 +27,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)stoke::DecodeSampleFromPage(stoke::ByteView(page.data(), page.size()), codec, row_in_page, rows_in_page,
                                       stoke::MutableByteView(dest.data(), dest.size()), &scratch,
                                       stoke::PageDecodeOptions{.verify_crc = verify}, "fuzz.parquet row 0");
+  }
+  if (dest_size <= page.size()) {
+    // Separate exact copies of the two parts, as a split read leaves them in two places.
+    std::vector<uint8_t> head(page.begin(), page.end() - static_cast<std::ptrdiff_t>(dest_size));
+    std::vector<uint8_t> sample(page.end() - static_cast<std::ptrdiff_t>(dest_size), page.end());
+    for (bool verify : {true, false}) {
+      (void)stoke::CheckSplitSample(stoke::ByteView(head.data(), head.size()), stoke::ByteView(sample.data(), sample.size()),
+                                    stoke::PageDecodeOptions{.verify_crc = verify}, "fuzz.parquet row 0");
+    }
   }
   return 0;
 }

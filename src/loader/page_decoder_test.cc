@@ -353,3 +353,55 @@ TEST(PageDecoderTest, LengthPrefixRunningPastTheBodyIsCorruption) {
 
 }  // namespace
 }  // namespace stoke
+
+namespace stoke {
+namespace {
+
+// A split read: header + length prefix in one buffer, the value in its destination.
+TEST(PageDecoderSplitTest, SplitUncompressedPageChecksLikeTheWholePage) {
+  TempDir dir;
+  WrittenColumn col = WriteAndFetchPages(dir.File("t.parquet"), kLargeTensor, Codec::kUncompressed, 3);
+  ASSERT_EQ(col.pages.size(), 3u);
+  const size_t value = static_cast<size_t>(kLargeTensor.num_bytes());
+  for (size_t p = 0; p < 3; ++p) {
+    const std::string& bytes = col.pages[p].bytes;
+    const std::string head = bytes.substr(0, bytes.size() - value);
+    std::string sample = bytes.substr(bytes.size() - value);
+    EXPECT_EQ(sample, col.rows[p]);
+    EXPECT_TRUE(CheckSplitSample(AsBytes(head), AsBytes(sample), {}, "ctx").ok());
+    // A flipped byte in the sample part fails the CRC (continued from the prefix)...
+    sample[value / 3] ^= 0x01;
+    Status s = CheckSplitSample(AsBytes(head), AsBytes(sample), {}, "t.parquet row 1");
+    EXPECT_EQ(s.code(), StatusCode::kCorruption);
+    EXPECT_NE(s.message().find("CRC mismatch"), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("t.parquet row 1"), std::string::npos) << s.ToString();
+    // ...and passes without verification.
+    PageDecodeOptions no_crc;
+    no_crc.verify_crc = false;
+    EXPECT_TRUE(CheckSplitSample(AsBytes(head), AsBytes(sample), no_crc, "ctx").ok());
+    // A flipped byte in the length prefix is caught even without the CRC.
+    std::string bad_head = head;
+    bad_head[bad_head.size() - 2] ^= 0x01;
+    EXPECT_EQ(CheckSplitSample(AsBytes(bad_head), AsBytes(col.rows[p]), no_crc, "ctx").code(), StatusCode::kCorruption);
+    // The wrong split point (a head one byte short) is an error, not an out-of-bounds read.
+    EXPECT_FALSE(CheckSplitSample(AsBytes(head).first(head.size() - 1), AsBytes(bytes).last(value + 1), {}, "ctx").ok());
+    // Every truncation of the head is an error.
+    for (size_t n = 0; n < head.size(); ++n) {
+      EXPECT_FALSE(CheckSplitSample(AsBytes(head).first(n), AsBytes(col.rows[p]), {}, "ctx").ok()) << n;
+    }
+  }
+}
+
+TEST(PageDecoderSplitTest, PackedPageIsNotASplitPage) {
+  TempDir dir;
+  WrittenColumn col = WriteAndFetchPages(dir.File("t.parquet"), kSmallTensor, Codec::kUncompressed, 50);
+  ASSERT_FALSE(col.pages.empty());
+  ASSERT_GT(col.pages[0].rows, 1u);
+  const std::string& bytes = col.pages[0].bytes;
+  const size_t value = static_cast<size_t>(kSmallTensor.num_bytes());
+  Status s = CheckSplitSample(AsBytes(bytes).first(bytes.size() - value), AsBytes(bytes).last(value), {}, "ctx");
+  EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+}
+
+}  // namespace
+}  // namespace stoke

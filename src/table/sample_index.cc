@@ -27,12 +27,14 @@ namespace {
 // The cache format (see sample_index.h). Frozen: a change of layout takes a new format version and
 // a new magic, and old caches are then rebuilt.
 constexpr char kMagic[8] = {'S', 'T', 'K', 'I', 'D', 'X', '0', '1'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;  // 2: page flags carry the codec
 constexpr size_t kHeaderSize = 128;
 constexpr size_t kFileRecordSize = 40;
 constexpr size_t kColumnRecordSize = 32;
 constexpr size_t kPageRecordSize = 32;
 constexpr uint32_t kNeedsDecode = 1;  // page flag: no OffsetIndex; the page stands for a row group
+constexpr uint32_t kCodecShift = 8;   // page flags bits 8..15: the column chunk's parquet::Codec
+constexpr uint32_t kKnownFlags = kNeedsDecode | (0xFFu << kCodecShift);
 
 // Header field offsets.
 constexpr size_t kOffFormatVersion = 8, kOffHeaderSize = 12, kOffTableVersion = 16, kOffNumRows = 24,
@@ -120,7 +122,8 @@ Status ReadFilePages(const TableView& view, const delta::AddFile& add, const std
         pages.push_back({.offset = static_cast<uint64_t>(locs[k].offset),
                          .first_row = static_cast<uint64_t>(starts[g] + first),
                          .length = static_cast<uint32_t>(locs[k].compressed_page_size),
-                         .num_rows = static_cast<uint32_t>(end - first), .flags = 0});
+                         .num_rows = static_cast<uint32_t>(end - first),
+                         .flags = static_cast<uint32_t>(cc.meta_data->codec) << kCodecShift});
       }
     }
   }
@@ -374,7 +377,10 @@ Status SampleIndex::ValidateCache(ByteView b) {
           n > file_rows - (first - file_first)) {
         return bad(fmt::format("page {}: rows [{}, +{}) out of place (expected first row {})", page, first, n, next_row));
       }
-      if ((flags & ~kNeedsDecode) != 0) return bad(fmt::format("page {}: unknown flags {:#x}", page, flags));
+      if ((flags & ~kKnownFlags) != 0) return bad(fmt::format("page {}: unknown flags {:#x}", page, flags));
+      if (!(flags & kNeedsDecode) && !CodecSupported(static_cast<parquet::Codec>((flags >> kCodecShift) & 0xFF))) {
+        return bad(fmt::format("page {}: codec {} is not one stoke reads", page, (flags >> kCodecShift) & 0xFF));
+      }
       if ((flags & kNeedsDecode) ? (length != 0 || offset != 0)
                                  : (length == 0 || offset > file_size || length > file_size - offset)) {
         return bad(fmt::format("page {}: range [{}, +{}) does not fit file {} ({} bytes)", page, offset, length, file, file_size));
@@ -478,12 +484,20 @@ SampleIndex::Location SampleIndex::Find(int64_t row, size_t tensor_column) const
   loc.file = LoadLE<uint32_t>(p + 16);
   loc.length = LoadLE<uint32_t>(p + 20);
   loc.rows_in_page = LoadLE<uint32_t>(p + 24);
-  loc.needs_decode = (LoadLE<uint32_t>(p + 28) & kNeedsDecode) != 0;
+  const uint32_t flags = LoadLE<uint32_t>(p + 28);
+  loc.needs_decode = (flags & kNeedsDecode) != 0;
+  loc.codec = static_cast<parquet::Codec>((flags >> kCodecShift) & 0xFF);
   loc.row_in_page = static_cast<uint32_t>(r - first);
   loc.row_in_file = static_cast<int64_t>(r - LoadLE<uint64_t>(files_ + kFileRecordSize * loc.file + 8));
   return loc;
 }
 
 uint64_t SampleIndex::file_size(uint32_t file) const { return LoadLE<uint64_t>(files_ + kFileRecordSize * file); }
+int64_t SampleIndex::file_first_row(uint32_t file) const {
+  return static_cast<int64_t>(LoadLE<uint64_t>(files_ + kFileRecordSize * file + 8));
+}
+int64_t SampleIndex::file_num_rows(uint32_t file) const {
+  return static_cast<int64_t>(LoadLE<uint64_t>(files_ + kFileRecordSize * file + 16));
+}
 
 }  // namespace stoke

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "format/parquet_types.h"
 #include "stoke/status.h"
 
 namespace stoke {
@@ -22,7 +23,7 @@ namespace stoke {
 //
 //   header, 128 bytes:
 //     0  magic "STKIDX01"                 8 bytes
-//     8  format_version u32 (= 1)          12 header_size u32 (= 128)
+//     8  format_version u32 (= 2)          12 header_size u32 (= 128)
 //     16 table_version i64                 24 num_rows u64
 //     32 num_files u32                     36 num_tensor_columns u32
 //     40 num_pages u64
@@ -43,7 +44,9 @@ namespace stoke {
 //            first_page u64, num_pages u64, name_offset u64 (into strings), name_length u32, reserved u32
 //   pages:   num_pages records of 32 bytes, column after column, each column's pages in row order:
 //            offset u64 (file offset of the page header), first_row u64 (global), file u32,
-//            length u32 (header + stored body; 0 when flags has kNeedsDecode), num_rows u32, flags u32
+//            length u32 (header + stored body; 0 when flags has kNeedsDecode), num_rows u32, flags u32:
+//            bit 0 kNeedsDecode, bits 8..15 the column chunk's compression codec (parquet::Codec; 0
+//            when kNeedsDecode), other bits 0
 //            A "needs decode" page stands for a whole row group whose column chunk has no usable
 //            OffsetIndex (other writers): the row is read by decoding (ParquetReader::ReadBinaryCell).
 //   rows:    num_tensor_columns * num_rows u32 page numbers (column-major: rows[c * num_rows + r]),
@@ -71,6 +74,7 @@ class SampleIndex {
     uint32_t rows_in_page = 0;  // values in the page
     int64_t row_in_file = 0;    // the row's position in its file (for ReadBinaryCell)
     bool needs_decode = false;  // no OffsetIndex: read the cell with ParquetReader::ReadBinaryCell
+    parquet::Codec codec = parquet::Codec::kUncompressed;  // the page's compression (not needs_decode)
   };
 
   // The index of `version` (latest when nullopt) of the table at `table_dir`.
@@ -99,6 +103,10 @@ class SampleIndex {
   // REQUIRES: file < num_files(). The data file's absolute path and size in bytes.
   const std::string& FilePath(uint32_t file) const { return file_paths_[file]; }
   uint64_t file_size(uint32_t file) const;
+  // REQUIRES: file < num_files(). The file's rows are [file_first_row, + file_num_rows) of the table:
+  // files tile the rows in snapshot order.
+  int64_t file_first_row(uint32_t file) const;
+  int64_t file_num_rows(uint32_t file) const;
   // True when this index was memory-mapped from a valid cache file rather than built.
   bool from_cache() const { return from_cache_; }
 

@@ -21,89 +21,10 @@ namespace {
 
 using testing_support::TensorOf;
 using testing_support::TestColumns;
+using testing_support::CommitAdds;
+using testing_support::DropOffsetIndex;
 using testing_support::TestTable;
-
-// Writes a data file of TestColumns() with rows [first, first + n) (tensor of row id = TensorOf(id))
-// in row groups of `per_group` rows, without committing it.
-delta::AddFile WriteDataFile(const std::string& dir, const std::string& name, int64_t first, int64_t n,
-                             int64_t per_group) {
-  const auto cols = TestColumns();
-  auto w = ParquetFileWriter::Create(LocalStorage(), dir + "/" + name, cols, WriterOptions{});
-  EXPECT_TRUE(w.ok()) << w.status().ToString();
-  RowGroupEncoder enc((*w)->columns(), (*w)->options());
-  for (int64_t g = first; g < first + n; g += per_group) {
-    std::vector<int64_t> ids;
-    std::vector<int32_t> labels;
-    std::vector<std::string> names;
-    for (int64_t id = g; id < std::min(first + n, g + per_group); ++id) {
-      ids.push_back(id);
-      labels.push_back(static_cast<int32_t>(id % 3));
-      names.push_back("n");
-      EXPECT_TRUE(enc.AppendTensor(3, AsBytes(TensorOf(id))).ok());
-    }
-    EXPECT_TRUE(enc.SetScalars(0, ColumnValues{ids, {}}).ok());
-    EXPECT_TRUE(enc.SetScalars(1, ColumnValues{labels, {}}).ok());
-    EXPECT_TRUE(enc.SetScalars(2, ColumnValues{names, {}}).ok());
-    auto rg = enc.Finish();
-    EXPECT_TRUE(rg.ok()) << rg.status().ToString();
-    EXPECT_TRUE((*w)->WriteRowGroup(std::move(*rg)).ok());
-  }
-  EXPECT_TRUE((*w)->Close().ok());
-  delta::AddFile add;
-  add.path = name;
-  add.size = static_cast<int64_t>((*w)->bytes_written());
-  add.modification_time = 1;
-  add.stats = delta::StatsJsonFromFooter((*w)->metadata(), cols);
-  return add;
-}
-
-// Commits `adds` in one commit (creating the table when it has none). Returns the version.
-int64_t CommitAdds(const TestTable& table, std::vector<delta::AddFile> adds) {
-  auto log = table.log();
-  const int64_t read_version = *log.LatestVersion();
-  std::vector<delta::Action> actions;
-  if (read_version < 0) {
-    const auto cols = TestColumns();
-    actions.push_back(delta::Protocol{});
-    delta::Metadata m;
-    m.id = "00000000-0000-4000-8000-000000000000";
-    m.schema_string = delta::SchemaToSparkJson(cols);
-    m.configuration[kTensorsMetadataKey] = TensorSpecsToJson(cols);
-    actions.push_back(m);
-  }
-  for (auto& a : adds) actions.push_back(std::move(a));
-  auto v = log.Commit(read_version, actions,
-                      read_version < 0 ? delta::CommitKind::kExclusive : delta::CommitKind::kBlindAppend, "WRITE",
-                      nlohmann::json::object());
-  EXPECT_TRUE(v.ok()) << v.status().ToString();
-  return v.ok() ? *v : -1;
-}
-
-// Rewrites the footer of a data file without the OffsetIndex of column `column` (as a writer that
-// writes no page indexes would); returns the new file size.
-int64_t DropOffsetIndex(const std::string& path, size_t column) {
-  auto reader = ParquetReader::Open(LocalStorage(), path);
-  EXPECT_TRUE(reader.ok()) << reader.status().ToString();
-  parquet::FileMetaData meta = (*reader)->metadata();
-  const uint64_t footer_start = (*reader)->file_size() - 8 - (*reader)->footer_size();
-  reader->reset();
-  for (auto& rg : meta.row_groups) {
-    rg.columns[column].offset_index_offset.reset();
-    rg.columns[column].offset_index_length.reset();
-  }
-  auto bytes = ReadFileToString(LocalStorage(), path);
-  EXPECT_TRUE(bytes.ok());
-  std::string out = bytes->substr(0, footer_start);
-  std::string footer;
-  parquet::SerializeFileMetaData(meta, &footer);
-  out += footer;
-  uint8_t len[4];
-  StoreLE<uint32_t>(len, static_cast<uint32_t>(footer.size()));
-  out.append(reinterpret_cast<const char*>(len), 4);
-  out += "PAR1";
-  EXPECT_TRUE(WriteFileAtomically(LocalStorage(), path, AsBytes(out)).ok());
-  return static_cast<int64_t>(out.size());
-}
+using testing_support::WriteDataFile;
 
 // Reads the page that `idx` names for `row` with one pread, parses and decompresses it, and returns
 // the row's tensor bytes (or an error text starting with "!").
@@ -341,7 +262,9 @@ TEST(SampleIndex, ValidateCacheChecksEntriesBehindAValidCrc) {
       {"pages count huge", mutated([&](uint8_t* p) { StoreLE<uint64_t>(p + 40, ~0ull); })},
       {"file rows changed", mutated([&](uint8_t* p) { StoreLE<uint64_t>(p + 128 + 16, 1001); })},
       {"path past strings", mutated([&](uint8_t* p) { StoreLE<uint64_t>(p + 128 + 24, 1ull << 40); })},
-      {"format version", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + 8, 2); })},
+      {"format version", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + 8, 3); })},
+      {"old format version", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + 8, 1); })},
+      {"unknown codec", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + pages_off + 28, 200u << 8); })},
   };
   for (const auto& [what, bytes] : cases) {
     SCOPED_TRACE(what);

@@ -6,29 +6,33 @@
 
 #include <filesystem>
 
+#include "format/parquet_metadata.h"
+#include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
+#include "io/storage.h"
 #include "table/delta_log.h"
 
 namespace stoke::testing_support {
 
-// Columns: id INT64, label INT32, name STRING (nullable), t tensor uint8[16].
-inline std::vector<ColumnSpec> TestColumns() {
+// Columns: id INT64, label INT32, name STRING (nullable), t tensor uint8[tensor_len].
+inline std::vector<ColumnSpec> TestColumns(int64_t tensor_len = 16) {
   return {{.name = "id", .type = parquet::Type::kInt64},
           {.name = "label", .type = parquet::Type::kInt32},
           {.name = "name", .type = parquet::Type::kByteArray, .optional = true, .is_string = true},
-          {.name = "t", .type = parquet::Type::kByteArray, .tensor = TensorSpec{DType::kUInt8, {16}}}};
+          {.name = "t", .type = parquet::Type::kByteArray, .tensor = TensorSpec{DType::kUInt8, {tensor_len}}}};
 }
 
 // The tensor bytes of row `id`.
-inline std::string TensorOf(int64_t id) {
-  std::string s(16, '\0');
-  for (int i = 0; i < 16; ++i) s[i] = static_cast<char>(id * 7 + i);
+inline std::string TensorOf(int64_t id, int64_t len = 16) {
+  std::string s(static_cast<size_t>(len), '\0');
+  for (int64_t i = 0; i < len; ++i) s[static_cast<size_t>(i)] = static_cast<char>(id * 7 + i);
   return s;
 }
 
 class TestTable {
  public:
-  TestTable() {
+  // tensor_len: bytes per tensor cell; rows of 64 KiB and more get one page each.
+  explicit TestTable(int64_t tensor_len = 16) : tensor_len_(tensor_len) {
     std::string tmpl = std::filesystem::temp_directory_path() / "stoke_table_XXXXXX";
     dir_ = mkdtemp(tmpl.data());
   }
@@ -39,7 +43,7 @@ class TestTable {
   // Writes one data file with rows [first, first + n) (label = id % 3, name null when id % 4 == 0)
   // in row groups of `per_group` rows, and commits it (creating the table on first use).
   int64_t AppendFile(int64_t first, int64_t n, int64_t per_group = 1000) {
-    const auto cols = TestColumns();
+    const auto cols = TestColumns(tensor_len_);
     const std::string name = "part-" + std::to_string(first) + ".parquet";
     auto w = ParquetFileWriter::Create(LocalStorage(), dir_ + "/" + name, cols, WriterOptions{});
     EXPECT_TRUE(w.ok()) << w.status().ToString();
@@ -54,7 +58,7 @@ class TestTable {
         labels.push_back(static_cast<int32_t>(id % 3));
         defined.push_back(id % 4 != 0);
         if (id % 4 != 0) names.push_back("n" + std::to_string(id % 5));
-        EXPECT_TRUE(enc.AppendTensor(3, AsBytes(TensorOf(id))).ok());
+        EXPECT_TRUE(enc.AppendTensor(3, AsBytes(TensorOf(id, tensor_len_))).ok());
       }
       EXPECT_TRUE(enc.SetScalars(0, ColumnValues{ids, {}}).ok());
       EXPECT_TRUE(enc.SetScalars(1, ColumnValues{labels, {}}).ok());
@@ -90,7 +94,90 @@ class TestTable {
   }
 
  private:
+  int64_t tensor_len_;
   std::string dir_;
 };
+
+// Writes a data file of TestColumns() with rows [first, first + n) (tensor of row id = TensorOf(id))
+// in row groups of `per_group` rows, without committing it.
+inline delta::AddFile WriteDataFile(const std::string& dir, const std::string& name, int64_t first, int64_t n,
+                             int64_t per_group) {
+  const auto cols = TestColumns();
+  auto w = ParquetFileWriter::Create(LocalStorage(), dir + "/" + name, cols, WriterOptions{});
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  RowGroupEncoder enc((*w)->columns(), (*w)->options());
+  for (int64_t g = first; g < first + n; g += per_group) {
+    std::vector<int64_t> ids;
+    std::vector<int32_t> labels;
+    std::vector<std::string> names;
+    for (int64_t id = g; id < std::min(first + n, g + per_group); ++id) {
+      ids.push_back(id);
+      labels.push_back(static_cast<int32_t>(id % 3));
+      names.push_back("n");
+      EXPECT_TRUE(enc.AppendTensor(3, AsBytes(TensorOf(id))).ok());
+    }
+    EXPECT_TRUE(enc.SetScalars(0, ColumnValues{ids, {}}).ok());
+    EXPECT_TRUE(enc.SetScalars(1, ColumnValues{labels, {}}).ok());
+    EXPECT_TRUE(enc.SetScalars(2, ColumnValues{names, {}}).ok());
+    auto rg = enc.Finish();
+    EXPECT_TRUE(rg.ok()) << rg.status().ToString();
+    EXPECT_TRUE((*w)->WriteRowGroup(std::move(*rg)).ok());
+  }
+  EXPECT_TRUE((*w)->Close().ok());
+  delta::AddFile add;
+  add.path = name;
+  add.size = static_cast<int64_t>((*w)->bytes_written());
+  add.modification_time = 1;
+  add.stats = delta::StatsJsonFromFooter((*w)->metadata(), cols);
+  return add;
+}
+
+// Commits `adds` in one commit (creating the table when it has none). Returns the version.
+inline int64_t CommitAdds(const TestTable& table, std::vector<delta::AddFile> adds) {
+  auto log = table.log();
+  const int64_t read_version = *log.LatestVersion();
+  std::vector<delta::Action> actions;
+  if (read_version < 0) {
+    const auto cols = TestColumns();
+    actions.push_back(delta::Protocol{});
+    delta::Metadata m;
+    m.id = "00000000-0000-4000-8000-000000000000";
+    m.schema_string = delta::SchemaToSparkJson(cols);
+    m.configuration[kTensorsMetadataKey] = TensorSpecsToJson(cols);
+    actions.push_back(m);
+  }
+  for (auto& a : adds) actions.push_back(std::move(a));
+  auto v = log.Commit(read_version, actions,
+                      read_version < 0 ? delta::CommitKind::kExclusive : delta::CommitKind::kBlindAppend, "WRITE",
+                      nlohmann::json::object());
+  EXPECT_TRUE(v.ok()) << v.status().ToString();
+  return v.ok() ? *v : -1;
+}
+
+// Rewrites the footer of a data file without the OffsetIndex of column `column` (as a writer that
+// writes no page indexes would); returns the new file size.
+inline int64_t DropOffsetIndex(const std::string& path, size_t column) {
+  auto reader = ParquetReader::Open(LocalStorage(), path);
+  EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+  parquet::FileMetaData meta = (*reader)->metadata();
+  const uint64_t footer_start = (*reader)->file_size() - 8 - (*reader)->footer_size();
+  reader->reset();
+  for (auto& rg : meta.row_groups) {
+    rg.columns[column].offset_index_offset.reset();
+    rg.columns[column].offset_index_length.reset();
+  }
+  auto bytes = ReadFileToString(LocalStorage(), path);
+  EXPECT_TRUE(bytes.ok());
+  std::string out = bytes->substr(0, footer_start);
+  std::string footer;
+  parquet::SerializeFileMetaData(meta, &footer);
+  out += footer;
+  uint8_t len[4];
+  StoreLE<uint32_t>(len, static_cast<uint32_t>(footer.size()));
+  out.append(reinterpret_cast<const char*>(len), 4);
+  out += "PAR1";
+  EXPECT_TRUE(WriteFileAtomically(LocalStorage(), path, AsBytes(out)).ok());
+  return static_cast<int64_t>(out.size());
+}
 
 }  // namespace stoke::testing_support

@@ -1,0 +1,129 @@
+// Benchmarks: the loader (`stoke bench load`) and the baselines it is compared with on the same
+// samples (`stoke bench files`: one .npy file per sample, read the naive way). Both report the same
+// figures, also as one line of JSON with the same keys, for bench/load_vs_baselines.sh.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "stoke/loader.h"
+#include "stoke/status.h"
+
+namespace stoke {
+
+// ---- stoke bench files: the per-file baseline ---------------------------------------------------
+//
+// For each sample of a seeded shuffled order: open(2), fstat, read the whole file, close(2), parse
+// the .npy header, copy the payload into its slot of a batch buffer. Batches are handed to a
+// consumer in order; the consumer may sleep `compute_ms` per batch to stand in for an accelerator.
+
+
+// One batch as the consumer sees it. Valid only during the on_batch call.
+struct PerFileBatch {
+  int64_t index = 0;                     // 0, 1, 2, ... across epochs
+  int64_t epoch = 0;
+  std::span<const int64_t> files;        // per sample, its index in the sorted list of .npy names
+  std::span<const uint8_t> payload;                      // files.size() payloads of payload_bytes each, in order
+};
+
+struct PerFileBenchOptions {
+  std::string dir;           // Required. Directory of .npy files (non-recursive; other files ignored).
+  int64_t batch_size = 32;   // Default 32, >= 1. The last batch of an epoch may be short (no drop_last).
+  int64_t epochs = 1;        // Default 1, >= 1. Ignored when `batches` > 0.
+  int64_t batches = 0;       // Default 0 (= whole epochs). > 0: stop after this many batches,
+                             // crossing into further epochs as needed.
+  uint64_t seed = 0;         // Default 0. Epoch e's order is a Fisher-Yates shuffle seeded by (seed, e).
+  double compute_ms = 0;     // Default 0. Milliseconds the consumer sleeps per batch (emulated compute).
+  int threads = 1;           // Default 1: one loop reads a batch, then computes on it. T > 1: T reader
+                             // threads fill up to 2T batch buffers ahead; batches still arrive in order.
+  bool cold = false;         // Default false. Open with O_DIRECT: reads bypass the page cache.
+                             // Unsupported where the file system refuses O_DIRECT (tmpfs).
+  // Default: none. Called on the consumer thread for every batch, after the emulated compute.
+  std::function<void(const PerFileBatch&)> on_batch;
+};
+
+struct PerFileBenchReport {
+  int64_t files = 0;          // .npy files in the directory
+  int64_t samples = 0;        // samples delivered (a file read twice counts twice)
+  int64_t batches = 0;
+  int64_t payload_bytes = 0;  // of one sample (every file must hold the same, as batches stack them)
+  int64_t file_bytes = 0;     // file bytes read in all (headers included; not O_DIRECT's padding)
+  double wall_s = 0;          // from the first batch requested to the last batch consumed
+  double wait_s = 0;          // consumer time blocked on data (with threads = 1: all the reading)
+  double compute_s = 0;       // consumer time in the emulated compute (measured)
+  int threads = 1;
+  bool cold = false;
+  double compute_ms = 0;
+
+  double samples_per_s() const { return wall_s > 0 ? samples / wall_s : 0; }
+  double mb_per_s() const { return wall_s > 0 ? file_bytes / wall_s / 1e6 : 0; }
+  double wait_share() const { return wall_s > 0 ? wait_s / wall_s : 0; }
+  double utilisation() const { return wall_s > 0 ? compute_s / wall_s : 0; }
+};
+
+// Runs the baseline. Errors name the file: NotFound/IOError for one that cannot be opened or read,
+// Corruption for a bad .npy header or a file shorter than its header says, InvalidArgument for a
+// payload size differing from the first file's, or a directory without .npy files.
+Result<PerFileBenchReport> RunPerFileBench(const PerFileBenchOptions& options);
+
+// The report as one line of JSON (no newline), with the keys `stoke bench load --json` prints:
+// {"tool":"files","samples":...,"batches":...,"wall_s":...,"samples_per_s":...,"mb_per_s":...,
+//  "wait_share":...,"utilisation":...,"compute_ms":...,"threads":...,"cold":...}
+std::string PerFileReportJson(const PerFileBenchReport& report);
+
+
+// ---- stoke bench load: the loader ---------------------------------------------------------------
+//
+// Opens the table (timed: open_s), then consumes batches as a training loop would: Next(), then the
+// emulated compute (a sleep of compute_ms per batch: the accelerator works while the host waits, as
+// in the MLPerf Storage / DLIO benchmarks). Accelerator utilisation = compute time / wall time.
+
+struct LoadBenchOptions {
+  std::string table_dir;     // Required.
+  LoaderOptions loader;      // Defaults as in LoaderOptions (batch 32, global shuffle, 512 MiB budget).
+  int64_t epochs = 1;        // Default 1, >= 1. Ignored when `batches` > 0.
+  int64_t batches = 0;       // Default 0 (= whole epochs). > 0: stop after this many batches, crossing
+                             // into further epochs as needed.
+  int64_t warmup_batches = 0;  // Default 0. Batches consumed before the clock starts (not counted).
+  double compute_ms = 0;     // Default 0. Emulated compute per batch, milliseconds.
+  std::string trace_path;    // Default none. Chrome trace JSON of the measured run.
+};
+
+struct LoadBenchReport {
+  double open_s = 0;            // Loader::Open: snapshot, sample index, scalar columns
+  bool index_from_cache = false;
+  int64_t table_rows = 0;
+  int64_t samples = 0;          // measured samples
+  int64_t batches = 0;
+  int64_t bytes_read = 0;       // bytes fetched in the measured part
+  double wall_s = 0;            // from the first measured Next() to the end of the last batch's compute
+  double wait_s = 0;            // time blocked in Next()
+  double compute_s = 0;         // measured time in the emulated compute
+  double compute_ms = 0;
+  double page_bytes_mean = 0;   // bytes fetched per sample (one tensor column: the read size)
+  int64_t max_rss_bytes = 0;    // peak resident set size of the process (getrusage)
+  LoaderStats stats;            // the loader's own figures (whole run, warm-up included)
+  ShuffleQuality shuffle;       // of epoch 0's order, and a global shuffle's for reference
+  ShuffleQuality global_shuffle;
+  LoadBenchOptions options;
+
+  double samples_per_s() const { return wall_s > 0 ? samples / wall_s : 0; }
+  double mb_per_s() const { return wall_s > 0 ? bytes_read / wall_s / 1e6 : 0; }
+  double wait_share() const { return wall_s > 0 ? wait_s / wall_s : 0; }
+  double utilisation() const { return wall_s > 0 ? compute_s / wall_s : 0; }
+};
+
+// Errors: those of Loader::Open and Loader::Next, and InvalidArgument for bad counts.
+Result<LoadBenchReport> RunLoadBench(const LoadBenchOptions& options);
+// {"tool":"stoke","samples":...,"batches":...,"wall_s":...,"samples_per_s":...,"mb_per_s":...,
+//  "wait_share":...,"utilisation":...,"compute_ms":...,"open_s":...,"index_from_cache":...,
+//  "backend":"io_uring","page_bytes_mean":...,"cold":...,"max_rss_mb":...,...}
+std::string LoadReportJson(const LoadBenchReport& report);
+// A few lines for people: the figures and the per-stage busy times.
+std::string FormatLoadReport(const LoadBenchReport& report);
+
+}  // namespace stoke

@@ -1,0 +1,226 @@
+// The loader: a table version to batches at storage speed (ARCHITECTURE.md, "The loader pipeline").
+//
+//   Loader::Open(table_dir, options)      sample index (cached), scalar columns, `where` filter
+//   loader->SetEpoch(e)                    per-epoch order (seeded by seed and e), this rank's shard
+//   while (auto b = loader->Next()) ...    batches in sampler order; blocks only when data is late
+//
+// Samples are fetched one positioned read per page (io_uring or a pread pool), checked (page header,
+// CRC) and decompressed, transformed and collated on worker threads into reusable batch buffers,
+// with everything in flight bounded by one budget, `prefetch_bytes`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stoke/dtype.h"
+#include "stoke/status.h"
+
+namespace stoke {
+
+// One per-sample transform, applied to every tensor column selected, in list order, on the loader's
+// worker threads. Random transforms draw from a generator seeded by (seed, epoch, row id, column), so
+// a sample gets the same augmentation in every run, on every rank and at every thread count.
+// Axes count over the sample's dimensions (not the batch dimension); negative axes count from the end.
+struct TransformSpec {
+  enum class Kind {
+    kCast,          // convert elements to `dtype`: float32, float16 or bfloat16 (round to nearest even)
+    kNormalize,     // (x - mean[c]) / std[c] per channel c along `axis`; output float32 unless the
+                    // input is float16/bfloat16/float64 already (then kept); integer inputs become float32
+    kRandomFlip,    // reverse each axis in `axes` independently with probability `p`
+    kRandomRot90,   // rotate by k * 90 degrees, k uniform in {0, 1, 2, 3}, in the plane of axes[0],
+                    // axes[1] (both must have the same extent)
+    kRandomCrop,    // a window of `size` (one entry per axis in `axes`) at a uniform random offset; an
+                    // axis shorter than its size is zero-padded (the sample placed at a random offset)
+    kCenterCrop,    // as kRandomCrop with the window (or the padding) centred
+    kChannelsFirst, // move `axis` (the channel axis; default -1) to the front
+    kChannelsLast,  // move `axis` (default 0) to the end
+  };
+  Kind kind = Kind::kCast;
+  DType dtype = DType::kFloat32;     // kCast
+  std::vector<double> mean, std;     // kNormalize: one entry per channel, or one for all channels
+  int axis = -1;                     // kNormalize (channel axis), kChannelsFirst/kChannelsLast
+  std::vector<int> axes;             // kRandomFlip, kRandomRot90 (two), kRandomCrop/kCenterCrop
+  std::vector<int64_t> size;         // kRandomCrop/kCenterCrop: window extent per entry of `axes`
+  double p = 0.5;                    // kRandomFlip
+
+  static TransformSpec Cast(DType to) { TransformSpec t; t.kind = Kind::kCast; t.dtype = to; return t; }
+  static TransformSpec Normalize(std::vector<double> mean, std::vector<double> std, int axis = -1) {
+    TransformSpec t; t.kind = Kind::kNormalize; t.mean = std::move(mean); t.std = std::move(std); t.axis = axis; return t;
+  }
+  static TransformSpec RandomFlip(std::vector<int> axes, double p = 0.5) {
+    TransformSpec t; t.kind = Kind::kRandomFlip; t.axes = std::move(axes); t.p = p; return t;
+  }
+  static TransformSpec RandomRot90(int axis0, int axis1) {
+    TransformSpec t; t.kind = Kind::kRandomRot90; t.axes = {axis0, axis1}; return t;
+  }
+  static TransformSpec RandomCrop(std::vector<int> axes, std::vector<int64_t> size) {
+    TransformSpec t; t.kind = Kind::kRandomCrop; t.axes = std::move(axes); t.size = std::move(size); return t;
+  }
+  static TransformSpec CenterCrop(std::vector<int> axes, std::vector<int64_t> size) {
+    TransformSpec t; t.kind = Kind::kCenterCrop; t.axes = std::move(axes); t.size = std::move(size); return t;
+  }
+  static TransformSpec ChannelsFirst(int axis = -1) { TransformSpec t; t.kind = Kind::kChannelsFirst; t.axis = axis; return t; }
+  static TransformSpec ChannelsLast(int axis = 0) { TransformSpec t; t.kind = Kind::kChannelsLast; t.axis = axis; return t; }
+};
+
+struct LoaderOptions {
+  // Default: every column of the table. Tensor columns become [batch, ...shape] arrays; scalar
+  // columns (integers, floats, booleans, strings; partition columns too) become [batch] arrays.
+  std::vector<std::string> columns;
+  std::optional<int64_t> version;    // Default: the latest version.
+  std::string where;                 // Default: all rows. A `stoke query` predicate over scalar columns.
+  int64_t batch_size = 32;           // Default 32, >= 1.
+  enum class Shuffle { kNone, kGlobal, kBlock };
+  Shuffle shuffle = Shuffle::kGlobal;  // Default global: a new uniform permutation every epoch.
+  int64_t shuffle_buffer = 1024;     // Default 1024 rows; kBlock only (blocks are the table's files).
+  uint64_t seed = 0;                 // Default 0. With the epoch, fixes order and augmentation.
+  int rank = 0;                      // Default 0, in [0, world_size).
+  int world_size = 1;                // Default 1. Ranks get disjoint, equal-sized shards.
+  // Default false: the last short batch is delivered, and uneven shards are padded by repeating
+  // samples so every rank has the same count. True: drop both.
+  bool drop_last = false;
+  std::vector<TransformSpec> transforms;  // Default none.
+  // Default 512 MiB. One budget for bytes read and not yet decoded plus batch buffers being filled
+  // or held by the consumer (batch buffers are at least 2 and take at most half of it).
+  int64_t prefetch_bytes = int64_t{512} << 20;
+  int threads = 0;                   // Default 0 = one decode/transform worker per core (at least 1).
+  int queue_depth = 64;              // Default 64 reads in flight.
+  // Default false. O_DIRECT reads (bypass the page cache), e.g. for cold-cache benchmarks.
+  bool direct = false;
+  enum class Backend { kAuto, kIoUring, kPread };
+  Backend backend = Backend::kAuto;  // Default: io_uring when the kernel allows it, else pread.
+  // Default 1 MiB. Reads of pages adjacent in one file are merged up to this size (0: never).
+  int64_t coalesce_bytes = int64_t{1} << 20;
+  bool verify_crc = true;            // Default true: check each page's CRC-32.
+  enum class OnError { kRaise, kSkip };
+  // Default raise: a bad sample fails Next() with its file and row named. Skip: the sample is left out
+  // of its batch (the batch is shorter), logged, and counted in LoaderStats::samples_skipped.
+  OnError on_error = OnError::kRaise;
+  // Default true: batch buffers in page-locked (pinned) host memory when stoke is built with CUDA and
+  // a device is present, so host-to-device copies can be asynchronous; plain aligned memory otherwise.
+  bool pin_memory = true;
+  bool trace = false;                // Default false: record per-stage spans for WriteTrace.
+};
+
+// One column of a batch: a C-contiguous array, row-major, rows in sampler order.
+struct BatchColumn {
+  std::string name;
+  DType dtype = DType::kFloat32;      // for string columns: kUInt8 (see `strings`)
+  std::vector<int64_t> shape;         // [rows] for scalars, [rows, ...sample shape] for tensors
+  void* data = nullptr;               // shape's product * DTypeSize(dtype) bytes; null for strings
+  size_t num_bytes = 0;
+  // For nullable scalar columns: one byte per row, 1 = present (the value is 0 where absent); empty
+  // when every row is present.
+  std::vector<uint8_t> valid;
+  std::vector<std::string> strings;   // string columns only: one per row ("" for null)
+  bool is_string = false;
+  bool is_tensor = false;
+};
+
+// A delivered batch. Its memory is the loader's: it returns to the loader's pool when the Batch is
+// destroyed (also after the Loader itself is gone). Move-only; not thread-safe.
+class Batch {
+ public:
+  ~Batch();
+  Batch(Batch&&) noexcept;
+  Batch& operator=(Batch&&) noexcept;
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+
+  int64_t size() const;                   // rows
+  int64_t epoch() const;
+  int64_t index() const;                  // batch number within this rank's epoch, from 0
+  const std::vector<int64_t>& row_ids() const;  // table row of each sample (snapshot order)
+  const std::vector<BatchColumn>& columns() const;
+  // The column named `name`, or null.
+  const BatchColumn* column(std::string_view name) const;
+  bool pinned() const;                    // tensor buffers are page-locked CUDA host memory
+
+  struct Impl;
+  explicit Batch(std::unique_ptr<Impl> impl);
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+struct LoaderStats {
+  int64_t batches = 0;
+  int64_t samples = 0;
+  int64_t samples_skipped = 0;        // on_error=skip
+  int64_t bytes_read = 0;             // bytes fetched from storage
+  int64_t sample_bytes = 0;           // tensor bytes delivered (after decompression, before transforms)
+  double wall_seconds = 0;            // since the first Next() of the loader
+  double wait_seconds = 0;            // time Next() blocked waiting for data
+  double samples_per_second = 0;
+  double mb_per_second = 0;           // bytes_read / wall, 10^6 bytes
+  double wait_share = 0;              // wait_seconds / wall_seconds
+  // Busy seconds per stage (summed over threads): "fetch" (reads, from submission to completion,
+  // overlapping), "decode", "transform", "collate", "wait".
+  std::vector<std::pair<std::string, double>> stage_seconds;
+  const char* backend = "";           // "io_uring" or "pread"
+};
+
+// How well an epoch's order mixes the table (Sampler::MeasureQuality), for comparing block shuffle
+// with global shuffle: block shuffle reads fewer, larger neighbourhoods at the price of less mixing.
+struct ShuffleQuality {
+  // Mean |a - b| over consecutive samples a, b of this rank's order, in table order positions:
+  // about n / 3 for a uniform permutation of n rows, 1 for no shuffle.
+  double mean_jump = 0;
+  // Mean over batches of (distinct data files in the batch) / (samples in it): 1 = every sample of a
+  // batch from another file.
+  double distinct_file_fraction = 0;
+};
+
+class Loader {
+ public:
+  // Opens the table version, its sample index (cached under _stoke/), the selected scalar columns and
+  // the `where` filter, and positions at the start of epoch 0. Starts no I/O until the first Next().
+  // Errors: InvalidArgument for bad options (naming the option), NotFound for unknown columns,
+  // Corruption/IOError from the table.
+  static Result<std::unique_ptr<Loader>> Open(const std::string& table_dir, LoaderOptions options);
+  ~Loader();  // stops the pipeline (mid-epoch too) and waits for its threads
+
+  // Positions at the start of `epoch` (>= 0), dropping batches prefetched for the old position.
+  Status SetEpoch(int64_t epoch);
+  // The next batch of this rank's epoch, or nullopt at its end. Errors (with on_error=raise) name the
+  // file and row; after an error the epoch cannot continue (SetEpoch or Restore starts again).
+  // Not thread-safe: one consumer thread.
+  Result<std::optional<Batch>> Next();
+
+  // A resumable position (see Sampler::State): the epoch and the count of samples of the global
+  // order that all ranks together have consumed through the batches returned so far. Independent of
+  // world size.
+  struct State {
+    int64_t epoch = 0;
+    int64_t consumed = 0;
+  };
+  State state() const;
+  Status Restore(const State& state);
+
+  int64_t epoch() const;
+  int64_t num_rows() const;             // rows of the table version that pass `where`
+  int64_t samples_per_epoch() const;    // this rank's samples in the current epoch (from its start
+                                        // or from the restored position)
+  int64_t batches_per_epoch() const;    // likewise, in batches
+  int64_t table_version() const;
+  bool index_from_cache() const;
+  LoaderStats stats() const;
+  // The shuffle quality of this rank's order in the current epoch (from its start, or from the
+  // restored position), and what a global shuffle with the same seed and epoch would give.
+  ShuffleQuality shuffle_quality() const;
+  ShuffleQuality global_shuffle_quality() const;
+  // Writes the recorded spans as Chrome trace JSON (opens in Perfetto / chrome://tracing).
+  // InvalidArgument unless options.trace was set.
+  Status WriteTrace(const std::string& path) const;
+
+  class Impl;
+ private:
+  explicit Loader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stoke

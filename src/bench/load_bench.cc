@@ -1,0 +1,141 @@
+// `stoke bench load`: the loader driven as a training loop would drive it (include/stoke/bench.h).
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <thread>
+
+#include "core/clock.h"
+#include "stoke/bench.h"
+
+namespace stoke {
+namespace {
+
+// Sleeps `ms` milliseconds (the emulated accelerator) and returns the seconds actually spent.
+double EmulateCompute(double ms) {
+  if (ms <= 0) return 0;
+  const int64_t t0 = NowNanos();
+  std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<int64_t>(ms * 1e6)));
+  return (NowNanos() - t0) * 1e-9;
+}
+
+const char* ShuffleName(LoaderOptions::Shuffle s) {
+  switch (s) {
+    case LoaderOptions::Shuffle::kNone: return "none";
+    case LoaderOptions::Shuffle::kBlock: return "block";
+    case LoaderOptions::Shuffle::kGlobal: return "global";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Result<LoadBenchReport> RunLoadBench(const LoadBenchOptions& options) {
+  if (options.epochs < 1) return Status::InvalidArgument(fmt::format("--epochs must be >= 1, got {}", options.epochs));
+  if (options.batches < 0 || options.warmup_batches < 0) {
+    return Status::InvalidArgument("--batches and --warmup-batches must be >= 0");
+  }
+  if (options.compute_ms < 0) return Status::InvalidArgument("--compute-ms must be >= 0");
+  LoadBenchReport report;
+  report.options = options;
+  report.compute_ms = options.compute_ms;
+  LoaderOptions lo = options.loader;
+  if (!options.trace_path.empty()) lo.trace = true;
+
+  const int64_t t_open = NowNanos();
+  STOKE_ASSIGN_OR_RETURN(std::unique_ptr<Loader> loader, Loader::Open(options.table_dir, lo));
+  report.open_s = (NowNanos() - t_open) * 1e-9;
+  report.index_from_cache = loader->index_from_cache();
+  report.table_rows = loader->num_rows();
+  report.shuffle = loader->shuffle_quality();
+  report.global_shuffle = loader->global_shuffle_quality();
+
+  // Batches to consume: warm-up first, then the measured ones; epochs follow one another.
+  const bool by_batches = options.batches > 0;
+  const int64_t measured_target = by_batches ? options.batches : -1;
+  int64_t epoch = 0;
+  int64_t warm_left = options.warmup_batches;
+  int64_t bytes_at_start = 0;
+  double wait_at_start = 0;
+  int64_t t_start = 0;
+  auto begin_measuring = [&] {
+    const LoaderStats st = loader->stats();
+    bytes_at_start = st.bytes_read;
+    wait_at_start = st.wait_seconds;
+    t_start = NowNanos();
+  };
+  if (warm_left == 0) begin_measuring();
+  for (;;) {
+    auto next = loader->Next();
+    if (!next.ok()) return next.status();
+    if (!next->has_value()) {
+      ++epoch;
+      if (!by_batches && epoch >= options.epochs) break;
+      if (by_batches && loader->samples_per_epoch() == 0) break;
+      STOKE_RETURN_IF_ERROR(loader->SetEpoch(epoch));
+      continue;
+    }
+    if (warm_left > 0) {
+      next->reset();
+      EmulateCompute(options.compute_ms);
+      if (--warm_left == 0) begin_measuring();
+      continue;
+    }
+    ++report.batches;
+    report.samples += (*next)->size();
+    next->reset();  // the batch goes back to the loader before the compute, as after a copy to the device
+    report.compute_s += EmulateCompute(options.compute_ms);
+    if (measured_target > 0 && report.batches >= measured_target) break;
+  }
+  const int64_t t_end = NowNanos();
+  report.stats = loader->stats();
+  report.wall_s = t_start == 0 ? 0 : (t_end - t_start) * 1e-9;
+  report.bytes_read = report.stats.bytes_read - bytes_at_start;
+  report.wait_s = report.stats.wait_seconds - wait_at_start;
+  report.page_bytes_mean = report.samples > 0 ? static_cast<double>(report.bytes_read) / report.samples : 0;
+  struct rusage ru {};
+  if (getrusage(RUSAGE_SELF, &ru) == 0) report.max_rss_bytes = static_cast<int64_t>(ru.ru_maxrss) * 1024;
+  if (!options.trace_path.empty()) STOKE_RETURN_IF_ERROR(loader->WriteTrace(options.trace_path));
+  return report;
+}
+
+std::string LoadReportJson(const LoadBenchReport& r) {
+  const LoaderOptions& o = r.options.loader;
+  return fmt::format(
+      "{{\"tool\":\"stoke\",\"samples\":{},\"batches\":{},\"wall_s\":{:.6f},\"samples_per_s\":{:.3f},"
+      "\"mb_per_s\":{:.3f},\"wait_share\":{:.6f},\"utilisation\":{:.6f},\"compute_ms\":{},\"open_s\":{:.6f},"
+      "\"index_from_cache\":{},\"backend\":\"{}\",\"page_bytes_mean\":{:.1f},\"cold\":{},\"batch_size\":{},"
+      "\"shuffle\":\"{}\",\"threads\":{},\"queue_depth\":{},\"prefetch_bytes\":{},\"table_rows\":{},"
+      "\"samples_skipped\":{},\"max_rss_mb\":{:.1f},\"mean_jump\":{:.1f},\"distinct_file_fraction\":{:.4f},"
+      "\"global_mean_jump\":{:.1f},\"global_distinct_file_fraction\":{:.4f}}}",
+      r.samples, r.batches, r.wall_s, r.samples_per_s(), r.mb_per_s(), r.wait_share(), r.utilisation(), r.compute_ms,
+      r.open_s, r.index_from_cache ? "true" : "false", r.stats.backend, r.page_bytes_mean, o.direct ? "true" : "false",
+      o.batch_size, ShuffleName(o.shuffle), o.threads, o.queue_depth, o.prefetch_bytes, r.table_rows,
+      r.stats.samples_skipped, r.max_rss_bytes / 1e6, r.shuffle.mean_jump, r.shuffle.distinct_file_fraction,
+      r.global_shuffle.mean_jump, r.global_shuffle.distinct_file_fraction);
+}
+
+std::string FormatLoadReport(const LoadBenchReport& r) {
+  const LoaderOptions& o = r.options.loader;
+  std::string s = fmt::format(
+      "bench load: {} rows, opened in {:.3f} s (sample index {}), {} batches of up to {}, shuffle {}, {}, {} reads, "
+      "queue depth {}\n",
+      r.table_rows, r.open_s, r.index_from_cache ? "cached" : "built", r.batches, o.batch_size, ShuffleName(o.shuffle),
+      o.direct ? "O_DIRECT (cold)" : "page cache allowed", r.stats.backend, o.queue_depth);
+  s += fmt::format("{:>12} {:>10} {:>12} {:>12} {:>12} {:>10}\n", "samples/s", "MB/s", "wait share", "utilisation",
+                   "compute ms", "wall s");
+  s += fmt::format("{:>12.1f} {:>10.1f} {:>12.3f} {:>12.3f} {:>12g} {:>10.2f}\n", r.samples_per_s(), r.mb_per_s(),
+                   r.wait_share(), r.utilisation(), r.compute_ms, r.wall_s);
+  s += "busy seconds per stage (summed over threads, whole run):";
+  for (const auto& [stage, secs] : r.stats.stage_seconds) s += fmt::format(" {} {:.2f}", stage, secs);
+  s += fmt::format("\nshuffle quality (epoch 0): mean jump {:.0f} rows, distinct files per batch {:.0f}%; a global "
+                   "shuffle: {:.0f} rows, {:.0f}%",
+                   r.shuffle.mean_jump, 100 * r.shuffle.distinct_file_fraction, r.global_shuffle.mean_jump,
+                   100 * r.global_shuffle.distinct_file_fraction);
+  s += fmt::format("\npeak RSS {:.0f} MB (prefetch budget {:.0f} MB)", r.max_rss_bytes / 1e6, o.prefetch_bytes / 1e6);
+  if (r.stats.samples_skipped > 0) s += fmt::format(", {} samples skipped", r.stats.samples_skipped);
+  s += "\n";
+  return s;
+}
+
+}  // namespace stoke

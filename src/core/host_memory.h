@@ -1,0 +1,42 @@
+// Host memory for batch buffers: page-locked (pinned) CUDA host memory when stoke is built with CUDA
+// (STOKE_WITH_CUDA) and a device is present, so a later host-to-device copy can run asynchronously;
+// otherwise 4096-byte-aligned heap memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace stoke {
+
+// True when stoke was built with CUDA (the CUDA runtime is linked).
+bool BuiltWithCuda();
+// True when built with CUDA and the runtime reports at least one device (checked once, cached).
+bool CudaDeviceAvailable();
+
+// An owning block of host memory. Move-only. Not thread-safe.
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  // `size` bytes (at least 1 is allocated), pinned when `pinned` is requested and possible (see
+  // pinned()), else aligned to 4096 bytes. Contents are uninitialised. Aborts on allocation failure,
+  // like operator new.
+  HostBuffer(size_t size, bool pinned);
+  ~HostBuffer();
+  HostBuffer(HostBuffer&& o) noexcept;
+  HostBuffer& operator=(HostBuffer&& o) noexcept;
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool pinned() const { return pinned_; }
+
+ private:
+  void Free();
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool pinned_ = false;
+};
+
+}  // namespace stoke

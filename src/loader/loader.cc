@@ -1,0 +1,1203 @@
+// The loader pipeline (include/stoke/loader.h; ARCHITECTURE.md, "The loader pipeline").
+//
+// Threads of one run (a run lasts from the first Next() after Open/SetEpoch/Restore to the end of the
+// epoch or the next SetEpoch/Restore/destruction):
+//   producer    takes batch_size ids from the sampler, takes a free batch slot (blocks: back-pressure),
+//               gathers the scalar columns into it, plans the page reads (coalescing neighbours) and
+//               submits them to the Fetcher (blocks on queue depth and the byte budget)
+//   completer   takes completed reads from the Fetcher and hands each to the worker pool
+//   workers     check and decompress each page, transform the sample into its row of the slot, give
+//               the read buffer back; the last sample of a batch marks the slot ready
+//   consumer    Next() waits for the oldest slot to be ready and returns it as a Batch; the slot goes
+//               back to the free list when the Batch is destroyed
+#include "stoke/loader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "core/clock.h"
+#include "core/host_memory.h"
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "core/trace.h"
+#include "format/parquet_reader.h"
+#include "io/storage.h"
+#include "loader/fetcher.h"
+#include "loader/page_decoder.h"
+#include "loader/sampler.h"
+#include "loader/transform.h"
+#include "table/sample_index.h"
+#include "table/scan.h"
+
+namespace stoke {
+namespace {
+
+// A scalar column of the table, all rows (table row order), decoded at Open.
+struct ScalarColumn {
+  std::string name;
+  DType dtype = DType::kInt64;
+  bool is_string = false;
+  std::vector<uint8_t> values;       // num_rows * DTypeSize(dtype), 0 where null
+  std::vector<uint8_t> valid;        // num_rows, or empty when no value is null
+  std::vector<std::string> strings;  // string columns: num_rows ("" where null)
+};
+
+struct TensorColumn {
+  std::string name;
+  size_t index_column = 0;  // in SampleIndex::tensor_columns()
+  TensorSpec in;
+  TransformPipeline transforms;
+  size_t in_bytes = 0;
+  size_t out_bytes = 0;
+};
+
+// One sample's cell inside a read.
+struct ReadMember {
+  uint32_t sample = 0;   // row of the batch
+  uint32_t column = 0;   // index into tensor columns
+  uint32_t offset = 0;   // within the read
+  uint32_t length = 0;   // page bytes
+  uint32_t row_in_page = 0;
+  uint32_t rows_in_page = 0;
+  parquet::Codec codec = parquet::Codec::kUncompressed;
+};
+
+// One read (a page, or neighbouring pages of one file coalesced).
+struct Read {
+  uint32_t file = 0;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  int64_t submit_ns = 0;
+  // Split read (one uncompressed single-value page, no transforms, no O_DIRECT): the sample lands
+  // straight in its batch row (`tail`), only header + length prefix in `data`.
+  uint8_t* tail = nullptr;
+  uint32_t head_length = 0;
+  std::vector<ReadMember> members;
+  AlignedBuffer data;  // the completed read, until its samples are decoded
+  Status status;
+};
+
+}  // namespace
+
+// A reusable batch buffer and the state of the batch it currently holds.
+struct Slot {
+  uint32_t id = 0;
+  std::vector<HostBuffer> tensors;                // per tensor column: batch_size * out_bytes
+  std::vector<std::vector<uint8_t>> scalars;      // per scalar column: batch_size * element size
+  std::vector<std::vector<uint8_t>> scalar_valid; // per scalar column (empty when never null)
+  std::vector<std::vector<std::string>> strings;  // per scalar column (string columns only)
+  std::vector<BatchColumn> columns;               // what the consumer sees (data points above)
+  // The batch it holds.
+  int64_t run = 0;
+  int64_t epoch = 0;
+  int64_t index = 0;
+  int64_t size = 0;                  // rows in the batch (before skipped rows are removed)
+  std::vector<int64_t> rows;         // table rows
+  std::vector<Read> reads;
+  std::atomic<int64_t> pending{0};   // sample-columns not yet decoded, + 1 while the producer plans
+  std::mutex mu;                     // guards the fields below
+  Status error;                      // first error (on_error=raise)
+  std::vector<uint8_t> skipped;      // per row (on_error=skip)
+  int64_t skipped_count = 0;
+  bool ready = false;                // guarded by Loader::Impl::mu_
+};
+
+// The slots, shared by the loader and the batches it delivered (which may outlive it).
+struct SlotPool {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::unique_ptr<Slot>> all;  // guarded by mu
+  std::vector<Slot*> free;                 // guarded by mu
+  int64_t held_by_consumer = 0;            // guarded by mu
+
+  void Return(Slot* s) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      free.push_back(s);
+      --held_by_consumer;
+    }
+    cv.notify_all();
+  }
+};
+
+struct Batch::Impl {
+  std::shared_ptr<SlotPool> pool;
+  Slot* slot = nullptr;
+  int64_t size = 0;
+};
+
+Batch::Batch(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Batch::~Batch() {
+  if (impl_ && impl_->slot) impl_->pool->Return(impl_->slot);
+}
+Batch::Batch(Batch&&) noexcept = default;
+Batch& Batch::operator=(Batch&& o) noexcept {
+  if (this != &o) {
+    if (impl_ && impl_->slot) impl_->pool->Return(impl_->slot);
+    impl_ = std::move(o.impl_);
+  }
+  return *this;
+}
+int64_t Batch::size() const { return impl_->size; }
+int64_t Batch::epoch() const { return impl_->slot->epoch; }
+int64_t Batch::index() const { return impl_->slot->index; }
+const std::vector<int64_t>& Batch::row_ids() const { return impl_->slot->rows; }
+const std::vector<BatchColumn>& Batch::columns() const { return impl_->slot->columns; }
+const BatchColumn* Batch::column(std::string_view name) const {
+  for (const auto& c : impl_->slot->columns) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+bool Batch::pinned() const {
+  for (const auto& t : impl_->slot->tensors) {
+    if (!t.pinned()) return false;
+  }
+  return !impl_->slot->tensors.empty();
+}
+
+class Loader::Impl {
+ public:
+  Impl(std::string dir, LoaderOptions o) : dir_(std::move(dir)), o_(std::move(o)), trace_(o_.trace) {}
+  ~Impl() { StopRun(); }
+
+  Status Open();
+  Status SetEpoch(int64_t epoch);
+  Status Restore(const State& s);
+  Result<std::optional<Batch>> Next();
+  State state() const;
+  LoaderStats stats() const;
+  Status WriteTrace(const std::string& path) const;
+  ShuffleQuality MeasureShuffle(bool global) const;
+
+  int64_t epoch() const { return sampler_->epoch(); }
+  int64_t num_rows() const { return sampler_->num_rows(); }
+  int64_t samples_per_epoch() const { return sampler_->size(); }
+  int64_t batches_per_epoch() const {
+    const int64_t n = sampler_->size();
+    return o_.drop_last ? n / o_.batch_size : (n + o_.batch_size - 1) / o_.batch_size;
+  }
+  int64_t table_version() const { return index_->version(); }
+  bool index_from_cache() const { return index_->from_cache(); }
+
+ private:
+  Status ReadScalars(const TableView& view, const std::vector<size_t>& scalar_cols, std::optional<Predicate>& where);
+  void StartRun();
+  void StopRun();
+  void ProducerLoop(int64_t run);
+  void CompleterLoop();
+  Slot* AcquireSlot();
+  void GatherScalars(Slot* s);
+  Status PlanReads(Slot* s, std::vector<Read>* slow);
+  void DecodeRead(Slot* s, size_t read_index);
+  void DecodeSlow(Slot* s, uint32_t sample, uint32_t column);
+  // Records the failure of one sample; `status` names the file and row.
+  void FailSample(Slot* s, uint32_t sample, const Status& status);
+  void FinishPending(Slot* s, int64_t n);
+  std::string Context(int64_t row, uint32_t column, uint32_t file, int64_t row_in_file) const;
+  void CompactSkipped(Slot* s);
+  Status WriteSampleInto(Slot* s, uint32_t sample, uint32_t column, ByteView sample_bytes);
+
+  const std::string dir_;
+  const LoaderOptions o_;
+  std::unique_ptr<SampleIndex> index_;
+  std::vector<TensorColumn> tensors_;
+  std::vector<ScalarColumn> scalars_;
+  std::vector<std::string> column_order_;        // selected columns in the requested order
+  std::vector<int64_t> selected_;                // table rows passing `where` (empty + identity_ = all)
+  bool identity_ = true;
+  std::unique_ptr<Sampler> sampler_;             // used by the producer while a run is active
+  std::vector<int64_t> block_sizes_;             // the sampler's blocks (files), for MeasureShuffle
+  SamplerOptions sampler_options_;
+  std::unique_ptr<Fetcher> fetcher_;
+  std::unique_ptr<ThreadPool> workers_;
+  std::shared_ptr<SlotPool> pool_ = std::make_shared<SlotPool>();
+  size_t max_slots_ = 2;
+  mutable TraceRecorder trace_;
+
+  // Reader per data file for the slow path (pages without an OffsetIndex).
+  std::mutex readers_mu_;
+  std::unordered_map<uint32_t, std::unique_ptr<ParquetReader>> readers_;
+
+  // Run state.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;            // consumer: a slot became ready / producer finished
+  std::condition_variable completer_cv_;  // completer: a read was submitted / producer finished
+  std::condition_variable tasks_cv_;      // StopRun: worker tasks drained
+  bool running_ = false;                  // guarded by mu_
+  bool epoch_done_ = false;               // guarded by mu_: Next() returned the end, or failed
+  bool failed_ = false;                   // guarded by mu_
+  int64_t run_ = 0;                       // guarded by mu_
+  std::atomic<bool> stop_{false};
+  std::deque<Slot*> queue_;               // guarded by mu_: planned batches in order
+  bool producer_done_ = false;            // guarded by mu_
+  Status producer_error_;                 // guarded by mu_
+  int64_t submitted_ = 0;                 // guarded by mu_: reads submitted this run
+  int64_t taken_ = 0;                     // guarded by mu_: reads the completer started to take this run
+  int64_t completed_ = 0;                 // guarded by mu_: reads the completer has taken this run
+  std::condition_variable completed_cv_;  // producer: completed_ reached submitted_
+  int64_t tasks_ = 0;                     // guarded by mu_: worker tasks not finished
+  std::thread producer_, completer_;
+
+  // Position for state(): the run started at global position start_consumed_ of epoch start_epoch_.
+  int64_t start_consumed_ = 0;
+  int64_t ids_delivered_ = 0;  // ids of batches Next() returned (skipped ones included) this run
+  bool end_reached_ = false;
+  int64_t next_batch_index_ = 0;
+
+  // Statistics.
+  int64_t first_next_ns_ = 0;
+  std::atomic<int64_t> stat_batches_{0}, stat_samples_{0}, stat_skipped_{0}, stat_bytes_read_{0},
+      stat_sample_bytes_{0}, stat_wait_ns_{0};
+};
+
+namespace {
+
+Result<DType> ScalarDType(const ColumnSpec& c) {
+  switch (c.type) {
+    case parquet::Type::kBoolean: return DType::kBool;
+    case parquet::Type::kInt32: return DType::kInt32;
+    case parquet::Type::kInt64: return DType::kInt64;
+    case parquet::Type::kFloat: return DType::kFloat32;
+    case parquet::Type::kDouble: return DType::kFloat64;
+    case parquet::Type::kByteArray:
+      if (c.is_string) return DType::kUInt8;
+      break;
+    default: break;
+  }
+  return Status::Unsupported(fmt::format("column '{}': the loader delivers tensor, integer, floating-point, boolean "
+                                         "and string columns; this one is binary",
+                                         c.name));
+}
+
+// Appends one row group's decoded values of a scalar column to `col`.
+void AppendScalarValues(const ColumnValues& v, size_t rows, ScalarColumn* col) {
+  const size_t esize = col->is_string ? 0 : DTypeSize(col->dtype);
+  const size_t base = col->is_string ? col->strings.size() : col->values.size() / std::max<size_t>(esize, 1);
+  const bool track_nulls = !v.defined.empty() || !col->valid.empty();
+  if (col->is_string) {
+    col->strings.resize(base + rows);
+  } else {
+    col->values.resize((base + rows) * esize, 0);
+  }
+  if (track_nulls) col->valid.resize(base + rows, 1);
+  size_t next = 0;
+  std::visit(
+      [&](const auto& vec) {
+        using T = typename std::decay_t<decltype(vec)>::value_type;
+        for (size_t r = 0; r < rows; ++r) {
+          const bool present = v.defined.empty() || v.defined[r];
+          if (track_nulls) col->valid[base + r] = present ? 1 : 0;
+          if (!present) continue;
+          const T& x = vec[next++];
+          if constexpr (std::is_same_v<T, std::string>) {
+            col->strings[base + r] = x;
+          } else {
+            std::memcpy(col->values.data() + (base + r) * esize, &x, sizeof(T));
+          }
+        }
+      },
+      v.values);
+}
+
+}  // namespace
+
+Status Loader::Impl::Open() {
+  if (o_.batch_size < 1) return Status::InvalidArgument(fmt::format("batch_size must be >= 1, got {}", o_.batch_size));
+  if (o_.prefetch_bytes < 1) return Status::InvalidArgument(fmt::format("prefetch_bytes must be >= 1, got {}", o_.prefetch_bytes));
+  if (o_.threads < 0) return Status::InvalidArgument(fmt::format("threads must be >= 0, got {}", o_.threads));
+  if (o_.queue_depth < 1 || o_.queue_depth > 4096) {
+    return Status::InvalidArgument(fmt::format("queue_depth must be in [1, 4096], got {}", o_.queue_depth));
+  }
+  if (o_.coalesce_bytes < 0) return Status::InvalidArgument(fmt::format("coalesce_bytes must be >= 0, got {}", o_.coalesce_bytes));
+  if (o_.world_size < 1 || o_.rank < 0 || o_.rank >= o_.world_size) {
+    return Status::InvalidArgument(fmt::format("rank {} is not in [0, world_size {})", o_.rank, o_.world_size));
+  }
+
+  STOKE_ASSIGN_OR_RETURN(TableView view, OpenTableView(dir_, o_.version));
+  STOKE_ASSIGN_OR_RETURN(SampleIndex index, SampleIndex::Open(dir_, view.snapshot.version));
+  index_ = std::make_unique<SampleIndex>(std::move(index));
+
+  // Columns.
+  std::vector<size_t> selected_cols;
+  if (o_.columns.empty()) {
+    for (size_t c = 0; c < view.columns.size(); ++c) selected_cols.push_back(c);
+  } else {
+    for (const auto& name : o_.columns) {
+      auto it = std::find_if(view.columns.begin(), view.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
+      if (it == view.columns.end()) {
+        std::vector<std::string> names;
+        for (const auto& c : view.columns) names.push_back(c.name);
+        return Status::NotFound(fmt::format("columns: unknown column '{}' (the table has: {})", name, fmt::join(names, ", ")));
+      }
+      const size_t c = static_cast<size_t>(it - view.columns.begin());
+      if (std::find(selected_cols.begin(), selected_cols.end(), c) != selected_cols.end()) {
+        return Status::InvalidArgument(fmt::format("columns: '{}' is listed twice", name));
+      }
+      selected_cols.push_back(c);
+    }
+  }
+  std::vector<size_t> scalar_cols;
+  for (size_t c : selected_cols) {
+    const ColumnSpec& spec = view.columns[c];
+    column_order_.push_back(spec.name);
+    if (spec.tensor) {
+      const auto& names = index_->tensor_columns();
+      auto it = std::find(names.begin(), names.end(), spec.name);
+      if (it == names.end()) return Status::Internal(fmt::format("tensor column '{}' is not in the sample index", spec.name));
+      TensorColumn t;
+      t.name = spec.name;
+      t.index_column = static_cast<size_t>(it - names.begin());
+      t.in = *spec.tensor;
+      auto pipeline = TransformPipeline::Create(o_.transforms, t.in.dtype, t.in.shape);
+      if (!pipeline.ok()) return pipeline.status().WithContext(fmt::format("column '{}'", spec.name));
+      t.transforms = std::move(*pipeline);
+      t.in_bytes = static_cast<size_t>(t.in.num_bytes());
+      t.out_bytes = t.transforms.out_bytes();
+      tensors_.push_back(std::move(t));
+    } else {
+      STOKE_ASSIGN_OR_RETURN(DType dt, ScalarDType(spec));
+      ScalarColumn s;
+      s.name = spec.name;
+      s.dtype = dt;
+      s.is_string = spec.is_string;
+      scalars_.push_back(std::move(s));
+      scalar_cols.push_back(c);
+    }
+  }
+  if (tensors_.size() > 1u << 20) return Status::Unsupported("too many tensor columns");
+
+  std::optional<Predicate> where;
+  if (!o_.where.empty()) {
+    auto parsed = Predicate::Parse(o_.where);
+    if (!parsed.ok()) return parsed.status();
+    where = std::move(*parsed);
+    STOKE_RETURN_IF_ERROR(where->Bind(view.columns));
+  }
+  // Scalar columns and the filter, file by file (in parallel: footers are small, latency-bound reads).
+  STOKE_RETURN_IF_ERROR(ReadScalars(view, scalar_cols, where));
+  // Blocks for block shuffle: the table's files, counted in selected rows.
+  std::vector<int64_t> block_sizes;
+  {
+    size_t next = 0;
+    for (uint32_t f = 0; f < index_->num_files(); ++f) {
+      const int64_t first = index_->file_first_row(f), end = first + index_->file_num_rows(f);
+      if (identity_) {
+        block_sizes.push_back(end - first);
+        continue;
+      }
+      int64_t count = 0;
+      while (next < selected_.size() && selected_[next] < end) ++next, ++count;
+      block_sizes.push_back(count);
+    }
+  }
+  if (block_sizes.empty()) block_sizes.push_back(0);
+
+  SamplerOptions so;
+  so.shuffle = o_.shuffle == LoaderOptions::Shuffle::kNone   ? SamplerOptions::Shuffle::kNone
+               : o_.shuffle == LoaderOptions::Shuffle::kBlock ? SamplerOptions::Shuffle::kBlock
+                                                              : SamplerOptions::Shuffle::kGlobal;
+  so.seed = o_.seed;
+  so.rank = o_.rank;
+  so.world_size = o_.world_size;
+  so.drop_last = o_.drop_last;
+  so.shuffle_buffer = o_.shuffle_buffer;
+  block_sizes_ = block_sizes;
+  sampler_options_ = so;
+  auto sampler = Sampler::Create(block_sizes, so);
+  if (!sampler.ok()) return sampler.status();
+  sampler_ = std::make_unique<Sampler>(std::move(*sampler));
+
+  // Memory: batch slots take at most half the budget (at least 2 slots); the fetcher the rest.
+  size_t batch_bytes = 0;
+  for (const auto& t : tensors_) batch_bytes += t.out_bytes * static_cast<size_t>(o_.batch_size);
+  batch_bytes = std::max<size_t>(batch_bytes, 1);
+  max_slots_ = std::clamp<size_t>(static_cast<size_t>(o_.prefetch_bytes / 2) / batch_bytes, 2, 64);
+  const int64_t fetch_budget =
+      std::max<int64_t>(o_.prefetch_bytes - static_cast<int64_t>(max_slots_ * batch_bytes), int64_t{8} << 20);
+
+  if (!tensors_.empty()) {
+    std::vector<std::string> files;
+    for (uint32_t f = 0; f < index_->num_files(); ++f) files.push_back(index_->FilePath(f));
+    FetcherOptions fo;
+    fo.backend = o_.backend == LoaderOptions::Backend::kIoUring ? FetcherOptions::Backend::kIoUring
+                 : o_.backend == LoaderOptions::Backend::kPread ? FetcherOptions::Backend::kPread
+                                                                : FetcherOptions::Backend::kAuto;
+    fo.queue_depth = o_.queue_depth;
+    fo.max_bytes_in_flight = fetch_budget;
+    fo.direct = o_.direct;
+    STOKE_ASSIGN_OR_RETURN(fetcher_, Fetcher::Open(std::move(files), fo));
+  }
+  const size_t threads = o_.threads > 0 ? static_cast<size_t>(o_.threads)
+                                        : std::max<size_t>(1, std::thread::hardware_concurrency());
+  workers_ = std::make_unique<ThreadPool>(threads);
+  return Status::OK();
+}
+
+Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t>& scalar_cols,
+                                 std::optional<Predicate>& where) {
+  const auto& adds = view.snapshot.files;
+  struct FilePart {
+    std::vector<ScalarColumn> cols;  // this file's rows
+    std::vector<uint8_t> keep;       // per row (filter)
+    int64_t rows = 0;
+  };
+  std::vector<FilePart> parts(adds.size());
+  std::vector<std::string> where_cols = where ? where->columns() : std::vector<std::string>{};
+  if (scalar_cols.empty() && !where) {
+    identity_ = true;
+    return Status::OK();
+  }
+  ThreadPool pool(std::min<size_t>(8, std::max<size_t>(1, adds.size())));
+  Status st = ParallelFor(pool, adds.size(), [&](size_t i) -> Status {
+    const auto& add = adds[i];
+    FilePart& part = parts[i];
+    for (size_t k = 0; k < scalar_cols.size(); ++k) part.cols.push_back(scalars_[k]);  // empty, typed
+    int64_t records = -1;
+    const bool skip_file = where && !where->MayMatch(FileStats(add, view.columns, &records), records);
+    auto reader_or = ParquetReader::Open(LocalStorage(), view.FilePath(add));
+    if (!reader_or.ok()) return reader_or.status();
+    const ParquetReader& reader = **reader_or;
+    const auto& starts = reader.row_group_starts();
+    part.rows = starts.empty() ? 0 : starts.back();
+    part.keep.assign(static_cast<size_t>(part.rows), skip_file ? 0 : 1);
+    for (int g = 0; g < reader.num_row_groups(); ++g) {
+      const int64_t rows = reader.metadata().row_groups[g].num_rows;
+      std::map<std::string, ColumnValues> decoded;
+      auto decode = [&](const ColumnSpec& spec) -> Result<const ColumnValues*> {
+        auto it = decoded.find(spec.name);
+        if (it != decoded.end()) return &it->second;
+        if (view.IsPartitionColumn(spec.name)) {
+          auto pv = add.partition_values.find(spec.name);
+          std::optional<std::string> text = pv == add.partition_values.end() ? std::nullopt : pv->second;
+          return &decoded.emplace(spec.name, PartitionColumnValues(spec, text, static_cast<size_t>(rows))).first->second;
+        }
+        STOKE_ASSIGN_OR_RETURN(size_t col, reader.FindColumn(spec.name));
+        STOKE_ASSIGN_OR_RETURN(ColumnValues v, reader.ReadColumnChunk(g, col));
+        return &decoded.emplace(spec.name, std::move(v)).first->second;
+      };
+      if (where && !skip_file && where->MayMatch(RowGroupStats(view, add, reader, g), rows)) {
+        std::map<std::string, const ColumnValues*> cols;
+        for (const auto& name : where_cols) {
+          auto it = std::find_if(view.columns.begin(), view.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
+          STOKE_ASSIGN_OR_RETURN(cols[name], decode(*it));
+        }
+        std::vector<uint8_t> keep;
+        STOKE_RETURN_IF_ERROR(where->Evaluate(cols, static_cast<size_t>(rows), &keep));
+        std::copy(keep.begin(), keep.end(), part.keep.begin() + starts[g]);
+      } else if (where) {
+        std::fill(part.keep.begin() + starts[g], part.keep.begin() + starts[g] + rows, 0);
+      }
+      for (size_t k = 0; k < scalar_cols.size(); ++k) {
+        STOKE_ASSIGN_OR_RETURN(const ColumnValues* v, decode(view.columns[scalar_cols[k]]));
+        AppendScalarValues(*v, static_cast<size_t>(rows), &part.cols[k]);
+      }
+    }
+    return Status::OK();
+  });
+  if (!st.ok()) return st;
+
+  // Concatenate in snapshot order (the sample index's row order) and collect the selected rows.
+  int64_t total = 0;
+  for (const auto& p : parts) total += p.rows;
+  if (total != index_->num_rows()) {
+    return Status::Corruption(fmt::format("{}: the data files hold {} rows, the sample index {}", dir_, total,
+                                          index_->num_rows()));
+  }
+  identity_ = !where;
+  int64_t base = 0;
+  std::vector<bool> dst_tracks_nulls(scalars_.size(), false);
+  for (auto& p : parts) {
+    for (size_t k = 0; k < scalars_.size(); ++k) {
+      ScalarColumn& dst = scalars_[k];
+      ScalarColumn& src = p.cols[k];
+      const size_t before = dst.is_string ? dst.strings.size() : dst.values.size() / DTypeSize(dst.dtype);
+      if (!src.valid.empty() && !dst_tracks_nulls[k]) {
+        dst.valid.assign(before, 1);
+        dst_tracks_nulls[k] = true;
+      }
+      if (dst_tracks_nulls[k]) {
+        if (src.valid.empty()) {
+          dst.valid.insert(dst.valid.end(), static_cast<size_t>(p.rows), 1);
+        } else {
+          dst.valid.insert(dst.valid.end(), src.valid.begin(), src.valid.end());
+        }
+      }
+      if (dst.is_string) {
+        for (auto& s : src.strings) dst.strings.push_back(std::move(s));
+      } else {
+        dst.values.insert(dst.values.end(), src.values.begin(), src.values.end());
+      }
+      src = ScalarColumn{};
+    }
+    if (where) {
+      for (int64_t r = 0; r < p.rows; ++r) {
+        if (p.keep[static_cast<size_t>(r)]) selected_.push_back(base + r);
+      }
+    }
+    base += p.rows;
+  }
+  return Status::OK();
+}
+
+Status Loader::Impl::SetEpoch(int64_t epoch) {
+  if (epoch < 0) return Status::InvalidArgument(fmt::format("epoch must be >= 0, got {}", epoch));
+  StopRun();
+  sampler_->SetEpoch(epoch);
+  start_consumed_ = 0;
+  return Status::OK();
+}
+
+Status Loader::Impl::Restore(const State& s) {
+  StopRun();
+  STOKE_RETURN_IF_ERROR(sampler_->Restore(Sampler::State{s.epoch, s.consumed}));
+  start_consumed_ = s.consumed;
+  return Status::OK();
+}
+
+Loader::State Loader::Impl::state() const {
+  std::lock_guard<std::mutex> l(mu_);
+  const int64_t n = sampler_->num_rows();
+  if (end_reached_ || ids_delivered_ >= sampler_->size()) return State{sampler_->epoch(), n};
+  return State{sampler_->epoch(), std::min(n, start_consumed_ + ids_delivered_ * o_.world_size)};
+}
+
+void Loader::Impl::StartRun() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (running_) return;
+  running_ = true;
+  ++run_;
+  stop_ = false;
+  producer_done_ = false;
+  producer_error_ = Status::OK();
+  submitted_ = taken_ = completed_ = 0;
+  ids_delivered_ = 0;
+  end_reached_ = false;
+  epoch_done_ = false;
+  failed_ = false;
+  next_batch_index_ = 0;
+  const int64_t run = run_;
+  producer_ = std::thread([this, run] { ProducerLoop(run); });
+  if (fetcher_) completer_ = std::thread([this] { CompleterLoop(); });
+}
+
+void Loader::Impl::StopRun() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!running_) {
+      epoch_done_ = false;
+      failed_ = false;
+      ids_delivered_ = 0;
+      end_reached_ = false;
+      return;
+    }
+    stop_ = true;
+  }
+  { std::lock_guard<std::mutex> pl(pool_->mu); }  // a producer about to wait in AcquireSlot sees stop_
+  pool_->cv.notify_all();
+  completer_cv_.notify_all();
+  if (producer_.joinable()) producer_.join();
+  if (completer_.joinable()) completer_.join();
+  {
+    std::unique_lock<std::mutex> l(mu_);
+    tasks_cv_.wait(l, [&] { return tasks_ == 0; });
+    // Batches planned but not delivered go back to the free list.
+    for (Slot* s : queue_) {
+      std::lock_guard<std::mutex> pl(pool_->mu);
+      pool_->free.push_back(s);
+    }
+    queue_.clear();
+    running_ = false;
+    epoch_done_ = false;
+    failed_ = false;
+    ids_delivered_ = 0;
+    end_reached_ = false;
+  }
+  pool_->cv.notify_all();
+}
+
+Slot* Loader::Impl::AcquireSlot() {
+  std::unique_lock<std::mutex> l(pool_->mu);
+  for (;;) {
+    if (stop_) return nullptr;
+    if (!pool_->free.empty()) {
+      Slot* s = pool_->free.back();
+      pool_->free.pop_back();
+      return s;
+    }
+    // Grow up to max_slots_; beyond it only when the consumer holds every slot (it could never
+    // release one while waiting for the next batch): memory over the budget rather than a hang.
+    const bool consumer_holds_all = pool_->held_by_consumer >= static_cast<int64_t>(pool_->all.size());
+    if (pool_->all.size() < max_slots_ || consumer_holds_all) {
+      if (pool_->all.size() == max_slots_) {
+        STOKE_LOG(kWarn, "loader.over_budget", "held_batches={} note=\"the consumer holds every batch buffer; allocating "
+                  "beyond prefetch_bytes (release batches sooner, or raise prefetch_bytes)\"", pool_->all.size());
+      }
+      auto slot = std::make_unique<Slot>();
+      slot->id = static_cast<uint32_t>(pool_->all.size());
+      const size_t bs = static_cast<size_t>(o_.batch_size);
+      for (const auto& t : tensors_) slot->tensors.emplace_back(t.out_bytes * bs, o_.pin_memory);
+      for (const auto& sc : scalars_) {
+        slot->scalars.emplace_back(sc.is_string ? 0 : bs * DTypeSize(sc.dtype));
+        slot->scalar_valid.emplace_back();
+        slot->strings.emplace_back();
+      }
+      Slot* raw = slot.get();
+      pool_->all.push_back(std::move(slot));
+      return raw;
+    }
+    pool_->cv.wait(l);
+  }
+}
+
+void Loader::Impl::GatherScalars(Slot* s) {
+  const size_t n = static_cast<size_t>(s->size);
+  for (size_t k = 0; k < scalars_.size(); ++k) {
+    const ScalarColumn& c = scalars_[k];
+    if (c.is_string) {
+      auto& out = s->strings[k];
+      out.resize(n);
+      for (size_t i = 0; i < n; ++i) out[i] = c.strings[static_cast<size_t>(s->rows[i])];
+    } else {
+      const size_t es = DTypeSize(c.dtype);
+      uint8_t* out = s->scalars[k].data();
+      for (size_t i = 0; i < n; ++i) std::memcpy(out + i * es, c.values.data() + static_cast<size_t>(s->rows[i]) * es, es);
+    }
+    auto& valid = s->scalar_valid[k];
+    valid.clear();
+    if (!c.valid.empty()) {
+      valid.resize(n);
+      for (size_t i = 0; i < n; ++i) valid[i] = c.valid[static_cast<size_t>(s->rows[i])];
+    }
+  }
+}
+
+std::string Loader::Impl::Context(int64_t row, uint32_t column, uint32_t file, int64_t row_in_file) const {
+  return fmt::format("{} row {} (table row {}) column '{}'", index_->FilePath(file), row_in_file, row,
+                     tensors_[column].name);
+}
+
+Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
+  s->reads.clear();
+  struct Cell {
+    SampleIndex::Location loc;
+    uint32_t sample, column;
+  };
+  std::vector<Cell> cells;
+  cells.reserve(static_cast<size_t>(s->size) * tensors_.size());
+  for (uint32_t i = 0; i < static_cast<uint32_t>(s->size); ++i) {
+    for (uint32_t c = 0; c < tensors_.size(); ++c) {
+      SampleIndex::Location loc = index_->Find(s->rows[i], tensors_[c].index_column);
+      if (loc.needs_decode) {
+        Read r;
+        r.file = loc.file;
+        r.members.push_back({.sample = i, .column = c});
+        slow->push_back(std::move(r));
+        continue;
+      }
+      cells.push_back({loc, i, c});
+    }
+  }
+  std::sort(cells.begin(), cells.end(), [](const Cell& a, const Cell& b) {
+    return a.loc.file != b.loc.file ? a.loc.file < b.loc.file : a.loc.offset < b.loc.offset;
+  });
+  for (size_t k = 0; k < cells.size(); ++k) {
+    const Cell& cell = cells[k];
+    const auto& loc = cell.loc;
+    const TensorColumn& t = tensors_[cell.column];
+    if (!o_.direct && loc.rows_in_page == 1 && loc.codec == parquet::Codec::kUncompressed && t.transforms.empty() &&
+        loc.length > t.in_bytes) {
+      Read r;
+      r.file = loc.file;
+      r.offset = loc.offset;
+      r.length = loc.length;
+      r.tail = s->tensors[cell.column].data() + static_cast<size_t>(cell.sample) * t.out_bytes;
+      r.head_length = static_cast<uint32_t>(loc.length - t.in_bytes);
+      r.members.push_back({cell.sample, cell.column, 0, loc.length, 0, 1, loc.codec});
+      s->reads.push_back(std::move(r));
+      continue;
+    }
+    Read* last = s->reads.empty() || s->reads.back().tail != nullptr ? nullptr : &s->reads.back();
+    // Coalesce with the previous read when this page starts where it ends (or is the same page, for
+    // another row of a packed page) and the result stays within coalesce_bytes.
+    if (last != nullptr && last->file == loc.file && o_.coalesce_bytes > 0) {
+      const uint64_t end = last->offset + last->length;
+      const ReadMember& prev = last->members.back();
+      const uint64_t prev_page = last->offset + prev.offset;
+      if (loc.offset == prev_page && loc.length == prev.length) {
+        last->members.push_back({cell.sample, cell.column, prev.offset, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec});
+        continue;
+      }
+      if (loc.offset == end && last->length + uint64_t{loc.length} <= static_cast<uint64_t>(o_.coalesce_bytes)) {
+        last->members.push_back({cell.sample, cell.column, last->length, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec});
+        last->length += loc.length;
+        continue;
+      }
+    }
+    Read r;
+    r.file = loc.file;
+    r.offset = loc.offset;
+    r.length = loc.length;
+    r.members.push_back({cell.sample, cell.column, 0, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec});
+    s->reads.push_back(std::move(r));
+  }
+  return Status::OK();
+}
+
+void Loader::Impl::ProducerLoop(int64_t run) {
+  trace_.SetThreadName("producer");
+  std::vector<int64_t> ids(static_cast<size_t>(o_.batch_size));
+  int64_t batch_index = 0;
+  Status error;
+  while (!stop_) {
+    const int64_t t0 = NowNanos();
+    const size_t n = sampler_->NextBatch(ids.data(), ids.size());
+    if (n == 0 || (o_.drop_last && n < ids.size())) break;
+    Slot* s = AcquireSlot();
+    if (s == nullptr) break;
+    s->run = run;
+    s->epoch = sampler_->epoch();
+    s->index = batch_index++;
+    s->size = static_cast<int64_t>(n);
+    s->rows.resize(n);
+    for (size_t i = 0; i < n; ++i) s->rows[i] = identity_ ? ids[i] : selected_[static_cast<size_t>(ids[i])];
+    {
+      std::lock_guard<std::mutex> l(s->mu);
+      s->error = Status::OK();
+      s->skipped.assign(n, 0);
+      s->skipped_count = 0;
+    }
+    s->ready = false;
+    s->pending = static_cast<int64_t>(n * tensors_.size()) + 1;
+    const int64_t tc = NowNanos();
+    GatherScalars(s);
+    trace_.Record(TraceStage::kCollate, tc, NowNanos(), s->index, 0);
+    std::vector<Read> slow;
+    Status plan = PlanReads(s, &slow);
+    trace_.Record(TraceStage::kPlan, t0, NowNanos(), s->index, 0);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      queue_.push_back(s);
+    }
+    for (auto& r : slow) {
+      const ReadMember m = r.members[0];
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        ++tasks_;
+      }
+      workers_->Submit([this, s, m] {
+        DecodeSlow(s, m.sample, m.column);
+        std::lock_guard<std::mutex> l(mu_);
+        if (--tasks_ == 0) tasks_cv_.notify_all();
+      });
+    }
+    for (size_t g = 0; g < s->reads.size(); ++g) {
+      Read& r = s->reads[g];
+      if (stop_) {
+        // Not submitted: account its samples as done so the slot can complete.
+        FinishPending(s, static_cast<int64_t>(r.members.size()));
+        continue;
+      }
+      r.submit_ns = NowNanos();
+      Status st = fetcher_->Submit(FetchRequest{.file = r.file, .offset = r.offset, .length = r.length,
+                                                .tag = (uint64_t{s->id} << 32) | g, .tail = r.tail,
+                                                .head_length = r.head_length});
+      if (!st.ok()) {
+        for (const auto& m : r.members) FailSample(s, m.sample, st);
+        FinishPending(s, static_cast<int64_t>(r.members.size()));
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        ++submitted_;
+      }
+      completer_cv_.notify_one();
+    }
+    FinishPending(s, 1);  // planning done
+    if (!plan.ok()) {
+      error = plan;
+      break;
+    }
+  }
+  {
+    // Reads submitted by this thread must complete before it exits: io_uring cancels (ECANCELED) the
+    // requests of a task that exits while they are queued for its async workers.
+    std::unique_lock<std::mutex> l(mu_);
+    completed_cv_.wait(l, [&] { return completed_ == submitted_; });
+    producer_done_ = true;
+    producer_error_ = error;
+  }
+  cv_.notify_all();
+  completer_cv_.notify_all();
+}
+
+void Loader::Impl::CompleterLoop() {
+  trace_.SetThreadName("fetch-completion");
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      completer_cv_.wait(l, [&] { return submitted_ > taken_ || producer_done_; });
+      if (submitted_ == taken_ && producer_done_) return;
+      if (submitted_ == taken_) continue;
+      ++taken_;
+    }
+    std::optional<FetchResult> r = fetcher_->Next();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      ++completed_;
+    }
+    completed_cv_.notify_all();
+    if (!r) continue;  // cannot happen: a read was outstanding
+    Slot* s = nullptr;
+    {
+      std::lock_guard<std::mutex> l(pool_->mu);
+      s = pool_->all[static_cast<size_t>(r->tag >> 32)].get();
+    }
+    const size_t g = static_cast<size_t>(r->tag & 0xFFFFFFFFu);
+    Read& read = s->reads[g];
+    trace_.Record(TraceStage::kFetch, read.submit_ns, NowNanos(), s->index, read.length);
+    stat_bytes_read_ += read.length;
+    read.status = std::move(r->status);
+    read.data = std::move(r->data);
+    if (stop_) {
+      if (read.status.ok()) fetcher_->Release(std::move(read.data));
+      FinishPending(s, static_cast<int64_t>(read.members.size()));
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      ++tasks_;
+    }
+    workers_->Submit([this, s, g] {
+      DecodeRead(s, g);
+      std::lock_guard<std::mutex> l(mu_);
+      if (--tasks_ == 0) tasks_cv_.notify_all();
+    });
+  }
+}
+
+namespace {
+thread_local AlignedBuffer t_page_scratch;   // decompressed pages
+thread_local AlignedBuffer t_sample_scratch; // a sample before its transforms
+thread_local TransformScratch t_transform_scratch;
+}  // namespace
+
+Status Loader::Impl::WriteSampleInto(Slot* s, uint32_t sample, uint32_t column, ByteView sample_bytes) {
+  const TensorColumn& t = tensors_[column];
+  uint8_t* dest = s->tensors[column].data() + static_cast<size_t>(sample) * t.out_bytes;
+  const int64_t t0 = NowNanos();
+  Status st = t.transforms.Apply(sample_bytes, MutableByteView(dest, t.out_bytes), o_.seed, s->epoch, s->rows[sample],
+                                 column, &t_transform_scratch);
+  trace_.Record(TraceStage::kTransform, t0, NowNanos(), s->index, static_cast<int64_t>(t.out_bytes));
+  return st;
+}
+
+void Loader::Impl::DecodeRead(Slot* s, size_t read_index) {
+  Read& r = s->reads[read_index];
+  for (const ReadMember& m : r.members) {
+    const int64_t row = s->rows[m.sample];
+    const TensorColumn& t = tensors_[m.column];
+    if (!r.status.ok()) {
+      FailSample(s, m.sample, r.status.WithContext(Context(row, m.column, r.file, index_->Find(row, t.index_column).row_in_file)));
+      continue;
+    }
+    const int64_t t0 = NowNanos();
+    PageDecodeOptions po;
+    po.verify_crc = o_.verify_crc;
+    if (r.tail != nullptr) {
+      Status st = CheckSplitSample(r.data.view(), ByteView(r.tail, t.in_bytes), po,
+                                   Context(row, m.column, r.file, index_->Find(row, t.index_column).row_in_file));
+      trace_.Record(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
+      if (!st.ok()) {
+        FailSample(s, m.sample, st);
+      } else {
+        stat_sample_bytes_ += static_cast<int64_t>(t.in_bytes);
+      }
+      continue;
+    }
+    ByteView page = r.data.view().subspan(m.offset, m.length);
+    const bool direct = t.transforms.empty();
+    MutableByteView dest;
+    if (direct) {
+      dest = MutableByteView(s->tensors[m.column].data() + static_cast<size_t>(m.sample) * t.out_bytes, t.in_bytes);
+    } else {
+      t_sample_scratch.Resize(t.in_bytes);
+      dest = t_sample_scratch.mutable_view();
+    }
+    const int64_t row_in_file = index_->Find(row, t.index_column).row_in_file;
+    Status st = DecodeSampleFromPage(page, m.codec, m.row_in_page, m.rows_in_page, dest, &t_page_scratch, po,
+                                     Context(row, m.column, r.file, row_in_file));
+    trace_.Record(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
+    if (st.ok() && !direct) st = WriteSampleInto(s, m.sample, m.column, t_sample_scratch.view());
+    if (!st.ok()) {
+      FailSample(s, m.sample, st);
+      continue;
+    }
+    stat_sample_bytes_ += static_cast<int64_t>(t.in_bytes);
+  }
+  if (r.status.ok()) fetcher_->Release(std::move(r.data));
+  FinishPending(s, static_cast<int64_t>(r.members.size()));
+}
+
+void Loader::Impl::DecodeSlow(Slot* s, uint32_t sample, uint32_t column) {
+  const TensorColumn& t = tensors_[column];
+  const int64_t row = s->rows[sample];
+  const SampleIndex::Location loc = index_->Find(row, t.index_column);
+  const std::string context = Context(row, column, loc.file, loc.row_in_file);
+  const int64_t t0 = NowNanos();
+  Status st = [&]() -> Status {
+    const ParquetReader* reader = nullptr;
+    {
+      std::lock_guard<std::mutex> l(readers_mu_);
+      auto it = readers_.find(loc.file);
+      if (it == readers_.end()) {
+        auto opened = ParquetReader::Open(LocalStorage(), index_->FilePath(loc.file));
+        if (!opened.ok()) return opened.status();
+        it = readers_.emplace(loc.file, std::move(*opened)).first;
+      }
+      reader = it->second.get();
+    }
+    STOKE_ASSIGN_OR_RETURN(size_t col, reader->FindColumn(t.name));
+    STOKE_RETURN_IF_ERROR(reader->ReadBinaryCell(loc.row_in_file, col, &t_sample_scratch));
+    if (t_sample_scratch.size() != t.in_bytes) {
+      return Status::Corruption(fmt::format("the cell holds {} bytes, the column's tensor needs {}",
+                                            t_sample_scratch.size(), t.in_bytes));
+    }
+    stat_bytes_read_ += static_cast<int64_t>(t.in_bytes);
+    return Status::OK();
+  }();
+  trace_.Record(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
+  if (st.ok()) st = WriteSampleInto(s, sample, column, t_sample_scratch.view());
+  if (!st.ok()) {
+    FailSample(s, sample, st.WithContext(context));
+  } else {
+    stat_sample_bytes_ += static_cast<int64_t>(t.in_bytes);
+  }
+  FinishPending(s, 1);
+}
+
+void Loader::Impl::FailSample(Slot* s, uint32_t sample, const Status& status) {
+  std::lock_guard<std::mutex> l(s->mu);
+  if (o_.on_error == LoaderOptions::OnError::kSkip) {
+    if (!s->skipped[sample]) {
+      s->skipped[sample] = 1;
+      ++s->skipped_count;
+      STOKE_LOG(kWarn, "loader.sample_skipped", "error=\"{}\"", status.ToString());
+    }
+  } else if (s->error.ok()) {
+    s->error = status;
+  }
+}
+
+void Loader::Impl::FinishPending(Slot* s, int64_t n) {
+  if (s->pending.fetch_sub(n) != n) return;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    s->ready = true;
+  }
+  cv_.notify_all();
+}
+
+void Loader::Impl::CompactSkipped(Slot* s) {
+  if (s->skipped_count == 0) return;
+  const size_t n = static_cast<size_t>(s->size);
+  size_t w = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (s->skipped[i]) continue;
+    if (w != i) {
+      for (size_t c = 0; c < tensors_.size(); ++c) {
+        const size_t b = tensors_[c].out_bytes;
+        std::memmove(s->tensors[c].data() + w * b, s->tensors[c].data() + i * b, b);
+      }
+      for (size_t k = 0; k < scalars_.size(); ++k) {
+        if (scalars_[k].is_string) {
+          s->strings[k][w] = std::move(s->strings[k][i]);
+        } else {
+          const size_t es = DTypeSize(scalars_[k].dtype);
+          std::memmove(s->scalars[k].data() + w * es, s->scalars[k].data() + i * es, es);
+        }
+        if (!s->scalar_valid[k].empty()) s->scalar_valid[k][w] = s->scalar_valid[k][i];
+      }
+      s->rows[w] = s->rows[i];
+    }
+    ++w;
+  }
+  s->rows.resize(w);
+  for (size_t k = 0; k < scalars_.size(); ++k) {
+    if (scalars_[k].is_string) s->strings[k].resize(w);
+    if (!s->scalar_valid[k].empty()) s->scalar_valid[k].resize(w);
+  }
+  s->size = static_cast<int64_t>(w);
+}
+
+Result<std::optional<Batch>> Loader::Impl::Next() {
+  if (first_next_ns_ == 0) first_next_ns_ = NowNanos();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (failed_) {
+      return Status::InvalidArgument("the epoch failed earlier; call SetEpoch or Restore to start again");
+    }
+    if (epoch_done_) return std::optional<Batch>();
+  }
+  StartRun();
+  for (;;) {
+    Slot* s = nullptr;
+    Status producer_error;
+    {
+      const int64_t t0 = NowNanos();
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [&] { return (!queue_.empty() && queue_.front()->ready) || (queue_.empty() && producer_done_); });
+      const int64_t t1 = NowNanos();
+      stat_wait_ns_ += t1 - t0;
+      trace_.Record(TraceStage::kWait, t0, t1, next_batch_index_, 0);
+      if (queue_.empty()) {
+        epoch_done_ = true;
+        end_reached_ = true;
+        if (!producer_error_.ok()) {
+          failed_ = true;
+          return producer_error_;
+        }
+        return std::optional<Batch>();
+      }
+      s = queue_.front();
+      queue_.pop_front();
+      ids_delivered_ += s->size;
+      ++next_batch_index_;
+    }
+    {
+      std::lock_guard<std::mutex> pl(pool_->mu);
+      ++pool_->held_by_consumer;
+    }
+    pool_->cv.notify_all();  // a producer waiting for a slot may now grow the pool
+    auto impl = std::make_unique<Batch::Impl>();
+    impl->pool = pool_;
+    impl->slot = s;
+    Batch::Impl* batch_impl = impl.get();
+    Batch batch(std::move(impl));  // returns the slot to the pool when it goes out of scope
+    Status error;
+    {
+      std::lock_guard<std::mutex> l(s->mu);
+      error = s->error;
+    }
+    if (!error.ok()) {
+      std::lock_guard<std::mutex> l(mu_);
+      failed_ = true;
+      return error;
+    }
+    const int64_t skipped = s->skipped_count;
+    stat_skipped_ += skipped;
+    const int64_t tc = NowNanos();
+    CompactSkipped(s);
+    // The consumer's view of the slot.
+    s->columns.clear();
+    size_t ti = 0, si = 0;
+    for (const auto& name : column_order_) {
+      BatchColumn bc;
+      bc.name = name;
+      if (ti < tensors_.size() && tensors_[ti].name == name) {
+        const TensorColumn& t = tensors_[ti];
+        bc.is_tensor = true;
+        bc.dtype = t.transforms.out_dtype();
+        bc.shape.push_back(s->size);
+        for (int64_t d : t.transforms.out_shape()) bc.shape.push_back(d);
+        bc.data = s->tensors[ti].data();
+        bc.num_bytes = static_cast<size_t>(s->size) * t.out_bytes;
+        ++ti;
+      } else {
+        const ScalarColumn& c = scalars_[si];
+        bc.shape = {s->size};
+        bc.dtype = c.dtype;
+        bc.is_string = c.is_string;
+        if (c.is_string) {
+          bc.strings = s->strings[si];
+        } else {
+          bc.data = s->scalars[si].data();
+          bc.num_bytes = static_cast<size_t>(s->size) * DTypeSize(c.dtype);
+        }
+        bc.valid = s->scalar_valid[si];
+        ++si;
+      }
+      s->columns.push_back(std::move(bc));
+    }
+    trace_.Record(TraceStage::kCollate, tc, NowNanos(), s->index, 0);
+    batch_impl->size = s->size;
+    if (s->size == 0) continue;  // every sample skipped: the slot goes back, try the next batch
+    ++stat_batches_;
+    stat_samples_ += s->size;
+    return std::optional<Batch>(std::move(batch));
+  }
+}
+
+LoaderStats Loader::Impl::stats() const {
+  LoaderStats st;
+  st.batches = stat_batches_;
+  st.samples = stat_samples_;
+  st.samples_skipped = stat_skipped_;
+  st.bytes_read = stat_bytes_read_;
+  st.sample_bytes = stat_sample_bytes_;
+  st.wall_seconds = first_next_ns_ == 0 ? 0 : (NowNanos() - first_next_ns_) * 1e-9;
+  st.wait_seconds = stat_wait_ns_ * 1e-9;
+  if (st.wall_seconds > 0) {
+    st.samples_per_second = st.samples / st.wall_seconds;
+    st.mb_per_second = st.bytes_read / st.wall_seconds / 1e6;
+    st.wait_share = st.wait_seconds / st.wall_seconds;
+  }
+  const auto totals = trace_.Totals();
+  for (int k = 0; k < kNumTraceStages; ++k) {
+    st.stage_seconds.emplace_back(std::string(TraceStageName(static_cast<TraceStage>(k))), totals[k].busy_ns * 1e-9);
+  }
+  st.backend = fetcher_ ? fetcher_->backend_name() : "none";
+  return st;
+}
+
+ShuffleQuality Loader::Impl::MeasureShuffle(bool global) const {
+  // A sampler of its own: the loader's is the producer's while a run is active.
+  SamplerOptions so = sampler_options_;
+  if (global) so.shuffle = SamplerOptions::Shuffle::kGlobal;
+  auto sampler = Sampler::Create(block_sizes_, so);
+  if (!sampler.ok()) return {};
+  // epoch() and start_consumed_ change only between runs, so reading them here does not race.
+  if (!sampler->Restore({sampler_->epoch(), start_consumed_}).ok()) return {};
+  const Sampler::Quality q = sampler->MeasureQuality(o_.batch_size);
+  return ShuffleQuality{q.mean_jump, q.distinct_block_fraction};
+}
+
+Status Loader::Impl::WriteTrace(const std::string& path) const {
+  if (!o_.trace) return Status::InvalidArgument("WriteTrace: the loader was opened without trace = true");
+  return trace_.WriteChromeTrace(path, "stoke loader");
+}
+
+// Loader: forwards to Impl.
+Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Loader::~Loader() = default;
+
+Result<std::unique_ptr<Loader>> Loader::Open(const std::string& table_dir, LoaderOptions options) {
+  auto impl = std::make_unique<Impl>(table_dir, std::move(options));
+  STOKE_RETURN_IF_ERROR(impl->Open());
+  return std::unique_ptr<Loader>(new Loader(std::move(impl)));
+}
+Status Loader::SetEpoch(int64_t epoch) { return impl_->SetEpoch(epoch); }
+Result<std::optional<Batch>> Loader::Next() { return impl_->Next(); }
+Loader::State Loader::state() const { return impl_->state(); }
+Status Loader::Restore(const State& s) { return impl_->Restore(s); }
+int64_t Loader::epoch() const { return impl_->epoch(); }
+int64_t Loader::num_rows() const { return impl_->num_rows(); }
+int64_t Loader::samples_per_epoch() const { return impl_->samples_per_epoch(); }
+int64_t Loader::batches_per_epoch() const { return impl_->batches_per_epoch(); }
+int64_t Loader::table_version() const { return impl_->table_version(); }
+bool Loader::index_from_cache() const { return impl_->index_from_cache(); }
+LoaderStats Loader::stats() const { return impl_->stats(); }
+ShuffleQuality Loader::shuffle_quality() const { return impl_->MeasureShuffle(false); }
+ShuffleQuality Loader::global_shuffle_quality() const { return impl_->MeasureShuffle(true); }
+Status Loader::WriteTrace(const std::string& path) const { return impl_->WriteTrace(path); }
+
+}  // namespace stoke

@@ -1,0 +1,542 @@
+#include "stoke/loader.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "format/parquet_reader.h"
+#include "io/storage.h"
+#include "table/sample_index.h"
+#include "table/test_table.h"
+
+namespace stoke {
+namespace {
+
+using testing_support::TensorOf;
+using testing_support::TestTable;
+
+// Rows [0, 1000) in three files of uneven size, row groups of 100 rows.
+void MakeTable(TestTable& t) {
+  t.AppendFile(0, 250, 100);
+  t.AppendFile(250, 350, 100);
+  t.AppendFile(600, 400, 100);
+}
+
+std::unique_ptr<Loader> OpenOrDie(const std::string& dir, LoaderOptions o) {
+  auto l = Loader::Open(dir, o);
+  EXPECT_TRUE(l.ok()) << l.status().ToString();
+  return l.ok() ? std::move(*l) : nullptr;
+}
+
+// Every row id the loader yields in its current epoch, checking each sample's values on the way.
+std::vector<int64_t> Drain(Loader& l, int64_t tensor_len = 16, int64_t max_batches = -1) {
+  std::vector<int64_t> rows;
+  for (int64_t b = 0; max_batches < 0 || b < max_batches; ++b) {
+    auto next = l.Next();
+    EXPECT_TRUE(next.ok()) << next.status().ToString();
+    if (!next.ok() || !next->has_value()) break;
+    const Batch& batch = **next;
+    const BatchColumn* t = batch.column("t");
+    const BatchColumn* id = batch.column("id");
+    for (int64_t i = 0; i < batch.size(); ++i) {
+      const int64_t row = batch.row_ids()[static_cast<size_t>(i)];
+      rows.push_back(row);
+      if (id != nullptr) {
+        int64_t v;
+        std::memcpy(&v, static_cast<const uint8_t*>(id->data) + 8 * i, 8);
+        EXPECT_EQ(v, row);
+      }
+      if (t != nullptr) {
+        const std::string want = TensorOf(row, tensor_len);
+        EXPECT_EQ(0, std::memcmp(static_cast<const uint8_t*>(t->data) + i * tensor_len, want.data(), want.size()))
+            << "row " << row;
+      }
+    }
+  }
+  return rows;
+}
+
+TEST(Loader, DeliversEveryRowWithItsValues) {
+  TestTable t;
+  MakeTable(t);
+  LoaderOptions o;
+  o.batch_size = 64;
+  auto l = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->num_rows(), 1000);
+  EXPECT_EQ(l->samples_per_epoch(), 1000);
+  EXPECT_EQ(l->batches_per_epoch(), 16);
+  auto first = l->Next();
+  ASSERT_TRUE(first.ok() && first->has_value());
+  const Batch& b = **first;
+  EXPECT_EQ(b.size(), 64);
+  EXPECT_EQ(b.index(), 0);
+  ASSERT_EQ(b.columns().size(), 4u);
+  EXPECT_EQ(b.columns()[0].name, "id");
+  EXPECT_EQ(b.columns()[0].dtype, DType::kInt64);
+  EXPECT_EQ(b.columns()[1].name, "label");
+  EXPECT_EQ(b.columns()[1].dtype, DType::kInt32);
+  const BatchColumn& name = b.columns()[2];
+  EXPECT_TRUE(name.is_string);
+  ASSERT_EQ(name.valid.size(), 64u);
+  const BatchColumn& tc = b.columns()[3];
+  EXPECT_TRUE(tc.is_tensor);
+  EXPECT_EQ(tc.shape, (std::vector<int64_t>{64, 16}));
+  EXPECT_EQ(tc.dtype, DType::kUInt8);
+  for (int64_t i = 0; i < 64; ++i) {
+    const int64_t row = b.row_ids()[i];
+    int32_t label;
+    std::memcpy(&label, static_cast<const uint8_t*>(b.columns()[1].data) + 4 * i, 4);
+    EXPECT_EQ(label, row % 3);
+    EXPECT_EQ(name.valid[i], row % 4 != 0 ? 1 : 0);
+    EXPECT_EQ(name.strings[i], row % 4 != 0 ? "n" + std::to_string(row % 5) : "");
+  }
+  std::vector<int64_t> rows(b.row_ids().begin(), b.row_ids().end());
+  auto rest = Drain(*l);
+  rows.insert(rows.end(), rest.begin(), rest.end());
+  std::sort(rows.begin(), rows.end());
+  ASSERT_EQ(rows.size(), 1000u);
+  for (int64_t i = 0; i < 1000; ++i) EXPECT_EQ(rows[i], i);
+  auto end = l->Next();
+  ASSERT_TRUE(end.ok());
+  EXPECT_FALSE(end->has_value());
+  const LoaderStats st = l->stats();
+  EXPECT_EQ(st.samples, 1000);
+  EXPECT_EQ(st.batches, 16);
+  EXPECT_GT(st.bytes_read, 0);
+}
+
+// Every sample of an epoch exactly once over the ranks (drop_last), or all at least once with
+// fewer than world_size repeats (padding), for several world sizes and shuffles.
+TEST(Loader, ShardsCoverTheEpochForEveryWorldSize) {
+  TestTable t;
+  MakeTable(t);
+  for (auto shuffle : {LoaderOptions::Shuffle::kGlobal, LoaderOptions::Shuffle::kBlock, LoaderOptions::Shuffle::kNone}) {
+    for (int world : {1, 2, 3, 7}) {
+      for (bool drop_last : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "world " << world << " drop_last " << drop_last << " shuffle "
+                                          << static_cast<int>(shuffle));
+        std::map<int64_t, int> seen;
+        std::set<size_t> counts;
+        for (int rank = 0; rank < world; ++rank) {
+          LoaderOptions o;
+          o.batch_size = 32;
+          o.shuffle = shuffle;
+          o.shuffle_buffer = 50;
+          o.seed = 9;
+          o.rank = rank;
+          o.world_size = world;
+          o.drop_last = drop_last;
+          o.columns = {"id", "t"};
+          auto l = OpenOrDie(t.dir(), o);
+          ASSERT_TRUE(l);
+          ASSERT_TRUE(l->SetEpoch(3).ok());
+          auto rows = Drain(*l);
+          EXPECT_EQ(static_cast<int64_t>(rows.size()), l->samples_per_epoch() - (drop_last ? l->samples_per_epoch() % 32 : 0));
+          counts.insert(rows.size());
+          for (int64_t r : rows) ++seen[r];
+        }
+        EXPECT_EQ(counts.size(), 1u) << "ranks got different sample counts";
+        if (drop_last) {
+          for (const auto& [row, n] : seen) EXPECT_EQ(n, 1) << "row " << row;
+          const int64_t per_rank = 1000 / world / 32 * 32;
+          EXPECT_EQ(static_cast<int64_t>(seen.size()), per_rank * world);
+        } else {
+          EXPECT_EQ(seen.size(), 1000u);
+          int64_t repeats = 0;
+          for (const auto& [row, n] : seen) repeats += n - 1;
+          EXPECT_LT(repeats, world);
+        }
+      }
+    }
+  }
+}
+
+TEST(Loader, SameSeedSameOrderAndEpochsDiffer) {
+  TestTable t;
+  MakeTable(t);
+  LoaderOptions o;
+  o.batch_size = 50;
+  o.seed = 42;
+  o.columns = {"id", "t"};
+  auto a = OpenOrDie(t.dir(), o);
+  auto b = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(a && b);
+  const auto a0 = Drain(*a);
+  const auto b0 = Drain(*b);
+  EXPECT_EQ(a0, b0);
+  ASSERT_TRUE(a->SetEpoch(1).ok());
+  const auto a1 = Drain(*a);
+  EXPECT_NE(a0, a1);
+  EXPECT_EQ(std::set<int64_t>(a0.begin(), a0.end()), std::set<int64_t>(a1.begin(), a1.end()));
+  o.seed = 43;
+  auto c = OpenOrDie(t.dir(), o);
+  EXPECT_NE(Drain(*c), a0);
+}
+
+TEST(Loader, ResumeYieldsExactlyTheRest) {
+  TestTable t;
+  MakeTable(t);
+  LoaderOptions o;
+  o.batch_size = 40;
+  o.seed = 5;
+  o.columns = {"t"};
+  auto full = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(full);
+  ASSERT_TRUE(full->SetEpoch(2).ok());
+  const auto all = Drain(*full);
+
+  auto l = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(l->SetEpoch(2).ok());
+  const auto head = Drain(*l, 16, 7);
+  ASSERT_EQ(head.size(), 280u);
+  const Loader::State s = l->state();
+  EXPECT_EQ(s.epoch, 2);
+  EXPECT_EQ(s.consumed, 280);
+  auto resumed = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(resumed->Restore(s).ok());
+  const auto tail = Drain(*resumed);
+  std::vector<int64_t> joined = head;
+  joined.insert(joined.end(), tail.begin(), tail.end());
+  EXPECT_EQ(joined, all);
+  // After the end, the state says the epoch is complete.
+  EXPECT_EQ(resumed->state().consumed, 1000);
+}
+
+TEST(Loader, ResumeAtAnotherWorldSize) {
+  TestTable t;
+  MakeTable(t);
+  LoaderOptions o;
+  o.batch_size = 25;
+  o.seed = 11;
+  o.columns = {"id", "t"};
+  o.world_size = 2;
+  std::multiset<int64_t> consumed;
+  Loader::State state;
+  for (int rank = 0; rank < 2; ++rank) {
+    o.rank = rank;
+    auto l = OpenOrDie(t.dir(), o);
+    const auto head = Drain(*l, 16, 5);  // 5 batches of 25 on each rank
+    consumed.insert(head.begin(), head.end());
+    state = l->state();
+  }
+  EXPECT_EQ(state.consumed, 250);
+  o.world_size = 3;
+  std::multiset<int64_t> rest;
+  for (int rank = 0; rank < 3; ++rank) {
+    o.rank = rank;
+    auto l = OpenOrDie(t.dir(), o);
+    ASSERT_TRUE(l->Restore(state).ok());
+    const auto tail = Drain(*l);
+    rest.insert(tail.begin(), tail.end());
+  }
+  // 750 remaining rows over 3 ranks: exactly once each, none of them consumed before.
+  EXPECT_EQ(rest.size(), 750u);
+  for (int64_t r : rest) EXPECT_EQ(consumed.count(r), 0u) << r;
+  std::set<int64_t> all(consumed.begin(), consumed.end());
+  all.insert(rest.begin(), rest.end());
+  EXPECT_EQ(all.size(), 1000u);
+}
+
+TEST(Loader, WhereFiltersRows) {
+  TestTable t;
+  MakeTable(t);
+  LoaderOptions o;
+  o.where = "label = 1 AND id < 600";
+  o.columns = {"label", "t", "id"};
+  auto l = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->num_rows(), 200);
+  const auto rows = Drain(*l);
+  ASSERT_EQ(rows.size(), 200u);
+  for (int64_t r : rows) {
+    EXPECT_EQ(r % 3, 1);
+    EXPECT_LT(r, 600);
+  }
+  o.where = "label = ";
+  EXPECT_EQ(Loader::Open(t.dir(), o).status().code(), StatusCode::kInvalidArgument);
+  o.where = "nope = 1";
+  EXPECT_FALSE(Loader::Open(t.dir(), o).ok());
+}
+
+TEST(Loader, OptionErrorsNameTheOption) {
+  TestTable t;
+  MakeTable(t);
+  auto err = [&](LoaderOptions o) { return Loader::Open(t.dir(), o).status(); };
+  LoaderOptions o;
+  o.batch_size = 0;
+  EXPECT_NE(err(o).message().find("batch_size"), std::string::npos);
+  o = {};
+  o.rank = 2;
+  o.world_size = 2;
+  EXPECT_NE(err(o).message().find("rank"), std::string::npos);
+  o = {};
+  o.columns = {"id", "missing"};
+  Status s = err(o);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("missing"), std::string::npos);
+  o = {};
+  o.transforms = {TransformSpec::RandomFlip({5})};
+  EXPECT_EQ(err(o).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Loader::Open(t.dir() + "/nope", LoaderOptions{}).status().code(), StatusCode::kNotFound);
+}
+
+TEST(Loader, LargeSamplesOnePagePerRowBothBackendsAndDirect) {
+  constexpr int64_t kLen = 100000;  // > 64 KiB: one page per row
+  TestTable t(kLen);
+  t.AppendFile(0, 30, 10);
+  t.AppendFile(30, 45, 20);
+  for (auto backend : {LoaderOptions::Backend::kPread, LoaderOptions::Backend::kAuto}) {
+    for (bool direct : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "backend " << static_cast<int>(backend) << " direct " << direct);
+      LoaderOptions o;
+      o.batch_size = 8;
+      o.backend = backend;
+      o.direct = direct;
+      o.queue_depth = 4;
+      o.prefetch_bytes = 1;  // the smallest budget still delivers (2 batch buffers, minimal fetch budget)
+      auto l = Loader::Open(t.dir(), o);
+      if (!l.ok() && direct && l.status().code() == StatusCode::kUnsupported) continue;  // tmpfs
+      ASSERT_TRUE(l.ok()) << l.status().ToString();
+      auto rows = Drain(**l, kLen);
+      std::sort(rows.begin(), rows.end());
+      ASSERT_EQ(rows.size(), 75u);
+      for (int64_t i = 0; i < 75; ++i) EXPECT_EQ(rows[i], i);
+    }
+  }
+  // Shuffle none reads neighbouring pages: coalesced reads deliver the same bytes.
+  LoaderOptions o;
+  o.shuffle = LoaderOptions::Shuffle::kNone;
+  o.batch_size = 16;
+  auto l = OpenOrDie(t.dir(), o);
+  const auto rows = Drain(*l, kLen);
+  ASSERT_EQ(rows.size(), 75u);
+  for (int64_t i = 0; i < 75; ++i) EXPECT_EQ(rows[i], i);
+  EXPECT_LT(l->stats().bytes_read, 76 * (kLen + 100));
+}
+
+// Flips one byte inside the page holding `row` of column t.
+void CorruptRow(const std::string& dir, int64_t row) {
+  auto index = SampleIndex::Open(dir);
+  ASSERT_TRUE(index.ok());
+  const auto loc = index->Find(row, 0);
+  const std::string path = index->FilePath(loc.file);
+  int fd = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  uint8_t b;
+  const off_t at = static_cast<off_t>(loc.offset + loc.length - 3);
+  ASSERT_EQ(::pread(fd, &b, 1, at), 1);
+  b ^= 0x5A;
+  ASSERT_EQ(::pwrite(fd, &b, 1, at), 1);
+  ::close(fd);
+}
+
+TEST(Loader, CorruptPageNamesFileAndRowOrIsSkipped) {
+  constexpr int64_t kLen = 70000;
+  TestTable t(kLen);
+  t.AppendFile(0, 20, 10);
+  t.AppendFile(20, 20, 10);
+  CorruptRow(t.dir(), 27);
+  LoaderOptions o;
+  o.batch_size = 5;
+  o.shuffle = LoaderOptions::Shuffle::kNone;
+  auto l = OpenOrDie(t.dir(), o);
+  Status error;
+  int64_t delivered = 0;
+  for (;;) {
+    auto n = l->Next();
+    if (!n.ok()) {
+      error = n.status();
+      break;
+    }
+    if (!n->has_value()) break;
+    delivered += (*n)->size();
+  }
+  EXPECT_EQ(delivered, 25);
+  EXPECT_EQ(error.code(), StatusCode::kCorruption) << error.ToString();
+  EXPECT_NE(error.message().find("part-20.parquet row 7 (table row 27)"), std::string::npos) << error.message();
+  EXPECT_NE(error.message().find("CRC"), std::string::npos) << error.message();
+  // The epoch cannot go on; SetEpoch starts again.
+  EXPECT_FALSE(l->Next().ok());
+  ASSERT_TRUE(l->SetEpoch(0).ok());
+  EXPECT_TRUE(l->Next().ok());
+
+  o.on_error = LoaderOptions::OnError::kSkip;
+  auto s = OpenOrDie(t.dir(), o);
+  auto rows = Drain(*s, kLen);
+  EXPECT_EQ(rows.size(), 39u);
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), 27), 0);
+  EXPECT_EQ(s->stats().samples_skipped, 1);
+  // Without the CRC check the damage is found by the decompressor (these pages are zstd), still
+  // naming the file and row.
+  o.on_error = LoaderOptions::OnError::kRaise;
+  o.verify_crc = false;
+  auto nocrc = OpenOrDie(t.dir(), o);
+  Status nocrc_error;
+  for (;;) {
+    auto b = nocrc->Next();
+    if (!b.ok()) {
+      nocrc_error = b.status();
+      break;
+    }
+    if (!b->has_value()) break;
+  }
+  EXPECT_EQ(nocrc_error.code(), StatusCode::kCorruption);
+  EXPECT_EQ(nocrc_error.message().find("CRC"), std::string::npos) << nocrc_error.message();
+  EXPECT_NE(nocrc_error.message().find("row 7 (table row 27)"), std::string::npos) << nocrc_error.message();
+}
+
+TEST(Loader, TransformsChangeDtypeAndShape) {
+  constexpr int64_t kLen = 24;
+  TestTable t(kLen);
+  t.AppendFile(0, 10, 10);
+  LoaderOptions o;
+  o.columns = {"t"};
+  o.batch_size = 4;
+  o.transforms = {TransformSpec::Cast(DType::kFloat32), TransformSpec::CenterCrop({0}, {20})};
+  auto l = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(l);
+  auto b = l->Next();
+  ASSERT_TRUE(b.ok() && b->has_value());
+  const BatchColumn& c = (**b).columns()[0];
+  EXPECT_EQ(c.dtype, DType::kFloat32);
+  EXPECT_EQ(c.shape, (std::vector<int64_t>{4, 20}));
+  for (int64_t i = 0; i < 4; ++i) {
+    const std::string want = TensorOf((**b).row_ids()[i], kLen);
+    for (int64_t k = 0; k < 20; ++k) {
+      float v;
+      std::memcpy(&v, static_cast<const uint8_t*>(c.data) + 4 * (i * 20 + k), 4);
+      EXPECT_EQ(v, static_cast<float>(static_cast<uint8_t>(want[static_cast<size_t>(k + 2)])));
+    }
+  }
+}
+
+TEST(Loader, StopsCleanlyMidEpochAndBatchesOutliveTheLoader) {
+  constexpr int64_t kLen = 70000;
+  TestTable t(kLen);
+  t.AppendFile(0, 60, 20);
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.trace = true;
+  std::optional<Batch> kept;
+  {
+    auto l = OpenOrDie(t.dir(), o);
+    auto b = l->Next();
+    ASSERT_TRUE(b.ok() && b->has_value());
+    kept = std::move(*b);
+    // Switching epochs mid-way drops what was prefetched.
+    ASSERT_TRUE(l->SetEpoch(1).ok());
+    EXPECT_EQ(Drain(*l, kLen).size(), 60u);
+    ASSERT_TRUE(l->SetEpoch(2).ok());
+    Drain(*l, kLen, 2);
+    const std::string trace = std::string(::testing::TempDir()) + "/loader_trace.json";
+    ASSERT_TRUE(l->WriteTrace(trace).ok());
+    auto read = ReadFileToString(LocalStorage(), trace);
+    ASSERT_TRUE(read.ok());
+    const std::string& text = *read;
+    EXPECT_NE(text.find("\"decode\""), std::string::npos);
+    EXPECT_NE(text.find("\"fetch\""), std::string::npos);
+    // The loader is destroyed mid-epoch with reads in flight.
+  }
+  const std::string want = TensorOf(kept->row_ids()[0], kLen);
+  EXPECT_EQ(0, std::memcmp(kept->column("t")->data, want.data(), want.size()));
+  kept.reset();
+}
+
+TEST(Loader, ConsumerHoldingEveryBufferDoesNotHang) {
+  TestTable t;
+  MakeTable(t);
+  LoaderOptions o;
+  o.batch_size = 100;
+  o.prefetch_bytes = 1;  // two batch buffers
+  auto l = OpenOrDie(t.dir(), o);
+  std::vector<Batch> held;
+  for (;;) {
+    auto b = l->Next();
+    ASSERT_TRUE(b.ok());
+    if (!b->has_value()) break;
+    held.push_back(std::move(**b));
+  }
+  EXPECT_EQ(held.size(), 10u);
+}
+
+TEST(Loader, FilesWithoutOffsetIndexesAreReadThroughTheReader) {
+  // Another writer's file without page indexes: its rows are read by decoding (the slow path),
+  // next to stoke's own files read page by page.
+  TestTable t;
+  std::vector<delta::AddFile> adds = {testing_support::WriteDataFile(t.dir(), "a.parquet", 0, 300, 100),
+                                      testing_support::WriteDataFile(t.dir(), "b.parquet", 300, 200, 50)};
+  adds[1].size = testing_support::DropOffsetIndex(t.dir() + "/b.parquet", 3);
+  testing_support::CommitAdds(t, adds);
+  auto index = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(index.ok());
+  ASSERT_TRUE(index->Find(350, 0).needs_decode);
+  ASSERT_FALSE(index->Find(10, 0).needs_decode);
+  LoaderOptions o;
+  o.batch_size = 30;
+  o.columns = {"id", "t"};
+  o.transforms = {TransformSpec::Cast(DType::kFloat16)};
+  auto l = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(l);
+  std::set<int64_t> rows;
+  for (;;) {
+    auto b = l->Next();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    if (!b->has_value()) break;
+    const BatchColumn* c = (*b)->column("t");
+    ASSERT_EQ(c->dtype, DType::kFloat16);
+    for (int64_t i = 0; i < (*b)->size(); ++i) {
+      const int64_t row = (*b)->row_ids()[i];
+      rows.insert(row);
+      // uint8 values up to 255 are exact in float16: compare bit patterns of a few elements.
+      const std::string want = TensorOf(row);
+      for (int k : {0, 7, 15}) {
+        uint16_t h;
+        std::memcpy(&h, static_cast<const uint8_t*>(c->data) + 2 * (i * 16 + k), 2);
+        const uint8_t v = static_cast<uint8_t>(want[k]);
+        // Decode float16 (normal or zero) to an integer value.
+        const int exp = (h >> 10) & 0x1F;
+        const int mant = h & 0x3FF;
+        const double got = exp == 0 ? 0.0 : std::ldexp(1.0 + mant / 1024.0, exp - 15);
+        EXPECT_EQ(got, static_cast<double>(v)) << "row " << row << " element " << k;
+      }
+    }
+  }
+  EXPECT_EQ(rows.size(), 500u);
+}
+
+}  // namespace
+}  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST(LoaderQuality, BlockShuffleMixesLessThanGlobal) {
+  TestTable t;
+  for (int64_t f = 0; f < 10; ++f) t.AppendFile(f * 100, 100, 100);
+  LoaderOptions o;
+  o.batch_size = 20;
+  o.shuffle = LoaderOptions::Shuffle::kBlock;
+  o.shuffle_buffer = 1;  // blocks stay contiguous
+  auto l = Loader::Open(t.dir(), o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  const ShuffleQuality block = (*l)->shuffle_quality();
+  const ShuffleQuality global = (*l)->global_shuffle_quality();
+  EXPECT_LT(block.mean_jump, 20);  // within a file, except at the 9 file boundaries
+  EXPECT_GT(global.mean_jump, 200);  // about n / 3 = 333
+  EXPECT_NEAR(block.distinct_file_fraction, 1.0 / 20, 0.02);
+  EXPECT_GT(global.distinct_file_fraction, 0.3);
+  o.shuffle = LoaderOptions::Shuffle::kGlobal;
+  auto g = Loader::Open(t.dir(), o);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ((*g)->shuffle_quality().mean_jump, global.mean_jump);
+}
+
+}  // namespace
+}  // namespace stoke
