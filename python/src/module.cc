@@ -1,0 +1,383 @@
+// stoke._stoke: the pybind11 boundary between the C++ Loader and Python (python/stoke/__init__.py
+// holds the public API; this module is its private engine).
+//
+// Contracts:
+// - Errors: every stoke::Status is converted in one place, ThrowIfError (the code picks the Python
+//   exception class, the message is passed through unchanged).
+// - Batches are not copied: a delivered stoke::Batch moves to the heap, owned by one py::capsule that
+//   is the `base` of every array of the batch. The batch buffer returns to the loader's pool when the
+//   last array (or torch tensor made from one) is garbage collected. Arrays are writeable views: the
+//   consumer owns the buffer until then.
+// - The GIL is released while Loader::Next (and SetEpoch / Restore / the destructor, which may wait for
+//   worker threads) run; afterwards pending signals are checked, so Ctrl-C raises KeyboardInterrupt.
+// - One consumer: Loader::Next is not thread-safe, so the wrapper refuses concurrent calls.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "stoke/dtype.h"
+#include "stoke/loader.h"
+#include "stoke/status.h"
+#include "stoke/table.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// stoke.NotFoundError: both FileNotFoundError (a missing table or file) and KeyError (a missing
+// column), since kNotFound covers both. Created in PYBIND11_MODULE.
+PyObject* g_not_found_error = nullptr;
+
+// Raises the Python exception for `status` (REQUIRES: !status.ok()). The message is kept verbatim.
+[[noreturn]] void ThrowStatus(const stoke::Status& status) {
+  PyObject* type = PyExc_RuntimeError;  // kConflict, kAlreadyExists, kCancelled, kInternal
+  switch (status.code()) {
+    case stoke::StatusCode::kInvalidArgument: type = PyExc_ValueError; break;
+    case stoke::StatusCode::kNotFound: type = g_not_found_error ? g_not_found_error : PyExc_FileNotFoundError; break;
+    case stoke::StatusCode::kCorruption:
+    case stoke::StatusCode::kIOError: type = PyExc_OSError; break;
+    case stoke::StatusCode::kUnsupported: type = PyExc_NotImplementedError; break;
+    default: break;
+  }
+  // OSError(str) keeps the message as args[0] and str(e) == message (no errno: none travels in Status).
+  PyErr_SetString(type, status.message().c_str());
+  throw py::error_already_set();
+}
+
+void ThrowIfError(const stoke::Status& status) {
+  if (!status.ok()) ThrowStatus(status);
+}
+
+// After a call that ran without the GIL: a signal that arrived meanwhile (SIGINT) raises now.
+void RaisePendingSignals() {
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
+template <typename E>
+E ParseChoice(const std::string& option, const std::string& value,
+              std::initializer_list<std::pair<const char*, E>> choices) {
+  std::string names;
+  for (const auto& [name, e] : choices) {
+    if (value == name) return e;
+    names += names.empty() ? "" : ", ";
+    names += name;
+  }
+  throw py::value_error(option + ": unknown value '" + value + "' (expected one of " + names + ")");
+}
+
+stoke::DType ParseDType(const std::string& name) {
+  auto r = stoke::DTypeFromName(name);
+  if (!r.ok()) ThrowStatus(r.status());
+  return *r;
+}
+
+// One transform from its dict form, e.g. {"kind": "random_flip", "axes": [0, 1], "p": 0.5}.
+stoke::TransformSpec ParseTransform(const py::handle& obj) {
+  if (!py::isinstance<py::dict>(obj)) {
+    throw py::type_error("transforms: each entry must be a dict with a 'kind' (got " +
+                         std::string(py::str(py::type::of(obj))) + ")");
+  }
+  auto d = py::reinterpret_borrow<py::dict>(obj);
+  if (!d.contains("kind")) throw py::value_error("transforms: an entry has no 'kind'");
+  const auto kind_name = d["kind"].cast<std::string>();
+  using K = stoke::TransformSpec::Kind;
+  stoke::TransformSpec t;
+  t.kind = ParseChoice<K>("transform kind", kind_name,
+                          {{"cast", K::kCast},
+                           {"normalize", K::kNormalize},
+                           {"random_flip", K::kRandomFlip},
+                           {"random_rot90", K::kRandomRot90},
+                           {"random_crop", K::kRandomCrop},
+                           {"center_crop", K::kCenterCrop},
+                           {"channels_first", K::kChannelsFirst},
+                           {"channels_last", K::kChannelsLast}});
+  if (t.kind == K::kChannelsLast) t.axis = 0;  // the C++ default for channels_last
+  if (t.kind == K::kRandomRot90) t.axes = {0, 1};
+  // A scalar mean/std stands for one value for all channels.
+  auto doubles = [](const py::handle& v) {
+    if (py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v)) return std::vector<double>{v.cast<double>()};
+    return v.cast<std::vector<double>>();
+  };
+  for (const auto& [key_obj, value] : d) {
+    const auto key = key_obj.cast<std::string>();
+    try {
+      if (key == "kind") continue;
+      if (key == "dtype") t.dtype = ParseDType(py::str(value));
+      else if (key == "mean") t.mean = doubles(value);
+      else if (key == "std") t.std = doubles(value);
+      else if (key == "axis") t.axis = value.cast<int>();
+      else if (key == "axes") t.axes = value.cast<std::vector<int>>();
+      else if (key == "size") t.size = value.cast<std::vector<int64_t>>();
+      else if (key == "p") t.p = value.cast<double>();
+      else throw py::value_error("transform '" + kind_name + "': unknown key '" + key + "'");
+    } catch (const py::cast_error&) {
+      throw py::type_error("transform '" + kind_name + "': bad value for '" + key + "': " +
+                           std::string(py::repr(value)));
+    }
+  }
+  return t;
+}
+
+py::dtype NumpyDType(stoke::DType dtype) {
+  switch (dtype) {
+    case stoke::DType::kBool: return py::dtype::of<bool>();
+    case stoke::DType::kInt8: return py::dtype::of<int8_t>();
+    case stoke::DType::kInt16: return py::dtype::of<int16_t>();
+    case stoke::DType::kInt32: return py::dtype::of<int32_t>();
+    case stoke::DType::kInt64: return py::dtype::of<int64_t>();
+    case stoke::DType::kUInt8: return py::dtype::of<uint8_t>();
+    case stoke::DType::kUInt16: return py::dtype::of<uint16_t>();
+    case stoke::DType::kUInt32: return py::dtype::of<uint32_t>();
+    case stoke::DType::kUInt64: return py::dtype::of<uint64_t>();
+    case stoke::DType::kFloat16: return py::dtype("float16");
+    case stoke::DType::kFloat32: return py::dtype::of<float>();
+    case stoke::DType::kFloat64: return py::dtype::of<double>();
+    case stoke::DType::kBFloat16: return py::dtype::of<uint16_t>();  // same bits; marked "__bfloat16__"
+  }
+  throw py::value_error("unknown stoke dtype " + std::to_string(static_cast<int>(dtype)));
+}
+
+// A batch as {column: ndarray | list[str | None], "<column>.valid": uint8 ndarray (nullable columns
+// with nulls), "__row_ids__": int64 ndarray, "__bfloat16__": [column...], "__epoch__", "__index__"}.
+py::dict BatchToDict(stoke::Batch&& batch) {
+  auto* owned = new stoke::Batch(std::move(batch));
+  // Destroyed with the GIL held when the last array referencing it goes; ~Batch only returns the
+  // slot to the pool (a short lock), so that is fine.
+  py::capsule base(owned, [](void* p) { delete static_cast<stoke::Batch*>(p); });
+  const stoke::Batch& b = *owned;
+
+  py::dict out;
+  py::list bfloat16_columns;
+  for (const stoke::BatchColumn& c : b.columns()) {
+    if (c.is_string) {
+      py::list values(c.strings.size());
+      for (size_t i = 0; i < c.strings.size(); ++i) {
+        if (!c.valid.empty() && c.valid[i] == 0) {
+          values[i] = py::none();
+          continue;
+        }
+        // surrogateescape: bytes that are not UTF-8 survive the round trip instead of failing the batch.
+        PyObject* s = PyUnicode_DecodeUTF8(c.strings[i].data(), static_cast<Py_ssize_t>(c.strings[i].size()),
+                                           "surrogateescape");
+        if (s == nullptr) throw py::error_already_set();
+        values[i] = py::reinterpret_steal<py::object>(s);
+      }
+      out[py::str(c.name)] = std::move(values);
+      continue;
+    }
+    std::vector<py::ssize_t> shape(c.shape.begin(), c.shape.end());
+    // An empty column (0 rows) may carry no buffer; numpy needs a non-null pointer to wrap.
+    static const uint64_t kEmpty = 0;
+    void* data = c.data != nullptr ? c.data : const_cast<uint64_t*>(&kEmpty);
+    out[py::str(c.name)] = py::array(NumpyDType(c.dtype), shape, {}, data, base);
+    if (c.dtype == stoke::DType::kBFloat16) bfloat16_columns.append(py::str(c.name));
+    if (!c.valid.empty()) {
+      out[py::str(c.name + ".valid")] =
+          py::array(py::dtype::of<uint8_t>(), {static_cast<py::ssize_t>(c.valid.size())}, {},
+                    const_cast<uint8_t*>(c.valid.data()), base);
+    }
+  }
+  const auto& row_ids = b.row_ids();
+  static const int64_t kNoRows = 0;
+  out["__row_ids__"] = py::array(py::dtype::of<int64_t>(), {static_cast<py::ssize_t>(row_ids.size())}, {},
+                                 row_ids.empty() ? &kNoRows : row_ids.data(), base);
+  if (py::len(bfloat16_columns) > 0) out["__bfloat16__"] = std::move(bfloat16_columns);
+  out["__epoch__"] = b.epoch();
+  out["__index__"] = b.index();
+  return out;
+}
+
+py::dict StatsToDict(const stoke::LoaderStats& s) {
+  py::dict d;
+  d["batches"] = s.batches;
+  d["samples"] = s.samples;
+  d["samples_skipped"] = s.samples_skipped;
+  d["bytes_read"] = s.bytes_read;
+  d["sample_bytes"] = s.sample_bytes;
+  d["wall_seconds"] = s.wall_seconds;
+  d["wait_seconds"] = s.wait_seconds;
+  d["samples_per_second"] = s.samples_per_second;
+  d["mb_per_second"] = s.mb_per_second;
+  d["wait_share"] = s.wait_share;
+  py::dict stages;
+  for (const auto& [name, seconds] : s.stage_seconds) stages[py::str(name)] = seconds;
+  d["stage_seconds"] = std::move(stages);
+  d["backend"] = std::string(s.backend ? s.backend : "");
+  return d;
+}
+
+py::dict QualityToDict(const stoke::ShuffleQuality& q) {
+  py::dict d;
+  d["mean_jump"] = q.mean_jump;
+  d["distinct_file_fraction"] = q.distinct_file_fraction;
+  return d;
+}
+
+// The Python-facing loader: a stoke::Loader plus the one-consumer guard. stoke::Loader is not
+// thread-safe and Next runs without the GIL, so every use goes through Use(), which refuses (rather
+// than waits: the waiter would hold the GIL that Next needs back) while another thread is inside.
+class PyLoader {
+ public:
+  explicit PyLoader(std::unique_ptr<stoke::Loader> loader) : loader_(std::move(loader)) {}
+  ~PyLoader() {
+    // pybind11 holds a reference during every call, so no call is in flight here.
+    if (loader_) {
+      py::gil_scoped_release release;  // the destructor waits for the pipeline's threads
+      loader_.reset();
+    }
+  }
+
+  // Calls f(loader) under the one-consumer guard; `what` names the call in the error.
+  template <typename F>
+  auto Use(const char* what, F&& f) const {
+    std::unique_lock<std::mutex> guard(busy_, std::try_to_lock);
+    if (!guard.owns_lock()) {
+      throw std::runtime_error(std::string("Loader.") + what +
+                               ": another thread is using this Loader (one consumer thread only)");
+    }
+    if (!loader_) throw py::value_error(std::string("Loader.") + what + ": the Loader is closed");
+    return f(*loader_);
+  }
+
+  std::optional<py::dict> Next() {
+    auto r = Use("next", [](stoke::Loader& l) {
+      py::gil_scoped_release release;
+      return l.Next();
+    });
+    // A batch delivered together with a pending Ctrl-C is dropped (returned to the pool) here.
+    RaisePendingSignals();
+    if (!r.ok()) ThrowStatus(r.status());
+    if (!r->has_value()) return std::nullopt;
+    return BatchToDict(std::move(**r));
+  }
+
+  void SetEpoch(int64_t epoch) {
+    ThrowIfError(Use("set_epoch", [&](stoke::Loader& l) {
+      py::gil_scoped_release release;  // drops prefetched batches, may wait for reads in flight
+      return l.SetEpoch(epoch);
+    }));
+  }
+
+  void Restore(int64_t epoch, int64_t consumed) {
+    ThrowIfError(Use("restore", [&](stoke::Loader& l) {
+      py::gil_scoped_release release;
+      return l.Restore(stoke::Loader::State{epoch, consumed});
+    }));
+  }
+
+  // Stops the pipeline and waits for its threads, without the GIL. Batches already delivered stay valid.
+  void Close() {
+    std::unique_ptr<stoke::Loader> l;
+    Use("close", [&](stoke::Loader&) {
+      l = std::move(loader_);
+      return 0;
+    });
+    py::gil_scoped_release release;
+    l.reset();
+  }
+  bool closed() const { return loader_ == nullptr; }
+
+ private:
+  mutable std::unique_ptr<stoke::Loader> loader_;
+  mutable std::mutex busy_;  // held by the one thread using loader_
+};
+
+std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional<std::vector<std::string>> columns,
+                                     std::optional<int64_t> version, const std::string& where, int64_t batch_size,
+                                     const std::string& shuffle, int64_t shuffle_buffer, uint64_t seed, int rank,
+                                     int world_size, bool drop_last, const py::list& transforms,
+                                     int64_t prefetch_bytes, int threads, int queue_depth, bool direct,
+                                     const std::string& backend, int64_t coalesce_bytes, bool verify_crc,
+                                     const std::string& on_error, bool pin_memory, bool trace) {
+  using O = stoke::LoaderOptions;
+  O o;
+  if (columns) o.columns = std::move(*columns);
+  o.version = version;
+  o.where = where;
+  o.batch_size = batch_size;
+  o.shuffle = ParseChoice<O::Shuffle>("shuffle", shuffle,
+                                      {{"none", O::Shuffle::kNone}, {"global", O::Shuffle::kGlobal}, {"block", O::Shuffle::kBlock}});
+  o.shuffle_buffer = shuffle_buffer;
+  o.seed = seed;
+  o.rank = rank;
+  o.world_size = world_size;
+  o.drop_last = drop_last;
+  for (const auto& t : transforms) o.transforms.push_back(ParseTransform(t));
+  o.prefetch_bytes = prefetch_bytes;
+  o.threads = threads;
+  o.queue_depth = queue_depth;
+  o.direct = direct;
+  o.backend = ParseChoice<O::Backend>("backend", backend,
+                                      {{"auto", O::Backend::kAuto}, {"io_uring", O::Backend::kIoUring}, {"pread", O::Backend::kPread}});
+  o.coalesce_bytes = coalesce_bytes;
+  o.verify_crc = verify_crc;
+  o.on_error = ParseChoice<O::OnError>("on_error", on_error, {{"raise", O::OnError::kRaise}, {"skip", O::OnError::kSkip}});
+  o.pin_memory = pin_memory;
+  o.trace = trace;
+
+  stoke::Result<std::unique_ptr<stoke::Loader>> r = stoke::Status::Internal("unset");
+  {
+    py::gil_scoped_release release;  // reads the log, the sample index and the scalar columns
+    r = stoke::Loader::Open(table_dir, std::move(o));
+  }
+  RaisePendingSignals();
+  if (!r.ok()) ThrowStatus(r.status());
+  return std::make_unique<PyLoader>(std::move(*r));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_stoke, m) {
+  m.doc() = "stoke's C++ loader (private; use the `stoke` package)";
+
+  {
+    py::tuple bases = py::make_tuple(py::handle(PyExc_FileNotFoundError), py::handle(PyExc_KeyError));
+    g_not_found_error = PyErr_NewExceptionWithDoc(
+        "stoke.NotFoundError", "A table, file, version or column that does not exist (FileNotFoundError and KeyError).",
+        bases.ptr(), nullptr);
+    if (g_not_found_error == nullptr) throw py::error_already_set();
+    // Also stored in the module, which keeps it alive for the life of the process.
+    m.attr("NotFoundError") = py::handle(g_not_found_error);
+  }
+
+  m.def("is_table", &stoke::IsTableDirectory, py::arg("path"), "True when `path` is a directory holding a Delta log.");
+
+  py::class_<PyLoader>(m, "Loader")
+      .def(py::init(&OpenLoader), py::arg("table_dir"), py::kw_only(), py::arg("columns") = py::none(),
+           py::arg("version") = py::none(), py::arg("where") = "", py::arg("batch_size") = 32,
+           py::arg("shuffle") = "global", py::arg("shuffle_buffer") = 1024, py::arg("seed") = 0, py::arg("rank") = 0,
+           py::arg("world_size") = 1, py::arg("drop_last") = false, py::arg("transforms") = py::list(),
+           py::arg("prefetch_bytes") = int64_t{512} << 20, py::arg("threads") = 0, py::arg("queue_depth") = 64,
+           py::arg("direct") = false, py::arg("backend") = "auto", py::arg("coalesce_bytes") = int64_t{1} << 20,
+           py::arg("verify_crc") = true, py::arg("on_error") = "raise", py::arg("pin_memory") = true,
+           py::arg("trace") = false)
+      .def("next", &PyLoader::Next, "The next batch of this rank's epoch as a dict, or None at its end.")
+      .def("set_epoch", &PyLoader::SetEpoch, py::arg("epoch"))
+      .def("state", [](const PyLoader& l) {
+        auto s = l.Use("state", [](stoke::Loader& x) { return x.state(); });
+        return py::make_tuple(s.epoch, s.consumed);
+      })
+      .def("restore", &PyLoader::Restore, py::arg("epoch"), py::arg("consumed"))
+      .def("close", [](PyLoader& l) { if (!l.closed()) l.Close(); })
+      .def_property_readonly("closed", &PyLoader::closed)
+      .def_property_readonly("epoch", [](const PyLoader& l) { return l.Use("epoch", [](stoke::Loader& x) { return x.epoch(); }); })
+      .def_property_readonly("num_rows", [](const PyLoader& l) { return l.Use("num_rows", [](stoke::Loader& x) { return x.num_rows(); }); })
+      .def_property_readonly("samples_per_epoch", [](const PyLoader& l) { return l.Use("samples_per_epoch", [](stoke::Loader& x) { return x.samples_per_epoch(); }); })
+      .def_property_readonly("batches_per_epoch", [](const PyLoader& l) { return l.Use("batches_per_epoch", [](stoke::Loader& x) { return x.batches_per_epoch(); }); })
+      .def_property_readonly("table_version", [](const PyLoader& l) { return l.Use("table_version", [](stoke::Loader& x) { return x.table_version(); }); })
+      .def_property_readonly("index_from_cache", [](const PyLoader& l) { return l.Use("index_from_cache", [](stoke::Loader& x) { return x.index_from_cache(); }); })
+      .def("stats", [](const PyLoader& l) { return StatsToDict(l.Use("stats", [](stoke::Loader& x) { return x.stats(); })); })
+      .def("shuffle_quality", [](const PyLoader& l) { return QualityToDict(l.Use("shuffle_quality", [](stoke::Loader& x) { return x.shuffle_quality(); })); })
+      .def("global_shuffle_quality", [](const PyLoader& l) { return QualityToDict(l.Use("global_shuffle_quality", [](stoke::Loader& x) { return x.global_shuffle_quality(); })); })
+      .def("write_trace", [](const PyLoader& l, const std::string& path) { ThrowIfError(l.Use("write_trace", [&](stoke::Loader& x) { return x.WriteTrace(path); })); },
+           py::arg("path"));
+}

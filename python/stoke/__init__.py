@@ -1,0 +1,421 @@
+"""stoke: deep-learning samples from Parquet/Delta tables at storage speed.
+
+    import stoke
+
+    loader = stoke.Loader(stoke.open_table("/data/volumes"), batch_size=32,
+                          transforms=[stoke.RandomFlip(axes=(0, 1, 2))])
+    for epoch in range(10):
+        loader.set_epoch(epoch)
+        for batch in loader:          # dict: column name -> torch.Tensor (or list of str)
+            train_step(batch["volume"], batch["label"])
+
+Batches are made by the C++ loader on its own threads (reads, CRC checks,
+decompression, transforms, collation) and handed to Python without a copy: the
+arrays and tensors of a batch are views of the loader's batch buffer, which goes
+back to the loader's pool when the last of them is garbage collected. Keeping
+many batches alive therefore holds pool memory (bounded by `prefetch_bytes`) and
+can stall the loader; copy (`.clone()`) what you keep beyond a step.
+
+Keys of a batch besides the columns:
+  "<column>.valid"  uint8 [rows], 1 = present, for nullable scalar columns with nulls
+  "__row_ids__"     int64 [rows], the table row (snapshot order) of each sample
+  "__epoch__", "__index__"  ints: the epoch and the batch number within it
+  "__bfloat16__"    (to="numpy" only) names of bfloat16 columns, delivered as uint16 bits
+
+With to="torch", uint16/uint32/uint64 columns stay numpy arrays where the
+installed torch has no such dtype (before torch 2.3).
+
+Errors from the engine keep their message and map to: ValueError (bad options),
+stoke.NotFoundError (a FileNotFoundError and KeyError: missing table, file or
+column), OSError (I/O errors, corrupt data), NotImplementedError (unsupported
+features), RuntimeError (anything else).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _stoke
+from ._stoke import NotFoundError
+
+__all__ = [
+    "Table", "open_table", "Loader", "NotFoundError",
+    "Transform", "Cast", "Normalize", "RandomFlip", "RandomRot90", "RandomCrop", "CenterCrop",
+    "ChannelsFirst", "ChannelsLast",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+# ---------------------------------------------------------------------------
+# tables
+
+@dataclass(frozen=True)
+class Table:
+    """A table version to load: the table directory, an optional version (time
+    travel; None = latest) and an optional `where` predicate over scalar columns
+    (the syntax of `stoke query --where`). Cheap: nothing is read until a Loader
+    opens it."""
+    path: str
+    version: Optional[int] = None
+    where: str = ""
+
+
+def open_table(path: PathLike, version: Optional[int] = None, where: str = "") -> Table:
+    """The table at `path` (a directory holding a Delta log).
+
+    Raises stoke.NotFoundError when `path` is not a table directory."""
+    p = os.fspath(path)
+    if not _stoke.is_table(p):
+        raise NotFoundError(f"{p}: no Delta table (no _delta_log directory)")
+    return Table(p, version, where)
+
+
+# ---------------------------------------------------------------------------
+# transforms (applied per sample in C++, on the loader's worker threads)
+
+class Transform:
+    """Base of the per-sample transforms. Axes count over a sample's dimensions
+    (not the batch dimension); negative axes count from the end. Random
+    transforms are seeded by (seed, epoch, row, column): reproducible across
+    runs, ranks and thread counts."""
+
+    def to_dict(self) -> Dict[str, Any]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Cast(Transform):
+    """Convert elements to `dtype`: "float32", "float16" or "bfloat16"."""
+    dtype: str = "float32"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": "cast", "dtype": _dtype_name(self.dtype)}
+
+
+@dataclass(frozen=True)
+class Normalize(Transform):
+    """(x - mean[c]) / std[c] per channel c along `axis` (one value: all channels)."""
+    mean: Union[float, Sequence[float]]
+    std: Union[float, Sequence[float]]
+    axis: int = -1
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": "normalize", "mean": _floats(self.mean), "std": _floats(self.std), "axis": int(self.axis)}
+
+
+@dataclass(frozen=True)
+class RandomFlip(Transform):
+    """Reverse each axis in `axes` independently with probability `p`."""
+    axes: Sequence[int]
+    p: float = 0.5
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": "random_flip", "axes": [int(a) for a in self.axes], "p": float(self.p)}
+
+
+@dataclass(frozen=True)
+class RandomRot90(Transform):
+    """Rotate by k * 90 degrees (k uniform in 0..3) in the plane of two axes of equal extent."""
+    axes: Tuple[int, int] = (0, 1)
+
+    def to_dict(self) -> Dict[str, Any]:
+        if len(self.axes) != 2:
+            raise ValueError(f"RandomRot90: axes must name two axes, got {self.axes!r}")
+        return {"kind": "random_rot90", "axes": [int(a) for a in self.axes]}
+
+
+@dataclass(frozen=True)
+class RandomCrop(Transform):
+    """A window of `size` (one entry per axis in `axes`) at a uniform random offset;
+    an axis shorter than its size is zero-padded."""
+    axes: Sequence[int]
+    size: Sequence[int]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": "random_crop", "axes": [int(a) for a in self.axes], "size": [int(s) for s in self.size]}
+
+
+@dataclass(frozen=True)
+class CenterCrop(Transform):
+    """As RandomCrop, with the window (or the padding) centred."""
+    axes: Sequence[int]
+    size: Sequence[int]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": "center_crop", "axes": [int(a) for a in self.axes], "size": [int(s) for s in self.size]}
+
+
+@dataclass(frozen=True)
+class ChannelsFirst(Transform):
+    """Move the channel axis `axis` (default last) to the front."""
+    axis: int = -1
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": "channels_first", "axis": int(self.axis)}
+
+
+@dataclass(frozen=True)
+class ChannelsLast(Transform):
+    """Move axis `axis` (default first) to the end."""
+    axis: int = 0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": "channels_last", "axis": int(self.axis)}
+
+
+def _floats(v: Union[float, Sequence[float]]) -> List[float]:
+    if isinstance(v, (int, float)):
+        return [float(v)]
+    return [float(x) for x in v]
+
+
+def _dtype_name(dtype: Any) -> str:
+    """"float32", numpy dtypes and torch dtypes (torch.bfloat16) to stoke's names."""
+    if isinstance(dtype, str):
+        return dtype
+    s = str(dtype)
+    if s.startswith("torch."):
+        return s[len("torch."):]
+    try:
+        import numpy as np
+        return np.dtype(dtype).name
+    except TypeError:
+        return s
+
+
+def _transform_dicts(transforms: Optional[Sequence[Union[Transform, Mapping[str, Any]]]]) -> List[Dict[str, Any]]:
+    out: List[Dict[str, Any]] = []
+    for t in transforms or ():
+        if isinstance(t, Transform):
+            out.append(t.to_dict())
+        elif isinstance(t, Mapping):
+            out.append(dict(t))
+        else:
+            raise TypeError(f"transforms: expected stoke transforms or dicts, got {type(t).__name__}")
+    return out
+
+
+# ---------------------------------------------------------------------------
+# the loader
+
+def _default_rank_world() -> Tuple[int, int]:
+    """torch.distributed's rank and world size when it is initialised, else
+    $RANK / $WORLD_SIZE (torchrun sets them), else 0 and 1."""
+    try:
+        import torch.distributed as dist
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except ImportError:
+        pass
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+Batch = Dict[str, Any]
+
+
+class Loader:
+    """Batches of a table version, in a seeded shuffled order, sharded over ranks.
+
+    Args:
+      table: a Table (open_table) or a table directory.
+      batch_size: samples per batch.
+      shuffle: "global" (a new uniform permutation each epoch), "block" (shuffle
+        files, then rows within a buffer of `shuffle_buffer`), or "none".
+      seed: with the epoch, fixes the order and the random augmentations.
+      columns: columns to load (None: all). Tensor columns become [batch, ...]
+        arrays, scalar columns [batch] arrays, string columns lists of str.
+      transforms: per-sample transforms (Transform objects or their dicts).
+      prefetch_bytes: the one memory budget of the pipeline (reads in flight,
+        batch buffers being filled or held by you).
+      drop_last: drop the last short batch and the padding that evens out shards.
+      device: "cpu", or "cuda"/"cuda:N" to copy tensors there (asynchronously
+        from pinned batch buffers when stoke is built with CUDA).
+      to: "torch" (torch.Tensor, zero copy on the CPU) or "numpy" (np.ndarray).
+      rank, world_size: this process's shard; None: see _default_rank_world.
+      **options: the rest of the C++ LoaderOptions: shuffle_buffer, threads,
+        queue_depth, direct, backend ("auto", "io_uring", "pread"),
+        coalesce_bytes, verify_crc, on_error ("raise", "skip"), pin_memory, trace.
+
+    Iteration yields this rank's batches of the current epoch. Iterating again
+    without set_epoch() or load_state_dict() in between moves to the next epoch
+    by itself (what remains of an epoch left early is skipped). Not thread-safe:
+    one consumer thread.
+    """
+
+    def __init__(self, table: Union[Table, PathLike], batch_size: int = 32, shuffle: str = "global",
+                 seed: int = 0, columns: Optional[Sequence[str]] = None,
+                 transforms: Optional[Sequence[Union[Transform, Mapping[str, Any]]]] = None,
+                 prefetch_bytes: int = 512 << 20, drop_last: bool = False, device: str = "cpu",
+                 to: str = "torch", rank: Optional[int] = None, world_size: Optional[int] = None,
+                 **options: Any) -> None:
+        if to not in ("torch", "numpy"):
+            raise ValueError(f"to: expected 'torch' or 'numpy', got {to!r}")
+        if to == "numpy" and device != "cpu":
+            raise ValueError("to='numpy' delivers host arrays only (device must be 'cpu')")
+        if not isinstance(table, Table):
+            table = Table(os.fspath(table))
+        if rank is None or world_size is None:
+            r, w = _default_rank_world()
+            rank = r if rank is None else rank
+            world_size = w if world_size is None else world_size
+        if isinstance(columns, str):
+            columns = [columns]
+        self.table = table
+        self.to = to
+        self.device = device
+        self._torch: Any = None
+        if to == "torch":
+            import torch
+            self._torch = torch
+        self._loader = _stoke.Loader(
+            table.path, columns=None if columns is None else list(columns), version=table.version,
+            where=table.where, batch_size=batch_size, shuffle=shuffle, seed=seed, rank=rank,
+            world_size=world_size, drop_last=drop_last, transforms=_transform_dicts(transforms),
+            prefetch_bytes=prefetch_bytes, **options)
+        # False once an iteration of the current position has begun: the next __iter__ then
+        # starts the following epoch.
+        self._fresh = True
+
+    # -- iteration
+
+    def __iter__(self) -> Iterator[Batch]:
+        if not self._fresh:
+            self._loader.set_epoch(self._loader.epoch + 1)
+        self._fresh = False
+        return self._batches()
+
+    def _batches(self) -> Iterator[Batch]:
+        cuda = self.to == "torch" and self.device != "cpu"
+        copy_done = None  # CUDA event after the previous batch's host-to-device copies
+        try:
+            while True:
+                if copy_done is not None:
+                    # The pinned host buffer of the previous batch may be reused by the loader once its
+                    # arrays are gone: let the asynchronous copy out of it finish first.
+                    copy_done.synchronize()
+                    copy_done = None
+                raw = self._loader.next()
+                if raw is None:
+                    return
+                if self.to == "numpy":
+                    yield raw
+                    continue
+                batch = self._to_torch(raw)
+                if cuda:
+                    batch, copy_done = self._to_device(batch)
+                yield batch
+        finally:
+            if copy_done is not None:
+                copy_done.synchronize()
+
+    def next_batch(self) -> Optional[Batch]:
+        """The next batch of the current position without starting a new epoch, or None at
+        the epoch's end (a lower-level alternative to iteration; numpy or torch as `to`)."""
+        raw = self._loader.next()
+        if raw is None or self.to == "numpy":
+            return raw
+        batch = self._to_torch(raw)
+        if self.device != "cpu":
+            batch, done = self._to_device(batch)
+            done.synchronize()
+        return batch
+
+    def _to_torch(self, raw: Dict[str, Any]) -> Batch:
+        torch = self._torch
+        bf16 = set(raw.pop("__bfloat16__", ()))
+        out: Batch = {}
+        for k, v in raw.items():
+            if not hasattr(v, "__array_interface__"):
+                out[k] = v  # strings, ints
+            elif k in bf16:
+                out[k] = torch.from_numpy(v.view("int16")).view(torch.bfloat16)
+            else:
+                try:
+                    # Shares the batch buffer; the tensor keeps the array (and so the batch) alive.
+                    out[k] = torch.from_numpy(v)
+                except TypeError:
+                    out[k] = v  # uint16/32/64 before torch 2.3: no torch dtype, stays a numpy array
+        return out
+
+    def _to_device(self, batch: Batch) -> Tuple[Batch, Any]:
+        torch = self._torch
+        out = {k: (v.to(self.device, non_blocking=True) if isinstance(v, torch.Tensor) else v)
+               for k, v in batch.items()}
+        done = torch.cuda.Event()
+        done.record()
+        return out, done
+
+    def __len__(self) -> int:
+        """Batches of this rank in the current epoch (from its start or the restored position)."""
+        return self._loader.batches_per_epoch
+
+    # -- position
+
+    def set_epoch(self, epoch: int) -> None:
+        """Position at the start of `epoch`; the next iteration delivers it."""
+        self._loader.set_epoch(epoch)
+        self._fresh = True
+
+    @property
+    def epoch(self) -> int:
+        return self._loader.epoch
+
+    def state_dict(self) -> Dict[str, int]:
+        """{"epoch", "consumed"}: the samples of the epoch's global order that all ranks together
+        have consumed through the batches returned so far (independent of world size)."""
+        epoch, consumed = self._loader.state()
+        return {"epoch": epoch, "consumed": consumed}
+
+    def load_state_dict(self, state: Mapping[str, int]) -> None:
+        """Resume at a state_dict() position; the next iteration delivers the rest of that epoch."""
+        self._loader.restore(int(state["epoch"]), int(state["consumed"]))
+        self._fresh = True
+
+    # -- facts and diagnostics
+
+    @property
+    def num_rows(self) -> int:
+        """Rows of the table version that pass `where`."""
+        return self._loader.num_rows
+
+    @property
+    def samples_per_epoch(self) -> int:
+        return self._loader.samples_per_epoch
+
+    @property
+    def table_version(self) -> int:
+        return self._loader.table_version
+
+    def stats(self) -> Dict[str, Any]:
+        """Throughput and where the time went: samples_per_second, mb_per_second, wait_share,
+        stage_seconds ({"fetch", "decode", "transform", "collate", "wait"}), backend, counts."""
+        return self._loader.stats()
+
+    def shuffle_quality(self) -> Dict[str, float]:
+        """mean_jump and distinct_file_fraction of this rank's order in the current epoch."""
+        return self._loader.shuffle_quality()
+
+    def trace(self, path: PathLike) -> None:
+        """Write the recorded per-stage spans as Chrome trace JSON (needs trace=True)."""
+        self._loader.write_trace(os.fspath(path))
+
+    def close(self) -> None:
+        """Stop the pipeline and its threads now (batches already delivered stay valid)."""
+        self._loader.close()
+
+    def __enter__(self) -> "Loader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def __getattr__(name: str) -> Any:
+    # `stoke.torch` on first use, so that `import stoke` does not import torch.
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'stoke' has no attribute {name!r}")

@@ -1,0 +1,323 @@
+"""Tests of the Python binding (python/stoke, python/src/module.cc): values,
+sharding, resume, errors, zero copy, transforms, Ctrl-C.
+
+Run with Debian's interpreter (numpy, torch and pytest come from Debian):
+
+    STOKE_BIN=build/stoke /usr/bin/python3 -m pytest python/tests/test_loader_python.py
+
+The package is imported from $STOKE_PYTHONPATH (default <repo>/build/python, where
+the `_stoke` CMake target puts it); the tests skip when it is not built there.
+"""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHONPATH = os.environ.get("STOKE_PYTHONPATH") or str(REPO / "build" / "python")
+STOKE_SRC = os.environ.get("STOKE_BIN") or str(REPO / "build" / "stoke")
+
+if not list(Path(PYTHONPATH).glob("stoke/_stoke*.so")):
+    pytest.skip(f"stoke Python module not built (no {PYTHONPATH}/stoke/_stoke*.so; "
+                f"build the _stoke target or set STOKE_PYTHONPATH)", allow_module_level=True)
+if not Path(STOKE_SRC).is_file():
+    pytest.skip(f"no stoke binary at {STOKE_SRC} (set STOKE_BIN)", allow_module_level=True)
+
+sys.path.insert(0, PYTHONPATH)
+import stoke  # noqa: E402
+
+N = 100  # samples; even, so that two ranks with batch size 10 split it exactly
+SAMPLE_SHAPE = (4, 4, 2, 2)  # --shape 4,4,2 --channels 2
+
+
+def run_stoke(*args):
+    r = subprocess.run([STOKE_SRC, "--no-progress", *map(str, args)], capture_output=True, text=True)
+    assert r.returncode == 0, f"stoke {args}: {r.stderr}"
+    return r
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    base = tmp_path_factory.mktemp("loader_py")
+    src, table = base / "src", base / "table"
+    run_stoke("synth", "volumes", "--samples", N, "--shape", "4,4,2", "--channels", "2",
+              "--out", src, "--seed", 11, "--threads", 1)
+    # Two data files, so that block shuffle and multi-file reads are exercised too.
+    run_stoke("ingest", src, "--labels", src / "labels.csv", "--table", table,
+              "--tensor-column", "volume", "--codec", "uncompressed", "--rows-per-file", N // 2)
+    with open(src / "labels.csv", newline="") as f:
+        labels = {r["file"]: r for r in csv.DictReader(f)}
+    return dict(src=src, table=table, labels=labels)
+
+
+def npy(data, name):
+    return np.load(data["src"] / name)
+
+
+def row_ids(loader):
+    return [int(i) for b in loader for i in b["__row_ids__"]]
+
+
+# --------------------------------------------------------------------------
+# values
+
+@pytest.mark.parametrize("to", ["numpy", "torch"])
+def test_values_equal_source_npy(data, to):
+    loader = stoke.Loader(stoke.open_table(data["table"]), batch_size=16, seed=3, to=to, threads=1)
+    assert loader.num_rows == N and len(loader) == (N + 15) // 16
+    seen = []
+    for b in loader:
+        vol = b["volume"] if to == "numpy" else b["volume"].numpy()
+        assert vol.shape[1:] == SAMPLE_SHAPE and vol.dtype == np.float32
+        assert len(b["file"]) == vol.shape[0] == len(b["__row_ids__"])
+        for i, name in enumerate(b["file"]):
+            np.testing.assert_array_equal(vol[i], npy(data, name), err_msg=name)
+            assert int(b["label"][i]) == int(data["labels"][name]["label"])
+            assert float(b["x"][i]) == pytest.approx(float(data["labels"][name]["x"]))
+        seen += b["file"]
+    assert sorted(seen) == sorted(data["labels"]), "every sample exactly once"
+
+
+def test_columns_and_where(data):
+    t = stoke.open_table(data["table"], where="label = 1")
+    loader = stoke.Loader(t, batch_size=7, columns=["file", "volume"], to="numpy", threads=1)
+    expect = sorted(f for f, r in data["labels"].items() if r["label"] == "1")
+    files = []
+    for b in loader:
+        assert set(b) == {"file", "volume", "__row_ids__", "__epoch__", "__index__"}
+        files += b["file"]
+    assert sorted(files) == expect and loader.num_rows == len(expect)
+
+
+def test_table_version_and_open_table_errors(data, tmp_path):
+    loader = stoke.Loader(str(data["table"]), to="numpy")
+    assert loader.table_version == 0
+    with pytest.raises(FileNotFoundError, match="no Delta table"):
+        stoke.open_table(tmp_path / "missing")
+
+
+# --------------------------------------------------------------------------
+# order: shards, epochs, resume
+
+@pytest.mark.parametrize("shuffle", ["global", "block", "none"])
+def test_two_ranks_see_every_sample_once(data, shuffle):
+    for epoch in (0, 1):
+        ranks = []
+        for rank in (0, 1):
+            loader = stoke.Loader(data["table"], batch_size=10, shuffle=shuffle, seed=7, rank=rank,
+                                  world_size=2, drop_last=True, to="numpy", threads=1)
+            loader.set_epoch(epoch)
+            assert len(loader) == N // 20
+            ranks.append(row_ids(loader))
+        assert len(ranks[0]) == len(ranks[1]) == N // 2
+        assert not set(ranks[0]) & set(ranks[1])
+        assert sorted(ranks[0] + ranks[1]) == list(range(N))
+
+
+def test_rank_defaults_from_environment(data, monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    loader = stoke.Loader(data["table"], batch_size=5, to="numpy", drop_last=True)
+    assert loader.samples_per_epoch == N // 4
+
+
+def test_iterating_again_moves_to_the_next_epoch(data):
+    loader = stoke.Loader(data["table"], batch_size=10, seed=1, to="numpy", threads=1)
+    e0 = row_ids(loader)
+    e1 = row_ids(loader)
+    assert loader.epoch == 1 and e0 != e1 and sorted(e0) == sorted(e1) == list(range(N))
+    loader.set_epoch(0)
+    assert row_ids(loader) == e0, "set_epoch repeats an epoch's order exactly"
+
+
+def test_resume_from_state_dict_gives_the_remaining_order(data):
+    kw = dict(batch_size=8, seed=5, to="numpy", threads=1)
+    a = stoke.Loader(data["table"], **kw)
+    a.set_epoch(2)
+    it = iter(a)
+    head = [int(i) for _ in range(3) for i in next(it)["__row_ids__"]]
+    state = a.state_dict()
+    assert state == {"epoch": 2, "consumed": 24}
+    rest = [int(i) for b in it for i in b["__row_ids__"]]
+    assert sorted(head + rest) == list(range(N))
+
+    b = stoke.Loader(data["table"], **kw)
+    b.load_state_dict(state)
+    assert b.samples_per_epoch == N - 24
+    assert row_ids(b) == rest
+
+
+# --------------------------------------------------------------------------
+# errors
+
+def test_unknown_column_names_the_column(data):
+    with pytest.raises(KeyError) as e:
+        stoke.Loader(data["table"], columns=["volume", "no_such_column"], to="numpy")
+    assert "no_such_column" in str(e.value)
+    assert isinstance(e.value, stoke.NotFoundError) and isinstance(e.value, FileNotFoundError)
+
+
+def test_bad_options_raise_value_error(data):
+    with pytest.raises(ValueError, match="shuffle: unknown value 'sideways'"):
+        stoke.Loader(data["table"], shuffle="sideways", to="numpy")
+    with pytest.raises(ValueError, match="unknown value 'twirl'"):
+        stoke.Loader(data["table"], transforms=[{"kind": "twirl"}], to="numpy")
+    with pytest.raises(ValueError, match="batch_size"):  # the C++ message, passed through
+        stoke.Loader(data["table"], batch_size=0, to="numpy")
+    with pytest.raises(ValueError):  # C++ InvalidArgument: trace was not enabled
+        stoke.Loader(data["table"], to="numpy").trace(data["table"] / "t.json")
+
+
+def test_missing_table_raises_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        stoke.Loader(tmp_path / "nothing_here", to="numpy")
+
+
+# --------------------------------------------------------------------------
+# zero copy
+
+def test_batches_are_zero_copy_views_that_keep_their_buffer(data):
+    """Contract: every array of a batch is a writeable view (owndata False) whose
+    `base` is one capsule owning the C++ Batch; the buffer goes back to the
+    loader's pool only when the last array/tensor of the batch is gone, so a
+    kept batch is never overwritten by later batches."""
+    import torch
+    loader = stoke.Loader(data["table"], batch_size=4, seed=2, to="numpy", threads=1,
+                          prefetch_bytes=64 << 10)  # a small pool: buffers get reused
+    it = iter(loader)
+    first = next(it)
+    vol, ids = first["volume"], first["__row_ids__"]
+    assert not vol.flags.owndata and vol.flags.writeable and vol.flags.c_contiguous
+    assert type(vol.base).__name__ == "PyCapsule"
+    assert vol.base is ids.base is first["label"].base, "one owner per batch"
+    assert torch.from_numpy(vol).data_ptr() == vol.ctypes.data
+    kept, kept_ptr = vol.copy(), vol.ctypes.data
+    del first, ids
+    ptrs = set()
+    for b in it:
+        ptrs.add(b["volume"].ctypes.data)
+    assert kept_ptr not in ptrs, "a buffer still referenced was handed out again"
+    np.testing.assert_array_equal(vol, kept)
+    loader.close()  # batches outlive their loader
+    assert loader._loader.closed
+    np.testing.assert_array_equal(vol, kept)
+    del vol  # returns the buffer to the (orphaned) pool
+    with pytest.raises(ValueError, match="closed"):
+        loader.next_batch()
+
+
+def test_torch_tensors_share_the_batch_buffer(data):
+    import torch
+    loader = stoke.Loader(data["table"], batch_size=8, to="torch", threads=1)
+    b = next(iter(loader))
+    assert isinstance(b["volume"], torch.Tensor) and b["volume"].dtype == torch.float32
+    assert b["__row_ids__"].dtype == torch.int64 and isinstance(b["file"], list)
+    assert b["volume"].shape == (8, *SAMPLE_SHAPE)
+
+
+# --------------------------------------------------------------------------
+# transforms
+
+def test_transforms(data):
+    import torch
+    t = [stoke.RandomFlip(axes=(0, 1), p=1.0), stoke.CenterCrop(axes=(0, 1), size=(2, 4)),
+         stoke.ChannelsFirst(), stoke.Cast("bfloat16")]
+    loader = stoke.Loader(data["table"], batch_size=10, transforms=t, threads=1)
+    b = next(iter(loader))
+    assert b["volume"].dtype == torch.bfloat16 and b["volume"].shape == (10, 2, 2, 4, 2)
+    for i, name in enumerate(b["file"]):
+        x = np.flip(npy(data, name), axis=(0, 1))[1:3, :]
+        x = np.moveaxis(x, -1, 0)
+        got = b["volume"][i].float().numpy()
+        np.testing.assert_allclose(got, x, rtol=2 ** -8, atol=0, err_msg=name)
+
+    n = stoke.Loader(data["table"], batch_size=10, transforms=[stoke.Normalize(mean=1.0, std=2.0)],
+                     to="numpy", threads=1)
+    b = next(iter(n))
+    for i, name in enumerate(b["file"]):
+        np.testing.assert_allclose(b["volume"][i], (npy(data, name) - 1.0) / 2.0, rtol=1e-6)
+
+    raw = stoke.Loader(data["table"], batch_size=10, transforms=[{"kind": "cast", "dtype": "bfloat16"}],
+                       to="numpy", threads=1)
+    b = next(iter(raw))
+    assert b["__bfloat16__"] == ["volume"] and b["volume"].dtype == np.uint16
+
+
+# --------------------------------------------------------------------------
+# torch glue, stats, trace
+
+def test_torch_dataloader_and_stats(data, tmp_path):
+    from torch.utils.data import DataLoader
+    loader = stoke.Loader(data["table"], batch_size=16, trace=True, threads=1)
+    ds = stoke.torch.IterableDataset(loader)
+    n = sum(b["volume"].shape[0] for b in DataLoader(ds, batch_size=None))
+    assert n == N and len(ds) == 7
+    s = loader.stats()
+    assert s["samples"] == N and s["batches"] == 7 and s["samples_per_second"] > 0
+    assert {"fetch", "decode", "collate"} <= set(s["stage_seconds"]) and "wait_share" in s
+    loader.trace(tmp_path / "trace.json")
+    assert json.loads((tmp_path / "trace.json").read_text())
+
+
+# --------------------------------------------------------------------------
+# Ctrl-C
+
+def test_sigint_stops_a_loading_loop_with_keyboard_interrupt(data):
+    script = f"""
+import sys
+sys.path.insert(0, {PYTHONPATH!r})
+import stoke
+loader = stoke.Loader({str(data['table'])!r}, batch_size=4, to="numpy", threads=1)
+print("ready", flush=True)
+try:
+    while True:
+        for b in loader:
+            pass
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(3)
+"""
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(0.3)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 3 and "interrupted" in out, err
+
+
+# --------------------------------------------------------------------------
+# the GIL
+
+def test_next_releases_the_gil(data):
+    """With a huge switch interval, another Python thread runs only when this one
+    releases the GIL by itself: next() must do so while it waits for a batch."""
+    import threading
+    loader = stoke.Loader(data["table"], batch_size=10, to="numpy", threads=1)
+    go, ran = threading.Event(), []
+    t = threading.Thread(target=lambda: (go.wait(), ran.append(True)))
+    t.start()
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1000.0)
+    try:
+        time.sleep(0.05)  # the thread is now blocked in go.wait() (without the GIL)
+        go.set()          # runnable from here on, but needs the GIL
+        while not ran and loader.next_batch() is not None:
+            pass
+        got_in = bool(ran)
+    finally:
+        sys.setswitchinterval(old)
+        t.join()
+    assert got_in, "no other thread ran during a whole epoch of next() calls"
