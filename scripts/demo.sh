@@ -25,7 +25,7 @@ echo "== 2. ingest into a Delta table, one Parquet file per sample (the publishe
 files_ingested=$(find "$work/table" -maxdepth 1 -name '*.parquet' | wc -l)
 echo
 echo "== 3. optimize: compact the table's small files in one commit"
-"$stoke" optimize "$work/table"
+"$stoke" optimize "$work/table" --codec uncompressed
 echo
 echo "== 4. the table: inspect, a query with file skipping, history"
 "$stoke" inspect "$work/table" | sed -n 1,16p

@@ -86,7 +86,8 @@ struct LoaderOptions {
   bool drop_last = false;
   std::vector<TransformSpec> transforms;  // Default none.
   // Default 512 MiB. One budget for bytes read and not yet decoded plus batch buffers being filled
-  // or held by the consumer (batch buffers are at least 2 and take at most half of it).
+  // or held by the consumer: batch buffers (at least 2) take at most half of it, reads in flight at
+  // most a quarter (at least 8 MiB), the rest is headroom for pooled buffers and decode scratch.
   int64_t prefetch_bytes = int64_t{512} << 20;
   int threads = 0;                   // Default 0 = one decode/transform worker per core (at least 1).
   int queue_depth = 64;              // Default 64 reads in flight.
