@@ -203,7 +203,9 @@ class Loader::Impl {
   // Records the failure of one sample; `status` names the file and row.
   void FailSample(Slot* s, uint32_t sample, const Status& status);
   void FinishPending(Slot* s, int64_t n);
-  std::string Context(int64_t row, uint32_t column, uint32_t file, int64_t row_in_file) const;
+  // "<file> row <r> (table row <row>) column '<name>'" for error messages; formats a string, so it is
+  // called only once something failed.
+  std::string Context(int64_t row, uint32_t column) const;
   void CompactSkipped(Slot* s);
   Status WriteSampleInto(Slot* s, uint32_t sample, uint32_t column, ByteView sample_bytes);
 
@@ -374,7 +376,6 @@ Status Loader::Impl::Open() {
       scalar_cols.push_back(c);
     }
   }
-  if (tensors_.size() > 1u << 20) return Status::Unsupported("too many tensor columns");
 
   std::optional<Predicate> where;
   if (!o_.where.empty()) {
@@ -478,13 +479,7 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
       auto decode = [&](const ColumnSpec& spec) -> Result<const ColumnValues*> {
         auto it = decoded.find(spec.name);
         if (it != decoded.end()) return &it->second;
-        if (view.IsPartitionColumn(spec.name)) {
-          auto pv = add.partition_values.find(spec.name);
-          std::optional<std::string> text = pv == add.partition_values.end() ? std::nullopt : pv->second;
-          return &decoded.emplace(spec.name, PartitionColumnValues(spec, text, static_cast<size_t>(rows))).first->second;
-        }
-        STOKE_ASSIGN_OR_RETURN(size_t col, reader.FindColumn(spec.name));
-        STOKE_ASSIGN_OR_RETURN(ColumnValues v, reader.ReadColumnChunk(g, col));
+        STOKE_ASSIGN_OR_RETURN(ColumnValues v, ReadRowGroupColumn(view, add, reader, g, spec));
         return &decoded.emplace(spec.name, std::move(v)).first->second;
       };
       if (where && !skip_file && where->MayMatch(RowGroupStats(view, add, reader, g), rows)) {
@@ -683,8 +678,9 @@ void Loader::Impl::GatherScalars(Slot* s) {
   }
 }
 
-std::string Loader::Impl::Context(int64_t row, uint32_t column, uint32_t file, int64_t row_in_file) const {
-  return fmt::format("{} row {} (table row {}) column '{}'", index_->FilePath(file), row_in_file, row,
+std::string Loader::Impl::Context(int64_t row, uint32_t column) const {
+  const SampleIndex::Location loc = index_->Find(row, tensors_[column].index_column);
+  return fmt::format("{} row {} (table row {}) column '{}'", index_->FilePath(loc.file), loc.row_in_file, row,
                      tensors_[column].name);
 }
 
@@ -909,39 +905,33 @@ void Loader::Impl::DecodeRead(Slot* s, size_t read_index) {
     const int64_t row = s->rows[m.sample];
     const TensorColumn& t = tensors_[m.column];
     if (!r.status.ok()) {
-      FailSample(s, m.sample, r.status.WithContext(Context(row, m.column, r.file, index_->Find(row, t.index_column).row_in_file)));
+      FailSample(s, m.sample, r.status.WithContext(Context(row, m.column)));
       continue;
     }
     const int64_t t0 = NowNanos();
     PageDecodeOptions po;
     po.verify_crc = o_.verify_crc;
-    if (r.tail != nullptr) {
-      Status st = CheckSplitSample(r.data.view(), ByteView(r.tail, t.in_bytes), po,
-                                   Context(row, m.column, r.file, index_->Find(row, t.index_column).row_in_file));
+    // The decoders name only "page"; the file and row are added when something failed.
+    Status st;
+    if (r.tail != nullptr) {  // the sample is already in its batch row
+      st = CheckSplitSample(r.data.view(), ByteView(r.tail, t.in_bytes), po, "page");
       trace_.Record(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
-      if (!st.ok()) {
-        FailSample(s, m.sample, st);
-      } else {
-        stat_sample_bytes_ += static_cast<int64_t>(t.in_bytes);
-      }
-      continue;
-    }
-    ByteView page = r.data.view().subspan(m.offset, m.length);
-    const bool direct = t.transforms.empty();
-    MutableByteView dest;
-    if (direct) {
-      dest = MutableByteView(s->tensors[m.column].data() + static_cast<size_t>(m.sample) * t.out_bytes, t.in_bytes);
     } else {
-      t_sample_scratch.Resize(t.in_bytes);
-      dest = t_sample_scratch.mutable_view();
+      ByteView page = r.data.view().subspan(m.offset, m.length);
+      const bool direct = t.transforms.empty();
+      MutableByteView dest;
+      if (direct) {
+        dest = MutableByteView(s->tensors[m.column].data() + static_cast<size_t>(m.sample) * t.out_bytes, t.in_bytes);
+      } else {
+        t_sample_scratch.Resize(t.in_bytes);
+        dest = t_sample_scratch.mutable_view();
+      }
+      st = DecodeSampleFromPage(page, m.codec, m.row_in_page, m.rows_in_page, dest, &t_page_scratch, po, "page");
+      trace_.Record(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
+      if (st.ok() && !direct) st = WriteSampleInto(s, m.sample, m.column, t_sample_scratch.view());
     }
-    const int64_t row_in_file = index_->Find(row, t.index_column).row_in_file;
-    Status st = DecodeSampleFromPage(page, m.codec, m.row_in_page, m.rows_in_page, dest, &t_page_scratch, po,
-                                     Context(row, m.column, r.file, row_in_file));
-    trace_.Record(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
-    if (st.ok() && !direct) st = WriteSampleInto(s, m.sample, m.column, t_sample_scratch.view());
     if (!st.ok()) {
-      FailSample(s, m.sample, st);
+      FailSample(s, m.sample, st.WithContext(Context(row, m.column)));
       continue;
     }
     stat_sample_bytes_ += static_cast<int64_t>(t.in_bytes);
@@ -954,7 +944,6 @@ void Loader::Impl::DecodeSlow(Slot* s, uint32_t sample, uint32_t column) {
   const TensorColumn& t = tensors_[column];
   const int64_t row = s->rows[sample];
   const SampleIndex::Location loc = index_->Find(row, t.index_column);
-  const std::string context = Context(row, column, loc.file, loc.row_in_file);
   const int64_t t0 = NowNanos();
   Status st = [&]() -> Status {
     const ParquetReader* reader = nullptr;
@@ -980,7 +969,7 @@ void Loader::Impl::DecodeSlow(Slot* s, uint32_t sample, uint32_t column) {
   trace_.Record(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
   if (st.ok()) st = WriteSampleInto(s, sample, column, t_sample_scratch.view());
   if (!st.ok()) {
-    FailSample(s, sample, st.WithContext(context));
+    FailSample(s, sample, st.WithContext(Context(row, column)));
   } else {
     stat_sample_bytes_ += static_cast<int64_t>(t.in_bytes);
   }

@@ -58,13 +58,7 @@ Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
       std::map<std::string, ColumnValues> decoded;
       auto decode = [&](size_t c) -> Status {
         if (decoded.count(t.columns[c].name)) return Status::OK();
-        if (t.IsPartitionColumn(t.columns[c].name)) {
-          auto it = add.partition_values.find(t.columns[c].name);
-          std::optional<std::string> text = it == add.partition_values.end() ? std::nullopt : it->second;
-          decoded.emplace(t.columns[c].name, PartitionColumnValues(t.columns[c], text, static_cast<size_t>(n)));
-          return Status::OK();
-        }
-        STOKE_ASSIGN_OR_RETURN(auto v, reader->ReadColumnChunk(g, file_col[c]));
+        STOKE_ASSIGN_OR_RETURN(auto v, ReadRowGroupColumn(t, add, *reader, g, t.columns[c]));
         decoded.emplace(t.columns[c].name, std::move(v));
         return Status::OK();
       };

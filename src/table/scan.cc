@@ -130,6 +130,17 @@ ColumnValues PartitionColumnValues(const ColumnSpec& column, const std::optional
   return out;
 }
 
+Result<ColumnValues> ReadRowGroupColumn(const TableView& table, const delta::AddFile& add, const ParquetReader& reader,
+                                        int row_group, const ColumnSpec& column) {
+  if (table.IsPartitionColumn(column.name)) {
+    auto it = add.partition_values.find(column.name);
+    std::optional<std::string> text = it == add.partition_values.end() ? std::nullopt : it->second;
+    return PartitionColumnValues(column, text, static_cast<size_t>(reader.metadata().row_groups[row_group].num_rows));
+  }
+  STOKE_ASSIGN_OR_RETURN(size_t index, reader.FindColumn(column.name));
+  return reader.ReadColumnChunk(row_group, index);
+}
+
 bool TableView::IsPartitionColumn(const std::string& name) const {
   const auto& pc = snapshot.metadata.partition_columns;
   return std::find(pc.begin(), pc.end(), name) != pc.end();

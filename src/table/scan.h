@@ -29,6 +29,12 @@ std::optional<Value> PartitionValue(const ColumnSpec& column, const std::optiona
 // `rows` copies of a file's partition value (or nulls), as a decoded column.
 ColumnValues PartitionColumnValues(const ColumnSpec& column, const std::optional<std::string>& text, size_t rows);
 
+// The values of `column` in row group `row_group` of the data file `add`, opened as `reader`: decoded
+// from the file, or, for a partition column, the file's partition value repeated for every row.
+// NotFound when a non-partition column is not in the file.
+Result<ColumnValues> ReadRowGroupColumn(const TableView& table, const delta::AddFile& add, const ParquetReader& reader,
+                                        int row_group, const ColumnSpec& column);
+
 Result<TableView> OpenTableView(const std::string& table_dir, std::optional<int64_t> version = std::nullopt);
 
 // Statistics of one data file from its add action's stats JSON and partition values (no bounds
