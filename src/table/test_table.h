@@ -29,80 +29,12 @@ inline std::string TensorOf(int64_t id, int64_t len = 16) {
   return s;
 }
 
-class TestTable {
- public:
-  // tensor_len: bytes per tensor cell; rows of 64 KiB and more get one page each.
-  explicit TestTable(int64_t tensor_len = 16) : tensor_len_(tensor_len) {
-    std::string tmpl = std::filesystem::temp_directory_path() / "stoke_table_XXXXXX";
-    dir_ = mkdtemp(tmpl.data());
-  }
-  ~TestTable() { std::filesystem::remove_all(dir_); }
-  const std::string& dir() const { return dir_; }
-  delta::DeltaLog log() const { return delta::DeltaLog(LocalStorage(), dir_); }
-
-  // Writes one data file with rows [first, first + n) (label = id % 3, name null when id % 4 == 0)
-  // in row groups of `per_group` rows, and commits it (creating the table on first use).
-  int64_t AppendFile(int64_t first, int64_t n, int64_t per_group = 1000) {
-    const auto cols = TestColumns(tensor_len_);
-    const std::string name = "part-" + std::to_string(first) + ".parquet";
-    auto w = ParquetFileWriter::Create(LocalStorage(), dir_ + "/" + name, cols, WriterOptions{});
-    EXPECT_TRUE(w.ok()) << w.status().ToString();
-    RowGroupEncoder enc((*w)->columns(), (*w)->options());
-    for (int64_t g = first; g < first + n; g += per_group) {
-      std::vector<int64_t> ids;
-      std::vector<int32_t> labels;
-      std::vector<std::string> names;
-      std::vector<uint8_t> defined;
-      for (int64_t id = g; id < std::min(first + n, g + per_group); ++id) {
-        ids.push_back(id);
-        labels.push_back(static_cast<int32_t>(id % 3));
-        defined.push_back(id % 4 != 0);
-        if (id % 4 != 0) names.push_back("n" + std::to_string(id % 5));
-        EXPECT_TRUE(enc.AppendTensor(3, AsBytes(TensorOf(id, tensor_len_))).ok());
-      }
-      EXPECT_TRUE(enc.SetScalars(0, ColumnValues{ids, {}}).ok());
-      EXPECT_TRUE(enc.SetScalars(1, ColumnValues{labels, {}}).ok());
-      EXPECT_TRUE(enc.SetScalars(2, ColumnValues{names, defined}).ok());
-      auto rg = enc.Finish();
-      EXPECT_TRUE(rg.ok()) << rg.status().ToString();
-      EXPECT_TRUE((*w)->WriteRowGroup(std::move(*rg)).ok());
-    }
-    EXPECT_TRUE((*w)->Close().ok());
-
-    std::vector<delta::Action> actions;
-    auto log = this->log();
-    int64_t read_version = *log.LatestVersion();
-    if (read_version < 0) {
-      actions.push_back(delta::Protocol{});
-      delta::Metadata m;
-      m.id = "00000000-0000-4000-8000-000000000000";
-      m.schema_string = delta::SchemaToSparkJson(cols);
-      m.configuration[kTensorsMetadataKey] = TensorSpecsToJson(cols);
-      actions.push_back(m);
-    }
-    delta::AddFile add;
-    add.path = name;
-    add.size = static_cast<int64_t>((*w)->bytes_written());
-    add.modification_time = 1;
-    add.stats = delta::StatsJsonFromFooter((*w)->metadata(), cols);
-    actions.push_back(add);
-    auto v = log.Commit(read_version, actions,
-                        read_version < 0 ? delta::CommitKind::kExclusive : delta::CommitKind::kBlindAppend, "WRITE",
-                        nlohmann::json::object());
-    EXPECT_TRUE(v.ok()) << v.status().ToString();
-    return v.ok() ? *v : -1;
-  }
-
- private:
-  int64_t tensor_len_;
-  std::string dir_;
-};
-
-// Writes a data file of TestColumns() with rows [first, first + n) (tensor of row id = TensorOf(id))
-// in row groups of `per_group` rows, without committing it.
+// Writes a data file of TestColumns(tensor_len) with rows [first, first + n) (label = id % 3, name
+// null when id % 4 == 0, tensor = TensorOf(id, tensor_len)) in row groups of `per_group` rows, without
+// committing it.
 inline delta::AddFile WriteDataFile(const std::string& dir, const std::string& name, int64_t first, int64_t n,
-                             int64_t per_group) {
-  const auto cols = TestColumns();
+                                    int64_t per_group, int64_t tensor_len = 16) {
+  const auto cols = TestColumns(tensor_len);
   auto w = ParquetFileWriter::Create(LocalStorage(), dir + "/" + name, cols, WriterOptions{});
   EXPECT_TRUE(w.ok()) << w.status().ToString();
   RowGroupEncoder enc((*w)->columns(), (*w)->options());
@@ -110,15 +42,17 @@ inline delta::AddFile WriteDataFile(const std::string& dir, const std::string& n
     std::vector<int64_t> ids;
     std::vector<int32_t> labels;
     std::vector<std::string> names;
+    std::vector<uint8_t> defined;
     for (int64_t id = g; id < std::min(first + n, g + per_group); ++id) {
       ids.push_back(id);
       labels.push_back(static_cast<int32_t>(id % 3));
-      names.push_back("n");
-      EXPECT_TRUE(enc.AppendTensor(3, AsBytes(TensorOf(id))).ok());
+      defined.push_back(id % 4 != 0);
+      if (id % 4 != 0) names.push_back("n" + std::to_string(id % 5));
+      EXPECT_TRUE(enc.AppendTensor(3, AsBytes(TensorOf(id, tensor_len))).ok());
     }
     EXPECT_TRUE(enc.SetScalars(0, ColumnValues{ids, {}}).ok());
     EXPECT_TRUE(enc.SetScalars(1, ColumnValues{labels, {}}).ok());
-    EXPECT_TRUE(enc.SetScalars(2, ColumnValues{names, {}}).ok());
+    EXPECT_TRUE(enc.SetScalars(2, ColumnValues{names, defined}).ok());
     auto rg = enc.Finish();
     EXPECT_TRUE(rg.ok()) << rg.status().ToString();
     EXPECT_TRUE((*w)->WriteRowGroup(std::move(*rg)).ok());
@@ -132,13 +66,40 @@ inline delta::AddFile WriteDataFile(const std::string& dir, const std::string& n
   return add;
 }
 
+class TestTable;
+inline int64_t CommitAdds(const TestTable& table, std::vector<delta::AddFile> adds);
+
+class TestTable {
+ public:
+  // tensor_len: bytes per tensor cell; rows of 64 KiB and more get one page each.
+  explicit TestTable(int64_t tensor_len = 16) : tensor_len_(tensor_len) {
+    std::string tmpl = std::filesystem::temp_directory_path() / "stoke_table_XXXXXX";
+    dir_ = mkdtemp(tmpl.data());
+  }
+  ~TestTable() { std::filesystem::remove_all(dir_); }
+  const std::string& dir() const { return dir_; }
+  delta::DeltaLog log() const { return delta::DeltaLog(LocalStorage(), dir_); }
+
+  // Writes one data file with rows [first, first + n) (see WriteDataFile) and commits it (creating
+  // the table on first use). Returns the version.
+  int64_t AppendFile(int64_t first, int64_t n, int64_t per_group = 1000) {
+    return CommitAdds(*this, {WriteDataFile(dir_, "part-" + std::to_string(first) + ".parquet", first, n, per_group,
+                                            tensor_len_)});
+  }
+  int64_t tensor_len() const { return tensor_len_; }
+
+ private:
+  int64_t tensor_len_;
+  std::string dir_;
+};
+
 // Commits `adds` in one commit (creating the table when it has none). Returns the version.
 inline int64_t CommitAdds(const TestTable& table, std::vector<delta::AddFile> adds) {
   auto log = table.log();
   const int64_t read_version = *log.LatestVersion();
   std::vector<delta::Action> actions;
   if (read_version < 0) {
-    const auto cols = TestColumns();
+    const auto cols = TestColumns(table.tensor_len());
     actions.push_back(delta::Protocol{});
     delta::Metadata m;
     m.id = "00000000-0000-4000-8000-000000000000";
