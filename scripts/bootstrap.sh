@@ -10,7 +10,7 @@ APT_PACKAGES=(
   zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev libisal-dev libzip-dev liburing-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-dev python3-numpy python3-pytest python3-torch pybind11-dev
+  python3 python3-dev python3-numpy python3-pandas python3-pytest python3-torch pybind11-dev
   coreutils time libmd-dev fio
 )
 # Node.js and npm run the interop tests; a machine may already carry its own (e.g. from NodeSource),

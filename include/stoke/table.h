@@ -32,7 +32,7 @@ struct IngestOptions {
 };
 
 struct IngestReport {
-  int64_t version = -1;                   // the version committed (-1: nothing to do)
+  int64_t version = -1;                   // the version committed (nothing to do: the current version)
   int64_t source_files = 0;               // files found in the source directory
   int64_t skipped = 0;                    // already in the table (append resumes)
   int64_t rows = 0;                       // rows added
@@ -101,6 +101,7 @@ Result<VacuumReport> VacuumTable(const VacuumOptions& options);
 
 }  // namespace stoke
 
+#include "stoke/dtype.h"
 #include "stoke/options.h"
 
 namespace stoke {
@@ -124,6 +125,31 @@ struct QueryReport {
 };
 
 Result<QueryReport> QueryTable(const QueryOptions& options, std::ostream& out);
+
+// One column of a query's result, all matching rows in scan order (options.format is ignored).
+struct QueryColumn {
+  enum class Kind {
+    kScalar,  // `data`: one little-endian element of `dtype` per row (bool, int32, int64, float32, float64)
+    kString,  // `strings`: UTF-8 text per row
+    kBinary,  // `strings`: raw bytes per row (BYTE_ARRAY without a STRING annotation, INT96)
+    kTensor,  // `data`: one C-order tensor of `dtype` and `shape` per row (one positioned read each)
+  };
+  std::string name;
+  Kind kind = Kind::kScalar;
+  DType dtype = DType::kInt64;      // kScalar and kTensor
+  std::vector<int64_t> shape;       // kTensor: the shape of one sample
+  std::vector<uint8_t> data;        // kScalar, kTensor: rows x element (or tensor) bytes; nulls are zeros
+  std::vector<std::string> strings; // kString, kBinary: one per row; nulls are ""
+  std::vector<uint8_t> valid;       // one per row, 1 = present; empty when no row is null
+};
+
+struct QueryResult {
+  QueryReport report;
+  std::vector<QueryColumn> columns;  // the selected columns (all when options.select is empty), in order
+};
+
+// The rows QueryTable would print, as columns. With count_only, only report.rows is filled.
+Result<QueryResult> QueryTableColumns(const QueryOptions& options);
 
 }  // namespace stoke
 

@@ -16,9 +16,11 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -28,6 +30,7 @@
 #include "stoke/loader.h"
 #include "stoke/status.h"
 #include "stoke/table.h"
+#include "stoke/tools.h"
 
 namespace py = pybind11;
 
@@ -334,6 +337,200 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
   return std::make_unique<PyLoader>(std::move(*r));
 }
 
+// ---------------------------------------------------------------------------
+// Table tools. Each runs without the GIL (they read and write many files, on their own threads) and
+// returns its report as a dict; Ctrl-C pressed meanwhile raises when the call returns.
+
+// Runs f() without the GIL, then raises a pending signal or the error of its Result.
+template <typename F>
+auto RunTool(F&& f) {
+  auto r = [&] {
+    py::gil_scoped_release release;
+    return f();
+  }();
+  RaisePendingSignals();
+  if constexpr (std::is_same_v<decltype(r), stoke::Status>) {
+    ThrowIfError(r);
+  } else {
+    if (!r.ok()) ThrowStatus(r.status());
+    return std::move(*r);
+  }
+}
+
+py::dict Ingest(const std::string& source_dir, const std::string& table_dir, const std::string& labels,
+                const std::string& mode, const std::string& tensor_column, const std::string& codec,
+                int compression_level, int64_t target_file_bytes, int64_t row_group_bytes, int64_t rows_per_file,
+                const std::string& partition_by, size_t threads, bool progress) {
+  stoke::IngestOptions o;
+  o.source_dir = source_dir;
+  o.table_dir = table_dir;
+  o.labels_csv = labels;
+  o.mode = mode;
+  o.tensor_column = tensor_column;
+  o.codec = codec;
+  o.compression_level = compression_level;
+  o.target_file_bytes = target_file_bytes;
+  o.row_group_bytes = row_group_bytes;
+  o.rows_per_file = rows_per_file;
+  o.partition_by = partition_by;
+  o.threads = threads;
+  o.progress = progress;
+  const stoke::IngestReport r = RunTool([&] { return stoke::IngestNpy(o); });
+  py::dict d;
+  d["version"] = r.version;
+  d["source_files"] = r.source_files;
+  d["skipped"] = r.skipped;
+  d["rows"] = r.rows;
+  d["files_added"] = r.files_added;
+  d["files_removed"] = r.files_removed;
+  d["bytes_in"] = r.bytes_in;
+  d["bytes_out"] = r.bytes_out;
+  d["seconds"] = r.seconds;
+  return d;
+}
+
+py::dict Optimize(const std::string& table_dir, int64_t target_file_bytes, int64_t row_group_bytes,
+                  const std::string& where, const std::string& sort_by, const std::string& codec, size_t threads,
+                  bool progress) {
+  stoke::OptimizeOptions o;
+  o.table_dir = table_dir;
+  o.target_file_bytes = target_file_bytes;
+  o.row_group_bytes = row_group_bytes;
+  o.where = where;
+  o.sort_by = sort_by;
+  o.codec = codec;
+  o.threads = threads;
+  o.progress = progress;
+  const stoke::OptimizeReport r = RunTool([&] { return stoke::OptimizeTable(o); });
+  py::dict d;
+  d["version"] = r.version;
+  d["files_before"] = r.files_before;
+  d["files_after"] = r.files_after;
+  d["files_removed"] = r.files_removed;
+  d["files_added"] = r.files_added;
+  d["rows_rewritten"] = r.rows_rewritten;
+  d["bytes_rewritten"] = r.bytes_rewritten;
+  d["seconds"] = r.seconds;
+  return d;
+}
+
+py::dict Vacuum(const std::string& table_dir, double retain_hours, bool dry_run) {
+  stoke::VacuumOptions o;
+  o.table_dir = table_dir;
+  o.retain_hours = retain_hours;
+  o.dry_run = dry_run;
+  stoke::VacuumReport r = RunTool([&] { return stoke::VacuumTable(o); });
+  py::dict d;
+  d["files"] = std::move(r.files);
+  d["bytes"] = r.bytes;
+  d["referenced_kept"] = r.referenced_kept;
+  d["dry_run"] = dry_run;
+  return d;
+}
+
+py::dict Synth(const std::string& out_dir, int64_t samples, const std::vector<int64_t>& shape, int64_t channels,
+               uint64_t seed, double label_noise, size_t threads, bool progress) {
+  stoke::SynthVolumesOptions o;
+  o.out_dir = out_dir;
+  o.samples = samples;
+  o.shape = shape;
+  o.channels = channels;
+  o.seed = seed;
+  o.label_noise = label_noise;
+  o.threads = threads;
+  o.progress = progress;
+  const stoke::SynthReport r = RunTool([&] { return stoke::SynthVolumes(o); });
+  py::dict d;
+  d["files"] = r.files;
+  d["bytes"] = r.bytes;
+  d["positives"] = r.positives;
+  d["seconds"] = r.seconds;
+  return d;
+}
+
+// A byte vector moved into a numpy array of `dtype` and `shape` (the array owns it through a capsule).
+py::array ArrayOwning(std::vector<uint8_t>&& bytes, const py::dtype& dtype, std::vector<py::ssize_t> shape) {
+  auto* owned = new std::vector<uint8_t>(std::move(bytes));
+  py::capsule base(owned, [](void* p) { delete static_cast<std::vector<uint8_t>*>(p); });
+  static const uint64_t kEmpty = 0;
+  void* data = owned->empty() ? static_cast<void*>(const_cast<uint64_t*>(&kEmpty)) : owned->data();
+  return py::array(dtype, std::move(shape), {}, data, base);
+}
+
+// {"columns": {name: ndarray | list}, "valid": {name: uint8 ndarray}, "rows", "files_scanned", ...}:
+// scalar and tensor columns as typed arrays ([rows] and [rows, *shape]; null cells are zeros), strings
+// and bytes as lists (None for nulls); "valid" holds the columns that have nulls.
+py::dict Query(const std::string& table_dir, const std::string& where, std::optional<std::vector<std::string>> columns,
+               int64_t limit, std::optional<int64_t> version, bool count_only) {
+  stoke::QueryOptions o;
+  o.table_dir = table_dir;
+  o.where = where;
+  if (columns) o.select = std::move(*columns);
+  o.limit = limit;
+  o.version = version;
+  o.count_only = count_only;
+  stoke::QueryResult r = RunTool([&] { return stoke::QueryTableColumns(o); });
+  py::dict out;
+  out["rows"] = r.report.rows;
+  out["files_total"] = r.report.files_total;
+  out["files_scanned"] = r.report.files_scanned;
+  out["row_groups_total"] = r.report.row_groups_total;
+  out["row_groups_scanned"] = r.report.row_groups_scanned;
+  py::dict cols, valid;
+  if (!count_only) {
+    for (stoke::QueryColumn& c : r.columns) {
+      const py::str name(c.name);
+      const auto rows = static_cast<py::ssize_t>(c.valid.empty() ? 0 : c.valid.size());
+      using K = stoke::QueryColumn::Kind;
+      if (c.kind == K::kString || c.kind == K::kBinary) {
+        py::list values(c.strings.size());
+        for (size_t i = 0; i < c.strings.size(); ++i) {
+          if (!c.valid.empty() && c.valid[i] == 0) {
+            values[i] = py::none();
+          } else if (c.kind == K::kString) {
+            PyObject* s = PyUnicode_DecodeUTF8(c.strings[i].data(), static_cast<Py_ssize_t>(c.strings[i].size()),
+                                               "surrogateescape");
+            if (s == nullptr) throw py::error_already_set();
+            values[i] = py::reinterpret_steal<py::object>(s);
+          } else {
+            values[i] = py::bytes(c.strings[i]);
+          }
+        }
+        cols[name] = std::move(values);
+      } else {
+        const size_t elem = stoke::DTypeSize(c.dtype);
+        size_t per_row = elem;
+        std::vector<py::ssize_t> shape = {0};
+        for (int64_t d : c.shape) {
+          shape.push_back(static_cast<py::ssize_t>(d));
+          per_row *= static_cast<size_t>(d);
+        }
+        shape[0] = static_cast<py::ssize_t>(per_row == 0 ? rows : c.data.size() / per_row);
+        cols[name] = ArrayOwning(std::move(c.data), NumpyDType(c.dtype), std::move(shape));
+      }
+      if (!c.valid.empty()) {
+        const auto n = static_cast<py::ssize_t>(c.valid.size());
+        valid[name] = ArrayOwning(std::move(c.valid), py::dtype::of<uint8_t>(), {n});
+      }
+    }
+  }
+  out["columns"] = std::move(cols);
+  out["valid"] = std::move(valid);
+  return out;
+}
+
+std::string History(const std::string& table_dir, int64_t limit) {
+  std::ostringstream out;
+  RunTool([&] { return stoke::PrintTableHistory(table_dir, limit, /*json=*/true, out); });
+  return out.str();
+}
+
+std::string Inspect(const std::string& table_dir, std::optional<int64_t> version) {
+  std::ostringstream out;
+  RunTool([&] { return stoke::InspectTable(table_dir, version, /*json=*/true, out); });
+  return out.str();
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_stoke, m) {
@@ -350,6 +547,29 @@ PYBIND11_MODULE(_stoke, m) {
   }
 
   m.def("is_table", &stoke::IsTableDirectory, py::arg("path"), "True when `path` is a directory holding a Delta log.");
+
+  m.def("ingest", &Ingest, py::arg("source_dir"), py::arg("table_dir"), py::kw_only(), py::arg("labels") = "",
+        py::arg("mode") = "append", py::arg("tensor_column") = "data", py::arg("codec") = "zstd",
+        py::arg("compression_level") = 0, py::arg("target_file_bytes") = int64_t{1} << 30,
+        py::arg("row_group_bytes") = int64_t{128} << 20, py::arg("rows_per_file") = 0, py::arg("partition_by") = "",
+        py::arg("threads") = 0, py::arg("progress") = true);
+  m.def("optimize", &Optimize, py::arg("table_dir"), py::kw_only(), py::arg("target_file_bytes") = int64_t{1} << 30,
+        py::arg("row_group_bytes") = int64_t{128} << 20, py::arg("where") = "", py::arg("sort_by") = "",
+        py::arg("codec") = "zstd", py::arg("threads") = 0, py::arg("progress") = true);
+  m.def("vacuum", &Vacuum, py::arg("table_dir"), py::kw_only(), py::arg("retain_hours") = 168.0,
+        py::arg("dry_run") = false);
+  m.def("synth_volumes", &Synth, py::arg("out_dir"), py::kw_only(), py::arg("samples") = 2000,
+        py::arg("shape") = std::vector<int64_t>{30, 30, 10}, py::arg("channels") = 10, py::arg("seed") = 0,
+        py::arg("label_noise") = 0.05, py::arg("threads") = 0, py::arg("progress") = true);
+  m.def("query", &Query, py::arg("table_dir"), py::kw_only(), py::arg("where") = "", py::arg("columns") = py::none(),
+        py::arg("limit") = -1, py::arg("version") = py::none(), py::arg("count_only") = false);
+  m.def("history", &History, py::arg("table_dir"), py::kw_only(), py::arg("limit") = 0,
+        "One JSON object per version, newest first (as `stoke history --json`).");
+  m.def("inspect", &Inspect, py::arg("table_dir"), py::kw_only(), py::arg("version") = py::none(),
+        "The table's description as JSON (as `stoke inspect DIR --json`).");
+  m.def("checkpoint", [](const std::string& table_dir, std::optional<int64_t> version) {
+    RunTool([&] { return stoke::CheckpointTable(table_dir, version); });
+  }, py::arg("table_dir"), py::kw_only(), py::arg("version") = py::none());
 
   py::class_<PyLoader>(m, "Loader")
       .def(py::init(&OpenLoader), py::arg("table_dir"), py::kw_only(), py::arg("columns") = py::none(),

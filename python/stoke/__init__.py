@@ -33,15 +33,16 @@ features), RuntimeError (anything else).
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _stoke
 from ._stoke import NotFoundError
 
 __all__ = [
-    "Table", "open_table", "Loader", "NotFoundError",
+    "Table", "open_table", "ingest", "synth_volumes", "Loader", "NotFoundError",
     "Transform", "Cast", "Normalize", "RandomFlip", "RandomRot90", "RandomCrop", "CenterCrop",
     "ChannelsFirst", "ChannelsLast",
 ]
@@ -54,13 +55,105 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 @dataclass(frozen=True)
 class Table:
-    """A table version to load: the table directory, an optional version (time
-    travel; None = latest) and an optional `where` predicate over scalar columns
-    (the syntax of `stoke query --where`). Cheap: nothing is read until a Loader
-    opens it."""
+    """A table: its directory, an optional version (time travel; None = latest)
+    and an optional `where` predicate over scalar columns (the syntax of
+    `stoke query --where`, e.g. "label = 1 AND split = 'train'"). Cheap: nothing
+    is read until a Loader opens it or a method is called.
+
+    Reading methods (query, count, info, history) see `version` and `where`;
+    maintenance methods (optimize, vacuum, checkpoint) act on the latest version
+    of the table directory and commit new versions."""
     path: str
     version: Optional[int] = None
     where: str = ""
+
+    # -- views
+
+    def at(self, version: Optional[int]) -> "Table":
+        """The same table at another version (None: the latest)."""
+        return replace(self, version=version)
+
+    def filter(self, where: str) -> "Table":
+        """The rows of this table that also match `where`."""
+        return replace(self, where=self._where(where))
+
+    def _where(self, where: str) -> str:
+        if self.where and where:
+            return f"({self.where}) AND ({where})"
+        return where or self.where
+
+    # -- reading
+
+    def query(self, where: str = "", columns: Optional[Sequence[str]] = None, limit: Optional[int] = None,
+              to: str = "numpy") -> Any:
+        """Rows matching `where` (and the table's own `where`), in table order.
+
+        Files and row groups whose statistics exclude the predicate are skipped.
+        Returns, with to="numpy", a dict {column: array}: scalar columns as typed
+        [rows] arrays, tensor columns as [rows, *shape] arrays (one positioned read
+        per cell: select them only for modest row counts; the Loader is the fast
+        path for training), string and binary columns as object arrays with None
+        for nulls. A scalar column with nulls also has "<column>.valid" (uint8,
+        1 = present; null cells hold 0). With to="pandas", a pandas.DataFrame
+        (nullable dtypes for columns with nulls, tensor cells as arrays)."""
+        if to not in ("numpy", "pandas"):
+            raise ValueError(f"to: expected 'numpy' or 'pandas', got {to!r}")
+        if isinstance(columns, str):
+            columns = [columns]
+        r = _stoke.query(self.path, where=self._where(where), columns=None if columns is None else list(columns),
+                         limit=-1 if limit is None else int(limit), version=self.version)
+        import numpy as np
+        out: Dict[str, Any] = {}
+        for name, values in r["columns"].items():
+            if isinstance(values, list):
+                arr = np.empty(len(values), dtype=object)
+                arr[:] = values
+                values = arr
+            out[name] = values
+            valid = r["valid"].get(name)
+            if valid is not None and values.dtype != object:
+                out[name + ".valid"] = valid
+        if to == "numpy":
+            return out
+        return _to_pandas(out, r["valid"])
+
+    def count(self, where: str = "") -> int:
+        """The number of rows matching `where` (and the table's own `where`)."""
+        return int(_stoke.query(self.path, where=self._where(where), version=self.version, count_only=True)["rows"])
+
+    def info(self) -> Dict[str, Any]:
+        """Version, timestamp, schema (with tensor dtypes and shapes), files, rows and bytes of the
+        table version, as `stoke inspect DIR --json`."""
+        return json.loads(_stoke.inspect(self.path, version=self.version))
+
+    def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """The table's versions, newest first: version, timestamp (ms), operation, files_added,
+        files_removed, bytes_added, bytes_removed, commitInfo."""
+        text = _stoke.history(self.path, limit=0 if limit is None else int(limit))
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    # -- maintenance
+
+    def optimize(self, target_file_bytes: int = 1 << 30, where: str = "", sort_by: str = "",
+                 codec: str = "zstd", row_group_bytes: int = 128 << 20, threads: int = 0,
+                 progress: bool = True) -> Dict[str, Any]:
+        """Compact small files into files of about `target_file_bytes` (one commit, dataChange=false;
+        readers of older versions are unaffected). `where` limits it to files whose statistics may
+        match; `sort_by` orders rows by a scalar column within the new files (and rewrites every
+        matching file). Returns the report: version (-1: nothing to do), files_before, files_after,
+        files_removed, files_added, rows_rewritten, bytes_rewritten, seconds."""
+        return _stoke.optimize(self.path, target_file_bytes=target_file_bytes, row_group_bytes=row_group_bytes,
+                               where=where, sort_by=sort_by, codec=codec, threads=threads, progress=progress)
+
+    def vacuum(self, retain_hours: float = 168.0, dry_run: bool = False) -> Dict[str, Any]:
+        """Delete data files that no version inside the retention window references and that are
+        older than it (7 days by default, as Delta Lake). Returns files (relative paths deleted, or
+        to delete with dry_run), bytes and referenced_kept."""
+        return _stoke.vacuum(self.path, retain_hours=retain_hours, dry_run=dry_run)
+
+    def checkpoint(self) -> None:
+        """Write a Delta checkpoint of the latest version (commits write one every 10 versions)."""
+        _stoke.checkpoint(self.path)
 
 
 def open_table(path: PathLike, version: Optional[int] = None, where: str = "") -> Table:
@@ -71,6 +164,64 @@ def open_table(path: PathLike, version: Optional[int] = None, where: str = "") -
     if not _stoke.is_table(p):
         raise NotFoundError(f"{p}: no Delta table (no _delta_log directory)")
     return Table(p, version, where)
+
+
+def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None, mode: str = "append",
+           tensor_column: str = "data", codec: str = "zstd", compression_level: int = 0,
+           target_file_bytes: int = 1 << 30, row_group_bytes: int = 128 << 20, rows_per_file: int = 0,
+           partition_by: str = "", threads: int = 0, progress: bool = True) -> Dict[str, Any]:
+    """Ingest the .npy/.npz files of directory `source` into the table at `table` (created when
+    missing), as `stoke ingest`.
+
+    labels: a CSV with a `file` column (the file name) whose other columns become scalar columns.
+    mode: "append" adds the files not yet in the table (re-running resumes an interrupted ingest);
+      "overwrite" replaces the table's contents in one new version.
+    codec: "zstd", "lz4_raw", "snappy", "gzip" or "uncompressed". Noisy float data hardly compresses
+      and decompression then bounds loading on few cores: prefer "uncompressed" there.
+    rows_per_file: exactly this many rows per data file (0: files of about target_file_bytes).
+    partition_by: a labels column to partition by (Hive-style directories).
+
+    Returns the report: version (the version committed; when every source file is already in the
+    table, the current one with files_added 0), source_files, skipped, rows, files_added,
+    files_removed, bytes_in, bytes_out, seconds. Open the result with open_table(table)."""
+    return _stoke.ingest(os.fspath(source), os.fspath(table), labels="" if labels is None else os.fspath(labels),
+                         mode=mode, tensor_column=tensor_column, codec=codec, compression_level=compression_level,
+                         target_file_bytes=target_file_bytes, row_group_bytes=row_group_bytes,
+                         rows_per_file=rows_per_file, partition_by=partition_by, threads=threads, progress=progress)
+
+
+def synth_volumes(out: PathLike, samples: int = 2000, shape: Sequence[int] = (30, 30, 10), channels: int = 10,
+                  seed: int = 0, label_noise: float = 0.05, threads: int = 0, progress: bool = True) -> Dict[str, Any]:
+    """Write `samples` synthetic volumes (float32 [*shape, channels], one .npy file each) and
+    labels.csv (file, label, x, y, split) into `out`, as `stoke synth volumes`. The label says
+    whether a buried body is present; `label_noise` of the labels are flipped. Same seed, same
+    bytes. Returns files, bytes, positives, seconds."""
+    return _stoke.synth_volumes(os.fspath(out), samples=samples, shape=[int(d) for d in shape], channels=channels,
+                                seed=seed, label_noise=label_noise, threads=threads, progress=progress)
+
+
+def _to_pandas(columns: Dict[str, Any], valid: Mapping[str, Any]) -> Any:
+    try:
+        import pandas as pd
+    except ImportError as e:
+        raise ImportError("Table.query(to='pandas') needs pandas (Debian: apt-get install python3-pandas)") from e
+    data: Dict[str, Any] = {}
+    for name, values in columns.items():
+        if name.endswith(".valid") and name[:-len(".valid")] in valid:
+            continue
+        if values.ndim > 1:
+            data[name] = list(values)  # one array per cell
+        elif name in valid and values.dtype != object:
+            mask = valid[name] == 0  # pandas' masked arrays: True = missing
+            if values.dtype.kind == "b":
+                data[name] = pd.arrays.BooleanArray(values, mask)
+            elif values.dtype.kind == "f":
+                data[name] = pd.arrays.FloatingArray(values, mask)
+            else:
+                data[name] = pd.arrays.IntegerArray(values, mask)
+        else:
+            data[name] = values
+    return pd.DataFrame(data)
 
 
 # ---------------------------------------------------------------------------

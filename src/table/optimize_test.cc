@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <sstream>
 
 #include "stoke/table.h"
@@ -173,6 +174,74 @@ TEST(Query, TimeTravelsAndLimits) {
   auto r = QueryTable(q, rows);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(rows.str(), "{\"id\":0}\n{\"id\":1}\n{\"id\":2}\n");
+}
+
+TEST(Query, ColumnsHoldTheRowsQueryPrints) {
+  TestTable t(8);
+  t.AppendFile(0, 30, 10);
+  t.AppendFile(30, 30, 10);
+  QueryOptions q;
+  q.table_dir = t.dir();
+  q.where = "id >= 25 AND id < 41";  // rows from both files, several row groups
+  q.select = {"t", "id", "name", "label"};
+  auto r = QueryTableColumns(q);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->report.rows, 16);
+  EXPECT_EQ(r->report.files_scanned, 2);
+  ASSERT_EQ(r->columns.size(), 4u);
+  const QueryColumn& tensor = r->columns[0];
+  const QueryColumn& id = r->columns[1];
+  const QueryColumn& name = r->columns[2];
+  const QueryColumn& label = r->columns[3];
+  EXPECT_EQ(tensor.kind, QueryColumn::Kind::kTensor);
+  EXPECT_EQ(tensor.dtype, DType::kUInt8);
+  EXPECT_EQ(tensor.shape, std::vector<int64_t>{8});
+  EXPECT_TRUE(tensor.valid.empty());
+  ASSERT_EQ(tensor.data.size(), 16u * 8);
+  EXPECT_EQ(id.kind, QueryColumn::Kind::kScalar);
+  EXPECT_EQ(id.dtype, DType::kInt64);
+  ASSERT_EQ(id.data.size(), 16u * 8);
+  EXPECT_EQ(label.dtype, DType::kInt32);
+  ASSERT_EQ(label.data.size(), 16u * 4);
+  EXPECT_EQ(name.kind, QueryColumn::Kind::kString);
+  ASSERT_EQ(name.strings.size(), 16u);
+  ASSERT_EQ(name.valid.size(), 16u);  // ids 28, 32, 36, 40 have null names
+  for (int64_t i = 0; i < 16; ++i) {
+    const int64_t want = 25 + i;
+    int64_t got = 0;
+    std::memcpy(&got, id.data.data() + i * 8, 8);
+    EXPECT_EQ(got, want);
+    int32_t lab = 0;
+    std::memcpy(&lab, label.data.data() + i * 4, 4);
+    EXPECT_EQ(lab, want % 3);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(tensor.data.data()) + i * 8, 8), TensorOf(want, 8)) << want;
+    EXPECT_EQ(name.valid[i], want % 4 != 0 ? 1 : 0) << want;
+    EXPECT_EQ(name.strings[i], want % 4 != 0 ? "n" + std::to_string(want % 5) : "") << want;
+  }
+
+  // The same rows as the printed query, in the same order.
+  q.select = {"id"};
+  q.format = CatOptions::Format::kCsv;
+  q.limit = 5;
+  std::ostringstream printed;
+  ASSERT_TRUE(QueryTable(q, printed).ok());
+  EXPECT_EQ(printed.str(), "id\n25\n26\n27\n28\n29\n");
+  r = QueryTableColumns(q);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->columns[0].data.size(), 5u * 8);
+  int64_t last = 0;
+  std::memcpy(&last, r->columns[0].data.data() + 4 * 8, 8);
+  EXPECT_EQ(last, 29);
+
+  q.limit = -1;
+  q.where = "id > 1000";
+  r = QueryTableColumns(q);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->report.rows, 0);
+  EXPECT_TRUE(r->columns[0].data.empty());
+  q.where = "";
+  q.select = {"nope"};
+  EXPECT_EQ(QueryTableColumns(q).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

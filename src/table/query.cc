@@ -1,60 +1,81 @@
 // `stoke query`: predicate scans over a table's scalar columns with file and row-group skipping.
+// One scan (ScanMatches) feeds two consumers: the printer of `stoke query` and the columnar result
+// of QueryTableColumns (the Python binding's `Table.query`).
 #include <fmt/format.h>
+
+#include <cstring>
 
 #include "format/row_printer.h"
 #include "stoke/table.h"
 #include "table/scan.h"
 
 namespace stoke {
+namespace {
 
-Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
-  STOKE_ASSIGN_OR_RETURN(TableView t, OpenTableView(o.table_dir, o.version));
+struct Scan {
+  TableView t;
   std::optional<Predicate> where;
-  if (!o.where.empty()) {
-    STOKE_ASSIGN_OR_RETURN(where, Predicate::Parse(o.where));
-    STOKE_RETURN_IF_ERROR(where->Bind(t.columns));
-  }
-  // Selected columns, by table column index.
-  std::vector<size_t> selected;
-  if (o.select.empty()) {
-    for (size_t c = 0; c < t.columns.size(); ++c) selected.push_back(c);
-  } else {
-    for (const auto& name : o.select) {
-      auto it = std::find_if(t.columns.begin(), t.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
-      if (it == t.columns.end()) {
-        std::vector<std::string> names;
-        for (const auto& c : t.columns) names.push_back(c.name);
-        return Status::InvalidArgument(fmt::format("--select: unknown column '{}' (columns: {})", name, fmt::join(names, ", ")));
-      }
-      selected.push_back(static_cast<size_t>(it - t.columns.begin()));
-    }
-  }
-  std::vector<RowPrinter::Column> pcols;
-  for (size_t c : selected) pcols.push_back({t.columns[c].name, t.columns[c].type, t.columns[c].is_string});
-  RowPrinter printer(pcols, o.format);
+  std::vector<size_t> selected;  // table column indexes, in output order
+};
 
-  QueryReport report;
-  report.files_total = static_cast<int64_t>(t.snapshot.files.size());
+Result<Scan> PrepareScan(const QueryOptions& o) {
+  Scan s;
+  STOKE_ASSIGN_OR_RETURN(s.t, OpenTableView(o.table_dir, o.version));
+  const auto& columns = s.t.columns;
+  if (!o.where.empty()) {
+    STOKE_ASSIGN_OR_RETURN(s.where, Predicate::Parse(o.where));
+    STOKE_RETURN_IF_ERROR(s.where->Bind(columns));
+  }
+  if (o.select.empty()) {
+    for (size_t c = 0; c < columns.size(); ++c) s.selected.push_back(c);
+  }
+  for (const auto& name : o.select) {
+    auto it = std::find_if(columns.begin(), columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
+    if (it == columns.end()) {
+      std::vector<std::string> names;
+      for (const auto& c : columns) names.push_back(c.name);
+      return Status::InvalidArgument(fmt::format("select: unknown column '{}' (columns: {})", name, fmt::join(names, ", ")));
+    }
+    s.selected.push_back(static_cast<size_t>(it - columns.begin()));
+  }
+  return s;
+}
+
+// What ScanMatches hands its consumer for each row group with matching rows.
+struct MatchedRows {
+  const ParquetReader& reader;
+  int row_group;
+  const std::vector<size_t>& file_column;             // by table column: index in the data file
+  const std::map<std::string, ColumnValues>& decoded;  // the selected scalar columns (and the predicate's)
+  const std::vector<size_t>& rows;                     // matching rows of the row group, ascending
+};
+
+// Visits the rows matching the predicate, file by file and row group by row group (snapshot order),
+// skipping files and row groups whose statistics exclude it; stops after o.limit rows. With
+// o.count_only, counts without decoding the selected columns and without calling on_rows.
+template <typename OnRows>
+Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, OnRows&& on_rows) {
+  const TableView& t = s.t;
   const bool want_rows = !o.count_only;
+  auto limit_reached = [&] { return want_rows && o.limit >= 0 && report->rows >= o.limit; };
+  report->files_total = static_cast<int64_t>(t.snapshot.files.size());
   for (const auto& add : t.snapshot.files) {
-    if (want_rows && o.limit >= 0 && report.rows >= o.limit) break;
+    if (limit_reached()) break;
     int64_t records = -1;
-    if (where && !where->MayMatch(FileStats(add, t.columns, &records), records)) continue;
-    ++report.files_scanned;
+    if (s.where && !s.where->MayMatch(FileStats(add, t.columns, &records), records)) continue;
+    ++report->files_scanned;
     STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), t.FilePath(add)));
     std::vector<size_t> file_col(t.columns.size());
     for (size_t c = 0; c < t.columns.size(); ++c) {
       if (t.IsPartitionColumn(t.columns[c].name)) continue;  // its values come from the log
       STOKE_ASSIGN_OR_RETURN(file_col[c], reader->FindColumn(t.columns[c].name));
     }
-    report.row_groups_total += reader->num_row_groups();
+    report->row_groups_total += reader->num_row_groups();
     for (int g = 0; g < reader->num_row_groups(); ++g) {
-      if (want_rows && o.limit >= 0 && report.rows >= o.limit) break;
+      if (limit_reached()) break;
       const int64_t n = reader->metadata().row_groups[g].num_rows;
-      if (where && !where->MayMatch(RowGroupStats(t, add, *reader, g), n)) continue;
-      ++report.row_groups_scanned;
-      // Decode the predicate's columns and the selected scalar columns; tensor cells are read one
-      // positioned read per matching row.
+      if (s.where && !s.where->MayMatch(RowGroupStats(t, add, *reader, g), n)) continue;
+      ++report->row_groups_scanned;
       std::map<std::string, ColumnValues> decoded;
       auto decode = [&](size_t c) -> Status {
         if (decoded.count(t.columns[c].name)) return Status::OK();
@@ -63,53 +84,89 @@ Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
         return Status::OK();
       };
       std::vector<uint8_t> keep(static_cast<size_t>(n), 1);
-      if (where) {
+      if (s.where) {
         std::map<std::string, const ColumnValues*> cols;
-        for (const auto& name : where->columns()) {
+        for (const auto& name : s.where->columns()) {
           auto it = std::find_if(t.columns.begin(), t.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
           STOKE_RETURN_IF_ERROR(decode(static_cast<size_t>(it - t.columns.begin())));
           cols[name] = &decoded.at(name);
         }
-        STOKE_RETURN_IF_ERROR(where->Evaluate(cols, static_cast<size_t>(n), &keep));
+        STOKE_RETURN_IF_ERROR(s.where->Evaluate(cols, static_cast<size_t>(n), &keep));
       }
       if (!want_rows) {
-        for (uint8_t k : keep) report.rows += k;
+        for (uint8_t k : keep) report->rows += k;
         continue;
       }
-      for (size_t c : selected) {
+      std::vector<size_t> rows;
+      for (int64_t r = 0; r < n && !(o.limit >= 0 && report->rows + static_cast<int64_t>(rows.size()) >= o.limit); ++r) {
+        if (keep[r]) rows.push_back(static_cast<size_t>(r));
+      }
+      if (rows.empty()) continue;
+      for (size_t c : s.selected) {
         if (!t.columns[c].tensor) STOKE_RETURN_IF_ERROR(decode(c));
       }
-      // Index of each row's value among the present values, per selected scalar column.
-      std::vector<std::vector<int64_t>> value_index(selected.size());
-      for (size_t s = 0; s < selected.size(); ++s) {
-        if (t.columns[selected[s]].tensor) continue;
-        const auto& v = decoded.at(t.columns[selected[s]].name);
-        value_index[s].resize(static_cast<size_t>(n));
-        int64_t next = 0;
-        for (int64_t r = 0; r < n; ++r) {
-          bool present = v.defined.empty() || v.defined[r];
-          value_index[s][r] = present ? next++ : -1;
-        }
-      }
-      AlignedBuffer cell;
-      for (int64_t r = 0; r < n; ++r) {
-        if (!keep[r]) continue;
-        if (o.limit >= 0 && report.rows >= o.limit) break;
-        std::vector<std::optional<std::string>> row(selected.size());
-        for (size_t s = 0; s < selected.size(); ++s) {
-          const size_t c = selected[s];
-          if (t.columns[c].tensor) {
-            STOKE_RETURN_IF_ERROR(reader->ReadBinaryCell(reader->row_group_starts()[g] + r, file_col[c], &cell));
-            row[s] = BinaryCell(AsChars(cell.view()));
-          } else if (value_index[s][r] >= 0) {
-            row[s] = RowPrinter::CellText(pcols[s], decoded.at(t.columns[c].name).values, static_cast<size_t>(value_index[s][r]));
-          }
-        }
-        printer.AddRow(std::move(row));
-        ++report.rows;
-      }
+      STOKE_RETURN_IF_ERROR(on_rows(MatchedRows{*reader, g, file_col, decoded, rows}));
+      report->rows += static_cast<int64_t>(rows.size());
     }
   }
+  return Status::OK();
+}
+
+// One tensor cell (one positioned read); NotFound for a null cell.
+Status ReadTensorCell(const ParquetReader& reader, int row_group, size_t row, size_t file_column, AlignedBuffer* cell) {
+  return reader.ReadBinaryCell(reader.row_group_starts()[row_group] + static_cast<int64_t>(row), file_column, cell);
+}
+
+DType ScalarDType(parquet::Type type) {
+  switch (type) {
+    case parquet::Type::kBoolean: return DType::kBool;
+    case parquet::Type::kInt32: return DType::kInt32;
+    case parquet::Type::kFloat: return DType::kFloat32;
+    case parquet::Type::kDouble: return DType::kFloat64;
+    default: return DType::kInt64;
+  }
+}
+
+}  // namespace
+
+Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
+  STOKE_ASSIGN_OR_RETURN(Scan s, PrepareScan(o));
+  const TableView& t = s.t;
+  std::vector<RowPrinter::Column> pcols;
+  for (size_t c : s.selected) pcols.push_back({t.columns[c].name, t.columns[c].type, t.columns[c].is_string});
+  RowPrinter printer(pcols, o.format);
+
+  QueryReport report;
+  AlignedBuffer cell;
+  STOKE_RETURN_IF_ERROR(ScanMatches(s, o, &report, [&](const MatchedRows& m) -> Status {
+    // Index of each row's value among the present values, per selected scalar column.
+    std::vector<std::vector<int64_t>> value_index(s.selected.size());
+    for (size_t k = 0; k < s.selected.size(); ++k) {
+      const ColumnSpec& col = t.columns[s.selected[k]];
+      if (col.tensor) continue;
+      const auto& v = m.decoded.at(col.name);
+      value_index[k].resize(v.num_rows());
+      int64_t next = 0;
+      for (size_t r = 0; r < v.num_rows(); ++r) value_index[k][r] = (v.defined.empty() || v.defined[r]) ? next++ : -1;
+    }
+    for (size_t r : m.rows) {
+      std::vector<std::optional<std::string>> row(s.selected.size());
+      for (size_t k = 0; k < s.selected.size(); ++k) {
+        const size_t c = s.selected[k];
+        if (t.columns[c].tensor) {
+          Status st = ReadTensorCell(m.reader, m.row_group, r, m.file_column[c], &cell);
+          if (st.code() == StatusCode::kNotFound) continue;  // null
+          STOKE_RETURN_IF_ERROR(st);
+          row[k] = BinaryCell(AsChars(cell.view()));
+        } else if (value_index[k][r] >= 0) {
+          row[k] = RowPrinter::CellText(pcols[k], m.decoded.at(t.columns[c].name).values,
+                                        static_cast<size_t>(value_index[k][r]));
+        }
+      }
+      printer.AddRow(std::move(row));
+    }
+    return Status::OK();
+  }));
   if (o.count_only) {
     out << report.rows << "\n";
   } else {
@@ -119,6 +176,85 @@ Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
                            : "");
   }
   return report;
+}
+
+Result<QueryResult> QueryTableColumns(const QueryOptions& o) {
+  STOKE_ASSIGN_OR_RETURN(Scan s, PrepareScan(o));
+  const TableView& t = s.t;
+  QueryResult result;
+  for (size_t c : s.selected) {
+    const ColumnSpec& spec = t.columns[c];
+    QueryColumn q;
+    q.name = spec.name;
+    if (spec.tensor) {
+      q.kind = QueryColumn::Kind::kTensor;
+      q.dtype = spec.tensor->dtype;
+      q.shape = spec.tensor->shape;
+    } else if (spec.type == parquet::Type::kByteArray || spec.type == parquet::Type::kFixedLenByteArray ||
+               spec.type == parquet::Type::kInt96) {
+      q.kind = spec.is_string ? QueryColumn::Kind::kString : QueryColumn::Kind::kBinary;
+    } else {
+      q.kind = QueryColumn::Kind::kScalar;
+      q.dtype = ScalarDType(spec.type);
+    }
+    result.columns.push_back(std::move(q));
+  }
+
+  AlignedBuffer cell;
+  STOKE_RETURN_IF_ERROR(ScanMatches(s, o, &result.report, [&](const MatchedRows& m) -> Status {
+    for (size_t k = 0; k < s.selected.size(); ++k) {
+      const ColumnSpec& spec = t.columns[s.selected[k]];
+      QueryColumn& q = result.columns[k];
+      const size_t before = q.valid.size();  // rows so far (valid is kept for every row, trimmed at the end)
+      if (spec.tensor) {
+        const size_t cell_bytes = static_cast<size_t>(spec.tensor->num_bytes());
+        q.data.resize((before + m.rows.size()) * cell_bytes);
+        for (size_t i = 0; i < m.rows.size(); ++i) {
+          Status st = ReadTensorCell(m.reader, m.row_group, m.rows[i], m.file_column[s.selected[k]], &cell);
+          uint8_t* dst = q.data.data() + (before + i) * cell_bytes;
+          if (st.code() == StatusCode::kNotFound) {  // null: zeros, marked invalid
+            std::memset(dst, 0, cell_bytes);
+            q.valid.push_back(0);
+            continue;
+          }
+          STOKE_RETURN_IF_ERROR(st);
+          if (cell.size() != cell_bytes) {
+            return Status::Corruption(fmt::format("{}: row {} of row group {}: column '{}' holds {} bytes, its tensor "
+                                                  "type {}{} needs {}", m.reader.path(), m.rows[i], m.row_group,
+                                                  spec.name, cell.size(), DTypeName(spec.tensor->dtype),
+                                                  fmt::format("[{}]", fmt::join(spec.tensor->shape, ",")), cell_bytes));
+          }
+          std::memcpy(dst, cell.data(), cell_bytes);
+          q.valid.push_back(1);
+        }
+        continue;
+      }
+      const ColumnValues taken = TakeRows(m.decoded.at(spec.name), m.rows);
+      size_t v = 0;  // next present value
+      for (size_t i = 0; i < m.rows.size(); ++i) q.valid.push_back(taken.defined.empty() || taken.defined[i] ? 1 : 0);
+      std::visit(
+          [&](const auto& values) {
+            using T = typename std::decay_t<decltype(values)>::value_type;
+            if constexpr (std::is_same_v<T, std::string>) {
+              for (size_t i = 0; i < m.rows.size(); ++i) q.strings.push_back(q.valid[before + i] ? values[v++] : std::string());
+            } else {
+              const size_t size = sizeof(T);
+              q.data.resize((before + m.rows.size()) * size);
+              uint8_t* dst = q.data.data() + before * size;
+              for (size_t i = 0; i < m.rows.size(); ++i, dst += size) {
+                const T x = q.valid[before + i] ? values[v++] : T{};
+                std::memcpy(dst, &x, size);
+              }
+            }
+          },
+          taken.values);
+    }
+    return Status::OK();
+  }));
+  for (QueryColumn& q : result.columns) {
+    if (std::find(q.valid.begin(), q.valid.end(), 0) == q.valid.end()) q.valid.clear();
+  }
+  return result;
 }
 
 }  // namespace stoke

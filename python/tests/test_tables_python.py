@@ -1,0 +1,190 @@
+"""Tests of the table tools from Python (stoke.ingest, stoke.synth_volumes, Table.query / count /
+info / history / optimize / vacuum / checkpoint): results equal the source files and the CLI's,
+nulls survive, errors keep their messages.
+
+    STOKE_BIN=build/stoke /usr/bin/python3 -m pytest python/tests/test_tables_python.py
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHONPATH = os.environ.get("STOKE_PYTHONPATH") or str(REPO / "build" / "python")
+STOKE_BIN = os.environ.get("STOKE_BIN") or str(REPO / "build" / "stoke")
+
+if not list(Path(PYTHONPATH).glob("stoke/_stoke*.so")):
+    pytest.skip(f"stoke Python module not built (no {PYTHONPATH}/stoke/_stoke*.so; "
+                f"build the _stoke target or set STOKE_PYTHONPATH)", allow_module_level=True)
+if not Path(STOKE_BIN).is_file():
+    pytest.skip(f"no stoke binary at {STOKE_BIN} (set STOKE_BIN)", allow_module_level=True)
+
+sys.path.insert(0, PYTHONPATH)
+import stoke  # noqa: E402
+
+N = 60
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """N small volumes, a labels CSV with nullable columns (score: double, ok: bool, note: string),
+    ingested from Python in three data files."""
+    base = tmp_path_factory.mktemp("tables_py")
+    src = base / "src"
+    r = stoke.synth_volumes(src, samples=N, shape=(3, 3, 2), channels=2, seed=5, threads=1, progress=False)
+    assert r["files"] == N and r["bytes"] > 0
+    rows = list(csv.DictReader(open(src / "labels.csv", newline="")))
+    labels = base / "labels.csv"
+    expect = {}
+    with open(labels, "w", newline="") as f:
+        f.write("file,label,split,score,ok,note\n")
+        for i, row in enumerate(rows):
+            score = None if i % 3 == 0 else i * 0.5
+            ok = None if i % 4 == 1 else bool(i % 2)
+            note = None if i % 5 == 2 else f"n{i}"
+            f.write(f"{row['file']},{row['label']},{row['split']},{'' if score is None else score},"
+                    f"{'' if ok is None else str(ok).lower()},{'' if note is None else note}\n")
+            expect[row["file"]] = dict(label=int(row["label"]), split=row["split"], score=score, ok=ok, note=note)
+    table = base / "table"
+    r = stoke.ingest(src, table, labels=labels, tensor_column="volume", codec="uncompressed",
+                     rows_per_file=N // 3, threads=1, progress=False)
+    assert r["version"] == 0 and r["rows"] == N and r["files_added"] == 3 and r["source_files"] == N
+    return dict(src=src, table=table, labels=labels, expect=expect)
+
+
+def test_query_values_equal_sources(data):
+    t = stoke.open_table(data["table"])
+    q = t.query(columns=["file", "volume", "label", "split"])
+    assert set(q) == {"file", "volume", "label", "split"}
+    assert q["volume"].shape == (N, 3, 3, 2, 2) and q["volume"].dtype == np.float32
+    assert q["label"].dtype == np.int32 and q["file"].dtype == object
+    assert sorted(q["file"]) == sorted(data["expect"])
+    for i, name in enumerate(q["file"]):
+        np.testing.assert_array_equal(q["volume"][i], np.load(data["src"] / name))
+        assert q["label"][i] == data["expect"][name]["label"]
+        assert q["split"][i] == data["expect"][name]["split"]
+
+
+def test_query_nulls_as_valid_masks_and_none(data):
+    q = stoke.open_table(data["table"]).query(columns=["file", "score", "ok", "note"])
+    assert q["score"].dtype == np.float64 and q["ok"].dtype == np.bool_
+    for i, name in enumerate(q["file"]):
+        e = data["expect"][name]
+        assert q["score.valid"][i] == (e["score"] is not None)
+        assert q["score"][i] == (0.0 if e["score"] is None else e["score"])
+        assert q["ok.valid"][i] == (e["ok"] is not None)
+        if e["ok"] is not None:
+            assert q["ok"][i] == e["ok"]
+        assert q["note"][i] == e["note"]  # None for nulls
+    assert "note.valid" not in q and "file.valid" not in q
+
+
+def test_query_where_limit_and_table_where_combine(data):
+    expect = data["expect"]
+    t = stoke.open_table(data["table"])
+    q = t.query("label = 1 AND score IS NOT NULL", columns=["file", "label"])
+    want = sorted(f for f, e in expect.items() if e["label"] == 1 and e["score"] is not None)
+    assert sorted(q["file"]) == want and set(q["label"]) <= {1}
+    assert t.count("label = 1 AND score IS NOT NULL") == len(want)
+    train = t.filter("split = 'train'")
+    assert train.count() == sum(e["split"] == "train" for e in expect.values())
+    both = train.query("label = 0", columns=["file"])["file"]
+    assert sorted(both) == sorted(f for f, e in expect.items() if e["split"] == "train" and e["label"] == 0)
+    assert len(t.query(columns=["file"], limit=7)["file"]) == 7
+    empty = t.query("label = 99", columns=["file", "volume", "score"])
+    assert len(empty["file"]) == 0 and empty["volume"].shape == (0, 3, 3, 2, 2) and len(empty["score"]) == 0
+
+
+def test_query_same_rows_as_cli(data):
+    r = subprocess.run([STOKE_BIN, "query", str(data["table"]), "--where", "ok = TRUE", "--select", "file,score",
+                        "--format", "json"], capture_output=True, text=True, check=True)
+    cli = [json.loads(line) for line in r.stdout.splitlines()]
+    q = stoke.open_table(data["table"]).query("ok = TRUE", columns=["file", "score"])
+    assert [c["file"] for c in cli] == list(q["file"])
+    for c, s, v in zip(cli, q["score"], q["score.valid"]):
+        assert (c["score"] is None) == (v == 0) and (c["score"] is None or c["score"] == s)
+
+
+def test_query_to_pandas(data):
+    pd = pytest.importorskip("pandas")
+    df = stoke.open_table(data["table"]).query(columns=["file", "score", "ok", "note", "label", "volume"], to="pandas")
+    assert isinstance(df, pd.DataFrame) and len(df) == N
+    assert list(df.columns) == ["file", "score", "ok", "note", "label", "volume"]
+    assert str(df["score"].dtype) == "Float64" and str(df["ok"].dtype) == "boolean"
+    assert str(df["label"].dtype) == "int32"
+    for _, row in df.iterrows():
+        e = data["expect"][row["file"]]
+        assert (row["score"] is pd.NA) == (e["score"] is None)
+        assert (row["ok"] is pd.NA) == (e["ok"] is None)
+        assert row["note"] == e["note"]
+        np.testing.assert_array_equal(row["volume"], np.load(data["src"] / row["file"]))
+
+
+def test_info_history_optimize_vacuum_time_travel(tmp_path, data):
+    # A private copy: this test commits new versions.
+    table = tmp_path / "t"
+    r = stoke.ingest(data["src"], table, labels=data["labels"], codec="uncompressed", rows_per_file=10,
+                     progress=False)
+    assert r["files_added"] == N // 10
+    t = stoke.open_table(table)
+    info = t.info()
+    assert info["version"] == 0 and info["rows"] == N and info["files"] == N // 10
+    tensor = [c for c in info["schema"] if c["name"] == "data"][0]["tensor"]
+    assert tensor == {"dtype": "float32", "shape": [3, 3, 2, 2]}
+
+    # Appending again resumes: nothing new.
+    again = stoke.ingest(data["src"], table, labels=data["labels"], progress=False)
+    assert again["version"] == 0 and again["skipped"] == N and again["files_added"] == 0
+
+    before = t.query(columns=["file", "data"])
+    o = t.optimize(codec="uncompressed", progress=False)
+    assert o["version"] == 1 and o["files_before"] == N // 10 and o["files_after"] == 1 and o["rows_rewritten"] == N
+    assert t.info()["files"] == 1 and t.at(0).info()["files"] == N // 10
+    after = t.query(columns=["file", "data"])
+    order = np.argsort(after["file"])
+    np.testing.assert_array_equal(np.sort(before["file"]), after["file"][order])
+    np.testing.assert_array_equal(before["data"][np.argsort(before["file"])], after["data"][order])
+
+    h = t.history()
+    assert [(x["version"], x["operation"]) for x in h] == [(1, "OPTIMIZE"), (0, "WRITE")]
+    assert h[0]["files_removed"] == N // 10 and h[0]["files_added"] == 1 and isinstance(h[0]["timestamp"], int)
+    assert len(t.history(limit=1)) == 1
+
+    dry = t.vacuum(retain_hours=0, dry_run=True)
+    assert dry["dry_run"] and len(dry["files"]) == N // 10 and dry["bytes"] > 0
+    assert t.at(0).count() == N  # a dry run deletes nothing
+    done = t.vacuum(retain_hours=0)
+    assert sorted(done["files"]) == sorted(dry["files"])
+    assert all(not (table / f).exists() for f in done["files"])
+    assert t.count() == N
+    with pytest.raises(OSError):
+        t.at(0).query(columns=["data"])  # its files are gone
+
+    t.checkpoint()
+    assert list((table / "_delta_log").glob("*.checkpoint.parquet"))
+
+
+def test_errors_keep_their_messages(tmp_path, data):
+    with pytest.raises(stoke.NotFoundError, match="no Delta table"):
+        stoke.open_table(tmp_path / "nope")
+    t = stoke.open_table(data["table"])
+    with pytest.raises(ValueError, match="unknown column 'nope'"):
+        t.query("nope = 1")
+    with pytest.raises(ValueError, match="unknown column 'nope'"):
+        t.query(columns=["nope"])
+    with pytest.raises(ValueError, match="to:"):
+        t.query(to="arrow")
+    with pytest.raises(stoke.NotFoundError):
+        t.at(99).count()
+    with pytest.raises(ValueError, match="codec"):
+        stoke.ingest(data["src"], tmp_path / "t2", codec="brotli9", progress=False)
+    with pytest.raises(stoke.NotFoundError):
+        stoke.ingest(tmp_path / "missing", tmp_path / "t3", progress=False)
+    with pytest.raises(stoke.NotFoundError):
+        stoke.Table(str(tmp_path / "nope")).history()
