@@ -1,0 +1,173 @@
+"""Tests of examples/train_volumes.py and of stoke's sharding under torchrun: the example
+trains with either loader and reports sane numbers, alone and as two gloo processes, and two
+ranks of a torchrun job read every table row exactly once per epoch.
+
+Run with Debian's interpreter (numpy, torch and pytest come from Debian):
+
+    STOKE_BIN=build/stoke /usr/bin/python3 -m pytest python/tests/test_train_volumes.py
+
+The package is imported from $STOKE_PYTHONPATH (default <repo>/build/python, where
+the `_stoke` CMake target puts it); the tests skip when it is not built there.
+torchrun runs as `python -m torch.distributed.run` of this interpreter.
+"""
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHONPATH = os.environ.get("STOKE_PYTHONPATH") or str(REPO / "build" / "python")
+STOKE_SRC = os.environ.get("STOKE_BIN") or str(REPO / "build" / "stoke")
+EXAMPLE = REPO / "examples" / "train_volumes.py"
+WORKER = Path(__file__).resolve().parent / "dist_epoch_worker.py"
+
+if not list(Path(PYTHONPATH).glob("stoke/_stoke*.so")):
+    pytest.skip(f"stoke Python module not built (no {PYTHONPATH}/stoke/_stoke*.so; "
+                f"build the _stoke target or set STOKE_PYTHONPATH)", allow_module_level=True)
+if not Path(STOKE_SRC).is_file():
+    pytest.skip(f"no stoke binary at {STOKE_SRC} (set STOKE_BIN)", allow_module_level=True)
+
+N = 200          # samples; two ranks with batch size 10 split them without padding
+BATCH = 16       # for the example runs
+MAX_BATCHES = 3  # training batches per epoch in the single-process example runs
+
+
+def run_stoke(*args):
+    r = subprocess.run([STOKE_SRC, "--no-progress", *map(str, args)], capture_output=True, text=True)
+    assert r.returncode == 0, f"stoke {args}: {r.stderr}"
+    return r
+
+
+def env():
+    e = dict(os.environ)
+    e["PYTHONPATH"] = PYTHONPATH + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
+    return e
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun(script, *args, timeout=120):
+    """`torchrun --nproc_per_node 2 script args` on this interpreter, on a free local port.
+
+    --redirects 2 --tee 2: torch 1.13's launcher cannot parse its own default ("0") under
+    Python 3.11; with these, workers' stderr still reaches us and stdout stays unprefixed.
+    --monitor_interval: notice the workers' exit in 0.2 s instead of 5 s."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
+           "--master_addr", "127.0.0.1", "--master_port", str(free_port()), "--monitor_interval", "0.2",
+           "--redirects", "2", "--tee", "2", str(script), *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=timeout, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """N small volumes (8x8x4 voxels, 2 channels) as .npy files and as a table of 4 data files."""
+    base = tmp_path_factory.mktemp("train_volumes")
+    src, table = base / "src", base / "table"
+    run_stoke("synth", "volumes", "--samples", N, "--shape", "8,8,4", "--channels", "2",
+              "--out", src, "--seed", 5, "--threads", 1)
+    run_stoke("ingest", src, "--labels", src / "labels.csv", "--table", table,
+              "--tensor-column", "volume", "--codec", "uncompressed", "--rows-per-file", N // 4)
+    return dict(src=src, table=table)
+
+
+def loader_args(data, loader):
+    if loader == "stoke":
+        return ["--loader", "stoke", "--table", data["table"]]
+    return ["--loader", "torch", "--npy-dir", data["src"], "--num-workers", 1]
+
+
+def json_lines(stdout):
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def check_epoch(rec, loader, world_size):
+    assert rec["event"] == "epoch" and rec["loader"] == loader and rec["world_size"] == world_size
+    assert math.isfinite(rec["train_loss"]) and rec["train_loss"] > 0
+    assert rec["epoch_seconds"] > 0 and 0 <= rec["wait_seconds"] <= rec["epoch_seconds"]
+    assert 0 <= rec["wait_share"] <= 1
+    assert rec["samples_per_second"] > 0
+    assert 0 <= rec["val_accuracy"] <= 1 and rec["val_samples"] > 0
+    assert rec["gpu_busy_share"] is None  # CPU run
+
+
+# --------------------------------------------------------------------------
+# the example, one process
+
+@pytest.mark.parametrize("loader", ["stoke", "torch"])
+def test_example_trains_one_epoch(data, loader):
+    args = [*loader_args(data, loader), "--epochs", 1, "--batch-size", BATCH, "--max-batches", MAX_BATCHES,
+            "--threads", 1, "--json"]
+    r = subprocess.run([sys.executable, str(EXAMPLE), *map(str, args)], capture_output=True, text=True,
+                       env=env(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    epoch, summary = json_lines(r.stdout)
+    check_epoch(epoch, loader, 1)
+    assert epoch["epoch"] == 0 and epoch["samples"] == MAX_BATCHES * BATCH
+    # Validation is never capped: every split = 'val' sample of labels.csv is counted once.
+    with open(data["src"] / "labels.csv") as f:
+        n_val = sum(1 for line in f if line.rstrip().endswith(",val"))
+    assert epoch["val_samples"] == n_val
+    assert summary["event"] == "summary" and summary["epochs"] == 1
+    assert summary["final_val_accuracy"] == epoch["val_accuracy"]
+    assert 0 <= summary["wait_share"] <= 1
+    if loader == "stoke":
+        assert summary["loader_stats"]["samples_per_second"] > 0
+
+
+def test_example_rejects_a_missing_data_option():
+    r = subprocess.run([sys.executable, str(EXAMPLE), "--loader", "stoke"], capture_output=True,
+                       text=True, env=env(), timeout=60)
+    assert r.returncode == 2 and "--table" in r.stderr
+
+
+# --------------------------------------------------------------------------
+# torchrun
+
+def test_two_ranks_read_every_row_exactly_once_per_epoch(data, tmp_path):
+    out = tmp_path / "order.json"
+    r = torchrun(WORKER, "--table", data["table"], "--out", out, "--epochs", 2, "--batch-size", 10,
+                 "--seed", 3)
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(out.read_text())
+    assert rec["world_size"] == 2 and rec["num_rows"] == N
+    # The Loader was given no rank or world size and the workers' RANK / WORLD_SIZE were removed:
+    # half the rows each means it took the shard from torch.distributed.
+    assert [x["rank"] for x in rec["ranks"]] == [0, 1]
+    for x in rec["ranks"]:
+        assert x["samples_per_epoch"] == N // 2 and x["batches_per_epoch"] == N // 20
+    orders = []
+    for epoch, (ids0, ids1) in enumerate(rec["epochs"]):
+        assert len(ids0) == len(ids1) == N // 2, f"epoch {epoch}: no padding expected"
+        assert not set(ids0) & set(ids1), f"epoch {epoch}: ranks overlap"
+        assert sorted(ids0 + ids1) == list(range(N)), f"epoch {epoch}: not every row exactly once"
+        # Rank r holds positions r, r + 2, ... of the epoch's global order.
+        orders.append([i for pair in zip(ids0, ids1) for i in pair])
+    assert orders[0] != orders[1], "the two epochs have the same order"
+    assert orders[0] != list(range(N)), "the order is not shuffled"
+
+
+@pytest.mark.parametrize("loader", ["stoke", "torch"])
+def test_example_under_torchrun(data, loader):
+    r = torchrun(EXAMPLE, *loader_args(data, loader), "--epochs", 1, "--batch-size", BATCH, "--json")
+    assert r.returncode == 0, r.stderr
+    lines = json_lines(r.stdout)
+    assert len(lines) == 2, f"only rank 0 prints: {r.stdout}"
+    epoch, summary = lines
+    check_epoch(epoch, loader, 2)
+    # Each rank trains on a disjoint half of the training rows, short batches dropped.
+    with open(data["src"] / "labels.csv") as f:
+        n_train = sum(1 for line in f if line.rstrip().endswith(",train"))
+    # stoke (drop_last): floor(n / 2) per rank; DistributedSampler (drop_last): ceil((n - 2) / 2).
+    per_rank = n_train // 2 if loader == "stoke" else math.ceil((n_train - 2) / 2)
+    assert epoch["samples"] == 2 * (per_rank // BATCH) * BATCH
+    assert summary["world_size"] == 2 and summary["epochs"] == 1
