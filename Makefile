@@ -54,6 +54,8 @@ bench: build
 	@bash bench/table_open.sh $(BUILD)/stoke
 	@bash bench/load_vs_baselines.sh $(BUILD)/stoke
 	@bash bench/loader_open.sh $(BUILD)/stoke
+	@bash bench/python_overhead.sh $(BUILD)/stoke
+	@bash bench/train_volumes.sh $(BUILD)/stoke
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz $(BUILD)-tsan

@@ -150,7 +150,8 @@ class StokeData:
         self.stoke = stoke
         self.device = device
         dev = str(device)
-        common = dict(batch_size=args.batch_size, columns=["volume", "label"], device=dev,
+        self.column = args.column
+        common = dict(batch_size=args.batch_size, columns=[self.column, "label"], device=dev,
                       prefetch_bytes=args.prefetch_mb << 20, threads=args.loader_threads)
         flips = [stoke.RandomFlip(axes=(0, 1))] if args.flip else []
         # rank and world size: from torch.distributed when it is initialised (Loader's default).
@@ -163,22 +164,24 @@ class StokeData:
         self.train_rows, self.val_rows = self.train.num_rows, self.val.num_rows
 
     def sample_shape(self) -> Tuple[int, ...]:
-        """[C, X, Y, Z] of one training sample (read from the table, not inferred)."""
-        probe = self.stoke.Loader(self.stoke.open_table(self.train.table.path), batch_size=1,
-                                  shuffle="none", columns=["volume"], transforms=[self.stoke.ChannelsFirst()],
-                                  threads=1, prefetch_bytes=16 << 20, rank=0, world_size=1)
-        with probe:
-            return tuple(probe.next_batch()["volume"].shape[1:])
+        """[C, X, Y, Z] of one training sample, from the table's schema."""
+        schema = self.train.table.info()["schema"]
+        tensor = next((c.get("tensor") for c in schema if c["name"] == self.column), None)
+        if tensor is None:
+            raise SystemExit(f"train_volumes: {self.train.table.path} has no tensor column '{self.column}' "
+                             f"(columns: {', '.join(c['name'] for c in schema)}); see --column")
+        *spatial, channels = tensor["shape"]
+        return (channels, *spatial)
 
     def train_batches(self, epoch: int) -> Iterator[Batch]:
         self.train.set_epoch(epoch)
         for b in self.train:
-            yield b["volume"], b["label"].to(self.device, torch.float32)
+            yield b[self.column], b["label"].to(self.device, torch.float32)
 
     def val_batches(self) -> Iterator[Batch]:
         self.val.set_epoch(0)
         for b in self.val:
-            yield b["volume"], b["label"].to(self.device, torch.float32)
+            yield b[self.column], b["label"].to(self.device, torch.float32)
 
     def stats(self) -> Dict[str, Any]:
         s = self.train.stats()
@@ -330,7 +333,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--loader", choices=("stoke", "torch"), default="stoke", help="input pipeline (default stoke)")
-    p.add_argument("--table", help="stoke: the table directory (columns volume, label, split)")
+    p.add_argument("--table", help="stoke: the table directory (columns label, split and the tensor column)")
+    p.add_argument("--column", default="volume", help="stoke: the table's tensor column (default volume)")
     p.add_argument("--npy-dir", help="torch: directory of .npy volumes with labels.csv (file,label,...,split)")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=32, help="per process (default 32)")
