@@ -26,6 +26,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
+source bench/common.sh
 stoke=${1:-build/stoke}
 samples=${BENCH_SAMPLES:-20000}
 work=${BENCH_DIR:-build/bench-load}
@@ -61,18 +62,7 @@ mkdir -p "$work"
 : >"$results"
 
 # ---- data: N volumes (seed 0) and their table; reused when present with the right count --------
-have=0
-if [ -d "$vol" ]; then have=$(find "$vol" -maxdepth 1 -name '*.npy' | wc -l); fi
-if [ "$have" -ne "$samples" ]; then
-  note "writing $samples volumes to $vol"
-  rm -rf "$vol" "$table"
-  "$stoke" --no-progress synth volumes --samples "$samples" --seed 0 --out "$vol" >/dev/null
-fi
-if [ ! -d "$table/_delta_log" ]; then
-  note "ingesting them into $table"
-  rm -rf "$table"
-  "$stoke" --no-progress ingest "$vol" --labels "$vol/labels.csv" --table "$table" --codec "$codec" >/dev/null
-fi
+volumes_and_table "$stoke" "$vol" "$table" "$samples" "$codec"
 
 # ---- helpers ------------------------------------------------------------------------------------
 can_drop=0

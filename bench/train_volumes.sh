@@ -11,6 +11,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
+source bench/common.sh
 stoke=${1:-build/stoke}
 samples=${BENCH_SAMPLES:-20000}
 work=${BENCH_DIR:-build/bench-load}
@@ -26,19 +27,7 @@ compgen -G "$pypath/stoke/_stoke*.so" >/dev/null || die "no stoke Python module 
 vol=$work/volumes
 table=$work/table
 mkdir -p "$work"
-have=0
-if [ -d "$vol" ]; then have=$(find "$vol" -maxdepth 1 -name '*.npy' | wc -l); fi
-if [ "$have" -ne "$samples" ]; then
-  echo "train_volumes: writing $samples volumes to $vol" >&2
-  rm -rf "$vol" "$table"
-  "$stoke" --no-progress synth volumes --samples "$samples" --seed 0 --out "$vol" >/dev/null
-fi
-if [ ! -d "$table/_delta_log" ] || [ "$("$stoke" query "$table" --count)" -ne "$samples" ]; then
-  echo "train_volumes: ingesting them into $table" >&2
-  rm -rf "$table"
-  "$stoke" --no-progress ingest "$vol" --labels "$vol/labels.csv" --table "$table" \
-    --codec uncompressed >/dev/null
-fi
+volumes_and_table "$stoke" "$vol" "$table" "$samples" uncompressed
 
 drop_caches() {
   if [ -w /proc/sys/vm/drop_caches ] && [ "$(id -u)" -eq 0 ]; then sync; echo 3 >/proc/sys/vm/drop_caches; fi

@@ -16,32 +16,18 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-PYTHONPATH = os.environ.get("STOKE_PYTHONPATH") or str(REPO / "build" / "python")
-STOKE_SRC = os.environ.get("STOKE_BIN") or str(REPO / "build" / "stoke")
+from stoke_env import PYTHONPATH, import_stoke, run_stoke
 
-if not list(Path(PYTHONPATH).glob("stoke/_stoke*.so")):
-    pytest.skip(f"stoke Python module not built (no {PYTHONPATH}/stoke/_stoke*.so; "
-                f"build the _stoke target or set STOKE_PYTHONPATH)", allow_module_level=True)
-if not Path(STOKE_SRC).is_file():
-    pytest.skip(f"no stoke binary at {STOKE_SRC} (set STOKE_BIN)", allow_module_level=True)
+stoke = import_stoke()
 
-sys.path.insert(0, PYTHONPATH)
-import stoke  # noqa: E402
 
 N = 100  # samples; even, so that two ranks with batch size 10 split it exactly
 SAMPLE_SHAPE = (4, 4, 2, 2)  # --shape 4,4,2 --channels 2
 
-
-def run_stoke(*args):
-    r = subprocess.run([STOKE_SRC, "--no-progress", *map(str, args)], capture_output=True, text=True)
-    assert r.returncode == 0, f"stoke {args}: {r.stderr}"
-    return r
 
 
 @pytest.fixture(scope="module")

@@ -7,26 +7,15 @@ nulls survive, errors keep their messages.
 
 import csv
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-PYTHONPATH = os.environ.get("STOKE_PYTHONPATH") or str(REPO / "build" / "python")
-STOKE_BIN = os.environ.get("STOKE_BIN") or str(REPO / "build" / "stoke")
+from stoke_env import STOKE_BIN, import_stoke
 
-if not list(Path(PYTHONPATH).glob("stoke/_stoke*.so")):
-    pytest.skip(f"stoke Python module not built (no {PYTHONPATH}/stoke/_stoke*.so; "
-                f"build the _stoke target or set STOKE_PYTHONPATH)", allow_module_level=True)
-if not Path(STOKE_BIN).is_file():
-    pytest.skip(f"no stoke binary at {STOKE_BIN} (set STOKE_BIN)", allow_module_level=True)
+stoke = import_stoke()
 
-sys.path.insert(0, PYTHONPATH)
-import stoke  # noqa: E402
 
 N = 60
 

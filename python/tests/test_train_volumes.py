@@ -21,27 +21,16 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-PYTHONPATH = os.environ.get("STOKE_PYTHONPATH") or str(REPO / "build" / "python")
-STOKE_SRC = os.environ.get("STOKE_BIN") or str(REPO / "build" / "stoke")
+from stoke_env import PYTHONPATH, REPO, import_stoke, run_stoke
 EXAMPLE = REPO / "examples" / "train_volumes.py"
 WORKER = Path(__file__).resolve().parent / "dist_epoch_worker.py"
 
-if not list(Path(PYTHONPATH).glob("stoke/_stoke*.so")):
-    pytest.skip(f"stoke Python module not built (no {PYTHONPATH}/stoke/_stoke*.so; "
-                f"build the _stoke target or set STOKE_PYTHONPATH)", allow_module_level=True)
-if not Path(STOKE_SRC).is_file():
-    pytest.skip(f"no stoke binary at {STOKE_SRC} (set STOKE_BIN)", allow_module_level=True)
+stoke = import_stoke()
 
 N = 200          # samples; two ranks with batch size 10 split them without padding
 BATCH = 16       # for the example runs
 MAX_BATCHES = 3  # training batches per epoch in the single-process example runs
 
-
-def run_stoke(*args):
-    r = subprocess.run([STOKE_SRC, "--no-progress", *map(str, args)], capture_output=True, text=True)
-    assert r.returncode == 0, f"stoke {args}: {r.stderr}"
-    return r
 
 
 def env():
