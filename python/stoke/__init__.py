@@ -60,9 +60,9 @@ class Table:
     `stoke query --where`, e.g. "label = 1 AND split = 'train'"). Cheap: nothing
     is read until a Loader opens it or a method is called.
 
-    Reading methods (query, count, info, history) see `version` and `where`;
-    maintenance methods (optimize, vacuum, checkpoint) act on the latest version
-    of the table directory and commit new versions."""
+    query and count see `version` and `where`, info sees `version`, history
+    lists every version; the maintenance methods (optimize, vacuum, checkpoint)
+    act on the latest version of the table directory and commit new versions."""
     path: str
     version: Optional[int] = None
     where: str = ""
