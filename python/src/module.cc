@@ -480,7 +480,6 @@ py::dict Query(const std::string& table_dir, const std::string& where, std::opti
   if (!count_only) {
     for (stoke::QueryColumn& c : r.columns) {
       const py::str name(c.name);
-      const auto rows = static_cast<py::ssize_t>(c.valid.empty() ? 0 : c.valid.size());
       using K = stoke::QueryColumn::Kind;
       if (c.kind == K::kString || c.kind == K::kBinary) {
         py::list values(c.strings.size());
@@ -498,14 +497,8 @@ py::dict Query(const std::string& table_dir, const std::string& where, std::opti
         }
         cols[name] = std::move(values);
       } else {
-        const size_t elem = stoke::DTypeSize(c.dtype);
-        size_t per_row = elem;
-        std::vector<py::ssize_t> shape = {0};
-        for (int64_t d : c.shape) {
-          shape.push_back(static_cast<py::ssize_t>(d));
-          per_row *= static_cast<size_t>(d);
-        }
-        shape[0] = static_cast<py::ssize_t>(per_row == 0 ? rows : c.data.size() / per_row);
+        std::vector<py::ssize_t> shape = {static_cast<py::ssize_t>(r.report.rows)};  // every column has them all
+        for (int64_t d : c.shape) shape.push_back(static_cast<py::ssize_t>(d));
         cols[name] = ArrayOwning(std::move(c.data), NumpyDType(c.dtype), std::move(shape));
       }
       if (!c.valid.empty()) {

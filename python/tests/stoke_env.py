@@ -35,3 +35,14 @@ def run_stoke(*args):
     r = subprocess.run([STOKE_BIN, "--no-progress", *map(str, args)], capture_output=True, text=True)
     assert r.returncode == 0, f"stoke {args}: {r.stderr}"
     return r
+
+
+def synth_table(base, samples, shape, channels, seed, rows_per_file):
+    """`stoke synth volumes` into base/src and `stoke ingest` of them into base/table (tensor
+    column `volume`, uncompressed, rows_per_file rows per data file); returns (src, table)."""
+    src, table = base / "src", base / "table"
+    run_stoke("synth", "volumes", "--samples", samples, "--shape", ",".join(map(str, shape)),
+              "--channels", channels, "--out", src, "--seed", seed, "--threads", 1)
+    run_stoke("ingest", src, "--labels", src / "labels.csv", "--table", table, "--tensor-column", "volume",
+              "--codec", "uncompressed", "--rows-per-file", rows_per_file)
+    return src, table

@@ -20,7 +20,7 @@ import time
 import numpy as np
 import pytest
 
-from stoke_env import PYTHONPATH, import_stoke, run_stoke
+from stoke_env import PYTHONPATH, import_stoke, synth_table
 
 stoke = import_stoke()
 
@@ -29,16 +29,10 @@ N = 100  # samples; even, so that two ranks with batch size 10 split it exactly
 SAMPLE_SHAPE = (4, 4, 2, 2)  # --shape 4,4,2 --channels 2
 
 
-
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    base = tmp_path_factory.mktemp("loader_py")
-    src, table = base / "src", base / "table"
-    run_stoke("synth", "volumes", "--samples", N, "--shape", "4,4,2", "--channels", "2",
-              "--out", src, "--seed", 11, "--threads", 1)
     # Two data files, so that block shuffle and multi-file reads are exercised too.
-    run_stoke("ingest", src, "--labels", src / "labels.csv", "--table", table,
-              "--tensor-column", "volume", "--codec", "uncompressed", "--rows-per-file", N // 2)
+    src, table = synth_table(tmp_path_factory.mktemp("loader_py"), N, (4, 4, 2), 2, seed=11, rows_per_file=N // 2)
     with open(src / "labels.csv", newline="") as f:
         labels = {r["file"]: r for r in csv.DictReader(f)}
     return dict(src=src, table=table, labels=labels)
@@ -325,11 +319,7 @@ def test_ten_thousand_batches_keep_rss_flat(tmp_path, to):
     """10,000 batches of 256 KiB (3 x 2.5 GB delivered), over many epochs, in this process: RSS may
     not grow by more than 50 MB after the first 1,000. A batch dict, array or tensor that kept its
     batch buffer alive would grow it by ~2.3 GB; a per-epoch leak of the pipeline shows as well."""
-    src, table = tmp_path / "src", tmp_path / "table"
-    run_stoke("synth", "volumes", "--samples", 64, "--shape", "16,16,8", "--channels", 4, "--out", src,
-              "--seed", 2, "--threads", 1)
-    run_stoke("ingest", src, "--labels", src / "labels.csv", "--table", table, "--tensor-column", "volume",
-              "--codec", "uncompressed", "--rows-per-file", 16)
+    _, table = synth_table(tmp_path, 64, (16, 16, 8), 4, seed=2, rows_per_file=16)
     loader = stoke.Loader(table, batch_size=8, columns=["volume", "label", "file"], to=to,
                           prefetch_bytes=8 << 20, threads=1)
     batches, total = 0, 0.0

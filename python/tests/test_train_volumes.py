@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from stoke_env import PYTHONPATH, REPO, import_stoke, run_stoke
+from stoke_env import PYTHONPATH, REPO, import_stoke, synth_table
 EXAMPLE = REPO / "examples" / "train_volumes.py"
 WORKER = Path(__file__).resolve().parent / "dist_epoch_worker.py"
 
@@ -30,7 +30,6 @@ stoke = import_stoke()
 N = 200          # samples; two ranks with batch size 10 split them without padding
 BATCH = 16       # for the example runs
 MAX_BATCHES = 3  # training batches per epoch in the single-process example runs
-
 
 
 def env():
@@ -60,12 +59,7 @@ def torchrun(script, *args, timeout=120):
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     """N small volumes (8x8x4 voxels, 2 channels) as .npy files and as a table of 4 data files."""
-    base = tmp_path_factory.mktemp("train_volumes")
-    src, table = base / "src", base / "table"
-    run_stoke("synth", "volumes", "--samples", N, "--shape", "8,8,4", "--channels", "2",
-              "--out", src, "--seed", 5, "--threads", 1)
-    run_stoke("ingest", src, "--labels", src / "labels.csv", "--table", table,
-              "--tensor-column", "volume", "--codec", "uncompressed", "--rows-per-file", N // 4)
+    src, table = synth_table(tmp_path_factory.mktemp("train_volumes"), N, (8, 8, 4), 2, seed=5, rows_per_file=N // 4)
     return dict(src=src, table=table)
 
 
