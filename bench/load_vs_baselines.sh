@@ -21,7 +21,7 @@
 # Ratios: baseline rows show stoke's samples/s (utilisation rows: utilisation) over the row's; stoke
 # rows show their samples/s as a share of fio's in the same cache state.
 #   bench/load_vs_baselines.sh [STOKE_BIN]    env: BENCH_SAMPLES (default 20000), BENCH_DIR (default
-#   build/bench-load), BENCH_CODEC (the table's page codec, default uncompressed), BENCH_KEEP=1 keeps the volumes and the table (a later run with the same
+#   build/bench-load), BENCH_CODEC (the table's page codec, default auto), BENCH_KEEP=1 keeps the volumes and the table (a later run with the same
 #   BENCH_SAMPLES reuses them). Raw JSON lines (one per run, with a "run" key) go to BENCH_DIR/results.jsonl.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -37,9 +37,8 @@ prefetch=536870912   # stoke's default --prefetch-bytes
 torch_seconds=25     # target length of each DataLoader run
 cold_reps=${BENCH_COLD_REPS:-3}   # alternating cold stoke / fio pairs
 fio_cold_seconds=8   # each cold fio run
-# The table's page codec. The seed volumes are float32 noise that zstd shrinks by about 8%, while
-# decompressing costs more CPU than reading (2 cores): store them uncompressed, as one would.
-codec=${BENCH_CODEC:-uncompressed}
+# The table's page codec: stoke's default (auto: per column chunk, zstd only where it saves >= 10 %).
+codec=${BENCH_CODEC:-auto}
 
 die() { echo "load_vs_baselines: $*" >&2; exit 1; }
 note() { echo "load_vs_baselines: $*" >&2; }

@@ -32,7 +32,7 @@ if [ -z "$table" ]; then
     mkdir -p "$work"
     "$stoke" --no-progress synth volumes --samples "$samples" --seed 0 --out "$work/volumes" >/dev/null
     "$stoke" --no-progress ingest "$work/volumes" --labels "$work/volumes/labels.csv" --table "$table" \
-      --tensor-column volume --codec uncompressed >/dev/null
+      --tensor-column volume >/dev/null
     rm -rf "$work/volumes"
   fi
 fi

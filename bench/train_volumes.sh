@@ -27,7 +27,7 @@ compgen -G "$pypath/stoke/_stoke*.so" >/dev/null || die "no stoke Python module 
 vol=$work/volumes
 table=$work/table
 mkdir -p "$work"
-volumes_and_table "$stoke" "$vol" "$table" "$samples" uncompressed
+volumes_and_table "$stoke" "$vol" "$table" "$samples" auto
 
 drop_caches() {
   if [ -w /proc/sys/vm/drop_caches ] && [ "$(id -u)" -eq 0 ]; then sync; echo 3 >/proc/sys/vm/drop_caches; fi

@@ -42,8 +42,8 @@ timed() {
 src=("$work/volumes" --labels "$work/volumes/labels.csv" --tensor-column volume)
 
 dd1=$(run_dd)
+conv_auto=$(timed "$work/out" "$stoke" --no-progress convert npy "${src[@]}" --out "$work/out")
 conv_zstd=$(timed "$work/out" "$stoke" --no-progress convert npy "${src[@]}" --out "$work/out" --codec zstd)
-conv_none=$(timed "$work/out" "$stoke" --no-progress convert npy "${src[@]}" --out "$work/out" --codec uncompressed)
 ingest=$(timed "$work/table" "$stoke" --no-progress ingest "${src[@]}" --table "$work/table")
 ingest_small=$(timed "$work/small" "$stoke" --no-progress ingest "${src[@]}" --table "$work/small" --rows-per-file 1)
 files_before=$(find "$work/small" -maxdepth 1 -name '*.parquet' | wc -l)
@@ -59,7 +59,7 @@ dd_best=$(awk -v a="$dd1" -v b="$dd2" 'BEGIN {print (a > b ? a : b)}')
 echo "write vs dd: $samples volumes, $((bytes / 1000000)) MB of .npy, $(nproc) cores, same disk ($(df --output=source "$work" | tail -1))"
 printf '%-52s %10s %8s\n' "workload" "MB/s" "vs dd"
 printf '%-52s %10s %8s\n' "dd bs=1M conv=fdatasync (best of 2)" "$dd_best" "1.00"
-for row in "stoke convert --codec zstd:$conv_zstd" "stoke convert --codec uncompressed:$conv_none" \
+for row in "stoke convert (defaults: codec auto):$conv_auto" "stoke convert --codec zstd:$conv_zstd" \
            "stoke ingest (new table, 1 GiB files):$ingest" "stoke ingest --rows-per-file 1:$ingest_small" \
            "stoke optimize of that table:$optimize"; do
   name=${row%%:*}

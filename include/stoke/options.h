@@ -26,7 +26,7 @@ struct ConvertOptions {
   std::string labels_csv;                 // optional CSV with a `file` column joined on the file name
   std::string out;                        // a directory (part files) or one path ending in .parquet
   std::string tensor_column = "data";     // column name for .npy arrays (.npz use their member names)
-  std::string codec = "zstd";             // zstd, lz4_raw, snappy, gzip or uncompressed
+  std::string codec = "auto";             // auto (zstd per column chunk where it saves >= 10 %), zstd, lz4_raw, snappy, gzip or uncompressed
   int compression_level = 0;              // 0 = the codec's default
   int64_t target_file_bytes = int64_t{1} << 30;   // output file size to aim for (directory output)
   int64_t row_group_bytes = int64_t{128} << 20;   // row group size to aim for

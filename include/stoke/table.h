@@ -18,7 +18,10 @@ struct IngestOptions {
   std::string table_dir;                  // created with the table when missing
   std::string mode = "append";            // append: add files not yet in the table; overwrite: replace all
   std::string tensor_column = "data";     // column name for .npy arrays
-  std::string codec = "zstd";
+  // Default "auto": per column chunk, ZSTD where it saves at least 10 % of the bytes, else
+  // uncompressed. Or one codec for every chunk: zstd, lz4_raw, snappy, gzip, uncompressed. Recorded in
+  // the table (configuration "stoke.codec") when this ingest creates or overwrites it.
+  std::string codec = "auto";
   int compression_level = 0;
   int64_t target_file_bytes = int64_t{1} << 30;  // data file size to aim for
   int64_t row_group_bytes = int64_t{128} << 20;
@@ -68,7 +71,9 @@ struct OptimizeOptions {
   // matching file is then rewritten, not only small ones, so that related rows share files and
   // files get narrow min/max ranges for skipping.
   std::string sort_by;
-  std::string codec = "zstd";
+  // Empty (default): the codec the table was written with (its configuration "stoke.codec"; "auto"
+  // when it has none). Otherwise as IngestOptions::codec.
+  std::string codec;
   size_t threads = 0;
   bool progress = true;
 };

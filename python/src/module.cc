@@ -542,13 +542,13 @@ PYBIND11_MODULE(_stoke, m) {
   m.def("is_table", &stoke::IsTableDirectory, py::arg("path"), "True when `path` is a directory holding a Delta log.");
 
   m.def("ingest", &Ingest, py::arg("source_dir"), py::arg("table_dir"), py::kw_only(), py::arg("labels") = "",
-        py::arg("mode") = "append", py::arg("tensor_column") = "data", py::arg("codec") = "zstd",
+        py::arg("mode") = "append", py::arg("tensor_column") = "data", py::arg("codec") = "auto",
         py::arg("compression_level") = 0, py::arg("target_file_bytes") = int64_t{1} << 30,
         py::arg("row_group_bytes") = int64_t{128} << 20, py::arg("rows_per_file") = 0, py::arg("partition_by") = "",
         py::arg("threads") = 0, py::arg("progress") = true);
   m.def("optimize", &Optimize, py::arg("table_dir"), py::kw_only(), py::arg("target_file_bytes") = int64_t{1} << 30,
         py::arg("row_group_bytes") = int64_t{128} << 20, py::arg("where") = "", py::arg("sort_by") = "",
-        py::arg("codec") = "zstd", py::arg("threads") = 0, py::arg("progress") = true);
+        py::arg("codec") = "", py::arg("threads") = 0, py::arg("progress") = true);
   m.def("vacuum", &Vacuum, py::arg("table_dir"), py::kw_only(), py::arg("retain_hours") = 168.0,
         py::arg("dry_run") = false);
   m.def("synth_volumes", &Synth, py::arg("out_dir"), py::kw_only(), py::arg("samples") = 2000,

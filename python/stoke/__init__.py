@@ -135,12 +135,12 @@ class Table:
     # -- maintenance
 
     def optimize(self, target_file_bytes: int = 1 << 30, where: str = "", sort_by: str = "",
-                 codec: str = "zstd", row_group_bytes: int = 128 << 20, threads: int = 0,
+                 codec: str = "", row_group_bytes: int = 128 << 20, threads: int = 0,
                  progress: bool = True) -> Dict[str, Any]:
         """Compact small files into files of about `target_file_bytes` (one commit, dataChange=false;
         readers of older versions are unaffected). `where` limits it to files whose statistics may
         match; `sort_by` orders rows by a scalar column within the new files (and rewrites every
-        matching file). Returns the report: version (-1: nothing to do), files_before, files_after,
+        matching file); `codec` "" keeps the codec the table was ingested with (see ingest). Returns the report: version (-1: nothing to do), files_before, files_after,
         files_removed, files_added, rows_rewritten, bytes_rewritten, seconds."""
         return _stoke.optimize(self.path, target_file_bytes=target_file_bytes, row_group_bytes=row_group_bytes,
                                where=where, sort_by=sort_by, codec=codec, threads=threads, progress=progress)
@@ -167,7 +167,7 @@ def open_table(path: PathLike, version: Optional[int] = None, where: str = "") -
 
 
 def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None, mode: str = "append",
-           tensor_column: str = "data", codec: str = "zstd", compression_level: int = 0,
+           tensor_column: str = "data", codec: str = "auto", compression_level: int = 0,
            target_file_bytes: int = 1 << 30, row_group_bytes: int = 128 << 20, rows_per_file: int = 0,
            partition_by: str = "", threads: int = 0, progress: bool = True) -> Dict[str, Any]:
     """Ingest the .npy/.npz files of directory `source` into the table at `table` (created when
@@ -176,8 +176,9 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
     labels: a CSV with a `file` column (the file name) whose other columns become scalar columns.
     mode: "append" adds the files not yet in the table (re-running resumes an interrupted ingest);
       "overwrite" replaces the table's contents in one new version.
-    codec: "zstd", "lz4_raw", "snappy", "gzip" or "uncompressed". Noisy float data hardly compresses
-      and decompression then bounds loading on few cores: prefer "uncompressed" there.
+    codec: "auto" (per column chunk: zstd where it saves at least 10 % of the bytes, else
+      uncompressed, so noisy float tensors stay uncompressed and fast to load), or one of "zstd",
+      "lz4_raw", "snappy", "gzip", "uncompressed" for every chunk.
     rows_per_file: exactly this many rows per data file (0: files of about target_file_bytes).
     partition_by: a labels column to partition by (Hive-style directories).
 

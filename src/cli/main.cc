@@ -16,6 +16,9 @@
 namespace {
 
 constexpr int kExitError = 1;
+constexpr const char* kCodecHelp =
+    "Page codec: auto (per column chunk, zstd where it saves at least 10 % of the bytes, else uncompressed), "
+    "or one of zstd, lz4_raw, snappy, gzip, uncompressed for every chunk";
 
 int Fail(const stoke::Status& s) {
   std::fprintf(stderr, "stoke: error: %s\n", s.ToString().c_str());
@@ -78,7 +81,7 @@ int main(int argc, char** argv) {
   npy->add_option("--out", co.out, "Output directory for part files, or one FILE.parquet")->required();
   npy->add_option("--tensor-column", co.tensor_column, "Column name for .npy arrays (.npz members keep their names)")
       ->capture_default_str();
-  npy->add_option("--codec", co.codec, "Page codec: zstd, lz4_raw, snappy, gzip, uncompressed")->capture_default_str();
+  npy->add_option("--codec", co.codec, kCodecHelp)->capture_default_str();
   npy->add_option("--level", co.compression_level, "Codec level (0 = codec default)")->capture_default_str();
   npy->add_option("--target-file-size", co.target_file_bytes, "Size of each output file, e.g. 1GiB, 256MB")
       ->transform(CLI::AsSizeValue(false))
@@ -98,7 +101,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"append", "overwrite"}))
       ->capture_default_str();
   ingest->add_option("--tensor-column", ig.tensor_column, "Column name for .npy arrays")->capture_default_str();
-  ingest->add_option("--codec", ig.codec, "Page codec: zstd, lz4_raw, snappy, gzip, uncompressed")->capture_default_str();
+  ingest->add_option("--codec", ig.codec, kCodecHelp)->capture_default_str();
   ingest->add_option("--target-file-size", ig.target_file_bytes, "Data file size, e.g. 1GiB")
       ->transform(CLI::AsSizeValue(false))
       ->default_str("1GiB");
@@ -123,7 +126,8 @@ int main(int argc, char** argv) {
   optimize->add_option("--where", oo.where, "Only compact files whose statistics may match this predicate");
   optimize->add_option("--sort-by", oo.sort_by,
                        "Order rows by this scalar column within the new files (rewrites every matching file)");
-  optimize->add_option("--codec", oo.codec, "Page codec of the new files")->capture_default_str();
+  optimize->add_option("--codec", oo.codec,
+                       "Page codec of the new files (default: the table's own, as recorded at ingest; auto when none)");
   optimize->add_option("--threads", oo.threads, "Threads (0 = one per core)")->capture_default_str();
 
   // vacuum

@@ -9,6 +9,7 @@
 
 #include "core/progress.h"
 #include "format/parquet_reader.h"
+#include "format/parquet_writer.h"
 #include "format/row_printer.h"
 #include "stoke/tools.h"
 
@@ -143,6 +144,18 @@ Status InspectParquetFile(const std::string& path, const InspectOptions& options
                                    {"pages", pages.size()},
                                    {"offset_index", oi.has_value()},
                                    {"column_index", ci.has_value()}};
+      for (const auto& kv : cm.key_value_metadata) {
+        if (kv.key != kCodecChoiceKey || !kv.value) continue;
+        auto choice = nlohmann::ordered_json::parse(*kv.value, nullptr, false);
+        if (choice.is_discarded()) continue;
+        jc["codec_choice"] = choice;
+        const double raw = choice.value("trial_bytes", 0.0), stored = choice.value("trial_compressed_bytes", 0.0);
+        if (raw > 0) {
+          text << fmt::format("  {:<{}}  codec chosen: {} saved {:.1f} % of the first {} pages' bytes (kept when >= {:.0f} %)\n",
+                              "", name_w, choice.value("requested", "?"), 100.0 * (1.0 - stored / raw),
+                              FormatBytes(static_cast<uint64_t>(raw)), 100.0 * choice.value("min_saving", 0.0));
+        }
+      }
       if (cm.statistics && cm.statistics->null_count) jc["null_count"] = *cm.statistics->null_count;
       if (range != "-") jc["range"] = range;
       if (options.pages) {

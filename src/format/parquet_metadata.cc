@@ -66,6 +66,18 @@ void WriteSchemaElement(CompactWriter& w, const SchemaElement& e) {
   w.EndStruct();
 }
 
+// A list<KeyValue> field; nothing when empty (the field is optional wherever Parquet has one).
+void WriteKeyValues(CompactWriter& w, int16_t field, const std::vector<KeyValue>& kvs) {
+  if (kvs.empty()) return;
+  w.BeginListField(field, thrift::kStruct, kvs.size());
+  for (const auto& kv : kvs) {
+    w.BeginStruct();
+    w.FieldBinary(1, kv.key);
+    if (kv.value) w.FieldBinary(2, *kv.value);
+    w.EndStruct();
+  }
+}
+
 void WriteColumnMetaData(CompactWriter& w, const ColumnMetaData& m) {
   w.FieldI32(1, static_cast<int32_t>(m.type));
   w.BeginListField(2, thrift::kI32, m.encodings.size());
@@ -76,6 +88,7 @@ void WriteColumnMetaData(CompactWriter& w, const ColumnMetaData& m) {
   w.FieldI64(5, m.num_values);
   w.FieldI64(6, m.total_uncompressed_size);
   w.FieldI64(7, m.total_compressed_size);
+  WriteKeyValues(w, 8, m.key_value_metadata);
   w.FieldI64(9, m.data_page_offset);
   if (m.index_page_offset) w.FieldI64(10, *m.index_page_offset);
   if (m.dictionary_page_offset) w.FieldI64(11, *m.dictionary_page_offset);
@@ -124,15 +137,7 @@ void SerializeFileMetaData(const FileMetaData& m, std::string* out) {
   w.FieldI64(3, m.num_rows);
   w.BeginListField(4, thrift::kStruct, m.row_groups.size());
   for (const auto& rg : m.row_groups) WriteRowGroup(w, rg);
-  if (!m.key_value_metadata.empty()) {
-    w.BeginListField(5, thrift::kStruct, m.key_value_metadata.size());
-    for (const auto& kv : m.key_value_metadata) {
-      w.BeginStruct();
-      w.FieldBinary(1, kv.key);
-      if (kv.value) w.FieldBinary(2, *kv.value);
-      w.EndStruct();
-    }
-  }
+  WriteKeyValues(w, 5, m.key_value_metadata);
   if (m.created_by) w.FieldBinary(6, *m.created_by);
   if (m.has_column_orders) {
     // One ColumnOrder per leaf column, each the TypeDefinedOrder (field 1, an empty struct).
@@ -352,6 +357,23 @@ Status ReadSchemaElement(CompactReader& r, SchemaElement* e) {
   return req.Check(r);
 }
 
+Status ReadKeyValues(CompactReader& r, uint8_t t, std::vector<KeyValue>* out) {
+  return r.ReadList(t, [&](uint32_t, uint8_t et) -> Status {
+    STOKE_RETURN_IF_ERROR(ExpectStruct(r, et, "KeyValue"));
+    KeyValue kv;
+    Required kreq("KeyValue", {{1, "key"}});
+    STOKE_RETURN_IF_ERROR(r.ReadStruct([&](int16_t f, uint8_t ft) -> Status {
+      kreq.Saw(f);
+      if (f == 1) return r.ReadBinary(ft, &kv.key);
+      if (f == 2) return ReadOpt(&CompactReader::ReadBinary, r, ft, &kv.value);
+      return r.Skip(ft);
+    }));
+    STOKE_RETURN_IF_ERROR(kreq.Check(r));
+    out->push_back(std::move(kv));
+    return Status::OK();
+  });
+}
+
 Status ReadColumnMetaData(CompactReader& r, ColumnMetaData* m) {
   Required req("ColumnMetaData", {{1, "type"},
                                   {2, "encodings"},
@@ -377,6 +399,7 @@ Status ReadColumnMetaData(CompactReader& r, ColumnMetaData* m) {
       case 5: return r.ReadI64(t, &m->num_values);
       case 6: return r.ReadI64(t, &m->total_uncompressed_size);
       case 7: return r.ReadI64(t, &m->total_compressed_size);
+      case 8: return ReadKeyValues(r, t, &m->key_value_metadata);
       case 9: return r.ReadI64(t, &m->data_page_offset);
       case 10: return ReadOpt(&CompactReader::ReadI64, r, t, &m->index_page_offset);
       case 11: return ReadOpt(&CompactReader::ReadI64, r, t, &m->dictionary_page_offset);
@@ -459,21 +482,7 @@ Status ParseFileMetaData(ByteView data, const std::string& context, uint64_t bas
           m->row_groups.emplace_back();
           return ReadRowGroup(r, &m->row_groups.back());
         });
-      case 5:
-        return r.ReadList(t, [&](uint32_t, uint8_t et) -> Status {
-          STOKE_RETURN_IF_ERROR(ExpectStruct(r, et, "KeyValue"));
-          KeyValue kv;
-          Required kreq("KeyValue", {{1, "key"}});
-          STOKE_RETURN_IF_ERROR(r.ReadStruct([&](int16_t f, uint8_t ft) -> Status {
-            kreq.Saw(f);
-            if (f == 1) return r.ReadBinary(ft, &kv.key);
-            if (f == 2) return ReadOpt(&CompactReader::ReadBinary, r, ft, &kv.value);
-            return r.Skip(ft);
-          }));
-          STOKE_RETURN_IF_ERROR(kreq.Check(r));
-          m->key_value_metadata.push_back(std::move(kv));
-          return Status::OK();
-        });
+      case 5: return ReadKeyValues(r, t, &m->key_value_metadata);
       case 6: return ReadOpt(&CompactReader::ReadBinary, r, t, &m->created_by);
       case 7: m->has_column_orders = true; return r.Skip(t);
       case 8: m->encrypted = true; return r.Skip(t);

@@ -60,6 +60,7 @@ struct ColumnMetaData {
   int64_t num_values = 0;                   // 5
   int64_t total_uncompressed_size = 0;      // 6
   int64_t total_compressed_size = 0;        // 7
+  std::vector<KeyValue> key_value_metadata; // 8 (stoke records its codec choice here: see docs/format.md)
   int64_t data_page_offset = 0;             // 9
   std::optional<int64_t> index_page_offset;       // 10
   std::optional<int64_t> dictionary_page_offset;  // 11

@@ -1,6 +1,7 @@
 #include "format/parquet_writer.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <algorithm>
@@ -126,26 +127,97 @@ parquet::PageHeader DataPageHeaderFor(int32_t num_values, size_t uncompressed, s
   return h;
 }
 
-// Compresses `body` and appends header + stored body to `chunk`, recording the page location.
-Status AppendDataPage(const WriterOptions& options, ByteView body, int32_t num_values, int64_t first_row,
-                      AlignedBuffer* scratch, EncodedColumnChunk* chunk) {
-  if (body.size() > INT32_MAX) return Status::InvalidArgument(fmt::format("page of {} bytes exceeds 2 GiB", body.size()));
-  ByteView stored = body;
-  if (options.codec != Codec::kUncompressed) {
-    scratch->Clear();
-    STOKE_RETURN_IF_ERROR(Compress(options.codec, body, options.compression_level, scratch));
-    stored = scratch->view();
-  }
+// Appends one page, header + stored body, to `chunk` and records its location.
+void AppendStoredPage(ByteView stored, size_t uncompressed_size, int32_t num_values, int64_t first_row,
+                      EncodedColumnChunk* chunk) {
   std::string header;
-  parquet::SerializePageHeader(DataPageHeaderFor(num_values, body.size(), stored.size(), Crc32(stored)), &header);
+  parquet::SerializePageHeader(DataPageHeaderFor(num_values, uncompressed_size, stored.size(), Crc32(stored)), &header);
   int64_t offset = static_cast<int64_t>(chunk->bytes.size());
   chunk->bytes.Append(AsBytes(header));
   chunk->bytes.Append(stored);
   chunk->pages.push_back({offset, static_cast<int32_t>(header.size() + stored.size()), first_row});
-  chunk->meta.total_uncompressed_size += static_cast<int64_t>(header.size() + body.size());
+  chunk->meta.total_uncompressed_size += static_cast<int64_t>(header.size() + uncompressed_size);
   chunk->meta.total_compressed_size += static_cast<int64_t>(header.size() + stored.size());
-  return Status::OK();
 }
+
+}  // namespace
+
+// Compresses a column chunk's pages and chooses its codec (WriterOptions::min_codec_saving): the first
+// pages, up to codec_trial_bytes of bodies, are compressed and held; the codec is kept when they shrank
+// by at least min_codec_saving, and otherwise the whole chunk is stored UNCOMPRESSED (its held pages
+// are written from their uncompressed bodies). Parquet has one codec per column chunk, which is why
+// the choice is per chunk and made before the first page is appended. The choice is a function of
+// the bytes alone, so the same data always gets the same codec.
+class ChunkPageWriter {
+ public:
+  ChunkPageWriter(const WriterOptions& options, EncodedColumnChunk* chunk) : options_(&options), chunk_(chunk) {
+    if (options.codec == Codec::kUncompressed || options.min_codec_saving <= 0) codec_ = options.codec;
+    chunk_->meta.codec = options.codec;
+  }
+
+  // Appends (or holds, while the codec is undecided) one page whose uncompressed body is `body`.
+  Status Add(ByteView body, int32_t num_values, int64_t first_row) {
+    if (body.size() > INT32_MAX) return Status::InvalidArgument(fmt::format("page of {} bytes exceeds 2 GiB", body.size()));
+    if (codec_ == Codec::kUncompressed) {
+      AppendStoredPage(body, body.size(), num_values, first_row, chunk_);
+      return Status::OK();
+    }
+    scratch_.Clear();
+    STOKE_RETURN_IF_ERROR(Compress(options_->codec, body, options_->compression_level, &scratch_));
+    if (codec_) {
+      AppendStoredPage(scratch_.view(), body.size(), num_values, first_row, chunk_);
+      return Status::OK();
+    }
+    held_.push_back({held_raw_.size(), body.size(), held_stored_.size(), scratch_.size(), num_values, first_row});
+    held_raw_.Append(body);
+    held_stored_.Append(scratch_.view());
+    if (static_cast<int64_t>(held_raw_.size()) >= options_->codec_trial_bytes) Decide();
+    return Status::OK();
+  }
+
+  // Decides the codec if the chunk ended before the trial did, and appends the pages still held.
+  void Finish() {
+    if (!codec_) Decide();
+  }
+
+ private:
+  struct HeldPage {
+    size_t raw_offset, raw_size, stored_offset, stored_size;
+    int32_t num_values;
+    int64_t first_row;
+  };
+
+  void Decide() {
+    const double raw = static_cast<double>(held_raw_.size());
+    const double stored = static_cast<double>(held_stored_.size());
+    const bool keep = raw > 0 && stored <= raw * (1.0 - options_->min_codec_saving);
+    codec_ = keep ? options_->codec : Codec::kUncompressed;
+    chunk_->meta.codec = *codec_;
+    nlohmann::json why = {{"requested", parquet::CodecName(options_->codec)},
+                          {"chosen", parquet::CodecName(*codec_)},
+                          {"trial_bytes", held_raw_.size()},
+                          {"trial_compressed_bytes", held_stored_.size()},
+                          {"min_saving", options_->min_codec_saving}};
+    chunk_->meta.key_value_metadata.push_back({std::string(kCodecChoiceKey), why.dump()});
+    for (const HeldPage& p : held_) {
+      ByteView body(held_raw_.data() + p.raw_offset, p.raw_size);
+      ByteView stored_body = keep ? ByteView(held_stored_.data() + p.stored_offset, p.stored_size) : body;
+      AppendStoredPage(stored_body, p.raw_size, p.num_values, p.first_row, chunk_);
+    }
+    held_.clear();
+    held_raw_ = AlignedBuffer();
+    held_stored_ = AlignedBuffer();
+  }
+
+  const WriterOptions* options_;
+  EncodedColumnChunk* chunk_;
+  std::optional<Codec> codec_;  // set once decided
+  AlignedBuffer scratch_;       // the compressed form of the page being added
+  std::vector<HeldPage> held_;  // trial pages, in order
+  AlignedBuffer held_raw_, held_stored_;
+};
+
+namespace {
 
 void InitChunkMeta(const ColumnSpec& spec, const WriterOptions& options, parquet::ColumnMetaData* m) {
   m->type = spec.type;
@@ -169,6 +241,23 @@ int64_t EncodedRowGroup::byte_size() const {
   int64_t n = 0;
   for (const auto& c : columns) n += static_cast<int64_t>(c.bytes.size());
   return n;
+}
+
+Status SetCodecPolicy(std::string_view name, WriterOptions* options) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "auto") {
+    options->codec = Codec::kZstd;
+    options->min_codec_saving = WriterOptions{}.min_codec_saving;
+    return Status::OK();
+  }
+  auto codec = CodecFromName(name);
+  if (!codec.ok()) {
+    return Status::InvalidArgument(fmt::format("unknown codec '{}' (expected auto, zstd, lz4_raw, snappy, gzip or uncompressed)", name));
+  }
+  options->codec = *codec;
+  options->min_codec_saving = 0;
+  return Status::OK();
 }
 
 bool WritableType(Type type) {
@@ -223,7 +312,10 @@ void RowGroupEncoder::ResetTensor(size_t column) {
   t = TensorState();
   if (pool_ != nullptr) t.chunk.bytes = pool_->Take();
   InitChunkMeta(columns_[column], options_, &t.chunk.meta);
+  t.pages = std::make_unique<ChunkPageWriter>(options_, &t.chunk);
 }
+
+RowGroupEncoder::~RowGroupEncoder() = default;
 
 int64_t RowGroupEncoder::tensor_rows(size_t column) const { return tensors_[column].rows; }
 
@@ -259,8 +351,7 @@ Status RowGroupEncoder::FlushTensorPage(size_t column) {
   TensorState& t = tensors_[column];
   if (t.rows_in_open_page == 0) return Status::OK();
   int64_t first_row = t.rows - t.rows_in_open_page;
-  STOKE_RETURN_IF_ERROR(AppendDataPage(options_, t.open_page.view(), static_cast<int32_t>(t.rows_in_open_page),
-                                       first_row, &scratch_, &t.chunk));
+  STOKE_RETURN_IF_ERROR(t.pages->Add(t.open_page.view(), static_cast<int32_t>(t.rows_in_open_page), first_row));
   t.open_page.Clear();
   t.rows_in_open_page = 0;
   return Status::OK();
@@ -358,7 +449,7 @@ Result<EncodedColumnChunk> RowGroupEncoder::EncodeLeveledColumn(size_t column, c
   auto is_present = [&](size_t i) { return lv.max_def == 0 || lv.def_levels[i] == static_cast<uint32_t>(lv.max_def); };
   auto starts_record = [&](size_t i) { return lv.max_rep == 0 || lv.rep_levels[i] == 0; };
 
-  AlignedBuffer scratch;
+  ChunkPageWriter pages(options_, &chunk);
   std::string body;
   std::vector<uint32_t> page_levels;
   size_t entry = 0, value = 0;
@@ -394,12 +485,12 @@ Result<EncodedColumnChunk> RowGroupEncoder::EncodeLeveledColumn(size_t column, c
       parquet::EncodeLengthPrefixedRleBitPackedHybrid(page_levels, def_width, &body);
     }
     AppendPlain(lv.values, value, value + page_values, &body);
-    STOKE_RETURN_IF_ERROR(AppendDataPage(options_, AsBytes(body), static_cast<int32_t>(page_entries), record, &scratch,
-                                         &chunk));
+    STOKE_RETURN_IF_ERROR(pages.Add(AsBytes(body), static_cast<int32_t>(page_entries), record));
     entry += page_entries;
     value += page_values;
     record += page_records;
   } while (entry < levels);
+  pages.Finish();
 
   parquet::Statistics stats;
   stats.null_count = static_cast<int64_t>(levels - value);
@@ -418,7 +509,7 @@ Result<EncodedColumnChunk> RowGroupEncoder::EncodeScalarColumn(size_t column, co
   bool index_ok = true;  // false once a page's min/max is left out
   MinMax chunk_mm;
   int64_t null_total = 0;
-  AlignedBuffer scratch;
+  ChunkPageWriter pages(options_, &chunk);
   std::string body;
   std::vector<uint32_t> levels;
 
@@ -446,8 +537,7 @@ Result<EncodedColumnChunk> RowGroupEncoder::EncodeScalarColumn(size_t column, co
       parquet::EncodeLengthPrefixedRleBitPackedHybrid(levels, 1, &body);
     }
     AppendPlain(values.values, value, value + page_values, &body);
-    STOKE_RETURN_IF_ERROR(AppendDataPage(options_, AsBytes(body), static_cast<int32_t>(page_rows),
-                                         static_cast<int64_t>(row), &scratch, &chunk));
+    STOKE_RETURN_IF_ERROR(pages.Add(AsBytes(body), static_cast<int32_t>(page_rows), static_cast<int64_t>(row)));
 
     MinMax mm = std::visit([&](const auto& v) { return ComputeMinMax(v, value, value + page_values); }, values.values);
     int64_t nulls = static_cast<int64_t>(page_rows - page_values);
@@ -465,6 +555,7 @@ Result<EncodedColumnChunk> RowGroupEncoder::EncodeScalarColumn(size_t column, co
     row += page_rows;
     value += page_values;
   } while (row < rows);
+  pages.Finish();
 
   parquet::Statistics stats;
   stats.null_count = null_total;
@@ -511,6 +602,7 @@ Result<EncodedRowGroup> RowGroupEncoder::Finish() {
     if (columns_[c].tensor) {
       STOKE_RETURN_IF_ERROR(FlushTensorPage(c));
       TensorState& t = tensors_[c];
+      t.pages->Finish();
       t.chunk.meta.num_values = t.rows;
       parquet::Statistics stats;
       stats.null_count = 0;  // no min/max for tensor columns

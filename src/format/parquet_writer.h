@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/buffer.h"
@@ -22,12 +23,22 @@
 namespace stoke {
 
 struct WriterOptions {
-  // Codec of every page. Default ZSTD.
+  // Codec of the pages. Default ZSTD.
   parquet::Codec codec = parquet::Codec::kZstd;
   // Codec level; 0 = the codec's default (ZSTD 1, GZIP 6).
   int compression_level = 0;
-  // Tensor rows smaller than this are packed several to a page of about this size. Default 64 KiB.
-  int64_t small_tensor_page_bytes = 64 << 10;
+  // Default 0.10. Each column chunk keeps `codec` only if it shrinks the chunk's first pages (up to
+  // codec_trial_bytes of page bodies) by at least this fraction; otherwise the chunk is stored
+  // UNCOMPRESSED (noisy float tensors compress by a few percent, and decompressing them would make
+  // loading CPU-bound). The choice is recorded in the chunk's key-value metadata under
+  // kCodecChoiceKey. 0 = always `codec` (what an explicit --codec asks for).
+  double min_codec_saving = 0.10;
+  int64_t codec_trial_bytes = 1 << 20;  // Default 1 MiB.
+  // Default 0: every tensor row is a page of its own, so that reading one sample reads only its bytes
+  // (and its page CRC covers exactly them). > 0: rows smaller than this are packed several to a page
+  // of about this size (fewer pages for full scans by other readers, at the price of reading the
+  // whole page for one sample).
+  int64_t small_tensor_page_bytes = 0;
   // Scalar pages end at this many encoded bytes or rows, whichever comes first. Defaults 1 MiB, 20,000.
   int64_t scalar_page_bytes = 1 << 20;
   int64_t scalar_page_rows = 20000;
@@ -37,6 +48,12 @@ struct WriterOptions {
   // Extra key-value metadata for the footer (stoke.tensors is always written).
   std::vector<parquet::KeyValue> key_value_metadata;
 };
+
+// Column-chunk key-value metadata key holding the codec choice as JSON: {"requested", "chosen",
+// "trial_bytes", "trial_compressed_bytes", "min_saving"} (see WriterOptions::min_codec_saving).
+inline constexpr std::string_view kCodecChoiceKey = "stoke.codec";
+
+class ChunkPageWriter;
 
 struct EncodedColumnChunk {
   AlignedBuffer bytes;                      // the pages, back to back
@@ -72,6 +89,7 @@ class RowGroupEncoder {
   // REQUIRES: `columns`, `options` and `pool` (optional) outlive the encoder. Tensor pages are encoded
   // into buffers taken from `pool`; ParquetFileWriter::WriteRowGroup can give them back.
   RowGroupEncoder(const std::vector<ColumnSpec>& columns, const WriterOptions& options, BufferPool* pool = nullptr);
+  ~RowGroupEncoder();
 
   // Appends the next row of a tensor column. bytes.size() must equal the spec's num_bytes().
   Status AppendTensor(size_t column, ByteView bytes);
@@ -98,6 +116,7 @@ class RowGroupEncoder {
     int64_t rows_in_open_page = 0;
     int64_t uncompressed_bytes = 0;
     AlignedBuffer open_page;  // uncompressed body of the page being filled
+    std::unique_ptr<ChunkPageWriter> pages;  // appends to `chunk`, choosing its codec
   };
   Status FlushTensorPage(size_t column);
   void ResetTensor(size_t column);
@@ -110,7 +129,6 @@ class RowGroupEncoder {
   std::vector<TensorState> tensors_;                // indexed by column (unused for scalars)
   std::vector<std::optional<ColumnValues>> scalars_; // indexed by column
   std::vector<std::optional<LeveledValues>> leveled_; // indexed by column
-  AlignedBuffer scratch_;
 };
 
 // Writes one Parquet file. Not thread-safe.
@@ -157,6 +175,15 @@ class ParquetFileWriter {
   std::vector<std::vector<std::optional<parquet::ColumnIndex>>> column_indexes_;
   bool closed_ = false;
 };
+
+// Sets options->codec and options->min_codec_saving from a codec as the tools name it: "auto" (ZSTD
+// for each column chunk that it shrinks by at least 10 %, UNCOMPRESSED for the others) or one codec
+// for every chunk ("zstd", "lz4_raw", "snappy", "gzip", "uncompressed"; see CodecFromName).
+Status SetCodecPolicy(std::string_view name, WriterOptions* options);
+
+// Delta metaData.configuration key holding the codec a table was written with ("auto" or a codec
+// name), so that OPTIMIZE rewrites files the same way.
+inline constexpr char kCodecPolicyKey[] = "stoke.codec";
 
 // True for the physical types the writer writes: BOOLEAN, INT32, INT64, FLOAT, DOUBLE, BYTE_ARRAY.
 bool WritableType(parquet::Type type);

@@ -16,7 +16,7 @@ Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& o) {
     return Status::InvalidArgument("convert: --target-file-size and --row-group-size must be positive");
   }
   WriterOptions wopts;
-  STOKE_ASSIGN_OR_RETURN(wopts.codec, CodecFromName(o.codec));
+  STOKE_RETURN_IF_ERROR(SetCodecPolicy(o.codec, &wopts));
   wopts.compression_level = o.compression_level;
   STOKE_ASSIGN_OR_RETURN(NpySources sources, PlanNpySources(o.source_dir, o.labels_csv, o.tensor_column, "convert"));
 

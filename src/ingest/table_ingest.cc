@@ -124,7 +124,9 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
       STOKE_RETURN_IF_ERROR(same);
       STOKE_RETURN_IF_ERROR(ReadIngestedFiles(*snap, o.table_dir, &ingested, &max_id));
     } else {
-      schema_changes = !same.ok();
+      // An overwrite also records its codec (OPTIMIZE rewrites with the table's codec).
+      auto codec = snap->metadata.configuration.find(kCodecPolicyKey);
+      schema_changes = !same.ok() || codec == snap->metadata.configuration.end() || codec->second != o.codec;
     }
   }
 
@@ -226,7 +228,9 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
     delta::Metadata meta;
     meta.id = snap ? snap->metadata.id : RandomUuid();
     meta.schema_string = delta::SchemaToSparkJson(sources.columns);
+    if (snap) meta.configuration = snap->metadata.configuration;
     meta.configuration[kTensorsMetadataKey] = TensorSpecsToJson(sources.columns);
+    meta.configuration[kCodecPolicyKey] = o.codec;
     if (!partition.empty()) meta.partition_columns = {partition};
     meta.created_time = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                  std::chrono::system_clock::now().time_since_epoch())
@@ -292,7 +296,7 @@ Result<IngestReport> IngestNpy(const IngestOptions& o) {
     return Status::InvalidArgument("ingest: sizes and --rows-per-file must be positive");
   }
   WriterOptions wopts;
-  STOKE_ASSIGN_OR_RETURN(wopts.codec, CodecFromName(o.codec));
+  STOKE_RETURN_IF_ERROR(SetCodecPolicy(o.codec, &wopts));
   wopts.compression_level = o.compression_level;
   STOKE_ASSIGN_OR_RETURN(NpySources sources, PlanNpySources(o.source_dir, o.labels_csv, o.tensor_column, "ingest"));
   // Another writer committing between our read and our commit makes us re-plan from its version

@@ -7,6 +7,7 @@
 
 #include "format/npy.h"
 #include "format/parquet_reader.h"
+#include "format/parquet_writer.h"
 #include "io/storage.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
@@ -164,6 +165,64 @@ TEST_F(IngestTest, RowsPerFileOneWritesAFilePerSource) {
   EXPECT_EQ(r->files_added, 7);
   EXPECT_EQ(DataFilesOnDisk(), 7u);
   EXPECT_EQ(Rows().size(), 7u);
+}
+
+// The codec of every column chunk of every live data file: column name -> codecs seen.
+std::map<std::string, std::set<parquet::Codec>> ChunkCodecs(const std::string& table) {
+  std::map<std::string, std::set<parquet::Codec>> out;
+  delta::DeltaLog log(LocalStorage(), table);
+  auto snap = log.ReadSnapshot(std::nullopt);
+  EXPECT_TRUE(snap.ok()) << snap.status().ToString();
+  for (const auto& f : snap->files) {
+    auto r = ParquetReader::Open(LocalStorage(), table + "/" + *delta::DecodePath(f.path));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    for (const auto& rg : (*r)->metadata().row_groups) {
+      for (const auto& c : rg.columns) out[c.meta_data->path_in_schema[0]].insert(c.meta_data->codec);
+    }
+  }
+  return out;
+}
+
+TEST_F(IngestTest, TableRecordsItsCodecAndOptimizeKeepsIt) {
+  using parquet::Codec;
+  AddSources(0, 300);  // enough rows for the label and file-name chunks to be worth compressing
+  for (const char* codec : {"uncompressed", "auto"}) {
+    SCOPED_TRACE(codec);
+    auto o = Options("overwrite");
+    o.rows_per_file = 1;
+    o.codec = codec;
+    ASSERT_TRUE(IngestNpy(o).ok());
+    delta::DeltaLog log(LocalStorage(), table_);
+    auto snap = log.ReadSnapshot(std::nullopt);
+    ASSERT_TRUE(snap.ok());
+    EXPECT_EQ(snap->metadata.configuration[kCodecPolicyKey], codec);
+
+    OptimizeOptions oo;
+    oo.table_dir = table_;
+    oo.progress = false;
+    auto r = OptimizeTable(oo);  // no codec given: the table's
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->files_after, 1);
+    auto codecs = ChunkCodecs(table_);
+    if (std::string(codec) == "uncompressed") {
+      for (const auto& [column, set] : codecs) EXPECT_EQ(set, std::set<Codec>{Codec::kUncompressed}) << column;
+    } else {
+      // auto: the repetitive file names and 0/1 labels compress; 8x8 copies of one float per row
+      // shrink too, so every column here keeps zstd.
+      EXPECT_EQ(codecs["file"], std::set<Codec>{Codec::kZstd});
+      EXPECT_EQ(codecs["label"], std::set<Codec>{Codec::kZstd});
+    }
+    EXPECT_EQ(Rows().size(), 300u);
+  }
+  // An explicit codec wins over the table's.
+  OptimizeOptions oo;
+  oo.table_dir = table_;
+  oo.progress = false;
+  oo.codec = "lz4_raw";
+  oo.sort_by = "label";  // rewrites every file, small or not
+  auto r = OptimizeTable(oo);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const auto& [column, set] : ChunkCodecs(table_)) EXPECT_EQ(set, std::set<parquet::Codec>{Codec::kLz4Raw}) << column;
 }
 
 TEST_F(IngestTest, RejectsBadOptions) {

@@ -58,8 +58,12 @@ const TensorSpec kSmallTensor{DType::kFloat32, {3, 5}};    // 60 bytes
 WrittenColumn WriteAndFetchPages(const std::string& path, const TensorSpec& spec, Codec codec, int num_rows) {
   WrittenColumn out;
   std::vector<ColumnSpec> cols = {{.name = "t", .type = parquet::Type::kByteArray, .tensor = spec}};
+  // The codec as given for every chunk, and small rows packed into pages: the decoder must handle
+  // both layouts, whatever the writer's defaults.
   WriterOptions opts;
   opts.codec = codec;
+  opts.min_codec_saving = 0;
+  opts.small_tensor_page_bytes = 64 << 10;
   auto w = ParquetFileWriter::Create(LocalStorage(), path, cols, opts);
   EXPECT_TRUE(w.ok()) << w.status().ToString();
   if (!w.ok()) return out;

@@ -278,10 +278,16 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0) {
     return Status::InvalidArgument("optimize: --target-file-size and --row-group-size must be positive");
   }
-  WriterOptions wopts;
-  STOKE_ASSIGN_OR_RETURN(wopts.codec, CodecFromName(o.codec));
   Stopwatch watch;
   STOKE_ASSIGN_OR_RETURN(TableView t, OpenTableView(o.table_dir));
+  // The table's own codec unless one is asked for, so that compaction keeps what ingest chose.
+  std::string codec = o.codec;
+  if (codec.empty()) {
+    auto it = t.snapshot.metadata.configuration.find(kCodecPolicyKey);
+    codec = it != t.snapshot.metadata.configuration.end() ? it->second : "auto";
+  }
+  WriterOptions wopts;
+  STOKE_RETURN_IF_ERROR(SetCodecPolicy(codec, &wopts));
   std::optional<Predicate> where;
   if (!o.where.empty()) {
     STOKE_ASSIGN_OR_RETURN(where, Predicate::Parse(o.where));

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "core/progress.h"
+#include "format/parquet_reader.h"
+#include "format/parquet_writer.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
 
@@ -23,6 +25,49 @@ std::string FormatTimestamp(int64_t ms) {
 
 std::string Dump(const nlohmann::json& j, int indent = -1) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// How a column's chunks are stored in some data files: chunks per codec, and the recorded reason
+// (WriterOptions::min_codec_saving) of the first chunk whose codec was chosen.
+struct ColumnCodecs {
+  std::map<std::string, int64_t> chunks;  // codec name -> column chunks
+  std::string why;
+};
+
+std::string CodecChoiceText(const std::string& json_text) {
+  auto j = nlohmann::json::parse(json_text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return "";
+  const double raw = j.value("trial_bytes", 0.0), stored = j.value("trial_compressed_bytes", 0.0);
+  if (raw <= 0) return "";
+  return fmt::format("{} saved {:.1f} % of the first {}; kept when >= {:.0f} %", j.value("requested", "?"),
+                     100.0 * (1.0 - stored / raw), FormatBytes(static_cast<uint64_t>(raw)), 100.0 * j.value("min_saving", 0.0));
+}
+
+// Reads the footers of the first `max_files` data files (the inspect output lists those) and tallies
+// each column's codecs, so that a table of many files costs at most max_files small reads.
+Result<std::map<std::string, ColumnCodecs>> SampleColumnCodecs(const std::string& table_dir, const delta::Snapshot& snap,
+                                                               size_t max_files, size_t* files_read) {
+  std::map<std::string, ColumnCodecs> out;
+  *files_read = 0;
+  for (const auto& f : snap.files) {
+    if (*files_read == max_files) break;
+    auto rel = delta::DecodePath(f.path);
+    STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), JoinPath(table_dir, rel.ok() ? *rel : f.path)));
+    ++*files_read;
+    for (const auto& rg : reader->metadata().row_groups) {
+      for (const auto& chunk : rg.columns) {
+        if (!chunk.meta_data || chunk.meta_data->path_in_schema.empty()) continue;
+        const auto& m = *chunk.meta_data;
+        ColumnCodecs& c = out[fmt::format("{}", fmt::join(m.path_in_schema, "."))];
+        ++c.chunks[std::string(parquet::CodecName(m.codec))];
+        if (!c.why.empty()) continue;
+        for (const auto& kv : m.key_value_metadata) {
+          if (kv.key == kCodecChoiceKey && kv.value) c.why = CodecChoiceText(*kv.value);
+        }
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -93,6 +138,14 @@ Status InspectTable(const std::string& table_dir, std::optional<int64_t> version
     if (c.tensor) jc["tensor"] = {{"dtype", std::string(DTypeName(c.tensor->dtype))}, {"shape", c.tensor->shape}};
     j["schema"].push_back(jc);
   }
+  constexpr size_t kFilesListed = 20;
+  auto policy = snap.metadata.configuration.find(kCodecPolicyKey);
+  j["codec"] = policy != snap.metadata.configuration.end() ? policy->second : "";
+  size_t codec_files = 0;
+  STOKE_ASSIGN_OR_RETURN(auto codecs, SampleColumnCodecs(table_dir, snap, kFilesListed, &codec_files));
+  j["column_codecs"] = nlohmann::ordered_json::object();
+  for (const auto& [name, c] : codecs) j["column_codecs"][name] = {{"chunks", c.chunks}, {"why", c.why}};
+  j["column_codecs_from_files"] = codec_files;
   if (json) {
     j["data_files"] = nlohmann::ordered_json::array();
     for (const auto& f : snap.files) {
@@ -121,11 +174,27 @@ Status InspectTable(const std::string& table_dir, std::optional<int64_t> version
                        c.tensor ? fmt::format(" tensor {}[{}]", DTypeName(c.tensor->dtype), fmt::join(c.tensor->shape, ","))
                                 : "");
   }
+  out << fmt::format("codec       {}\n", policy == snap.metadata.configuration.end()
+                                            ? std::string("not recorded (written by another tool or an older stoke)")
+                                            : policy->second == "auto"
+                                                  ? std::string("auto: per column chunk, zstd where it saves >= 10 %, else uncompressed")
+                                                  : policy->second);
+  if (codec_files > 0) {
+    out << fmt::format("  column chunks in {} of {} data files:\n", codec_files, snap.files.size());
+    for (const auto& col : columns) {
+      auto found = codecs.find(col.name);
+      if (found == codecs.end()) continue;  // a partition column: not in the data files
+      const auto& [name, c] = *found;
+      std::vector<std::string> parts;
+      for (const auto& [codec, n] : c.chunks) parts.push_back(fmt::format("{} {}", n, codec));
+      out << fmt::format("  {:<12} {}{}\n", name, fmt::join(parts, ", "), c.why.empty() ? "" : " (" + c.why + ")");
+    }
+  }
   out << "data files\n";
   size_t shown = 0;
   for (const auto& f : snap.files) {
-    if (++shown > 20) {
-      out << fmt::format("  ... and {} more (--json lists all)\n", snap.files.size() - 20);
+    if (++shown > kFilesListed) {
+      out << fmt::format("  ... and {} more (--json lists all)\n", snap.files.size() - kFilesListed);
       break;
     }
     std::string records = "?";

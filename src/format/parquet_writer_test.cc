@@ -1,0 +1,227 @@
+// The writer's choices: the codec of each column chunk (WriterOptions::min_codec_saving) and the page
+// layout of tensor columns. Reading back byte for byte is checked in parquet_reader_test.cc.
+#include "format/parquet_writer.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "core/random.h"
+#include "format/parquet_reader.h"
+
+namespace stoke {
+namespace {
+
+using parquet::Codec;
+using parquet::Type;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = std::filesystem::temp_directory_path() / "stoke_writer_XXXXXX";
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Random bits: nothing to compress (noisy float data, such as the seed volumes, saves a few percent).
+std::string NoiseTensor(Rng& rng, size_t floats) {
+  std::string s(floats * 4, '\0');
+  for (size_t i = 0; i < floats; ++i) {
+    uint32_t bits = static_cast<uint32_t>(rng.Next());
+    std::memcpy(s.data() + i * 4, &bits, 4);
+  }
+  return s;
+}
+
+// A tensor that compresses well: a few distinct values in long runs.
+std::string SmoothTensor(size_t floats, int row) {
+  std::string s(floats * 4, '\0');
+  for (size_t i = 0; i < floats; ++i) {
+    float f = static_cast<float>((i / 64 + row) % 4);
+    std::memcpy(s.data() + i * 4, &f, 4);
+  }
+  return s;
+}
+
+struct Written {
+  std::vector<std::string> rows;
+  std::string path;
+};
+
+// Writes one row group of (id INT64, label INT32, t float32[floats]) with tensors from `make`.
+template <typename Make>
+Written WriteFile(const TempDir& dir, const std::string& name, size_t floats, int rows, WriterOptions opts, Make make) {
+  Written w;
+  w.path = dir.File(name);
+  std::vector<ColumnSpec> cols = {{.name = "id", .type = Type::kInt64},
+                                  {.name = "label", .type = Type::kInt32},
+                                  {.name = "t", .type = Type::kByteArray,
+                                   .tensor = TensorSpec{DType::kFloat32, {static_cast<int64_t>(floats)}}}};
+  auto writer = ParquetFileWriter::Create(LocalStorage(), w.path, cols, opts);
+  EXPECT_TRUE(writer.ok()) << writer.status().ToString();
+  RowGroupEncoder enc((*writer)->columns(), (*writer)->options());
+  std::vector<int64_t> ids;
+  std::vector<int32_t> labels;
+  for (int r = 0; r < rows; ++r) {
+    w.rows.push_back(make(r));
+    EXPECT_TRUE(enc.AppendTensor(2, AsBytes(w.rows.back())).ok());
+    ids.push_back(r);
+    labels.push_back(r % 2);
+  }
+  EXPECT_TRUE(enc.SetScalars(0, ColumnValues{ids, {}}).ok());
+  EXPECT_TRUE(enc.SetScalars(1, ColumnValues{labels, {}}).ok());
+  auto rg = enc.Finish();
+  EXPECT_TRUE(rg.ok()) << rg.status().ToString();
+  EXPECT_TRUE((*writer)->WriteRowGroup(std::move(*rg)).ok());
+  EXPECT_TRUE((*writer)->Close().ok());
+  return w;
+}
+
+const parquet::ColumnMetaData& ChunkMeta(const ParquetReader& r, size_t column) {
+  return *r.metadata().row_groups[0].columns[column].meta_data;
+}
+
+std::optional<nlohmann::json> CodecChoice(const parquet::ColumnMetaData& m) {
+  for (const auto& kv : m.key_value_metadata) {
+    if (kv.key == kCodecChoiceKey && kv.value) return nlohmann::json::parse(*kv.value);
+  }
+  return std::nullopt;
+}
+
+void ExpectRowsReadBack(const Written& w, size_t column) {
+  auto r = ParquetReader::Open(LocalStorage(), w.path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  AlignedBuffer cell;
+  for (size_t i = 0; i < w.rows.size(); ++i) {
+    ASSERT_TRUE((*r)->ReadBinaryCell(static_cast<int64_t>(i), column, &cell).ok());
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(cell.data()), cell.size()), w.rows[i]) << "row " << i;
+  }
+}
+
+TEST(CodecChoice, NoisyFloatTensorsAreStoredUncompressedAndLabelsCompressed) {
+  TempDir dir;
+  Rng rng(7);
+  Written w = WriteFile(dir, "noise.parquet", 9000, 40, WriterOptions{}, [&](int) { return NoiseTensor(rng, 9000); });
+  auto r = ParquetReader::Open(LocalStorage(), w.path);
+  ASSERT_TRUE(r.ok());
+  const auto& tensor = ChunkMeta(**r, 2);
+  EXPECT_EQ(tensor.codec, Codec::kUncompressed);
+  auto why = CodecChoice(tensor);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ((*why)["requested"], "ZSTD");
+  EXPECT_EQ((*why)["chosen"], "UNCOMPRESSED");
+  // The trial stops at the first page that brings it past codec_trial_bytes (36,000 bytes a page).
+  EXPECT_GE((*why)["trial_bytes"].get<int64_t>(), WriterOptions{}.codec_trial_bytes);
+  EXPECT_LT((*why)["trial_bytes"].get<int64_t>(), WriterOptions{}.codec_trial_bytes + 36008);
+  EXPECT_GT((*why)["trial_compressed_bytes"].get<double>(), 0.9 * (*why)["trial_bytes"].get<double>());
+  // Every page of the chunk is stored as it is: stored size == uncompressed size.
+  EXPECT_EQ(tensor.total_compressed_size, tensor.total_uncompressed_size);
+  EXPECT_EQ(ChunkMeta(**r, 1).codec, Codec::kZstd);  // 0/1 labels shrink by far more than 10 %
+  ExpectRowsReadBack(w, 2);
+}
+
+TEST(CodecChoice, CompressibleTensorsKeepTheCodec) {
+  TempDir dir;
+  Written w = WriteFile(dir, "smooth.parquet", 9000, 40, WriterOptions{}, [&](int r) { return SmoothTensor(9000, r); });
+  auto r = ParquetReader::Open(LocalStorage(), w.path);
+  ASSERT_TRUE(r.ok());
+  const auto& tensor = ChunkMeta(**r, 2);
+  EXPECT_EQ(tensor.codec, Codec::kZstd);
+  auto why = CodecChoice(tensor);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ((*why)["chosen"], "ZSTD");
+  EXPECT_LT(tensor.total_compressed_size, tensor.total_uncompressed_size / 10);
+  // Pages held during the trial and pages written after it are all read back.
+  ExpectRowsReadBack(w, 2);
+}
+
+TEST(CodecChoice, ChunkShorterThanTheTrialIsDecidedOnWhatItHas) {
+  TempDir dir;
+  Rng rng(3);
+  Written w = WriteFile(dir, "short.parquet", 100, 5, WriterOptions{}, [&](int) { return NoiseTensor(rng, 100); });
+  auto r = ParquetReader::Open(LocalStorage(), w.path);
+  ASSERT_TRUE(r.ok());
+  auto why = CodecChoice(ChunkMeta(**r, 2));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ((*why)["trial_bytes"].get<int64_t>(), 5 * (400 + 4));  // length prefix + values, all five pages
+  ExpectRowsReadBack(w, 2);
+}
+
+TEST(CodecChoice, IsAFunctionOfTheBytes) {
+  TempDir dir;
+  auto make = [](uint64_t seed) {
+    return [rng = Rng(seed)](int r) mutable { return r % 3 == 0 ? SmoothTensor(3000, r) : NoiseTensor(rng, 3000); };
+  };
+  Written a = WriteFile(dir, "a.parquet", 3000, 200, WriterOptions{}, make(11));
+  Written b = WriteFile(dir, "b.parquet", 3000, 200, WriterOptions{}, make(11));
+  auto ra = ReadFileToString(LocalStorage(), a.path);
+  auto rb = ReadFileToString(LocalStorage(), b.path);
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  EXPECT_EQ(*ra, *rb);
+}
+
+TEST(CodecChoice, ExplicitCodecIsAlwaysUsedAndNotAnnotated) {
+  TempDir dir;
+  Rng rng(5);
+  WriterOptions forced;
+  ASSERT_TRUE(SetCodecPolicy("zstd", &forced).ok());
+  Written w = WriteFile(dir, "forced.parquet", 9000, 6, forced, [&](int) { return NoiseTensor(rng, 9000); });
+  auto r = ParquetReader::Open(LocalStorage(), w.path);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(ChunkMeta(**r, 2).codec, Codec::kZstd);
+  EXPECT_FALSE(CodecChoice(ChunkMeta(**r, 2)).has_value());
+  ExpectRowsReadBack(w, 2);
+}
+
+TEST(CodecChoice, PolicyNames) {
+  WriterOptions o;
+  ASSERT_TRUE(SetCodecPolicy("AUTO", &o).ok());
+  EXPECT_EQ(o.codec, Codec::kZstd);
+  EXPECT_DOUBLE_EQ(o.min_codec_saving, 0.10);
+  ASSERT_TRUE(SetCodecPolicy("uncompressed", &o).ok());
+  EXPECT_EQ(o.codec, Codec::kUncompressed);
+  EXPECT_EQ(o.min_codec_saving, 0);
+  ASSERT_TRUE(SetCodecPolicy("lz4_raw", &o).ok());
+  EXPECT_EQ(o.codec, Codec::kLz4Raw);
+  Status bad = SetCodecPolicy("brotli", &o);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("auto"), std::string::npos) << bad.message();
+}
+
+TEST(TensorPages, EveryRowIsAPageOfItsOwnByDefault) {
+  TempDir dir;
+  Rng rng(9);
+  Written w = WriteFile(dir, "small.parquet", 128, 300, WriterOptions{}, [&](int) { return NoiseTensor(rng, 128); });
+  auto r = ParquetReader::Open(LocalStorage(), w.path);
+  ASSERT_TRUE(r.ok());
+  auto oi = (*r)->ReadOffsetIndex(0, 2);
+  ASSERT_TRUE(oi.ok() && oi->has_value());
+  ASSERT_EQ((*oi)->page_locations.size(), 300u);
+  for (size_t i = 0; i < 300; ++i) EXPECT_EQ((*oi)->page_locations[i].first_row_index, static_cast<int64_t>(i));
+  ExpectRowsReadBack(w, 2);
+}
+
+TEST(TensorPages, SmallRowsArePackedWhenAsked) {
+  TempDir dir;
+  Rng rng(9);
+  WriterOptions packed;
+  packed.small_tensor_page_bytes = 4096;
+  Written w = WriteFile(dir, "packed.parquet", 128, 300, packed, [&](int) { return NoiseTensor(rng, 128); });
+  auto r = ParquetReader::Open(LocalStorage(), w.path);
+  ASSERT_TRUE(r.ok());
+  auto oi = (*r)->ReadOffsetIndex(0, 2);
+  ASSERT_TRUE(oi.ok() && oi->has_value());
+  EXPECT_EQ((*oi)->page_locations.size(), 38u);  // 8 rows of 516 bytes reach 4096; 300 = 37 * 8 + 4
+  ExpectRowsReadBack(w, 2);
+}
+
+}  // namespace
+}  // namespace stoke
