@@ -53,6 +53,7 @@ bench: build
 	@bash bench/write_vs_dd.sh $(BUILD)/stoke
 	@bash bench/table_open.sh $(BUILD)/stoke
 	@bash bench/load_vs_baselines.sh $(BUILD)/stoke
+	@bash bench/sample_sizes.sh $(BUILD)/stoke
 	@bash bench/loader_open.sh $(BUILD)/stoke
 	@bash bench/python_overhead.sh $(BUILD)/stoke
 	@bash bench/train_volumes.sh $(BUILD)/stoke

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# The loader at five sample sizes, each table ingested with stoke's DEFAULT options (what a user
+# gets), against fio at the same block size and queue depth, warm and cold, in one run:
+#   512 B, 16 KiB, 115 KB, 360 KB (the seed volume) and 4 MiB float32 samples (random values).
+# For each size:
+#   - `stoke synth volumes` writes the .npy files, `stoke ingest` (no options) makes the table;
+#   - warm: the table's files are read once (cat), then `stoke bench load` (batches of 32, global
+#     shuffle) and fio's random reads of one mean page at queue depth 64 (bench/fio_limit.sh,
+#     DIRECT=0, block size = the mean page rounded up to 512 B);
+#   - cold: `stoke bench load --cold` (O_DIRECT) and fio DIRECT=1 (block size rounded up to 4 KiB)
+#     in alternation, BENCH_COLD_REPS pairs (default 3; the page cache is dropped before each stoke
+#     run, which needs root; otherwise the cold stoke rows are skipped), reported as the median of
+#     the per-pair ratios;
+#   - peak RSS of the warm stoke run (/usr/bin/time) against prefetch_bytes + 150 MB.
+# At the seed size also PyTorch's DataLoader over the .npy files (bench/torch_dataloader.py,
+# num_workers 0 and 2, warm), the naive way.
+#   bench/sample_sizes.sh [STOKE_BIN]   env: BENCH_DIR (default build/bench-sizes), BENCH_COLD_REPS,
+#   BENCH_SIZES (a subset of "512 16k 115k 360k 4m"), BENCH_SCALE (divides the sample counts, for a
+#   quick check of the script), BENCH_KEEP=1 keeps the data (reused next time).
+# Raw JSON lines go to BENCH_DIR/results.jsonl; the table goes to stdout.
+set -euo pipefail
+shopt -s inherit_errexit
+cd "$(dirname "$0")/.."
+stoke=${1:-build/stoke}
+work=${BENCH_DIR:-build/bench-sizes}
+cold_reps=${BENCH_COLD_REPS:-3}
+sizes=${BENCH_SIZES:-"512 16k 115k 360k 4m"}
+py=/usr/bin/python3
+batch=32
+qd=64
+prefetch=536870912  # stoke's default --prefetch-bytes
+seconds=8           # target length of each stoke and fio run
+
+die() { echo "sample_sizes: $*" >&2; exit 1; }
+note() { echo "sample_sizes: $*" >&2; }
+[ -x "$stoke" ] || die "no stoke binary at '$stoke'"
+command -v fio >/dev/null || die "fio is not installed (apt-get install fio)"
+[ -x /usr/bin/time ] || die "/usr/bin/time is missing (apt-get install time)"
+"$py" -c 'import numpy, torch' 2>/dev/null || die "$py lacks numpy or torch"
+mkdir -p "$work"
+results=$work/results.jsonl
+: >"$results"
+can_drop=0
+if [ -w /proc/sys/vm/drop_caches ] && [ "$(id -u)" -eq 0 ]; then can_drop=1; fi
+drop_caches() { if [ "$can_drop" = 1 ]; then sync; echo 3 >/proc/sys/vm/drop_caches; fi; }
+jget() { "$py" -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+# last_json: the last line of stdin that is a JSON object.
+last_json() { grep -E '^\{' | tail -1; }
+record() { printf '{"size":"%s","run":"%s",%s\n' "$1" "$2" "${3#\{}" >>"$results"; }
+
+# size NAME -> "shape channels samples": float32 samples of the named size, and how many make a
+# table of about 0.5-1.6 GB (the page cache here holds about 7 GB).
+spec() {
+  case "$1" in
+    512) echo "8,4,4 1 100000" ;;       # 128 floats = 512 B
+    16k) echo "16,16,16 1 30000" ;;     # 4,096 floats = 16 KiB
+    115k) echo "24,24,10 5 8000" ;;     # 28,800 floats = 115 KB
+    360k) echo "30,30,10 10 4000" ;;    # the seed volume: 90,000 floats = 360 KB
+    4m) echo "32,32,32 32 400" ;;       # 1,048,576 floats = 4 MiB
+    *) die "unknown size '$1' (expected 512 16k 115k 360k 4m)" ;;
+  esac
+}
+
+for size in $sizes; do
+  read -r shape channels n <<<"$(spec "$size")"
+  n=$((n / ${BENCH_SCALE:-1}))
+  vol=$work/$size/volumes table=$work/$size/table
+  # Data from an earlier BENCH_KEEP run is reused when it was made with the same spec.
+  if [ "$(cat "$work/$size/spec" 2>/dev/null)" != "$shape $channels $n" ]; then
+    note "$size: writing $n samples"
+    rm -rf "$work/$size"
+    "$stoke" --no-progress synth volumes --samples "$n" --shape "$shape" --channels "$channels" --out "$vol" >/dev/null
+    echo "$shape $channels $n" >"$work/$size/spec"
+  fi
+  if [ ! -d "$table/_delta_log" ]; then
+    note "$size: ingesting with the default options"
+    "$stoke" --no-progress ingest "$vol" --labels "$vol/labels.csv" --table "$table" >/dev/null
+  fi
+  codecs=$("$stoke" inspect "$table" --json | "$py" -c '
+import json, sys
+j = json.load(sys.stdin)
+print(",".join(sorted(j["column_codecs"].get("data", {}).get("chunks", {}))))')
+
+  # Enough batches for about $seconds: probe one epoch's first batches.
+  find "$table" -name '*.parquet' -print0 | xargs -0 cat >/dev/null
+  probe=$("$stoke" bench load "$table" --batch-size "$batch" --batches 20 --json | last_json)
+  batches=$("$py" -c 'import math, sys
+sps, secs, b = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+print(max(20, math.ceil(secs * sps / b)))' "$(jget "$probe" samples_per_s)" "$seconds" "$batch")
+  load=("$stoke" bench load "$table" --batch-size "$batch" --shuffle global --batches "$batches" --warmup-batches 4 --json)
+
+  note "$size: warm ($batches batches)"
+  r=$(/usr/bin/time -v -o "$work/time.txt" "${load[@]}" | last_json)
+  record "$size" "warm stoke" "$r"
+  rss_kb=$(awk -F': *' '/Maximum resident set size/ {print $2}' "$work/time.txt")
+  page=$(jget "$r" page_bytes_mean)
+  bs_warm=$("$py" -c 'import math, sys; print(math.ceil(float(sys.argv[1]) / 512) * 512)' "$page")
+  bs_cold=$("$py" -c 'import math, sys; print(math.ceil(float(sys.argv[1]) / 4096) * 4096)' "$page")
+  record "$size" "warm fio" "$(bash bench/fio_limit.sh "$table" "$bs_warm" "$qd" 0 "$seconds")"
+  printf '{"size":"%s","run":"memory","max_rss_bytes":%d,"budget_bytes":%d,"codecs":"%s","samples":%d}\n' \
+    "$size" "$((rss_kb * 1024))" "$((prefetch + 150000000))" "$codecs" "$n" >>"$results"
+
+  for i in $(seq 1 "$cold_reps"); do
+    note "$size: cold pair $i"
+    if [ "$can_drop" = 1 ]; then
+      drop_caches
+      record "$size" "cold stoke #$i" "$("${load[@]}" --cold | last_json)"
+    fi
+    drop_caches
+    record "$size" "cold fio #$i" "$(bash bench/fio_limit.sh "$table" "$bs_cold" "$qd" 1 "$seconds")"
+  done
+
+  if [ "$size" = 360k ]; then
+    find "$vol" -maxdepth 1 -name '*.npy' -print0 | xargs -0 cat >/dev/null
+    for w in 0 2; do
+      note "$size: PyTorch DataLoader, num_workers $w"
+      r=$("$py" bench/torch_dataloader.py "$vol" --num-workers "$w" --batch-size "$batch" \
+        --batches $((n / batch)) --warmup-batches 2 --json | last_json)
+      record "$size" "warm torch w$w" "$r"
+    done
+  fi
+  if [ "${BENCH_KEEP:-0}" != 1 ]; then rm -rf "$work/$size"; fi
+done
+
+echo
+echo "stoke across sample sizes, tables ingested with default options: batches of $batch, global shuffle," \
+  "queue depth $qd; fio at the same block size and depth; $(nproc) cores"
+"$py" - "$results" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+sizes = list(dict.fromkeys(r["size"] for r in rows))
+def one(size, run):
+    return next((r for r in rows if r["size"] == size and r["run"] == run), None)
+fmt = "{:<6} {:>7} {:<14} {:>11} {:>11} {:>7} {:>11} {:>11} {:>15} {:>9} {:>9}"
+print(fmt.format("sample", "rows", "data codec", "warm st/s", "warm fio/s", "warm %", "cold st/s", "cold fio/s",
+                 "cold % (median)", "RSS MB", "budget MB"))
+for s in sizes:
+    w, f, m = one(s, "warm stoke"), one(s, "warm fio"), one(s, "memory")
+    pairs = []
+    i = 1
+    while one(s, f"cold fio #{i}"):
+        st, fi = one(s, f"cold stoke #{i}"), one(s, f"cold fio #{i}")
+        if st:
+            pairs.append((st["samples_per_s"], fi["samples_per_s"]))
+        i += 1
+    cold_st = statistics.median(p[0] for p in pairs) if pairs else float("nan")
+    cold_fio = statistics.median(p[1] for p in pairs) if pairs else float("nan")
+    cold_pct = statistics.median(100 * a / b for a, b in pairs) if pairs else float("nan")
+    print(fmt.format(s, m["samples"], m["codecs"], f"{w['samples_per_s']:,.0f}", f"{f['samples_per_s']:,.0f}",
+                     f"{100 * w['samples_per_s'] / f['samples_per_s']:.0f} %", f"{cold_st:,.0f}", f"{cold_fio:,.0f}",
+                     f"{cold_pct:.0f} %", f"{m['max_rss_bytes'] / 1e6:.0f}", f"{m['budget_bytes'] / 1e6:.0f}"))
+    if pairs:
+        print(" " * 7 + "cold pairs (stoke/fio): " + ", ".join(f"{a:,.0f}/{b:,.0f}" for a, b in pairs))
+t0, t2, st = one("360k", "warm torch w0"), one("360k", "warm torch w2"), one("360k", "warm stoke")
+if t0 and t2 and st:
+    best = max(t0["samples_per_s"], t2["samples_per_s"])
+    print(f"seed volumes (360 KB), warm: stoke {st['samples_per_s']:,.0f} samples/s; PyTorch DataLoader w0 "
+          f"{t0['samples_per_s']:,.0f}, w2 {t2['samples_per_s']:,.0f}: stoke / best DataLoader = "
+          f"{st['samples_per_s'] / best:.2f}x")
+PY
