@@ -59,7 +59,7 @@ dd_best=$(awk -v a="$dd1" -v b="$dd2" 'BEGIN {print (a > b ? a : b)}')
 echo "write vs dd: $samples volumes, $((bytes / 1000000)) MB of .npy, $(nproc) cores, same disk ($(df --output=source "$work" | tail -1))"
 printf '%-52s %10s %8s\n' "workload" "MB/s" "vs dd"
 printf '%-52s %10s %8s\n' "dd bs=1M conv=fdatasync (best of 2)" "$dd_best" "1.00"
-for row in "stoke convert (defaults: codec auto):$conv_auto" "stoke convert --codec zstd:$conv_zstd" \
+for row in "stoke convert (defaults, codec auto):$conv_auto" "stoke convert --codec zstd:$conv_zstd" \
            "stoke ingest (new table, 1 GiB files):$ingest" "stoke ingest --rows-per-file 1:$ingest_small" \
            "stoke optimize of that table:$optimize"; do
   name=${row%%:*}

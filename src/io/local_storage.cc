@@ -66,45 +66,121 @@ class LocalRandomAccessFile final : public RandomAccessFile {
   uint64_t size_;
 };
 
+// Writes with O_DIRECT where the file system allows it: appended bytes are gathered in an aligned
+// staging buffer and written a whole buffer at a time, straight from it to the disk. A buffered
+// write() copies every byte into the page cache (allocating its pages), which measured as half of
+// the CPU time of `stoke ingest` on 2 cores; one memcpy into a reused buffer costs a fraction of
+// that. The tail that does not fill a 4 KiB block is written without O_DIRECT (the flag is cleared
+// with fcntl) at Sync or Close, so the file has exactly the bytes appended. Where O_DIRECT is
+// refused (tmpfs), writes are buffered and writeback is started every kWritebackBytes instead
+// (RocksDB's bytes_per_sync), so that encoding and the disk's writing overlap.
 class LocalWritableFile final : public WritableFile {
  public:
-  LocalWritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  LocalWritableFile(std::string path, int fd, bool direct) : path_(std::move(path)), fd_(fd), direct_(direct) {
+    if (direct_) staging_ = AlignedBuffer(kStagingBytes);
+    staging_.Clear();
+  }
   ~LocalWritableFile() override {
     if (fd_ >= 0) ::close(fd_);
   }
 
   Status Append(ByteView data) override {
     if (fd_ < 0) return Status::Internal(fmt::format("append to closed file '{}'", path_));
+    if (!direct_) {
+      if (!staging_.empty()) STOKE_RETURN_IF_ERROR(FlushStaging(/*all=*/true));  // O_DIRECT was given up
+      STOKE_RETURN_IF_ERROR(WriteAll(data));
+      if (bytes_written_ - writeback_started_ >= kWritebackBytes) {
+        // Only a hint: an error here shows up again, and is reported, at Sync.
+        (void)::sync_file_range(fd_, static_cast<off_t>(writeback_started_),
+                                static_cast<off_t>(bytes_written_ - writeback_started_), SYNC_FILE_RANGE_WRITE);
+        writeback_started_ = bytes_written_;
+      }
+      return Status::OK();
+    }
+    while (!data.empty()) {
+      const size_t take = std::min(data.size(), kStagingBytes - staging_.size());
+      staging_.Append(data.data(), take);
+      data = data.subspan(take);
+      if (staging_.size() == kStagingBytes) STOKE_RETURN_IF_ERROR(FlushStaging(/*all=*/false));
+    }
+    return Status::OK();
+  }
+  Status Sync() override {
+    if (fd_ < 0) return Status::OK();
+    if (!staging_.empty()) STOKE_RETURN_IF_ERROR(FlushStaging(/*all=*/true));
+    if (::fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", path_, errno);
+    return Status::OK();
+  }
+  Status Close() override {
+    if (fd_ < 0) return Status::OK();
+    Status flushed = staging_.empty() ? Status::OK() : FlushStaging(/*all=*/true);
+    int rc = ::close(fd_);
+    fd_ = -1;
+    STOKE_RETURN_IF_ERROR(flushed);
+    if (rc != 0) return ErrnoStatus("close", path_, errno);
+    return Status::OK();
+  }
+  uint64_t bytes_written() const override { return bytes_written_ + staging_.size(); }
+  const std::string& path() const override { return path_; }
+
+ private:
+  static constexpr uint64_t kWritebackBytes = 8 << 20;  // 8 MiB: large for sequential writes, small next to the page cache
+  static constexpr size_t kStagingBytes = 4 << 20;      // 4 MiB: a multiple of every block size
+  static constexpr size_t kBlock = 4096;                // O_DIRECT's alignment of offsets and lengths
+
+  // Writes `data` at the end of the file (bytes_written_).
+  Status WriteAll(ByteView data) {
     size_t done = 0;
     while (done < data.size()) {
-      ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
+      ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done, static_cast<off_t>(bytes_written_ + done));
       if (n < 0) {
         if (errno == EINTR) continue;
-        return ErrnoStatus("write", path_, errno);
+        // A file system that took O_DIRECT at open but refuses it now: write buffered.
+        if (errno == EINVAL && direct_ && ClearDirect().ok()) continue;
+        return ErrnoStatus(fmt::format("write at offset {}", bytes_written_ + done), path_, errno);
       }
       done += static_cast<size_t>(n);
     }
     bytes_written_ += data.size();
     return Status::OK();
   }
-  Status Sync() override {
-    if (fd_ >= 0 && ::fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", path_, errno);
-    return Status::OK();
-  }
-  Status Close() override {
-    if (fd_ < 0) return Status::OK();
-    int rc = ::close(fd_);
-    fd_ = -1;
-    if (rc != 0) return ErrnoStatus("close", path_, errno);
-    return Status::OK();
-  }
-  uint64_t bytes_written() const override { return bytes_written_; }
-  const std::string& path() const override { return path_; }
 
- private:
+  // Writes the staged whole blocks with O_DIRECT; with `all`, also the partial block that remains,
+  // after which the file is in buffered mode for good (its end is no longer block-aligned). Without
+  // O_DIRECT, writes everything staged.
+  Status FlushStaging(bool all) {
+    if (!direct_) {  // O_DIRECT was given up (see WriteAll): everything staged goes out buffered
+      STOKE_RETURN_IF_ERROR(WriteAll(staging_.view()));
+      staging_ = AlignedBuffer();
+      return Status::OK();
+    }
+    const size_t whole = staging_.size() / kBlock * kBlock;
+    if (whole > 0) STOKE_RETURN_IF_ERROR(WriteAll(ByteView(staging_.data(), whole)));
+    const size_t rest = staging_.size() - whole;
+    if (rest > 0 && whole > 0) std::memmove(staging_.data(), staging_.data() + whole, rest);
+    staging_.Resize(rest);
+    if (!all || rest == 0) return Status::OK();
+    STOKE_RETURN_IF_ERROR(ClearDirect());
+    STOKE_RETURN_IF_ERROR(WriteAll(staging_.view()));
+    staging_ = AlignedBuffer();
+    return Status::OK();
+  }
+
+  // Takes O_DIRECT off the file descriptor; later writes go through the page cache. The staged
+  // bytes stay staged.
+  Status ClearDirect() {
+    const int flags = ::fcntl(fd_, F_GETFL);
+    if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_DIRECT) != 0) return ErrnoStatus("fcntl(~O_DIRECT)", path_, errno);
+    direct_ = false;
+    return Status::OK();
+  }
+
   std::string path_;
   int fd_;
-  uint64_t bytes_written_ = 0;
+  bool direct_;
+  AlignedBuffer staging_;           // direct_: bytes appended but not yet written (< kStagingBytes)
+  uint64_t bytes_written_ = 0;      // bytes written to the file
+  uint64_t writeback_started_ = 0;  // !direct_: bytes before this offset have had writeback started
 };
 
 DirEntry EntryFromStat(std::string name, const struct stat& st) {
@@ -137,9 +213,11 @@ class LocalFileSystem final : public Storage {
 
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive) override {
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
-    int fd = ::open(path.c_str(), flags, 0644);
+    int fd = ::open(path.c_str(), flags | O_DIRECT, 0644);
+    bool direct = fd >= 0;
+    if (fd < 0 && errno == EINVAL) fd = ::open(path.c_str(), flags, 0644);  // no O_DIRECT here (tmpfs)
     if (fd < 0) return ErrnoStatus("create", path, errno);
-    return std::unique_ptr<WritableFile>(std::make_unique<LocalWritableFile>(path, fd));
+    return std::unique_ptr<WritableFile>(std::make_unique<LocalWritableFile>(path, fd, direct));
   }
 
   Result<std::vector<DirEntry>> List(const std::string& dir) override {
