@@ -12,7 +12,9 @@
 #include <thread>
 #include <utility>
 
+#include "core/fd_limit.h"
 #include "core/thread_pool.h"
+#include "loader/out_of_memory.h"
 
 namespace stoke {
 
@@ -24,11 +26,34 @@ constexpr uint64_t kDirectAlignment = 4096;
 constexpr uint64_t kStopUserData = ~uint64_t{0};
 // Resubmissions of one read after ECANCELED before its error is reported.
 constexpr int kMaxResubmits = 16;
+// Derived max_open_files: the share of the soft RLIMIT_NOFILE the fetcher takes (the rest of the
+// process keeps the other half: sockets, the index cache, the io_uring ring, a host's own files), and
+// a ceiling: beyond some tens of thousands of descriptors the kernel memory they pin buys little, as
+// only queue_depth reads are in flight at once.
+constexpr uint64_t kOpenFileShareDivisor = 2;
+constexpr uint64_t kMaxDerivedOpenFiles = 65536;
+// Descriptors left to the rest of the process when the derived size is raised to queue_depth + 4.
+constexpr uint64_t kReservedDescriptors = 16;
+
+size_t DerivedMaxOpenFiles(int queue_depth) {
+  const uint64_t soft = OpenFileSoftLimit();
+  uint64_t n = soft / kOpenFileShareDivisor;
+  const uint64_t wanted = static_cast<uint64_t>(queue_depth) + 4;  // one per read in flight, and a few to reuse
+  n = std::max(n, std::min(wanted, soft > kReservedDescriptors ? soft - kReservedDescriptors : 1));
+  return static_cast<size_t>(std::clamp<uint64_t>(n, 1, kMaxDerivedOpenFiles));
+}
+
+int OpenFlags(bool direct) { return O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0); }
 }  // namespace
 
+// A file of the list. `path` is immutable; the rest is guarded by Fetcher::mu_.
 struct Fetcher::File {
   std::string path;
-  int fd = -1;
+  int fd = -1;    // -1 while closed (and while Submit is opening it)
+  int pins = 0;   // reads in flight on this file (plus the Submit opening it)
+  uint32_t lru_prev = kNoFile;  // links in the LRU list of idle open files
+  uint32_t lru_next = kNoFile;
+  bool in_lru = false;
 };
 
 // A read in flight. Owned by the backend between Submit and CompleteSlot.
@@ -41,6 +66,8 @@ struct Fetcher::Slot {
   uint64_t done = 0;         // bytes read so far
   int64_t charge = 0;        // bytes charged to the budget for this read
   int resubmits = 0;         // io_uring: resubmissions after ECANCELED
+  int fd = -1;               // the file's descriptor, pinned open for this read (reads use this copy)
+  bool pinned = false;       // whether this read holds a pin on its file
   iovec iov[2] = {};         // destinations of the bytes not yet read (kept here for io_uring)
   uint64_t needed() const { return head + request.length; }
   // Bytes of the range that land in `buffer` (the rest goes to request.tail).
@@ -116,7 +143,7 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
     // Cannot happen: every prepared SQE is submitted at once and reads in flight <= queue_depth.
     if (sqe == nullptr) return Status::Internal("io_uring submission queue full");
     const int n = f_->PrepareIovecs(s);
-    io_uring_prep_readv(sqe, f_->files_[s.request.file].fd, s.iov, static_cast<unsigned>(n), s.read_offset + s.done);
+    io_uring_prep_readv(sqe, s.fd, s.iov, static_cast<unsigned>(n), s.read_offset + s.done);
     // Buffered reads of cached pages would otherwise be copied inline, on the submitting thread, one
     // at a time; the kernel's async workers copy them in parallel (measured: docs/benchmarks.md).
     if (!f_->options_.direct) io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
@@ -190,40 +217,39 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
 Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::vector<std::string> paths, FetcherOptions o) {
   if (o.queue_depth < 1) return Status::InvalidArgument("FetcherOptions.queue_depth must be >= 1");
   if (o.max_bytes_in_flight < 1) return Status::InvalidArgument("FetcherOptions.max_bytes_in_flight must be >= 1");
-  std::vector<File> files;
-  files.reserve(paths.size());
-  auto close_all = [&files] {
-    for (File& f : files) ::close(f.fd);
-  };
-  for (std::string& p : paths) {
-    int flags = O_RDONLY | O_CLOEXEC | (o.direct ? O_DIRECT : 0);
-    int fd = ::open(p.c_str(), flags);
-    if (fd < 0) {
-      int err = errno;
-      close_all();
-      if (o.direct && err == EINVAL) return Status::Unsupported("O_DIRECT refused for " + p + " (file system without direct I/O?)");
-      if (err == ENOENT) return Status::NotFound("cannot open " + p + ": " + std::strerror(err));
-      return Status::IOError("cannot open " + p + ": " + std::strerror(err));
-    }
-    files.push_back(File{std::move(p), fd});
+  if (paths.size() >= kNoFile) {
+    return Status::InvalidArgument("a fetcher reads at most 2^32 - 2 files, got " + std::to_string(paths.size()));
   }
-  std::unique_ptr<Fetcher> f(new Fetcher(std::move(files), o));
+  if (o.direct && !paths.empty()) {
+    // Support for O_DIRECT is a property of the file system: probe it once here, so that a table on
+    // tmpfs fails at Open rather than on every read. Other errors are left to the reads of the file.
+    int fd = ::open(paths[0].c_str(), OpenFlags(true));
+    if (fd < 0 && errno == EINVAL) {
+      return Status::Unsupported("O_DIRECT refused for " + paths[0] + " (file system without direct I/O?)");
+    }
+    if (fd >= 0) ::close(fd);
+  }
+  std::vector<File> files(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) files[i].path = std::move(paths[i]);
+  const size_t max_open = o.max_open_files > 0 ? o.max_open_files : DerivedMaxOpenFiles(o.queue_depth);
+  std::unique_ptr<Fetcher> f(new Fetcher(std::move(files), o, max_open));
   using B = FetcherOptions::Backend;
   if (o.backend == B::kIoUring || o.backend == B::kAuto) {
     auto uring = UringBackend::Create(f.get(), o.queue_depth);
     if (uring.ok()) {
       f->backend_ = std::move(uring).value();
     } else if (o.backend == B::kIoUring) {
-      return uring.status();  // ~Fetcher closes the files
+      return uring.status();
     }
   }
   if (f->backend_ == nullptr) f->backend_ = std::make_unique<PreadBackend>(f.get(), o.pread_threads);
   return f;
 }
 
-Fetcher::Fetcher(std::vector<File> files, FetcherOptions o)
+Fetcher::Fetcher(std::vector<File> files, FetcherOptions o, size_t max_open_files)
     : files_(std::move(files)),
       options_(o),
+      max_open_files_(max_open_files),
       pool_(static_cast<size_t>(o.queue_depth) * 2),
       slots_(static_cast<size_t>(o.queue_depth)) {
   free_slots_.reserve(slots_.size());
@@ -237,7 +263,9 @@ Fetcher::~Fetcher() {
     space_cv_.wait(lock, [this] { return in_flight_ == 0; });
   }
   backend_.reset();
-  for (File& f : files_) ::close(f.fd);
+  for (File& f : files_) {
+    if (f.fd >= 0) ::close(f.fd);
+  }
 }
 
 Status Fetcher::Submit(FetchRequest r) {
@@ -249,7 +277,14 @@ Status Fetcher::Submit(FetchRequest r) {
     return Status::InvalidArgument(options_.direct ? "split fetch requests cannot be used with O_DIRECT"
                                                    : "split fetch request: head_length exceeds length");
   }
-  const int64_t charge = r.tail != nullptr ? r.head_length : r.length;
+  uint64_t read_offset = r.offset, read_length = r.length;
+  if (options_.direct) {
+    read_offset = r.offset / kDirectAlignment * kDirectAlignment;
+    const uint64_t end = (r.offset + r.length + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
+    read_length = end - read_offset;
+  }
+  // The bytes of the result's buffer: what Release will refund.
+  const int64_t charge = static_cast<int64_t>(r.tail != nullptr ? r.head_length : read_length);
   int i;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -257,6 +292,18 @@ Status Fetcher::Submit(FetchRequest r) {
       return !free_slots_.empty() &&
              (bytes_charged_ == 0 || bytes_charged_ + charge <= options_.max_bytes_in_flight);
     });
+    // Room in the result queue for every outstanding read, so that completions never allocate.
+    if (done_.size() < static_cast<size_t>(outstanding_) + 1) {
+      try {
+        AllocationFaults::Instance().Check();
+        std::vector<FetchResult> bigger(done_.size() * 2);
+        for (size_t k = 0; k < done_count_; ++k) bigger[k] = std::move(done_[(done_head_ + k) % done_.size()]);
+        done_ = std::move(bigger);
+        done_head_ = 0;
+      } catch (const std::bad_alloc&) {
+        return OutOfMemoryError("growing the fetcher's result queue past " + std::to_string(done_.size()) + " entries");
+      }
+    }
     i = free_slots_.back();
     free_slots_.pop_back();
     ++in_flight_;
@@ -266,29 +313,138 @@ Status Fetcher::Submit(FetchRequest r) {
   Slot& s = slots_[i];
   s.request = r;
   s.done = 0;
-  if (options_.direct) {
-    s.read_offset = r.offset / kDirectAlignment * kDirectAlignment;
-    uint64_t end = (r.offset + r.length + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
-    s.read_length = end - s.read_offset;
-  } else {
-    s.read_offset = r.offset;
-    s.read_length = r.length;
-  }
+  s.read_offset = read_offset;
+  s.read_length = read_length;
   s.head = r.offset - s.read_offset;
   s.charge = charge;
   s.resubmits = 0;
-  s.buffer = pool_.Take();  // cleared: Resize copies nothing when it has to grow
-  s.buffer.Resize(s.buffered());
+  s.fd = -1;
+  s.pinned = false;
   if (s.needed() == 0) {
     CompleteSlot(i, Status::OK());
-  } else {
-    backend_->Start(i);
+    return Status::OK();
   }
+  if (Status st = PinFile(i); !st.ok()) {
+    CompleteSlot(i, std::move(st));
+    return Status::OK();
+  }
+  try {
+    AllocationFaults::Instance().Check();
+    s.buffer = pool_.Take();  // cleared: Resize copies nothing when it has to grow
+    s.buffer.Resize(s.buffered());
+  } catch (const std::bad_alloc&) {
+    CompleteSlot(i, OutOfMemoryError("a " + std::to_string(s.buffered()) + "-byte buffer for the read of " +
+                                     files_[r.file].path + " at offset " + std::to_string(r.offset)),
+                 /*out_of_memory=*/true);
+    return Status::OK();
+  }
+  backend_->Start(i);
   return Status::OK();
 }
 
+Status Fetcher::PinFile(int i) {
+  Slot& s = slots_[i];
+  const uint32_t f = s.request.file;
+  int victim = -1;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    File& file = files_[f];
+    if (file.fd >= 0) {
+      if (file.pins++ == 0) LruRemoveLocked(f);
+      s.fd = file.fd;
+      s.pinned = true;
+      return Status::OK();
+    }
+    // Every open descriptor in use by a read in flight: wait for one to complete (reads complete
+    // without the consumer's help, so this cannot hang).
+    space_cv_.wait(lock, [&] { return open_count_ < max_open_files_ || lru_head_ != kNoFile; });
+    if (open_count_ >= max_open_files_) {
+      const uint32_t v = lru_head_;
+      LruRemoveLocked(v);
+      victim = files_[v].fd;
+      files_[v].fd = -1;
+      --open_count_;
+    }
+    ++open_count_;  // reserved for `file`, which only this thread opens
+    file.pins = 1;
+  }
+  // open and close outside the lock: completions need mu_, and these may be slow on network file systems.
+  if (victim >= 0) ::close(victim);
+  int fd, err;
+  for (;;) {
+    fd = ::open(files_[f].path.c_str(), OpenFlags(options_.direct));
+    err = errno;
+    if (fd >= 0 || (err != EMFILE && err != ENFILE)) break;
+    // The process ran out of descriptors (the rest of it holds more than max_open_files_ left it):
+    // close an idle one of ours and try again, waiting for a read in flight to free one if need be
+    // (open_count_ > 1: files other than this one are open, so reads hold them and will complete).
+    int spare = -1;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      space_cv_.wait(lock, [&] { return lru_head_ != kNoFile || open_count_ <= 1; });
+      if (lru_head_ != kNoFile) {
+        const uint32_t v = lru_head_;
+        LruRemoveLocked(v);
+        spare = files_[v].fd;
+        files_[v].fd = -1;
+        --open_count_;
+      }
+    }
+    if (spare < 0) break;
+    ::close(spare);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  File& file = files_[f];
+  if (fd < 0) {
+    file.pins = 0;
+    --open_count_;
+    space_cv_.notify_all();
+    return OpenError(f, err);
+  }
+  file.fd = fd;
+  s.fd = fd;
+  s.pinned = true;
+  return Status::OK();
+}
+
+void Fetcher::UnpinFileLocked(const Slot& s) {
+  if (!s.pinned) return;
+  File& file = files_[s.request.file];
+  if (--file.pins == 0) LruPushBackLocked(s.request.file);
+}
+
+void Fetcher::LruRemoveLocked(uint32_t f) {
+  File& file = files_[f];
+  if (!file.in_lru) return;
+  if (file.lru_prev != kNoFile) {
+    files_[file.lru_prev].lru_next = file.lru_next;
+  } else {
+    lru_head_ = file.lru_next;
+  }
+  if (file.lru_next != kNoFile) {
+    files_[file.lru_next].lru_prev = file.lru_prev;
+  } else {
+    lru_tail_ = file.lru_prev;
+  }
+  file.lru_prev = file.lru_next = kNoFile;
+  file.in_lru = false;
+}
+
+void Fetcher::LruPushBackLocked(uint32_t f) {
+  File& file = files_[f];
+  file.lru_prev = lru_tail_;
+  file.lru_next = kNoFile;
+  if (lru_tail_ != kNoFile) {
+    files_[lru_tail_].lru_next = f;
+  } else {
+    lru_head_ = f;
+  }
+  lru_tail_ = f;
+  file.in_lru = true;
+}
+
 Status Fetcher::ReadSlotWithPread(Slot& s) {
-  const int fd = files_[s.request.file].fd;
+  const int fd = s.fd;
   while (s.done < s.needed()) {
     const int iovcnt = PrepareIovecs(s);
     ssize_t n = ::preadv(fd, s.iov, iovcnt, static_cast<off_t>(s.read_offset + s.done));
@@ -326,36 +482,48 @@ Status Fetcher::EndOfFileError(const Slot& s) const {
                          ", file ends at " + std::to_string(s.read_offset + s.done));
 }
 
+Status Fetcher::OpenError(uint32_t f, int err) const {
+  const std::string& path = files_[f].path;
+  if (options_.direct && err == EINVAL) return Status::Unsupported("O_DIRECT refused for " + path);
+  if (err == ENOENT) return Status::NotFound("cannot open " + path + ": " + std::strerror(err));
+  if (err == EMFILE || err == ENFILE) {
+    return Status::IOError("cannot open " + path + ": " + std::strerror(err) + " (the fetcher holds at most " +
+                               std::to_string(max_open_files_) + " files open; the process limit is ulimit -n)",
+                           /*retryable=*/true);
+  }
+  return Status::IOError("cannot open " + path + ": " + std::strerror(err));
+}
+
 Status Fetcher::ReadError(const Slot& s, int err) const {
   return Status::IOError("read of " + files_[s.request.file].path + " at offset " + std::to_string(s.request.offset) +
                              " length " + std::to_string(s.request.length) + " failed: " + std::strerror(err),
                          /*retryable=*/err == EINTR || err == EAGAIN);
 }
 
-void Fetcher::CompleteSlot(int i, Status status) {
+void Fetcher::CompleteSlot(int i, Status status, bool out_of_memory) {
   Slot& s = slots_[i];
   FetchResult result;
   result.tag = s.request.tag;
   const bool ok = status.ok();
   if (ok) {
-    if (s.head > 0) std::memmove(s.buffer.data(), s.buffer.data() + s.head, s.request.length);
-    s.buffer.Resize(s.request.tail != nullptr ? s.request.head_length : s.request.length);
+    // With O_DIRECT the requested bytes stay where the aligned read put them (FetchResult::offset):
+    // moving them to the front would cost a pass over the data on this (completion) thread.
+    result.offset = static_cast<size_t>(s.head);
+    result.length = static_cast<size_t>(s.request.tail != nullptr ? s.request.head_length : s.request.length);
     result.data = std::move(s.buffer);
   } else {
     pool_.Give(std::move(s.buffer));
   }
   s.buffer = AlignedBuffer();
   result.status = std::move(status);
+  result.out_of_memory = out_of_memory;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (done_count_ == done_.size()) {  // grow the circular queue, keeping order
-      std::vector<FetchResult> bigger(done_.size() * 2);
-      for (size_t k = 0; k < done_count_; ++k) bigger[k] = std::move(done_[(done_head_ + k) % done_.size()]);
-      done_ = std::move(bigger);
-      done_head_ = 0;
-    }
+    // Submit keeps done_ larger than the outstanding reads, so there is room without allocating.
     done_[(done_head_ + done_count_) % done_.size()] = std::move(result);
     ++done_count_;
+    UnpinFileLocked(s);
+    s.pinned = false;
     free_slots_.push_back(i);
     --in_flight_;
     if (!ok) bytes_charged_ -= s.charge;
@@ -379,16 +547,26 @@ std::optional<FetchResult> Fetcher::Next() {
 
 void Fetcher::Release(AlignedBuffer buffer) {
   const int64_t size = static_cast<int64_t>(buffer.size());
-  pool_.Give(std::move(buffer));
-  if (size == 0) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    bytes_charged_ = std::max<int64_t>(0, bytes_charged_ - size);
+  if (size > 0) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      bytes_charged_ = std::max<int64_t>(0, bytes_charged_ - size);
+    }
+    space_cv_.notify_all();
   }
-  space_cv_.notify_all();
+  try {
+    pool_.Give(std::move(buffer));  // may grow the pool's list
+  } catch (const std::bad_alloc&) {
+    // The buffer is freed instead of kept: nothing lost but a reuse.
+  }
 }
 
 const char* Fetcher::backend_name() const { return backend_->name(); }
+
+size_t Fetcher::open_files() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_count_;
+}
 
 int64_t Fetcher::bytes_in_flight() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -1,5 +1,7 @@
 // The Fetcher: positioned reads of byte ranges, issued asynchronously with a bounded queue depth and a
 // bounded memory budget. Backends: io_uring (one ring, a completion thread) or a pread thread pool.
+// Files are opened at their first read and kept in a bounded cache of descriptors, so a table of any
+// number of files reads within the process's RLIMIT_NOFILE.
 #pragma once
 
 #include <condition_variable>
@@ -34,8 +36,15 @@ struct FetchRequest {
 
 struct FetchResult {
   uint64_t tag = 0;      // FetchRequest::tag
-  AlignedBuffer data;    // exactly `length` bytes on success; empty on error
+  // The buffer read into; empty on error. The requested bytes are bytes(): with O_DIRECT the read was
+  // widened to 4096-byte alignment and they start `offset` bytes in (no memmove on the completion
+  // path: the consumer reads them where they are). Give `data` back whole to Release.
+  AlignedBuffer data;
+  size_t offset = 0;     // where the requested bytes start in `data` (0 unless O_DIRECT)
+  size_t length = 0;     // requested bytes held in `data`: length, or head_length for a split read
   Status status;         // why the read failed (names the file path, offset and length)
+  bool out_of_memory = false;  // the failure was an allocation failure, not the file's fault
+  ByteView bytes() const { return ByteView(data.data() + offset, length); }
 };
 
 struct FetcherOptions {
@@ -47,34 +56,44 @@ struct FetcherOptions {
   Backend backend = Backend::kAuto;  // Default: kAuto.
   int queue_depth = 32;              // Default: 32. Reads in flight at once (submitted, not yet completed).
   // Default: 256 MiB. Bytes charged for results not yet Released; Submit blocks beyond it. Charged at
-  // Submit (the request's length), refunded by Release, or at completion when the read failed. One
+  // Submit (the bytes of the result's buffer: the request's length, the head for a split read, the
+  // aligned range with O_DIRECT), refunded by Release, or at completion when the read failed. One
   // request larger than the whole budget is admitted when nothing else is charged, so it cannot hang.
   int64_t max_bytes_in_flight = int64_t{256} << 20;
   // Default: false. Open files with O_DIRECT. Reads are widened to 4096-byte alignment (offset rounded
-  // down, end rounded up) and the result is moved back to the requested range (a memmove of at most
-  // one buffer, as AlignedBuffer has no offset view). Open fails with kUnsupported where the file
-  // system refuses O_DIRECT (tmpfs).
+  // down, end rounded up); FetchResult::offset says where the requested range starts. Open fails with
+  // kUnsupported where the file system refuses O_DIRECT (tmpfs; probed on the first file).
   bool direct = false;
   size_t pread_threads = 4;  // Default: 4. Threads of the kPread backend.
+  // Default: 0 = derived from the soft RLIMIT_NOFILE at Open: half of it (the rest of the process keeps
+  // the other half), at least min(queue_depth + 4, soft limit - 16) and 1, at most 65536. The most files
+  // held open at once. A file is opened by the Submit of its first read and stays open while a read of
+  // it is in flight; when the cache is full, Submit closes the least recently used file with no read in
+  // flight, or waits for one (so even 1 works, with less parallelism across files).
+  size_t max_open_files = 0;
 };
 
-// Threading contract: one producer thread calls Submit, one consumer thread calls Next and Release
-// (they may be the same thread only if it never lets Submit block on a budget that only its own
-// Release could free). backend_name and bytes_in_flight may be called from any thread. The destructor
-// must not run concurrently with any other call; it waits for reads in flight to finish and drops
-// results not yet taken.
+// Threading contract: one producer thread calls Submit, one consumer thread calls Next (they may be
+// the same thread only if it never lets Submit block on a budget that only its own Release could
+// free). Release, backend_name, bytes_in_flight, max_open_files and open_files may be called from any
+// thread (the loader's decode workers release the buffers they decoded). The destructor must not run concurrently with any other call; it waits for reads in
+// flight to finish and drops results not yet taken. Descriptors are opened and closed only by Submit
+// (the producer thread) and the destructor; completions only unpin them.
 class Fetcher {
  public:
-  // Opens every file (read-only; O_DIRECT when o.direct). Errors name the file that failed.
+  // Opens no file (except the first one with O_DIRECT, to probe support). Errors opening a file arrive
+  // in the FetchResult::status of the reads of that file (NotFound or IOError, naming the file).
   static Result<std::unique_ptr<Fetcher>> Open(std::vector<std::string> files, FetcherOptions o);
   ~Fetcher();
   Fetcher(const Fetcher&) = delete;
   Fetcher& operator=(const Fetcher&) = delete;
 
-  // Queues a read. Blocks while queue_depth reads are in flight or the byte budget is exhausted.
-  // Returns kInvalidArgument (and queues nothing) for a file index out of range, or a split read
-  // (`tail`) with O_DIRECT or with head_length > length; I/O errors, including
-  // a range past the end of the file, arrive later in FetchResult::status.
+  // Queues a read. Blocks while queue_depth reads are in flight, the byte budget is exhausted, or every
+  // cached descriptor is in use by a read in flight. Returns kInvalidArgument (and queues nothing) for
+  // a file index out of range, or a split read (`tail`) with O_DIRECT or with head_length > length,
+  // and an out-of-memory IOError when the result queue cannot grow; I/O errors, including failing to
+  // open the file, a range past the end of the file, or no memory for the read's buffer, arrive later
+  // in FetchResult::status.
   Status Submit(FetchRequest r);
 
   // The next completed read, in completion order, blocking until one completes; nullopt at once when
@@ -83,11 +102,14 @@ class Fetcher {
   std::optional<FetchResult> Next();
 
   // Gives back a result's buffer the consumer is done with: refunds its size to the budget and keeps
-  // the memory for later reads. REQUIRES: `buffer` is a FetchResult::data of this Fetcher, unresized.
+  // the memory for later reads. Any thread. REQUIRES: `buffer` is a FetchResult::data of this
+  // Fetcher, unresized.
   void Release(AlignedBuffer buffer);
 
   const char* backend_name() const;  // "io_uring" or "pread"
   int64_t bytes_in_flight() const;   // bytes currently charged to the budget
+  size_t max_open_files() const { return max_open_files_; }
+  size_t open_files() const;         // descriptors currently open
 
  private:
   struct File;
@@ -96,34 +118,53 @@ class Fetcher {
   class PreadBackend;
   class UringBackend;
 
-  Fetcher(std::vector<File> files, FetcherOptions o);
+  Fetcher(std::vector<File> files, FetcherOptions o, size_t max_open_files);
+  // Makes slot `i`'s file open and pinned for its read, evicting an idle descriptor when the cache is
+  // full; sets slot.fd. Producer thread only (it alone opens and closes); takes mu_ briefly, and opens
+  // and closes outside it. On failure the file is left closed and unpinned.
+  Status PinFile(int i);
+  // REQUIRES: mu_ held. Drops slot `i`'s pin on its file (a file left with no pin becomes evictable).
+  void UnpinFileLocked(const Slot& slot);
+  // REQUIRES: mu_ held. Removes file `f` from / appends it to the LRU list of idle open files.
+  void LruRemoveLocked(uint32_t f);
+  void LruPushBackLocked(uint32_t f);
   // Reads a slot synchronously (pread backend); returns the status of the whole read.
   Status ReadSlotWithPread(Slot& slot);
   // Fills slot.iov with the destinations of the bytes not yet read; returns how many entries.
   int PrepareIovecs(Slot& slot) const;
-  // Finishes a slot: trims the data, queues the result, frees the slot. Any thread.
-  void CompleteSlot(int slot_index, Status status);
+  // Finishes a slot: queues the result, unpins the file, frees the slot. Any thread.
+  void CompleteSlot(int slot_index, Status status, bool out_of_memory = false);
   bool ShortDirectReadHitEnd(const Slot& slot) const;
   Status EndOfFileError(const Slot& slot) const;
   Status ReadError(const Slot& slot, int err) const;
+  Status OpenError(uint32_t file, int err) const;
 
-  std::vector<File> files_;
+  static constexpr uint32_t kNoFile = ~uint32_t{0};
+
+  std::vector<File> files_;  // paths are immutable; fd, pins and LRU links guarded by mu_
   const FetcherOptions options_;
+  const size_t max_open_files_;
   BufferPool pool_;
   std::vector<Slot> slots_;  // queue_depth of them; a slot is owned by the backend while in flight
 
   mutable std::mutex mu_;
-  std::condition_variable space_cv_;  // signalled when a slot or budget frees up, and when in_flight_ drops
+  std::condition_variable space_cv_;  // signalled when a slot, budget or descriptor frees up, and when in_flight_ drops
   std::condition_variable done_cv_;   // signalled when a result is queued
   std::vector<int> free_slots_;       // guarded by mu_
   int in_flight_ = 0;                 // guarded by mu_: slots owned by the backend
   int64_t bytes_charged_ = 0;         // guarded by mu_
   int64_t outstanding_ = 0;           // guarded by mu_: submitted and not yet returned by Next
-  // Completed results not yet taken: a circular queue that grows by doubling and never shrinks, so
+  // Completed results not yet taken: a circular queue that grows by doubling (in Submit, so that it
+  // always has room for every outstanding read and completions never allocate) and never shrinks, so
   // steady state allocates nothing. Guarded by mu_.
   std::vector<FetchResult> done_;
   size_t done_head_ = 0;
   size_t done_count_ = 0;
+  // The descriptor cache. Guarded by mu_. open_count_ counts files open or being opened by Submit;
+  // the LRU list links the open files that no read in flight uses (eviction candidates), oldest first.
+  size_t open_count_ = 0;
+  uint32_t lru_head_ = kNoFile;
+  uint32_t lru_tail_ = kNoFile;
 
   std::unique_ptr<Backend> backend_;  // last: destroyed first (the destructor also stops it explicitly)
 };

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <liburing.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "loader/out_of_memory.h"
 #include "stoke/status.h"
 
 namespace stoke {
@@ -87,7 +89,7 @@ void ReadRandomRangesAndCheck(Fetcher& fetcher, const RandomFile& file, int n, u
         ADD_FAILURE() << r->status.ToString();
         continue;
       }
-      if (r->data.size() != q.length || std::memcmp(r->data.data(), bytes.data() + q.offset, q.length) != 0) {
+      if (r->bytes().size() != q.length || std::memcmp(r->bytes().data(), bytes.data() + q.offset, q.length) != 0) {
         ++mismatches;
       }
       fetcher.Release(std::move(r->data));
@@ -160,8 +162,10 @@ TEST(FetcherTest, DirectReadsAreWidenedAndTrimmedBack) {
       auto r = (*f)->Next();
       ASSERT_TRUE(r.has_value());
       ASSERT_TRUE(r->status.ok()) << r->status.ToString();
-      ASSERT_EQ(r->data.size(), 1u);
-      EXPECT_EQ(r->data.data()[0], file.bytes().back());
+      ASSERT_EQ(r->bytes().size(), 1u);
+      EXPECT_EQ(r->bytes()[0], file.bytes().back());
+      (*f)->Release(std::move(r->data));
+      EXPECT_EQ((*f)->bytes_in_flight(), 0) << "the widened buffer is charged and refunded whole";
       ran = true;
       break;
     }
@@ -244,19 +248,181 @@ TEST(FetcherTest, ReadPastEndOfFileIsAnErrorNamingTheFile) {
   }
 }
 
-TEST(FetcherTest, RejectsUnknownFileIndexAndMissingFile) {
+TEST(FetcherTest, RejectsUnknownFileIndexAndReportsAMissingFileInItsReads) {
   RandomFile file(::testing::TempDir(), 4096, 7);
   ASSERT_TRUE(file.ok());
-  auto f = OpenOrDie({file.path()}, FetcherOptions{});
-  ASSERT_NE(f, nullptr);
-  Status s = f->Submit(FetchRequest{1, 0, 10, 0});
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_FALSE(f->Next().has_value());
+  for (Backend backend : {Backend::kPread, Backend::kAuto}) {
+    FetcherOptions o;
+    o.backend = backend;
+    auto f = OpenOrDie({file.path(), file.path() + ".missing"}, o);
+    ASSERT_NE(f, nullptr);
+    Status s = f->Submit(FetchRequest{2, 0, 10, 0});
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_FALSE(f->Next().has_value());
+    EXPECT_EQ(f->open_files(), 0u) << "files are opened by their first read";
 
-  auto missing = Fetcher::Open({file.path() + ".missing"}, FetcherOptions{});
-  ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(missing.status().message().find(".missing"), std::string::npos);
+    // Files open lazily: the missing one fails its reads, naming it, and the other still reads.
+    ASSERT_TRUE(f->Submit(FetchRequest{1, 0, 10, 1}).ok());
+    ASSERT_TRUE(f->Submit(FetchRequest{0, 0, 10, 2}).ok());
+    int seen = 0;
+    while (auto r = f->Next()) {
+      ++seen;
+      if (r->tag == 1) {
+        EXPECT_EQ(r->status.code(), StatusCode::kNotFound) << r->status.ToString();
+        EXPECT_NE(r->status.message().find(".missing"), std::string::npos) << r->status.ToString();
+      } else {
+        ASSERT_TRUE(r->status.ok()) << r->status.ToString();
+        EXPECT_EQ(0, std::memcmp(r->bytes().data(), file.bytes().data(), 10));
+        f->Release(std::move(r->data));
+      }
+    }
+    EXPECT_EQ(seen, 2);
+    EXPECT_EQ(f->open_files(), 1u);
+    EXPECT_EQ(f->bytes_in_flight(), 0);
+  }
+}
+
+// Many files through a cache of two descriptors: reads in random order from a producer thread while a
+// consumer thread checks every byte; files are evicted and reopened all the time, never while a read
+// of them is in flight.
+TEST(FetcherTest, ManyFilesThroughTwoDescriptorsReadExactly) {
+  constexpr int kFiles = 40;
+  constexpr int kReads = 2000;
+  std::vector<std::unique_ptr<RandomFile>> files;
+  std::vector<std::string> paths;
+  for (int i = 0; i < kFiles; ++i) {
+    files.push_back(std::make_unique<RandomFile>(::testing::TempDir(), 20000 + 1000 * i, 100 + i));
+    ASSERT_TRUE(files.back()->ok());
+    paths.push_back(files.back()->path());
+  }
+  for (Backend backend : {Backend::kPread, Backend::kAuto}) {
+    FetcherOptions o;
+    o.backend = backend;
+    o.queue_depth = 16;
+    o.max_open_files = 2;
+    auto f = OpenOrDie(paths, o);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->max_open_files(), 2u);
+    std::mt19937_64 rng(backend == Backend::kPread ? 5 : 6);
+    std::vector<FetchRequest> requests;
+    for (int i = 0; i < kReads; ++i) {
+      const uint32_t file = static_cast<uint32_t>(rng() % kFiles);
+      const auto& bytes = files[file]->bytes();
+      const uint32_t length = 1 + static_cast<uint32_t>(rng() % 8000);
+      const uint64_t offset = rng() % (bytes.size() - length + 1);
+      requests.push_back(FetchRequest{file, offset, length, static_cast<uint64_t>(i)});
+    }
+    std::atomic<int> bad{0};
+    std::atomic<size_t> most_open{0};
+    std::thread consumer([&] {
+      for (int received = 0; received < kReads;) {
+        auto r = f->Next();
+        if (!r) {
+          std::this_thread::yield();
+          continue;
+        }
+        ++received;
+        most_open = std::max(most_open.load(), f->open_files());
+        const FetchRequest& q = requests[r->tag];
+        const auto& bytes = files[q.file]->bytes();
+        if (!r->status.ok() || r->bytes().size() != q.length ||
+            std::memcmp(r->bytes().data(), bytes.data() + q.offset, q.length) != 0) {
+          ++bad;
+        }
+        f->Release(std::move(r->data));
+      }
+    });
+    for (const auto& q : requests) ASSERT_TRUE(f->Submit(q).ok());
+    consumer.join();
+    EXPECT_EQ(bad.load(), 0) << f->backend_name();
+    EXPECT_LE(most_open.load(), 2u);
+    EXPECT_LE(f->open_files(), 2u);
+    EXPECT_EQ(f->bytes_in_flight(), 0);
+  }
+}
+
+// In a child process: RLIMIT_NOFILE lowered to 32 under a cache sized for 1000 files. Opens fail
+// with EMFILE once the process is full; the fetcher then closes idle descriptors of its own and
+// retries, so every read of 100 files still succeeds. Returns an exit code (0: all bytes right).
+int ReadManyFilesUnderTightLimit(const std::vector<std::unique_ptr<RandomFile>>& files) {
+  rlimit rl{32, 32};
+  if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) return 2;
+  std::vector<std::string> paths;
+  for (const auto& f : files) paths.push_back(f->path());
+  FetcherOptions o;
+  o.backend = Backend::kPread;
+  o.queue_depth = 8;
+  o.max_open_files = 1000;
+  auto f = Fetcher::Open(paths, o);
+  if (!f.ok()) return 3;
+  std::mt19937_64 rng(1);
+  int bad = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (uint32_t i = 0; i < files.size(); ++i) {
+      const uint32_t k = static_cast<uint32_t>(rng() % files.size());
+      if (!(*f)->Submit(FetchRequest{k, 10, 100, k}).ok()) return 4;
+      while (auto r = (*f)->Next()) {
+        if (!r->status.ok() || std::memcmp(r->bytes().data(), files[r->tag]->bytes().data() + 10, 100) != 0) ++bad;
+        (*f)->Release(std::move(r->data));
+      }
+    }
+  }
+  return bad == 0 ? 0 : 5;
+}
+
+TEST(FetcherTest, CacheLargerThanTheProcessLimitGivesBackIdleDescriptors) {
+  std::vector<std::unique_ptr<RandomFile>> files;
+  for (int i = 0; i < 100; ++i) {
+    files.push_back(std::make_unique<RandomFile>(::testing::TempDir(), 1000, 300 + i));
+    ASSERT_TRUE(files.back()->ok());
+  }
+  EXPECT_EXIT(std::_Exit(ReadManyFilesUnderTightLimit(files)), ::testing::ExitedWithCode(0), "");
+}
+
+TEST(FetcherTest, DerivedOpenFileLimitLeavesRoomForTheProcess) {
+  RandomFile file(::testing::TempDir(), 4096, 8);
+  ASSERT_TRUE(file.ok());
+  rlimit rl{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &rl), 0);
+  FetcherOptions o;
+  o.queue_depth = 8;
+  auto f = OpenOrDie({file.path()}, o);
+  ASSERT_NE(f, nullptr);
+  EXPECT_GE(f->max_open_files(), 1u);
+  if (rl.rlim_cur != RLIM_INFINITY) {
+    EXPECT_LE(f->max_open_files(), std::max<uint64_t>(rl.rlim_cur / 2, 12));
+    if (rl.rlim_cur >= 64) {
+      EXPECT_GE(f->max_open_files(), 12u);  // queue_depth + 4
+    }
+  }
+}
+
+// An injected allocation failure for a read's buffer fails that read (out of memory), not the process.
+TEST(FetcherTest, BufferAllocationFailureIsTheReadsError) {
+  RandomFile file(::testing::TempDir(), 4096, 9);
+  ASSERT_TRUE(file.ok());
+  FetcherOptions o;
+  o.backend = Backend::kPread;
+  auto f = OpenOrDie({file.path()}, o);
+  ASSERT_NE(f, nullptr);
+  AllocationFaults::Instance().FailNth(1);
+  ASSERT_TRUE(f->Submit(FetchRequest{0, 0, 100, 1}).ok());
+  AllocationFaults::Instance().FailNth(0);
+  ASSERT_TRUE(f->Submit(FetchRequest{0, 0, 100, 2}).ok());
+  int seen = 0;
+  while (auto r = f->Next()) {
+    ++seen;
+    if (r->tag == 1) {
+      EXPECT_TRUE(r->out_of_memory);
+      EXPECT_NE(r->status.message().find("out of memory"), std::string::npos) << r->status.ToString();
+      EXPECT_NE(r->status.message().find(file.path()), std::string::npos) << r->status.ToString();
+    } else {
+      EXPECT_TRUE(r->status.ok()) << r->status.ToString();
+      f->Release(std::move(r->data));
+    }
+  }
+  EXPECT_EQ(seen, 2);
+  EXPECT_EQ(f->bytes_in_flight(), 0);
 }
 
 TEST(FetcherTest, ZeroLengthReadCompletesEmpty) {

@@ -5,11 +5,19 @@
 //   producer    takes batch_size ids from the sampler, takes a free batch slot (blocks: back-pressure),
 //               gathers the scalar columns into it, plans the page reads (coalescing neighbours) and
 //               submits them to the Fetcher (blocks on queue depth and the byte budget)
-//   completer   takes completed reads from the Fetcher and hands each to the worker pool
-//   workers     check and decompress each page, transform the sample into its row of the slot, give
-//               the read buffer back; the last sample of a batch marks the slot ready
+//   completer   takes completed reads from the Fetcher and hands each to the worker pool; nothing
+//               else: per read it only moves a buffer and queues a task, so it never limits throughput
+//   workers     check the CRC of and decompress each page (or check a split read's header and CRC),
+//               transform the sample into its row of the slot, give the read buffer back
+//               (Fetcher::Release, any thread); the last sample of a batch marks the slot ready
 //   consumer    Next() waits for the oldest slot to be ready and returns it as a Batch; the slot goes
 //               back to the free list when the Batch is destroyed
+// Every per-byte pass (CRC, decompression, copies, transforms) runs on the workers, in parallel; the
+// producer and the completer do per-read bookkeeping only.
+//
+// Out of memory: core's buffers throw std::bad_alloc. Each pipeline thread catches it around the step
+// that allocates and turns it into OutOfMemoryError, which fails the batch (whatever on_error says) and
+// reaches the consumer from Next(); no exception leaves a pipeline thread.
 #include "stoke/loader.h"
 
 #include <fmt/format.h>
@@ -22,9 +30,10 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include <unordered_map>
+#include <new>
 
 #include "core/clock.h"
+#include "core/fd_limit.h"
 #include "core/host_memory.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
@@ -32,6 +41,7 @@
 #include "format/parquet_reader.h"
 #include "io/storage.h"
 #include "loader/fetcher.h"
+#include "loader/out_of_memory.h"
 #include "loader/page_decoder.h"
 #include "loader/sampler.h"
 #include "loader/transform.h"
@@ -60,6 +70,11 @@ struct TensorColumn {
   size_t out_bytes = 0;
 };
 
+// The largest coalesced read: offsets within a read are 32-bit (ReadMember::offset, FetchRequest::length).
+constexpr int64_t kMaxCoalesceBytes = int64_t{1} << 30;
+// Readers of files without OffsetIndexes (the slow path) kept open at once; each holds a descriptor.
+constexpr size_t kMaxSlowPathReaders = 16;
+
 // One sample's cell inside a read.
 struct ReadMember {
   uint32_t sample = 0;   // row of the batch
@@ -71,8 +86,15 @@ struct ReadMember {
   parquet::Codec codec = parquet::Codec::kUncompressed;
 };
 
+}  // namespace
+
+struct Slot;
+
+namespace {
+
 // One read (a page, or neighbouring pages of one file coalesced).
 struct Read {
+  Slot* slot = nullptr;  // the batch it belongs to
   uint32_t file = 0;
   uint64_t offset = 0;
   uint32_t length = 0;
@@ -82,8 +104,32 @@ struct Read {
   uint8_t* tail = nullptr;
   uint32_t head_length = 0;
   std::vector<ReadMember> members;
-  AlignedBuffer data;  // the completed read, until its samples are decoded
+  AlignedBuffer data;  // the completed read's buffer, until its samples are decoded
+  ByteView bytes;      // the read's bytes within `data` (FetchResult::bytes())
   Status status;
+  bool out_of_memory = false;  // status is an allocation failure: fails the batch even with on_error=skip
+
+  // Readies a reused Read for another batch, keeping the capacity of `members`.
+  void Reset(Slot* s, uint32_t f, uint64_t off, uint32_t len) {
+    slot = s;
+    file = f;
+    offset = off;
+    length = len;
+    submit_ns = 0;
+    tail = nullptr;
+    head_length = 0;
+    members.clear();
+    data = AlignedBuffer();
+    bytes = ByteView();
+    status = Status::OK();
+    out_of_memory = false;
+  }
+};
+
+// A tensor cell of a batch and where its page is, for planning.
+struct PlannedCell {
+  SampleIndex::Location loc;
+  uint32_t sample, column;
 };
 
 }  // namespace
@@ -102,7 +148,11 @@ struct Slot {
   int64_t index = 0;
   int64_t size = 0;                  // rows in the batch (before skipped rows are removed)
   std::vector<int64_t> rows;         // table rows
+  // The batch's reads: the first num_reads entries. Entries beyond stay allocated (with their members'
+  // capacity) for the slot's next batch, so planning allocates nothing in steady state.
   std::vector<Read> reads;
+  size_t num_reads = 0;
+  std::vector<PlannedCell> cells;  // planning scratch
   std::atomic<int64_t> pending{0};   // sample-columns not yet decoded, + 1 while the producer plans
   std::mutex mu;                     // guards the fields below
   Status error;                      // first error (on_error=raise)
@@ -195,19 +245,49 @@ class Loader::Impl {
   void StopRun();
   void ProducerLoop(int64_t run);
   void CompleterLoop();
-  Slot* AcquireSlot();
+  // A free slot, or a new one while the pool may grow; null once stop_ is set. OutOfMemoryError when a
+  // new slot cannot be allocated.
+  Result<Slot*> AcquireSlot();
+  // Takes the next batch from the sampler and plans it into a slot (rows, scalars, reads). Returns
+  // null at the end of the epoch or on stop. A slot returned is in queue_; on error none is.
+  Result<Slot*> PlanBatch(int64_t run, int64_t batch_index, std::vector<int64_t>& ids, std::vector<Read>* slow);
   void GatherScalars(Slot* s);
   Status PlanReads(Slot* s, std::vector<Read>* slow);
-  void DecodeRead(Slot* s, size_t read_index);
+  void DecodeRead(Read& r);
+  Status DecodeMember(Slot* s, const Read& r, const ReadMember& m);
   void DecodeSlow(Slot* s, uint32_t sample, uint32_t column);
+  Status ReadSlowCell(const TensorColumn& t, const SampleIndex::Location& loc);
   // Records the failure of one sample; `status` names the file and row.
   void FailSample(Slot* s, uint32_t sample, const Status& status);
+  // Fails the whole batch, whatever on_error says (out of memory is not the sample's fault).
+  // Allocates nothing.
+  void FailBatch(Slot* s, Status status);
+  // Queue a read's decode (or a slow-path sample's) on the workers, counted in tasks_. An
+  // out-of-memory error when the task cannot be queued (then it will not run).
+  Status SubmitDecode(Read* r);
+  Status SubmitSlowDecode(Slot* s, uint32_t sample, uint32_t column);
+  void TaskDone();  // a worker task finished
   void FinishPending(Slot* s, int64_t n);
   // "<file> row <r> (table row <row>) column '<name>'" for error messages; formats a string, so it is
   // called only once something failed.
   std::string Context(int64_t row, uint32_t column) const;
   void CompactSkipped(Slot* s);
+  // Fills s->columns, the consumer's view of the slot. Out of memory when the strings cannot be copied.
+  Status BuildColumns(Slot* s);
   Status WriteSampleInto(Slot* s, uint32_t sample, uint32_t column, ByteView sample_bytes);
+  // trace_.Record, losing the span rather than throwing when the trace cannot grow.
+  void Trace(TraceStage stage, int64_t start_ns, int64_t end_ns, int64_t batch, int64_t bytes) const noexcept {
+    try {
+      trace_.Record(stage, start_ns, end_ns, batch, bytes);
+    } catch (const std::bad_alloc&) {
+    }
+  }
+  void NameThisThread(std::string_view name) const noexcept {
+    try {
+      trace_.SetThreadName(name);
+    } catch (const std::bad_alloc&) {
+    }
+  }
 
   const std::string dir_;
   const LoaderOptions o_;
@@ -226,9 +306,17 @@ class Loader::Impl {
   size_t max_slots_ = 2;
   mutable TraceRecorder trace_;
 
-  // Reader per data file for the slow path (pages without an OffsetIndex).
-  std::mutex readers_mu_;
-  std::unordered_map<uint32_t, std::unique_ptr<ParquetReader>> readers_;
+  // Readers of data files for the slow path (pages without an OffsetIndex): at most
+  // kMaxSlowPathReaders, least recently used dropped first. Shared so that a worker still using a
+  // dropped reader keeps it alive.
+  struct SlowReader {
+    uint32_t file = 0;
+    uint64_t last_use = 0;
+    std::shared_ptr<const ParquetReader> reader;
+  };
+  std::mutex readers_mu_;                 // guards readers_ and readers_clock_
+  std::vector<SlowReader> readers_;
+  uint64_t readers_clock_ = 0;
 
   // Run state.
   mutable std::mutex mu_;
@@ -263,6 +351,17 @@ class Loader::Impl {
 };
 
 namespace {
+
+// OutOfMemoryError(describe()), or a bare "out of memory" (short enough for std::string's inline
+// buffer: allocates nothing) when even the message cannot be allocated.
+template <typename Describe>
+Status OutOfMemory(Describe describe) noexcept {
+  try {
+    return OutOfMemoryError(describe());
+  } catch (const std::bad_alloc&) {
+    return Status::IOError("out of memory");
+  }
+}
 
 Result<DType> ScalarDType(const ColumnSpec& c) {
   switch (c.type) {
@@ -320,11 +419,17 @@ Status Loader::Impl::Open() {
   if (o_.queue_depth < 1 || o_.queue_depth > 4096) {
     return Status::InvalidArgument(fmt::format("queue_depth must be in [1, 4096], got {}", o_.queue_depth));
   }
-  if (o_.coalesce_bytes < 0) return Status::InvalidArgument(fmt::format("coalesce_bytes must be >= 0, got {}", o_.coalesce_bytes));
+  if (o_.coalesce_bytes < 0 || o_.coalesce_bytes > kMaxCoalesceBytes) {
+    return Status::InvalidArgument(fmt::format("coalesce_bytes must be in [0, {}] (1 GiB), got {}", kMaxCoalesceBytes,
+                                               o_.coalesce_bytes));
+  }
   if (o_.world_size < 1 || o_.rank < 0 || o_.rank >= o_.world_size) {
     return Status::InvalidArgument(fmt::format("rank {} is not in [0, world_size {})", o_.rank, o_.world_size));
   }
 
+  // Tables of many files: the fetcher sizes its descriptor cache from the soft limit.
+  RaiseOpenFileLimitOnce();
+  AllocationFaults::Instance().Check();
   STOKE_ASSIGN_OR_RETURN(TableView view, OpenTableView(dir_, o_.version));
   STOKE_ASSIGN_OR_RETURN(SampleIndex index, SampleIndex::Open(dir_, view.snapshot.version));
   index_ = std::make_unique<SampleIndex>(std::move(index));
@@ -622,10 +727,10 @@ void Loader::Impl::StopRun() {
   pool_->cv.notify_all();
 }
 
-Slot* Loader::Impl::AcquireSlot() {
+Result<Slot*> Loader::Impl::AcquireSlot() {
   std::unique_lock<std::mutex> l(pool_->mu);
   for (;;) {
-    if (stop_) return nullptr;
+    if (stop_) return static_cast<Slot*>(nullptr);
     if (!pool_->free.empty()) {
       Slot* s = pool_->free.back();
       pool_->free.pop_back();
@@ -635,22 +740,34 @@ Slot* Loader::Impl::AcquireSlot() {
     // release one while waiting for the next batch): memory over the budget rather than a hang.
     const bool consumer_holds_all = pool_->held_by_consumer >= static_cast<int64_t>(pool_->all.size());
     if (pool_->all.size() < max_slots_ || consumer_holds_all) {
-      if (pool_->all.size() == max_slots_) {
-        STOKE_LOG(kWarn, "loader.over_budget", "held_batches={} note=\"the consumer holds every batch buffer; allocating "
-                  "beyond prefetch_bytes (release batches sooner, or raise prefetch_bytes)\"", pool_->all.size());
-      }
-      auto slot = std::make_unique<Slot>();
-      slot->id = static_cast<uint32_t>(pool_->all.size());
       const size_t bs = static_cast<size_t>(o_.batch_size);
-      for (const auto& t : tensors_) slot->tensors.emplace_back(t.out_bytes * bs, o_.pin_memory);
-      for (const auto& sc : scalars_) {
-        slot->scalars.emplace_back(sc.is_string ? 0 : bs * DTypeSize(sc.dtype));
-        slot->scalar_valid.emplace_back();
-        slot->strings.emplace_back();
+      try {
+        if (pool_->all.size() == max_slots_) {
+          STOKE_LOG(kWarn, "loader.over_budget", "held_batches={} note=\"the consumer holds every batch buffer; allocating "
+                    "beyond prefetch_bytes (release batches sooner, or raise prefetch_bytes)\"", pool_->all.size());
+        }
+        AllocationFaults::Instance().Check();
+        auto slot = std::make_unique<Slot>();
+        slot->id = static_cast<uint32_t>(pool_->all.size());
+        for (const auto& t : tensors_) slot->tensors.emplace_back(t.out_bytes * bs, o_.pin_memory);
+        for (const auto& sc : scalars_) {
+          slot->scalars.emplace_back(sc.is_string ? 0 : bs * DTypeSize(sc.dtype));
+          slot->scalar_valid.emplace_back();
+          slot->strings.emplace_back();
+        }
+        Slot* raw = slot.get();
+        pool_->all.push_back(std::move(slot));
+        // Room for every slot on the free list, so that returning one never allocates.
+        pool_->free.reserve(pool_->all.size());
+        return raw;
+      } catch (const std::bad_alloc&) {
+        size_t bytes = 0;
+        for (const auto& t : tensors_) bytes += t.out_bytes * bs;
+        return OutOfMemory([&] {
+          return fmt::format("batch buffer {} ({} bytes of tensors for batch_size {}); lower batch_size or prefetch_bytes",
+                             pool_->all.size(), bytes, o_.batch_size);
+        });
       }
-      Slot* raw = slot.get();
-      pool_->all.push_back(std::move(slot));
-      return raw;
     }
     pool_->cv.wait(l);
   }
@@ -685,13 +802,15 @@ std::string Loader::Impl::Context(int64_t row, uint32_t column) const {
 }
 
 Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
-  s->reads.clear();
-  struct Cell {
-    SampleIndex::Location loc;
-    uint32_t sample, column;
+  s->num_reads = 0;
+  auto new_read = [s](uint32_t file, uint64_t offset, uint32_t length) -> Read& {
+    if (s->num_reads == s->reads.size()) s->reads.emplace_back();
+    Read& r = s->reads[s->num_reads++];
+    r.Reset(s, file, offset, length);
+    return r;
   };
-  std::vector<Cell> cells;
-  cells.reserve(static_cast<size_t>(s->size) * tensors_.size());
+  std::vector<PlannedCell>& cells = s->cells;
+  cells.clear();
   for (uint32_t i = 0; i < static_cast<uint32_t>(s->size); ++i) {
     for (uint32_t c = 0; c < tensors_.size(); ++c) {
       SampleIndex::Location loc = index_->Find(s->rows[i], tensors_[c].index_column);
@@ -705,26 +824,22 @@ Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
       cells.push_back({loc, i, c});
     }
   }
-  std::sort(cells.begin(), cells.end(), [](const Cell& a, const Cell& b) {
+  std::sort(cells.begin(), cells.end(), [](const PlannedCell& a, const PlannedCell& b) {
     return a.loc.file != b.loc.file ? a.loc.file < b.loc.file : a.loc.offset < b.loc.offset;
   });
   for (size_t k = 0; k < cells.size(); ++k) {
-    const Cell& cell = cells[k];
+    const PlannedCell& cell = cells[k];
     const auto& loc = cell.loc;
     const TensorColumn& t = tensors_[cell.column];
     if (!o_.direct && loc.rows_in_page == 1 && loc.codec == parquet::Codec::kUncompressed && t.transforms.empty() &&
         loc.length > t.in_bytes) {
-      Read r;
-      r.file = loc.file;
-      r.offset = loc.offset;
-      r.length = loc.length;
+      Read& r = new_read(loc.file, loc.offset, loc.length);
       r.tail = s->tensors[cell.column].data() + static_cast<size_t>(cell.sample) * t.out_bytes;
       r.head_length = static_cast<uint32_t>(loc.length - t.in_bytes);
       r.members.push_back({cell.sample, cell.column, 0, loc.length, 0, 1, loc.codec});
-      s->reads.push_back(std::move(r));
       continue;
     }
-    Read* last = s->reads.empty() || s->reads.back().tail != nullptr ? nullptr : &s->reads.back();
+    Read* last = s->num_reads == 0 || s->reads[s->num_reads - 1].tail != nullptr ? nullptr : &s->reads[s->num_reads - 1];
     // Coalesce with the previous read when this page starts where it ends (or is the same page, for
     // another row of a packed page) and the result stays within coalesce_bytes.
     if (last != nullptr && last->file == loc.file && o_.coalesce_bytes > 0) {
@@ -735,36 +850,38 @@ Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
         last->members.push_back({cell.sample, cell.column, prev.offset, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec});
         continue;
       }
-      if (loc.offset == end && last->length + uint64_t{loc.length} <= static_cast<uint64_t>(o_.coalesce_bytes)) {
+      // 64-bit sum; Open keeps coalesce_bytes <= kMaxCoalesceBytes, so the merged length fits 32 bits.
+      if (loc.offset == end && uint64_t{last->length} + loc.length <= static_cast<uint64_t>(o_.coalesce_bytes)) {
         last->members.push_back({cell.sample, cell.column, last->length, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec});
         last->length += loc.length;
         continue;
       }
     }
-    Read r;
-    r.file = loc.file;
-    r.offset = loc.offset;
-    r.length = loc.length;
+    Read& r = new_read(loc.file, loc.offset, loc.length);
     r.members.push_back({cell.sample, cell.column, 0, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec});
-    s->reads.push_back(std::move(r));
   }
   return Status::OK();
 }
 
-void Loader::Impl::ProducerLoop(int64_t run) {
-  trace_.SetThreadName("producer");
-  std::vector<int64_t> ids(static_cast<size_t>(o_.batch_size));
-  int64_t batch_index = 0;
-  Status error;
-  while (!stop_) {
-    const int64_t t0 = NowNanos();
-    const size_t n = sampler_->NextBatch(ids.data(), ids.size());
-    if (n == 0 || (o_.drop_last && n < ids.size())) break;
-    Slot* s = AcquireSlot();
-    if (s == nullptr) break;
+Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vector<int64_t>& ids,
+                                      std::vector<Read>* slow) {
+  const int64_t t0 = NowNanos();
+  const size_t n = sampler_->NextBatch(ids.data(), ids.size());
+  if (n == 0 || (o_.drop_last && n < ids.size())) return static_cast<Slot*>(nullptr);
+  STOKE_ASSIGN_OR_RETURN(Slot* s, AcquireSlot());
+  if (s == nullptr) return s;
+  auto give_back = [&] {  // the slot was not queued
+    {
+      std::lock_guard<std::mutex> pl(pool_->mu);
+      pool_->free.push_back(s);  // reserved in AcquireSlot: does not allocate
+    }
+    pool_->cv.notify_all();
+  };
+  try {
+    AllocationFaults::Instance().Check();
     s->run = run;
     s->epoch = sampler_->epoch();
-    s->index = batch_index++;
+    s->index = batch_index;
     s->size = static_cast<int64_t>(n);
     s->rows.resize(n);
     for (size_t i = 0; i < n; ++i) s->rows[i] = identity_ ? ids[i] : selected_[static_cast<size_t>(ids[i])];
@@ -778,27 +895,52 @@ void Loader::Impl::ProducerLoop(int64_t run) {
     s->pending = static_cast<int64_t>(n * tensors_.size()) + 1;
     const int64_t tc = NowNanos();
     GatherScalars(s);
-    trace_.Record(TraceStage::kCollate, tc, NowNanos(), s->index, 0);
-    std::vector<Read> slow;
-    Status plan = PlanReads(s, &slow);
-    trace_.Record(TraceStage::kPlan, t0, NowNanos(), s->index, 0);
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      queue_.push_back(s);
+    Trace(TraceStage::kCollate, tc, NowNanos(), s->index, 0);
+    slow->clear();
+    if (Status plan = PlanReads(s, slow); !plan.ok()) {
+      give_back();
+      return plan;
     }
+    Trace(TraceStage::kPlan, t0, NowNanos(), s->index, 0);
+    std::lock_guard<std::mutex> l(mu_);
+    queue_.push_back(s);  // last: when it throws, the slot was not queued
+  } catch (const std::bad_alloc&) {
+    give_back();
+    return OutOfMemory([&] { return fmt::format("planning batch {} ({} samples)", batch_index, n); });
+  }
+  return s;
+}
+
+void Loader::Impl::ProducerLoop(int64_t run) {
+  NameThisThread("producer");
+  std::vector<int64_t> ids;
+  std::vector<Read> slow;
+  int64_t batch_index = 0;
+  Status error;
+  try {
+    AllocationFaults::Instance().Check();
+    ids.resize(static_cast<size_t>(o_.batch_size));
+  } catch (const std::bad_alloc&) {
+    error = OutOfMemory([&] { return fmt::format("the sample ids of a batch of {}", o_.batch_size); });
+  }
+  while (error.ok() && !stop_) {
+    Result<Slot*> planned = PlanBatch(run, batch_index, ids, &slow);
+    if (!planned.ok()) {
+      error = planned.status();
+      break;
+    }
+    Slot* s = *planned;
+    if (s == nullptr) break;
+    ++batch_index;
+    // The slot is queued: from here on it completes through FinishPending, whatever fails.
     for (auto& r : slow) {
       const ReadMember m = r.members[0];
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        ++tasks_;
+      if (Status st = SubmitSlowDecode(s, m.sample, m.column); !st.ok()) {
+        FailBatch(s, std::move(st));
+        FinishPending(s, 1);
       }
-      workers_->Submit([this, s, m] {
-        DecodeSlow(s, m.sample, m.column);
-        std::lock_guard<std::mutex> l(mu_);
-        if (--tasks_ == 0) tasks_cv_.notify_all();
-      });
     }
-    for (size_t g = 0; g < s->reads.size(); ++g) {
+    for (size_t g = 0; g < s->num_reads; ++g) {
       Read& r = s->reads[g];
       if (stop_) {
         // Not submitted: account its samples as done so the slot can complete.
@@ -809,8 +951,8 @@ void Loader::Impl::ProducerLoop(int64_t run) {
       Status st = fetcher_->Submit(FetchRequest{.file = r.file, .offset = r.offset, .length = r.length,
                                                 .tag = (uint64_t{s->id} << 32) | g, .tail = r.tail,
                                                 .head_length = r.head_length});
-      if (!st.ok()) {
-        for (const auto& m : r.members) FailSample(s, m.sample, st);
+      if (!st.ok()) {  // out of memory, or a request the planner should not have made: not the sample's fault
+        FailBatch(s, std::move(st));
         FinishPending(s, static_cast<int64_t>(r.members.size()));
         continue;
       }
@@ -821,10 +963,6 @@ void Loader::Impl::ProducerLoop(int64_t run) {
       completer_cv_.notify_one();
     }
     FinishPending(s, 1);  // planning done
-    if (!plan.ok()) {
-      error = plan;
-      break;
-    }
   }
   {
     // Reads submitted by this thread must complete before it exits: io_uring cancels (ECANCELED) the
@@ -832,14 +970,56 @@ void Loader::Impl::ProducerLoop(int64_t run) {
     std::unique_lock<std::mutex> l(mu_);
     completed_cv_.wait(l, [&] { return completed_ == submitted_; });
     producer_done_ = true;
-    producer_error_ = error;
+    producer_error_ = std::move(error);
   }
   cv_.notify_all();
   completer_cv_.notify_all();
 }
 
+Status Loader::Impl::SubmitDecode(Read* r) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ++tasks_;
+  }
+  try {
+    AllocationFaults::Instance().Check();
+    // Two words of captures: std::function keeps them inline, so queueing a read allocates nothing.
+    workers_->Submit([this, r] {
+      DecodeRead(*r);
+      TaskDone();
+    });
+  } catch (const std::bad_alloc&) {
+    TaskDone();
+    return OutOfMemory([] { return std::string("queueing a read for the decode workers"); });
+  }
+  return Status::OK();
+}
+
+Status Loader::Impl::SubmitSlowDecode(Slot* s, uint32_t sample, uint32_t column) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ++tasks_;
+  }
+  try {
+    AllocationFaults::Instance().Check();
+    workers_->Submit([this, s, sample, column] {
+      DecodeSlow(s, sample, column);
+      TaskDone();
+    });
+  } catch (const std::bad_alloc&) {
+    TaskDone();
+    return OutOfMemory([] { return std::string("queueing a sample for the decode workers"); });
+  }
+  return Status::OK();
+}
+
+void Loader::Impl::TaskDone() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (--tasks_ == 0) tasks_cv_.notify_all();
+}
+
 void Loader::Impl::CompleterLoop() {
-  trace_.SetThreadName("fetch-completion");
+  NameThisThread("fetch-completion");
   for (;;) {
     {
       std::unique_lock<std::mutex> l(mu_);
@@ -862,24 +1042,22 @@ void Loader::Impl::CompleterLoop() {
     }
     const size_t g = static_cast<size_t>(r->tag & 0xFFFFFFFFu);
     Read& read = s->reads[g];
-    trace_.Record(TraceStage::kFetch, read.submit_ns, NowNanos(), s->index, read.length);
+    Trace(TraceStage::kFetch, read.submit_ns, NowNanos(), s->index, read.length);
     stat_bytes_read_ += read.length;
     read.status = std::move(r->status);
+    read.out_of_memory = r->out_of_memory;
+    read.bytes = r->bytes();  // the buffer's memory does not move with it
     read.data = std::move(r->data);
     if (stop_) {
       if (read.status.ok()) fetcher_->Release(std::move(read.data));
       FinishPending(s, static_cast<int64_t>(read.members.size()));
       continue;
     }
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      ++tasks_;
+    if (Status st = SubmitDecode(&read); !st.ok()) {
+      FailBatch(s, std::move(st));
+      if (read.status.ok()) fetcher_->Release(std::move(read.data));
+      FinishPending(s, static_cast<int64_t>(read.members.size()));
     }
-    workers_->Submit([this, s, g] {
-      DecodeRead(s, g);
-      std::lock_guard<std::mutex> l(mu_);
-      if (--tasks_ == 0) tasks_cv_.notify_all();
-    });
   }
 }
 
@@ -895,85 +1073,126 @@ Status Loader::Impl::WriteSampleInto(Slot* s, uint32_t sample, uint32_t column, 
   const int64_t t0 = NowNanos();
   Status st = t.transforms.Apply(sample_bytes, MutableByteView(dest, t.out_bytes), o_.seed, s->epoch, s->rows[sample],
                                  column, &t_transform_scratch);
-  trace_.Record(TraceStage::kTransform, t0, NowNanos(), s->index, static_cast<int64_t>(t.out_bytes));
+  Trace(TraceStage::kTransform, t0, NowNanos(), s->index, static_cast<int64_t>(t.out_bytes));
   return st;
 }
 
-void Loader::Impl::DecodeRead(Slot* s, size_t read_index) {
-  Read& r = s->reads[read_index];
+void Loader::Impl::DecodeRead(Read& r) {
+  Slot* s = r.slot;
   for (const ReadMember& m : r.members) {
-    const int64_t row = s->rows[m.sample];
-    const TensorColumn& t = tensors_[m.column];
-    if (!r.status.ok()) {
-      FailSample(s, m.sample, r.status.WithContext(Context(row, m.column)));
-      continue;
-    }
-    const int64_t t0 = NowNanos();
-    PageDecodeOptions po;
-    po.verify_crc = o_.verify_crc;
-    // The decoders name only "page"; the file and row are added when something failed.
-    Status st;
-    if (r.tail != nullptr) {  // the sample is already in its batch row
-      st = CheckSplitSample(r.data.view(), ByteView(r.tail, t.in_bytes), po, "page");
-      trace_.Record(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
-    } else {
-      ByteView page = r.data.view().subspan(m.offset, m.length);
-      const bool direct = t.transforms.empty();
-      MutableByteView dest;
-      if (direct) {
-        dest = MutableByteView(s->tensors[m.column].data() + static_cast<size_t>(m.sample) * t.out_bytes, t.in_bytes);
-      } else {
-        t_sample_scratch.Resize(t.in_bytes);
-        dest = t_sample_scratch.mutable_view();
+    try {
+      const int64_t row = s->rows[m.sample];
+      if (!r.status.ok()) {
+        Status st = r.status.WithContext(Context(row, m.column));
+        if (r.out_of_memory) {
+          FailBatch(s, std::move(st));
+        } else {
+          FailSample(s, m.sample, st);
+        }
+        continue;
       }
-      st = DecodeSampleFromPage(page, m.codec, m.row_in_page, m.rows_in_page, dest, &t_page_scratch, po, "page");
-      trace_.Record(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
-      if (st.ok() && !direct) st = WriteSampleInto(s, m.sample, m.column, t_sample_scratch.view());
+      AllocationFaults::Instance().Check();
+      // The decoders name only "page"; the file and row are added when something failed.
+      if (Status st = DecodeMember(s, r, m); !st.ok()) {
+        FailSample(s, m.sample, st.WithContext(Context(row, m.column)));
+        continue;
+      }
+      stat_sample_bytes_ += static_cast<int64_t>(tensors_[m.column].in_bytes);
+    } catch (const std::bad_alloc&) {
+      FailBatch(s, OutOfMemory([&] {
+                  return fmt::format("decoding table row {} column '{}'", s->rows[m.sample], tensors_[m.column].name);
+                }));
     }
-    if (!st.ok()) {
-      FailSample(s, m.sample, st.WithContext(Context(row, m.column)));
-      continue;
-    }
-    stat_sample_bytes_ += static_cast<int64_t>(t.in_bytes);
   }
   if (r.status.ok()) fetcher_->Release(std::move(r.data));
   FinishPending(s, static_cast<int64_t>(r.members.size()));
 }
 
+Status Loader::Impl::DecodeMember(Slot* s, const Read& r, const ReadMember& m) {
+  const TensorColumn& t = tensors_[m.column];
+  const int64_t t0 = NowNanos();
+  PageDecodeOptions po;
+  po.verify_crc = o_.verify_crc;
+  if (r.tail != nullptr) {  // the sample is already in its batch row: check the header and the CRC
+    Status st = CheckSplitSample(r.bytes, ByteView(r.tail, t.in_bytes), po, "page");
+    Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
+    return st;
+  }
+  const ByteView page = r.bytes.subspan(m.offset, m.length);
+  const bool direct = t.transforms.empty();
+  MutableByteView dest;
+  if (direct) {
+    dest = MutableByteView(s->tensors[m.column].data() + static_cast<size_t>(m.sample) * t.out_bytes, t.in_bytes);
+  } else {
+    t_sample_scratch.Resize(t.in_bytes);
+    dest = t_sample_scratch.mutable_view();
+  }
+  Status st = DecodeSampleFromPage(page, m.codec, m.row_in_page, m.rows_in_page, dest, &t_page_scratch, po, "page");
+  Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
+  if (st.ok() && !direct) st = WriteSampleInto(s, m.sample, m.column, t_sample_scratch.view());
+  return st;
+}
+
 void Loader::Impl::DecodeSlow(Slot* s, uint32_t sample, uint32_t column) {
   const TensorColumn& t = tensors_[column];
   const int64_t row = s->rows[sample];
-  const SampleIndex::Location loc = index_->Find(row, t.index_column);
-  const int64_t t0 = NowNanos();
-  Status st = [&]() -> Status {
-    const ParquetReader* reader = nullptr;
-    {
-      std::lock_guard<std::mutex> l(readers_mu_);
-      auto it = readers_.find(loc.file);
-      if (it == readers_.end()) {
-        auto opened = ParquetReader::Open(LocalStorage(), index_->FilePath(loc.file));
-        if (!opened.ok()) return opened.status();
-        it = readers_.emplace(loc.file, std::move(*opened)).first;
-      }
-      reader = it->second.get();
+  try {
+    AllocationFaults::Instance().Check();
+    const SampleIndex::Location loc = index_->Find(row, t.index_column);
+    const int64_t t0 = NowNanos();
+    Status st = ReadSlowCell(t, loc);
+    Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
+    if (st.ok()) st = WriteSampleInto(s, sample, column, t_sample_scratch.view());
+    if (!st.ok()) {
+      FailSample(s, sample, st.WithContext(Context(row, column)));
+    } else {
+      stat_sample_bytes_ += static_cast<int64_t>(t.in_bytes);
     }
-    STOKE_ASSIGN_OR_RETURN(size_t col, reader->FindColumn(t.name));
-    STOKE_RETURN_IF_ERROR(reader->ReadBinaryCell(loc.row_in_file, col, &t_sample_scratch));
-    if (t_sample_scratch.size() != t.in_bytes) {
-      return Status::Corruption(fmt::format("the cell holds {} bytes, the column's tensor needs {}",
-                                            t_sample_scratch.size(), t.in_bytes));
-    }
-    stat_bytes_read_ += static_cast<int64_t>(t.in_bytes);
-    return Status::OK();
-  }();
-  trace_.Record(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
-  if (st.ok()) st = WriteSampleInto(s, sample, column, t_sample_scratch.view());
-  if (!st.ok()) {
-    FailSample(s, sample, st.WithContext(Context(row, column)));
-  } else {
-    stat_sample_bytes_ += static_cast<int64_t>(t.in_bytes);
+  } catch (const std::bad_alloc&) {
+    FailBatch(s, OutOfMemory([&] { return fmt::format("decoding table row {} column '{}'", row, t.name); }));
   }
   FinishPending(s, 1);
+}
+
+Status Loader::Impl::ReadSlowCell(const TensorColumn& t, const SampleIndex::Location& loc) {
+  std::shared_ptr<const ParquetReader> reader;
+  {
+    std::lock_guard<std::mutex> l(readers_mu_);
+    for (SlowReader& r : readers_) {
+      if (r.file == loc.file) {
+        r.last_use = ++readers_clock_;
+        reader = r.reader;
+        break;
+      }
+    }
+  }
+  if (reader == nullptr) {
+    // Opened outside the lock (it reads the footer); two workers may open the same file at once, and
+    // only one of the readers is kept.
+    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> opened,
+                           ParquetReader::Open(LocalStorage(), index_->FilePath(loc.file)));
+    reader = std::move(opened);
+    std::lock_guard<std::mutex> l(readers_mu_);
+    auto same = std::find_if(readers_.begin(), readers_.end(), [&](const SlowReader& r) { return r.file == loc.file; });
+    if (same == readers_.end()) {
+      SlowReader entry{loc.file, ++readers_clock_, reader};
+      if (readers_.size() < kMaxSlowPathReaders) {
+        readers_.push_back(std::move(entry));
+      } else {  // drop the least recently used (its users, if any, keep it alive until they finish)
+        *std::min_element(readers_.begin(), readers_.end(),
+                          [](const SlowReader& a, const SlowReader& b) { return a.last_use < b.last_use; }) =
+            std::move(entry);
+      }
+    }
+  }
+  STOKE_ASSIGN_OR_RETURN(size_t col, reader->FindColumn(t.name));
+  STOKE_RETURN_IF_ERROR(reader->ReadBinaryCell(loc.row_in_file, col, &t_sample_scratch));
+  if (t_sample_scratch.size() != t.in_bytes) {
+    return Status::Corruption(fmt::format("the cell holds {} bytes, the column's tensor needs {}",
+                                          t_sample_scratch.size(), t.in_bytes));
+  }
+  stat_bytes_read_ += static_cast<int64_t>(t.in_bytes);
+  return Status::OK();
 }
 
 void Loader::Impl::FailSample(Slot* s, uint32_t sample, const Status& status) {
@@ -987,6 +1206,11 @@ void Loader::Impl::FailSample(Slot* s, uint32_t sample, const Status& status) {
   } else if (s->error.ok()) {
     s->error = status;
   }
+}
+
+void Loader::Impl::FailBatch(Slot* s, Status status) {
+  std::lock_guard<std::mutex> l(s->mu);
+  if (s->error.ok()) s->error = std::move(status);  // a move: allocates nothing
 }
 
 void Loader::Impl::FinishPending(Slot* s, int64_t n) {
@@ -1049,7 +1273,7 @@ Result<std::optional<Batch>> Loader::Impl::Next() {
       cv_.wait(l, [&] { return (!queue_.empty() && queue_.front()->ready) || (queue_.empty() && producer_done_); });
       const int64_t t1 = NowNanos();
       stat_wait_ns_ += t1 - t0;
-      trace_.Record(TraceStage::kWait, t0, t1, next_batch_index_, 0);
+      Trace(TraceStage::kWait, t0, t1, next_batch_index_, 0);
       if (queue_.empty()) {
         epoch_done_ = true;
         end_reached_ = true;
@@ -1064,12 +1288,25 @@ Result<std::optional<Batch>> Loader::Impl::Next() {
       ids_delivered_ += s->size;
       ++next_batch_index_;
     }
+    std::unique_ptr<Batch::Impl> impl;
+    try {
+      AllocationFaults::Instance().Check();
+      impl = std::make_unique<Batch::Impl>();
+    } catch (const std::bad_alloc&) {
+      {
+        std::lock_guard<std::mutex> pl(pool_->mu);
+        pool_->free.push_back(s);  // reserved in AcquireSlot: does not allocate
+      }
+      pool_->cv.notify_all();
+      std::lock_guard<std::mutex> l(mu_);
+      failed_ = true;
+      return OutOfMemory([] { return std::string("the consumer's view of a batch"); });
+    }
     {
       std::lock_guard<std::mutex> pl(pool_->mu);
       ++pool_->held_by_consumer;
     }
     pool_->cv.notify_all();  // a producer waiting for a slot may now grow the pool
-    auto impl = std::make_unique<Batch::Impl>();
     impl->pool = pool_;
     impl->slot = s;
     Batch::Impl* batch_impl = impl.get();
@@ -1077,7 +1314,7 @@ Result<std::optional<Batch>> Loader::Impl::Next() {
     Status error;
     {
       std::lock_guard<std::mutex> l(s->mu);
-      error = s->error;
+      error = std::move(s->error);  // the slot is the consumer's now; its next use resets it
     }
     if (!error.ok()) {
       std::lock_guard<std::mutex> l(mu_);
@@ -1089,6 +1326,23 @@ Result<std::optional<Batch>> Loader::Impl::Next() {
     const int64_t tc = NowNanos();
     CompactSkipped(s);
     // The consumer's view of the slot.
+    if (Status st = BuildColumns(s); !st.ok()) {
+      std::lock_guard<std::mutex> l(mu_);
+      failed_ = true;
+      return st;
+    }
+    Trace(TraceStage::kCollate, tc, NowNanos(), s->index, 0);
+    batch_impl->size = s->size;
+    if (s->size == 0) continue;  // every sample skipped: the slot goes back, try the next batch
+    ++stat_batches_;
+    stat_samples_ += s->size;
+    return std::optional<Batch>(std::move(batch));
+  }
+}
+
+Status Loader::Impl::BuildColumns(Slot* s) {
+  try {
+    AllocationFaults::Instance().Check();
     s->columns.clear();
     size_t ti = 0, si = 0;
     for (const auto& name : column_order_) {
@@ -1119,13 +1373,10 @@ Result<std::optional<Batch>> Loader::Impl::Next() {
       }
       s->columns.push_back(std::move(bc));
     }
-    trace_.Record(TraceStage::kCollate, tc, NowNanos(), s->index, 0);
-    batch_impl->size = s->size;
-    if (s->size == 0) continue;  // every sample skipped: the slot goes back, try the next batch
-    ++stat_batches_;
-    stat_samples_ += s->size;
-    return std::optional<Batch>(std::move(batch));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory([&] { return fmt::format("the consumer's view of batch {}", s->index); });
   }
+  return Status::OK();
 }
 
 LoaderStats Loader::Impl::stats() const {
@@ -1172,14 +1423,30 @@ Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Loader::~Loader() = default;
 
 Result<std::unique_ptr<Loader>> Loader::Open(const std::string& table_dir, LoaderOptions options) {
-  auto impl = std::make_unique<Impl>(table_dir, std::move(options));
-  STOKE_RETURN_IF_ERROR(impl->Open());
-  return std::unique_ptr<Loader>(new Loader(std::move(impl)));
+  try {
+    auto impl = std::make_unique<Impl>(table_dir, std::move(options));
+    STOKE_RETURN_IF_ERROR(impl->Open());
+    return std::unique_ptr<Loader>(new Loader(std::move(impl)));
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory([&] { return fmt::format("opening {} for loading", table_dir); });
+  }
 }
-Status Loader::SetEpoch(int64_t epoch) { return impl_->SetEpoch(epoch); }
+Status Loader::SetEpoch(int64_t epoch) {
+  try {
+    return impl_->SetEpoch(epoch);  // the sampler's permutation for the epoch
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory([&] { return fmt::format("the order of epoch {}", epoch); });
+  }
+}
 Result<std::optional<Batch>> Loader::Next() { return impl_->Next(); }
 Loader::State Loader::state() const { return impl_->state(); }
-Status Loader::Restore(const State& s) { return impl_->Restore(s); }
+Status Loader::Restore(const State& s) {
+  try {
+    return impl_->Restore(s);
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory([&] { return fmt::format("the order of epoch {}", s.epoch); });
+  }
+}
 int64_t Loader::epoch() const { return impl_->epoch(); }
 int64_t Loader::num_rows() const { return impl_->num_rows(); }
 int64_t Loader::samples_per_epoch() const { return impl_->samples_per_epoch(); }
