@@ -13,6 +13,7 @@ APT_PACKAGES=(
   python3 python3-dev python3-numpy python3-pandas python3-pytest python3-torch pybind11-dev
   python3-pip python3-setuptools python3-wheel python3-venv
   coreutils time libmd-dev fio
+  libcurl4-openssl-dev libssl-dev
 )
 # Node.js and npm run the interop tests; a machine may already carry its own (e.g. from NodeSource),
 # whose npm conflicts with Debian's npm package, so they are installed only when absent.
@@ -42,5 +43,15 @@ if [ -f tests/interop/package.json ] && [ ! -d tests/interop/node_modules/@duckd
     (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error)
   else
     (cd tests/interop && npm install --no-audit --no-fund --loglevel=error)
+  fi
+fi
+
+# Test-only object-store servers (Azurite, s3rver) for src/io's tests, pinned by tests/servers/package-lock.json.
+if [ -f tests/servers/package.json ] && [ ! -x tests/servers/node_modules/.bin/azurite-blob ]; then
+  echo "bootstrap: installing object-store test servers"
+  if [ -f tests/servers/package-lock.json ]; then
+    (cd tests/servers && npm ci --no-audit --no-fund --loglevel=error)
+  else
+    (cd tests/servers && npm install --no-audit --no-fund --loglevel=error)
   fi
 fi

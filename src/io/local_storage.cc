@@ -319,7 +319,16 @@ Result<std::string> ReadFileToString(Storage& storage, const std::string& path) 
   return out;
 }
 
+std::string InProgressPath(const Storage& storage, const std::string& path) {
+  return storage.CreateIsAtomic() ? path : path + ".inprogress";
+}
+
 Status WriteFileAtomically(Storage& storage, const std::string& path, ByteView data) {
+  if (storage.CreateIsAtomic()) {  // one upload that replaces the object whole
+    STOKE_ASSIGN_OR_RETURN(auto f, storage.Create(path));
+    STOKE_RETURN_IF_ERROR(f->Append(data));
+    return f->Close();
+  }
   std::string tmp = TemporaryNameFor(path);
   {
     STOKE_ASSIGN_OR_RETURN(auto f, storage.Create(tmp, /*exclusive=*/true));

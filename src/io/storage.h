@@ -64,7 +64,15 @@ class Storage {
   // AlreadyExists. On local disks: a temporary file in the same directory, fsync, link() to the
   // final name (never rename, which would replace), unlink of the temporary.
   virtual Status PutIfAbsent(const std::string& path, ByteView data) = 0;
+  // True when a file made by Create becomes visible only whole, at a successful Close (object
+  // stores), so writers need no temporary name and rename; false where it is visible while being
+  // written (local file systems).
+  virtual bool CreateIsAtomic() const { return false; }
 };
+
+// Where to write a file that readers must see complete or not at all: "<path>.inprogress", to be
+// renamed to `path` when complete, or `path` itself on a storage whose Create is atomic.
+std::string InProgressPath(const Storage& storage, const std::string& path);
 
 // The local file system (pread/write). A stateless, process-wide instance.
 Storage& LocalStorage();

@@ -1,0 +1,449 @@
+#include "io/http_client.h"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <deque>
+#include <random>
+#include <thread>
+
+#include "core/log.h"
+#include "core/random.h"
+#include "io/xml.h"
+
+namespace stoke {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  return s;
+}
+
+void GlobalInitOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+long BackoffMs(const HttpClientOptions& o, int attempt) {
+  thread_local Rng rng(std::random_device{}() ^ std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  double cap = static_cast<double>(o.initial_backoff_ms);
+  for (int i = 1; i < attempt && cap < static_cast<double>(o.max_backoff_ms); ++i) cap *= 2;
+  cap = std::min(cap, static_cast<double>(o.max_backoff_ms));
+  return static_cast<long>(rng.Uniform() * cap);
+}
+
+bool IsRetryableCurlCode(CURLcode rc) {
+  switch (rc) {
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// One request's state across its attempts.
+struct Transfer {
+  const HttpRequest* req = nullptr;
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  HttpResponse resp;
+  bool overflow = false;
+  int attempt = 0;
+  Clock::time_point not_before;
+  std::string last_error;  // the cause of the last failed attempt
+  char errbuf[CURL_ERROR_SIZE] = {0};
+};
+
+size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view line(data, size * n);
+  if (line.substr(0, 5) == "HTTP/") {
+    auto status = ParseHttpStatusLine(line);
+    if (status.ok()) {
+      // A new response (after 100 Continue or a redirect): forget what came before.
+      t->resp.status = *status;
+      t->resp.headers.clear();
+    }
+    return size * n;
+  }
+  std::string name, value;
+  if (ParseHttpHeaderLine(line, &name, &value)) t->resp.headers.emplace_back(std::move(name), std::move(value));
+  return size * n;
+}
+
+size_t OnBody(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  size_t len = size * n;
+  MutableByteView dst = t->req->response_buffer;
+  if (!dst.empty() && t->resp.ok()) {
+    if (t->resp.body_bytes + len > dst.size()) {
+      t->overflow = true;
+      return 0;  // aborts the transfer with CURLE_WRITE_ERROR
+    }
+    std::memcpy(dst.data() + t->resp.body_bytes, data, len);
+  } else {
+    t->resp.body.append(data, len);
+  }
+  t->resp.body_bytes += len;
+  return len;
+}
+
+bool HasHeader(const KeyValues& headers, std::string_view lowercase_name) {
+  for (const auto& [k, v] : headers) {
+    if (Lower(k) == lowercase_name) return true;
+  }
+  return false;
+}
+
+curl_slist* BuildHeaderList(const HttpRequest& req) {
+  curl_slist* list = nullptr;
+  for (const auto& [k, v] : req.headers) {
+    // "Name;" sends an empty header; "Name:" would remove it.
+    std::string line = v.empty() ? k + ";" : k + ": " + v;
+    list = curl_slist_append(list, line.c_str());
+  }
+  // libcurl adds these on its own for bodies; both would break signatures or add a round trip.
+  if (!HasHeader(req.headers, "expect")) list = curl_slist_append(list, "Expect:");
+  if (!HasHeader(req.headers, "content-type")) list = curl_slist_append(list, "Content-Type:");
+  return list;
+}
+
+}  // namespace
+
+// The libcurl share handle: connections, DNS and TLS sessions pooled across every handle.
+struct HttpClient::Share {
+  CURLSH* sh = nullptr;
+  std::mutex mu[CURL_LOCK_DATA_LAST];  // one per curl_lock_data kind; guards that kind in sh
+
+  static void Lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
+    static_cast<Share*>(user)->mu[data].lock();
+  }
+  static void Unlock(CURL*, curl_lock_data data, void* user) { static_cast<Share*>(user)->mu[data].unlock(); }
+
+  Share() {
+    sh = curl_share_init();
+    curl_share_setopt(sh, CURLSHOPT_LOCKFUNC, &Share::Lock);
+    curl_share_setopt(sh, CURLSHOPT_UNLOCKFUNC, &Share::Unlock);
+    curl_share_setopt(sh, CURLSHOPT_USERDATA, this);
+    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+  }
+  ~Share() { curl_share_cleanup(sh); }
+};
+
+const std::string& HttpResponse::Header(std::string_view lowercase_name) const {
+  static const std::string kEmpty;
+  for (const auto& [k, v] : headers) {
+    if (k == lowercase_name) return v;
+  }
+  return kEmpty;
+}
+
+HttpClient::HttpClient(HttpClientOptions options) : options_(options) {
+  GlobalInitOnce();
+  if (options_.max_attempts < 1) options_.max_attempts = 1;
+  if (options_.max_in_flight < 1) options_.max_in_flight = 1;
+  share_ = std::make_unique<Share>();
+}
+
+HttpClient::~HttpClient() {
+  // Easy handles first: they reference the share.
+  for (void* h : pool_) curl_easy_cleanup(static_cast<CURL*>(h));
+  pool_.clear();
+}
+
+void* HttpClient::AcquireHandle() {
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (!pool_.empty()) {
+      void* h = pool_.back();
+      pool_.pop_back();
+      return h;
+    }
+  }
+  return curl_easy_init();
+}
+
+void HttpClient::ReleaseHandle(void* handle) {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  pool_.push_back(handle);
+}
+
+Result<HttpResponse> HttpClient::Execute(const HttpRequest& request) {
+  std::vector<HttpRequest> one;
+  one.push_back(request);
+  return std::move(ExecuteBatch(one)[0]);
+}
+
+std::vector<Result<HttpResponse>> HttpClient::ExecuteBatch(const std::vector<HttpRequest>& requests) {
+  const size_t n = requests.size();
+  std::vector<Result<HttpResponse>> results(n, Result<HttpResponse>(Status::Internal("request not run")));
+  if (n == 0) return results;
+  std::vector<Transfer> ts(n);
+  std::deque<size_t> waiting;
+  for (size_t i = 0; i < n; ++i) {
+    ts[i].req = &requests[i];
+    ts[i].headers = BuildHeaderList(requests[i]);
+    waiting.push_back(i);
+  }
+  CURLM* multi = curl_multi_init();
+  size_t in_flight = 0;
+  size_t finished = 0;
+
+  auto start = [&](size_t i) {
+    Transfer& t = ts[i];
+    const HttpRequest& req = *t.req;
+    ++t.attempt;
+    t.resp = HttpResponse();
+    t.overflow = false;
+    t.errbuf[0] = 0;
+    t.easy = static_cast<CURL*>(AcquireHandle());
+    CURL* e = t.easy;
+    curl_easy_reset(e);
+    curl_easy_setopt(e, CURLOPT_SHARE, share_->sh);
+    curl_easy_setopt(e, CURLOPT_URL, req.url.c_str());
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, options_.request_timeout_ms);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, options_.connect_timeout_ms);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &OnHeader);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &OnBody);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
+    if (req.method == "HEAD") {
+      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else if (req.method == "GET") {
+      curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else if (req.method == "PUT" || req.method == "POST") {
+      static const char kEmpty[] = "";
+      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+      curl_easy_setopt(e, CURLOPT_POSTFIELDS, req.body.empty() ? kEmpty : reinterpret_cast<const char*>(req.body.data()));
+      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    } else {
+      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    }
+    curl_multi_add_handle(multi, e);
+    ++in_flight;
+  };
+
+  auto describe = [&](const Transfer& t, std::string_view cause) {
+    std::string range = RequestRangeForMessages(*t.req);
+    return fmt::format("HTTP {} {}{}: {} (after {} attempt{})", t.req->method, RedactUrl(t.req->url),
+                       range.empty() ? "" : " (" + range + ")", cause, t.attempt, t.attempt == 1 ? "" : "s");
+  };
+
+  // Decides what a finished attempt means: done (result set) or to be retried.
+  auto complete = [&](size_t i, CURLcode rc) {
+    Transfer& t = ts[i];
+    curl_multi_remove_handle(multi, t.easy);
+    --in_flight;
+    long status = 0;
+    curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 0) t.resp.status = status;
+    ReleaseHandle(t.easy);
+    t.easy = nullptr;
+    bool retry = false;
+    std::string cause;
+    if (rc != CURLE_OK) {
+      if (t.overflow) {
+        cause = fmt::format("response body longer than the {} bytes requested", t.req->response_buffer.size());
+      } else {
+        cause = fmt::format("{}{}{}", curl_easy_strerror(rc), t.errbuf[0] ? ": " : "", t.errbuf);
+        retry = IsRetryableCurlCode(rc);
+      }
+    } else if (IsRetryableHttpStatus(t.resp.status)) {
+      cause = DescribeHttpError(t.resp);
+      retry = true;
+    } else if (t.resp.ok() && t.req->method != "HEAD") {
+      const std::string& cl = t.resp.Header("content-length");
+      if (!t.req->response_buffer.empty() && t.resp.body_bytes != t.req->response_buffer.size()) {
+        cause = fmt::format("truncated body: received {} of {} bytes", t.resp.body_bytes, t.req->response_buffer.size());
+        retry = true;
+      } else if (!cl.empty() && cl != std::to_string(t.resp.body_bytes)) {
+        cause = fmt::format("truncated body: received {} of {} bytes (Content-Length)", t.resp.body_bytes, cl);
+        retry = true;
+      }
+    }
+    if (cause.empty()) {
+      t.resp.attempts = t.attempt;
+      results[i] = std::move(t.resp);
+      ++finished;
+      return;
+    }
+    t.last_error = cause;
+    if (retry && t.attempt < options_.max_attempts) {
+      long wait = BackoffMs(options_, t.attempt);
+      STOKE_LOG(kDebug, "http.retry", "method={} url={} attempt={} wait_ms={} cause=\"{}\"", t.req->method,
+                RedactUrl(t.req->url), t.attempt, wait, cause);
+      t.not_before = Clock::now() + std::chrono::milliseconds(wait);
+      waiting.push_back(i);
+      return;
+    }
+    results[i] = Status::IOError(describe(t, cause), retry);
+    ++finished;
+  };
+
+  while (finished < n) {
+    auto now = Clock::now();
+    auto next_ready = Clock::time_point::max();
+    for (size_t k = 0; k < waiting.size() && in_flight < options_.max_in_flight;) {
+      size_t i = waiting[k];
+      if (ts[i].not_before <= now) {
+        waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(k));
+        start(i);
+      } else {
+        next_ready = std::min(next_ready, ts[i].not_before);
+        ++k;
+      }
+    }
+    int running = 0;
+    curl_multi_perform(multi, &running);
+    int queued = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      Transfer* t = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
+      complete(static_cast<size_t>(t - ts.data()), msg->data.result);
+    }
+    if (finished == n) break;
+    int timeout_ms = 100;
+    if (!waiting.empty() && in_flight < options_.max_in_flight && next_ready != Clock::time_point::max()) {
+      auto until = std::chrono::duration_cast<std::chrono::milliseconds>(next_ready - Clock::now()).count();
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(until, 0, 100));
+    }
+    if (in_flight > 0) {
+      curl_multi_poll(multi, nullptr, 0, timeout_ms, nullptr);
+    } else if (timeout_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+    }
+  }
+  curl_multi_cleanup(multi);
+  for (auto& t : ts) curl_slist_free_all(t.headers);
+  return results;
+}
+
+bool ParseHttpHeaderLine(std::string_view line, std::string* name, std::string* value) {
+  line = Trim(line);
+  if (line.empty() || line.substr(0, 5) == "HTTP/") return false;
+  size_t colon = line.find(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  std::string_view n = line.substr(0, colon);
+  for (char c : n) {
+    // RFC 9110 token characters only.
+    unsigned char u = static_cast<unsigned char>(c);
+    if (!(std::isalnum(u) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos)) return false;
+  }
+  *name = Lower(n);
+  *value = std::string(Trim(line.substr(colon + 1)));
+  return true;
+}
+
+Result<long> ParseHttpStatusLine(std::string_view line) {
+  line = Trim(line);
+  auto bad = [&] {
+    return Status::InvalidArgument(fmt::format("malformed HTTP status line '{}'", line.substr(0, 80)));
+  };
+  if (line.substr(0, 5) != "HTTP/") return bad();
+  size_t sp = line.find(' ');
+  if (sp == std::string_view::npos || line.size() < sp + 4) return bad();
+  std::string_view code = line.substr(sp + 1, 3);
+  if (line.size() > sp + 4 && line[sp + 4] != ' ') return bad();
+  long v = 0;
+  for (char c : code) {
+    if (c < '0' || c > '9') return bad();
+    v = v * 10 + (c - '0');
+  }
+  if (v < 100 || v > 599) return bad();
+  return v;
+}
+
+std::string RedactUrl(std::string_view url) {
+  size_t q = url.find('?');
+  if (q == std::string_view::npos) return std::string(url);
+  std::string out(url.substr(0, q + 1));
+  std::string_view rest = url.substr(q + 1);
+  bool first = true;
+  while (true) {
+    size_t amp = rest.find('&');
+    std::string_view param = rest.substr(0, amp);
+    size_t eq = param.find('=');
+    std::string key = Lower(param.substr(0, eq));
+    if (!first) out += '&';
+    first = false;
+    if (eq != std::string_view::npos &&
+        (key == "sig" || key == "x-amz-signature" || key == "x-amz-credential" || key == "x-amz-security-token")) {
+      out += std::string(param.substr(0, eq + 1)) + "REDACTED";
+    } else {
+      out += param;
+    }
+    if (amp == std::string_view::npos) break;
+    rest = rest.substr(amp + 1);
+  }
+  return out;
+}
+
+bool IsRetryableHttpStatus(long status) { return status >= 500 || status == 429 || status == 408; }
+
+std::string RequestRangeForMessages(const HttpRequest& request) {
+  for (const auto& [k, v] : request.headers) {
+    std::string lk = Lower(k);
+    if (lk == "range" || lk == "x-ms-range") {
+      std::string_view r = v;
+      if (r.substr(0, 6) == "bytes=") r.remove_prefix(6);
+      return "bytes " + std::string(r);
+    }
+  }
+  return "";
+}
+
+std::string HttpErrorCode(const HttpResponse& response) {
+  if (!response.body.empty()) {
+    auto doc = ParseXml(response.body, "error response");
+    if (doc.ok() && !doc->ChildText("Code").empty()) return doc->ChildText("Code");
+  }
+  return response.Header("x-ms-error-code");
+}
+
+std::string DescribeHttpError(const HttpResponse& response) {
+  std::string code = HttpErrorCode(response);
+  std::string message;
+  if (!response.body.empty()) {
+    auto doc = ParseXml(response.body, "error response");
+    if (doc.ok()) message = doc->ChildText("Message");
+  }
+  // Azure appends "RequestId:...\nTime:..." lines; keep the first line.
+  message = std::string(Trim(message.substr(0, message.find('\n'))));
+  if (message.size() > 240) message = message.substr(0, 240) + "...";
+  if (code.empty() && message.empty()) return fmt::format("HTTP {}", response.status);
+  if (message.empty()) return fmt::format("HTTP {} ({})", response.status, code);
+  return fmt::format("HTTP {} ({}: {})", response.status, code, message);
+}
+
+}  // namespace stoke

@@ -1,0 +1,67 @@
+// Storage URIs and the resolver from a path or URI to a Storage.
+//
+//   /data/table, data/table, file:///data/table   local file system
+//   az://container/path                           Azure Blob, account from the credentials
+//   abfss://container@account.dfs.core.windows.net/path   (read through the Blob endpoint)
+//   https://account.blob.core.windows.net/container/path
+//   s3://bucket/path                              S3 or an S3-compatible endpoint (AWS_ENDPOINT_URL)
+//
+// Anything else with a scheme ("foo://x", "az:/x", "az://" without a container) is InvalidArgument:
+// it never falls back to a local directory named "az:". A relative local path whose first segment
+// contains ':' must be written "./a:b".
+//
+// Credentials come from the environment, read when a Storage is first made for a location:
+//   Azure: AZURE_STORAGE_CONNECTION_STRING (AccountName, AccountKey, BlobEndpoint,
+//          SharedAccessSignature, UseDevelopmentStorage), or AZURE_STORAGE_ACCOUNT with
+//          AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN.
+//   S3:    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION (or
+//          AWS_DEFAULT_REGION), AWS_ENDPOINT_URL (custom endpoint, path-style addressing).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "io/storage.h"
+
+namespace stoke {
+
+enum class StorageScheme { kLocal, kAzureBlob, kS3 };
+
+struct StorageUri {
+  StorageScheme scheme = StorageScheme::kLocal;
+  std::string account;    // Azure account when the URI names it (abfss://, https://), else ""
+  std::string container;  // Azure container or S3 bucket; "" for local
+  std::string path;       // key prefix within the container (no leading '/'), or the local path
+};
+
+// Parses a path or URI. Pure; does not look at the environment.
+Result<StorageUri> ParseStorageUri(const std::string& uri);
+
+// True when `s` starts with a URI scheme ("xyz:"), whether or not stoke knows it.
+bool HasUriScheme(const std::string& s);
+
+// Environment lookup, injectable for tests. Returns "" for unset variables.
+using EnvLookup = std::function<std::string(const std::string& name)>;
+EnvLookup ProcessEnvironment();
+
+// A storage and the path inside it.
+struct StorageLocation {
+  std::shared_ptr<Storage> storage;
+  std::string path;  // pass this to storage's methods
+};
+
+// Resolves a path or URI: local paths give LocalStorage() and the path unchanged; object-store URIs
+// give a Storage for the container/bucket (shared by every location in it: one connection pool)
+// and the key prefix. Code that used LocalStorage() with a path calls this with the path or URI
+// and uses the returned pair. Thread-safe.
+Result<StorageLocation> ResolveStorageLocation(const std::string& uri, const EnvLookup& env = ProcessEnvironment());
+
+// Creates the container/bucket a URI names when it does not exist (nothing for local paths). Write
+// commands (ingest, convert, synth) call it before writing, as a local write creates directories.
+Status CreateContainerFor(const std::string& uri, const EnvLookup& env = ProcessEnvironment());
+
+// The Storage for a URI's container/bucket (or the local file system).
+Result<std::shared_ptr<Storage>> StorageForUri(const std::string& uri, const EnvLookup& env = ProcessEnvironment());
+
+}  // namespace stoke

@@ -1,0 +1,94 @@
+// A fault-injecting HTTP/1.1 proxy for the object-store tests. It forwards every request to an
+// upstream server on 127.0.0.1 (Host header and path unchanged, so signatures stay valid) and can
+// inject, for requests whose method is in `methods` (default GET):
+//   delay_ms=N     wait N ms before forwarding (every request)
+//   status503=N    answer the next N requests 503 ServerBusy without forwarding
+//   reset=N        for the next N requests, send the headers and half the body, then reset the connection (RST)
+//   truncate=N     for the next N requests, send the headers and half the body, then close cleanly (FIN):
+//                  the body is shorter than its Content-Length
+//   drop=N         for the next N requests, forward (the server acts on them) but reset the connection
+//                  instead of answering: a write that committed although the client saw an error
+// Control (not forwarded): GET /__fault/set?status503=2&methods=GET  replaces the settings;
+// GET /__fault/stats returns {"forwarded":N,"injected":M} as JSON.
+import http from 'node:http';
+
+export function startFaultProxy(upstreamPort) {
+  let cfg = { delay_ms: 0, status503: 0, reset: 0, truncate: 0, drop: 0, methods: ['GET'] };
+  const stats = { forwarded: 0, injected: 0 };
+  const agent = new http.Agent({ keepAlive: true });
+
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://proxy');
+    if (url.pathname === '/__fault/set') {
+      const q = url.searchParams;
+      cfg = {
+        delay_ms: Number(q.get('delay_ms') || 0),
+        status503: Number(q.get('status503') || 0),
+        reset: Number(q.get('reset') || 0),
+        truncate: Number(q.get('truncate') || 0),
+        drop: Number(q.get('drop') || 0),
+        methods: (q.get('methods') || 'GET').split(','),
+      };
+      stats.forwarded = 0;
+      stats.injected = 0;
+      res.end('ok');
+      return;
+    }
+    if (url.pathname === '/__fault/stats') {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(stats));
+      return;
+    }
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => setTimeout(() => handle(req, res, Buffer.concat(chunks)), cfg.delay_ms));
+  });
+
+  function handle(req, res, body) {
+    const targeted = cfg.methods.includes(req.method);
+    if (targeted && cfg.status503 > 0) {
+      cfg.status503--;
+      stats.injected++;
+      const xml = '<?xml version="1.0" encoding="utf-8"?><Error><Code>ServerBusy</Code><Message>injected by fault_proxy</Message></Error>';
+      res.writeHead(503, { 'content-type': 'application/xml', 'content-length': Buffer.byteLength(xml) });
+      res.end(xml);
+      return;
+    }
+    let fault = null;
+    if (targeted && cfg.reset > 0) { cfg.reset--; fault = 'reset'; }
+    else if (targeted && cfg.truncate > 0) { cfg.truncate--; fault = 'truncate'; }
+    else if (targeted && cfg.drop > 0) { cfg.drop--; fault = 'drop'; }
+    const up = http.request({ host: '127.0.0.1', port: upstreamPort, method: req.method, path: req.url,
+      headers: req.headers, agent }, (ur) => {
+      const parts = [];
+      ur.on('data', (c) => parts.push(c));
+      ur.on('end', () => {
+        const data = Buffer.concat(parts);
+        const headers = { ...ur.headers };
+        delete headers['transfer-encoding'];
+        if (req.method !== 'HEAD') headers['content-length'] = String(data.length);
+        if (fault === 'drop') {
+          stats.injected++;
+          res.socket.resetAndDestroy();
+          return;
+        }
+        if (fault && data.length > 1) {
+          stats.injected++;
+          res.writeHead(ur.statusCode, headers);
+          res.write(data.subarray(0, data.length >> 1), () => {
+            if (fault === 'reset') res.socket.resetAndDestroy();
+            else res.socket.end();
+          });
+          return;
+        }
+        stats.forwarded++;
+        res.writeHead(ur.statusCode, headers);
+        res.end(data);
+      });
+    });
+    up.on('error', (e) => { res.writeHead(502); res.end(String(e)); });
+    up.end(body);
+  }
+
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
