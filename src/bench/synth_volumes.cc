@@ -18,6 +18,7 @@
 #include "core/random.h"
 #include "core/thread_pool.h"
 #include "format/npy.h"
+#include "io/uri.h"
 #include "io/storage.h"
 #include "stoke/tools.h"
 
@@ -107,8 +108,11 @@ Result<SynthReport> SynthVolumes(const SynthVolumesOptions& o) {
     return Status::InvalidArgument("synth volumes: a volume of more than 2^28 elements is too large");
   }
   if (o.label_noise < 0 || o.label_noise > 0.5) return Status::InvalidArgument("synth volumes: label noise must lie in [0, 0.5]");
-  Storage& fs = LocalStorage();
-  STOKE_RETURN_IF_ERROR(fs.CreateDirectories(o.out_dir));
+  STOKE_RETURN_IF_ERROR(CreateContainerFor(o.out_dir));
+  STOKE_ASSIGN_OR_RETURN(StorageLocation out, ResolveStorageLocation(o.out_dir));
+  Storage& fs = *out.storage;
+  const std::string& out_dir = out.path;
+  STOKE_RETURN_IF_ERROR(fs.CreateDirectories(out_dir));
 
   const int digits = std::max<int>(6, static_cast<int>(std::to_string(o.samples - 1).size()));
   std::vector<Sample> samples(static_cast<size_t>(o.samples));
@@ -117,7 +121,8 @@ Result<SynthReport> SynthVolumes(const SynthVolumesOptions& o) {
   ProgressBar bar("synth volumes", static_cast<uint64_t>(o.samples), "files",
                   o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
   std::atomic<int64_t> bytes{0};
-  ThreadPool pool(o.threads);
+  // Object stores: one PUT per file, so many in flight hide the per-request latency.
+  ThreadPool pool(o.threads != 0 ? o.threads : fs.CreateIsAtomic() ? 32 : 0);
   // Tasks of 16 samples keep per-task overhead low and the output order irrelevant.
   const int64_t per_task = 16;
   const size_t tasks = static_cast<size_t>((o.samples + per_task - 1) / per_task);
@@ -125,7 +130,7 @@ Result<SynthReport> SynthVolumes(const SynthVolumesOptions& o) {
     std::vector<float> volume;
     for (int64_t i = static_cast<int64_t>(t) * per_task; i < std::min(o.samples, (static_cast<int64_t>(t) + 1) * per_task); ++i) {
       samples[i] = GenerateVolume(o, i, &volume);
-      std::string path = JoinPath(o.out_dir, fmt::format("volume_{:0{}}.npy", i, digits));
+      std::string path = JoinPath(out_dir, fmt::format("volume_{:0{}}.npy", i, digits));
       ByteView data(reinterpret_cast<const uint8_t*>(volume.data()), volume.size() * sizeof(float));
       STOKE_RETURN_IF_ERROR(WriteNpyFile(fs, path, DType::kFloat32, shape, data));
       bytes += static_cast<int64_t>(data.size());
@@ -143,7 +148,7 @@ Result<SynthReport> SynthVolumes(const SynthVolumesOptions& o) {
                        s.validation ? "val" : "train");
     report.positives += s.label;
   }
-  STOKE_RETURN_IF_ERROR(WriteFileAtomically(fs, JoinPath(o.out_dir, "labels.csv"), AsBytes(csv)));
+  STOKE_RETURN_IF_ERROR(WriteFileAtomically(fs, JoinPath(out_dir, "labels.csv"), AsBytes(csv)));
   report.files = o.samples;
   report.bytes = bytes.load();
   report.seconds = watch.Seconds();

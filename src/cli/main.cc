@@ -360,9 +360,10 @@ int main(int argc, char** argv) {
     return s.ok() ? 0 : Fail(s);
   }
   if (inspect->parsed()) {
-    // A directory is a table (its log says which version); anything else a Parquet file.
+    // A directory (or an object-store prefix holding a Delta log) is a table; anything else a
+    // Parquet file.
     std::error_code ec;
-    stoke::Status s = std::filesystem::is_directory(inspect_path, ec)
+    stoke::Status s = std::filesystem::is_directory(inspect_path, ec) || stoke::IsTableDirectory(inspect_path)
                           ? stoke::InspectTable(inspect_path, inspect_version, io.json, std::cout)
                           : stoke::InspectParquetFile(inspect_path, io, std::cout);
     return s.ok() ? 0 : Fail(s);

@@ -11,6 +11,7 @@
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
 #include "format/row_printer.h"
+#include "io/uri.h"
 #include "stoke/tools.h"
 
 namespace stoke {
@@ -75,7 +76,8 @@ std::string EncodingsText(const std::vector<parquet::Encoding>& encs) {
 }  // namespace
 
 Status InspectParquetFile(const std::string& path, const InspectOptions& options, std::ostream& out) {
-  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), path));
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(path));
+  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*where.storage, where.path));
   const auto& m = reader->metadata();
   const auto& cols = reader->columns();
   nlohmann::ordered_json j;
@@ -192,7 +194,8 @@ Status InspectParquetFile(const std::string& path, const InspectOptions& options
 }
 
 Status CatParquetFile(const std::string& path, const CatOptions& options, std::ostream& out) {
-  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), path));
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(path));
+  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*where.storage, where.path));
   const auto& cols = reader->columns();
   std::vector<size_t> selected;
   if (options.columns.empty()) {

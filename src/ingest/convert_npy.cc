@@ -5,6 +5,7 @@
 #include "core/progress.h"
 #include "format/codec.h"
 #include "ingest/npy_source.h"
+#include "io/uri.h"
 #include "stoke/tools.h"
 
 namespace stoke {
@@ -22,10 +23,13 @@ Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& o) {
 
   const int64_t n = static_cast<int64_t>(sources.files.size());
   FileSetLayout layout = LayoutForSizes(sources.sample_bytes, n, o.row_group_bytes, o.target_file_bytes);
-  if (o.out.size() >= 8 && o.out.compare(o.out.size() - 8, 8, ".parquet") == 0) {
-    layout.single_file = o.out;
+  STOKE_RETURN_IF_ERROR(CreateContainerFor(o.out));
+  STOKE_ASSIGN_OR_RETURN(StorageLocation out, ResolveStorageLocation(o.out));
+  layout.storage = out.storage.get();
+  if (out.path.size() >= 8 && out.path.compare(out.path.size() - 8, 8, ".parquet") == 0) {
+    layout.single_file = out.path;
   } else {
-    layout.dir = o.out;
+    layout.dir = out.path;
   }
   std::vector<int64_t> rows(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) rows[i] = i;

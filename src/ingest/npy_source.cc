@@ -21,6 +21,7 @@
 #include "format/csv.h"
 #include "format/npy.h"
 #include "format/npz.h"
+#include "io/uri.h"
 
 namespace stoke {
 namespace {
@@ -139,10 +140,12 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-Result<NpySources> PlanNpySources(const std::string& dir, const std::string& labels_csv, const std::string& npy_column,
+Result<NpySources> PlanNpySources(const std::string& dir_uri, const std::string& labels_csv, const std::string& npy_column,
                                   std::string_view what) {
-  Storage& fs = LocalStorage();
-  if (dir.empty()) return Status::InvalidArgument(fmt::format("{}: a source directory is required", what));
+  if (dir_uri.empty()) return Status::InvalidArgument(fmt::format("{}: a source directory is required", what));
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(dir_uri));
+  Storage& fs = *where.storage;
+  const std::string& dir = where.path;
   // Sources, sorted by name (List sorts).
   STOKE_ASSIGN_OR_RETURN(auto entries, fs.List(dir));
   std::vector<DirEntry> sources;
@@ -175,7 +178,8 @@ Result<NpySources> PlanNpySources(const std::string& dir, const std::string& lab
   // Labels, joined on the file name.
   std::vector<LabelColumn> labels;
   if (!labels_csv.empty()) {
-    STOKE_ASSIGN_OR_RETURN(auto text, ReadFileToString(fs, labels_csv));
+    STOKE_ASSIGN_OR_RETURN(StorageLocation csv_at, ResolveStorageLocation(labels_csv));
+    STOKE_ASSIGN_OR_RETURN(auto text, ReadFileToString(*csv_at.storage, csv_at.path));
     STOKE_ASSIGN_OR_RETURN(auto csv, ParseCsv(text, labels_csv));
     auto file_col = std::find(csv.header.begin(), csv.header.end(), "file");
     if (file_col == csv.header.end()) {
@@ -229,6 +233,7 @@ Result<NpySources> PlanNpySources(const std::string& dir, const std::string& lab
   STOKE_RETURN_IF_ERROR(ValidateColumns(columns));
 
   NpySources out;
+  out.storage = std::move(where.storage);
   out.dir = dir;
   out.npz = npz;
   out.npy_column = npy_column;
@@ -261,7 +266,8 @@ NpySources WithoutLabel(const NpySources& sources, size_t label) {
 Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::vector<int64_t>& rows,
                                               const std::vector<int64_t>& ids, const FileSetLayout& layout,
                                               const WriterOptions& options, size_t threads, ProgressBar* progress) {
-  Storage& fs = LocalStorage();
+  Storage& fs = layout.storage != nullptr ? *layout.storage : LocalStorage();
+  Storage& src = *s.storage;
   if (ids.size() != rows.size()) return Status::InvalidArgument("WriteNpyRows: one id per row needed");
   if (layout.rows_per_file <= 0 || layout.rows_per_group <= 0) return Status::InvalidArgument("bad file layout");
   if (layout.single_file.empty()) STOKE_RETURN_IF_ERROR(fs.CreateDirectories(layout.dir));
@@ -290,7 +296,7 @@ Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::ve
     for (int64_t k = g.begin; k < g.end; ++k) {
       const size_t i = static_cast<size_t>(rows[k]);
       const std::string path = JoinPath(s.dir, s.files[i].name);
-      STOKE_ASSIGN_OR_RETURN(auto arrays, ReadSource(fs, path, s.npz, s.npy_column, std::move(reuse)));
+      STOKE_ASSIGN_OR_RETURN(auto arrays, ReadSource(src, path, s.npz, s.npy_column, std::move(reuse)));
       if (arrays.size() != s.tensors.size()) {
         return Status::InvalidArgument(fmt::format("{}: holds {} arrays, '{}' held {}", path, arrays.size(),
                                                    s.files[0].name, s.tensors.size()));
@@ -340,7 +346,7 @@ Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::ve
   auto finish_file = [&]() -> Status {
     if (!writer) return Status::OK();
     STOKE_RETURN_IF_ERROR(writer->Close());
-    STOKE_RETURN_IF_ERROR(fs.Rename(writer->path(), final_path));
+    if (writer->path() != final_path) STOKE_RETURN_IF_ERROR(fs.Rename(writer->path(), final_path));
     partial.pop_back();
     written.push_back({final_path, writer->num_rows(), writer->bytes_written(), writer->metadata()});
     STOKE_LOG(kInfo, "ingest.file_written", "path={} rows={} bytes={}", final_path, writer->num_rows(), writer->bytes_written());
@@ -364,9 +370,9 @@ Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::ve
       final_path = !layout.single_file.empty()
                        ? layout.single_file
                        : JoinPath(layout.dir, fmt::format("part-{:05}-{}.parquet", current_file, RandomUuid()));
-      // Written under a temporary name and renamed when complete: a crash never leaves a
-      // truncated file under a final name.
-      std::string tmp = final_path + ".inprogress";
+      // Written under a temporary name and renamed when complete (or, on object stores, visible
+      // only once complete): a crash never leaves a truncated file under a final name.
+      std::string tmp = InProgressPath(fs, final_path);
       auto w = ParquetFileWriter::Create(fs, tmp, s.columns, options);
       if (!w.ok()) {
         status = w.status();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,8 @@ struct LabelColumn {
 };
 
 struct NpySources {
-  std::string dir;
+  std::shared_ptr<Storage> storage;       // where the sources are (local, Azure Blob, S3)
+  std::string dir;                        // the source directory's path in `storage`
   bool npz = false;
   std::string npy_column;                 // the tensor column of .npy files
   std::vector<DirEntry> files;            // sorted by name
@@ -32,8 +34,9 @@ struct NpySources {
   int64_t sample_bytes = 0;               // tensor bytes per row
 };
 
-// Lists `dir` (.npy or .npz files, not both), reads the first file's arrays for the tensor columns,
-// and joins `labels_csv` (optional; needs a `file` column) on the file name. `what` names the
+// Lists `dir` (.npy or .npz files, not both; a local directory or a storage URI prefix), reads the
+// first file's arrays for the tensor columns, and joins `labels_csv` (optional, a path or URI;
+// needs a `file` column) on the file name. `what` names the
 // command in errors ("convert", "ingest").
 Result<NpySources> PlanNpySources(const std::string& dir, const std::string& labels_csv, const std::string& npy_column,
                                   std::string_view what);
@@ -46,7 +49,9 @@ struct WrittenFile {
 };
 
 struct FileSetLayout {
-  // Either one file (single_file) or part files "part-NNNNN-<uuid>.parquet" under `dir`.
+  Storage* storage = nullptr;       // where to write (nullptr: the local file system)
+  // Either one file (single_file) or part files "part-NNNNN-<uuid>.parquet" under `dir` (paths in
+  // `storage`).
   std::string single_file;
   std::string dir;
   int64_t rows_per_file = 0;        // > 0; a multiple of rows_per_group unless smaller than it

@@ -19,6 +19,7 @@
 #include "format/codec.h"
 #include "format/parquet_reader.h"
 #include "ingest/npy_source.h"
+#include "io/uri.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
 
@@ -62,12 +63,12 @@ Status CheckAppendSchema(const std::vector<ColumnSpec>& table, const std::vector
 }
 
 // The source file names already in the table, and the largest id.
-Status ReadIngestedFiles(const delta::Snapshot& snap, const std::string& table_dir, std::set<std::string>* names,
-                         int64_t* max_id) {
+Status ReadIngestedFiles(Storage& fs, const delta::Snapshot& snap, const std::string& table_dir,
+                         std::set<std::string>* names, int64_t* max_id) {
   *max_id = -1;
   for (const auto& add : snap.files) {
     STOKE_ASSIGN_OR_RETURN(std::string rel, delta::DecodePath(add.path));
-    STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), JoinPath(table_dir, rel)));
+    STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(fs, JoinPath(table_dir, rel)));
     STOKE_ASSIGN_OR_RETURN(size_t file_col, reader->FindColumn("file"));
     STOKE_ASSIGN_OR_RETURN(size_t id_col, reader->FindColumn("id"));
     STOKE_ASSIGN_OR_RETURN(auto files, reader->ReadColumn(file_col));
@@ -99,11 +100,13 @@ std::string PartitionDirectory(const std::string& column, const std::string& val
 // exclusive (it fails if anyone committed after the version read), because what it writes depends
 // on that version: the ids continue the table's, and files already in it are skipped.
 Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sources, const WriterOptions& wopts) {
-  Storage& fs = LocalStorage();
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
+  Storage& fs = *where.storage;
+  const std::string& table_dir = where.path;  // o.table_dir in messages
   Stopwatch watch;
   IngestReport report;
   report.source_files = static_cast<int64_t>(sources.files.size());
-  delta::DeltaLog log(fs, o.table_dir);
+  delta::DeltaLog log(fs, table_dir);
   STOKE_ASSIGN_OR_RETURN(int64_t read_version, log.LatestVersion());
   const bool overwrite = o.mode == "overwrite";
 
@@ -122,7 +125,7 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
     Status same = CheckAppendSchema(table_columns, sources.columns, o.table_dir, JoinPath(sources.dir, sources.files[0].name));
     if (!overwrite) {
       STOKE_RETURN_IF_ERROR(same);
-      STOKE_RETURN_IF_ERROR(ReadIngestedFiles(*snap, o.table_dir, &ingested, &max_id));
+      STOKE_RETURN_IF_ERROR(ReadIngestedFiles(fs, *snap, table_dir, &ingested, &max_id));
     } else {
       // An overwrite also records its codec (OPTIMIZE rewrites with the table's codec).
       auto codec = snap->metadata.configuration.find(kCodecPolicyKey);
@@ -209,7 +212,8 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
   Status write_status;
   for (const auto& [value, part] : partitions) {
     FileSetLayout l = layout;
-    l.dir = part.dir.empty() ? o.table_dir : JoinPath(o.table_dir, part.dir);
+    l.storage = &fs;
+    l.dir = part.dir.empty() ? table_dir : JoinPath(table_dir, part.dir);
     auto files = WriteNpyRows(file_sources, part.rows, part.ids, l, wopts, o.threads, &bar);
     if (!files.ok()) {
       write_status = files.status();
@@ -299,6 +303,7 @@ Result<IngestReport> IngestNpy(const IngestOptions& o) {
   STOKE_RETURN_IF_ERROR(SetCodecPolicy(o.codec, &wopts));
   wopts.compression_level = o.compression_level;
   STOKE_ASSIGN_OR_RETURN(NpySources sources, PlanNpySources(o.source_dir, o.labels_csv, o.tensor_column, "ingest"));
+  STOKE_RETURN_IF_ERROR(CreateContainerFor(o.table_dir));
   // Another writer committing between our read and our commit makes us re-plan from its version
   // (new ids, its files skipped). Backoff with jitter keeps two busy writers from lock-stepping.
   constexpr int kMaxAttempts = 50;

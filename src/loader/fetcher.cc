@@ -14,6 +14,7 @@
 
 #include "core/fd_limit.h"
 #include "core/thread_pool.h"
+#include "io/uri.h"
 #include "loader/out_of_memory.h"
 
 namespace stoke {
@@ -49,6 +50,11 @@ int OpenFlags(bool direct) { return O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 
 // A file of the list. `path` is immutable; the rest is guarded by Fetcher::mu_.
 struct Fetcher::File {
   std::string path;
+  // Object-store files: opened once (a HEAD for the size) by the first read, then shared by every
+  // read of the file; immutable once set (guarded by open_once).
+  std::unique_ptr<RandomAccessFile> remote;
+  std::once_flag open_once;
+  Status open_status;
   int fd = -1;    // -1 while closed (and while Submit is opening it)
   int pins = 0;   // reads in flight on this file (plus the Submit opening it)
   uint32_t lru_prev = kNoFile;  // links in the LRU list of idle open files
@@ -94,6 +100,21 @@ class Fetcher::PreadBackend final : public Fetcher::Backend {
  private:
   Fetcher* f_;
   ThreadPool pool_;  // its destructor runs the reads already queued, then joins
+};
+
+// Object-store reads: each read is one blocking ranged GET (with the HTTP client's retries) on one of
+// queue_depth threads, so queue_depth requests are in flight, as with io_uring on local files.
+class Fetcher::StorageBackend final : public Fetcher::Backend {
+ public:
+  StorageBackend(Fetcher* f, size_t threads) : f_(f), pool_(std::max<size_t>(threads, 1)) {}
+  void Start(int i) override {
+    pool_.Submit([f = f_, i] { f->CompleteSlot(i, f->ReadSlotFromStorage(f->slots_[i])); });
+  }
+  const char* name() const override { return "storage"; }
+
+ private:
+  Fetcher* f_;
+  ThreadPool pool_;
 };
 
 // One ring. The producer thread prepares and submits SQEs; a completion thread waits on the CQ and
@@ -229,10 +250,18 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::vector<std::string> paths, F
     }
     if (fd >= 0) ::close(fd);
   }
+  auto first = paths.empty() ? Result<StorageUri>(StorageUri{}) : ParseStorageUri(paths[0]);
+  const bool remote = first.ok() && first->scheme != StorageScheme::kLocal;
+  if (remote && o.direct) o.direct = false;  // no page cache between us and an object store
   std::vector<File> files(paths.size());
   for (size_t i = 0; i < paths.size(); ++i) files[i].path = std::move(paths[i]);
   const size_t max_open = o.max_open_files > 0 ? o.max_open_files : DerivedMaxOpenFiles(o.queue_depth);
   std::unique_ptr<Fetcher> f(new Fetcher(std::move(files), o, max_open));
+  f->remote_ = remote;
+  if (remote) {
+    f->backend_ = std::make_unique<StorageBackend>(f.get(), static_cast<size_t>(o.queue_depth));
+    return f;
+  }
   using B = FetcherOptions::Backend;
   if (o.backend == B::kIoUring || o.backend == B::kAuto) {
     auto uring = UringBackend::Create(f.get(), o.queue_depth);
@@ -273,8 +302,9 @@ Status Fetcher::Submit(FetchRequest r) {
     return Status::InvalidArgument("fetch request names file " + std::to_string(r.file) + " but the fetcher has " +
                                    std::to_string(files_.size()));
   }
-  if (r.tail != nullptr && (options_.direct || r.head_length > r.length)) {
+  if (r.tail != nullptr && (options_.direct || remote_ || r.head_length > r.length)) {
     return Status::InvalidArgument(options_.direct ? "split fetch requests cannot be used with O_DIRECT"
+                                   : remote_       ? "split fetch requests cannot be used with object-store files"
                                                    : "split fetch request: head_length exceeds length");
   }
   uint64_t read_offset = r.offset, read_length = r.length;
@@ -342,9 +372,35 @@ Status Fetcher::Submit(FetchRequest r) {
   return Status::OK();
 }
 
+Status Fetcher::OpenRemoteFile(uint32_t f) {
+  File& file = files_[f];
+  std::call_once(file.open_once, [&] {
+    auto where = ResolveStorageLocation(file.path);
+    if (!where.ok()) {
+      file.open_status = where.status();
+      return;
+    }
+    auto opened = where->storage->OpenForRead(where->path);
+    if (opened.ok()) {
+      file.remote = std::move(opened).value();
+    } else {
+      file.open_status = opened.status();
+    }
+  });
+  return file.open_status;
+}
+
+Status Fetcher::ReadSlotFromStorage(Slot& s) {
+  STOKE_RETURN_IF_ERROR(OpenRemoteFile(s.request.file));
+  STOKE_RETURN_IF_ERROR(files_[s.request.file].remote->ReadAt(s.read_offset, MutableByteView(s.buffer.data(), s.read_length)));
+  s.done = s.read_length;
+  return Status::OK();
+}
+
 Status Fetcher::PinFile(int i) {
   Slot& s = slots_[i];
   const uint32_t f = s.request.file;
+  if (remote_) return Status::OK();  // opened by the read itself (OpenRemoteFile), on a backend thread
   int victim = -1;
   {
     std::unique_lock<std::mutex> lock(mu_);

@@ -116,6 +116,7 @@ class Fetcher {
   struct Slot;
   class Backend;
   class PreadBackend;
+  class StorageBackend;
   class UringBackend;
 
   Fetcher(std::vector<File> files, FetcherOptions o, size_t max_open_files);
@@ -130,6 +131,10 @@ class Fetcher {
   void LruPushBackLocked(uint32_t f);
   // Reads a slot synchronously (pread backend); returns the status of the whole read.
   Status ReadSlotWithPread(Slot& slot);
+  // Reads a slot through its file's RandomAccessFile (object stores: one ranged GET).
+  Status ReadSlotFromStorage(Slot& slot);
+  // Object-store files (remote_): opens file `f`'s RandomAccessFile if nobody has yet. Any thread.
+  Status OpenRemoteFile(uint32_t f);
   // Fills slot.iov with the destinations of the bytes not yet read; returns how many entries.
   int PrepareIovecs(Slot& slot) const;
   // Finishes a slot: queues the result, unpins the file, frees the slot. Any thread.
@@ -166,6 +171,10 @@ class Fetcher {
   uint32_t lru_head_ = kNoFile;
   uint32_t lru_tail_ = kNoFile;
 
+  // True when the files are object-store URIs (az://, s3://, ...): reads go through Storage's
+  // RandomAccessFile (ranged GETs with retries) on queue_depth threads, and the descriptor LRU is
+  // not used (a remote file holds no descriptor). Split reads and O_DIRECT do not apply.
+  bool remote_ = false;
   std::unique_ptr<Backend> backend_;  // last: destroyed first (the destructor also stops it explicitly)
 };
 

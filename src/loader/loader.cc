@@ -40,6 +40,7 @@
 #include "core/trace.h"
 #include "format/parquet_reader.h"
 #include "io/storage.h"
+#include "io/uri.h"
 #include "loader/fetcher.h"
 #include "loader/out_of_memory.h"
 #include "loader/page_decoder.h"
@@ -297,6 +298,9 @@ class Loader::Impl {
   std::vector<std::string> column_order_;        // selected columns in the requested order
   std::vector<int64_t> selected_;                // table rows passing `where` (empty + identity_ = all)
   bool identity_ = true;
+  // The table is on an object store (its location is a URI): no split reads (each read is one
+  // ranged GET into one buffer) and no O_DIRECT.
+  bool remote_ = false;
   std::unique_ptr<Sampler> sampler_;             // used by the producer while a run is active
   std::vector<int64_t> block_sizes_;             // the sampler's blocks (files), for MeasureShuffle
   SamplerOptions sampler_options_;
@@ -432,6 +436,8 @@ Status Loader::Impl::Open() {
   AllocationFaults::Instance().Check();
   STOKE_ASSIGN_OR_RETURN(TableView view, OpenTableView(dir_, o_.version));
   STOKE_ASSIGN_OR_RETURN(SampleIndex index, SampleIndex::Open(dir_, view.snapshot.version));
+  auto location = ParseStorageUri(dir_);
+  remote_ = location.ok() && location->scheme != StorageScheme::kLocal;
   index_ = std::make_unique<SampleIndex>(std::move(index));
 
   // Columns.
@@ -572,7 +578,7 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
     for (size_t k = 0; k < scalar_cols.size(); ++k) part.cols.push_back(scalars_[k]);  // empty, typed
     int64_t records = -1;
     const bool skip_file = where && !where->MayMatch(FileStats(add, view.columns, &records), records);
-    auto reader_or = ParquetReader::Open(LocalStorage(), view.FilePath(add));
+    auto reader_or = ParquetReader::Open(*view.storage, view.FilePath(add));
     if (!reader_or.ok()) return reader_or.status();
     const ParquetReader& reader = **reader_or;
     const auto& starts = reader.row_group_starts();
@@ -831,7 +837,7 @@ Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
     const PlannedCell& cell = cells[k];
     const auto& loc = cell.loc;
     const TensorColumn& t = tensors_[cell.column];
-    if (!o_.direct && loc.rows_in_page == 1 && loc.codec == parquet::Codec::kUncompressed && t.transforms.empty() &&
+    if (!o_.direct && !remote_ && loc.rows_in_page == 1 && loc.codec == parquet::Codec::kUncompressed && t.transforms.empty() &&
         loc.length > t.in_bytes) {
       Read& r = new_read(loc.file, loc.offset, loc.length);
       r.tail = s->tensors[cell.column].data() + static_cast<size_t>(cell.sample) * t.out_bytes;
@@ -1169,8 +1175,8 @@ Status Loader::Impl::ReadSlowCell(const TensorColumn& t, const SampleIndex::Loca
   if (reader == nullptr) {
     // Opened outside the lock (it reads the footer); two workers may open the same file at once, and
     // only one of the readers is kept.
-    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> opened,
-                           ParquetReader::Open(LocalStorage(), index_->FilePath(loc.file)));
+    STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(index_->FilePath(loc.file)));
+    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> opened, ParquetReader::Open(*where.storage, where.path));
     reader = std::move(opened);
     std::lock_guard<std::mutex> l(readers_mu_);
     auto same = std::find_if(readers_.begin(), readers_.end(), [&](const SlowReader& r) { return r.file == loc.file; });

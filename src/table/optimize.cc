@@ -54,12 +54,12 @@ std::string NewDataFilePath(const TableView& t, const delta::AddFile& input) {
   return JoinPath(dir.empty() ? t.dir : JoinPath(t.dir, dir), fmt::format("part-00000-{}.parquet", RandomUuid()));
 }
 
-// Ends a rewritten file: closes it and renames `tmp` to out->path when `status` is OK, else deletes
-// it; fills out->bytes and out->footer.
-Status FinishBinFile(Status status, std::unique_ptr<ParquetFileWriter> writer, const std::string& tmp, WrittenBin* out) {
-  Storage& fs = LocalStorage();
+// Ends a rewritten file: closes it and renames `tmp` to out->path (unless they are the same: see
+// InProgressPath) when `status` is OK, else deletes it; fills out->bytes and out->footer.
+Status FinishBinFile(Storage& fs, Status status, std::unique_ptr<ParquetFileWriter> writer, const std::string& tmp,
+                     WrittenBin* out) {
   if (status.ok()) status = writer->Close();
-  if (status.ok()) status = fs.Rename(tmp, out->path);
+  if (status.ok() && tmp != out->path) status = fs.Rename(tmp, out->path);
   if (!status.ok()) {
     writer.reset();
     (void)fs.Delete(tmp);
@@ -73,11 +73,11 @@ Status FinishBinFile(Status status, std::unique_ptr<ParquetFileWriter> writer, c
 // Rewrites the rows of `inputs` (in order) into one new data file under the table.
 Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
                               const WriterOptions& wopts, int64_t rows_per_group, ProgressBar* bar) {
-  Storage& fs = LocalStorage();
+  Storage& fs = *t.storage;
   const std::vector<ColumnSpec> cols = t.FileColumns();  // partition columns live in the log
   WrittenBin out;
   out.path = NewDataFilePath(t, *inputs[0]);
-  const std::string tmp = out.path + ".inprogress";
+  const std::string tmp = InProgressPath(fs, out.path);
   STOKE_ASSIGN_OR_RETURN(auto writer, ParquetFileWriter::Create(fs, tmp, cols, wopts));
   RowGroupEncoder enc(writer->columns(), writer->options());
   std::vector<ColumnValues> scalars(cols.size());
@@ -166,7 +166,7 @@ Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta:
     if (bar) bar->Add(1, static_cast<uint64_t>(add->size));
   }
   if (status.ok()) status = flush();
-  STOKE_RETURN_IF_ERROR(FinishBinFile(status, std::move(writer), tmp, &out));
+  STOKE_RETURN_IF_ERROR(FinishBinFile(fs, status, std::move(writer), tmp, &out));
   return out;
 }
 
@@ -176,7 +176,7 @@ Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta:
 Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
                                     const WriterOptions& wopts, int64_t rows_per_group, const std::string& sort_by,
                                     ProgressBar* bar) {
-  Storage& fs = LocalStorage();
+  Storage& fs = *t.storage;
   const std::vector<ColumnSpec> cols = t.FileColumns();
   auto key_it = std::find_if(cols.begin(), cols.end(), [&](const ColumnSpec& c) { return c.name == sort_by; });
   const size_t key = static_cast<size_t>(key_it - cols.begin());
@@ -228,7 +228,7 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
   // Pass 2: row groups in the new order; tensors read where they are, through a few open readers.
   WrittenBin out;
   out.path = NewDataFilePath(t, *inputs[0]);
-  const std::string tmp = out.path + ".inprogress";
+  const std::string tmp = InProgressPath(fs, out.path);
   STOKE_ASSIGN_OR_RETURN(auto writer, ParquetFileWriter::Create(fs, tmp, cols, wopts));
   RowGroupEncoder enc(writer->columns(), writer->options());
   std::map<size_t, std::unique_ptr<ParquetReader>> open;  // at most kOpenReaders, evicted oldest input first
@@ -265,7 +265,7 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
     status = rg.ok() ? writer->WriteRowGroup(std::move(*rg)) : rg.status();
     out.rows += static_cast<int64_t>(group.size());
   }
-  STOKE_RETURN_IF_ERROR(FinishBinFile(status, std::move(writer), tmp, &out));
+  STOKE_RETURN_IF_ERROR(FinishBinFile(fs, status, std::move(writer), tmp, &out));
   if (bar) {
     for (const auto* f : inputs) bar->Add(1, static_cast<uint64_t>(f->size));
   }
@@ -315,7 +315,7 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
     }
     bool small = f.size < o.target_file_bytes / 4 * 3 || !o.sort_by.empty();
     if (!small) {
-      STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), t.FilePath(f)));
+      STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*t.storage, t.FilePath(f)));
       STOKE_ASSIGN_OR_RETURN(bool stoke_layout, InStokeLayout(*reader));
       if (stoke_layout) continue;
     }
@@ -344,7 +344,7 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
       work.push_back(std::move(b));
       continue;
     }
-    auto reader = ParquetReader::Open(LocalStorage(), t.FilePath(*b[0]));
+    auto reader = ParquetReader::Open(*t.storage, t.FilePath(*b[0]));
     if (!reader.ok()) return reader.status();
     STOKE_ASSIGN_OR_RETURN(bool stoke_layout, InStokeLayout(**reader));
     if (!stoke_layout) work.push_back(std::move(b));
@@ -371,7 +371,7 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   bar.Finish();
   auto cleanup = [&] {
     for (const auto& r : results) {
-      if (r) (void)LocalStorage().Delete(r->path);
+      if (r) (void)t.storage->Delete(r->path);
     }
   };
   if (!s.ok()) {
@@ -398,10 +398,10 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   for (size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     delta::AddFile a;
-    a.path = delta::EncodePath(std::filesystem::relative(r->path, o.table_dir).generic_string());
+    a.path = delta::EncodePath(std::filesystem::path(r->path).lexically_relative(t.dir).generic_string());
     a.partition_values = work[i][0]->partition_values;
     a.size = static_cast<int64_t>(r->bytes);
-    auto st = LocalStorage().Stat(r->path);
+    auto st = t.storage->Stat(r->path);
     a.modification_time = st.ok() ? st->modification_time_ms : now;
     a.data_change = false;
     a.stats = delta::StatsJsonFromFooter(r->footer, t.FileColumns());
@@ -409,7 +409,7 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
     ++report.files_added;
     report.rows_rewritten += r->rows;
   }
-  delta::DeltaLog log(LocalStorage(), o.table_dir);
+  delta::DeltaLog log(*t.storage, t.dir);
   nlohmann::json params = {{"predicate", o.where.empty() ? "[]" : "[\"" + o.where + "\"]"},
                            {"targetSize", std::to_string(o.target_file_bytes)},
                            {"sortBy", o.sort_by.empty() ? "[]" : "[\"" + o.sort_by + "\"]"}};

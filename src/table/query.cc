@@ -64,7 +64,7 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
     int64_t records = -1;
     if (s.where && !s.where->MayMatch(FileStats(add, t.columns, &records), records)) continue;
     ++report->files_scanned;
-    STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), t.FilePath(add)));
+    STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*t.storage, t.FilePath(add)));
     std::vector<size_t> file_col(t.columns.size());
     for (size_t c = 0; c < t.columns.size(); ++c) {
       if (t.IsPartitionColumn(t.columns[c].name)) continue;  // its values come from the log

@@ -1,5 +1,7 @@
 #include "table/sample_index.h"
 
+#include "io/uri.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -67,9 +69,9 @@ struct CommitStamp {
   int64_t mtime_ms = 0;
 };
 
-CommitStamp StampOf(const std::string& table_dir, int64_t version) {
-  delta::DeltaLog log(LocalStorage(), table_dir);
-  auto st = LocalStorage().Stat(log.CommitPath(version));
+CommitStamp StampOf(Storage& storage, const std::string& table_dir, int64_t version) {
+  delta::DeltaLog log(storage, table_dir);
+  auto st = storage.Stat(log.CommitPath(version));
   if (!st.ok()) return {};
   return {st->size, st->modification_time_ms};
 }
@@ -79,7 +81,7 @@ Status ReadFilePages(const TableView& view, const delta::AddFile& add, const std
   auto rel = delta::DecodePath(add.path);
   out->rel_path = rel.ok() ? *rel : add.path;
   const std::string path = view.FilePath(add);
-  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), path));
+  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*view.storage, path));
   out->size = reader->file_size();
   out->num_rows = static_cast<uint64_t>(reader->num_rows());
   const auto& starts = reader->row_group_starts();
@@ -431,16 +433,23 @@ Result<SampleIndex> SampleIndex::Open(const std::string& table_dir, std::optiona
   if (version) {
     v = *version;
     if (v < 0) return Status::InvalidArgument(fmt::format("{}: version {} is negative", table_dir, v));
-  } else {
-    delta::DeltaLog log(LocalStorage(), table_dir);
+  }
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
+  Storage& fs = *where.storage;
+  if (!version) {
+    delta::DeltaLog log(fs, where.path);
     STOKE_ASSIGN_OR_RETURN(v, log.LatestVersion());
     if (v < 0) return Status::NotFound(table_dir + ": no Delta table here (no commit in _delta_log)");
   }
-  const CommitStamp stamp = StampOf(table_dir, v);
-  const std::string cache_path = CachePath(table_dir, v);
+  const CommitStamp stamp = StampOf(fs, where.path, v);
+  const std::string cache_path = CachePath(where.path, v);
 
   if (options.use_cache) {
-    auto mapped = Mapping::MapFile(cache_path);
+    // Local caches are memory-mapped; on an object store the cache object is read whole (one GET).
+    auto mapped = !fs.CreateIsAtomic() ? Mapping::MapFile(cache_path) : [&]() -> Result<std::unique_ptr<Mapping>> {
+      STOKE_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(fs, cache_path));
+      return Mapping::Own(std::move(bytes));
+    }();
     Status why = mapped.status();
     if (mapped.ok()) {
       ByteView b = (*mapped)->view();
@@ -464,8 +473,8 @@ Result<SampleIndex> SampleIndex::Open(const std::string& table_dir, std::optiona
     return Status::Internal(fmt::format("{}: built sample index fails validation: {}", table_dir, s.ToString()));
   }
   if (options.write_cache) {
-    Status w = LocalStorage().CreateDirectories(JoinPath(table_dir, "_stoke/sample_index"));
-    if (w.ok()) w = WriteFileAtomically(LocalStorage(), cache_path, AsBytes(bytes));
+    Status w = fs.CreateDirectories(JoinPath(where.path, "_stoke/sample_index"));
+    if (w.ok()) w = WriteFileAtomically(fs, cache_path, AsBytes(bytes));
     if (!w.ok() && !g_logged_unwritable.exchange(true)) {
       STOKE_LOG(kWarn, "sample_index.cache_unwritable", "path={} error=\"{}\" (indexes are built on every open)",
                 cache_path, w.ToString());

@@ -1,5 +1,7 @@
 #include "table/scan.h"
 
+#include "io/uri.h"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -161,8 +163,10 @@ std::string TableView::FilePath(const delta::AddFile& add) const {
 
 Result<TableView> OpenTableView(const std::string& table_dir, std::optional<int64_t> version) {
   TableView t;
-  t.dir = table_dir;
-  delta::DeltaLog log(LocalStorage(), table_dir);
+  STOKE_ASSIGN_OR_RETURN(StorageLocation loc, ResolveStorageLocation(table_dir));
+  t.storage = std::move(loc.storage);
+  t.dir = std::move(loc.path);
+  delta::DeltaLog log(*t.storage, t.dir);
   STOKE_ASSIGN_OR_RETURN(t.snapshot, log.ReadSnapshot(version));
   std::map<std::string, TensorSpec> tensors;
   auto it = t.snapshot.metadata.configuration.find(kTensorsMetadataKey);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,7 +15,8 @@
 namespace stoke {
 
 struct TableView {
-  std::string dir;
+  std::shared_ptr<Storage> storage;  // where the table lives (local, Azure Blob, S3)
+  std::string dir;                   // the table's path in `storage` (for object stores: a key prefix)
   delta::Snapshot snapshot;
   std::vector<ColumnSpec> columns;  // from schemaString and stoke.tensors, partition columns included
   std::string FilePath(const delta::AddFile& add) const;  // absolute path of a data file (decoded)
@@ -35,7 +37,8 @@ ColumnValues PartitionColumnValues(const ColumnSpec& column, const std::optional
 Result<ColumnValues> ReadRowGroupColumn(const TableView& table, const delta::AddFile& add, const ParquetReader& reader,
                                         int row_group, const ColumnSpec& column);
 
-Result<TableView> OpenTableView(const std::string& table_dir, std::optional<int64_t> version = std::nullopt);
+// `table` is a local path or a storage URI (az://, abfss://, https://…blob…, s3://; see io/uri.h).
+Result<TableView> OpenTableView(const std::string& table, std::optional<int64_t> version = std::nullopt);
 
 // Statistics of one data file from its add action's stats JSON and partition values (no bounds
 // when the stats are absent or malformed: nothing can be skipped then). *num_records is -1 when

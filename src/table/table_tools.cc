@@ -8,6 +8,7 @@
 #include "core/progress.h"
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
+#include "io/uri.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
 
@@ -45,14 +46,15 @@ std::string CodecChoiceText(const std::string& json_text) {
 
 // Reads the footers of the first `max_files` data files (the inspect output lists those) and tallies
 // each column's codecs, so that a table of many files costs at most max_files small reads.
-Result<std::map<std::string, ColumnCodecs>> SampleColumnCodecs(const std::string& table_dir, const delta::Snapshot& snap,
-                                                               size_t max_files, size_t* files_read) {
+Result<std::map<std::string, ColumnCodecs>> SampleColumnCodecs(Storage& fs, const std::string& table_dir,
+                                                               const delta::Snapshot& snap, size_t max_files,
+                                                               size_t* files_read) {
   std::map<std::string, ColumnCodecs> out;
   *files_read = 0;
   for (const auto& f : snap.files) {
     if (*files_read == max_files) break;
     auto rel = delta::DecodePath(f.path);
-    STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(LocalStorage(), JoinPath(table_dir, rel.ok() ? *rel : f.path)));
+    STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(fs, JoinPath(table_dir, rel.ok() ? *rel : f.path)));
     ++*files_read;
     for (const auto& rg : reader->metadata().row_groups) {
       for (const auto& chunk : rg.columns) {
@@ -73,16 +75,26 @@ Result<std::map<std::string, ColumnCodecs>> SampleColumnCodecs(const std::string
 }  // namespace
 
 bool IsTableDirectory(const std::string& path) {
-  std::error_code ec;
-  return std::filesystem::is_directory(JoinPath(path, delta::kLogDirName), ec);
+  auto where = ResolveStorageLocation(path);
+  if (!where.ok()) return false;
+  // A log directory on local disks; on object stores, at least one key under "_delta_log/".
+  const std::string log_dir = JoinPath(where->path, delta::kLogDirName);
+  if (!where->storage->CreateIsAtomic()) {
+    auto st = where->storage->Stat(log_dir);
+    return st.ok() && st->is_directory;
+  }
+  auto names = where->storage->ListNames(log_dir);
+  return names.ok() && !names->empty();
 }
 
 Status CheckpointTable(const std::string& table_dir, std::optional<int64_t> version) {
-  return delta::DeltaLog(LocalStorage(), table_dir).Checkpoint(version);
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
+  return delta::DeltaLog(*where.storage, where.path).Checkpoint(version);
 }
 
 Status PrintTableHistory(const std::string& table_dir, int64_t limit, bool json, std::ostream& out) {
-  delta::DeltaLog log(LocalStorage(), table_dir);
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
+  delta::DeltaLog log(*where.storage, where.path);
   STOKE_ASSIGN_OR_RETURN(auto history, log.History(limit));
   if (history.empty()) return Status::NotFound(fmt::format("'{}' is not a table (no {} commits)", table_dir, delta::kLogDirName));
   if (json) {
@@ -107,7 +119,8 @@ Status PrintTableHistory(const std::string& table_dir, int64_t limit, bool json,
 }
 
 Status InspectTable(const std::string& table_dir, std::optional<int64_t> version, bool json, std::ostream& out) {
-  delta::DeltaLog log(LocalStorage(), table_dir);
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
+  delta::DeltaLog log(*where.storage, where.path);
   STOKE_ASSIGN_OR_RETURN(auto snap, log.ReadSnapshot(version));
   std::map<std::string, TensorSpec> tensors;
   auto it = snap.metadata.configuration.find(kTensorsMetadataKey);
@@ -142,7 +155,7 @@ Status InspectTable(const std::string& table_dir, std::optional<int64_t> version
   auto policy = snap.metadata.configuration.find(kCodecPolicyKey);
   j["codec"] = policy != snap.metadata.configuration.end() ? policy->second : "";
   size_t codec_files = 0;
-  STOKE_ASSIGN_OR_RETURN(auto codecs, SampleColumnCodecs(table_dir, snap, kFilesListed, &codec_files));
+  STOKE_ASSIGN_OR_RETURN(auto codecs, SampleColumnCodecs(*where.storage, where.path, snap, kFilesListed, &codec_files));
   j["column_codecs"] = nlohmann::ordered_json::object();
   for (const auto& [name, c] : codecs) j["column_codecs"][name] = {{"chunks", c.chunks}, {"why", c.why}};
   j["column_codecs_from_files"] = codec_files;

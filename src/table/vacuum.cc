@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <filesystem>
 #include <set>
 
 #include "core/log.h"
+#include "io/uri.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
 
@@ -20,8 +20,10 @@ namespace stoke {
 
 Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
   if (o.retain_hours < 0) return Status::InvalidArgument("vacuum: --retain must not be negative");
-  Storage& fs = LocalStorage();
-  delta::DeltaLog log(fs, o.table_dir);
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
+  Storage& fs = *where.storage;
+  const std::string& dir = where.path;
+  delta::DeltaLog log(fs, dir);
   STOKE_ASSIGN_OR_RETURN(int64_t latest, log.LatestVersion());
   if (latest < 0) return Status::NotFound(fmt::format("vacuum: '{}' is not a table", o.table_dir));
   const int64_t now_ms =
@@ -64,26 +66,28 @@ Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
 
   VacuumReport report;
   report.referenced_kept = static_cast<int64_t>(keep.size());
-  std::error_code ec;
-  std::filesystem::path root(o.table_dir);
-  for (auto it = std::filesystem::recursive_directory_iterator(root, ec); !ec && it != std::filesystem::end(it);
-       it.increment(ec)) {
-    const auto rel = std::filesystem::relative(it->path(), root, ec).generic_string();
-    if (it->is_directory()) {
-      if (rel == delta::kLogDirName || rel == "_stoke") it.disable_recursion_pending();
-      continue;
+  // Every file under the table but the log and stoke's cache, through the storage's listing (a
+  // local directory tree, or the keys under an object-store prefix).
+  std::vector<std::string> pending = {""};  // directories to list, relative to the table
+  while (!pending.empty()) {
+    const std::string rel_dir = std::move(pending.back());
+    pending.pop_back();
+    STOKE_ASSIGN_OR_RETURN(auto entries, fs.List(rel_dir.empty() ? dir : JoinPath(dir, rel_dir)));
+    for (const auto& e : entries) {
+      const std::string rel = rel_dir.empty() ? e.name : rel_dir + "/" + e.name;
+      if (e.is_directory) {
+        if (rel != delta::kLogDirName && rel != "_stoke") pending.push_back(rel);
+        continue;
+      }
+      if (keep.count(rel) || e.modification_time_ms > cutoff) continue;
+      report.files.push_back(rel);
+      report.bytes += static_cast<int64_t>(e.size);
     }
-    if (keep.count(rel)) continue;
-    auto st = fs.Stat(it->path().string());
-    if (!st.ok() || st->modification_time_ms > cutoff) continue;
-    report.files.push_back(rel);
-    report.bytes += static_cast<int64_t>(st->size);
   }
-  if (ec) return Status::IOError(fmt::format("vacuum: listing '{}': {}", o.table_dir, ec.message()));
   std::sort(report.files.begin(), report.files.end());
   if (!o.dry_run) {
     for (const auto& rel : report.files) {
-      STOKE_RETURN_IF_ERROR(fs.Delete(JoinPath(o.table_dir, rel)));
+      STOKE_RETURN_IF_ERROR(fs.Delete(JoinPath(dir, rel)));
       STOKE_LOG(kInfo, "vacuum.deleted", "table={} file={}", o.table_dir, rel);
     }
   }
