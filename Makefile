@@ -16,7 +16,9 @@ $(BUILD)/build.ninja:
 build: bootstrap $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The demo needs only the stoke binary (and, from bootstrap, the Azurite emulator).
+demo: bootstrap $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target stoke
 	@bash scripts/demo.sh $(BUILD)/stoke
 
 test: build

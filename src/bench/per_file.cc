@@ -19,6 +19,8 @@
 #include "core/clock.h"
 #include "core/random.h"
 #include "format/npy.h"
+#include "io/object_storage.h"
+#include "io/uri.h"
 #include "io/storage.h"
 
 namespace stoke {
@@ -113,8 +115,26 @@ struct SampleRead {
   ByteView payload;  // points into the reader's buffer
 };
 
-Result<SampleRead> ReadSample(const std::string& path, bool direct, size_t payload_bytes, AlignedBuffer* buf) {
-  STOKE_ASSIGN_OR_RETURN(size_t size, ReadWholeFile(path, direct, buf));
+// The .npy files of the benchmark: local paths, or objects of an object store (the published case:
+// one blob per sample), each read whole with one GET as a naive loader's SDK call does (the sizes
+// come from the listing, so no HEAD precedes it).
+struct FileSet {
+  std::vector<std::string> paths;  // local paths or object keys
+  ObjectStorage* objects = nullptr;
+  std::vector<uint64_t> sizes;     // objects: from the listing
+};
+
+Result<size_t> ReadWholeFile(const FileSet& files, size_t i, bool direct, AlignedBuffer* buf) {
+  if (files.objects == nullptr) return ReadWholeFile(files.paths[i], direct, buf);
+  buf->Resize(files.sizes[i]);
+  Status st = files.objects->ReadRanges(files.paths[i], {ByteRangeRead{0, buf->mutable_view()}})[0];
+  if (!st.ok()) return st;
+  return files.sizes[i];
+}
+
+Result<SampleRead> ReadSample(const FileSet& files, size_t i, bool direct, size_t payload_bytes, AlignedBuffer* buf) {
+  const std::string& path = files.paths[i];
+  STOKE_ASSIGN_OR_RETURN(size_t size, ReadWholeFile(files, i, direct, buf));
   STOKE_ASSIGN_OR_RETURN(ByteView payload, NpyPayload(buf->view(), path));
   if (payload.size() != payload_bytes) {
     return Status::InvalidArgument(fmt::format("{}: payload of {} bytes, the first file's has {}; batches stack "
@@ -138,7 +158,7 @@ double ConsumeBatch(const PerFileBenchOptions& o, const PerFileBatch& batch) {
 }
 
 // threads == 1: one loop reads a batch (all of it is waiting), then computes on it.
-Status RunLoop(const PerFileBenchOptions& o, const std::vector<std::string>& paths, const BatchPlan& plan,
+Status RunLoop(const PerFileBenchOptions& o, const FileSet& paths, const BatchPlan& plan,
                size_t payload_bytes, PerFileBenchReport* report) {
   AlignedBuffer file_buf;
   AlignedBuffer batch_buf(static_cast<size_t>(plan.batch_size) * payload_bytes);
@@ -156,7 +176,7 @@ Status RunLoop(const PerFileBenchOptions& o, const std::vector<std::string>& pat
     const int64_t t0 = NowNanos();
     for (int64_t j = 0; j < count; ++j) {
       const int64_t file = order[static_cast<size_t>(start + j)];
-      STOKE_ASSIGN_OR_RETURN(SampleRead s, ReadSample(paths[static_cast<size_t>(file)], o.cold, payload_bytes, &file_buf));
+      STOKE_ASSIGN_OR_RETURN(SampleRead s, ReadSample(paths, static_cast<size_t>(file), o.cold, payload_bytes, &file_buf));
       std::memcpy(batch_buf.data() + static_cast<size_t>(j) * payload_bytes, s.payload.data(), payload_bytes);
       batch_files[static_cast<size_t>(j)] = file;
       report->file_bytes += static_cast<int64_t>(s.file_bytes);
@@ -178,7 +198,7 @@ Status RunLoop(const PerFileBenchOptions& o, const std::vector<std::string>& pat
 // slot b % slots.size(); the consumer takes batches in order, so a slow sample delays its batch only.
 class ThreadedRun {
  public:
-  ThreadedRun(const PerFileBenchOptions& o, const std::vector<std::string>& paths, const BatchPlan& plan,
+  ThreadedRun(const PerFileBenchOptions& o, const FileSet& paths, const BatchPlan& plan,
               size_t payload_bytes)
       : o_(o), paths_(paths), plan_(plan), payload_bytes_(payload_bytes), order_(static_cast<size_t>(plan.files)) {
     // Two slots per reader: each reader can be a batch ahead while the consumer holds one.
@@ -243,7 +263,7 @@ class ThreadedRun {
           next_in_batch_ = 0;
         }
       }
-      auto s = ReadSample(paths_[static_cast<size_t>(file)], o_.cold, payload_bytes_, &buf);
+      auto s = ReadSample(paths_, static_cast<size_t>(file), o_.cold, payload_bytes_, &buf);
       if (!s.ok()) {
         Fail(s.status());
         return;
@@ -297,7 +317,7 @@ class ThreadedRun {
   }
 
   const PerFileBenchOptions& o_;
-  const std::vector<std::string>& paths_;
+  const FileSet& paths_;
   const BatchPlan plan_;
   const size_t payload_bytes_;
   std::vector<Slot> slots_;
@@ -324,25 +344,38 @@ Result<PerFileBenchReport> RunPerFileBench(const PerFileBenchOptions& o) {
   if (o.threads < 1) return Status::InvalidArgument(fmt::format("bench files: threads {} < 1", o.threads));
   if (!(o.compute_ms >= 0)) return Status::InvalidArgument(fmt::format("bench files: compute ms {} < 0", o.compute_ms));
 
-  STOKE_ASSIGN_OR_RETURN(std::vector<std::string> names, LocalStorage().ListNames(o.dir));
-  std::vector<std::string> paths;
-  for (const std::string& n : names) {
-    if (n.size() > 4 && n.compare(n.size() - 4, 4, ".npy") == 0) paths.push_back(JoinPath(o.dir, n));
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.dir));
+  FileSet paths;
+  paths.objects = dynamic_cast<ObjectStorage*>(where.storage.get());
+  if (paths.objects != nullptr && o.cold) return Status::InvalidArgument("bench files: --cold applies to local files only");
+  auto is_npy = [](const std::string& n) { return n.size() > 4 && n.compare(n.size() - 4, 4, ".npy") == 0; };
+  if (paths.objects == nullptr) {
+    STOKE_ASSIGN_OR_RETURN(std::vector<std::string> names, LocalStorage().ListNames(where.path));
+    for (const std::string& n : names) {
+      if (is_npy(n)) paths.paths.push_back(JoinPath(where.path, n));
+    }
+  } else {
+    STOKE_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, where.storage->List(where.path));
+    for (const DirEntry& e : entries) {
+      if (e.is_directory || !is_npy(e.name)) continue;
+      paths.paths.push_back(JoinPath(where.path, e.name));
+      paths.sizes.push_back(e.size);
+    }
   }
-  if (paths.empty()) return Status::InvalidArgument("bench files: no .npy files in " + o.dir);
+  if (paths.paths.empty()) return Status::InvalidArgument("bench files: no .npy files in " + o.dir);
 
   // The first file fixes the payload size (batches stack equal samples, as torch's default collate
   // does). Read outside the timing, with the same flags, so a cold run stays cold.
   size_t payload_bytes = 0;
   {
     AlignedBuffer probe;
-    STOKE_RETURN_IF_ERROR(ReadWholeFile(paths[0], o.cold, &probe));
-    STOKE_ASSIGN_OR_RETURN(ByteView payload, NpyPayload(probe.view(), paths[0]));
+    STOKE_RETURN_IF_ERROR(ReadWholeFile(paths, 0, o.cold, &probe));
+    STOKE_ASSIGN_OR_RETURN(ByteView payload, NpyPayload(probe.view(), paths.paths[0]));
     payload_bytes = payload.size();
   }
 
   BatchPlan plan;
-  plan.files = static_cast<int64_t>(paths.size());
+  plan.files = static_cast<int64_t>(paths.paths.size());
   plan.batch_size = o.batch_size;
   plan.batches_per_epoch = (plan.files + o.batch_size - 1) / o.batch_size;
   plan.total_batches = o.batches > 0 ? o.batches : o.epochs * plan.batches_per_epoch;

@@ -21,6 +21,7 @@
 #include "format/csv.h"
 #include "format/npy.h"
 #include "format/npz.h"
+#include "io/object_storage.h"
 #include "io/uri.h"
 
 namespace stoke {
@@ -288,15 +289,42 @@ Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::ve
   // Page buffers circulate between the encoders and the writer, and each task reads its files into
   // one reused array buffer: in steady state no memory is freshly faulted in.
   BufferPool page_buffers;
+  // Sources on an object store: every file costs a request of tens of milliseconds, so each encoding
+  // task fetches its next kRemoteBatch .npy objects at once (one whole-object GET each, the size
+  // known from the listing) on a shared pool of kRemoteFetches threads, then decodes them from
+  // memory. Memory: kRemoteBatch sources per encoding task.
+  constexpr int64_t kRemoteBatch = 64;
+  constexpr size_t kRemoteFetches = 32;
+  auto* objects = s.npz ? nullptr : dynamic_cast<ObjectStorage*>(s.storage.get());
+  std::unique_ptr<ThreadPool> fetch_pool;
+  if (objects != nullptr) fetch_pool = std::make_unique<ThreadPool>(kRemoteFetches);
   auto encode = [&](const Group& g) -> Result<EncodedRowGroup> {
     RowGroupEncoder enc(s.columns, options, &page_buffers);
     AlignedBuffer reuse;
     std::vector<int64_t> row_ids;
     std::vector<std::string> names;
+    std::vector<AlignedBuffer> fetched;  // objects: the raw .npy bytes of rows [fetched_from, +size)
+    int64_t fetched_from = g.begin;
     for (int64_t k = g.begin; k < g.end; ++k) {
       const size_t i = static_cast<size_t>(rows[k]);
       const std::string path = JoinPath(s.dir, s.files[i].name);
-      STOKE_ASSIGN_OR_RETURN(auto arrays, ReadSource(src, path, s.npz, s.npy_column, std::move(reuse)));
+      if (objects != nullptr && k - fetched_from >= static_cast<int64_t>(fetched.size())) {
+        fetched_from = k;
+        fetched.clear();
+        fetched.resize(static_cast<size_t>(std::min(kRemoteBatch, g.end - k)));
+        STOKE_RETURN_IF_ERROR(ParallelFor(*fetch_pool, fetched.size(), [&](size_t j) -> Status {
+          const DirEntry& e = s.files[static_cast<size_t>(rows[k + static_cast<int64_t>(j)])];
+          fetched[j].Resize(e.size);
+          return objects->ReadRanges(JoinPath(s.dir, e.name), {ByteRangeRead{0, fetched[j].mutable_view()}})[0];
+        }));
+      }
+      std::vector<std::pair<std::string, NpyArray>> arrays;
+      if (objects != nullptr) {
+        STOKE_ASSIGN_OR_RETURN(NpyArray a, DecodeNpy(fetched[static_cast<size_t>(k - fetched_from)].view(), path));
+        arrays.emplace_back(s.npy_column, std::move(a));
+      } else {
+        STOKE_ASSIGN_OR_RETURN(arrays, ReadSource(src, path, s.npz, s.npy_column, std::move(reuse)));
+      }
       if (arrays.size() != s.tensors.size()) {
         return Status::InvalidArgument(fmt::format("{}: holds {} arrays, '{}' held {}", path, arrays.size(),
                                                    s.files[0].name, s.tensors.size()));
@@ -316,7 +344,7 @@ Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::ve
       row_ids.push_back(ids[k]);
       names.push_back(s.files[i].name);
       if (progress != nullptr) progress->Add(1, bytes);
-      if (!s.npz) reuse = std::move(arrays[0].second.data);
+      if (!s.npz && objects == nullptr) reuse = std::move(arrays[0].second.data);
     }
     STOKE_RETURN_IF_ERROR(enc.SetScalars(0, ColumnValues{std::move(row_ids), {}}));
     STOKE_RETURN_IF_ERROR(enc.SetScalars(1, ColumnValues{std::move(names), {}}));
