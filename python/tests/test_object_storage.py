@@ -60,15 +60,16 @@ class Server:
 def store(request):
     """(URI prefix, environment) of a fresh container/bucket on one emulator."""
     server = Server(request.param)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_", "AWS_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_", "AWS_", "STOKE_SINGLE"))}
     if request.param == "azurite":
         env["AZURE_STORAGE_CONNECTION_STRING"] = (
             "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
             f"AccountKey={AZURITE_KEY};BlobEndpoint=http://127.0.0.1:{server.port}/devstoreaccount1;")
         prefix = "az://lifecycle"
     else:
+        # s3rver ignores If-None-Match: stoke refuses to commit there unless told only one process writes
         env.update(AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER", AWS_REGION="us-east-1",
-                   AWS_ENDPOINT_URL=f"http://127.0.0.1:{server.port}")
+                   AWS_ENDPOINT_URL=f"http://127.0.0.1:{server.port}", STOKE_SINGLE_WRITER="1")
         prefix = "s3://lifecycle"
     yield prefix, env
     server.close()
@@ -83,9 +84,9 @@ def run(env, *args):
 def in_process_env(env):
     """Sets the store's variables in this process for the binding (the resolver reads them when it
     first makes a Storage for a container); returns the previous values."""
-    saved = {k: os.environ.get(k) for k in env if k.startswith(("AZURE_", "AWS_"))}
+    saved = {k: os.environ.get(k) for k in env if k.startswith(("AZURE_", "AWS_", "STOKE_SINGLE"))}
     for k, v in env.items():
-        if k.startswith(("AZURE_", "AWS_")):
+        if k.startswith(("AZURE_", "AWS_", "STOKE_SINGLE")):
             os.environ[k] = v
     return saved
 
@@ -164,3 +165,18 @@ def test_missing_container_and_bad_uri_are_clear_errors(store):
                        text=True, env=env)
     assert r.returncode != 0
     assert not Path(f"{scheme}:").exists(), "a malformed URI must never become a local directory"
+
+
+def test_commits_refused_where_the_server_ignores_conditional_writes(store, tmp_path):
+    prefix, env = store
+    env = dict(env)
+    env.pop("STOKE_SINGLE_WRITER", None)
+    src = tmp_path / "src"
+    run(env, "synth", "volumes", "--samples", 4, "--shape", "2,2,2", "--channels", 1, "--out", src)
+    r = subprocess.run([STOKE_BIN, "--no-progress", "ingest", src, "--table", f"{prefix}/guarded"],
+                       capture_output=True, text=True, env=env)
+    if prefix.startswith("s3://"):  # s3rver overwrites despite If-None-Match
+        assert r.returncode != 0
+        assert "ignores conditional writes" in r.stderr and "STOKE_SINGLE_WRITER=1" in r.stderr, r.stderr
+    else:  # Azurite honours it
+        assert r.returncode == 0, r.stderr

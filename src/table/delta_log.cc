@@ -17,6 +17,8 @@
 //   a kBlindAppend that removes files is treated as kRewrite.
 #include "table/delta_log.h"
 
+#include "io/object_storage.h"
+
 #include "core/log.h"
 #include "table/checkpoint.h"
 
@@ -25,7 +27,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -798,6 +803,42 @@ Result<std::vector<CommitSummary>> DeltaLog::History(int64_t limit) const {
   return out;
 }
 
+namespace {
+
+// Commits on an object store are conditional puts (If-None-Match: *). A server that ignores the
+// condition (s3rver does; so did S3 before August 2024) would let a second writer overwrite a
+// commit, losing it. Probed once per process and table (two small PUTs and a DELETE under
+// _delta_log); such a server is refused unless STOKE_SINGLE_WRITER=1 says only this process writes.
+Status CheckConditionalCommits(Storage& storage, const std::string& table_dir) {
+  static std::mutex mu;
+  static std::map<std::pair<const Storage*, std::string>, Status> probed;  // guarded by mu
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::make_pair(static_cast<const Storage*>(&storage), table_dir);
+  auto it = probed.find(key);
+  if (it == probed.end()) {
+    Status probe = ProbeConditionalPut(storage, JoinPath(table_dir, kLogDirName));
+    if (probe.code() == StatusCode::kUnsupported) {
+      const char* single = std::getenv("STOKE_SINGLE_WRITER");
+      if (single != nullptr && std::string(single) == "1") {
+        STOKE_LOG(kWarn, "delta.unconditional_commits", "table={} (STOKE_SINGLE_WRITER=1: committing without a guard)",
+                  table_dir);
+        probe = Status::OK();
+      } else {
+        probe = Status::Unsupported(fmt::format(
+            "the object store holding '{}' ignores conditional writes (If-None-Match), so two writers could "
+            "overwrite each other's commit; if only this process writes to the table, set STOKE_SINGLE_WRITER=1",
+            table_dir));
+      }
+    }
+    // A failed probe (the network, say) is not remembered: the next commit probes again.
+    if (!probe.ok() && probe.code() != StatusCode::kUnsupported) return probe;
+    it = probed.emplace(key, probe).first;
+  }
+  return it->second;
+}
+
+}  // namespace
+
 Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actions, CommitKind kind,
                                  const std::string& operation, const nlohmann::json& operation_parameters,
                                  int max_attempts) const {
@@ -875,6 +916,8 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
       return st.status();
     }
   }
+
+  if (storage_.CreateIsAtomic()) STOKE_RETURN_IF_ERROR(CheckConditionalCommits(storage_, table_dir_));
 
   int64_t version = read_version + 1;
   int64_t checked = read_version;  // winners up to here hold nothing that conflicts
