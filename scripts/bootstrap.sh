@@ -12,7 +12,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-dev python3-numpy python3-pandas python3-pytest python3-torch pybind11-dev
   python3-pip python3-setuptools python3-wheel python3-venv
-  coreutils time libmd-dev fio
+  coreutils time libmd-dev fio curl
   libcurl4-openssl-dev libssl-dev
 )
 # Node.js and npm run the interop tests; a machine may already carry its own (e.g. from NodeSource),

@@ -54,32 +54,15 @@ table_md5=$("$stoke" query "$work/table" --where "id = 7" --select volume --form
 
 echo "== 6. the published case on emulated blob storage: Azurite behind a proxy adding ${delay_ms} ms per read request"
 # Azurite (Microsoft's Azure Blob emulator) and the proxy run on loopback ports; both stop with this script.
-servers=$(mktemp -d)
-cleanup() { for p in "$servers"/*.pid; do [ -f "$p" ] && kill "$(cat "$p")" 2>/dev/null || true; done; rm -rf "$servers"; }
-trap cleanup EXIT
-# NAME ARGS...: starts tests/servers/launch.mjs ARGS, waits for "READY <port>", sets $port. Not in a
-# subshell: the descriptor that keeps the launcher's stdin open must live as long as this script.
-start_server() {
-  local name=$1
-  shift
-  mkfifo "$servers/$name.in"
-  node tests/servers/launch.mjs "$@" <"$servers/$name.in" >"$servers/$name.out" 2>"$servers/$name.err" &
-  echo $! >"$servers/$name.pid"
-  exec {hold}>"$servers/$name.in"  # keeps the launcher's stdin open until this script exits
-  for _ in $(seq 1 300); do
-    grep -q '^READY' "$servers/$name.out" 2>/dev/null && break
-    sleep 0.1
-  done
-  grep -q '^READY' "$servers/$name.out" || { cat "$servers/$name.err" >&2; echo "demo: $name did not start" >&2; exit 1; }
-  port=$(awk '/^READY/ {print $2}' "$servers/$name.out")
-}
-start_server azurite azurite
+source tests/servers/servers.sh
+start_test_server azurite azurite
 azurite_port=$port
-start_server proxy proxy "$azurite_port"
+start_test_server proxy proxy "$azurite_port"
 proxy_port=$port
 # Delay reads only (GET, HEAD): uploading the demo data is not what is measured.
 curl -fsS "http://127.0.0.1:$proxy_port/__fault/set?delay_ms=$delay_ms&methods=GET,HEAD" >/dev/null
-export AZURE_STORAGE_CONNECTION_STRING="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:$proxy_port/devstoreaccount1;"
+AZURE_STORAGE_CONNECTION_STRING=$(azurite_connection_string "$proxy_port")
+export AZURE_STORAGE_CONNECTION_STRING
 "$stoke" --no-progress synth volumes --samples "$blob_samples" --out az://demo/volumes --seed 0
 "$stoke" --no-progress ingest az://demo/volumes --labels az://demo/volumes/labels.csv --table az://demo/table \
   --tensor-column volume

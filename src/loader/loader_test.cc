@@ -339,6 +339,43 @@ void CorruptRow(const std::string& dir, int64_t row) {
   ::close(fd);
 }
 
+// A 512-byte sample is a page of its own (the writer's default), so its read is its own bytes and
+// the page CRC covers exactly them: a flipped byte in it is reported naming the file and row, and
+// its neighbours load.
+TEST(Loader, FlippedByteInASmallSampleNamesFileAndRow) {
+  constexpr int64_t kLen = 512;
+  TestTable t(kLen);
+  t.AppendFile(0, 40, 40);
+  auto index = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(index.ok());
+  for (int64_t r = 0; r < 40; ++r) {
+    const auto loc = index->Find(r, 0);
+    EXPECT_EQ(loc.rows_in_page, 1u) << "row " << r;
+    EXPECT_LT(loc.length, kLen + 64) << "row " << r;  // the sample, its length prefix and a page header
+  }
+  CorruptRow(t.dir(), 13);
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.shuffle = LoaderOptions::Shuffle::kNone;
+  auto l = OpenOrDie(t.dir(), o);
+  Status error;
+  for (;;) {
+    auto n = l->Next();
+    if (!n.ok()) {
+      error = n.status();
+      break;
+    }
+    if (!n->has_value()) break;
+  }
+  EXPECT_EQ(error.code(), StatusCode::kCorruption) << error.ToString();
+  EXPECT_NE(error.message().find("part-0.parquet row 13 (table row 13)"), std::string::npos) << error.message();
+  o.on_error = LoaderOptions::OnError::kSkip;
+  auto s = OpenOrDie(t.dir(), o);
+  auto rows = Drain(*s, kLen);
+  EXPECT_EQ(rows.size(), 39u);
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), 13), 0);
+}
+
 TEST(Loader, CorruptPageNamesFileAndRowOrIsSkipped) {
   constexpr int64_t kLen = 70000;
   TestTable t(kLen);
