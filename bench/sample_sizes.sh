@@ -9,8 +9,8 @@
 #     DIRECT=0, block size = the mean page rounded up to 512 B);
 #   - cold: `stoke bench load --cold` (O_DIRECT) and fio DIRECT=1 (block size rounded up to 4 KiB)
 #     in alternation, BENCH_COLD_REPS pairs (default 3; the page cache is dropped before each stoke
-#     run, which needs root; otherwise the cold stoke rows are skipped), reported as the median of
-#     the per-pair ratios;
+#     run, which needs root; otherwise the cold stoke rows are skipped), each fio run as long as the
+#     stoke run before it, reported as the median of the per-pair ratios;
 #   - peak RSS of the warm stoke run (/usr/bin/time) against prefetch_bytes + 150 MB.
 # At the seed size also PyTorch's DataLoader over the .npy files (bench/torch_dataloader.py,
 # num_workers 0 and 2, warm), the naive way.
@@ -102,12 +102,17 @@ print(max(20, math.ceil(secs * sps / b)))' "$(jget "$probe" samples_per_s)" "$se
 
   for i in $(seq 1 "$cold_reps"); do
     note "$size: cold pair $i"
+    # fio runs as long as the stoke run before it: this virtual disk is faster in short bursts than
+    # over tens of seconds, so pairs of unequal length would compare different disks.
+    fio_seconds=$seconds
     if [ "$can_drop" = 1 ]; then
       drop_caches
-      record "$size" "cold stoke #$i" "$("${load[@]}" --cold | last_json)"
+      r=$("${load[@]}" --cold | last_json)
+      record "$size" "cold stoke #$i" "$r"
+      fio_seconds=$("$py" -c 'import sys; print(max(3, round(float(sys.argv[1]))))' "$(jget "$r" wall_s)")
     fi
     drop_caches
-    record "$size" "cold fio #$i" "$(bash bench/fio_limit.sh "$table" "$bs_cold" "$qd" 1 "$seconds")"
+    record "$size" "cold fio #$i" "$(bash bench/fio_limit.sh "$table" "$bs_cold" "$qd" 1 "$fio_seconds")"
   done
 
   if [ "$size" = 360k ]; then

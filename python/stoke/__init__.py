@@ -157,9 +157,11 @@ class Table:
 
 
 def open_table(path: PathLike, version: Optional[int] = None, where: str = "") -> Table:
-    """The table at `path` (a directory holding a Delta log).
+    """The table at `path`: a directory holding a Delta log, or an object-store URI
+    (az://container/path, abfss://..., https://<account>.blob.core.windows.net/..., s3://bucket/path;
+    credentials from the environment, see docs/object_storage.md).
 
-    Raises stoke.NotFoundError when `path` is not a table directory."""
+    Raises stoke.NotFoundError when `path` holds no table."""
     p = os.fspath(path)
     if not _stoke.is_table(p):
         raise NotFoundError(f"{p}: no Delta table (no _delta_log directory)")

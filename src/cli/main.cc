@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   auto* volumes = synth->add_subcommand(
       "volumes", "Write N float32 volumes as .npy files (one per sample) plus labels.csv (file,label,x,y,split)");
   volumes->add_option("--samples", so.samples, "Number of volumes")->capture_default_str();
-  volumes->add_option("--out", so.out_dir, "Output directory (created if missing)")->required();
+  volumes->add_option("--out", so.out_dir, "Output directory or URI prefix (created if missing)")->required();
   volumes->add_option("--shape", shape, "Spatial shape x,y,z")->capture_default_str();
   volumes->add_option("--channels", so.channels, "Channels per voxel (the array is x,y,z,channels)")->capture_default_str();
   volumes->add_option("--seed", so.seed, "Random seed: the same seed gives the same bytes")->capture_default_str();
@@ -76,9 +76,9 @@ int main(int argc, char** argv) {
   convert->require_subcommand(1);
   stoke::ConvertOptions co;
   auto* npy = convert->add_subcommand("npy", "Convert a directory of .npy (or .npz) files, joined with a labels CSV");
-  npy->add_option("dir", co.source_dir, "Directory holding the .npy or .npz files")->required();
+  npy->add_option("dir", co.source_dir, "Directory (or URI prefix) holding the .npy or .npz files")->required();
   npy->add_option("--labels", co.labels_csv, "CSV with a 'file' column (the file name) and label/attribute columns");
-  npy->add_option("--out", co.out, "Output directory for part files, or one FILE.parquet")->required();
+  npy->add_option("--out", co.out, "Output directory (or URI prefix) for part files, or one FILE.parquet")->required();
   npy->add_option("--tensor-column", co.tensor_column, "Column name for .npy arrays (.npz members keep their names)")
       ->capture_default_str();
   npy->add_option("--codec", co.codec, kCodecHelp)->capture_default_str();
@@ -94,8 +94,8 @@ int main(int argc, char** argv) {
   // ingest
   auto* ingest = app.add_subcommand("ingest", "Ingest a directory of .npy/.npz files into a Delta table (created if missing)");
   stoke::IngestOptions ig;
-  ingest->add_option("src", ig.source_dir, "Directory holding the .npy or .npz files")->required();
-  ingest->add_option("--table", ig.table_dir, "Table directory")->required();
+  ingest->add_option("src", ig.source_dir, "Directory (or URI prefix) holding the .npy or .npz files")->required();
+  ingest->add_option("--table", ig.table_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
   ingest->add_option("--labels", ig.labels_csv, "CSV with a 'file' column (the file name) and label/attribute columns");
   ingest->add_option("--mode", ig.mode, "append (adds the files not yet in the table; re-running resumes) or overwrite")
       ->check(CLI::IsMember({"append", "overwrite"}))
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   // optimize
   auto* optimize = app.add_subcommand("optimize", "Compact a table's small files into files of the target size (one commit)");
   stoke::OptimizeOptions oo;
-  optimize->add_option("table", oo.table_dir, "Table directory")->required();
+  optimize->add_option("table", oo.table_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
   optimize->add_option("--target-file-size", oo.target_file_bytes, "Size of the compacted files, e.g. 1GiB")
       ->transform(CLI::AsSizeValue(false))
       ->default_str("1GiB");
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
   // vacuum
   auto* vacuum = app.add_subcommand("vacuum", "Delete data files no version inside the retention window references");
   stoke::VacuumOptions vo;
-  vacuum->add_option("table", vo.table_dir, "Table directory")->required();
+  vacuum->add_option("table", vo.table_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
   vacuum->add_option("--retain", vo.retain_hours, "Retention in hours: versions newer than this stay readable")
       ->capture_default_str();
   vacuum->add_flag("--dry-run", vo.dry_run, "List the files that would be deleted; delete nothing");
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   auto* query = app.add_subcommand("query", "Rows of a table matching a predicate, e.g. --where \"label = 1 AND x < 100\"");
   stoke::QueryOptions qo;
   std::string query_select, query_format = "table";
-  query->add_option("table", qo.table_dir, "Table directory")->required();
+  query->add_option("table", qo.table_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
   query->add_option("--where", qo.where,
                     "Predicate over scalar columns: = != < <= > >= IN, NOT IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT");
   query->add_option("--select", query_select, "Comma-separated columns (default: all)");
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   auto* checkpoint = app.add_subcommand("checkpoint", "Write a Delta checkpoint (commits write one every 10 versions)");
   std::string checkpoint_dir;
   std::optional<int64_t> checkpoint_version;
-  checkpoint->add_option("table", checkpoint_dir, "Table directory")->required();
+  checkpoint->add_option("table", checkpoint_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
   checkpoint->add_option("--version", checkpoint_version, "Version to checkpoint (default: latest)");
 
   // history
@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
   std::string history_dir;
   int64_t history_limit = 0;
   bool history_json = false;
-  history->add_option("table", history_dir, "Table directory")->required();
+  history->add_option("table", history_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
   history->add_option("--limit", history_limit, "Show at most N versions (0 = all)");
   history->add_flag("--json", history_json, "One JSON object per version");
 
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
   std::string inspect_path;
   stoke::InspectOptions io;
   std::optional<int64_t> inspect_version;
-  inspect->add_option("path", inspect_path, "Parquet file or table directory")->required();
+  inspect->add_option("path", inspect_path, "Parquet file or table (a path or a URI)")->required();
   inspect->add_flag("--pages", io.pages, "List every page of every column chunk (files)");
   inspect->add_flag("--json", io.json, "Print one JSON document");
   inspect->add_option("--version", inspect_version, "Table version to describe (default: latest)");
@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
   auto* cat = app.add_subcommand("cat", "Print rows; binary and tensor cells print as md5:<hex> len:<bytes>");
   std::string cat_path, cat_columns, cat_format = "table";
   stoke::CatOptions catopt;
-  cat->add_option("file", cat_path, "Parquet file")->required();
+  cat->add_option("file", cat_path, "Parquet file (a path or a URI)")->required();
   cat->add_option("--columns", cat_columns, "Comma-separated columns (default: all)");
   cat->add_option("--offset", catopt.offset, "First row")->capture_default_str();
   cat->add_option("--limit", catopt.limit, "Number of rows (-1 = all)")->capture_default_str();
@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
   bool pf_json = false;
   auto* bench_files = bench->add_subcommand(
       "files", "Baseline: read a directory of .npy files the naive way (open, read, close, parse per sample) into batches");
-  bench_files->add_option("dir", pf.dir, "Directory of .npy files (e.g. from `stoke synth volumes`)")->required();
+  bench_files->add_option("dir", pf.dir, "Directory or URI prefix of .npy files (e.g. from `stoke synth volumes`); on an object store one GET per file")->required();
   bench_files->add_option("--batch-size", pf.batch_size, "Samples per batch")->check(CLI::PositiveNumber)->capture_default_str();
   bench_files->add_option("--epochs", pf.epochs, "Epochs (each a new seeded shuffle of all files)")
       ->check(CLI::PositiveNumber)
@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
   bool lb_json = false, lb_cold = false, lb_no_crc = false;
   auto* bench_load = bench->add_subcommand(
       "load", "The loader on a table: samples/s, MB/s, consumer wait share and accelerator utilisation");
-  bench_load->add_option("table", lb.table_dir, "Table directory")->required();
+  bench_load->add_option("table", lb.table_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
   bench_load->add_option("--batch-size", lb.loader.batch_size, "Samples per batch")->check(CLI::PositiveNumber)->capture_default_str();
   bench_load->add_option("--epochs", lb.epochs, "Epochs (each a new shuffle)")->check(CLI::PositiveNumber)->capture_default_str();
   bench_load->add_option("--batches", lb.batches, "Stop after N measured batches, crossing epochs as needed (0 = whole epochs)")
