@@ -1,5 +1,7 @@
 #include "io/object_storage.h"
 
+#include "io/http_client.h"
+
 #include <fmt/format.h>
 #include <time.h>
 #include <unistd.h>
@@ -346,6 +348,16 @@ Result<uint64_t> ParseDecimalU64(std::string_view text) {
     v = v * 10 + d;
   }
   return v;
+}
+
+Result<ObjectInfo> ObjectInfoFromHead(const HttpResponse& r, const std::string& described_key) {
+  ObjectInfo info;
+  auto size = ParseDecimalU64(r.Header("content-length"));
+  if (!size.ok()) return Status::Corruption(fmt::format("stat {}: {}", described_key, size.status().message()));
+  info.size = *size;
+  auto t = ParseHttpDateMs(r.Header("last-modified"));
+  if (t.ok()) info.modification_time_ms = *t;
+  return info;
 }
 
 }  // namespace stoke

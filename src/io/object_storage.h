@@ -135,4 +135,9 @@ Result<int64_t> ParseIso8601Ms(std::string_view text);
 // Decimal uint64 (Content-Length, Size); InvalidArgument on anything else, overflow included.
 Result<uint64_t> ParseDecimalU64(std::string_view text);
 
+struct HttpResponse;
+// The size (Content-Length) and modification time (Last-Modified) of an object from a successful
+// HEAD response; Corruption naming `described_key` when the size is missing or malformed.
+Result<ObjectInfo> ObjectInfoFromHead(const HttpResponse& response, const std::string& described_key);
+
 }  // namespace stoke

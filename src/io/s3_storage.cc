@@ -40,13 +40,7 @@ class S3Client final : public ObjectStoreClient {
   Result<ObjectInfo> Head(const std::string& key) override {
     STOKE_ASSIGN_OR_RETURN(HttpResponse r, Send("HEAD", key, {}, {}, {}));
     if (!r.ok()) return MapError(r, "stat", key);
-    ObjectInfo info;
-    auto size = ParseDecimalU64(r.Header("content-length"));
-    if (!size.ok()) return Status::Corruption(fmt::format("stat {}: {}", Describe(key), size.status().message()));
-    info.size = *size;
-    auto t = ParseHttpDateMs(r.Header("last-modified"));
-    if (t.ok()) info.modification_time_ms = *t;
-    return info;
+    return ObjectInfoFromHead(r, Describe(key));
   }
 
   Status GetRange(const std::string& key, uint64_t offset, MutableByteView dst) override {

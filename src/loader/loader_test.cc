@@ -339,6 +339,15 @@ void CorruptRow(const std::string& dir, int64_t row) {
   ::close(fd);
 }
 
+// Takes batches until the first error (returned) or the end of the epoch (OK).
+Status FirstError(Loader& l) {
+  for (;;) {
+    auto n = l.Next();
+    if (!n.ok()) return n.status();
+    if (!n->has_value()) return Status::OK();
+  }
+}
+
 // A 512-byte sample is a page of its own (the writer's default), so its read is its own bytes and
 // the page CRC covers exactly them: a flipped byte in it is reported naming the file and row, and
 // its neighbours load.
@@ -358,15 +367,7 @@ TEST(Loader, FlippedByteInASmallSampleNamesFileAndRow) {
   o.batch_size = 4;
   o.shuffle = LoaderOptions::Shuffle::kNone;
   auto l = OpenOrDie(t.dir(), o);
-  Status error;
-  for (;;) {
-    auto n = l->Next();
-    if (!n.ok()) {
-      error = n.status();
-      break;
-    }
-    if (!n->has_value()) break;
-  }
+  Status error = FirstError(*l);
   EXPECT_EQ(error.code(), StatusCode::kCorruption) << error.ToString();
   EXPECT_NE(error.message().find("part-0.parquet row 13 (table row 13)"), std::string::npos) << error.message();
   o.on_error = LoaderOptions::OnError::kSkip;
@@ -417,15 +418,7 @@ TEST(Loader, CorruptPageNamesFileAndRowOrIsSkipped) {
   o.on_error = LoaderOptions::OnError::kRaise;
   o.verify_crc = false;
   auto nocrc = OpenOrDie(t.dir(), o);
-  Status nocrc_error;
-  for (;;) {
-    auto b = nocrc->Next();
-    if (!b.ok()) {
-      nocrc_error = b.status();
-      break;
-    }
-    if (!b->has_value()) break;
-  }
+  Status nocrc_error = FirstError(*nocrc);
   EXPECT_EQ(nocrc_error.code(), StatusCode::kCorruption);
   EXPECT_EQ(nocrc_error.message().find("CRC"), std::string::npos) << nocrc_error.message();
   EXPECT_NE(nocrc_error.message().find("row 7 (table row 27)"), std::string::npos) << nocrc_error.message();
