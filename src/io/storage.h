@@ -24,7 +24,8 @@ class RandomAccessFile {
 };
 
 // A file being written sequentially. Not thread-safe. Close() must be called to learn whether
-// the data reached the file; the destructor closes silently.
+// the data reached the file; the destructor closes silently and drops what was not yet written
+// (local files stage up to 4 MiB for O_DIRECT writes; object stores upload only at Close).
 class WritableFile {
  public:
   virtual ~WritableFile() = default;
