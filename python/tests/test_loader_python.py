@@ -156,6 +156,15 @@ def test_bad_options_raise_value_error(data):
         stoke.Loader(data["table"], to="numpy").trace(data["table"] / "t.json")
 
 
+def test_allocation_failure_is_an_exception_not_an_abort(data):
+    # A batch of 2^42 samples cannot be allocated: the C++ loader reports it from next(), and the
+    # binding raises it (OSError, the message intact) instead of the process aborting.
+    loader = stoke.Loader(data["table"], batch_size=1 << 42, to="numpy")
+    with pytest.raises(OSError, match="out of memory"):
+        next(iter(loader))
+    loader.close()
+
+
 def test_missing_table_raises_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
         stoke.Loader(tmp_path / "nothing_here", to="numpy")
