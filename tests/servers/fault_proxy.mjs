@@ -8,12 +8,14 @@
 //                  the body is shorter than its Content-Length
 //   drop=N         for the next N requests, forward (the server acts on them) but reset the connection
 //                  instead of answering: a write that committed although the client saw an error
+//   p503=P, preset=P  on top of the counts: answer 503 (p503) or reset mid-body (preset) with
+//                  probability P (0..1) for every targeted request, for soak runs
 // Control (not forwarded): GET /__fault/set?status503=2&methods=GET  replaces the settings;
 // GET /__fault/stats returns {"forwarded":N,"injected":M} as JSON.
 import http from 'node:http';
 
 export function startFaultProxy(upstreamPort) {
-  let cfg = { delay_ms: 0, status503: 0, reset: 0, truncate: 0, drop: 0, methods: ['GET'] };
+  let cfg = { delay_ms: 0, status503: 0, reset: 0, truncate: 0, drop: 0, p503: 0, preset: 0, methods: ['GET'] };
   const stats = { forwarded: 0, injected: 0 };
   const agent = new http.Agent({ keepAlive: true });
 
@@ -27,6 +29,8 @@ export function startFaultProxy(upstreamPort) {
         reset: Number(q.get('reset') || 0),
         truncate: Number(q.get('truncate') || 0),
         drop: Number(q.get('drop') || 0),
+        p503: Number(q.get('p503') || 0),
+        preset: Number(q.get('preset') || 0),
         methods: (q.get('methods') || 'GET').split(','),
       };
       stats.forwarded = 0;
@@ -46,8 +50,9 @@ export function startFaultProxy(upstreamPort) {
 
   function handle(req, res, body) {
     const targeted = cfg.methods.includes(req.method);
-    if (targeted && cfg.status503 > 0) {
-      cfg.status503--;
+    const rate503 = targeted && cfg.p503 > 0 && Math.random() < cfg.p503;
+    if (targeted && (cfg.status503 > 0 || rate503)) {
+      if (!rate503) cfg.status503--;
       stats.injected++;
       const xml = '<?xml version="1.0" encoding="utf-8"?><Error><Code>ServerBusy</Code><Message>injected by fault_proxy</Message></Error>';
       res.writeHead(503, { 'content-type': 'application/xml', 'content-length': Buffer.byteLength(xml) });
@@ -58,6 +63,7 @@ export function startFaultProxy(upstreamPort) {
     if (targeted && cfg.reset > 0) { cfg.reset--; fault = 'reset'; }
     else if (targeted && cfg.truncate > 0) { cfg.truncate--; fault = 'truncate'; }
     else if (targeted && cfg.drop > 0) { cfg.drop--; fault = 'drop'; }
+    else if (targeted && cfg.preset > 0 && Math.random() < cfg.preset) fault = 'reset';
     const up = http.request({ host: '127.0.0.1', port: upstreamPort, method: req.method, path: req.url,
       headers: req.headers, agent }, (ur) => {
       const parts = [];
