@@ -59,21 +59,8 @@ class AzureBlobClient final : public ObjectStoreClient {
       reqs.push_back(Build("GET", key, {}, std::move(h), {}));
       reqs.back().response_buffer = r.dst;
     }
-    auto results = http_.ExecuteBatch(reqs);
-    std::vector<Status> out;
-    out.reserve(ranges.size());
-    for (size_t i = 0; i < results.size(); ++i) {
-      if (!results[i].ok()) {
-        out.push_back(results[i].status().WithContext(fmt::format("read {}", Describe(key))));
-      } else if (!results[i]->ok()) {
-        out.push_back(MapError(*results[i], fmt::format("read bytes {}-{} of", ranges[i].offset,
-                                                        ranges[i].offset + ranges[i].dst.size() - 1),
-                               key));
-      } else {
-        out.push_back(Status::OK());
-      }
-    }
-    return out;
+    return RangeReadStatuses(http_.ExecuteBatch(reqs), ranges, Describe(key),
+                             [&](const HttpResponse& r, const std::string& what) { return MapError(r, what, key); });
   }
 
   Status Put(const std::string& key, ByteView data, bool if_absent) override {

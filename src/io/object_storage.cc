@@ -360,4 +360,23 @@ Result<ObjectInfo> ObjectInfoFromHead(const HttpResponse& r, const std::string& 
   return info;
 }
 
+std::vector<Status> RangeReadStatuses(
+    const std::vector<Result<HttpResponse>>& results, const std::vector<ByteRangeRead>& ranges,
+    const std::string& described_key,
+    const std::function<Status(const HttpResponse& response, const std::string& what)>& map_error) {
+  std::vector<Status> out;
+  out.reserve(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].ok()) {
+      out.push_back(results[i].status().WithContext(fmt::format("read {}", described_key)));
+    } else if (!results[i]->ok()) {
+      out.push_back(map_error(*results[i], fmt::format("read bytes {}-{} of", ranges[i].offset,
+                                                       ranges[i].offset + ranges[i].dst.size() - 1)));
+    } else {
+      out.push_back(Status::OK());
+    }
+  }
+  return out;
+}
+
 }  // namespace stoke

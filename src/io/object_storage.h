@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -139,5 +140,13 @@ struct HttpResponse;
 // The size (Content-Length) and modification time (Last-Modified) of an object from a successful
 // HEAD response; Corruption naming `described_key` when the size is missing or malformed.
 Result<ObjectInfo> ObjectInfoFromHead(const HttpResponse& response, const std::string& described_key);
+
+// One Status per ranged GET of a batch (HttpClient::ExecuteBatch's results for `ranges`, in order):
+// the transport error in the context of `described_key`, the server's error as `map_error(response,
+// "read bytes A-B of")` gives it, or OK.
+std::vector<Status> RangeReadStatuses(
+    const std::vector<Result<HttpResponse>>& results, const std::vector<ByteRangeRead>& ranges,
+    const std::string& described_key,
+    const std::function<Status(const HttpResponse& response, const std::string& what)>& map_error);
 
 }  // namespace stoke
