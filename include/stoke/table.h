@@ -126,6 +126,9 @@ struct QueryOptions {
 struct QueryReport {
   int64_t rows = 0;                       // matching rows (all of them, also beyond the limit when counting)
   int64_t files_total = 0, files_scanned = 0;
+  // Counting only: files whose add statistics decided the predicate for all their rows, so they
+  // were counted without being opened.
+  int64_t files_counted_from_stats = 0;
   int64_t row_groups_total = 0, row_groups_scanned = 0;
 };
 

@@ -474,6 +474,7 @@ py::dict Query(const std::string& table_dir, const std::string& where, std::opti
   out["rows"] = r.report.rows;
   out["files_total"] = r.report.files_total;
   out["files_scanned"] = r.report.files_scanned;
+  out["files_counted_from_stats"] = r.report.files_counted_from_stats;
   out["row_groups_total"] = r.report.row_groups_total;
   out["row_groups_scanned"] = r.report.row_groups_scanned;
   py::dict cols, valid;

@@ -742,17 +742,22 @@ Status EvaluateNode(const Node& n, const std::map<std::string, const ColumnValue
 // ---------------------------------------------------------------------------------------------
 // Skipping from statistics: whether some row may make a node TRUE, and whether some row may make it
 // FALSE (needed under NOT). Over-approximations: `true` means "cannot rule it out".
+// may_be_null: whether some row may make it NULL (a null cell, a NaN, a NULL literal), which is
+// neither TRUE nor FALSE: a node holds for every row only when it can be neither FALSE nor NULL.
 struct Outcomes {
   bool may_be_true = true;
   bool may_be_false = true;
+  bool may_be_null = true;
 };
 
-Outcomes AnalyzeLeaf(const Node& n, const Predicate::ColumnStats& st, int64_t num_rows) {
+// `may_have_nan`: the column is FLOAT or DOUBLE, whose statistics leave NaN out of min/max.
+Outcomes AnalyzeLeaf(const Node& n, const Predicate::ColumnStats& st, int64_t num_rows, bool may_have_nan) {
   const std::optional<int64_t>& nulls = st.null_count;
   bool may_have_null = num_rows != 0 && (!nulls || *nulls > 0);
   bool may_have_value = num_rows != 0 && !(nulls && num_rows >= 0 && *nulls >= num_rows);
-  if (n.kind == Kind::kIsNull) return {may_have_null, may_have_value};
-  if (!may_have_value) return {false, false};  // every row is NULL: the leaf is NULL everywhere
+  if (n.kind == Kind::kIsNull) return {may_have_null, may_have_value, false};
+  if (!may_have_value) return {false, false, num_rows != 0};  // every row is NULL: the leaf is NULL everywhere
+  const bool value_may_be_null = may_have_null || may_have_nan;
 
   // [min, max] bounds every present, non-NaN value (NaN rows make leaves NULL, never TRUE or FALSE).
   bool range_known = st.min && st.max;
@@ -761,73 +766,82 @@ Outcomes AnalyzeLeaf(const Node& n, const Predicate::ColumnStats& st, int64_t nu
     range_known = c == -1 || c == 0;
   }
   auto compare = [&](CompareOp op, const Value& lit) -> Outcomes {
-    if (std::holds_alternative<std::monostate>(lit.v)) return {false, false};
-    if (!range_known) return {true, true};
+    if (std::holds_alternative<std::monostate>(lit.v)) return {false, false, true};
+    if (!range_known) return {true, true, true};
     int lo = CompareValues(*st.min, lit);
     int hi = CompareValues(*st.max, lit);
-    if (lo == kUnordered || hi == kUnordered) return {true, true};
+    if (lo == kUnordered || hi == kUnordered) return {true, true, true};
     bool all_equal = lo == 0 && hi == 0;
     bool may_equal = lo <= 0 && hi >= 0;
+    const bool null = value_may_be_null;
     switch (op) {
-      case CompareOp::kEq: return {may_equal, !all_equal};
-      case CompareOp::kNe: return {!all_equal, may_equal};
-      case CompareOp::kLt: return {lo < 0, hi >= 0};
-      case CompareOp::kLe: return {lo <= 0, hi > 0};
-      case CompareOp::kGt: return {hi > 0, lo <= 0};
-      case CompareOp::kGe: return {hi >= 0, lo < 0};
+      case CompareOp::kEq: return {may_equal, !all_equal, null};
+      case CompareOp::kNe: return {!all_equal, may_equal, null};
+      case CompareOp::kLt: return {lo < 0, hi >= 0, null};
+      case CompareOp::kLe: return {lo <= 0, hi > 0, null};
+      case CompareOp::kGt: return {hi > 0, lo <= 0, null};
+      case CompareOp::kGe: return {hi >= 0, lo < 0, null};
     }
-    return {true, true};
+    return {true, true, true};
   };
   switch (n.kind) {
     case Kind::kCompare: return compare(n.op, n.literals[0]);
     case Kind::kBetween: {
       Outcomes a = compare(CompareOp::kGe, n.literals[0]);
       Outcomes b = compare(CompareOp::kLe, n.literals[1]);
-      Outcomes r{a.may_be_true && b.may_be_true, a.may_be_false || b.may_be_false};
+      Outcomes r{a.may_be_true && b.may_be_true, a.may_be_false || b.may_be_false, a.may_be_null || b.may_be_null};
       if (CompareValues(n.literals[0], n.literals[1]) == 1) r.may_be_true = false;  // empty interval
       return r;
     }
     case Kind::kIn: {
-      Outcomes r{false, true};
+      // x IN (a, b): TRUE if some a_i equals x, else NULL if x or some a_i is NULL, else FALSE.
+      Outcomes r{false, true, false};
       for (const Value& lit : n.literals) {
         Outcomes o = compare(CompareOp::kEq, lit);
         r.may_be_true = r.may_be_true || o.may_be_true;
         r.may_be_false = r.may_be_false && o.may_be_false;
+        r.may_be_null = r.may_be_null || o.may_be_null;
       }
       return r;
     }
-    default: return {true, true};
+    default: return {true, true, true};
   }
 }
 
-Outcomes Analyze(const Node& n, const std::map<std::string, Predicate::ColumnStats>& stats, int64_t num_rows) {
+// NULL propagates through AND, OR and NOT only from a child that may be NULL, so may_be_null is the
+// OR of the children's (an over-approximation: FALSE AND NULL is FALSE).
+Outcomes Analyze(const Node& n, const std::map<std::string, Predicate::ColumnStats>& stats, int64_t num_rows,
+                 const std::vector<std::string>& nan_columns) {
   switch (n.kind) {
     case Kind::kAnd: {
-      Outcomes r{true, false};
+      Outcomes r{true, false, false};
       for (const auto& c : n.children) {
-        Outcomes o = Analyze(*c, stats, num_rows);
+        Outcomes o = Analyze(*c, stats, num_rows, nan_columns);
         r.may_be_true = r.may_be_true && o.may_be_true;
         r.may_be_false = r.may_be_false || o.may_be_false;
+        r.may_be_null = r.may_be_null || o.may_be_null;
       }
       return r;
     }
     case Kind::kOr: {
-      Outcomes r{false, true};
+      Outcomes r{false, true, false};
       for (const auto& c : n.children) {
-        Outcomes o = Analyze(*c, stats, num_rows);
+        Outcomes o = Analyze(*c, stats, num_rows, nan_columns);
         r.may_be_true = r.may_be_true || o.may_be_true;
         r.may_be_false = r.may_be_false && o.may_be_false;
+        r.may_be_null = r.may_be_null || o.may_be_null;
       }
       return r;
     }
     case Kind::kNot: {
-      Outcomes o = Analyze(*n.children[0], stats, num_rows);
-      return {o.may_be_false, o.may_be_true};
+      Outcomes o = Analyze(*n.children[0], stats, num_rows, nan_columns);
+      return {o.may_be_false, o.may_be_true, o.may_be_null};
     }
     default: {
       static const Predicate::ColumnStats kUnknown;
       auto it = stats.find(n.column);
-      return AnalyzeLeaf(n, it == stats.end() ? kUnknown : it->second, num_rows);
+      const bool nan = std::binary_search(nan_columns.begin(), nan_columns.end(), n.column);
+      return AnalyzeLeaf(n, it == stats.end() ? kUnknown : it->second, num_rows, nan);
     }
   }
 }
@@ -926,6 +940,13 @@ Status Predicate::Bind(const std::vector<ColumnSpec>& schema) {
   std::map<std::string_view, const ColumnSpec*> by_name;
   for (const ColumnSpec& c : schema) by_name.emplace(c.name, &c);
   STOKE_RETURN_IF_ERROR(BindNode(*root_, by_name, schema));
+  nan_columns_.clear();
+  for (const std::string& name : columns_) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) continue;
+    const parquet::Type type = it->second->type;
+    if (type == parquet::Type::kFloat || type == parquet::Type::kDouble) nan_columns_.push_back(name);
+  }
   bound_ = true;
   return Status::OK();
 }
@@ -961,7 +982,14 @@ Status Predicate::Evaluate(const std::map<std::string, const ColumnValues*>& col
 
 bool Predicate::MayMatch(const std::map<std::string, ColumnStats>& stats, int64_t num_rows) const {
   if (num_rows == 0) return false;
-  return Analyze(*root_, stats, num_rows).may_be_true;
+  return Analyze(*root_, stats, num_rows, nan_columns_).may_be_true;
+}
+
+bool Predicate::MustMatch(const std::map<std::string, ColumnStats>& stats, int64_t num_rows) const {
+  if (!bound_ || num_rows < 0) return false;
+  if (num_rows == 0) return true;
+  Outcomes o = Analyze(*root_, stats, num_rows, nan_columns_);
+  return !o.may_be_false && !o.may_be_null;
 }
 
 std::string Predicate::ToString() const {

@@ -93,6 +93,11 @@ class Predicate {
   // (negative: unknown) can make the predicate TRUE, so the caller may skip it. Conservative: a column
   // missing from `stats`, or stats of a type that does not compare with the literal, count as unknown.
   bool MayMatch(const std::map<std::string, ColumnStats>& stats, int64_t num_rows) const;
+  // Returns true only when every one of `num_rows` rows (known, >= 0) with these statistics makes
+  // the predicate TRUE, so the caller may count them without reading them. Conservative like
+  // MayMatch, and false before a successful Bind: a FLOAT or DOUBLE column may hold NaN, which its
+  // statistics do not show, so a comparison on one never decides it.
+  bool MustMatch(const std::map<std::string, ColumnStats>& stats, int64_t num_rows) const;
 
   // Canonical, fully parenthesised form: `((x < 5) AND (NOT ("my col" IN (1, 2))))`
   // (a column is double-quoted when it is a keyword or not a plain identifier). Parse(ToString())
@@ -107,6 +112,7 @@ class Predicate {
   std::shared_ptr<const PredicateNode> root_;  // never null
   std::vector<std::string> columns_;
   bool bound_ = false;  // set by a successful Bind
+  std::vector<std::string> nan_columns_;  // referenced FLOAT/DOUBLE columns, sorted (set by Bind)
 };
 
 }  // namespace stoke

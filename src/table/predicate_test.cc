@@ -495,6 +495,49 @@ Predicate::ColumnStats Range(Value min, Value max, std::optional<int64_t> nulls 
 
 Value V(int64_t i) { return Value{i}; }
 
+bool Must(std::string_view text, const Stats& stats, const std::vector<ColumnSpec>& schema, int64_t num_rows = 100) {
+  auto p = Predicate::Parse(text);
+  EXPECT_TRUE(p.ok()) << text << ": " << p.status().ToString();
+  if (!p.ok()) return false;
+  Status bound = p->Bind(schema);
+  EXPECT_TRUE(bound.ok()) << text << ": " << bound.ToString();
+  return p->MustMatch(stats, num_rows);
+}
+
+TEST(PredicateMustMatch, DecidesEveryRowOnlyWhenNoRowCanBeFalseOrNull) {
+  std::vector<ColumnSpec> schema = {Spec("x", parquet::Type::kInt64), Spec("f", parquet::Type::kDouble)};
+  Stats one = {{"x", Range(V(1), V(1))}};
+  EXPECT_TRUE(Must("x = 1", one, schema));
+  EXPECT_TRUE(Must("x IN (0, 1)", one, schema));
+  EXPECT_TRUE(Must("x BETWEEN 0 AND 5", one, schema));
+  EXPECT_TRUE(Must("x IS NOT NULL", one, schema));
+  EXPECT_TRUE(Must("NOT x = 2", one, schema));
+  EXPECT_TRUE(Must("x = 1 OR x = 7", one, schema));
+  EXPECT_FALSE(Must("x = 2", one, schema));
+  EXPECT_FALSE(Must("x IN (2, NULL)", one, schema));  // NULL for x = 1: not TRUE
+  EXPECT_FALSE(Must("x = NULL", one, schema));
+  Stats range = {{"x", Range(V(10), V(20))}};
+  EXPECT_TRUE(Must("x >= 10", range, schema));
+  EXPECT_TRUE(Must("x < 21 AND x > 9", range, schema));
+  EXPECT_FALSE(Must("x > 10", range, schema));
+  EXPECT_FALSE(Must("x = 15", range, schema));
+  // Nulls: a comparison is NULL on them; unknown null counts decide nothing.
+  EXPECT_FALSE(Must("x = 1", {{"x", Range(V(1), V(1), 3)}}, schema));
+  EXPECT_FALSE(Must("x = 1", {{"x", Range(V(1), V(1), std::nullopt)}}, schema));
+  EXPECT_TRUE(Must("x IS NULL", {{"x", Predicate::ColumnStats{std::nullopt, std::nullopt, 100}}}, schema));
+  EXPECT_FALSE(Must("x = 1", {}, schema));
+  // A DOUBLE may hold NaN, which min/max leave out: comparisons on it never decide every row.
+  EXPECT_FALSE(Must("f = 1", {{"f", Range(Value{1.0}, Value{1.0})}}, schema));
+  EXPECT_TRUE(Must("f IS NOT NULL", {{"f", Range(Value{1.0}, Value{1.0})}}, schema));
+  // Zero rows: trivially all; unknown row count: never.
+  EXPECT_TRUE(Must("x = 2", one, schema, 0));
+  EXPECT_FALSE(Must("x = 1", one, schema, -1));
+  // Before Bind, nothing is decided.
+  auto p = Predicate::Parse("x = 1");
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->MustMatch(one, 100));
+}
+
 TEST(PredicateMayMatch, Comparisons) {
   Stats st = {{"x", Range(V(10), V(20))}};
   EXPECT_FALSE(May("x = 5", st));
@@ -727,7 +770,7 @@ std::string RandomPredicate(std::mt19937_64& rng, int depth) {
 
 TEST(PredicateProperty, SkippingFromStatisticsNeverDropsAMatchingRow) {
   std::mt19937_64 rng(20240607);
-  int skipped = 0, kept_rows = 0;
+  int skipped = 0, kept_rows = 0, counted = 0;
   for (int iter = 0; iter < 4000; ++iter) {
     RandomTable t = MakeTable(rng);
     std::string text = RandomPredicate(rng, 3);
@@ -747,6 +790,10 @@ TEST(PredicateProperty, SkippingFromStatisticsNeverDropsAMatchingRow) {
     if (!may) {
       ++skipped;
       EXPECT_EQ(kept, 0u) << text << " was skipped but keeps " << kept << " of " << t.rows << " rows";
+    }
+    if (p->MustMatch(stats, static_cast<int64_t>(t.rows))) {
+      ++counted;
+      EXPECT_EQ(kept, t.rows) << text << " was counted from statistics but keeps " << kept << " of " << t.rows << " rows";
     }
 
     // The canonical form means the same thing.
@@ -768,6 +815,7 @@ TEST(PredicateProperty, SkippingFromStatisticsNeverDropsAMatchingRow) {
   }
   // The test exercises both outcomes.
   EXPECT_GT(skipped, 200);
+  EXPECT_GT(counted, 50);
   EXPECT_GT(kept_rows, 1000);
 }
 

@@ -62,7 +62,14 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
   for (const auto& add : t.snapshot.files) {
     if (limit_reached()) break;
     int64_t records = -1;
-    if (s.where && !s.where->MayMatch(FileStats(add, t.columns, &records), records)) continue;
+    const auto stats = FileStats(add, t.columns, &records);
+    if (s.where && !s.where->MayMatch(stats, records)) continue;
+    // Counting: when the add's statistics decide the predicate for every row, the file is not opened.
+    if (!want_rows && records >= 0 && (!s.where || s.where->MustMatch(stats, records))) {
+      report->rows += records;
+      ++report->files_counted_from_stats;
+      continue;
+    }
     ++report->files_scanned;
     STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*t.storage, t.FilePath(add)));
     std::vector<size_t> file_col(t.columns.size());
@@ -74,7 +81,14 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
     for (int g = 0; g < reader->num_row_groups(); ++g) {
       if (limit_reached()) break;
       const int64_t n = reader->metadata().row_groups[g].num_rows;
-      if (s.where && !s.where->MayMatch(RowGroupStats(t, add, *reader, g), n)) continue;
+      if (s.where || !want_rows) {
+        const auto rg_stats = RowGroupStats(t, add, *reader, g);
+        if (s.where && !s.where->MayMatch(rg_stats, n)) continue;
+        if (!want_rows && (!s.where || s.where->MustMatch(rg_stats, n))) {
+          report->rows += n;
+          continue;
+        }
+      }
       ++report->row_groups_scanned;
       std::map<std::string, ColumnValues> decoded;
       auto decode = [&](size_t c) -> Status {
