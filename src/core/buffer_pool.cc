@@ -5,7 +5,7 @@
 namespace stoke {
 
 AlignedBuffer BufferPool::Take() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (idle_.empty()) return AlignedBuffer();
   auto it = std::max_element(idle_.begin(), idle_.end(),
                              [](const AlignedBuffer& a, const AlignedBuffer& b) { return a.capacity() < b.capacity(); });
@@ -17,12 +17,12 @@ AlignedBuffer BufferPool::Take() {
 void BufferPool::Give(AlignedBuffer buffer) {
   if (buffer.capacity() == 0) return;
   buffer.Clear();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (idle_.size() < max_buffers_) idle_.push_back(std::move(buffer));
 }
 
 size_t BufferPool::idle() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return idle_.size();
 }
 

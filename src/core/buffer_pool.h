@@ -3,10 +3,10 @@
 // arenas, and touching them costs a page fault per 4 KiB).
 #pragma once
 
-#include <mutex>
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/mutex.h"
 
 namespace stoke {
 
@@ -17,15 +17,15 @@ class BufferPool {
   explicit BufferPool(size_t max_buffers = 16) : max_buffers_(max_buffers) {}
 
   // An empty buffer: a pooled one (the one with the most capacity) when there is one, else new.
-  AlignedBuffer Take();
+  AlignedBuffer Take() EXCLUDES(mu_);
   // Returns a buffer to the pool (its contents are discarded).
-  void Give(AlignedBuffer buffer);
-  size_t idle() const;
+  void Give(AlignedBuffer buffer) EXCLUDES(mu_);
+  size_t idle() const EXCLUDES(mu_);
 
  private:
   const size_t max_buffers_;
-  mutable std::mutex mu_;
-  std::vector<AlignedBuffer> idle_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<AlignedBuffer> idle_ GUARDED_BY(mu_);
 };
 
 }  // namespace stoke

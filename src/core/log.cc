@@ -6,7 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <mutex>
+
+#include "core/mutex.h"
 
 namespace stoke {
 namespace {
@@ -42,7 +43,7 @@ LogLevel GetLogLevel() { return static_cast<LogLevel>(Level().load()); }
 bool LogEnabled(LogLevel level) { return static_cast<int>(level) >= Level().load(std::memory_order_relaxed); }
 
 void LogLine(LogLevel level, std::string_view event, std::string_view fields) {
-  static std::mutex mu;  // keeps lines from interleaving
+  static Mutex mu;  // keeps lines from interleaving
   auto now = std::chrono::system_clock::now();
   std::time_t t = std::chrono::system_clock::to_time_t(now);
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
@@ -50,7 +51,7 @@ void LogLine(LogLevel level, std::string_view event, std::string_view fields) {
   gmtime_r(&t, &tm);
   char ts[32];
   std::strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(&mu);
   std::fprintf(stderr, "%s.%03dZ %s %.*s %.*s\n", ts, static_cast<int>(ms), LevelName(level),
                static_cast<int>(event.size()), event.data(), static_cast<int>(fields.size()), fields.data());
 }

@@ -25,8 +25,13 @@ void ProgressBar::Add(uint64_t items, uint64_t bytes) {
   items_.fetch_add(items, std::memory_order_relaxed);
   bytes_.fetch_add(bytes, std::memory_order_relaxed);
   if (!enabled_) return;
-  std::unique_lock<std::mutex> lock(draw_mu_, std::try_to_lock);
-  if (!lock.owns_lock() || finished_) return;
+  if (!draw_mu_.TryLock()) return;  // another thread is drawing: this update shows in the next draw
+  DrawIfDue();
+  draw_mu_.Unlock();
+}
+
+void ProgressBar::DrawIfDue() {
+  if (finished_) return;
   auto now = std::chrono::steady_clock::now();
   if (now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
@@ -34,7 +39,7 @@ void ProgressBar::Add(uint64_t items, uint64_t bytes) {
 }
 
 void ProgressBar::Finish() {
-  std::lock_guard<std::mutex> lock(draw_mu_);
+  MutexLock lock(&draw_mu_);
   if (finished_) return;
   finished_ = true;
   if (enabled_) Draw(true);

@@ -5,8 +5,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <string>
+
+#include "core/mutex.h"
 
 namespace stoke {
 
@@ -20,9 +21,9 @@ class ProgressBar {
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
 
-  void Add(uint64_t items, uint64_t bytes);
+  void Add(uint64_t items, uint64_t bytes) EXCLUDES(draw_mu_);
   // Draws the final state and ends the line (once).
-  void Finish();
+  void Finish() EXCLUDES(draw_mu_);
   bool enabled() const { return enabled_; }
   uint64_t items() const { return items_.load(); }
   uint64_t bytes() const { return bytes_.load(); }
@@ -32,7 +33,9 @@ class ProgressBar {
   std::string Render() const;
 
  private:
-  void Draw(bool final_line);
+  void Draw(bool final_line) REQUIRES(draw_mu_);
+  // Redraws when the last draw is 100 ms old, unless finished.
+  void DrawIfDue() REQUIRES(draw_mu_);
 
   std::string label_;
   std::string unit_;
@@ -41,9 +44,9 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_;
   std::atomic<uint64_t> items_{0};
   std::atomic<uint64_t> bytes_{0};
-  std::mutex draw_mu_;
-  std::chrono::steady_clock::time_point last_draw_;  // guarded by draw_mu_
-  bool finished_ = false;                            // guarded by draw_mu_
+  Mutex draw_mu_;  // serialises drawing
+  std::chrono::steady_clock::time_point last_draw_ GUARDED_BY(draw_mu_);
+  bool finished_ GUARDED_BY(draw_mu_) = false;
 };
 
 // "1.5 GiB", "360.0 KiB", "12 B".

@@ -12,27 +12,27 @@ ThreadPool::ThreadPool(size_t threads) {
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (auto& w : workers_) w.join();
 }
 
 void ThreadPool::Submit(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     tasks_.push_back(std::move(task));
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void ThreadPool::WorkerLoop() {
   for (;;) {
     std::function<void()> task;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stopping_ && tasks_.empty()) cv_.Wait(&mu_);
       if (tasks_.empty()) return;  // stopping and drained
       task = std::move(tasks_.front());
       tasks_.pop_front();
@@ -44,29 +44,28 @@ void ThreadPool::WorkerLoop() {
 Status ParallelFor(ThreadPool& pool, size_t n, const std::function<Status(size_t)>& fn) {
   if (n == 0) return Status::OK();
   struct Shared {
-    std::mutex mu;
-    std::condition_variable done_cv;
-    size_t remaining;
-    size_t first_failed_index;
-    Status first_error;
-    std::atomic<bool> failed{false};
-  } shared;
-  shared.remaining = n;
-  shared.first_failed_index = n;
+    explicit Shared(size_t n) : remaining(n), first_failed_index(n) {}
+    Mutex mu;
+    CondVar done_cv;  // signalled when remaining reaches 0
+    size_t remaining GUARDED_BY(mu);
+    size_t first_failed_index GUARDED_BY(mu);
+    Status first_error GUARDED_BY(mu);
+    std::atomic<bool> failed{false};  // first_error is set; read without the lock to skip work
+  } shared(n);
   for (size_t i = 0; i < n; ++i) {
     pool.Submit([&shared, &fn, i] {
       Status s = shared.failed.load(std::memory_order_relaxed) ? Status::OK() : fn(i);
-      std::lock_guard<std::mutex> lock(shared.mu);
+      MutexLock lock(&shared.mu);
       if (!s.ok() && i < shared.first_failed_index) {
         shared.first_failed_index = i;
         shared.first_error = std::move(s);
         shared.failed = true;
       }
-      if (--shared.remaining == 0) shared.done_cv.notify_all();
+      if (--shared.remaining == 0) shared.done_cv.SignalAll();
     });
   }
-  std::unique_lock<std::mutex> lock(shared.mu);
-  shared.done_cv.wait(lock, [&shared] { return shared.remaining == 0; });
+  MutexLock lock(&shared.mu);
+  while (shared.remaining != 0) shared.done_cv.Wait(&shared.mu);
   return shared.first_error;
 }
 

@@ -106,11 +106,11 @@ struct TraceRecorder::ThreadBuffer {
   alignas(64) std::array<Counters, kNumTraceStages> totals;
   const uint32_t thread_index;
   // Uncontended except while a Snapshot, Clear or dropped_spans reads this one buffer.
-  alignas(64) std::mutex mu;
-  std::string name;                                  // guarded by mu
-  std::vector<std::unique_ptr<TraceSpan[]>> chunks;  // guarded by mu; kSpansPerChunk spans each; kept by Clear
-  size_t size = 0;                                   // spans kept; guarded by mu
-  int64_t dropped = 0;                               // guarded by mu
+  alignas(64) Mutex mu;
+  std::string name GUARDED_BY(mu);
+  std::vector<std::unique_ptr<TraceSpan[]>> chunks GUARDED_BY(mu);  // kSpansPerChunk spans each; kept by Clear
+  size_t size GUARDED_BY(mu) = 0;                                   // spans kept
+  int64_t dropped GUARDED_BY(mu) = 0;
 };
 
 namespace {
@@ -154,7 +154,7 @@ TraceRecorder::ThreadBuffer* TraceRecorder::BufferForThisThread() {
 // other recorders, in which case the thread must get its existing buffer back, not a second one.
 TraceRecorder::ThreadBuffer* TraceRecorder::RegisterThisThread() {
   const uint64_t serial = ThisThreadSerial();
-  std::lock_guard<std::mutex> lock(registry_mu_);
+  MutexLock lock(&registry_mu_);
   auto it = buffer_by_thread_.find(serial);
   if (it != buffer_by_thread_.end()) return it->second;
   buffers_.push_back(std::make_unique<ThreadBuffer>(static_cast<uint32_t>(buffers_.size() + 1)));
@@ -164,7 +164,7 @@ TraceRecorder::ThreadBuffer* TraceRecorder::RegisterThisThread() {
 }
 
 std::vector<TraceRecorder::ThreadBuffer*> TraceRecorder::Buffers() const {
-  std::lock_guard<std::mutex> lock(registry_mu_);
+  MutexLock lock(&registry_mu_);
   std::vector<ThreadBuffer*> out;
   out.reserve(buffers_.size());
   for (const auto& b : buffers_) out.push_back(b.get());
@@ -180,7 +180,7 @@ void TraceRecorder::Record(TraceStage stage, int64_t start_ns, int64_t end_ns, i
   if (bytes != 0) ThreadBuffer::Bump(t.bytes, bytes);
   if (!enabled_) return;
 
-  std::lock_guard<std::mutex> lock(b->mu);
+  MutexLock lock(&b->mu);
   if (b->size >= max_spans_per_thread_) {
     ++b->dropped;
     return;
@@ -194,7 +194,7 @@ void TraceRecorder::Record(TraceStage stage, int64_t start_ns, int64_t end_ns, i
 void TraceRecorder::SetThreadName(std::string_view name) {
   if (!enabled_) return;
   ThreadBuffer* b = BufferForThisThread();
-  std::lock_guard<std::mutex> lock(b->mu);
+  MutexLock lock(&b->mu);
   b->name.assign(name);
 }
 
@@ -211,7 +211,7 @@ std::array<TraceRecorder::StageTotal, kNumTraceStages> TraceRecorder::SumTotalsL
 }
 
 std::array<TraceRecorder::StageTotal, kNumTraceStages> TraceRecorder::Totals() const {
-  std::lock_guard<std::mutex> lock(registry_mu_);
+  MutexLock lock(&registry_mu_);
   std::array<StageTotal, kNumTraceStages> out = SumTotalsLocked();
   for (int i = 0; i < kNumTraceStages; ++i) {
     out[i].busy_ns -= cleared_totals_[i].busy_ns;
@@ -224,7 +224,7 @@ std::array<TraceRecorder::StageTotal, kNumTraceStages> TraceRecorder::Totals() c
 int64_t TraceRecorder::dropped_spans() const {
   int64_t dropped = 0;
   for (ThreadBuffer* b : Buffers()) {
-    std::lock_guard<std::mutex> lock(b->mu);
+    MutexLock lock(&b->mu);
     dropped += b->dropped;
   }
   return dropped;
@@ -236,7 +236,7 @@ std::vector<TraceRecorder::ThreadSpans> TraceRecorder::Snapshot() const {
   for (ThreadBuffer* b : Buffers()) {
     ThreadSpans ts;
     ts.thread_index = b->thread_index;
-    std::lock_guard<std::mutex> lock(b->mu);
+    MutexLock lock(&b->mu);
     ts.name = b->name.empty() ? fmt::format("thread-{}", b->thread_index) : b->name;
     ts.spans.reserve(b->size);
     for (size_t c = 0; c * kSpansPerChunk < b->size; ++c) {
@@ -249,10 +249,10 @@ std::vector<TraceRecorder::ThreadSpans> TraceRecorder::Snapshot() const {
 }
 
 void TraceRecorder::Clear() {
-  std::lock_guard<std::mutex> registry_lock(registry_mu_);
+  MutexLock registry_lock(&registry_mu_);
   cleared_totals_ = SumTotalsLocked();
   for (const auto& b : buffers_) {
-    std::lock_guard<std::mutex> lock(b->mu);
+    MutexLock lock(&b->mu);
     b->size = 0;  // the chunks stay allocated: touching fresh pages is most of a span's first cost
     b->dropped = 0;
   }

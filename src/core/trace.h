@@ -7,13 +7,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "stoke/status.h"
 
 namespace stoke {
@@ -105,7 +105,7 @@ class TraceRecorder {
   };
   // Indexed by static_cast<int>(TraceStage). Each field is read atomically, but a Record() running
   // concurrently may be reflected in some fields and not yet in others.
-  std::array<StageTotal, kNumTraceStages> Totals() const;
+  std::array<StageTotal, kNumTraceStages> Totals() const EXCLUDES(registry_mu_);
 
   // Spans not kept because their thread had reached max_spans_per_thread (since creation or Clear()).
   int64_t dropped_spans() const;
@@ -136,28 +136,28 @@ class TraceRecorder {
   // Registered threads keep their index and name, and their span memory for reuse (freed with the
   // recorder); the time origin stays the recorder's creation.
   // Spans recorded concurrently with Clear() may land on either side of it.
-  void Clear();
+  void Clear() EXCLUDES(registry_mu_);
 
  private:
   struct ThreadBuffer;  // defined in trace.cc
 
-  std::array<StageTotal, kNumTraceStages> SumTotalsLocked() const;  // REQUIRES: registry_mu_ held
-  ThreadBuffer* BufferForThisThread();
-  ThreadBuffer* RegisterThisThread();
-  std::vector<ThreadBuffer*> Buffers() const;
+  std::array<StageTotal, kNumTraceStages> SumTotalsLocked() const REQUIRES(registry_mu_);
+  ThreadBuffer* BufferForThisThread() EXCLUDES(registry_mu_);
+  ThreadBuffer* RegisterThisThread() EXCLUDES(registry_mu_);
+  std::vector<ThreadBuffer*> Buffers() const EXCLUDES(registry_mu_);
 
   const uint64_t id_;  // process-wide, never reused; the thread_local caches' key
   const bool enabled_;
   const size_t max_spans_per_thread_;
   const int64_t origin_ns_;  // NowNanos() at creation; trace timestamps are relative to it
 
-  mutable std::mutex registry_mu_;
+  mutable Mutex registry_mu_;
   // Buffers live as long as the recorder, so they outlive the threads that wrote them.
-  std::vector<std::unique_ptr<ThreadBuffer>> buffers_;            // guarded by registry_mu_
-  std::unordered_map<uint64_t, ThreadBuffer*> buffer_by_thread_;  // thread serial -> buffer; guarded by registry_mu_
+  std::vector<std::unique_ptr<ThreadBuffer>> buffers_ GUARDED_BY(registry_mu_);
+  std::unordered_map<uint64_t, ThreadBuffer*> buffer_by_thread_ GUARDED_BY(registry_mu_);  // thread serial -> buffer
   // The threads' totals only grow (one writer each, no read-modify-write); Clear() records their sum
   // here and Totals() subtracts it.
-  std::array<StageTotal, kNumTraceStages> cleared_totals_{};  // guarded by registry_mu_
+  std::array<StageTotal, kNumTraceStages> cleared_totals_ GUARDED_BY(registry_mu_){};
 };
 
 // A human summary of totals over a wall interval: a header and one line per stage with busy seconds,

@@ -5,8 +5,8 @@
 
 #include <cctype>
 #include <map>
-#include <mutex>
 
+#include "core/mutex.h"
 #include "io/azure_storage.h"
 #include "io/object_storage.h"
 #include "io/s3_storage.h"
@@ -191,9 +191,9 @@ Result<std::shared_ptr<Storage>> StorageForUri(const std::string& uri, const Env
     STOKE_ASSIGN_OR_RETURN(az, AzureOptionsFor(u, env));
     cache_key = fmt::format("az|{}|{}|{}|{}|{}", az.account, az.container, az.endpoint, az.account_key, az.sas_token);
   }
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<Storage>> cache;  // guarded by mu
-  std::lock_guard<std::mutex> lock(mu);
+  static Mutex mu;
+  static std::map<std::string, std::shared_ptr<Storage>> cache GUARDED_BY(mu);
+  MutexLock lock(&mu);
   auto it = cache.find(cache_key);
   if (it != cache.end()) return it->second;
   std::shared_ptr<Storage> made;

@@ -30,11 +30,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <random>
 #include <set>
 #include <unordered_map>
 
+#include "core/mutex.h"
 #include "core/random.h"
 #include "core/text.h"
 
@@ -810,9 +810,9 @@ namespace {
 // commit, losing it. Probed once per process and table (two small PUTs and a DELETE under
 // _delta_log); such a server is refused unless STOKE_SINGLE_WRITER=1 says only this process writes.
 Status CheckConditionalCommits(Storage& storage, const std::string& table_dir) {
-  static std::mutex mu;
-  static std::map<std::pair<const Storage*, std::string>, Status> probed;  // guarded by mu
-  std::lock_guard<std::mutex> lock(mu);
+  static Mutex mu;
+  static std::map<std::pair<const Storage*, std::string>, Status> probed GUARDED_BY(mu);
+  MutexLock lock(&mu);
   auto key = std::make_pair(static_cast<const Storage*>(&storage), table_dir);
   auto it = probed.find(key);
   if (it == probed.end()) {
