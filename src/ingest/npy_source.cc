@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <deque>
 #include <cmath>
 #include <future>
 #include <random>
@@ -23,9 +24,19 @@
 #include "format/npz.h"
 #include "io/object_storage.h"
 #include "io/uri.h"
+#include "table/delta_log.h"
 
 namespace stoke {
 namespace {
+
+template <typename T>
+bool IsReady(const std::future<T>& f) {
+  return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 
 // A row group holds at most this many rows, so that its OffsetIndex stays under the one million
@@ -370,16 +381,46 @@ Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::ve
 
   std::unique_ptr<ParquetFileWriter> writer;
   std::string final_path;
-  std::vector<std::string> partial;  // files being written, removed on failure
+  // Finishing a file (footer, flush, fdatasync, rename; on object stores the upload) runs on its
+  // own threads while this one goes on with the next file: with one file per sample, finishing is
+  // most of the work, and fdatasyncs in flight together cost about one. At most kMaxFinishing
+  // files wait to be finished (each holds at most its staging buffer).
+  const size_t finish_threads = fs.CreateIsAtomic() ? 16 : 8;
+  const size_t kMaxFinishing = 2 * finish_threads;
+  ThreadPool finish_pool(finish_threads);
+  struct Finishing {
+    std::string tmp, final;
+    std::future<Result<WrittenFile>> done;
+  };
+  std::deque<Finishing> finishing;
+  std::vector<std::string> cleanup;  // on failure: files of this call that may exist
+  Status finish_status;
+  auto collect_oldest = [&] {
+    Finishing f = std::move(finishing.front());
+    finishing.pop_front();
+    Result<WrittenFile> r = f.done.get();
+    if (r.ok()) {
+      STOKE_LOG(kInfo, "ingest.file_written", "path={} rows={} bytes={}", r->path, r->rows, r->bytes);
+      written.push_back(std::move(*r));
+    } else {
+      if (finish_status.ok()) finish_status = r.status();
+      cleanup.push_back(f.tmp);
+      cleanup.push_back(f.final);
+    }
+  };
   auto finish_file = [&]() -> Status {
     if (!writer) return Status::OK();
-    STOKE_RETURN_IF_ERROR(writer->Close());
-    if (writer->path() != final_path) STOKE_RETURN_IF_ERROR(fs.Rename(writer->path(), final_path));
-    partial.pop_back();
-    written.push_back({final_path, writer->num_rows(), writer->bytes_written(), writer->metadata()});
-    STOKE_LOG(kInfo, "ingest.file_written", "path={} rows={} bytes={}", final_path, writer->num_rows(), writer->bytes_written());
-    writer.reset();
-    return Status::OK();
+    auto task = std::make_shared<std::packaged_task<Result<WrittenFile>()>>(
+        [&fs, &s, w = std::shared_ptr<ParquetFileWriter>(std::move(writer)), final_path]() -> Result<WrittenFile> {
+          STOKE_RETURN_IF_ERROR(w->Close());
+          if (w->path() != final_path) STOKE_RETURN_IF_ERROR(fs.Rename(w->path(), final_path));
+          return WrittenFile{final_path, w->num_rows(), w->bytes_written(),
+                             delta::StatsJsonFromFooter(w->metadata(), s.columns), NowMillis()};
+        });
+    finishing.push_back({InProgressPath(fs, final_path), final_path, task->get_future()});
+    finish_pool.Submit([task] { (*task)(); });
+    while (finishing.size() > kMaxFinishing || (!finishing.empty() && IsReady(finishing.front().done))) collect_oldest();
+    return finish_status;
   };
 
   Status status;
@@ -407,7 +448,6 @@ Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::ve
         break;
       }
       writer = std::move(*w);
-      partial.push_back(tmp);
     }
     status = writer->WriteRowGroup(std::move(*rg), &page_buffers);
   }
@@ -416,9 +456,12 @@ Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::ve
   for (size_t i = 0; i < submitted; ++i) {
     if (pending[i].valid()) pending[i].wait();
   }
+  while (!finishing.empty()) collect_oldest();
+  if (status.ok()) status = finish_status;
   if (!status.ok()) {
+    if (writer) cleanup.push_back(writer->path());
     writer.reset();
-    for (const auto& p : partial) (void)fs.Delete(p);
+    for (const auto& p : cleanup) (void)fs.Delete(p);
     for (const auto& w : written) (void)fs.Delete(w.path);
     return status;
   }

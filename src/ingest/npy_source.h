@@ -41,11 +41,14 @@ struct NpySources {
 Result<NpySources> PlanNpySources(const std::string& dir, const std::string& labels_csv, const std::string& npy_column,
                                   std::string_view what);
 
+// A data file written and complete under its final name. Small at any file count: the footer is
+// reduced to its Delta statistics when the file is finished.
 struct WrittenFile {
   std::string path;                 // where it was written
   int64_t rows = 0;
   uint64_t bytes = 0;
-  parquet::FileMetaData footer;
+  std::string stats;                // the add action's stats JSON (delta::StatsJsonFromFooter)
+  int64_t modification_time_ms = 0; // when it was finished, ms since the epoch
 };
 
 struct FileSetLayout {
@@ -65,7 +68,9 @@ FileSetLayout LayoutForSizes(int64_t sample_bytes, int64_t rows, int64_t row_gro
 // Writes the source files `rows` (indices into sources.files, in this order) with the ids `ids`
 // (one per row): row groups are encoded on `threads` threads (0 = one per core) while this
 // thread appends them in order, at most threads + 1 row groups in memory. Files are written as
-// "<name>.inprogress" and renamed when complete; on error every file of this call is deleted.
+// "<name>.inprogress" and renamed when complete (finished on a small pool of threads, so that many
+// small files sync in parallel); on error every file of this call is deleted. The result is in file
+// order.
 Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& sources, const std::vector<int64_t>& rows,
                                               const std::vector<int64_t>& ids, const FileSetLayout& layout,
                                               const WriterOptions& options, size_t threads, ProgressBar* progress);

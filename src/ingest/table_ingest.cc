@@ -257,17 +257,16 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
       ++report.files_removed;
     }
   }
-  for (const auto& [w, part] : written) {
+  for (auto& [w, part] : written) {
     delta::AddFile a;
     std::string rel = std::filesystem::path(w.path).filename().string();
     if (!part->dir.empty()) rel = part->dir + "/" + rel;
     a.path = delta::EncodePath(rel);
     if (partition_label) a.partition_values[partition] = part->value;
     a.size = static_cast<int64_t>(w.bytes);
-    auto st = fs.Stat(w.path);
-    a.modification_time = st.ok() ? st->modification_time_ms : now_ms;
+    a.modification_time = w.modification_time_ms;
     a.data_change = true;
-    a.stats = delta::StatsJsonFromFooter(w.footer, file_sources.columns);
+    a.stats = std::move(w.stats);
     actions.push_back(std::move(a));
     report.rows += w.rows;
     report.bytes_out += static_cast<int64_t>(w.bytes);

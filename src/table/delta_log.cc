@@ -903,6 +903,10 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
     actions.insert(actions.begin(), CommitInfo{std::move(info)});
   }
   const std::string bytes = SerializeCommit(actions);
+  const size_t num_actions = actions.size();
+  // From here on only `adds`, `removes` and `app_ids` are needed: free the actions (a commit of
+  // 100,000s of files holds them twice otherwise, as objects and as JSON).
+  std::vector<Action>().swap(actions);
 
   if (read_version == -1) {
     STOKE_RETURN_IF_ERROR(storage_.CreateDirectories(log_dir()));
@@ -924,9 +928,9 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
   for (int attempt = 1; attempt <= max_attempts; ++attempt) {
     Status s = storage_.PutIfAbsent(CommitPath(version), AsBytes(bytes));
     if (s.ok()) {
-      // A checkpoint every kCheckpointInterval versions keeps opening fast. It only speeds up
-      // reads, so failing to write one does not fail the commit.
-      if (version > 0 && version % kCheckpointInterval == 0) {
+      // A checkpoint every kCheckpointInterval versions, and after a commit of very many actions,
+      // keeps opening fast. It only speeds up reads, so failing to write one does not fail the commit.
+      if ((version > 0 && version % kCheckpointInterval == 0) || num_actions > kCheckpointAfterActions) {
         Status cs = Checkpoint(version);
         if (!cs.ok()) STOKE_LOG(kWarn, "delta.checkpoint_failed", "table={} version={} error=\"{}\"", table_dir_, version, cs.ToString());
       }

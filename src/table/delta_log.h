@@ -31,6 +31,9 @@ inline constexpr int kMinWriterVersion = 2;
 inline constexpr char kLogDirName[] = "_delta_log";
 // A checkpoint is written after every commit whose version is a multiple of this (as Spark does).
 inline constexpr int64_t kCheckpointInterval = 10;
+// ... and after every commit of more actions than this, whatever its version: replaying one huge
+// JSON commit costs far more than reading its checkpoint's Parquet columns.
+inline constexpr size_t kCheckpointAfterActions = 10000;
 
 struct Protocol {
   int32_t min_reader_version = kMinReaderVersion;

@@ -530,6 +530,21 @@ TEST_F(DeltaLogTest, CheckpointsEveryTenCommitsAndOpensFromThem) {
   EXPECT_NE(old.status().message().find("commit 0"), std::string::npos) << old.status().message();
 }
 
+TEST_F(DeltaLogTest, ACommitOfVeryManyActionsIsCheckpointedAtOnce) {
+  DeltaLog log = CreateTable();
+  std::vector<Action> small = {NewAdd("a")};
+  ASSERT_TRUE(log.Commit(0, small, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/_delta_log/00000000000000000001.checkpoint.parquet"));
+  std::vector<Action> many;
+  for (size_t i = 0; i <= kCheckpointAfterActions; ++i) many.push_back(NewAdd("m" + std::to_string(i)));
+  ASSERT_TRUE(log.Commit(1, many, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/_delta_log/00000000000000000002.checkpoint.parquet"));
+  EXPECT_NE(ReadRaw(dir_ + "/_delta_log/_last_checkpoint").find("\"version\":2"), std::string::npos);
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(snap->files.size(), kCheckpointAfterActions + 2);
+}
+
 TEST_F(DeltaLogTest, ExplicitCheckpointOfAnyVersion) {
   DeltaLog log = CreateTable();
   for (int v = 0; v < 3; ++v) ASSERT_TRUE(log.Commit(v, {NewAdd("f" + std::to_string(v))}, CommitKind::kBlindAppend, "WRITE", {}).ok());
