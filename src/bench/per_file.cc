@@ -9,14 +9,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <numeric>
 #include <thread>
 #include <vector>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/random.h"
 #include "format/npy.h"
 #include "io/object_storage.h"
@@ -203,53 +202,58 @@ class ThreadedRun {
       : o_(o), paths_(paths), plan_(plan), payload_bytes_(payload_bytes), order_(static_cast<size_t>(plan.files)) {
     // Two slots per reader: each reader can be a batch ahead while the consumer holds one.
     slots_.resize(static_cast<size_t>(2 * o.threads));
+    turns_.resize(slots_.size());
     for (size_t i = 0; i < slots_.size(); ++i) {
       slots_[i].data = AlignedBuffer(static_cast<size_t>(plan.batch_size) * payload_bytes);
       slots_[i].files.resize(static_cast<size_t>(plan.batch_size));
-      slots_[i].batch = static_cast<int64_t>(i);
+      turns_[i].batch = static_cast<int64_t>(i);
     }
   }
 
-  Status Run(PerFileBenchReport* report) {
+  Status Run(PerFileBenchReport* report) EXCLUDES(mu_) {
     Stopwatch wall;
     std::vector<std::thread> readers;
     for (int t = 0; t < o_.threads; ++t) readers.emplace_back([this] { ReaderLoop(); });
     Status status = ConsumerLoop(report);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       stop_ = true;
     }
-    slot_freed_.notify_all();
+    slot_freed_.SignalAll();
     for (auto& r : readers) r.join();
     report->wall_s = wall.Seconds();
+    MutexLock lock(&mu_);
     report->file_bytes = file_bytes_;
     return status;
   }
 
  private:
+  // Slot i's buffers; turns_[i] says which batch may write them.
   struct Slot {
-    AlignedBuffer data;          // batch_size payloads; written by readers of `batch` (disjoint parts)
+    AlignedBuffer data;          // batch_size payloads; written by readers of the slot's batch (disjoint parts)
     std::vector<int64_t> files;  // per sample, the file index; as `data`
-    int64_t batch = 0;           // the batch this slot is for; guarded by mu_
-    int64_t filled = 0;          // samples of `batch` copied in; guarded by mu_
+  };
+  struct SlotTurn {
+    int64_t batch = 0;   // the batch the slot is for
+    int64_t filled = 0;  // samples of `batch` copied in
   };
 
-  void Fail(Status s) {
+  void Fail(Status s) EXCLUDES(mu_) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       if (error_.ok()) error_ = std::move(s);
       stop_ = true;
     }
-    slot_freed_.notify_all();
-    batch_ready_.notify_all();
+    slot_freed_.SignalAll();
+    batch_ready_.SignalAll();
   }
 
-  void ReaderLoop() {
+  void ReaderLoop() EXCLUDES(mu_) {
     AlignedBuffer buf;
     for (;;) {
       int64_t b = 0, j = 0, file = 0;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(&mu_);
         if (stop_ || next_batch_ >= plan_.total_batches) return;
         b = next_batch_;
         j = next_in_batch_;
@@ -268,10 +272,11 @@ class ThreadedRun {
         Fail(s.status());
         return;
       }
-      Slot& slot = slots_[static_cast<size_t>(b) % slots_.size()];
+      const size_t k = static_cast<size_t>(b) % slots_.size();
+      Slot& slot = slots_[k];
       {
-        std::unique_lock lock(mu_);
-        slot_freed_.wait(lock, [&] { return stop_ || slot.batch == b; });
+        MutexLock lock(&mu_);
+        while (!stop_ && turns_[k].batch != b) slot_freed_.Wait(&mu_);
         if (stop_) return;
       }
       // The slot is this batch's until the consumer has taken the whole batch; readers of the batch
@@ -280,23 +285,24 @@ class ThreadedRun {
       slot.files[static_cast<size_t>(j)] = file;
       bool complete = false;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(&mu_);
         file_bytes_ += static_cast<int64_t>(s->file_bytes);
-        complete = ++slot.filled == plan_.Count(b);
+        complete = ++turns_[k].filled == plan_.Count(b);
       }
-      if (complete) batch_ready_.notify_one();
+      if (complete) batch_ready_.Signal();
     }
   }
 
-  Status ConsumerLoop(PerFileBenchReport* report) {
+  Status ConsumerLoop(PerFileBenchReport* report) EXCLUDES(mu_) {
     int64_t wait_ns = 0;
     for (int64_t b = 0; b < plan_.total_batches; ++b) {
-      Slot& slot = slots_[static_cast<size_t>(b) % slots_.size()];
+      const size_t k = static_cast<size_t>(b) % slots_.size();
+      Slot& slot = slots_[k];
       const int64_t count = plan_.Count(b);
       const int64_t t0 = NowNanos();
       {
-        std::unique_lock lock(mu_);
-        batch_ready_.wait(lock, [&] { return !error_.ok() || (slot.batch == b && slot.filled == count); });
+        MutexLock lock(&mu_);
+        while (error_.ok() && !(turns_[k].batch == b && turns_[k].filled == count)) batch_ready_.Wait(&mu_);
         if (!error_.ok()) return error_;
       }
       wait_ns += NowNanos() - t0;
@@ -306,11 +312,11 @@ class ThreadedRun {
       report->samples += count;
       report->batches += 1;
       {
-        std::lock_guard lock(mu_);
-        slot.batch = b + static_cast<int64_t>(slots_.size());
-        slot.filled = 0;
+        MutexLock lock(&mu_);
+        turns_[k].batch = b + static_cast<int64_t>(slots_.size());
+        turns_[k].filled = 0;
       }
-      slot_freed_.notify_all();
+      slot_freed_.SignalAll();
     }
     report->wait_s = wait_ns * 1e-9;
     return Status::OK();
@@ -322,16 +328,17 @@ class ThreadedRun {
   const size_t payload_bytes_;
   std::vector<Slot> slots_;
 
-  std::mutex mu_;
-  std::condition_variable slot_freed_;   // a slot was handed to a later batch, or stop_
-  std::condition_variable batch_ready_;  // a batch is complete, or error_
-  int64_t next_batch_ = 0;               // the next sample to claim: guarded by mu_
-  int64_t next_in_batch_ = 0;            // guarded by mu_
-  int64_t order_epoch_ = -1;             // the epoch order_ holds; guarded by mu_
-  std::vector<int64_t> order_;           // guarded by mu_
-  int64_t file_bytes_ = 0;               // guarded by mu_
-  Status error_;                         // the first reader error; guarded by mu_
-  bool stop_ = false;                    // guarded by mu_
+  Mutex mu_;
+  CondVar slot_freed_;   // a slot was handed to a later batch, or stop_
+  CondVar batch_ready_;  // a batch is complete, or error_
+  std::vector<SlotTurn> turns_ GUARDED_BY(mu_);  // per slot
+  int64_t next_batch_ GUARDED_BY(mu_) = 0;       // the next sample to claim
+  int64_t next_in_batch_ GUARDED_BY(mu_) = 0;
+  int64_t order_epoch_ GUARDED_BY(mu_) = -1;     // the epoch order_ holds
+  std::vector<int64_t> order_ GUARDED_BY(mu_);
+  int64_t file_bytes_ GUARDED_BY(mu_) = 0;
+  Status error_ GUARDED_BY(mu_);                 // the first reader error
+  bool stop_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

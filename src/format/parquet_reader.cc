@@ -678,14 +678,14 @@ Result<std::optional<parquet::ColumnIndex>> ParquetReader::ReadColumnIndex(int r
 
 Result<std::shared_ptr<const parquet::OffsetIndex>> ParquetReader::CachedOffsetIndex(int row_group, size_t column) const {
   {
-    std::lock_guard<std::mutex> lock(cache_mu_);
+    MutexLock lock(&cache_mu_);
     auto it = offset_index_cache_.find({row_group, column});
     if (it != offset_index_cache_.end()) return it->second;
   }
   STOKE_ASSIGN_OR_RETURN(auto oi, ReadOffsetIndex(row_group, column));
   std::shared_ptr<const parquet::OffsetIndex> p;
   if (oi) p = std::make_shared<const parquet::OffsetIndex>(std::move(*oi));
-  std::lock_guard<std::mutex> lock(cache_mu_);
+  MutexLock lock(&cache_mu_);
   offset_index_cache_[{row_group, column}] = p;
   return p;
 }

@@ -8,12 +8,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/mutex.h"
 #include "format/parquet_column.h"
 #include "format/parquet_metadata.h"
 #include "io/storage.h"
@@ -99,15 +99,17 @@ class ParquetReader {
                                                const ValueVector*, AlignedBuffer*)>;
   Status WalkColumnChunk(int row_group, size_t column, const std::function<bool()>& done,
                          const DataPageVisitor& visit) const;
-  Result<std::shared_ptr<const parquet::OffsetIndex>> CachedOffsetIndex(int row_group, size_t column) const;
+  Result<std::shared_ptr<const parquet::OffsetIndex>> CachedOffsetIndex(int row_group, size_t column) const
+      EXCLUDES(cache_mu_);
 
   std::unique_ptr<RandomAccessFile> file_;
   parquet::FileMetaData metadata_;
   uint64_t footer_size_ = 0;
   std::vector<LeafColumn> columns_;
   std::vector<int64_t> row_group_starts_;
-  mutable std::mutex cache_mu_;
-  mutable std::map<std::pair<int, size_t>, std::shared_ptr<const parquet::OffsetIndex>> offset_index_cache_;  // guarded by cache_mu_
+  mutable Mutex cache_mu_;
+  mutable std::map<std::pair<int, size_t>, std::shared_ptr<const parquet::OffsetIndex>> offset_index_cache_
+      GUARDED_BY(cache_mu_);
 };
 
 }  // namespace stoke

@@ -120,22 +120,22 @@ int64_t NowNs() {
 FaultInjectingStorage::FaultInjectingStorage(Storage& base, uint64_t seed) : base_(base), rng_(seed) {}
 
 void FaultInjectingStorage::AddRule(FaultRule rule) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   rules_.push_back(RuleState{std::move(rule)});
 }
 
 void FaultInjectingStorage::ClearRules() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   rules_.clear();
 }
 
 uint64_t FaultInjectingStorage::faults_injected() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return faults_;
 }
 
 Status FaultInjectingStorage::MaybeFail(StorageOp op, const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (RuleState& r : rules_) {
     if ((r.rule.ops & op) == 0) continue;
     if (!r.rule.path_substring.empty() && path.find(r.rule.path_substring) == std::string::npos) continue;
@@ -206,7 +206,7 @@ void ThrottledStorage::Charge(uint64_t bytes) {
   int64_t wake = now + options_.latency_us * 1000;
   if (options_.bytes_per_second > 0 && bytes > 0) {
     int64_t transfer_ns = static_cast<int64_t>(static_cast<double>(bytes) * 1e9 / options_.bytes_per_second);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     int64_t start = std::max(now, next_free_ns_);
     next_free_ns_ = start + transfer_ns;
     wake = std::max(wake, next_free_ns_);

@@ -6,10 +6,10 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/random.h"
 #include "io/storage.h"
 
@@ -48,12 +48,12 @@ class FaultInjectingStorage final : public Storage {
  public:
   explicit FaultInjectingStorage(Storage& base, uint64_t seed = 1);
 
-  void AddRule(FaultRule rule);
-  void ClearRules();
-  uint64_t faults_injected() const;
+  void AddRule(FaultRule rule) EXCLUDES(mu_);
+  void ClearRules() EXCLUDES(mu_);
+  uint64_t faults_injected() const EXCLUDES(mu_);
 
   // Returns the injected error for (op, path), or OK. Used by the wrapped files too.
-  Status MaybeFail(StorageOp op, const std::string& path);
+  Status MaybeFail(StorageOp op, const std::string& path) EXCLUDES(mu_);
 
   Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) override;
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive = false) override;
@@ -72,10 +72,10 @@ class FaultInjectingStorage final : public Storage {
     uint64_t injected = 0;  // faults injected so far
   };
   Storage& base_;
-  mutable std::mutex mu_;
-  std::vector<RuleState> rules_;  // guarded by mu_
-  Rng rng_;                       // guarded by mu_
-  uint64_t faults_ = 0;           // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<RuleState> rules_ GUARDED_BY(mu_);
+  Rng rng_ GUARDED_BY(mu_);
+  uint64_t faults_ GUARDED_BY(mu_) = 0;
 };
 
 struct ThrottleOptions {
@@ -93,7 +93,7 @@ class ThrottledStorage final : public Storage {
   ThrottledStorage(Storage& base, ThrottleOptions options);
 
   // Sleeps for one request's latency plus the transfer time of `bytes`.
-  void Charge(uint64_t bytes);
+  void Charge(uint64_t bytes) EXCLUDES(mu_);
 
   Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) override;
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive = false) override;
@@ -108,8 +108,8 @@ class ThrottledStorage final : public Storage {
  private:
   Storage& base_;
   ThrottleOptions options_;
-  std::mutex mu_;
-  int64_t next_free_ns_ = 0;  // guarded by mu_: steady-clock time when the bandwidth timeline is free
+  Mutex mu_;
+  int64_t next_free_ns_ GUARDED_BY(mu_) = 0;  // steady-clock time when the bandwidth timeline is free
 };
 
 }  // namespace stoke

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -132,12 +133,16 @@ curl_slist* BuildHeaderList(const HttpRequest& req) {
 // The libcurl share handle: connections, DNS and TLS sessions pooled across every handle.
 struct HttpClient::Share {
   CURLSH* sh = nullptr;
-  std::mutex mu[CURL_LOCK_DATA_LAST];  // one per curl_lock_data kind; guards that kind in sh
+  Mutex mu[CURL_LOCK_DATA_LAST];  // one per curl_lock_data kind; guards that kind in sh
 
-  static void Lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
-    static_cast<Share*>(user)->mu[data].lock();
+  // libcurl takes a kind's lock in one callback and releases it in another, so no scope holds it and
+  // the analysis cannot pair them; libcurl's share protocol does.
+  static void Lock(CURL*, curl_lock_data data, curl_lock_access, void* user) NO_THREAD_SAFETY_ANALYSIS {
+    static_cast<Share*>(user)->mu[data].Lock();
   }
-  static void Unlock(CURL*, curl_lock_data data, void* user) { static_cast<Share*>(user)->mu[data].unlock(); }
+  static void Unlock(CURL*, curl_lock_data data, void* user) NO_THREAD_SAFETY_ANALYSIS {
+    static_cast<Share*>(user)->mu[data].Unlock();
+  }
 
   Share() {
     sh = curl_share_init();
@@ -174,7 +179,7 @@ HttpClient::~HttpClient() {
 
 void* HttpClient::AcquireHandle() {
   {
-    std::lock_guard<std::mutex> lock(pool_mu_);
+    MutexLock lock(&pool_mu_);
     if (!pool_.empty()) {
       void* h = pool_.back();
       pool_.pop_back();
@@ -185,7 +190,7 @@ void* HttpClient::AcquireHandle() {
 }
 
 void HttpClient::ReleaseHandle(void* handle) {
-  std::lock_guard<std::mutex> lock(pool_mu_);
+  MutexLock lock(&pool_mu_);
   pool_.push_back(handle);
 }
 

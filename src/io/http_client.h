@@ -11,12 +11,12 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/mutex.h"
 #include "io/signing.h"
 #include "stoke/status.h"
 
@@ -84,13 +84,13 @@ class HttpClient {
 
  private:
   struct Share;
-  void* AcquireHandle();
-  void ReleaseHandle(void* handle);
+  void* AcquireHandle() EXCLUDES(pool_mu_);
+  void ReleaseHandle(void* handle) EXCLUDES(pool_mu_);
 
   HttpClientOptions options_;
   std::unique_ptr<Share> share_;
-  std::mutex pool_mu_;
-  std::vector<void*> pool_;  // guarded by pool_mu_: idle easy handles, reused (connections live in share_)
+  Mutex pool_mu_;
+  std::vector<void*> pool_ GUARDED_BY(pool_mu_);  // idle easy handles, reused (connections live in share_)
 };
 
 // --- Pieces exposed for tests --------------------------------------------------------------------

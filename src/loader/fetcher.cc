@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -47,14 +48,18 @@ size_t DerivedMaxOpenFiles(int queue_depth) {
 int OpenFlags(bool direct) { return O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0); }
 }  // namespace
 
-// A file of the list. `path` is immutable; the rest is guarded by Fetcher::mu_.
+// A file of the list. `path` is immutable; its descriptor is in Fetcher::descriptors_.
 struct Fetcher::File {
   std::string path;
   // Object-store files: opened once (a HEAD for the size) by the first read, then shared by every
-  // read of the file; immutable once set (guarded by open_once).
+  // read of the file; immutable once set (ordered by open_once).
   std::unique_ptr<RandomAccessFile> remote;
   std::once_flag open_once;
   Status open_status;
+};
+
+// A local file's entry in the descriptor cache (Fetcher::descriptors_, guarded by Fetcher::mu_).
+struct Fetcher::Descriptor {
   int fd = -1;    // -1 while closed (and while Submit is opening it)
   int pins = 0;   // reads in flight on this file (plus the Submit opening it)
   uint32_t lru_prev = kNoFile;  // links in the LRU list of idle open files
@@ -134,7 +139,7 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
     // The Fetcher waits for in-flight reads before destroying its backend, so only the NOP remains.
     if (reaper_.joinable()) {
       {
-        std::lock_guard<std::mutex> lock(sq_mu_);
+        MutexLock lock(&sq_mu_);
         io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
         if (sqe != nullptr) {
           io_uring_prep_nop(sqe);
@@ -146,8 +151,8 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
     }
     if (ring_ok_) io_uring_queue_exit(&ring_);
   }
-  void Start(int i) override {
-    std::lock_guard<std::mutex> lock(sq_mu_);
+  void Start(int i) override EXCLUDES(sq_mu_) {
+    MutexLock lock(&sq_mu_);
     Status st = PrepLocked(i);
     if (st.ok()) st = SubmitLocked();
     if (!st.ok()) f_->CompleteSlot(i, std::move(st));
@@ -157,8 +162,7 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
  private:
   explicit UringBackend(Fetcher* f) : f_(f) {}
 
-  // REQUIRES: sq_mu_ held.
-  Status PrepLocked(int i) {
+  Status PrepLocked(int i) REQUIRES(sq_mu_) {
     Slot& s = f_->slots_[i];
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
     // Cannot happen: every prepared SQE is submitted at once and reads in flight <= queue_depth.
@@ -171,9 +175,9 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
     io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(i));
     return Status::OK();
   }
-  // REQUIRES: sq_mu_ held. Once liburing has published an SQE the kernel will take it, so only
-  // transient refusals are retried here and other failures are reported.
-  Status SubmitLocked() {
+  // Once liburing has published an SQE the kernel will take it, so only transient refusals are retried
+  // here and other failures are reported.
+  Status SubmitLocked() REQUIRES(sq_mu_) {
     for (;;) {
       int rc = io_uring_submit(&ring_);
       if (rc >= 0) return Status::OK();
@@ -185,7 +189,7 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
     }
   }
 
-  void ReapLoop() {
+  void ReapLoop() EXCLUDES(sq_mu_) {
     for (;;) {
       io_uring_cqe* cqe = nullptr;
       int rc = io_uring_wait_cqe(&ring_, &cqe);
@@ -200,13 +204,12 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
       // The kernel orders the producer's writes to the slot before this CQE, but through ring memory
       // that ThreadSanitizer cannot see; taking sq_mu_ (which the producer held while submitting)
       // states the order in a way tools check, for one uncontended lock per completion.
-      std::lock_guard<std::mutex> lock(sq_mu_);
+      MutexLock lock(&sq_mu_);
       OnCompletion(static_cast<int>(data), res);
     }
   }
 
-  // REQUIRES: sq_mu_ held.
-  void OnCompletion(int i, int res) {
+  void OnCompletion(int i, int res) REQUIRES(sq_mu_) {
     Slot& s = f_->slots_[i];
     // ECANCELED: the thread that submitted the read exited while the read waited for the kernel's
     // async workers (io_uring cancels a task's queued work when the task exits). This thread is
@@ -221,15 +224,16 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
     if (f_->ShortDirectReadHitEnd(s)) return f_->CompleteSlot(i, f_->EndOfFileError(s));
     Resubmit(i);  // short read: ask for the remainder
   }
-  // REQUIRES: sq_mu_ held.
-  void Resubmit(int i) {
+  void Resubmit(int i) REQUIRES(sq_mu_) {
     Status st = PrepLocked(i);
     if (st.ok()) st = SubmitLocked();
     if (!st.ok()) f_->CompleteSlot(i, std::move(st));
   }
 
   Fetcher* f_;
-  std::mutex sq_mu_;  // guards the submission side of ring_
+  // Serialises the submission side of ring_ (the producer's Start and the completion thread's
+  // resubmissions); the completion side is the reaper's alone. Taken before Fetcher::mu_.
+  Mutex sq_mu_;
   io_uring ring_{};
   bool ring_ok_ = false;
   std::thread reaper_;
@@ -280,7 +284,8 @@ Fetcher::Fetcher(std::vector<File> files, FetcherOptions o, size_t max_open_file
       options_(o),
       max_open_files_(max_open_files),
       pool_(static_cast<size_t>(o.queue_depth) * 2),
-      slots_(static_cast<size_t>(o.queue_depth)) {
+      slots_(static_cast<size_t>(o.queue_depth)),
+      descriptors_(files_.size()) {
   free_slots_.reserve(slots_.size());
   for (int i = o.queue_depth - 1; i >= 0; --i) free_slots_.push_back(i);
   done_.resize(static_cast<size_t>(o.queue_depth) * 2);
@@ -288,12 +293,13 @@ Fetcher::Fetcher(std::vector<File> files, FetcherOptions o, size_t max_open_file
 
 Fetcher::~Fetcher() {
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    space_cv_.wait(lock, [this] { return in_flight_ == 0; });
+    MutexLock lock(&mu_);
+    while (in_flight_ != 0) space_cv_.Wait(&mu_);
   }
+  // No read in flight and no other caller (the contract): the backend's threads touch nothing more.
   backend_.reset();
-  for (File& f : files_) {
-    if (f.fd >= 0) ::close(f.fd);
+  for (Descriptor& d : descriptors_) {
+    if (d.fd >= 0) ::close(d.fd);
   }
 }
 
@@ -317,11 +323,11 @@ Status Fetcher::Submit(FetchRequest r) {
   const int64_t charge = static_cast<int64_t>(r.tail != nullptr ? r.head_length : read_length);
   int i;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    space_cv_.wait(lock, [&] {
-      return !free_slots_.empty() &&
-             (bytes_charged_ == 0 || bytes_charged_ + charge <= options_.max_bytes_in_flight);
-    });
+    MutexLock lock(&mu_);
+    while (free_slots_.empty() ||
+           (bytes_charged_ != 0 && bytes_charged_ + charge > options_.max_bytes_in_flight)) {
+      space_cv_.Wait(&mu_);
+    }
     // Room in the result queue for every outstanding read, so that completions never allocate.
     if (done_.size() < static_cast<size_t>(outstanding_) + 1) {
       try {
@@ -403,26 +409,19 @@ Status Fetcher::PinFile(int i) {
   if (remote_) return Status::OK();  // opened by the read itself (OpenRemoteFile), on a backend thread
   int victim = -1;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    File& file = files_[f];
-    if (file.fd >= 0) {
-      if (file.pins++ == 0) LruRemoveLocked(f);
-      s.fd = file.fd;
+    MutexLock lock(&mu_);
+    if (Descriptor& d = descriptors_[f]; d.fd >= 0) {
+      if (d.pins++ == 0) LruRemoveLocked(f);
+      s.fd = d.fd;
       s.pinned = true;
       return Status::OK();
     }
     // Every open descriptor in use by a read in flight: wait for one to complete (reads complete
     // without the consumer's help, so this cannot hang).
-    space_cv_.wait(lock, [&] { return open_count_ < max_open_files_ || lru_head_ != kNoFile; });
-    if (open_count_ >= max_open_files_) {
-      const uint32_t v = lru_head_;
-      LruRemoveLocked(v);
-      victim = files_[v].fd;
-      files_[v].fd = -1;
-      --open_count_;
-    }
-    ++open_count_;  // reserved for `file`, which only this thread opens
-    file.pins = 1;
+    while (open_count_ >= max_open_files_ && lru_head_ == kNoFile) space_cv_.Wait(&mu_);
+    if (open_count_ >= max_open_files_) victim = EvictLruLocked();
+    ++open_count_;  // reserved for file `f`, which only this thread opens
+    descriptors_[f].pins = 1;
   }
   // open and close outside the lock: completions need mu_, and these may be slow on network file systems.
   if (victim >= 0) ::close(victim);
@@ -436,67 +435,69 @@ Status Fetcher::PinFile(int i) {
     // (open_count_ > 1: files other than this one are open, so reads hold them and will complete).
     int spare = -1;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      space_cv_.wait(lock, [&] { return lru_head_ != kNoFile || open_count_ <= 1; });
-      if (lru_head_ != kNoFile) {
-        const uint32_t v = lru_head_;
-        LruRemoveLocked(v);
-        spare = files_[v].fd;
-        files_[v].fd = -1;
-        --open_count_;
-      }
+      MutexLock lock(&mu_);
+      while (lru_head_ == kNoFile && open_count_ > 1) space_cv_.Wait(&mu_);
+      if (lru_head_ != kNoFile) spare = EvictLruLocked();
     }
     if (spare < 0) break;
     ::close(spare);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  File& file = files_[f];
+  MutexLock lock(&mu_);
+  Descriptor& d = descriptors_[f];
   if (fd < 0) {
-    file.pins = 0;
+    d.pins = 0;
     --open_count_;
-    space_cv_.notify_all();
+    space_cv_.SignalAll();
     return OpenError(f, err);
   }
-  file.fd = fd;
+  d.fd = fd;
   s.fd = fd;
   s.pinned = true;
   return Status::OK();
 }
 
+int Fetcher::EvictLruLocked() {
+  const uint32_t v = lru_head_;
+  LruRemoveLocked(v);
+  const int fd = descriptors_[v].fd;
+  descriptors_[v].fd = -1;
+  --open_count_;
+  return fd;
+}
+
 void Fetcher::UnpinFileLocked(const Slot& s) {
   if (!s.pinned) return;
-  File& file = files_[s.request.file];
-  if (--file.pins == 0) LruPushBackLocked(s.request.file);
+  if (--descriptors_[s.request.file].pins == 0) LruPushBackLocked(s.request.file);
 }
 
 void Fetcher::LruRemoveLocked(uint32_t f) {
-  File& file = files_[f];
-  if (!file.in_lru) return;
-  if (file.lru_prev != kNoFile) {
-    files_[file.lru_prev].lru_next = file.lru_next;
+  Descriptor& d = descriptors_[f];
+  if (!d.in_lru) return;
+  if (d.lru_prev != kNoFile) {
+    descriptors_[d.lru_prev].lru_next = d.lru_next;
   } else {
-    lru_head_ = file.lru_next;
+    lru_head_ = d.lru_next;
   }
-  if (file.lru_next != kNoFile) {
-    files_[file.lru_next].lru_prev = file.lru_prev;
+  if (d.lru_next != kNoFile) {
+    descriptors_[d.lru_next].lru_prev = d.lru_prev;
   } else {
-    lru_tail_ = file.lru_prev;
+    lru_tail_ = d.lru_prev;
   }
-  file.lru_prev = file.lru_next = kNoFile;
-  file.in_lru = false;
+  d.lru_prev = d.lru_next = kNoFile;
+  d.in_lru = false;
 }
 
 void Fetcher::LruPushBackLocked(uint32_t f) {
-  File& file = files_[f];
-  file.lru_prev = lru_tail_;
-  file.lru_next = kNoFile;
+  Descriptor& d = descriptors_[f];
+  d.lru_prev = lru_tail_;
+  d.lru_next = kNoFile;
   if (lru_tail_ != kNoFile) {
-    files_[lru_tail_].lru_next = f;
+    descriptors_[lru_tail_].lru_next = f;
   } else {
     lru_head_ = f;
   }
   lru_tail_ = f;
-  file.in_lru = true;
+  d.in_lru = true;
 }
 
 Status Fetcher::ReadSlotWithPread(Slot& s) {
@@ -574,7 +575,7 @@ void Fetcher::CompleteSlot(int i, Status status, bool out_of_memory) {
   result.status = std::move(status);
   result.out_of_memory = out_of_memory;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     // Submit keeps done_ larger than the outstanding reads, so there is room without allocating.
     done_[(done_head_ + done_count_) % done_.size()] = std::move(result);
     ++done_count_;
@@ -585,15 +586,15 @@ void Fetcher::CompleteSlot(int i, Status status, bool out_of_memory) {
     if (!ok) bytes_charged_ -= s.charge;
     // Notified under the lock: once in_flight_ can read 0 the destructor may run, so nothing here may
     // touch the Fetcher after the unlock.
-    space_cv_.notify_all();
-    done_cv_.notify_one();
+    space_cv_.SignalAll();
+    done_cv_.Signal();
   }
 }
 
 std::optional<FetchResult> Fetcher::Next() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (outstanding_ == 0) return std::nullopt;
-  done_cv_.wait(lock, [this] { return done_count_ > 0; });
+  while (done_count_ == 0) done_cv_.Wait(&mu_);
   FetchResult r = std::move(done_[done_head_]);
   done_head_ = (done_head_ + 1) % done_.size();
   --done_count_;
@@ -605,10 +606,10 @@ void Fetcher::Release(AlignedBuffer buffer) {
   const int64_t size = static_cast<int64_t>(buffer.size());
   if (size > 0) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       bytes_charged_ = std::max<int64_t>(0, bytes_charged_ - size);
     }
-    space_cv_.notify_all();
+    space_cv_.SignalAll();
   }
   try {
     pool_.Give(std::move(buffer));  // may grow the pool's list
@@ -620,12 +621,12 @@ void Fetcher::Release(AlignedBuffer buffer) {
 const char* Fetcher::backend_name() const { return backend_->name(); }
 
 size_t Fetcher::open_files() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return open_count_;
 }
 
 int64_t Fetcher::bytes_in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return bytes_charged_;
 }
 

@@ -4,17 +4,16 @@
 // number of files reads within the process's RLIMIT_NOFILE.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/buffer.h"
 #include "core/buffer_pool.h"
+#include "core/mutex.h"
 #include "stoke/status.h"
 
 namespace stoke {
@@ -76,8 +75,9 @@ struct FetcherOptions {
 // Threading contract: one producer thread calls Submit, one consumer thread calls Next (they may be
 // the same thread only if it never lets Submit block on a budget that only its own Release could
 // free). Release, backend_name, bytes_in_flight, max_open_files and open_files may be called from any
-// thread (the loader's decode workers release the buffers they decoded). The destructor must not run concurrently with any other call; it waits for reads in
-// flight to finish and drops results not yet taken. Descriptors are opened and closed only by Submit
+// thread, concurrently with each other and with Submit and Next (the loader's decode workers release
+// the buffers they decoded, several at once). The destructor must not run concurrently with any other
+// call; it waits for reads in flight to finish and drops results not yet taken. Descriptors are opened and closed only by Submit
 // (the producer thread) and the destructor; completions only unpin them.
 class Fetcher {
  public:
@@ -94,25 +94,27 @@ class Fetcher {
   // and an out-of-memory IOError when the result queue cannot grow; I/O errors, including failing to
   // open the file, a range past the end of the file, or no memory for the read's buffer, arrive later
   // in FetchResult::status.
-  Status Submit(FetchRequest r);
+  Status Submit(FetchRequest r) EXCLUDES(mu_);
 
   // The next completed read, in completion order, blocking until one completes; nullopt at once when
   // nothing is outstanding (every submitted read was already returned). A consumer on another thread
   // than the producer must therefore know how many reads to expect.
-  std::optional<FetchResult> Next();
+  std::optional<FetchResult> Next() EXCLUDES(mu_);
 
   // Gives back a result's buffer the consumer is done with: refunds its size to the budget and keeps
-  // the memory for later reads. Any thread. REQUIRES: `buffer` is a FetchResult::data of this
-  // Fetcher, unresized.
-  void Release(AlignedBuffer buffer);
+  // the memory for later reads. Any thread, several at once (the budget is refunded under mu_, the
+  // memory goes to a thread-safe pool). REQUIRES: `buffer` is a FetchResult::data of this Fetcher,
+  // unresized.
+  void Release(AlignedBuffer buffer) EXCLUDES(mu_);
 
   const char* backend_name() const;  // "io_uring" or "pread"
-  int64_t bytes_in_flight() const;   // bytes currently charged to the budget
+  int64_t bytes_in_flight() const EXCLUDES(mu_);  // bytes currently charged to the budget
   size_t max_open_files() const { return max_open_files_; }
-  size_t open_files() const;         // descriptors currently open
+  size_t open_files() const EXCLUDES(mu_);       // descriptors currently open
 
  private:
   struct File;
+  struct Descriptor;
   struct Slot;
   class Backend;
   class PreadBackend;
@@ -123,12 +125,15 @@ class Fetcher {
   // Makes slot `i`'s file open and pinned for its read, evicting an idle descriptor when the cache is
   // full; sets slot.fd. Producer thread only (it alone opens and closes); takes mu_ briefly, and opens
   // and closes outside it. On failure the file is left closed and unpinned.
-  Status PinFile(int i);
-  // REQUIRES: mu_ held. Drops slot `i`'s pin on its file (a file left with no pin becomes evictable).
-  void UnpinFileLocked(const Slot& slot);
-  // REQUIRES: mu_ held. Removes file `f` from / appends it to the LRU list of idle open files.
-  void LruRemoveLocked(uint32_t f);
-  void LruPushBackLocked(uint32_t f);
+  Status PinFile(int i) EXCLUDES(mu_);
+  // Drops slot `i`'s pin on its file (a file left with no pin becomes evictable).
+  void UnpinFileLocked(const Slot& slot) REQUIRES(mu_);
+  // Removes file `f` from / appends it to the LRU list of idle open files.
+  void LruRemoveLocked(uint32_t f) REQUIRES(mu_);
+  void LruPushBackLocked(uint32_t f) REQUIRES(mu_);
+  // Takes the least recently used idle descriptor out of the cache and returns it, to be closed outside
+  // mu_. REQUIRES: the LRU list is not empty.
+  int EvictLruLocked() REQUIRES(mu_);
   // Reads a slot synchronously (pread backend); returns the status of the whole read.
   Status ReadSlotWithPread(Slot& slot);
   // Reads a slot through its file's RandomAccessFile (object stores: one ranged GET).
@@ -138,7 +143,7 @@ class Fetcher {
   // Fills slot.iov with the destinations of the bytes not yet read; returns how many entries.
   int PrepareIovecs(Slot& slot) const;
   // Finishes a slot: queues the result, unpins the file, frees the slot. Any thread.
-  void CompleteSlot(int slot_index, Status status, bool out_of_memory = false);
+  void CompleteSlot(int slot_index, Status status, bool out_of_memory = false) EXCLUDES(mu_);
   bool ShortDirectReadHitEnd(const Slot& slot) const;
   Status EndOfFileError(const Slot& slot) const;
   Status ReadError(const Slot& slot, int err) const;
@@ -146,30 +151,32 @@ class Fetcher {
 
   static constexpr uint32_t kNoFile = ~uint32_t{0};
 
-  std::vector<File> files_;  // paths are immutable; fd, pins and LRU links guarded by mu_
+  std::vector<File> files_;  // what each file is; immutable, or set once (see File)
   const FetcherOptions options_;
   const size_t max_open_files_;
   BufferPool pool_;
   std::vector<Slot> slots_;  // queue_depth of them; a slot is owned by the backend while in flight
 
-  mutable std::mutex mu_;
-  std::condition_variable space_cv_;  // signalled when a slot, budget or descriptor frees up, and when in_flight_ drops
-  std::condition_variable done_cv_;   // signalled when a result is queued
-  std::vector<int> free_slots_;       // guarded by mu_
-  int in_flight_ = 0;                 // guarded by mu_: slots owned by the backend
-  int64_t bytes_charged_ = 0;         // guarded by mu_
-  int64_t outstanding_ = 0;           // guarded by mu_: submitted and not yet returned by Next
+  mutable Mutex mu_;
+  CondVar space_cv_;  // signalled when a slot, budget or descriptor frees up, and when in_flight_ drops
+  CondVar done_cv_;   // signalled when a result is queued
+  std::vector<int> free_slots_ GUARDED_BY(mu_);
+  int in_flight_ GUARDED_BY(mu_) = 0;  // slots owned by the backend
+  int64_t bytes_charged_ GUARDED_BY(mu_) = 0;
+  int64_t outstanding_ GUARDED_BY(mu_) = 0;  // submitted and not yet returned by Next
   // Completed results not yet taken: a circular queue that grows by doubling (in Submit, so that it
   // always has room for every outstanding read and completions never allocate) and never shrinks, so
-  // steady state allocates nothing. Guarded by mu_.
-  std::vector<FetchResult> done_;
-  size_t done_head_ = 0;
-  size_t done_count_ = 0;
-  // The descriptor cache. Guarded by mu_. open_count_ counts files open or being opened by Submit;
-  // the LRU list links the open files that no read in flight uses (eviction candidates), oldest first.
-  size_t open_count_ = 0;
-  uint32_t lru_head_ = kNoFile;
-  uint32_t lru_tail_ = kNoFile;
+  // steady state allocates nothing.
+  std::vector<FetchResult> done_ GUARDED_BY(mu_);
+  size_t done_head_ GUARDED_BY(mu_) = 0;
+  size_t done_count_ GUARDED_BY(mu_) = 0;
+  // The descriptor cache: per file its descriptor, pins and LRU links. open_count_ counts files open or
+  // being opened by Submit; the LRU list links the open files that no read in flight uses (eviction
+  // candidates), oldest first.
+  std::vector<Descriptor> descriptors_ GUARDED_BY(mu_);
+  size_t open_count_ GUARDED_BY(mu_) = 0;
+  uint32_t lru_head_ GUARDED_BY(mu_) = kNoFile;
+  uint32_t lru_tail_ GUARDED_BY(mu_) = kNoFile;
 
   // True when the files are object-store URIs (az://, s3://, ...): reads go through Storage's
   // RandomAccessFile (ranged GETs with retries) on queue_depth threads, and the descriptor LRU is

@@ -24,11 +24,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <new>
 
@@ -36,6 +34,7 @@
 #include "core/fd_limit.h"
 #include "core/host_memory.h"
 #include "core/log.h"
+#include "core/mutex.h"
 #include "core/thread_pool.h"
 #include "core/trace.h"
 #include "format/parquet_reader.h"
@@ -154,29 +153,32 @@ struct Slot {
   std::vector<Read> reads;
   size_t num_reads = 0;
   std::vector<PlannedCell> cells;  // planning scratch
-  std::atomic<int64_t> pending{0};   // sample-columns not yet decoded, + 1 while the producer plans
-  std::mutex mu;                     // guards the fields below
-  Status error;                      // first error (on_error=raise)
-  std::vector<uint8_t> skipped;      // per row (on_error=skip)
-  int64_t skipped_count = 0;
-  bool ready = false;                // guarded by Loader::Impl::mu_
+  // Sample-columns not yet decoded, + 1 while the producer plans. The batch is ready when it reaches 0:
+  // every decrement is an acq_rel read-modify-write, so they form one release sequence, and the
+  // consumer's acquire load that reads 0 sees every worker's writes into the slot. Set (reset) by the
+  // producer before the slot is queued under Loader::Impl::mu_, which publishes it to the consumer.
+  std::atomic<int64_t> pending{0};
+  Mutex mu;  // workers failing samples of the batch at once
+  Status error GUARDED_BY(mu);                  // first error (on_error=raise)
+  std::vector<uint8_t> skipped GUARDED_BY(mu);  // per row (on_error=skip)
+  int64_t skipped_count GUARDED_BY(mu) = 0;
 };
 
 // The slots, shared by the loader and the batches it delivered (which may outlive it).
 struct SlotPool {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::unique_ptr<Slot>> all;  // guarded by mu
-  std::vector<Slot*> free;                 // guarded by mu
-  int64_t held_by_consumer = 0;            // guarded by mu
+  Mutex mu;
+  CondVar cv;  // a slot was freed, the consumer took one, or stop
+  std::vector<std::unique_ptr<Slot>> all GUARDED_BY(mu);
+  std::vector<Slot*> free GUARDED_BY(mu);
+  int64_t held_by_consumer GUARDED_BY(mu) = 0;
 
-  void Return(Slot* s) {
+  void Return(Slot* s) EXCLUDES(mu) {
     {
-      std::lock_guard<std::mutex> l(mu);
+      MutexLock l(&mu);
       free.push_back(s);
       --held_by_consumer;
     }
-    cv.notify_all();
+    cv.SignalAll();
   }
 };
 
@@ -224,8 +226,8 @@ class Loader::Impl {
   Status Open();
   Status SetEpoch(int64_t epoch);
   Status Restore(const State& s);
-  Result<std::optional<Batch>> Next();
-  State state() const;
+  Result<std::optional<Batch>> Next() EXCLUDES(mu_);
+  State state() const EXCLUDES(mu_);
   LoaderStats stats() const;
   Status WriteTrace(const std::string& path) const;
   ShuffleQuality MeasureShuffle(bool global) const;
@@ -242,10 +244,10 @@ class Loader::Impl {
 
  private:
   Status ReadScalars(const TableView& view, const std::vector<size_t>& scalar_cols, std::optional<Predicate>& where);
-  void StartRun();
-  void StopRun();
-  void ProducerLoop(int64_t run);
-  void CompleterLoop();
+  void StartRun() EXCLUDES(mu_);
+  void StopRun() EXCLUDES(mu_);
+  void ProducerLoop(int64_t run) EXCLUDES(mu_);
+  void CompleterLoop() EXCLUDES(mu_);
   // A free slot, or a new one while the pool may grow; null once stop_ is set. OutOfMemoryError when a
   // new slot cannot be allocated.
   Result<Slot*> AcquireSlot();
@@ -259,20 +261,21 @@ class Loader::Impl {
   void DecodeSlow(Slot* s, uint32_t sample, uint32_t column);
   Status ReadSlowCell(const TensorColumn& t, const SampleIndex::Location& loc);
   // Records the failure of one sample; `status` names the file and row.
-  void FailSample(Slot* s, uint32_t sample, const Status& status);
+  void FailSample(Slot* s, uint32_t sample, const Status& status) EXCLUDES(s->mu);
   // Fails the whole batch, whatever on_error says (out of memory is not the sample's fault).
   // Allocates nothing.
-  void FailBatch(Slot* s, Status status);
+  void FailBatch(Slot* s, Status status) EXCLUDES(s->mu);
   // Queue a read's decode (or a slow-path sample's) on the workers, counted in tasks_. An
   // out-of-memory error when the task cannot be queued (then it will not run).
-  Status SubmitDecode(Read* r);
-  Status SubmitSlowDecode(Slot* s, uint32_t sample, uint32_t column);
-  void TaskDone();  // a worker task finished
-  void FinishPending(Slot* s, int64_t n);
+  Status SubmitDecode(Read* r) EXCLUDES(mu_);
+  Status SubmitSlowDecode(Slot* s, uint32_t sample, uint32_t column) EXCLUDES(mu_);
+  void TaskDone() EXCLUDES(mu_);  // a worker task finished
+  // Counts n sample-columns of the batch done; the last one wakes the consumer.
+  void FinishPending(Slot* s, int64_t n) EXCLUDES(mu_);
   // "<file> row <r> (table row <row>) column '<name>'" for error messages; formats a string, so it is
   // called only once something failed.
   std::string Context(int64_t row, uint32_t column) const;
-  void CompactSkipped(Slot* s);
+  void CompactSkipped(Slot* s) REQUIRES(s->mu);
   // Fills s->columns, the consumer's view of the slot. Out of memory when the strings cannot be copied.
   Status BuildColumns(Slot* s);
   Status WriteSampleInto(Slot* s, uint32_t sample, uint32_t column, ByteView sample_bytes);
@@ -318,31 +321,33 @@ class Loader::Impl {
     uint64_t last_use = 0;
     std::shared_ptr<const ParquetReader> reader;
   };
-  std::mutex readers_mu_;                 // guards readers_ and readers_clock_
-  std::vector<SlowReader> readers_;
-  uint64_t readers_clock_ = 0;
+  Mutex readers_mu_;
+  std::vector<SlowReader> readers_ GUARDED_BY(readers_mu_);
+  uint64_t readers_clock_ GUARDED_BY(readers_mu_) = 0;
 
   // Run state.
-  mutable std::mutex mu_;
-  std::condition_variable cv_;            // consumer: a slot became ready / producer finished
-  std::condition_variable completer_cv_;  // completer: a read was submitted / producer finished
-  std::condition_variable tasks_cv_;      // StopRun: worker tasks drained
-  bool running_ = false;                  // guarded by mu_
-  bool epoch_done_ = false;               // guarded by mu_: Next() returned the end, or failed
-  bool failed_ = false;                   // guarded by mu_
-  int64_t run_ = 0;                       // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;            // consumer: a slot became ready / producer finished
+  CondVar completer_cv_;  // completer: a read was submitted / producer finished
+  CondVar tasks_cv_;      // StopRun: worker tasks drained
+  CondVar completed_cv_;  // producer: completed_ reached submitted_
+  bool running_ GUARDED_BY(mu_) = false;
+  bool epoch_done_ GUARDED_BY(mu_) = false;  // Next() returned the end, or failed
+  bool failed_ GUARDED_BY(mu_) = false;
+  int64_t run_ GUARDED_BY(mu_) = 0;
   std::atomic<bool> stop_{false};
-  std::deque<Slot*> queue_;               // guarded by mu_: planned batches in order
-  bool producer_done_ = false;            // guarded by mu_
-  Status producer_error_;                 // guarded by mu_
-  int64_t submitted_ = 0;                 // guarded by mu_: reads submitted this run
-  int64_t taken_ = 0;                     // guarded by mu_: reads the completer started to take this run
-  int64_t completed_ = 0;                 // guarded by mu_: reads the completer has taken this run
-  std::condition_variable completed_cv_;  // producer: completed_ reached submitted_
-  int64_t tasks_ = 0;                     // guarded by mu_: worker tasks not finished
+  std::deque<Slot*> queue_ GUARDED_BY(mu_);  // planned batches in order
+  bool producer_done_ GUARDED_BY(mu_) = false;
+  Status producer_error_ GUARDED_BY(mu_);
+  int64_t submitted_ GUARDED_BY(mu_) = 0;  // reads submitted this run
+  int64_t taken_ GUARDED_BY(mu_) = 0;      // reads the completer started to take this run
+  int64_t completed_ GUARDED_BY(mu_) = 0;  // reads the completer has taken this run
+  int64_t tasks_ GUARDED_BY(mu_) = 0;      // worker tasks not finished
   std::thread producer_, completer_;
 
   // Position for state(): the run started at global position start_consumed_ of epoch start_epoch_.
+  // The consumer thread's alone (Next, SetEpoch, Restore, state: the Loader has one consumer), so not
+  // guarded; StartRun, StopRun and state() happen to touch them under mu_.
   int64_t start_consumed_ = 0;
   int64_t ids_delivered_ = 0;  // ids of batches Next() returned (skipped ones included) this run
   bool end_reached_ = false;
@@ -673,14 +678,14 @@ Status Loader::Impl::Restore(const State& s) {
 }
 
 Loader::State Loader::Impl::state() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   const int64_t n = sampler_->num_rows();
   if (end_reached_ || ids_delivered_ >= sampler_->size()) return State{sampler_->epoch(), n};
   return State{sampler_->epoch(), std::min(n, start_consumed_ + ids_delivered_ * o_.world_size)};
 }
 
 void Loader::Impl::StartRun() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (running_) return;
   running_ = true;
   ++run_;
@@ -700,7 +705,7 @@ void Loader::Impl::StartRun() {
 
 void Loader::Impl::StopRun() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (!running_) {
       epoch_done_ = false;
       failed_ = false;
@@ -710,17 +715,17 @@ void Loader::Impl::StopRun() {
     }
     stop_ = true;
   }
-  { std::lock_guard<std::mutex> pl(pool_->mu); }  // a producer about to wait in AcquireSlot sees stop_
-  pool_->cv.notify_all();
-  completer_cv_.notify_all();
+  { MutexLock pl(&pool_->mu); }  // a producer about to wait in AcquireSlot sees stop_
+  pool_->cv.SignalAll();
+  completer_cv_.SignalAll();
   if (producer_.joinable()) producer_.join();
   if (completer_.joinable()) completer_.join();
   {
-    std::unique_lock<std::mutex> l(mu_);
-    tasks_cv_.wait(l, [&] { return tasks_ == 0; });
+    MutexLock l(&mu_);
+    while (tasks_ != 0) tasks_cv_.Wait(&mu_);
     // Batches planned but not delivered go back to the free list.
     for (Slot* s : queue_) {
-      std::lock_guard<std::mutex> pl(pool_->mu);
+      MutexLock pl(&pool_->mu);
       pool_->free.push_back(s);
     }
     queue_.clear();
@@ -730,11 +735,11 @@ void Loader::Impl::StopRun() {
     ids_delivered_ = 0;
     end_reached_ = false;
   }
-  pool_->cv.notify_all();
+  pool_->cv.SignalAll();
 }
 
 Result<Slot*> Loader::Impl::AcquireSlot() {
-  std::unique_lock<std::mutex> l(pool_->mu);
+  MutexLock l(&pool_->mu);
   for (;;) {
     if (stop_) return static_cast<Slot*>(nullptr);
     if (!pool_->free.empty()) {
@@ -769,13 +774,14 @@ Result<Slot*> Loader::Impl::AcquireSlot() {
       } catch (const std::bad_alloc&) {
         size_t bytes = 0;
         for (const auto& t : tensors_) bytes += t.out_bytes * bs;
+        const size_t number = pool_->all.size();  // read here, under the lock: the lambda is analysed apart
         return OutOfMemory([&] {
           return fmt::format("batch buffer {} ({} bytes of tensors for batch_size {}); lower batch_size or prefetch_bytes",
-                             pool_->all.size(), bytes, o_.batch_size);
+                             number, bytes, o_.batch_size);
         });
       }
     }
-    pool_->cv.wait(l);
+    pool_->cv.Wait(&pool_->mu);
   }
 }
 
@@ -878,10 +884,10 @@ Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vec
   if (s == nullptr) return s;
   auto give_back = [&] {  // the slot was not queued
     {
-      std::lock_guard<std::mutex> pl(pool_->mu);
+      MutexLock pl(&pool_->mu);
       pool_->free.push_back(s);  // reserved in AcquireSlot: does not allocate
     }
-    pool_->cv.notify_all();
+    pool_->cv.SignalAll();
   };
   try {
     AllocationFaults::Instance().Check();
@@ -892,13 +898,12 @@ Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vec
     s->rows.resize(n);
     for (size_t i = 0; i < n; ++i) s->rows[i] = identity_ ? ids[i] : selected_[static_cast<size_t>(ids[i])];
     {
-      std::lock_guard<std::mutex> l(s->mu);
+      MutexLock l(&s->mu);
       s->error = Status::OK();
       s->skipped.assign(n, 0);
       s->skipped_count = 0;
     }
-    s->ready = false;
-    s->pending = static_cast<int64_t>(n * tensors_.size()) + 1;
+    s->pending = static_cast<int64_t>(n * tensors_.size()) + 1;  // reaches the consumer through queue_ (mu_)
     const int64_t tc = NowNanos();
     GatherScalars(s);
     Trace(TraceStage::kCollate, tc, NowNanos(), s->index, 0);
@@ -908,7 +913,7 @@ Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vec
       return plan;
     }
     Trace(TraceStage::kPlan, t0, NowNanos(), s->index, 0);
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     queue_.push_back(s);  // last: when it throws, the slot was not queued
   } catch (const std::bad_alloc&) {
     give_back();
@@ -963,28 +968,28 @@ void Loader::Impl::ProducerLoop(int64_t run) {
         continue;
       }
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         ++submitted_;
       }
-      completer_cv_.notify_one();
+      completer_cv_.Signal();
     }
     FinishPending(s, 1);  // planning done
   }
   {
     // Reads submitted by this thread must complete before it exits: io_uring cancels (ECANCELED) the
     // requests of a task that exits while they are queued for its async workers.
-    std::unique_lock<std::mutex> l(mu_);
-    completed_cv_.wait(l, [&] { return completed_ == submitted_; });
+    MutexLock l(&mu_);
+    while (completed_ != submitted_) completed_cv_.Wait(&mu_);
     producer_done_ = true;
     producer_error_ = std::move(error);
   }
-  cv_.notify_all();
-  completer_cv_.notify_all();
+  cv_.SignalAll();
+  completer_cv_.SignalAll();
 }
 
 Status Loader::Impl::SubmitDecode(Read* r) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     ++tasks_;
   }
   try {
@@ -1003,7 +1008,7 @@ Status Loader::Impl::SubmitDecode(Read* r) {
 
 Status Loader::Impl::SubmitSlowDecode(Slot* s, uint32_t sample, uint32_t column) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     ++tasks_;
   }
   try {
@@ -1020,30 +1025,29 @@ Status Loader::Impl::SubmitSlowDecode(Slot* s, uint32_t sample, uint32_t column)
 }
 
 void Loader::Impl::TaskDone() {
-  std::lock_guard<std::mutex> l(mu_);
-  if (--tasks_ == 0) tasks_cv_.notify_all();
+  MutexLock l(&mu_);
+  if (--tasks_ == 0) tasks_cv_.SignalAll();
 }
 
 void Loader::Impl::CompleterLoop() {
   NameThisThread("fetch-completion");
   for (;;) {
     {
-      std::unique_lock<std::mutex> l(mu_);
-      completer_cv_.wait(l, [&] { return submitted_ > taken_ || producer_done_; });
-      if (submitted_ == taken_ && producer_done_) return;
-      if (submitted_ == taken_) continue;
+      MutexLock l(&mu_);
+      while (submitted_ == taken_ && !producer_done_) completer_cv_.Wait(&mu_);
+      if (submitted_ == taken_) return;  // the producer is done and every read was taken
       ++taken_;
     }
     std::optional<FetchResult> r = fetcher_->Next();
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       ++completed_;
     }
-    completed_cv_.notify_all();
+    completed_cv_.SignalAll();
     if (!r) continue;  // cannot happen: a read was outstanding
     Slot* s = nullptr;
     {
-      std::lock_guard<std::mutex> l(pool_->mu);
+      MutexLock l(&pool_->mu);
       s = pool_->all[static_cast<size_t>(r->tag >> 32)].get();
     }
     const size_t g = static_cast<size_t>(r->tag & 0xFFFFFFFFu);
@@ -1163,7 +1167,7 @@ void Loader::Impl::DecodeSlow(Slot* s, uint32_t sample, uint32_t column) {
 Status Loader::Impl::ReadSlowCell(const TensorColumn& t, const SampleIndex::Location& loc) {
   std::shared_ptr<const ParquetReader> reader;
   {
-    std::lock_guard<std::mutex> l(readers_mu_);
+    MutexLock l(&readers_mu_);
     for (SlowReader& r : readers_) {
       if (r.file == loc.file) {
         r.last_use = ++readers_clock_;
@@ -1178,7 +1182,7 @@ Status Loader::Impl::ReadSlowCell(const TensorColumn& t, const SampleIndex::Loca
     STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(index_->FilePath(loc.file)));
     STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> opened, ParquetReader::Open(*where.storage, where.path));
     reader = std::move(opened);
-    std::lock_guard<std::mutex> l(readers_mu_);
+    MutexLock l(&readers_mu_);
     auto same = std::find_if(readers_.begin(), readers_.end(), [&](const SlowReader& r) { return r.file == loc.file; });
     if (same == readers_.end()) {
       SlowReader entry{loc.file, ++readers_clock_, reader};
@@ -1202,7 +1206,7 @@ Status Loader::Impl::ReadSlowCell(const TensorColumn& t, const SampleIndex::Loca
 }
 
 void Loader::Impl::FailSample(Slot* s, uint32_t sample, const Status& status) {
-  std::lock_guard<std::mutex> l(s->mu);
+  MutexLock l(&s->mu);
   if (o_.on_error == LoaderOptions::OnError::kSkip) {
     if (!s->skipped[sample]) {
       s->skipped[sample] = 1;
@@ -1215,17 +1219,17 @@ void Loader::Impl::FailSample(Slot* s, uint32_t sample, const Status& status) {
 }
 
 void Loader::Impl::FailBatch(Slot* s, Status status) {
-  std::lock_guard<std::mutex> l(s->mu);
+  MutexLock l(&s->mu);
   if (s->error.ok()) s->error = std::move(status);  // a move: allocates nothing
 }
 
 void Loader::Impl::FinishPending(Slot* s, int64_t n) {
-  if (s->pending.fetch_sub(n) != n) return;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    s->ready = true;
-  }
-  cv_.notify_all();
+  if (s->pending.fetch_sub(n, std::memory_order_acq_rel) != n) return;
+  // The batch is ready. A consumer that saw it pending holds mu_ until it sleeps on cv_, so taking mu_
+  // here orders this signal after that wait (no lost wake-up). Nothing touches `s` from here on: the
+  // consumer may already own it.
+  { MutexLock l(&mu_); }
+  cv_.SignalAll();
 }
 
 void Loader::Impl::CompactSkipped(Slot* s) {
@@ -1263,7 +1267,7 @@ void Loader::Impl::CompactSkipped(Slot* s) {
 Result<std::optional<Batch>> Loader::Impl::Next() {
   if (first_next_ns_ == 0) first_next_ns_ = NowNanos();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (failed_) {
       return Status::InvalidArgument("the epoch failed earlier; call SetEpoch or Restore to start again");
     }
@@ -1275,8 +1279,11 @@ Result<std::optional<Batch>> Loader::Impl::Next() {
     Status producer_error;
     {
       const int64_t t0 = NowNanos();
-      std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [&] { return (!queue_.empty() && queue_.front()->ready) || (queue_.empty() && producer_done_); });
+      MutexLock l(&mu_);
+      // The oldest batch is ready (Slot::pending says why acquire suffices), or none will come.
+      while (queue_.empty() ? !producer_done_ : queue_.front()->pending.load(std::memory_order_acquire) != 0) {
+        cv_.Wait(&mu_);
+      }
       const int64_t t1 = NowNanos();
       stat_wait_ns_ += t1 - t0;
       Trace(TraceStage::kWait, t0, t1, next_batch_index_, 0);
@@ -1300,40 +1307,43 @@ Result<std::optional<Batch>> Loader::Impl::Next() {
       impl = std::make_unique<Batch::Impl>();
     } catch (const std::bad_alloc&) {
       {
-        std::lock_guard<std::mutex> pl(pool_->mu);
+        MutexLock pl(&pool_->mu);
         pool_->free.push_back(s);  // reserved in AcquireSlot: does not allocate
       }
-      pool_->cv.notify_all();
-      std::lock_guard<std::mutex> l(mu_);
+      pool_->cv.SignalAll();
+      MutexLock l(&mu_);
       failed_ = true;
       return OutOfMemory([] { return std::string("the consumer's view of a batch"); });
     }
     {
-      std::lock_guard<std::mutex> pl(pool_->mu);
+      MutexLock pl(&pool_->mu);
       ++pool_->held_by_consumer;
     }
-    pool_->cv.notify_all();  // a producer waiting for a slot may now grow the pool
+    pool_->cv.SignalAll();  // a producer waiting for a slot may now grow the pool
     impl->pool = pool_;
     impl->slot = s;
     Batch::Impl* batch_impl = impl.get();
     Batch batch(std::move(impl));  // returns the slot to the pool when it goes out of scope
+    const int64_t tc = NowNanos();
     Status error;
     {
-      std::lock_guard<std::mutex> l(s->mu);
+      // Uncontended: every worker is done with the slot (pending reached 0); the lock says so to the
+      // analysis, and costs one uncontended lock per batch.
+      MutexLock l(&s->mu);
       error = std::move(s->error);  // the slot is the consumer's now; its next use resets it
+      if (error.ok()) {
+        stat_skipped_ += s->skipped_count;
+        CompactSkipped(s);
+      }
     }
     if (!error.ok()) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       failed_ = true;
       return error;
     }
-    const int64_t skipped = s->skipped_count;
-    stat_skipped_ += skipped;
-    const int64_t tc = NowNanos();
-    CompactSkipped(s);
     // The consumer's view of the slot.
     if (Status st = BuildColumns(s); !st.ok()) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       failed_ = true;
       return st;
     }
