@@ -22,7 +22,7 @@ demo: bootstrap $(BUILD)/build.ninja
 	@bash scripts/demo.sh $(BUILD)/stoke
 
 test: build
-	@$(MAKE) --no-print-directory test-cpp test-python test-interop test-fuzz test-tsan
+	@$(MAKE) --no-print-directory test-cpp test-python test-interop test-fuzz test-tsan check-threads
 
 test-cpp:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -44,6 +44,12 @@ test-tsan: bootstrap
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target stoke_core_test stoke_loader_test
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/stoke_core_test --gtest_brief=1
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/stoke_loader_test --gtest_brief=1
+
+# Clang's thread-safety analysis (-Wthread-safety as an error, -fsyntax-only) over every non-test
+# source, after a self-check that a deliberate violation fails; flags from a configure-only clang build dir.
+.PHONY: check-threads
+check-threads:
+	@bash scripts/check_threads.sh $(BUILD)-threads
 
 # The C++ suites under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-asan: bootstrap
