@@ -30,6 +30,13 @@ struct IngestOptions {
   // values live in the log's partitionValues, not in the data files). Appending to a partitioned
   // table uses the table's partition column when this is empty.
   std::string partition_by;
+  // Sharded ingest (--shard INDEX/COUNT): this process ingests shard `shard_index` of
+  // `shard_count`, a contiguous range of the sorted source listing, and commits it concurrently with
+  // the other shards through the log's optimistic concurrency (no coordinator). Ids are base + the
+  // file's index in the whole listing, so they are unique, and dense over the run when the table held
+  // none of its files. Each shard resumes on its own. Needs mode "append".
+  int64_t shard_index = 0;
+  int64_t shard_count = 1;
   size_t threads = 0;
   bool progress = true;
 };

@@ -330,6 +330,63 @@ def test_concurrent_appends_of_the_same_source(stoke, tmp_path):
         check_complete(stoke, table, names)
 
 
+def params(history_entry):
+    return (history_entry.get("commitInfo") or {}).get("operationParameters", {})
+
+
+def test_sharded_ingest_four_processes_one_killed_and_rerun(stoke, tmp_path):
+    """`--shard i/4`: four processes ingest one source into one table at once,
+    no coordinator. One is SIGKILLed before it commits and re-run: the end state
+    holds every source file exactly once, with ids 0..n-1 (dense over the run),
+    and every commit is a shard's."""
+    src = tmp_path / "src"
+    names = synth(stoke, src, samples=800, seed=11)
+    table = tmp_path / "table"
+    args = lambda i: ingest_args(src, table, "--rows-per-file", "1", "--shard", f"{i}/4")  # noqa: E731
+
+    # Shard 1 alone, killed while it writes its data files (one per source file).
+    p = subprocess.Popen(stoke.argv(*args(1)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and p.poll() is None:
+        if len(list(Path(table).glob("part-*.parquet"))) >= 20:
+            break
+        time.sleep(0.002)
+    assert p.poll() is None, "shard 1 finished before it could be killed"
+    p.send_signal(signal.SIGSTOP)
+    shard_commits = [h for h in stoke.history(table) if "shard" in params(h)]
+    p.send_signal(signal.SIGKILL)
+    p.communicate()
+    assert shard_commits == [], "killed before its commit"
+
+    procs = [subprocess.Popen(stoke.argv(*args(i)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(4)]
+    results = [(p.wait(), *p.communicate()) for p in procs]
+    assert all(rc == 0 for rc, _, _ in results), results
+    check_complete(stoke, table, names)
+    ids = sorted(r["id"] for r in stoke.rows(table, "id"))
+    assert ids == list(range(len(names))), "ids are the files' places in the sorted listing"
+    by_file = {r["file"]: r["id"] for r in stoke.rows(table, "id,file")}
+    assert all(by_file[n] == i for i, n in enumerate(names))
+    hist = stoke.history(table)
+    shards = sorted(params(h)["shard"] for h in hist if "shard" in params(h))
+    assert shards == ["0/4", "1/4", "2/4", "3/4"], hist
+
+    # Re-running any shard finds nothing to do.
+    r = stoke(*args(2))
+    assert "nothing to do" in r.stdout, r.stdout
+    check_complete(stoke, table, names)
+
+
+def test_shard_option_is_checked(stoke, tmp_path):
+    src = tmp_path / "src"
+    synth(stoke, src, samples=4, seed=1)
+    for bad in ("4/4", "-1/2", "1", "a/b", "1/0"):
+        r = stoke(*ingest_args(src, tmp_path / "t", "--shard", bad), check=False)
+        assert r.returncode != 0 and "--shard" in r.stderr, (bad, r.stderr)
+    r = stoke.fails(*ingest_args(src, tmp_path / "t", "--shard", "0/2", "--mode", "overwrite"))
+    assert "--shard needs --mode append" in r.stderr, r.stderr
+
+
 # --------------------------------------------------------------------------
 # 3. bad input
 

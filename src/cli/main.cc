@@ -112,6 +112,19 @@ int main(int argc, char** argv) {
   ingest->add_option("--partition-by", ig.partition_by,
                      "A labels column to partition by (directories <column>=<value>/; appends use the table's)");
   ingest->add_option("--threads", ig.threads, "Encoding threads (0 = one per core)")->capture_default_str();
+  std::string shard;
+  ingest->add_option("--shard", shard,
+                     "INDEX/COUNT: ingest only shard INDEX (0-based) of COUNT, a contiguous part of the sorted source "
+                     "listing; COUNT processes (on any machines) ingest into one table concurrently, each resumable "
+                     "on its own")
+      ->check([](const std::string& v) -> std::string {
+        long long i = 0, n = 0;
+        char extra = 0;
+        if (std::sscanf(v.c_str(), "%lld/%lld%c", &i, &n, &extra) != 2 || n < 1 || i < 0 || i >= n) {
+          return "--shard must be INDEX/COUNT with 0 <= INDEX < COUNT, e.g. 0/4";
+        }
+        return "";
+      });
 
   // optimize
   auto* optimize = app.add_subcommand("optimize", "Compact a table's small files into files of the target size (one commit)");
@@ -294,6 +307,12 @@ int main(int argc, char** argv) {
   }
   if (ingest->parsed()) {
     ig.progress = !no_progress;
+    if (!shard.empty()) {
+      long long i = 0, n = 1;
+      std::sscanf(shard.c_str(), "%lld/%lld", &i, &n);
+      ig.shard_index = i;
+      ig.shard_count = n;
+    }
     auto r = stoke::IngestNpy(ig);
     if (!r.ok()) return Fail(r.status());
     if (r->files_added == 0 && r->files_removed == 0) {
@@ -301,9 +320,10 @@ int main(int argc, char** argv) {
                   static_cast<long long>(r->source_files), ig.table_dir.c_str(), static_cast<long long>(r->version));
       return 0;
     }
-    std::printf("ingest: %lld source files (%lld already in the table), %lld rows (%s) -> %lld data files (%s), "
+    const std::string who = ig.shard_count > 1 ? "ingest (shard " + shard + ")" : "ingest";
+    std::printf("%s: %lld source files (%lld already in the table), %lld rows (%s) -> %lld data files (%s), "
                 "%lld removed, version %lld, in %.2f s (%.1f MB/s)\n",
-                static_cast<long long>(r->source_files), static_cast<long long>(r->skipped), static_cast<long long>(r->rows),
+                who.c_str(), static_cast<long long>(r->source_files), static_cast<long long>(r->skipped), static_cast<long long>(r->rows),
                 Mb(r->bytes_in).c_str(), static_cast<long long>(r->files_added), Mb(r->bytes_out).c_str(),
                 static_cast<long long>(r->files_removed), static_cast<long long>(r->version), r->seconds,
                 r->bytes_in / 1e6 / r->seconds);

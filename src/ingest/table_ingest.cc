@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/mutex.h"
+#include "core/thread_pool.h"
 #include "core/random.h"
 #include "core/text.h"
 #include "core/log.h"
@@ -62,21 +64,118 @@ Status CheckAppendSchema(const std::vector<ColumnSpec>& table, const std::vector
   return Status::OK();
 }
 
-// The source file names already in the table, and the largest id.
+// The add tag naming the sharded ingest run that wrote a file (see ShardRunId).
+constexpr char kIngestRunTag[] = "stoke.ingestRun";
+
+// What the table already holds of the sources: which of `candidates` (sorted source names) are in
+// its `file` column, and the largest id of files not tagged with `run` ("" = of every file).
+// A file whose add statistics give its `file` range and largest id is opened only when that range
+// holds a candidate name (so the shards of one sharded ingest do not read each other's files);
+// the files that must be read are read in parallel.
 Status ReadIngestedFiles(Storage& fs, const delta::Snapshot& snap, const std::string& table_dir,
-                         std::set<std::string>* names, int64_t* max_id) {
+                         const std::vector<std::string>& candidates, const std::string& run, std::set<std::string>* names,
+                         int64_t* max_id) {
   *max_id = -1;
-  for (const auto& add : snap.files) {
-    STOKE_ASSIGN_OR_RETURN(std::string rel, delta::DecodePath(add.path));
+  std::vector<size_t> to_open;
+  std::vector<bool> needs_ids(snap.files.size(), true);
+  for (size_t i = 0; i < snap.files.size(); ++i) {
+    const delta::AddFile& add = snap.files[i];
+    const bool in_run = !run.empty() && add.tags.count(kIngestRunTag) && add.tags.at(kIngestRunTag) == run;
+    if (in_run) needs_ids[i] = false;
+    std::optional<std::string> lo, hi;
+    if (add.stats) {
+      auto stats = nlohmann::json::parse(*add.stats, nullptr, /*allow_exceptions=*/false);
+      if (stats.is_object()) {
+        const auto& mn = stats.value("minValues", nlohmann::json::object());
+        const auto& mx = stats.value("maxValues", nlohmann::json::object());
+        if (mn.is_object() && mn.contains("file") && mn["file"].is_string()) lo = mn["file"].get<std::string>();
+        if (mx.is_object() && mx.contains("file") && mx["file"].is_string()) hi = mx["file"].get<std::string>();
+        if (!in_run && mx.is_object() && mx.contains("id") && mx["id"].is_number_integer()) {
+          *max_id = std::max(*max_id, mx["id"].get<int64_t>());
+          needs_ids[i] = false;
+        }
+      }
+    }
+    bool may_hold_candidate = true;
+    if (lo && hi) {
+      auto it = std::lower_bound(candidates.begin(), candidates.end(), *lo);
+      may_hold_candidate = it != candidates.end() && *it <= *hi;
+    }
+    if (may_hold_candidate || needs_ids[i]) to_open.push_back(i);
+  }
+  Mutex mu;
+  ThreadPool pool(std::min<size_t>(std::max<size_t>(to_open.size(), 1), fs.CreateIsAtomic() ? 32 : 8));
+  return ParallelFor(pool, to_open.size(), [&](size_t k) -> Status {
+    const size_t i = to_open[k];
+    STOKE_ASSIGN_OR_RETURN(std::string rel, delta::DecodePath(snap.files[i].path));
     STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(fs, JoinPath(table_dir, rel)));
     STOKE_ASSIGN_OR_RETURN(size_t file_col, reader->FindColumn("file"));
-    STOKE_ASSIGN_OR_RETURN(size_t id_col, reader->FindColumn("id"));
     STOKE_ASSIGN_OR_RETURN(auto files, reader->ReadColumn(file_col));
-    STOKE_ASSIGN_OR_RETURN(auto ids, reader->ReadColumn(id_col));
-    for (auto& f : std::get<std::vector<std::string>>(files.values)) names->insert(std::move(f));
-    for (int64_t id : std::get<std::vector<int64_t>>(ids.values)) *max_id = std::max(*max_id, id);
-  }
-  return Status::OK();
+    int64_t file_max = -1;
+    if (needs_ids[i]) {
+      STOKE_ASSIGN_OR_RETURN(size_t id_col, reader->FindColumn("id"));
+      STOKE_ASSIGN_OR_RETURN(auto ids, reader->ReadColumn(id_col));
+      for (int64_t id : std::get<std::vector<int64_t>>(ids.values)) file_max = std::max(file_max, id);
+    }
+    MutexLock lock(&mu);
+    for (auto& f : std::get<std::vector<std::string>>(files.values)) {
+      if (std::binary_search(candidates.begin(), candidates.end(), f)) names->insert(std::move(f));
+    }
+    *max_id = std::max(*max_id, file_max);
+    return Status::OK();
+  });
+}
+
+// Shard `index` of `count` owns source files [index * n / count, (index + 1) * n / count) of the
+// sorted listing: contiguous name ranges, so each shard's data files have disjoint `file` ranges.
+std::pair<size_t, size_t> ShardRange(size_t n, int64_t index, int64_t count) {
+  auto bound = [&](int64_t k) { return static_cast<size_t>(static_cast<unsigned __int128>(n) * static_cast<uint64_t>(k) / static_cast<uint64_t>(count)); };
+  return {bound(index), bound(index + 1)};
+}
+
+// Names one sharded ingest run: the source, the shard count and the whole sorted listing, so every
+// shard of the same run (and a re-run of a killed one) computes the same id, and shards that saw
+// different listings are different runs.
+std::string ShardRunId(const IngestOptions& o, const NpySources& sources) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  auto mix = [&](std::string_view bytes) {
+    for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;  // separator
+  };
+  mix(o.source_dir);
+  mix(std::to_string(o.shard_count));
+  for (const auto& f : sources.files) mix(f.name);
+  return fmt::format("{:016x}", h);
+}
+
+// The metaData action of a table created (or overwritten) by this ingest.
+delta::Metadata NewTableMetadata(const IngestOptions& o, const NpySources& sources, const std::string& partition,
+                                 const delta::Snapshot* snap) {
+  delta::Metadata meta;
+  meta.id = snap ? snap->metadata.id : RandomUuid();
+  meta.schema_string = delta::SchemaToSparkJson(sources.columns);
+  if (snap) meta.configuration = snap->metadata.configuration;
+  meta.configuration[kTensorsMetadataKey] = TensorSpecsToJson(sources.columns);
+  meta.configuration[kCodecPolicyKey] = o.codec;
+  if (!partition.empty()) meta.partition_columns = {partition};
+  meta.created_time = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count());
+  return meta;
+}
+
+// Sharded ingest: the shards must not race to create the table (the losers would have to rewrite
+// their data files), so the table is created first, empty, by whichever shard gets there first.
+Status CreateTableForShards(const IngestOptions& o, const NpySources& sources) {
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
+  delta::DeltaLog log(*where.storage, where.path);
+  STOKE_ASSIGN_OR_RETURN(int64_t version, log.LatestVersion());
+  if (version >= 0) return Status::OK();
+  std::vector<delta::Action> actions = {delta::Protocol{}, NewTableMetadata(o, sources, o.partition_by, nullptr)};
+  nlohmann::json params = {{"description", "created for a sharded ingest"}, {"source", o.source_dir}};
+  auto created = log.Commit(-1, std::move(actions), delta::CommitKind::kExclusive, "CREATE TABLE", params);
+  if (created.ok() || created.status().code() == StatusCode::kConflict) return Status::OK();  // another shard won
+  return created.status().WithContext(fmt::format("ingest into '{}'", o.table_dir));
 }
 
 // A partition directory name, escaped as Hive and Spark do (ExternalCatalogUtils.escapePathName).
@@ -105,10 +204,16 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
   const std::string& table_dir = where.path;  // o.table_dir in messages
   Stopwatch watch;
   IngestReport report;
-  report.source_files = static_cast<int64_t>(sources.files.size());
   delta::DeltaLog log(fs, table_dir);
   STOKE_ASSIGN_OR_RETURN(int64_t read_version, log.LatestVersion());
   const bool overwrite = o.mode == "overwrite";
+
+  const bool sharded = o.shard_count > 1;
+  const std::string run = sharded ? ShardRunId(o, sources) : "";
+  const auto [shard_begin, shard_end] = ShardRange(sources.files.size(), o.shard_index, o.shard_count);
+  std::vector<std::string> candidates;  // the source names this ingest may add, sorted
+  for (size_t i = shard_begin; i < shard_end; ++i) candidates.push_back(sources.files[i].name);
+  report.source_files = static_cast<int64_t>(candidates.size());
 
   std::optional<delta::Snapshot> snap;
   std::set<std::string> ingested;
@@ -125,7 +230,7 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
     Status same = CheckAppendSchema(table_columns, sources.columns, o.table_dir, JoinPath(sources.dir, sources.files[0].name));
     if (!overwrite) {
       STOKE_RETURN_IF_ERROR(same);
-      STOKE_RETURN_IF_ERROR(ReadIngestedFiles(fs, *snap, table_dir, &ingested, &max_id));
+      STOKE_RETURN_IF_ERROR(ReadIngestedFiles(fs, *snap, table_dir, candidates, run, &ingested, &max_id));
     } else {
       // An overwrite also records its codec (OPTIMIZE rewrites with the table's codec).
       auto codec = snap->metadata.configuration.find(kCodecPolicyKey);
@@ -165,7 +270,7 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
   }
 
   std::vector<int64_t> rows;
-  for (size_t i = 0; i < sources.files.size(); ++i) {
+  for (size_t i = shard_begin; i < shard_end; ++i) {
     if (ingested.count(sources.files[i].name)) {
       ++report.skipped;
     } else {
@@ -200,7 +305,11 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
       if (!value.empty()) part.value = value;
     }
     part.rows.push_back(rows[k]);
-    part.ids.push_back(max_id + 1 + static_cast<int64_t>(k));
+    // Unsharded: ids continue the table's, dense. Sharded: id = base + the file's index in the whole
+    // sorted listing, where base follows the largest id outside this run, so every shard (and a
+    // re-run of a killed one) computes the same ids without talking to the others: unique always,
+    // dense over the run when the table held none of its files before.
+    part.ids.push_back(max_id + 1 + (sharded ? rows[k] : static_cast<int64_t>(k)));
   }
   const NpySources file_sources = partition_label ? WithoutLabel(sources, *partition_label) : sources;
   ProgressBar bar("ingest", rows.size(), "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
@@ -229,18 +338,8 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
 
   std::vector<delta::Action> actions;
   if (schema_changes) {
-    delta::Metadata meta;
-    meta.id = snap ? snap->metadata.id : RandomUuid();
-    meta.schema_string = delta::SchemaToSparkJson(sources.columns);
-    if (snap) meta.configuration = snap->metadata.configuration;
-    meta.configuration[kTensorsMetadataKey] = TensorSpecsToJson(sources.columns);
-    meta.configuration[kCodecPolicyKey] = o.codec;
-    if (!partition.empty()) meta.partition_columns = {partition};
-    meta.created_time = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                 std::chrono::system_clock::now().time_since_epoch())
-                                                 .count());
     if (read_version < 0) actions.push_back(delta::Protocol{});
-    actions.push_back(std::move(meta));
+    actions.push_back(NewTableMetadata(o, sources, partition, snap ? &*snap : nullptr));
   }
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch()).count();
@@ -267,6 +366,7 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
     a.modification_time = w.modification_time_ms;
     a.data_change = true;
     a.stats = std::move(w.stats);
+    if (sharded) a.tags[kIngestRunTag] = run;
     actions.push_back(std::move(a));
     report.rows += w.rows;
     report.bytes_out += static_cast<int64_t>(w.bytes);
@@ -275,7 +375,28 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
   nlohmann::json params = {{"mode", overwrite ? "Overwrite" : "Append"},
                            {"partitionBy", partition.empty() ? "[]" : "[\"" + partition + "\"]"},
                            {"source", o.source_dir}};
-  auto version = log.Commit(read_version, std::move(actions), delta::CommitKind::kExclusive, "WRITE", params);
+  std::function<bool(const std::vector<delta::Action>&)> other_shard;
+  if (sharded) {
+    const std::string shard = fmt::format("{}/{}", o.shard_index, o.shard_count);
+    const std::string base = std::to_string(max_id + 1);
+    params["shard"] = shard;
+    params["ingestRun"] = run;
+    params["idBase"] = base;
+    // A winner that is another shard of this run, with the same id base, added other source files
+    // with other ids: this commit stays valid on top of it. Anything else re-plans.
+    other_shard = [run, base, shard](const std::vector<delta::Action>& winner) {
+      for (const auto& a : winner) {
+        const auto* info = std::get_if<delta::CommitInfo>(&a);
+        if (info == nullptr) continue;
+        const auto& p = info->value.value("operationParameters", nlohmann::json::object());
+        auto str = [&](const char* key) { return p.is_object() && p.contains(key) && p[key].is_string() ? p[key].get<std::string>() : ""; };
+        return str("ingestRun") == run && str("idBase") == base && !str("shard").empty() && str("shard") != shard;
+      }
+      return false;
+    };
+  }
+  auto version = log.Commit(read_version, std::move(actions), delta::CommitKind::kExclusive, "WRITE", params,
+                            /*max_attempts=*/100, std::move(other_shard));
   if (!version.ok()) {
     // Nothing references the new files: remove them rather than leave orphans for VACUUM.
     for (const auto& w : written) (void)fs.Delete(w.file.path);
@@ -301,8 +422,15 @@ Result<IngestReport> IngestNpy(const IngestOptions& o) {
   WriterOptions wopts;
   STOKE_RETURN_IF_ERROR(SetCodecPolicy(o.codec, &wopts));
   wopts.compression_level = o.compression_level;
+  if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count) {
+    return Status::InvalidArgument(fmt::format("ingest: --shard {}/{}: needs 0 <= index < count", o.shard_index, o.shard_count));
+  }
+  if (o.shard_count > 1 && o.mode != "append") {
+    return Status::InvalidArgument("ingest: --shard needs --mode append (an overwrite cannot be split between processes)");
+  }
   STOKE_ASSIGN_OR_RETURN(NpySources sources, PlanNpySources(o.source_dir, o.labels_csv, o.tensor_column, "ingest"));
   STOKE_RETURN_IF_ERROR(CreateContainerFor(o.table_dir));
+  if (o.shard_count > 1) STOKE_RETURN_IF_ERROR(CreateTableForShards(o, sources));
   // Another writer committing between our read and our commit makes us re-plan from its version
   // (new ids, its files skipped). Backoff with jitter keeps two busy writers from lock-stepping.
   constexpr int kMaxAttempts = 50;

@@ -839,14 +839,45 @@ Status CheckConditionalCommits(Storage& storage, const std::string& table_dir) {
 
 }  // namespace
 
+Status CheckConcurrentCommit(const CommitClaims& mine, const std::vector<Action>& winner, int64_t winner_version,
+                             std::string_view table_dir) {
+  auto conflict = [&](std::string_view why) {
+    return Status::Conflict(fmt::format("table '{}': concurrent commit at version {} {}; this commit (read version {}) was not written",
+                                        table_dir, winner_version, why, mine.read_version));
+  };
+  if (mine.kind == CommitKind::kExclusive && !(mine.exclusive_allows && mine.exclusive_allows(winner))) {
+    return conflict(mine.read_version == -1 ? "created the table first" : "came first, and this commit depends on the version it read");
+  }
+  for (const Action& a : winner) {
+    if (std::holds_alternative<Protocol>(a)) return conflict("changed the protocol");
+    if (std::holds_alternative<Metadata>(a)) return conflict("changed the table metadata");
+    if (const auto* t = std::get_if<Txn>(&a); t && mine.app_ids.count(t->app_id)) {
+      return conflict(fmt::format("carries a transaction of the same application '{}'", t->app_id));
+    }
+    if (const auto* add = std::get_if<AddFile>(&a)) {
+      auto p = DecodePath(add->path);
+      if (p.ok() && mine.adds.count(*p)) return conflict(fmt::format("added the same file '{}'", *p));
+    }
+    if (const auto* rm = std::get_if<RemoveFile>(&a)) {
+      auto p = DecodePath(rm->path);
+      if (p.ok() && mine.removes.count(*p)) return conflict(fmt::format("removed '{}', which this commit removes", *p));
+    }
+  }
+  return Status::OK();
+}
+
 Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actions, CommitKind kind,
                                  const std::string& operation, const nlohmann::json& operation_parameters,
-                                 int max_attempts) const {
+                                 int max_attempts, std::function<bool(const std::vector<Action>&)> exclusive_allows) const {
   if (read_version < -1) return Status::InvalidArgument(fmt::format("Commit: read_version {} < -1", read_version));
   if (max_attempts < 1) return Status::InvalidArgument("Commit: max_attempts must be at least 1");
 
   // What this commit touches, for the conflict checks.
-  std::set<std::string> adds, removes, app_ids;
+  CommitClaims claims;
+  claims.read_version = read_version;
+  std::set<std::string>& adds = claims.adds;
+  std::set<std::string>& removes = claims.removes;
+  std::set<std::string>& app_ids = claims.app_ids;
   bool has_protocol = false, has_metadata = false;
   int commit_infos = 0;
   for (Action& a : actions) {
@@ -878,9 +909,12 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
   CommitKind effective = kind;
   if (read_version == -1 || has_protocol || has_metadata) {
     effective = CommitKind::kExclusive;
+    exclusive_allows = nullptr;  // creating the table or changing metadata never goes on top of a winner
   } else if (kind == CommitKind::kBlindAppend && !removes.empty()) {
     effective = CommitKind::kRewrite;
   }
+  claims.kind = effective;
+  claims.exclusive_allows = std::move(exclusive_allows);
 
   if (commit_infos == 0) {
     json params = json::object();
@@ -937,7 +971,7 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
       return version;
     }
     if (s.code() != StatusCode::kAlreadyExists) return s;
-    if (effective == CommitKind::kExclusive) {
+    if (effective == CommitKind::kExclusive && !claims.exclusive_allows) {
       return Status::Conflict(fmt::format(
           "table '{}': version {} was committed by another writer first; a {} commit cannot be retried on top of it",
           table_dir_, version, read_version == -1 ? "table-creating" : "metadata-changing"));
@@ -954,26 +988,7 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
         return text.status();
       }
       STOKE_ASSIGN_OR_RETURN(auto winner, ParseCommit(*text, path));
-      for (const Action& a : winner) {
-        auto conflict = [&](std::string_view why) {
-          return Status::Conflict(
-              fmt::format("table '{}': concurrent commit at version {} {}; this commit (read version {}) was not written",
-                          table_dir_, w, why, read_version));
-        };
-        if (std::holds_alternative<Protocol>(a)) return conflict("changed the protocol");
-        if (std::holds_alternative<Metadata>(a)) return conflict("changed the table metadata");
-        if (const auto* t = std::get_if<Txn>(&a); t && app_ids.count(t->app_id)) {
-          return conflict(fmt::format("carries a transaction of the same application '{}'", t->app_id));
-        }
-        if (const auto* add = std::get_if<AddFile>(&a)) {
-          auto p = DecodePath(add->path);
-          if (p.ok() && adds.count(*p)) return conflict(fmt::format("added the same file '{}'", *p));
-        }
-        if (const auto* rm = std::get_if<RemoveFile>(&a)) {
-          auto p = DecodePath(rm->path);
-          if (p.ok() && removes.count(*p)) return conflict(fmt::format("removed '{}', which this commit removes", *p));
-        }
-      }
+      STOKE_RETURN_IF_ERROR(CheckConcurrentCommit(claims, winner, w, table_dir_));
       checked = w;
     }
     version = latest + 1;

@@ -11,8 +11,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -125,6 +127,25 @@ enum class CommitKind {
                   // skips files already in the table; it re-plans on Conflict)
 };
 
+// What a commit claims, for checking it against a concurrent commit that took its version first.
+struct CommitClaims {
+  int64_t read_version = -1;
+  CommitKind kind = CommitKind::kExclusive;  // the effective kind (see DeltaLog::Commit)
+  std::set<std::string> adds, removes;       // decoded paths
+  std::set<std::string> app_ids;             // txn application ids
+  // kExclusive only: a winner for which this returns true does not by itself conflict (the
+  // checks below still apply), e.g. another shard of the same sharded ingest.
+  std::function<bool(const std::vector<Action>& winner)> exclusive_allows;
+};
+
+// OK when `winner`, committed at `winner_version` after this commit's read version, leaves this
+// commit valid on top of it; otherwise Conflict naming the version and the reason. The rules:
+// a kExclusive commit conflicts with every winner (unless exclusive_allows says otherwise); every
+// kind conflicts with a winner that changed the protocol or metadata, added a file this commit
+// adds, removed a file this commit removes, or carries a txn of an application this commit does.
+Status CheckConcurrentCommit(const CommitClaims& mine, const std::vector<Action>& winner, int64_t winner_version,
+                             std::string_view table_dir);
+
 // Thread-safe: methods may be called concurrently; different processes coordinate only through
 // the storage's put-if-absent.
 class DeltaLog {
@@ -153,9 +174,13 @@ class DeltaLog {
   // kBlindAppend, and for kRewrite when no winning commit removed a file this commit removes, and
   // no winner changed metadata or protocol, it retries on the next version (up to `max_attempts`);
   // otherwise Conflict naming the winning version. Returns the version written.
+  // `exclusive_allows`, for a kExclusive commit that neither creates the table nor changes its
+  // metadata: winners it accepts are checked like any winner (CheckConcurrentCommit) and the commit
+  // retries on top of them instead of failing.
   Result<int64_t> Commit(int64_t read_version, std::vector<Action> actions, CommitKind kind,
                          const std::string& operation, const nlohmann::json& operation_parameters,
-                         int max_attempts = 100) const;
+                         int max_attempts = 100,
+                         std::function<bool(const std::vector<Action>& winner)> exclusive_allows = nullptr) const;
 
  private:
   Storage& storage_;

@@ -229,6 +229,69 @@ TEST(DeltaCommitFile, ParseRejectsMalformedLinesNamingFileAndLine) {
 }
 
 // ------------------------------------------------------------------------------------------------
+// Conflict rules, one winner at a time.
+
+TEST(DeltaConflicts, EachRuleDecidesAsTheProtocolSays) {
+  auto claims = [](CommitKind kind, std::set<std::string> adds, std::set<std::string> removes,
+                   std::set<std::string> apps = {}) {
+    CommitClaims c;
+    c.read_version = 3;
+    c.kind = kind;
+    c.adds = std::move(adds);
+    c.removes = std::move(removes);
+    c.app_ids = std::move(apps);
+    return c;
+  };
+  Metadata meta;
+  meta.id = "x";
+  struct Case {
+    const char* what;
+    CommitClaims mine;
+    std::vector<Action> winner;
+    bool conflicts;
+    const char* reason;  // in the message when it conflicts
+  };
+  CommitClaims shard = claims(CommitKind::kExclusive, {"s1"}, {});
+  shard.exclusive_allows = [](const std::vector<Action>& w) { return w.size() == 1 && std::holds_alternative<AddFile>(w[0]); };
+  const std::vector<Case> cases = {
+      {"append after append", claims(CommitKind::kBlindAppend, {"a"}, {}), {NewAdd("b")}, false, ""},
+      {"append after the same add", claims(CommitKind::kBlindAppend, {"a"}, {}), {NewAdd("a")}, true, "added the same file 'a'"},
+      {"append after metadata", claims(CommitKind::kBlindAppend, {"a"}, {}), {meta}, true, "changed the table metadata"},
+      {"append after protocol", claims(CommitKind::kBlindAppend, {"a"}, {}), {Protocol{}}, true, "changed the protocol"},
+      {"rewrite after append", claims(CommitKind::kRewrite, {"c"}, {"a"}), {NewAdd("b")}, false, ""},
+      {"rewrite after removal of another", claims(CommitKind::kRewrite, {"c"}, {"a"}), {NewRemove("b")}, false, ""},
+      {"rewrite after removal of its input", claims(CommitKind::kRewrite, {"c"}, {"a"}), {NewRemove("a")}, true, "removed 'a'"},
+      {"same application", claims(CommitKind::kBlindAppend, {"a"}, {}, {"app"}), {Txn{"app", 2, std::nullopt}}, true,
+       "same application 'app'"},
+      {"other application", claims(CommitKind::kBlindAppend, {"a"}, {}, {"app"}), {Txn{"other", 2, std::nullopt}}, false, ""},
+      {"exclusive after anything", claims(CommitKind::kExclusive, {"a"}, {}), {NewAdd("b")}, true, "came first"},
+      {"exclusive, winner allowed", shard, {NewAdd("s2")}, false, ""},
+      {"exclusive, allowed winner adding the same file", shard, {NewAdd("s1")}, true, "added the same file 's1'"},
+      {"exclusive, winner not allowed", shard, {NewAdd("s2"), NewAdd("s3")}, true, "came first"},
+  };
+  for (const Case& c : cases) {
+    Status s = CheckConcurrentCommit(c.mine, c.winner, 4, "t");
+    EXPECT_EQ(!s.ok(), c.conflicts) << c.what << ": " << s.ToString();
+    if (c.conflicts) {
+      EXPECT_EQ(s.code(), StatusCode::kConflict) << c.what;
+      EXPECT_NE(s.message().find(c.reason), std::string::npos) << c.what << ": " << s.message();
+      EXPECT_NE(s.message().find("version 4"), std::string::npos) << c.what << ": " << s.message();
+    }
+  }
+}
+
+TEST_F(DeltaLogTest, AnExclusiveCommitGoesOnTopOfTheWinnersItAllows) {
+  DeltaLog log = CreateTable();
+  ASSERT_TRUE(log.Commit(0, {NewAdd("w")}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  auto refused = log.Commit(0, {NewAdd("mine")}, CommitKind::kExclusive, "WRITE", {});
+  EXPECT_EQ(refused.status().code(), StatusCode::kConflict);
+  auto allowed = log.Commit(0, {NewAdd("mine")}, CommitKind::kExclusive, "WRITE", {}, 100,
+                            [](const std::vector<Action>&) { return true; });
+  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
+  EXPECT_EQ(*allowed, 2);
+}
+
+// ------------------------------------------------------------------------------------------------
 // Tables.
 
 TEST_F(DeltaLogTest, NoTableHasLatestVersionMinusOneAndNoSnapshot) {
