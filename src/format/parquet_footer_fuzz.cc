@@ -8,30 +8,11 @@
 
 #include "format/parquet_nested.h"
 #include "format/parquet_reader.h"
+#include "io/memory_file.h"
 
-namespace {
-
-class MemoryFile : public stoke::RandomAccessFile {
- public:
-  MemoryFile(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-  stoke::Status ReadAt(uint64_t offset, stoke::MutableByteView dst) const override {
-    if (offset > size_ || dst.size() > size_ - offset) return stoke::Status::IOError("read past end");
-    std::memcpy(dst.data(), data_ + offset, dst.size());
-    return stoke::Status::OK();
-  }
-  uint64_t size() const override { return size_; }
-  const std::string& path() const override { return path_; }
-
- private:
-  const uint8_t* data_;
-  size_t size_;
-  std::string path_ = "fuzz.parquet";
-};
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto r = stoke::ParquetReader::Open(std::make_unique<MemoryFile>(data, size));
+  auto r = stoke::ParquetReader::Open(std::make_unique<stoke::MemoryFile>(data, size, "fuzz.parquet"));
   if (!r.ok()) return 0;
   stoke::AlignedBuffer cell;
   for (size_t c = 0; c < (*r)->columns().size() && c < 8; ++c) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "format/parquet_nested.h"
+#include "format/parquet_reader.h"
 #include "table/delta_log.h"
 
 namespace stoke::delta {
@@ -23,6 +24,12 @@ Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snaps
 // The actions of the checkpoint at `version` (all of its parts). NotFound when there is none,
 // Corruption naming the file when one is malformed, Unsupported for V2 checkpoints with sidecars.
 Result<std::vector<Action>> ReadCheckpoint(Storage& storage, const std::string& log_dir, int64_t version);
+
+// The actions of one checkpoint file read column by column, with no JSON in between (what
+// ReadCheckpoint uses first). Unsupported, with nothing usable appended, when the file has a shape
+// this reader does not handle (deeper nesting, unknown action columns); the generic reader
+// (ReadNestedParquet) reads those. Corruption naming the file and row for malformed actions.
+Status ReadCheckpointColumns(const ParquetReader& reader, std::vector<Action>* out);
 
 // The checkpoint file names of `version` present in `names` (one classic file, or every part of
 // a complete multi-part checkpoint); empty when there is no complete checkpoint at that version.
