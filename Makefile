@@ -63,6 +63,7 @@ bench: build
 	@bash bench/load_vs_baselines.sh $(BUILD)/stoke
 	@bash bench/sample_sizes.sh $(BUILD)/stoke
 	@bash bench/blob_storage.sh $(BUILD)/stoke
+	@bash bench/scale.sh $(BUILD)/stoke
 	@bash bench/loader_open.sh $(BUILD)/stoke
 	@bash bench/python_overhead.sh $(BUILD)/stoke
 	@bash bench/train_volumes.sh $(BUILD)/stoke

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The published scale: N samples (default 650,000) as N small .npy files, and every step of a table's
+# life at that file count, with wall time and peak RSS per step:
+#   ingest (defaults), ingest --rows-per-file 1 (N data files), inspect (warm), query --count on a
+#   label, the loader's open (sample index build) and a short load under `ulimit -n 1024`, optimize
+#   of the N-file table, vacuum of the N removed files, and sharded ingest (4 processes against 1).
+# Long-running (about 20-30 minutes at the default N on a 2-core machine; disk: ~8 GB): part of
+# `make bench`, never of `make test`.
+#   bench/scale.sh [STOKE_BIN]    env: BENCH_SCALE_SAMPLES (default 650000), BENCH_DIR (default
+#   build/bench-scale), BENCH_KEEP=1 keeps the source files between runs
+set -euo pipefail
+cd "$(dirname "$0")/.."
+stoke=$(realpath "${1:-build/stoke}")
+n=${BENCH_SCALE_SAMPLES:-650000}
+work=${BENCH_DIR:-build/bench-scale}
+mkdir -p "$work"
+src="$work/src"
+if [ ! -d "$src" ] || [ "$(find "$src" -maxdepth 1 -name '*.npy' | wc -l)" -ne "$n" ]; then
+  rm -rf "$src"
+  echo "scale: writing $n volumes of 4 KB to $src" >&2
+  "$stoke" --no-progress synth volumes --samples "$n" --shape 16,16,4 --channels 1 --out "$src" >/dev/null
+fi
+rm -rf "$work"/t_* "$work"/shard_*
+
+rows=()
+# step NAME CMD...: runs CMD under /usr/bin/time, records wall seconds and peak RSS (MB).
+step() {
+  local name=$1
+  shift
+  local secs kb
+  /usr/bin/time -f "TIME %e %M" "$@" >"$work/last.out" 2>"$work/last.err" || true
+  if ! grep -q '^TIME' "$work/last.err" || grep -q "Command exited with non-zero status" "$work/last.err"; then
+    echo "scale: $name failed:" >&2
+    cat "$work/last.err" "$work/last.out" >&2
+    exit 1
+  fi
+  read -r _ secs kb < <(grep '^TIME' "$work/last.err" | tail -1)
+  rows+=("$(printf '| %-52s | %9.2f | %8.0f |' "$name" "$secs" "$((kb / 1024))")")
+  printf 'scale: %-52s %8.2f s %6d MB\n' "$name" "$secs" "$((kb / 1024))" >&2
+}
+
+labels="$src/labels.csv"
+step "ingest (defaults)" "$stoke" --no-progress ingest "$src" --labels "$labels" --table "$work/t_default"
+step "ingest --rows-per-file 1 ($n data files)" "$stoke" --no-progress ingest "$src" --labels "$labels" \
+  --table "$work/t_files" --rows-per-file 1
+"$stoke" inspect "$work/t_files" >/dev/null  # warm the page cache
+step "inspect (warm)" "$stoke" inspect "$work/t_files"
+step "query --where 'label = 1' --count" "$stoke" query "$work/t_files" --where "label = 1" --count
+count=$(cat "$work/last.out")
+step "query --where 'id < 1000' --count" "$stoke" query "$work/t_files" --where "id < 1000" --count
+step "bench load: open (sample index) + 200 batches, ulimit -n 1024" \
+  bash -c "ulimit -n 1024 && exec \"$stoke\" --no-progress bench load \"$work/t_files\" --batches 200 --json"
+open_s=$(sed -n 's/.*"open_s":\([0-9.]*\).*/\1/p' "$work/last.out")
+sps=$(sed -n 's/.*"samples_per_s":\([0-9.]*\).*/\1/p' "$work/last.out")
+step "bench load again (sample index from its cache)" \
+  bash -c "ulimit -n 1024 && exec \"$stoke\" --no-progress bench load \"$work/t_files\" --batches 200 --json"
+open2_s=$(sed -n 's/.*"open_s":\([0-9.]*\).*/\1/p' "$work/last.out")
+step "optimize ($n files -> target 64 MiB files)" "$stoke" --no-progress optimize "$work/t_files" --target-file-size 64MiB
+files_after=$("$stoke" inspect "$work/t_files" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["files"])')
+step "vacuum --retain 0 ($n removed files)" "$stoke" --no-progress vacuum "$work/t_files" --retain 0
+
+# Sharded ingest: 1 process against 4 processes (--shard i/4), same source, same options.
+step "ingest --rows-per-file 1, 1 process" "$stoke" --no-progress ingest "$src" --labels "$labels" \
+  --table "$work/shard_1" --rows-per-file 1
+one=$(grep '^TIME' "$work/last.err" | tail -1 | awk '{print $2}')
+t0=$(date +%s.%N)
+pids=()
+for i in 0 1 2 3; do
+  "$stoke" --no-progress ingest "$src" --labels "$labels" --table "$work/shard_4" --rows-per-file 1 --shard "$i/4" \
+    >"$work/shard_$i.out" 2>&1 &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+t1=$(date +%s.%N)
+four=$(echo "$t1 - $t0" | bc -l)
+rows+=("$(printf '| %-52s | %9.2f | %8s |' "ingest --rows-per-file 1, 4 processes (--shard i/4)" "$four" "-")")
+sharded_count=$("$stoke" query "$work/shard_4" --count)
+
+echo
+echo "## Scale: $n samples ($(du -sh "$src" | cut -f1) of .npy files), $(nproc) cores"
+echo
+echo "| step | seconds | peak RSS MB |"
+echo "|---|---:|---:|"
+printf '%s\n' "${rows[@]}"
+echo
+echo "label = 1: $count rows; loader open (index build) ${open_s} s, from the index cache ${open2_s} s, ${sps} samples/s;"
+echo "optimize left ${files_after} files; sharded ingest: $sharded_count rows, $(echo "$one / $four" | bc -l | cut -c1-4)x one process."
+[ -n "${BENCH_KEEP:-}" ] || rm -rf "$work"/t_* "$work"/shard_*
