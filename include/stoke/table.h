@@ -101,6 +101,7 @@ struct VacuumOptions {
   std::string table_dir;
   double retain_hours = 168;              // 7 days, as Delta Lake
   bool dry_run = false;                   // list, delete nothing
+  bool progress = true;                   // a progress bar on a terminal while deleting
 };
 
 struct VacuumReport {

@@ -345,6 +345,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (vacuum->parsed()) {
+    vo.progress = !no_progress;
     auto r = stoke::VacuumTable(vo);
     if (!r.ok()) return Fail(r.status());
     for (const auto& f : r->files) std::printf("%s%s\n", vo.dry_run ? "would delete " : "deleted ", f.c_str());

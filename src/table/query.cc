@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "core/thread_pool.h"
 #include "format/row_printer.h"
 #include "stoke/table.h"
 #include "table/scan.h"
@@ -58,15 +59,40 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
   const TableView& t = s.t;
   const bool want_rows = !o.count_only;
   auto limit_reached = [&] { return want_rows && o.limit >= 0 && report->rows >= o.limit; };
-  report->files_total = static_cast<int64_t>(t.snapshot.files.size());
-  for (const auto& add : t.snapshot.files) {
+  const auto& files = t.snapshot.files;
+  report->files_total = static_cast<int64_t>(files.size());
+  // Per file, from its add statistics: -1 no row can match, 1 every row matches (counting: the file
+  // is not opened), 0 it must be read. Parsing the statistics of 100,000s of files is the bulk of a
+  // count, so it runs on every core.
+  std::vector<int8_t> decision(files.size(), 0);
+  std::vector<int64_t> records(files.size(), -1);
+  if (s.where || !want_rows) {
+    constexpr size_t kChunk = 4096;
+    const size_t chunks = (files.size() + kChunk - 1) / kChunk;
+    auto decide = [&](size_t chunk) -> Status {
+      for (size_t i = chunk * kChunk; i < std::min(files.size(), (chunk + 1) * kChunk); ++i) {
+        const auto stats = FileStats(files[i], t.columns, &records[i]);
+        if (s.where && !s.where->MayMatch(stats, records[i])) {
+          decision[i] = -1;
+        } else if (!want_rows && records[i] >= 0 && (!s.where || s.where->MustMatch(stats, records[i]))) {
+          decision[i] = 1;
+        }
+      }
+      return Status::OK();
+    };
+    if (chunks > 1) {
+      ThreadPool pool(0);
+      STOKE_RETURN_IF_ERROR(ParallelFor(pool, chunks, decide));
+    } else if (chunks == 1) {
+      STOKE_RETURN_IF_ERROR(decide(0));
+    }
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    const auto& add = files[i];
     if (limit_reached()) break;
-    int64_t records = -1;
-    const auto stats = FileStats(add, t.columns, &records);
-    if (s.where && !s.where->MayMatch(stats, records)) continue;
-    // Counting: when the add's statistics decide the predicate for every row, the file is not opened.
-    if (!want_rows && records >= 0 && (!s.where || s.where->MustMatch(stats, records))) {
-      report->rows += records;
+    if (decision[i] < 0) continue;
+    if (decision[i] > 0) {
+      report->rows += records[i];
       ++report->files_counted_from_stats;
       continue;
     }
