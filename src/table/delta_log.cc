@@ -947,10 +947,15 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
     info["engineInfo"] = kEngineInfo;
     actions.insert(actions.begin(), CommitInfo{std::move(info)});
   }
-  const std::string bytes = SerializeCommit(actions);
+  // Serialised one action at a time, each freed once written: a commit of 100,000s of files is
+  // never held twice, as objects and as JSON. From here on only the claims are needed.
+  std::string bytes;
   const size_t num_actions = actions.size();
-  // From here on only `adds`, `removes` and `app_ids` are needed: free the actions (a commit of
-  // 100,000s of files holds them twice otherwise, as objects and as JSON).
+  for (Action& a : actions) {
+    bytes += Dump(ActionJson(a));
+    bytes += '\n';
+    a = CommitInfo{};
+  }
   std::vector<Action>().swap(actions);
 
   if (read_version == -1) {
