@@ -15,6 +15,7 @@ import csv
 import json
 import os
 import random
+import shlex
 import shutil
 import signal
 import subprocess
@@ -375,6 +376,20 @@ def test_sharded_ingest_four_processes_one_killed_and_rerun(stoke, tmp_path):
     r = stoke(*args(2))
     assert "nothing to do" in r.stdout, r.stdout
     check_complete(stoke, table, names)
+
+
+def test_a_table_of_more_files_than_descriptors_loads(stoke, tmp_path):
+    """1,500 one-row data files loaded under `ulimit -n 64` (soft and hard): the
+    loader keeps an LRU of open files sized from the limit; every sample arrives."""
+    src = tmp_path / "src"
+    synth(stoke, src, samples=1500, seed=4)
+    table = tmp_path / "table"
+    stoke(*ingest_args(src, table, "--rows-per-file", "1"))
+    cmd = "ulimit -Sn 64 && ulimit -Hn 64 && exec " + shlex.join(stoke.argv("bench", "load", table, "--json"))
+    r = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["samples"] == 1500 and out["table_rows"] == 1500, out
 
 
 def test_shard_option_is_checked(stoke, tmp_path):
