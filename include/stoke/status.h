@@ -61,6 +61,11 @@ class [[nodiscard]] Status {
   bool retryable_ = false;
 };
 
+namespace internal {
+// Prints "stoke: value() of an error result: <status>" to stderr and aborts.
+[[noreturn]] void DieOfBadResultAccess(const Status& status);
+}  // namespace internal
+
 // Either a value or a non-OK Status.
 template <typename T>
 class [[nodiscard]] Result {
@@ -78,16 +83,29 @@ class [[nodiscard]] Result {
     static const Status kOkStatus;
     return ok() ? kOkStatus : std::get<Status>(v_);
   }
-  // REQUIRES: ok().
-  T& value() & { return std::get<T>(v_); }
-  const T& value() const& { return std::get<T>(v_); }
-  T&& value() && { return std::get<T>(std::move(v_)); }
+  // REQUIRES: ok(). On an error, prints the status to stderr and aborts (a programming error,
+  // never an exception whose message is lost).
+  T& value() & {
+    CheckOk();
+    return std::get<T>(v_);
+  }
+  const T& value() const& {
+    CheckOk();
+    return std::get<T>(v_);
+  }
+  T&& value() && {
+    CheckOk();
+    return std::get<T>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
  private:
+  void CheckOk() const {
+    if (!ok()) internal::DieOfBadResultAccess(std::get<Status>(v_));
+  }
   std::variant<Status, T> v_;
 };
 

@@ -1,5 +1,8 @@
 #include "stoke/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace stoke {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -25,6 +28,14 @@ std::string Status::ToString() const {
   out += message_;
   return out;
 }
+
+namespace internal {
+void DieOfBadResultAccess(const Status& status) {
+  std::fprintf(stderr, "stoke: value() of an error result: %s\n", status.ToString().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+}  // namespace internal
 
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;

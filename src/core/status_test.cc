@@ -1,0 +1,47 @@
+#include "stoke/status.h"
+
+#include <gtest/gtest.h>
+
+namespace stoke {
+namespace {
+
+TEST(Status, CarriesCodeMessageAndContext) {
+  Status s = Status::IOError("disk gone", /*retryable=*/true).WithContext("reading a.parquet");
+  EXPECT_EQ(s.code(), StatusCode::kIOError);
+  EXPECT_TRUE(s.retryable());
+  EXPECT_EQ(s.ToString(), "I/O error: reading a.parquet: disk gone");
+  EXPECT_EQ(Status::Unsupported("encoding X").ToString(), "unsupported: encoding X");
+  EXPECT_TRUE(Status::OK().WithContext("x").ok());
+}
+
+Result<int> Half(int v) {
+  if (v % 2) return Status::InvalidArgument("odd");
+  return v / 2;
+}
+
+Status Quarter(int v, int* out) {
+  STOKE_ASSIGN_OR_RETURN(int h, Half(v));
+  STOKE_ASSIGN_OR_RETURN(*out, Half(h));
+  return Status::OK();
+}
+
+TEST(Status, MacrosPropagateErrors) {
+  int q = 0;
+  EXPECT_TRUE(Quarter(8, &q).ok());
+  EXPECT_EQ(q, 2);
+  EXPECT_EQ(Quarter(6, &q).code(), StatusCode::kInvalidArgument);
+  Result<int> r = Status::OK();  // an OK status is not a value
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+}
+
+TEST(StatusDeathTest, ValueOfAnErrorAbortsWithTheStatusMessage) {
+  Result<int> r = Status::NotFound("no such table 't'");
+  EXPECT_DEATH((void)r.value(), "value\\(\\) of an error result: not found: no such table 't'");
+  const Result<std::string> c = Status::Corruption("bad page at offset 12");
+  EXPECT_DEATH((void)c->size(), "corruption: bad page at offset 12");
+  EXPECT_DEATH((void)*Result<int>(Status::IOError("gone")), "I/O error: gone");
+}
+
+}  // namespace
+}  // namespace stoke
