@@ -373,7 +373,7 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
     ++report.files_added;
   }
   nlohmann::json params = {{"mode", overwrite ? "Overwrite" : "Append"},
-                           {"partitionBy", partition.empty() ? "[]" : "[\"" + partition + "\"]"},
+                           {"partitionBy", delta::JsonArrayText(partition)},
                            {"source", o.source_dir}};
   std::function<bool(const std::vector<delta::Action>&)> other_shard;
   if (sharded) {

@@ -1177,6 +1177,11 @@ std::string StatsJsonFromFooter(const parquet::FileMetaData& footer, const std::
 // ---------------------------------------------------------------------------------------------
 // Paths.
 
+std::string JsonArrayText(const std::string& item) {
+  if (item.empty()) return "[]";
+  return json::array({item}).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string EncodePath(std::string_view relative_path) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;

@@ -201,6 +201,11 @@ Result<std::vector<ColumnSpec>> SchemaFromSparkJson(std::string_view json,
 // columns get nullCount only). Values are JSON numbers, strings or booleans.
 std::string StatsJsonFromFooter(const parquet::FileMetaData& footer, const std::vector<ColumnSpec>& columns);
 
+// The operationParameters form of an optional list of one string, as Spark writes it: "[]" for an
+// empty string, else a JSON array holding it (escaped: a quote or backslash in a name or predicate
+// cannot break the commit's JSON).
+std::string JsonArrayText(const std::string& item);
+
 // Percent-encodes a relative path for the add/remove "path" field (RFC 3986: unreserved characters,
 // sub-delims, ':', '@' and '/' stay, as Spark writes them) and decodes it back; a bad escape is
 // InvalidArgument.

@@ -593,6 +593,15 @@ TEST_F(DeltaLogTest, CheckpointsEveryTenCommitsAndOpensFromThem) {
   EXPECT_NE(old.status().message().find("commit 0"), std::string::npos) << old.status().message();
 }
 
+TEST(DeltaCommitFile, ListParametersAreEscapedJson) {
+  EXPECT_EQ(JsonArrayText(""), "[]");
+  EXPECT_EQ(JsonArrayText("label"), "[\"label\"]");
+  const std::string tricky = "name = 'a\"b' AND x\\y";
+  auto parsed = json::parse(JsonArrayText(tricky));
+  ASSERT_TRUE(parsed.is_array());
+  EXPECT_EQ(parsed[0].get<std::string>(), tricky);
+}
+
 TEST_F(DeltaLogTest, ACommitOfVeryManyActionsIsCheckpointedAtOnce) {
   DeltaLog log = CreateTable();
   std::vector<Action> small = {NewAdd("a")};

@@ -410,9 +410,9 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
     report.rows_rewritten += r->rows;
   }
   delta::DeltaLog log(*t.storage, t.dir);
-  nlohmann::json params = {{"predicate", o.where.empty() ? "[]" : "[\"" + o.where + "\"]"},
+  nlohmann::json params = {{"predicate", delta::JsonArrayText(o.where)},
                            {"targetSize", std::to_string(o.target_file_bytes)},
-                           {"sortBy", o.sort_by.empty() ? "[]" : "[\"" + o.sort_by + "\"]"}};
+                           {"sortBy", delta::JsonArrayText(o.sort_by)}};
   auto version = log.Commit(t.snapshot.version, std::move(actions), delta::CommitKind::kRewrite, "OPTIMIZE", params);
   if (!version.ok()) {
     cleanup();
