@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 
+#include "core/thread_pool.h"
 #include "format/parquet_reader.h"
 
 namespace stoke::delta {
@@ -433,35 +434,48 @@ SchemaNode CheckpointSchema() {
 }
 
 Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snapshot& snapshot) {
-  // Each action as Delta's JSON (the commit serialisation), one row per action.
-  std::vector<Action> actions;
-  actions.push_back(snapshot.protocol);
-  actions.push_back(snapshot.metadata);
-  for (const auto& [app, version] : snapshot.app_versions) actions.push_back(Txn{app, version, std::nullopt});
-  for (const auto& f : snapshot.files) actions.push_back(f);
-  for (const auto& [path, r] : snapshot.tombstones) actions.push_back(r);
-  std::vector<json> rows;
-  rows.reserve(actions.size());
-  std::string text = SerializeCommit(actions);
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    json row = json::parse(text.substr(pos, nl - pos), nullptr, false);
-    if (row.is_discarded()) return Status::Internal("checkpoint: serialised action does not parse");
-    rows.push_back(std::move(row));
-    pos = nl + 1;
-  }
+  // One row per action (protocol, metaData, txns, adds, tombstones), each as Delta's JSON, written
+  // kCheckpointPartActions at a time: a large table gets a multi-part checkpoint, so only one
+  // part's rows are ever in memory and readers can read the parts in parallel.
+  const size_t total = 2 + snapshot.app_versions.size() + snapshot.files.size() + snapshot.tombstones.size();
+  const size_t parts = std::max<size_t>(1, (total + kCheckpointPartActions - 1) / kCheckpointPartActions);
   WriterOptions options;
   options.codec = parquet::Codec::kSnappy;  // what Spark writes; every reader has it
-  const std::string final_path = JoinPath(log_dir, CheckpointName(snapshot.version));
-  const std::string tmp = final_path + ".tmp-checkpoint";
-  Status s = WriteNestedParquet(storage, tmp, CheckpointSchema(), rows, options);
-  if (s.ok()) s = storage.Rename(tmp, final_path);
-  if (!s.ok()) {
-    (void)storage.Delete(tmp);
-    return s.WithContext(fmt::format("writing checkpoint {}", final_path));
-  }
-  json last = {{"version", snapshot.version}, {"size", rows.size()}};
+  std::vector<json> rows;
+  size_t part = 0;
+  auto add_row = [&](const Action& a) -> Status {
+    json row = json::parse(SerializeCommit({a}), nullptr, false);
+    if (row.is_discarded()) return Status::Internal("checkpoint: serialised action does not parse");
+    rows.push_back(std::move(row));
+    return Status::OK();
+  };
+  auto flush = [&]() -> Status {
+    ++part;
+    const std::string name = parts == 1 ? CheckpointName(snapshot.version)
+                                        : fmt::format("{:020d}.checkpoint.{:010d}.{:010d}.parquet", snapshot.version, part, parts);
+    const std::string final_path = JoinPath(log_dir, name);
+    const std::string tmp = final_path + ".tmp-checkpoint";
+    Status s = WriteNestedParquet(storage, tmp, CheckpointSchema(), rows, options);
+    if (s.ok()) s = storage.Rename(tmp, final_path);
+    if (!s.ok()) {
+      (void)storage.Delete(tmp);
+      return s.WithContext(fmt::format("writing checkpoint {}", final_path));
+    }
+    rows.clear();
+    return Status::OK();
+  };
+  auto emit = [&](const Action& a) -> Status {
+    STOKE_RETURN_IF_ERROR(add_row(a));
+    return rows.size() == kCheckpointPartActions ? flush() : Status::OK();
+  };
+  STOKE_RETURN_IF_ERROR(emit(snapshot.protocol));
+  STOKE_RETURN_IF_ERROR(emit(snapshot.metadata));
+  for (const auto& [app, version] : snapshot.app_versions) STOKE_RETURN_IF_ERROR(emit(Txn{app, version, std::nullopt}));
+  for (const auto& f : snapshot.files) STOKE_RETURN_IF_ERROR(emit(f));
+  for (const auto& [path, r] : snapshot.tombstones) STOKE_RETURN_IF_ERROR(emit(r));
+  if (!rows.empty()) STOKE_RETURN_IF_ERROR(flush());
+  json last = {{"version", snapshot.version}, {"size", total}};
+  if (parts > 1) last["parts"] = parts;
   std::string last_text = last.dump();
   return WriteFileAtomically(storage, JoinPath(log_dir, "_last_checkpoint"), AsBytes(last_text));
 }
@@ -492,15 +506,16 @@ Result<std::vector<Action>> ReadCheckpoint(Storage& storage, const std::string& 
   STOKE_ASSIGN_OR_RETURN(auto names, storage.ListNames(log_dir));
   std::vector<std::string> files = CheckpointFiles(names, version);
   if (files.empty()) return Status::NotFound(fmt::format("{}: no complete checkpoint at version {}", log_dir, version));
-  std::vector<Action> out;
-  for (const auto& name : files) {
-    const std::string path = JoinPath(log_dir, name);
+  // The parts of a multi-part checkpoint are read in parallel, each into its own list.
+  std::vector<std::vector<Action>> part_actions(files.size());
+  auto read_part = [&](size_t k) -> Status {
+    const std::string path = JoinPath(log_dir, files[k]);
+    std::vector<Action>& out = part_actions[k];
     STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(storage, path));
-    const size_t before = out.size();
     Status columnar = ReadCheckpointColumns(*reader, &out);
-    if (columnar.ok()) continue;
+    if (columnar.ok()) return Status::OK();
     if (columnar.code() != StatusCode::kUnsupported) return columnar;
-    out.resize(before);  // the generic reader starts this file again
+    out.clear();  // the generic reader starts this file again
     STOKE_ASSIGN_OR_RETURN(auto rows, ReadNestedParquet(*reader));
     // One action per row, checked by the same parser as commit lines.
     for (size_t r = 0; r < rows.size(); ++r) {
@@ -518,6 +533,18 @@ Result<std::vector<Action>> ReadCheckpoint(Storage& storage, const std::string& 
         if (parsed) out.push_back(std::move(*parsed));
       }
     }
+    return Status::OK();
+  };
+  if (files.size() == 1) {
+    STOKE_RETURN_IF_ERROR(read_part(0));
+  } else {
+    ThreadPool pool(std::min<size_t>(files.size(), storage.CreateIsAtomic() ? 16 : 0));
+    STOKE_RETURN_IF_ERROR(ParallelFor(pool, files.size(), read_part));
+  }
+  std::vector<Action> out = std::move(part_actions[0]);
+  for (size_t k = 1; k < part_actions.size(); ++k) {
+    out.insert(out.end(), std::make_move_iterator(part_actions[k].begin()), std::make_move_iterator(part_actions[k].end()));
+    std::vector<Action>().swap(part_actions[k]);
   }
   return out;
 }

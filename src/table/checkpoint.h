@@ -14,11 +14,16 @@
 
 namespace stoke::delta {
 
+// A checkpoint of more actions than this is written in parts of at most this many actions
+// (`<version>.checkpoint.<part>.<parts>.parquet`, as PROTOCOL.md describes), read in parallel.
+inline constexpr size_t kCheckpointPartActions = 50000;
+
 // The checkpoint schema stoke writes (a subset of Spark's: the fields of the actions above).
 SchemaNode CheckpointSchema();
 
-// Writes the checkpoint of `snapshot` into `log_dir` (temporary name, then rename, so readers never
-// see a partial file) and then `_last_checkpoint`.
+// Writes the checkpoint of `snapshot` into `log_dir` (each file under a temporary name, then
+// renamed, so readers never see a partial file; a multi-part checkpoint counts only once every part
+// is there) and then `_last_checkpoint`.
 Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snapshot& snapshot);
 
 // The actions of the checkpoint at `version` (all of its parts). NotFound when there is none,

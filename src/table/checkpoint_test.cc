@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "format/parquet_nested.h"
 #include "format/parquet_reader.h"
 
@@ -120,18 +122,33 @@ TEST_F(CheckpointTest, AnotherEnginesCheckpointReadsTheSameBothWays) {
   EXPECT_EQ(SerializeCommit(columnar), GenericReading(path));
 }
 
-TEST_F(CheckpointTest, ManyRowGroupsAndPagesStayAligned) {
-  // More adds than one page of scalars holds (20,000 rows) so cursors cross page boundaries.
-  const Snapshot s = EveryKindOfAction(/*adds=*/45000);
+TEST_F(CheckpointTest, LargeStatesAreWrittenInPartsAndReadBackInOrder) {
+  // More actions than one part holds, and more rows than one page of scalars (20,000), so the
+  // columnar cursors cross page boundaries and the parts are read in parallel.
+  const int adds = static_cast<int>(2 * kCheckpointPartActions + 5000);
+  const Snapshot s = EveryKindOfAction(adds);
   ASSERT_TRUE(WriteCheckpoint(LocalStorage(), dir_, s).ok());
+  const std::string prefix = dir_ + "/00000000000000000012.checkpoint.";
+  for (int part = 1; part <= 3; ++part) {
+    EXPECT_TRUE(std::filesystem::exists(prefix + fmt::format("{:010d}.0000000003.parquet", part))) << part;
+  }
+  EXPECT_FALSE(std::filesystem::exists(prefix + "parquet"));
+  std::ifstream last(dir_ + "/_last_checkpoint");
+  std::string last_text((std::istreambuf_iterator<char>(last)), std::istreambuf_iterator<char>());
+  EXPECT_NE(last_text.find("\"parts\":3"), std::string::npos) << last_text;
+
   auto actions = ReadCheckpoint(LocalStorage(), dir_, 12);
   ASSERT_TRUE(actions.ok()) << actions.status().ToString();
-  ASSERT_EQ(actions->size(), 2u + 2u + 45000u + 3u);
-  const auto& last = std::get<AddFile>((*actions)[4 + 44999]);
-  EXPECT_EQ(last.path, "split=train/part-44999.parquet");
-  EXPECT_EQ(last.size, 1000 + 44999);
-  EXPECT_EQ(last.partition_values.at("site"), std::optional<std::string>("s3"));
-  EXPECT_EQ(SerializeCommit(*actions), GenericReading(dir_ + "/00000000000000000012.checkpoint.parquet"));
+  ASSERT_EQ(actions->size(), 2u + 2u + static_cast<size_t>(adds) + 3u);
+  std::vector<Action> expected = {s.protocol, s.metadata};
+  for (const auto& [app, v] : s.app_versions) expected.push_back(Txn{app, v, std::nullopt});
+  for (const auto& f : s.files) expected.push_back(f);
+  for (const auto& [p, r] : s.tombstones) expected.push_back(r);
+  EXPECT_EQ(SerializeCommit(*actions), SerializeCommit(expected));
+
+  // A part missing: the checkpoint is incomplete, so there is none at that version.
+  std::filesystem::remove(prefix + "0000000002.0000000003.parquet");
+  EXPECT_EQ(ReadCheckpoint(LocalStorage(), dir_, 12).status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(CheckpointTest, CheckpointFilesFindsClassicAndCompleteMultiPartCheckpoints) {
