@@ -89,7 +89,10 @@ Status ReadIngestedFiles(Storage& fs, const delta::Snapshot& snap, const std::st
         const auto& mn = stats.value("minValues", nlohmann::json::object());
         const auto& mx = stats.value("maxValues", nlohmann::json::object());
         if (mn.is_object() && mn.contains("file") && mn["file"].is_string()) lo = mn["file"].get<std::string>();
-        if (mx.is_object() && mx.contains("file") && mx["file"].is_string()) hi = mx["file"].get<std::string>();
+        // A maximum of 32 bytes or more may be truncated by another writer (no longer an upper bound).
+        if (mx.is_object() && mx.contains("file") && mx["file"].is_string() && mx["file"].get<std::string>().size() < 32) {
+          hi = mx["file"].get<std::string>();
+        }
         if (!in_run && mx.is_object() && mx.contains("id") && mx["id"].is_number_integer()) {
           *max_id = std::max(*max_id, mx["id"].get<int64_t>());
           needs_ids[i] = false;
