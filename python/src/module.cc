@@ -360,8 +360,13 @@ auto RunTool(F&& f) {
 py::dict Ingest(const std::string& source_dir, const std::string& table_dir, const std::string& labels,
                 const std::string& mode, const std::string& tensor_column, const std::string& codec,
                 int compression_level, int64_t target_file_bytes, int64_t row_group_bytes, int64_t rows_per_file,
-                const std::string& partition_by, size_t threads, bool progress) {
+                const std::string& partition_by, size_t threads, bool progress,
+                std::optional<std::pair<int64_t, int64_t>> shard) {
   stoke::IngestOptions o;
+  if (shard) {
+    o.shard_index = shard->first;
+    o.shard_count = shard->second;
+  }
   o.source_dir = source_dir;
   o.table_dir = table_dir;
   o.labels_csv = labels;
@@ -546,7 +551,7 @@ PYBIND11_MODULE(_stoke, m) {
         py::arg("mode") = "append", py::arg("tensor_column") = "data", py::arg("codec") = "auto",
         py::arg("compression_level") = 0, py::arg("target_file_bytes") = int64_t{1} << 30,
         py::arg("row_group_bytes") = int64_t{128} << 20, py::arg("rows_per_file") = 0, py::arg("partition_by") = "",
-        py::arg("threads") = 0, py::arg("progress") = true);
+        py::arg("threads") = 0, py::arg("progress") = true, py::arg("shard") = py::none());
   m.def("optimize", &Optimize, py::arg("table_dir"), py::kw_only(), py::arg("target_file_bytes") = int64_t{1} << 30,
         py::arg("row_group_bytes") = int64_t{128} << 20, py::arg("where") = "", py::arg("sort_by") = "",
         py::arg("codec") = "", py::arg("threads") = 0, py::arg("progress") = true);

@@ -171,7 +171,8 @@ def open_table(path: PathLike, version: Optional[int] = None, where: str = "") -
 def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None, mode: str = "append",
            tensor_column: str = "data", codec: str = "auto", compression_level: int = 0,
            target_file_bytes: int = 1 << 30, row_group_bytes: int = 128 << 20, rows_per_file: int = 0,
-           partition_by: str = "", threads: int = 0, progress: bool = True) -> Dict[str, Any]:
+           partition_by: str = "", threads: int = 0, progress: bool = True,
+           shard: Optional[Tuple[int, int]] = None) -> Dict[str, Any]:
     """Ingest the .npy/.npz files of directory `source` into the table at `table` (created when
     missing), as `stoke ingest`.
 
@@ -183,6 +184,10 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
       "lz4_raw", "snappy", "gzip", "uncompressed" for every chunk.
     rows_per_file: exactly this many rows per data file (0: files of about target_file_bytes).
     partition_by: a labels column to partition by (Hive-style directories).
+    shard: (index, count) to ingest only shard `index` of `count`, a contiguous part of the sorted
+      source listing, as `stoke ingest --shard index/count`: `count` processes (on any machines)
+      ingest into one table concurrently with no coordinator, each resumable on its own; ids are
+      the files' places in the sorted listing after the table's existing ids. Needs mode "append".
 
     Returns the report: version (the version committed; when every source file is already in the
     table, the current one with files_added 0), source_files, skipped, rows, files_added,
@@ -190,7 +195,8 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
     return _stoke.ingest(os.fspath(source), os.fspath(table), labels="" if labels is None else os.fspath(labels),
                          mode=mode, tensor_column=tensor_column, codec=codec, compression_level=compression_level,
                          target_file_bytes=target_file_bytes, row_group_bytes=row_group_bytes,
-                         rows_per_file=rows_per_file, partition_by=partition_by, threads=threads, progress=progress)
+                         rows_per_file=rows_per_file, partition_by=partition_by, threads=threads, progress=progress,
+                         shard=shard)
 
 
 def synth_volumes(out: PathLike, samples: int = 2000, shape: Sequence[int] = (30, 30, 10), channels: int = 10,

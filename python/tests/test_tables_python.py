@@ -177,3 +177,20 @@ def test_errors_keep_their_messages(tmp_path, data):
         stoke.ingest(tmp_path / "missing", tmp_path / "t3", progress=False)
     with pytest.raises(stoke.NotFoundError):
         stoke.Table(str(tmp_path / "nope")).history()
+
+
+def test_sharded_ingest_from_python(tmp_path, data):
+    """stoke.ingest(..., shard=(i, n)): three shards in turn build the same rows, with the same
+    ids, as one ingest; a shard run again has nothing to do; bad shards raise ValueError."""
+    table = tmp_path / "sharded"
+    for i in (2, 0, 1):
+        r = stoke.ingest(data["src"], table, labels=data["labels"], tensor_column="volume", shard=(i, 3),
+                         threads=1, progress=False)
+        assert r["source_files"] == N // 3 and r["rows"] == N // 3
+    assert stoke.ingest(data["src"], table, labels=data["labels"], tensor_column="volume", shard=(1, 3),
+                        progress=False)["files_added"] == 0
+    got = stoke.open_table(table).query(columns=["id", "file"])
+    want = stoke.open_table(data["table"]).query(columns=["id", "file"])
+    assert sorted(zip(got["id"].tolist(), got["file"])) == sorted(zip(want["id"].tolist(), want["file"]))
+    with pytest.raises(ValueError, match="--shard"):
+        stoke.ingest(data["src"], tmp_path / "bad", shard=(3, 3), progress=False)
