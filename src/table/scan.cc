@@ -177,26 +177,102 @@ Result<TableView> OpenTableView(const std::string& table_dir, std::optional<int6
   return t;
 }
 
+namespace {
+
+// Reads an add's stats JSON ({"numRecords": n, "minValues": {col: v}, "maxValues": {...},
+// "nullCount": {...}}) as events, straight into the columns' statistics: no document is built
+// (counting a table of 100,000s of files parses as many of these). Same results as reading the
+// parsed document: the last of duplicate keys wins, nested values are unknown, malformed JSON
+// leaves everything unknown.
+class StatsEvents : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  StatsEvents(const std::vector<ColumnSpec>& columns, std::vector<Predicate::ColumnStats>* stats, int64_t* records)
+      : columns_(columns), stats_(*stats), records_(*records) {}
+
+  bool null() override { return Scalar(nlohmann::json()); }
+  bool boolean(bool v) override { return Scalar(nlohmann::json(v)); }
+  bool number_integer(number_integer_t v) override { return Scalar(nlohmann::json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return Scalar(nlohmann::json(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return Scalar(nlohmann::json(v)); }
+  bool string(string_t& v) override { return Scalar(nlohmann::json(std::move(v))); }
+  bool binary(binary_t&) override { return Scalar(nlohmann::json()); }
+  bool start_object(std::size_t) override { return Open(true); }
+  bool start_array(std::size_t) override { return Open(false); }
+  bool end_object() override { return Close(); }
+  bool end_array() override { return Close(); }
+  bool key(string_t& k) override {
+    if (depth_ == 1) {
+      section_ = k == "minValues" ? kMin : k == "maxValues" ? kMax : k == "nullCount" ? kNulls : k == "numRecords" ? kRecords : kOther;
+    } else if (depth_ == 2) {
+      column_ = -1;
+      for (size_t c = 0; c < columns_.size(); ++c) {
+        if (columns_[c].name == k) column_ = static_cast<int>(c);
+      }
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  enum Section { kOther, kRecords, kMin, kMax, kNulls };
+
+  // A value at depth 1 (a top-level member) or 2 (a column's statistic); deeper ones are ignored.
+  bool Scalar(const nlohmann::json& v) {
+    if (depth_ == 0) return false;  // the document is not an object
+    if (depth_ == 1 && section_ == kRecords) {
+      records_ = v.is_number_integer() && (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t{INT64_MAX}) ? v.get<int64_t>() : -1;
+    } else if (depth_ == 2 && in_section_object_ && column_ >= 0) {
+      Predicate::ColumnStats& s = stats_[static_cast<size_t>(column_)];
+      const ColumnSpec& col = columns_[static_cast<size_t>(column_)];
+      if (section_ == kMin) s.min = JsonStat(col, v, false);
+      if (section_ == kMax) s.max = JsonStat(col, v, true);
+      if (section_ == kNulls) s.null_count = v.is_number_integer() ? std::optional<int64_t>(v.get<int64_t>()) : std::nullopt;
+    }
+    return true;
+  }
+  bool Open(bool object) {
+    if (depth_ == 0 && !object) return false;  // the document is not an object
+    if (depth_ == 1) {
+      if (section_ == kRecords) records_ = -1;
+      in_section_object_ = object && (section_ == kMin || section_ == kMax || section_ == kNulls);
+    } else if (depth_ == 2) {
+      Scalar(nlohmann::json::object());  // a nested value: unknown
+    }
+    ++depth_;
+    return true;
+  }
+  bool Close() {
+    --depth_;
+    if (depth_ == 1) in_section_object_ = false;
+    return true;
+  }
+
+  const std::vector<ColumnSpec>& columns_;
+  std::vector<Predicate::ColumnStats>& stats_;
+  int64_t& records_;
+  int depth_ = 0;
+  Section section_ = kOther;
+  bool in_section_object_ = false;
+  int column_ = -1;
+};
+
+}  // namespace
+
 std::map<std::string, Predicate::ColumnStats> FileStats(const delta::AddFile& add, const std::vector<ColumnSpec>& columns,
                                                         int64_t* num_records) {
   std::map<std::string, Predicate::ColumnStats> out;
   *num_records = -1;
-  auto j = add.stats ? nlohmann::json::parse(*add.stats, nullptr, false) : nlohmann::json();
-  if (j.is_discarded() || !j.is_object()) j = nlohmann::json::object();
-  if (j.contains("numRecords") && j["numRecords"].is_number_integer()) *num_records = j["numRecords"].get<int64_t>();
-  for (const auto& col : columns) {
-    Predicate::ColumnStats s;
-    for (auto [key, slot] : {std::pair{"minValues", &s.min}, std::pair{"maxValues", &s.max}}) {
-      if (j.contains(key) && j[key].is_object() && j[key].contains(col.name)) {
-        *slot = JsonStat(col, j[key][col.name], slot == &s.max);
-      }
+  std::vector<Predicate::ColumnStats> stats(columns.size());
+  if (add.stats) {
+    int64_t records = -1;
+    StatsEvents events(columns, &stats, &records);
+    if (nlohmann::json::sax_parse(*add.stats, &events)) {
+      *num_records = records;
+    } else {
+      stats.assign(columns.size(), Predicate::ColumnStats{});  // malformed: nothing is known
     }
-    if (j.contains("nullCount") && j["nullCount"].is_object() && j["nullCount"].contains(col.name) &&
-        j["nullCount"][col.name].is_number_integer()) {
-      s.null_count = j["nullCount"][col.name].get<int64_t>();
-    }
-    out[col.name] = std::move(s);
   }
+  for (size_t c = 0; c < columns.size(); ++c) out[columns[c].name] = std::move(stats[c]);
   for (const auto& col : columns) {
     auto it = add.partition_values.find(col.name);
     if (it != add.partition_values.end()) out[col.name] = PartitionStats(col, it->second, *num_records);

@@ -49,5 +49,42 @@ TEST(Scan, MalformedStatsSkipNothing) {
   EXPECT_EQ(records, -1);
 }
 
+TEST(Scan, FileStatsEdgeCasesMatchTheParsedDocument) {
+  auto cols = testing_support::TestColumns();
+  auto stats_of = [&](const std::string& text, int64_t* records) {
+    delta::AddFile add;
+    add.stats = text;
+    return FileStats(add, cols, records);
+  };
+  int64_t records = 0;
+  // The last of duplicate keys wins; unknown sections and columns are ignored; a nested value is unknown.
+  auto st = stats_of(R"({"tightBounds":{"id":1},"minValues":{"id":5,"zz":1,"id":4,"label":{"a":1}},)"
+                     R"("maxValues":{"id":[1,2],"label":3},"nullCount":{"name":1.5,"id":0},"numRecords":10})",
+                     &records);
+  EXPECT_EQ(records, 10);
+  EXPECT_EQ(st["id"].min, Value{int64_t{4}});
+  EXPECT_FALSE(st["id"].max.has_value());
+  EXPECT_FALSE(st["label"].min.has_value());
+  EXPECT_EQ(st["label"].max, Value{int64_t{3}});
+  EXPECT_EQ(st["id"].null_count, 0);
+  EXPECT_FALSE(st["name"].null_count.has_value());  // not an integer
+  // Wrong types for the column are unknown; numRecords that is not an integer is unknown.
+  st = stats_of(R"({"numRecords":"7","minValues":{"id":"3","name":4},"maxValues":{"label":2.5}})", &records);
+  EXPECT_EQ(records, -1);
+  EXPECT_FALSE(st["id"].min.has_value());
+  EXPECT_FALSE(st["name"].min.has_value());
+  EXPECT_FALSE(st["label"].max.has_value());
+  // Not an object, or trailing garbage: nothing known.
+  for (const char* bad : {"[1,2]", "5", R"({"numRecords":3} x)", R"({"numRecords":3)", "", "null"}) {
+    records = 0;
+    st = stats_of(bad, &records);
+    EXPECT_EQ(records, -1) << bad;
+    for (const auto& [name, s] : st) EXPECT_FALSE(s.min || s.max || s.null_count) << bad << " " << name;
+  }
+  // A huge unsigned count is not a count.
+  stats_of(R"({"numRecords":18446744073709551615})", &records);
+  EXPECT_EQ(records, -1);
+}
+
 }  // namespace
 }  // namespace stoke
