@@ -69,4 +69,4 @@ bench: build
 	@bash bench/train_volumes.sh $(BUILD)/stoke
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz $(BUILD)-tsan
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz $(BUILD)-tsan $(BUILD)-threads
