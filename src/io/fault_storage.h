@@ -1,11 +1,14 @@
 // Storage wrappers for tests and benchmarks:
 //  - FaultInjectingStorage: fails chosen operations on chosen paths (after N calls, a limited number
-//    of times, or with a probability) to test crash consistency and error paths.
+//    of times, or with a probability) to test error paths; or fails the Nth operation overall with
+//    EIO or ENOSPC, or crashes there (a simulated power loss), to test crash consistency.
 //  - ThrottledStorage: adds a fixed latency per request and caps aggregate bandwidth, to emulate
 //    remote storage on a local disk in benchmarks.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +32,15 @@ enum StorageOp : uint32_t {
   kOpRename = 1u << 9,  // matched against the source path
   kOpDelete = 1u << 10,
   kOpPutIfAbsent = 1u << 11,
+  kOpSyncDirectory = 1u << 12,
   kOpAll = 0xffffffffu,
+};
+
+// What FailOperation does to the operation it hits.
+enum class FaultKind {
+  kEIO,     // fails with IOError "Input/output error" (not retryable), before taking effect
+  kENOSPC,  // fails with IOError "No space left on device" (not retryable), before taking effect
+  kCrash,   // a power loss just before the operation: see Crash()
 };
 
 struct FaultRule {
@@ -42,8 +53,25 @@ struct FaultRule {
   Status error = Status::IOError("injected fault", /*retryable=*/true);
 };
 
-// Thread-safe (one mutex guards the rules, counters and random generator). REQUIRES: `base`
-// outlives this object, and this object outlives the files it returns.
+// Every call through this storage and the files it returns is one operation (StorageOp), counted
+// in order whether it fails or not, so a harness can run a workload once to learn how many it
+// makes and then fail or crash each one in turn.
+//
+// The crash model (Crash, FaultKind::kCrash) is that of a local file system losing power, for
+// files written through this wrapper since it was made:
+//  - data: a file appended to since its last Sync is cut back to the length that Sync made
+//    durable (to empty when never synced);
+//  - names: a file created, or renamed into place, whose directory has not been synced since
+//    (SyncDirectory, or a PutIfAbsent into the same directory, which syncs it as the local backend
+//    does) is gone again: a rename is undone (the file it replaced comes back, and its source name
+//    too when that name was durable), a new file is removed.
+// Deletes and CreateDirectories count as durable at once; PutIfAbsent is atomic and durable when it
+// returns OK. After a crash every operation fails with IOError until ResetCrash. The undo copies
+// replaced files into memory at each rename: meant for tests on small files.
+//
+// Thread-safe (one mutex guards the rules, counters, crash state and random generator). A crash
+// waits for the operations in flight to finish, so none lands after the simulated power loss.
+// REQUIRES: `base` outlives this object, and this object outlives the files it returns.
 class FaultInjectingStorage final : public Storage {
  public:
   explicit FaultInjectingStorage(Storage& base, uint64_t seed = 1);
@@ -52,8 +80,29 @@ class FaultInjectingStorage final : public Storage {
   void ClearRules() EXCLUDES(mu_);
   uint64_t faults_injected() const EXCLUDES(mu_);
 
-  // Returns the injected error for (op, path), or OK. Used by the wrapped files too.
+  // Operations counted so far (including those that failed).
+  uint64_t operations() const EXCLUDES(mu_);
+  // Fails the `n`-th operation from now (n >= 1; 1 = the next one) as `kind` says; once. Replaces
+  // an earlier FailOperation that has not fired. Checked before the rules.
+  void FailOperation(uint64_t n, FaultKind kind) EXCLUDES(mu_);
+  // Simulates a power loss now (see the crash model above): undoes what was not durable on the
+  // base storage, then fails every later operation. Returns the first error met while undoing.
+  Status Crash() EXCLUDES(mu_);
+  bool crashed() const EXCLUDES(mu_);
+  // Lets operations through again after a crash, and forgets what was written so far (all of it
+  // now counts as durable).
+  void ResetCrash() EXCLUDES(mu_);
+
+  // Counts one operation and returns its injected error, or OK.
   Status MaybeFail(StorageOp op, const std::string& path) EXCLUDES(mu_);
+
+  // For the files this storage returns. BeginOperation is MaybeFail that, on OK, also marks the
+  // operation in flight until EndOperation (a crash waits for it); the Note functions keep the
+  // crash model's books and are called while the operation is in flight.
+  Status BeginOperation(StorageOp op, const std::string& path) EXCLUDES(mu_);
+  void EndOperation() EXCLUDES(mu_);
+  void NoteAppended(const std::string& path) EXCLUDES(mu_);
+  void NoteSynced(const std::string& path, uint64_t bytes) EXCLUDES(mu_);
 
   Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) override;
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive = false) override;
@@ -64,6 +113,7 @@ class FaultInjectingStorage final : public Storage {
   Status Rename(const std::string& from, const std::string& to) override;
   Status Delete(const std::string& path) override;
   Status PutIfAbsent(const std::string& path, ByteView data) override;
+  Status SyncDirectory(const std::string& dir) override;
 
  private:
   struct RuleState {
@@ -71,11 +121,41 @@ class FaultInjectingStorage final : public Storage {
     uint64_t seen = 0;      // matching calls so far
     uint64_t injected = 0;  // faults injected so far
   };
+  // A file written through this wrapper and not yet wholly durable.
+  struct WrittenState {
+    uint64_t synced_bytes = 0;  // the length its last Sync made durable (0 before any)
+    bool dirty = true;          // appended to (or created) since that Sync
+  };
+  // How to undo a name that a Create or Rename made and no directory sync has made durable yet.
+  struct NameUndo {
+    std::optional<std::string> replaced;  // the bytes of the durable file this name replaced; none: remove the name
+    std::string durable_source;           // Rename from a durable name: put the file back there; "" otherwise
+  };
+
+  // The error of an operation that FailOperation or a rule picks, or OK; counts the operation.
+  Status DecideLocked(StorageOp op, const std::string& path) REQUIRES(mu_);
+  // Sets crashed_, waits for the operations in flight, then undoes on base_ what a power loss
+  // would lose. Holds mu_ throughout, so nothing else runs meanwhile.
+  Status SimulateCrashLocked() REQUIRES(mu_);
+  // Crash-model bookkeeping, called while the operation is in flight.
+  void NoteCreated(const std::string& path, bool existed) EXCLUDES(mu_);
+  void NoteRenamed(const std::string& from, const std::string& to, std::optional<std::string> replaced) EXCLUDES(mu_);
+  void NoteDeleted(const std::string& path) EXCLUDES(mu_);
+  void NoteDirectorySyncedLocked(const std::string& dir) REQUIRES(mu_);
+
   Storage& base_;
   mutable Mutex mu_;
+  CondVar idle_;  // signalled when in_flight_ drops to 0
   std::vector<RuleState> rules_ GUARDED_BY(mu_);
   Rng rng_ GUARDED_BY(mu_);
   uint64_t faults_ GUARDED_BY(mu_) = 0;
+  uint64_t operations_ GUARDED_BY(mu_) = 0;
+  uint64_t fail_at_ GUARDED_BY(mu_) = 0;  // FailOperation: the operation number to fail; 0 = none
+  FaultKind fail_kind_ GUARDED_BY(mu_) = FaultKind::kEIO;
+  bool crashed_ GUARDED_BY(mu_) = false;
+  int in_flight_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, WrittenState> written_ GUARDED_BY(mu_);  // by current path
+  std::map<std::string, NameUndo> new_names_ GUARDED_BY(mu_);    // by path
 };
 
 struct ThrottleOptions {
@@ -104,6 +184,7 @@ class ThrottledStorage final : public Storage {
   Status Rename(const std::string& from, const std::string& to) override;
   Status Delete(const std::string& path) override;
   Status PutIfAbsent(const std::string& path, ByteView data) override;
+  Status SyncDirectory(const std::string& dir) override;
 
  private:
   Storage& base_;

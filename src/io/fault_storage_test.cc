@@ -1,10 +1,13 @@
 #include "io/fault_storage.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <chrono>
 #include <filesystem>
+
+#include "io/uri.h"
 
 namespace stoke {
 namespace {
@@ -79,6 +82,131 @@ TEST_F(WrapperTest, CloseFaultLeavesTheWriteUncommitted) {
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE((*w)->Append(AsBytes("xyz")).ok());
   EXPECT_FALSE((*w)->Close().ok());
+}
+
+std::string Contents(const std::string& path) {
+  auto s = ReadFileToString(LocalStorage(), path);
+  return s.ok() ? *s : "<" + s.status().ToString() + ">";
+}
+
+// A fixed sequence of one operation of each kind, through `fs` in `dir`; returns the first error.
+Status EveryKindOfOperation(Storage& fs, const std::string& dir) {
+  STOKE_ASSIGN_OR_RETURN(auto w, fs.Create(JoinPath(dir, "c.tmp")));         // 1 create
+  STOKE_RETURN_IF_ERROR(w->Append(AsBytes("abc")));                          // 2 append
+  STOKE_RETURN_IF_ERROR(w->Sync());                                          // 3 sync
+  STOKE_RETURN_IF_ERROR(w->Close());                                         // 4 close
+  STOKE_RETURN_IF_ERROR(fs.Rename(JoinPath(dir, "c.tmp"), JoinPath(dir, "c")));  // 5 rename
+  STOKE_RETURN_IF_ERROR(fs.SyncDirectory(dir));                              // 6 sync directory
+  STOKE_RETURN_IF_ERROR(fs.Stat(JoinPath(dir, "c")).status());               // 7 stat
+  STOKE_RETURN_IF_ERROR(fs.ListNames(dir).status());                         // 8 list
+  STOKE_ASSIGN_OR_RETURN(auto r, fs.OpenForRead(JoinPath(dir, "c")));       // 9 open
+  uint8_t buf[3];
+  STOKE_RETURN_IF_ERROR(r->ReadAt(0, MutableByteView(buf, 3)));              // 10 read
+  STOKE_RETURN_IF_ERROR(fs.PutIfAbsent(JoinPath(dir, "p"), AsBytes("p")));   // 11 put-if-absent
+  STOKE_RETURN_IF_ERROR(fs.CreateDirectories(JoinPath(dir, "sub")));         // 12 create directories
+  return fs.Delete(JoinPath(dir, "p"));                                      // 13 delete
+}
+
+TEST_F(WrapperTest, CountsEveryOperationAndFailsTheNthWithTheChosenError) {
+  FaultInjectingStorage counting(LocalStorage());
+  ASSERT_TRUE(EveryKindOfOperation(counting, JoinPath(dir_, "clean")).code() == StatusCode::kNotFound);  // no dir yet
+  ASSERT_TRUE(LocalStorage().CreateDirectories(JoinPath(dir_, "clean")).ok());
+  const uint64_t before = counting.operations();
+  ASSERT_TRUE(EveryKindOfOperation(counting, JoinPath(dir_, "clean")).ok());
+  const uint64_t total = counting.operations() - before;
+  EXPECT_EQ(total, 13u);
+  for (uint64_t n = 1; n <= total; ++n) {
+    for (FaultKind kind : {FaultKind::kEIO, FaultKind::kENOSPC}) {
+      const std::string dir = JoinPath(dir_, fmt::format("n{}-{}", n, static_cast<int>(kind)));
+      ASSERT_TRUE(LocalStorage().CreateDirectories(dir).ok());
+      FaultInjectingStorage fs(LocalStorage());
+      fs.FailOperation(n, kind);
+      Status s = EveryKindOfOperation(fs, dir);
+      EXPECT_EQ(s.code(), StatusCode::kIOError) << n;
+      EXPECT_FALSE(s.retryable());
+      EXPECT_NE(s.message().find(kind == FaultKind::kEIO ? "Input/output error" : "No space left on device"),
+                std::string::npos) << s.message();
+      EXPECT_NE(s.message().find(fmt::format("operation {}", n)), std::string::npos) << s.message();
+      EXPECT_EQ(fs.operations(), n);  // the sequence stops at the failure
+      EXPECT_EQ(fs.faults_injected(), 1u);
+      EXPECT_TRUE(EveryKindOfOperation(fs, JoinPath(dir_, "clean")).code() != StatusCode::kIOError);  // fired once
+    }
+  }
+}
+
+TEST_F(WrapperTest, CrashKeepsOnlyWhatWasSyncedAndUndoesUnsyncedNames) {
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), JoinPath(dir_, "old"), AsBytes("old bytes")).ok());
+  FaultInjectingStorage fs(LocalStorage());
+  // "a": synced, its name made durable, then appended to without a sync.
+  auto a = fs.Create(JoinPath(dir_, "a"));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE((*a)->Append(AsBytes("abc")).ok());
+  ASSERT_TRUE((*a)->Sync().ok());
+  ASSERT_TRUE(fs.SyncDirectory(dir_).ok());
+  ASSERT_TRUE((*a)->Append(AsBytes("def")).ok());
+  ASSERT_TRUE((*a)->Close().ok());
+  // "new": written atomically, which syncs the directory (so nothing may be left pending before).
+  ASSERT_TRUE(WriteFileAtomically(fs, JoinPath(dir_, "new"), AsBytes("new")).ok());
+  // "b": never synced. "c": synced and renamed into place, directory not synced.
+  auto b = fs.Create(JoinPath(dir_, "b"));
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE((*b)->Append(AsBytes("x")).ok());
+  ASSERT_TRUE((*b)->Close().ok());
+  auto c = fs.Create(JoinPath(dir_, "c.tmp"));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->Append(AsBytes("c")).ok());
+  ASSERT_TRUE((*c)->Sync().ok());
+  ASSERT_TRUE((*c)->Close().ok());
+  ASSERT_TRUE(fs.Rename(JoinPath(dir_, "c.tmp"), JoinPath(dir_, "c")).ok());
+  // "old" replaced by a rename without a directory sync; "a.bin" (durable before) renamed away.
+  auto o = fs.Create(JoinPath(dir_, "old.tmp"));
+  ASSERT_TRUE(o.ok());
+  ASSERT_TRUE((*o)->Append(AsBytes("replacement")).ok());
+  ASSERT_TRUE((*o)->Sync().ok());
+  ASSERT_TRUE((*o)->Close().ok());
+  ASSERT_TRUE(fs.Rename(JoinPath(dir_, "old.tmp"), JoinPath(dir_, "old")).ok());
+  ASSERT_TRUE(fs.Rename(JoinPath(dir_, "a.bin"), JoinPath(dir_, "moved.bin")).ok());
+  EXPECT_EQ(Contents(JoinPath(dir_, "old")), "replacement");
+  EXPECT_EQ(Contents(JoinPath(dir_, "a")), "abcdef");
+
+  fs.FailOperation(2, FaultKind::kCrash);
+  EXPECT_TRUE(fs.Stat(JoinPath(dir_, "a")).ok());
+  Status s = fs.Stat(JoinPath(dir_, "a")).status();
+  EXPECT_EQ(s.code(), StatusCode::kIOError);
+  EXPECT_NE(s.message().find("lost power"), std::string::npos) << s.message();
+  EXPECT_TRUE(fs.crashed());
+  EXPECT_FALSE(fs.Delete(JoinPath(dir_, "a")).ok());  // everything fails after the crash
+
+  EXPECT_EQ(Contents(JoinPath(dir_, "a")), "abc");
+  EXPECT_FALSE(std::filesystem::exists(JoinPath(dir_, "b")));
+  EXPECT_FALSE(std::filesystem::exists(JoinPath(dir_, "c")));
+  EXPECT_FALSE(std::filesystem::exists(JoinPath(dir_, "c.tmp")));
+  EXPECT_EQ(Contents(JoinPath(dir_, "new")), "new");
+  EXPECT_EQ(Contents(JoinPath(dir_, "old")), "old bytes");
+  EXPECT_FALSE(std::filesystem::exists(JoinPath(dir_, "old.tmp")));
+  EXPECT_EQ(Contents(JoinPath(dir_, "a.bin")), "0123456789");
+  EXPECT_FALSE(std::filesystem::exists(JoinPath(dir_, "moved.bin")));
+
+  fs.ResetCrash();
+  EXPECT_TRUE(fs.Delete(JoinPath(dir_, "a")).ok());
+}
+
+TEST_F(WrapperTest, RegisteredStorageServesTestUris) {
+  FaultInjectingStorage fs(LocalStorage());
+  {
+    ScopedStorageRegistration reg("wrapper-test", fs);
+    EXPECT_EQ(reg.Uri(dir_), "test://wrapper-test" + dir_);
+    auto where = ResolveStorageLocation(reg.Uri(JoinPath(dir_, "a.bin")));
+    ASSERT_TRUE(where.ok()) << where.status().ToString();
+    EXPECT_EQ(where->storage.get(), &fs);
+    EXPECT_EQ(where->path, JoinPath(dir_, "a.bin"));
+    auto bytes = ReadFileToString(*where->storage, where->path);
+    ASSERT_TRUE(bytes.ok());
+    EXPECT_EQ(*bytes, "0123456789");
+    EXPECT_EQ(fs.operations(), 2u);  // open, read
+  }
+  EXPECT_EQ(ResolveStorageLocation("test://wrapper-test/x").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(ParseStorageUri("test://").status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(WrapperTest, ThrottleAddsLatencyAndCapsBandwidth) {

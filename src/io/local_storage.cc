@@ -294,13 +294,21 @@ class LocalFileSystem final : public Storage {
     int err = errno;
     ::unlink(tmp.c_str());
     if (rc != 0) return ErrnoStatus("create", path, err);  // EEXIST: AlreadyExists
-    // Make the new directory entry durable.
-    std::string dir = std::filesystem::path(path).parent_path().string();
-    int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
+    // The new entry is visible now; make it durable. A failure here leaves it visible but perhaps
+    // not durable, which the caller must learn.
+    Status synced = SyncDirectory(ParentPath(path));
+    if (!synced.ok()) return synced.WithContext(fmt::format("created '{}' but its directory is not synced", path));
+    return Status::OK();
+  }
+
+  Status SyncDirectory(const std::string& dir) override {
+    const std::string d = dir.empty() ? "." : dir;
+    int dfd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return ErrnoStatus("open directory", d, errno);
+    int rc = ::fsync(dfd);
+    int err = errno;
+    ::close(dfd);
+    if (rc != 0) return ErrnoStatus("fsync directory", d, err);
     return Status::OK();
   }
 };
@@ -341,8 +349,19 @@ Status WriteFileAtomically(Storage& storage, const std::string& path, ByteView d
     }
   }
   Status s = storage.Rename(tmp, path);
-  if (!s.ok()) (void)storage.Delete(tmp);
-  return s;
+  if (!s.ok()) {
+    (void)storage.Delete(tmp);
+    return s;
+  }
+  // Without this a power loss can undo the rename although the data was synced.
+  return storage.SyncDirectory(ParentPath(path));
+}
+
+std::string ParentPath(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return "";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
 }
 
 std::string JoinPath(const std::string& a, const std::string& b) {

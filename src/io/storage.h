@@ -65,6 +65,12 @@ class Storage {
   // AlreadyExists. On local disks: a temporary file in the same directory, fsync, link() to the
   // final name (never rename, which would replace), unlink of the temporary.
   virtual Status PutIfAbsent(const std::string& path, ByteView data) = 0;
+  // Makes the entries of directory `dir` durable: files created, renamed or linked into it survive
+  // a power loss once this returns. On local disks an fsync of the directory (a rename or link is
+  // otherwise not durable even when the file's data was synced); nothing on object stores, where a
+  // write is durable when it returns. Whoever publishes a file by rename syncs its directory before
+  // relying on it: before a commit references it, before reporting success.
+  virtual Status SyncDirectory(const std::string& dir) { return Status::OK(); }
   // True when a file made by Create becomes visible only whole, at a successful Close (object
   // stores), so writers need no temporary name and rename; false where it is visible while being
   // written (local file systems).
@@ -81,8 +87,12 @@ Storage& LocalStorage();
 // Reads a whole file into memory.
 Result<std::string> ReadFileToString(Storage& storage, const std::string& path);
 // Writes a whole file: data goes to "<path>.tmp-<random>", is synced, then renamed over `path`,
-// so readers never see a partial file.
+// and the directory is synced, so readers never see a partial file and the new file survives a
+// power loss once this returns OK.
 Status WriteFileAtomically(Storage& storage, const std::string& path, ByteView data);
+
+// The directory part of a path or key ("a/b/c" -> "a/b", "c" -> "").
+std::string ParentPath(const std::string& path);
 
 // Joins two path parts with exactly one '/'.
 std::string JoinPath(const std::string& a, const std::string& b);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "core/mutex.h"
@@ -111,7 +113,15 @@ Result<StorageUri> ParseStorageUri(const std::string& uri) {
     out.path = TrimSlashes(path);
     return out;
   }
-  return Malformed(uri, fmt::format("unknown scheme '{}' (known: file, az, abfss, https, s3)", scheme));
+  if (scheme == "test") {
+    auto [name, path] = SplitFirst(rest);
+    if (name.empty()) return Malformed(uri, "no registered storage name");
+    out.scheme = StorageScheme::kRegistered;
+    out.container = name;
+    out.path = "/" + TrimSlashes(path);
+    return out;
+  }
+  return Malformed(uri, fmt::format("unknown scheme '{}' (known: file, az, abfss, https, s3, test)", scheme));
 }
 
 EnvLookup ProcessEnvironment() {
@@ -122,6 +132,10 @@ EnvLookup ProcessEnvironment() {
 }
 
 namespace {
+
+// ScopedStorageRegistration's storages by name.
+Mutex registered_mu;
+std::map<std::string, Storage*> registered GUARDED_BY(registered_mu);
 
 Result<AzureBlobOptions> AzureOptionsFor(const StorageUri& u, const EnvLookup& env) {
   AzureBlobOptions o;
@@ -177,6 +191,12 @@ Result<std::shared_ptr<Storage>> StorageForUri(const std::string& uri, const Env
   if (u.scheme == StorageScheme::kLocal) {
     return std::shared_ptr<Storage>(&LocalStorage(), [](Storage*) {});  // process-wide, never deleted
   }
+  if (u.scheme == StorageScheme::kRegistered) {
+    MutexLock lock(&registered_mu);
+    auto it = registered.find(u.container);
+    if (it == registered.end()) return Status::NotFound(fmt::format("{}: no storage is registered as '{}'", uri, u.container));
+    return std::shared_ptr<Storage>(it->second, [](Storage*) {});  // owned by the registrant
+  }
   // One Storage (one connection pool) per container, endpoint and credentials, for the process.
   // The key holds the credentials (in memory only, never printed), so that other credentials open
   // another Storage instead of reusing one signed with the first.
@@ -217,5 +237,20 @@ Result<StorageLocation> ResolveStorageLocation(const std::string& uri, const Env
   STOKE_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage, StorageForUri(uri, env));
   return StorageLocation{std::move(storage), u.path};
 }
+
+ScopedStorageRegistration::ScopedStorageRegistration(std::string name, Storage& storage) : name_(std::move(name)) {
+  MutexLock lock(&registered_mu);
+  if (name_.empty() || name_.find('/') != std::string::npos || !registered.emplace(name_, &storage).second) {
+    std::fprintf(stderr, "ScopedStorageRegistration: '%s' is empty, has a '/' or is registered already\n", name_.c_str());
+    std::abort();
+  }
+}
+
+ScopedStorageRegistration::~ScopedStorageRegistration() {
+  MutexLock lock(&registered_mu);
+  registered.erase(name_);
+}
+
+std::string ScopedStorageRegistration::Uri(const std::string& path) const { return "test://" + name_ + path; }
 
 }  // namespace stoke

@@ -5,6 +5,8 @@
 //   abfss://container@account.dfs.core.windows.net/path   (read through the Blob endpoint)
 //   https://account.blob.core.windows.net/container/path
 //   s3://bucket/path                              S3 or an S3-compatible endpoint (AWS_ENDPOINT_URL)
+//   test://name/path                              tests and benchmarks: a Storage registered as
+//                                                 `name` (ScopedStorageRegistration), path "/path"
 //
 // Anything else with a scheme ("foo://x", "az:/x", "az://" without a container) is InvalidArgument:
 // it never falls back to a local directory named "az:". A relative local path whose first segment
@@ -26,13 +28,14 @@
 
 namespace stoke {
 
-enum class StorageScheme { kLocal, kAzureBlob, kS3 };
+enum class StorageScheme { kLocal, kAzureBlob, kS3, kRegistered };
 
 struct StorageUri {
   StorageScheme scheme = StorageScheme::kLocal;
   std::string account;    // Azure account when the URI names it (abfss://, https://), else ""
-  std::string container;  // Azure container or S3 bucket; "" for local
-  std::string path;       // key prefix within the container (no leading '/'), or the local path
+  std::string container;  // Azure container or S3 bucket; the registered name; "" for local
+  std::string path;       // key prefix within the container (no leading '/'), or the local path,
+                          // or the path inside a registered storage (with its leading '/')
 };
 
 // Parses a path or URI. Pure; does not look at the environment.
@@ -63,5 +66,26 @@ Status CreateContainerFor(const std::string& uri, const EnvLookup& env = Process
 
 // The Storage for a URI's container/bucket (or the local file system).
 Result<std::shared_ptr<Storage>> StorageForUri(const std::string& uri, const EnvLookup& env = ProcessEnvironment());
+
+// For tests and benchmarks only: while it lives, "test://<name>/<path>" resolves to `storage` and
+// the path "/<path>", so that operations that take a table path or URI (IngestNpy, OptimizeTable,
+// VacuumTable, CheckpointTable, queries, the loader) run unchanged on a wrapper such as
+// FaultInjectingStorage over the local file system. It is process-wide state, which is why
+// nothing else may use it. Thread-safe. REQUIRES: `storage` outlives this object, `name` is not
+// registered already (checked: aborts), and no operation on its URIs is still running when it is
+// destroyed.
+class ScopedStorageRegistration {
+ public:
+  ScopedStorageRegistration(std::string name, Storage& storage);
+  ~ScopedStorageRegistration();
+  ScopedStorageRegistration(const ScopedStorageRegistration&) = delete;
+  ScopedStorageRegistration& operator=(const ScopedStorageRegistration&) = delete;
+
+  // The URI of `path` (absolute, starting with '/') in the registered storage.
+  std::string Uri(const std::string& path) const;
+
+ private:
+  std::string name_;
+};
 
 }  // namespace stoke
