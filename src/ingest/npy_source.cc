@@ -11,6 +11,7 @@
 #include <cmath>
 #include <future>
 #include <random>
+#include <set>
 #include <unordered_map>
 
 #include "core/buffer_pool.h"
@@ -464,6 +465,17 @@ Result<std::vector<WrittenFile>> WriteNpyRows(const NpySources& s, const std::ve
     for (const auto& p : cleanup) (void)fs.Delete(p);
     for (const auto& w : written) (void)fs.Delete(w.path);
     return status;
+  }
+  // The renames published the files; a power loss could still undo them until their directories
+  // are synced, and a commit must never refer to a file that may vanish.
+  std::set<std::string> dirs;
+  for (const auto& w : written) dirs.insert(ParentPath(w.path));
+  for (const auto& d : dirs) {
+    status = fs.SyncDirectory(d);
+    if (!status.ok()) {
+      for (const auto& w : written) (void)fs.Delete(w.path);
+      return status;
+    }
   }
   return written;
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -374,6 +375,15 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
       if (r) (void)t.storage->Delete(r->path);
     }
   };
+  // The renames published the new files; sync their directories so that a power loss cannot undo
+  // them once the commit refers to them.
+  std::set<std::string> dirs;
+  for (const auto& r : results) {
+    if (r) dirs.insert(ParentPath(r->path));
+  }
+  for (const auto& d : dirs) {
+    if (s.ok()) s = t.storage->SyncDirectory(d);
+  }
   if (!s.ok()) {
     cleanup();
     return s;
