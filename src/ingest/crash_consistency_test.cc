@@ -323,5 +323,44 @@ TEST_F(CrashConsistencyTest, EveryFaultPointLeavesACommittedVersion) {
   std::printf("crash consistency: %lld fault points covered;%s\n", static_cast<long long>(covered), summary.c_str());
 }
 
+// The local storage, except that a put-if-absent takes effect and then reports an I/O error (as
+// when the directory sync after the link fails, or an object store's response is lost).
+class PutTakesEffectButFails final : public Storage {
+ public:
+  Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& p) override { return base_.OpenForRead(p); }
+  Result<std::unique_ptr<WritableFile>> Create(const std::string& p, bool exclusive) override {
+    return base_.Create(p, exclusive);
+  }
+  Result<std::vector<DirEntry>> List(const std::string& d) override { return base_.List(d); }
+  Result<std::vector<std::string>> ListNames(const std::string& d) override { return base_.ListNames(d); }
+  Result<DirEntry> Stat(const std::string& p) override { return base_.Stat(p); }
+  Status CreateDirectories(const std::string& p) override { return base_.CreateDirectories(p); }
+  Status Rename(const std::string& from, const std::string& to) override { return base_.Rename(from, to); }
+  Status Delete(const std::string& p) override { return base_.Delete(p); }
+  Status SyncDirectory(const std::string& d) override { return base_.SyncDirectory(d); }
+  Status PutIfAbsent(const std::string& p, ByteView data) override {
+    STOKE_RETURN_IF_ERROR(base_.PutIfAbsent(p, data));
+    return Status::IOError(fmt::format("fsync directory of '{}': Input/output error (injected)", p));
+  }
+
+ private:
+  Storage& base_ = LocalStorage();
+};
+
+TEST_F(CrashConsistencyTest, ACommitThatTookEffectDespiteAnErrorKeepsItsFiles) {
+  for (size_t k : {size_t{0}, size_t{2}}) {  // ingest creating the table, optimize
+    const Workload w = kWorkloads[k];
+    const std::string dir = fmt::format("{}/unknown{}", root_, k);
+    CopyTable(templates_[k], dir);
+    PutTakesEffectButFails storage;
+    ScopedStorageRegistration reg("put-fails", storage);
+    Status s = RunWorkload(w, reg.Uri(dir));
+    EXPECT_EQ(s.code(), StatusCode::kIOError) << WorkloadName(w) << ": " << s.ToString();
+    auto state = ReadState(dir);  // committed: every file it names must still be there
+    ASSERT_TRUE(state.ok()) << WorkloadName(w) << ": " << state.status().ToString();
+    EXPECT_EQ(*state, states_[k + 1]) << WorkloadName(w);
+  }
+}
+
 }  // namespace
 }  // namespace stoke

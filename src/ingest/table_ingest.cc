@@ -401,8 +401,13 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
   auto version = log.Commit(read_version, std::move(actions), delta::CommitKind::kExclusive, "WRITE", params,
                             /*max_attempts=*/100, std::move(other_shard));
   if (!version.ok()) {
-    // Nothing references the new files: remove them rather than leave orphans for VACUUM.
-    for (const auto& w : written) (void)fs.Delete(w.file.path);
+    // Nothing references the new files: remove them rather than leave orphans for VACUUM. Except
+    // after an I/O error, which may have hit the commit's own put after it took effect (a local
+    // directory sync after the link, a PUT whose response was lost): the files then stay, and
+    // VACUUM removes them if the commit did not happen.
+    if (version.status().code() != StatusCode::kIOError) {
+      for (const auto& w : written) (void)fs.Delete(w.file.path);
+    }
     return version.status().WithContext(fmt::format("ingest into '{}'", o.table_dir));
   }
   report.version = *version;

@@ -425,7 +425,8 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
                            {"sortBy", delta::JsonArrayText(o.sort_by)}};
   auto version = log.Commit(t.snapshot.version, std::move(actions), delta::CommitKind::kRewrite, "OPTIMIZE", params);
   if (!version.ok()) {
-    cleanup();
+    // After an I/O error the commit may have taken effect all the same (see IngestNpy): keep the files.
+    if (version.status().code() != StatusCode::kIOError) cleanup();
     return version.status().WithContext(fmt::format("optimize '{}'", o.table_dir));
   }
   report.version = *version;
