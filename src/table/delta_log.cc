@@ -762,7 +762,11 @@ Result<Snapshot> DeltaLog::ReadSnapshot(std::optional<int64_t> version) const {
     }
     STOKE_ASSIGN_OR_RETURN(auto actions, ParseCommit(*text, path));
     STOKE_RETURN_IF_ERROR(replayer.Apply(actions, path));
-    if (v == target) timestamp = CommitTimestamp(actions).value_or(FileTime(storage_, path));
+    if (v == target) {
+      // The file's time only when the commit has no timestamp (a stat is a request on object stores).
+      std::optional<int64_t> ts = CommitTimestamp(actions);
+      timestamp = ts ? *ts : FileTime(storage_, path);
+    }
   }
   if (start > target) {  // the snapshot is the checkpoint itself
     std::optional<int64_t> ts = FirstLineTimestamp(storage_, CommitPath(target));
@@ -794,7 +798,8 @@ Result<std::vector<CommitSummary>> DeltaLog::History(int64_t limit) const {
     STOKE_ASSIGN_OR_RETURN(auto actions, ParseCommit(text, path));
     CommitSummary s;
     s.version = version;
-    s.timestamp = CommitTimestamp(actions).value_or(FileTime(storage_, path));
+    std::optional<int64_t> ts = CommitTimestamp(actions);
+    s.timestamp = ts ? *ts : FileTime(storage_, path);
     s.info = nullptr;
     for (const Action& a : actions) {
       if (const auto* ci = std::get_if<CommitInfo>(&a)) {
