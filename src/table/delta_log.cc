@@ -638,17 +638,59 @@ std::string SerializeCommit(const std::vector<Action>& actions) {
 // ---------------------------------------------------------------------------------------------
 // Snapshot.
 
+namespace {
+
+// The top-level "numRecords" of a stats JSON object, read as parse events (no document is built:
+// a table of 100,000s of files has as many of these). -1 when it is missing, not a non-negative
+// int64, or the text is not a JSON object; the last of duplicate keys wins.
+class NumRecordsEvents : public nlohmann::json_sax<json> {
+ public:
+  int64_t records() const { return records_; }
+  bool null() override { return Value(-1); }
+  bool boolean(bool) override { return Value(-1); }
+  bool number_integer(number_integer_t v) override { return Value(v >= 0 ? v : -1); }
+  bool number_unsigned(number_unsigned_t v) override {
+    return Value(v <= uint64_t{INT64_MAX} ? static_cast<int64_t>(v) : -1);
+  }
+  bool number_float(number_float_t, const string_t&) override { return Value(-1); }
+  bool string(string_t&) override { return Value(-1); }
+  bool binary(binary_t&) override { return Value(-1); }
+  bool start_object(std::size_t) override { return Open(true); }
+  bool start_array(std::size_t) override { return Open(false); }
+  bool end_object() override { return --depth_, true; }
+  bool end_array() override { return --depth_, true; }
+  bool key(string_t& k) override {
+    if (depth_ == 1) at_records_ = k == "numRecords";
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  bool Value(int64_t v) {
+    if (depth_ == 0) return false;  // not an object
+    if (depth_ == 1 && at_records_) records_ = v;
+    return true;
+  }
+  bool Open(bool object) {
+    if (depth_ == 0 && !object) return false;
+    if (depth_ == 1 && at_records_) records_ = -1;
+    ++depth_;
+    return true;
+  }
+  int depth_ = 0;
+  bool at_records_ = false;
+  int64_t records_ = -1;
+};
+
+}  // namespace
+
 int64_t Snapshot::num_records() const {
   int64_t total = 0;
   for (const AddFile& f : files) {
     if (!f.stats) return -1;
-    json s = json::parse(*f.stats, nullptr, false);
-    if (s.is_discarded() || !s.is_object()) return -1;
-    auto it = s.find("numRecords");
-    if (it == s.end() || !it->is_number_integer()) return -1;
-    if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX}) return -1;
-    int64_t n = it->get<int64_t>();
-    if (n < 0 || __builtin_add_overflow(total, n, &total)) return -1;
+    NumRecordsEvents events;
+    if (!json::sax_parse(*f.stats, &events) || events.records() < 0) return -1;
+    if (__builtin_add_overflow(total, events.records(), &total)) return -1;
   }
   return total;
 }

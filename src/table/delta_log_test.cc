@@ -593,6 +593,28 @@ TEST_F(DeltaLogTest, CheckpointsEveryTenCommitsAndOpensFromThem) {
   EXPECT_NE(old.status().message().find("commit 0"), std::string::npos) << old.status().message();
 }
 
+TEST(DeltaSnapshot, NumRecordsSumsValidCountsAndIsUnknownOtherwise) {
+  auto total = [](std::vector<std::optional<std::string>> stats) {
+    Snapshot s;
+    for (auto& st : stats) {
+      AddFile a;
+      a.stats = std::move(st);
+      s.files.push_back(std::move(a));
+    }
+    return s.num_records();
+  };
+  EXPECT_EQ(total({}), 0);
+  EXPECT_EQ(total({R"({"numRecords":5})", R"({"minValues":{"numRecords":9},"numRecords":7,"nullCount":{}})"}), 12);
+  EXPECT_EQ(total({R"({"numRecords":1,"numRecords":3})"}), 3);  // the last duplicate wins
+  for (const char* bad : {R"({})", R"({"numRecords":-1})", R"({"numRecords":"5"})", R"({"numRecords":1.5})",
+                          R"({"numRecords":null})", R"({"numRecords":{"numRecords":5}})", R"([{"numRecords":5}])",
+                          R"({"numRecords":5)", R"({"numRecords":18446744073709551615})", "5", ""}) {
+    EXPECT_EQ(total({R"({"numRecords":5})", std::string(bad)}), -1) << bad;
+  }
+  EXPECT_EQ(total({std::nullopt}), -1);
+  EXPECT_EQ(total({R"({"numRecords":9223372036854775807})", R"({"numRecords":1})"}), -1);  // overflow
+}
+
 TEST(DeltaCommitFile, ListParametersAreEscapedJson) {
   EXPECT_EQ(JsonArrayText(""), "[]");
   EXPECT_EQ(JsonArrayText("label"), "[\"label\"]");
