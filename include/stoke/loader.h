@@ -154,6 +154,10 @@ struct LoaderStats {
   int64_t samples_skipped = 0;        // on_error=skip
   int64_t bytes_read = 0;             // bytes fetched from storage
   int64_t sample_bytes = 0;           // tensor bytes delivered (after decompression, before transforms)
+  // Tensor cells read by decoding their column chunk through the Parquet reader rather than as one
+  // page read: rows of other writers' dictionary-encoded or V2 pages (see SampleIndex). 0 for
+  // stoke's own files and for other writers' PLAIN pages.
+  int64_t cells_decoded = 0;
   double wall_seconds = 0;            // since the first Next() of the loader
   double wait_seconds = 0;            // time Next() blocked waiting for data
   double samples_per_second = 0;

@@ -106,12 +106,12 @@ std::string LoadReportJson(const LoadBenchReport& r) {
       "\"mb_per_s\":{:.3f},\"wait_share\":{:.6f},\"utilisation\":{:.6f},\"compute_ms\":{},\"open_s\":{:.6f},"
       "\"index_from_cache\":{},\"backend\":\"{}\",\"page_bytes_mean\":{:.1f},\"cold\":{},\"batch_size\":{},"
       "\"shuffle\":\"{}\",\"threads\":{},\"queue_depth\":{},\"prefetch_bytes\":{},\"table_rows\":{},"
-      "\"samples_skipped\":{},\"max_rss_mb\":{:.1f},\"mean_jump\":{:.1f},\"distinct_file_fraction\":{:.4f},"
+      "\"samples_skipped\":{},\"cells_decoded\":{},\"max_rss_mb\":{:.1f},\"mean_jump\":{:.1f},\"distinct_file_fraction\":{:.4f},"
       "\"global_mean_jump\":{:.1f},\"global_distinct_file_fraction\":{:.4f}}}",
       r.samples, r.batches, r.wall_s, r.samples_per_s(), r.mb_per_s(), r.wait_share(), r.utilisation(), r.compute_ms,
       r.open_s, r.index_from_cache ? "true" : "false", r.stats.backend, r.page_bytes_mean, o.direct ? "true" : "false",
       o.batch_size, ShuffleName(o.shuffle), o.threads, o.queue_depth, o.prefetch_bytes, r.table_rows,
-      r.stats.samples_skipped, r.max_rss_bytes / 1e6, r.shuffle.mean_jump, r.shuffle.distinct_file_fraction,
+      r.stats.samples_skipped, r.stats.cells_decoded, r.max_rss_bytes / 1e6, r.shuffle.mean_jump, r.shuffle.distinct_file_fraction,
       r.global_shuffle.mean_jump, r.global_shuffle.distinct_file_fraction);
 }
 
@@ -134,6 +134,10 @@ std::string FormatLoadReport(const LoadBenchReport& r) {
                    100 * r.global_shuffle.distinct_file_fraction);
   s += fmt::format("\npeak RSS {:.0f} MB (prefetch budget {:.0f} MB)", r.max_rss_bytes / 1e6, o.prefetch_bytes / 1e6);
   if (r.stats.samples_skipped > 0) s += fmt::format(", {} samples skipped", r.stats.samples_skipped);
+  if (r.stats.cells_decoded > 0) {
+    s += fmt::format(", {} cells read by decoding their column chunk (pages stoke cannot read alone)",
+                     r.stats.cells_decoded);
+  }
   s += "\n";
   return s;
 }

@@ -489,25 +489,50 @@ Result<std::pair<int64_t, int64_t>> ParquetReader::ChunkRange(int row_group, siz
 Result<std::vector<PageInfo>> ParquetReader::ListPages(int row_group, size_t column) const {
   STOKE_ASSIGN_OR_RETURN(auto range, ChunkRange(row_group, column));
   std::vector<PageInfo> pages;
-  int64_t pos = range.first;
   const std::string ctx = Context(row_group, column);
+  const std::string header_ctx = ctx + " page header";
+  // As few reads as the page sizes allow: while pages are small, a window of up to 1 MiB is read and
+  // parsed through (a chunk of 4 KiB pages costs one read per 256 pages); after a large page only the
+  // next header is read (4 KiB, grown up to 16 MiB for a header with large statistics).
+  constexpr int64_t kHeaderRead = 4 << 10, kSmallPage = 64 << 10, kWindow = 1 << 20, kMaxHeaderRead = 16 << 20;
+  AlignedBuffer window;
+  int64_t win_start = 0, win_size = 0, next_read = kHeaderRead;
+  int64_t pos = range.first;
   while (pos < range.second) {
-    // Page headers are small; read up to 64 KiB (or what is left) and parse from there.
-    int64_t n = std::min<int64_t>(range.second - pos, 64 << 10);
-    AlignedBuffer buf(static_cast<size_t>(n));
-    STOKE_RETURN_IF_ERROR(file_->ReadAt(static_cast<uint64_t>(pos), buf.mutable_view()));
+    const bool in_window = pos >= win_start && pos < win_start + win_size;
     PageInfo p;
     size_t consumed = 0;
-    STOKE_RETURN_IF_ERROR(parquet::ParsePageHeader(buf.view(), ctx + " page header", static_cast<uint64_t>(pos), &p.header, &consumed));
+    Status parsed = Status::Corruption("not read");
+    if (in_window) {
+      parsed = parquet::ParsePageHeader(window.view().subspan(static_cast<size_t>(pos - win_start)), header_ctx,
+                                        static_cast<uint64_t>(pos), &p.header, &consumed);
+    }
+    if (!parsed.ok()) {
+      const bool fresh = in_window && win_start == pos;
+      // The header is truly bad when a read starting at it already held the rest of the chunk, or
+      // the largest header read.
+      if (fresh && (win_start + win_size >= range.second || win_size >= kMaxHeaderRead)) return parsed;
+      const int64_t n = std::min(range.second - pos, fresh ? std::min(win_size * 4, kMaxHeaderRead) : next_read);
+      window.Resize(static_cast<size_t>(n));
+      STOKE_RETURN_IF_ERROR(file_->ReadAt(static_cast<uint64_t>(pos), window.mutable_view()));
+      win_start = pos;
+      win_size = n;
+      continue;
+    }
+    if (p.header.compressed_page_size < 0) {
+      return Status::Corruption(fmt::format("{}: offset {}: negative compressed_page_size {}", ctx, pos,
+                                            p.header.compressed_page_size));
+    }
     p.offset = pos;
     p.header_size = static_cast<int64_t>(consumed);
-    int64_t next = pos + p.header_size + p.header.compressed_page_size;
-    if (next > range.second) {
+    const int64_t total = p.header_size + p.header.compressed_page_size;
+    if (total > range.second - pos) {
       return Status::Corruption(fmt::format("{}: offset {}: page of {} bytes runs past the chunk end {}", ctx, pos,
                                             p.header.compressed_page_size, range.second));
     }
     pages.push_back(std::move(p));
-    pos = next;
+    pos += total;
+    next_read = total <= kSmallPage ? kWindow : kHeaderRead;
     if (pages.size() > 10'000'000) return Status::Corruption(ctx + ": more than 10 million pages");
   }
   return pages;

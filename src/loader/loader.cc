@@ -84,6 +84,7 @@ struct ReadMember {
   uint32_t row_in_page = 0;
   uint32_t rows_in_page = 0;
   parquet::Codec codec = parquet::Codec::kUncompressed;
+  bool definition_levels = false;  // the page body starts with definition levels (OPTIONAL column)
 };
 
 }  // namespace
@@ -356,7 +357,7 @@ class Loader::Impl {
   // Statistics.
   int64_t first_next_ns_ = 0;
   std::atomic<int64_t> stat_batches_{0}, stat_samples_{0}, stat_skipped_{0}, stat_bytes_read_{0},
-      stat_sample_bytes_{0}, stat_wait_ns_{0};
+      stat_sample_bytes_{0}, stat_wait_ns_{0}, stat_cells_decoded_{0};
 };
 
 namespace {
@@ -843,8 +844,8 @@ Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
     const PlannedCell& cell = cells[k];
     const auto& loc = cell.loc;
     const TensorColumn& t = tensors_[cell.column];
-    if (!o_.direct && !remote_ && loc.rows_in_page == 1 && loc.codec == parquet::Codec::kUncompressed && t.transforms.empty() &&
-        loc.length > t.in_bytes) {
+    if (!o_.direct && !remote_ && loc.rows_in_page == 1 && loc.codec == parquet::Codec::kUncompressed &&
+        !loc.definition_levels && t.transforms.empty() && loc.length > t.in_bytes) {
       Read& r = new_read(loc.file, loc.offset, loc.length);
       r.tail = s->tensors[cell.column].data() + static_cast<size_t>(cell.sample) * t.out_bytes;
       r.head_length = static_cast<uint32_t>(loc.length - t.in_bytes);
@@ -859,18 +860,21 @@ Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
       const ReadMember& prev = last->members.back();
       const uint64_t prev_page = last->offset + prev.offset;
       if (loc.offset == prev_page && loc.length == prev.length) {
-        last->members.push_back({cell.sample, cell.column, prev.offset, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec});
+        last->members.push_back({cell.sample, cell.column, prev.offset, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec,
+                                  loc.definition_levels});
         continue;
       }
       // 64-bit sum; Open keeps coalesce_bytes <= kMaxCoalesceBytes, so the merged length fits 32 bits.
       if (loc.offset == end && uint64_t{last->length} + loc.length <= static_cast<uint64_t>(o_.coalesce_bytes)) {
-        last->members.push_back({cell.sample, cell.column, last->length, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec});
+        last->members.push_back({cell.sample, cell.column, last->length, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec,
+                                  loc.definition_levels});
         last->length += loc.length;
         continue;
       }
     }
     Read& r = new_read(loc.file, loc.offset, loc.length);
-    r.members.push_back({cell.sample, cell.column, 0, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec});
+    r.members.push_back({cell.sample, cell.column, 0, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec,
+                                  loc.definition_levels});
   }
   return Status::OK();
 }
@@ -1137,7 +1141,8 @@ Status Loader::Impl::DecodeMember(Slot* s, const Read& r, const ReadMember& m) {
     t_sample_scratch.Resize(t.in_bytes);
     dest = t_sample_scratch.mutable_view();
   }
-  Status st = DecodeSampleFromPage(page, m.codec, m.row_in_page, m.rows_in_page, dest, &t_page_scratch, po, "page");
+  Status st = DecodeSampleFromPage(page, m.codec, m.row_in_page, m.rows_in_page, m.definition_levels, dest,
+                                   &t_page_scratch, po, "page");
   Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
   if (st.ok() && !direct) st = WriteSampleInto(s, m.sample, m.column, t_sample_scratch.view());
   return st;
@@ -1202,6 +1207,7 @@ Status Loader::Impl::ReadSlowCell(const TensorColumn& t, const SampleIndex::Loca
                                           t_sample_scratch.size(), t.in_bytes));
   }
   stat_bytes_read_ += static_cast<int64_t>(t.in_bytes);
+  stat_cells_decoded_ += 1;
   return Status::OK();
 }
 
@@ -1401,6 +1407,7 @@ LoaderStats Loader::Impl::stats() const {
   st.samples = stat_samples_;
   st.samples_skipped = stat_skipped_;
   st.bytes_read = stat_bytes_read_;
+  st.cells_decoded = stat_cells_decoded_;
   st.sample_bytes = stat_sample_bytes_;
   st.wall_seconds = first_next_ns_ == 0 ? 0 : (NowNanos() - first_next_ns_) * 1e-9;
   st.wait_seconds = stat_wait_ns_ * 1e-9;

@@ -677,6 +677,39 @@ TEST(Loader, CoalesceBytesIsValidatedAndLargeValuesLoadExactly) {
   for (int64_t i = 0; i < 1000; ++i) EXPECT_EQ(rows[static_cast<size_t>(i)], i);
 }
 
+TEST(Loader, FilesWithoutOffsetIndexesAreReadThroughTheirPageMaps) {
+  // Another writer's file without page indexes: the sample index walks its page headers once, and
+  // its samples are then read page by page like stoke's own, byte for byte.
+  TestTable t;
+  std::vector<delta::AddFile> adds = {testing_support::WriteDataFile(t.dir(), "a.parquet", 0, 300, 100),
+                                      testing_support::WriteDataFile(t.dir(), "b.parquet", 300, 200, 50)};
+  adds[1].size = testing_support::DropOffsetIndex(t.dir() + "/b.parquet", 3);
+  testing_support::CommitAdds(t, adds);
+  LoaderOptions o;
+  o.batch_size = 30;
+  o.columns = {"id", "t"};
+  auto l = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(l);
+  auto index = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(index.ok());
+  ASSERT_FALSE(index->Find(350, 0).needs_decode);
+  std::set<int64_t> rows;
+  for (;;) {
+    auto b = l->Next();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    if (!b->has_value()) break;
+    const BatchColumn* c = (*b)->column("t");
+    for (int64_t i = 0; i < (*b)->size(); ++i) {
+      const int64_t row = (*b)->row_ids()[i];
+      rows.insert(row);
+      const std::string want = TensorOf(row);
+      ASSERT_EQ(std::string(static_cast<const char*>(c->data) + i * 16, 16), want) << "row " << row;
+    }
+  }
+  EXPECT_EQ(rows.size(), 500u);
+  EXPECT_EQ(l->stats().cells_decoded, 0);
+}
+
 TEST(Loader, FilesWithoutOffsetIndexesAreReadThroughTheReader) {
   // Another writer's file without page indexes: its rows are read by decoding (the slow path),
   // next to stoke's own files read page by page.
@@ -685,7 +718,8 @@ TEST(Loader, FilesWithoutOffsetIndexesAreReadThroughTheReader) {
                                       testing_support::WriteDataFile(t.dir(), "b.parquet", 300, 200, 50)};
   adds[1].size = testing_support::DropOffsetIndex(t.dir() + "/b.parquet", 3);
   testing_support::CommitAdds(t, adds);
-  auto index = SampleIndex::Open(t.dir());
+  // Without a page map (its cache is what the loader then opens), b's rows are decoded.
+  auto index = SampleIndex::Open(t.dir(), std::nullopt, {.map_pages = false});
   ASSERT_TRUE(index.ok());
   ASSERT_TRUE(index->Find(350, 0).needs_decode);
   ASSERT_FALSE(index->Find(10, 0).needs_decode);
@@ -720,6 +754,7 @@ TEST(Loader, FilesWithoutOffsetIndexesAreReadThroughTheReader) {
     }
   }
   EXPECT_EQ(rows.size(), 500u);
+  EXPECT_EQ(l->stats().cells_decoded, 200);  // b's rows
 }
 
 }  // namespace

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "format/codec.h"
+#include "format/parquet_encoding.h"
 #include "format/parquet_metadata.h"
 
 namespace stoke {
@@ -19,10 +21,17 @@ namespace {
 // Size of a PLAIN BYTE_ARRAY length prefix (parquet Encodings.md: 4-byte little-endian length).
 constexpr uint64_t kLengthPrefixBytes = 4;
 
+// The largest body of a page of `rows` values of `value_size` bytes after definition levels of bit
+// width 1: the levels' 4-byte length, at most 2 bytes per level (one-value runs), the values.
+uint64_t MaxLeveledBody(uint32_t rows, size_t value_size) {
+  return kLengthPrefixBytes + 2 * uint64_t{rows} + 8 + uint64_t{rows} * (kLengthPrefixBytes + value_size);
+}
+
 // Steps 1 and 2 of both decoders: parses the header at the start of `head` and checks it against a
 // page of `page_size` bytes holding `rows_in_page` values of `value_size` bytes each.
 Status CheckTensorPageHeader(ByteView head, uint64_t page_size, uint32_t rows_in_page, size_t value_size,
-                             std::string_view context, parquet::PageHeader* h, size_t* header_size) {
+                             bool definition_levels, std::string_view context, parquet::PageHeader* h,
+                             size_t* header_size) {
   // A static context keeps the happy path allocation-free; the caller's context is added on error.
   static const std::string kHeaderContext = "page header";
   if (Status s = parquet::ParsePageHeader(head, kHeaderContext, 0, h, header_size); !s.ok()) {
@@ -49,14 +58,29 @@ Status CheckTensorPageHeader(ByteView head, uint64_t page_size, uint32_t rows_in
     return Status::Corruption(fmt::format("{}: offset 0: page has {} values, the OffsetIndex says {} rows", context,
                                           h->data_page_header->num_values, rows_in_page));
   }
-  // Every value of a tensor column has the same size, so the body size is known exactly. This also
-  // bounds the scratch allocation by what the caller expects, not by what a hostile header claims.
-  const uint64_t expected_body = static_cast<uint64_t>(rows_in_page) * (kLengthPrefixBytes + value_size);
-  if (static_cast<uint64_t>(h->uncompressed_page_size) != expected_body) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: offset 0: uncompressed page size {}, expected {} rows x (4 + {} tensor bytes) = {}; "
-        "is the destination the tensor's size?",
-        context, h->uncompressed_page_size, rows_in_page, value_size, expected_body));
+  // Every value of a tensor column has the same size, so the body size is known exactly (or, with
+  // definition levels, bounded). This also bounds the scratch allocation by what the caller expects,
+  // not by what a hostile header claims.
+  const uint64_t values_body = static_cast<uint64_t>(rows_in_page) * (kLengthPrefixBytes + value_size);
+  if (!definition_levels) {
+    if (static_cast<uint64_t>(h->uncompressed_page_size) != values_body) {
+      return Status::Corruption(fmt::format(
+          "{}: offset 0: uncompressed page size {}, expected {} rows x (4 + {} tensor bytes) = {} (a page of "
+          "another size does not hold this column's tensors)",
+          context, h->uncompressed_page_size, rows_in_page, value_size, values_body));
+    }
+    return Status::OK();
+  }
+  if (h->data_page_header->definition_level_encoding != Encoding::kRle) {
+    return Status::Unsupported(fmt::format("{}: offset 0: definition level encoding {}, expected RLE (3)", context,
+                                           static_cast<int>(h->data_page_header->definition_level_encoding)));
+  }
+  if (static_cast<uint64_t>(h->uncompressed_page_size) > MaxLeveledBody(rows_in_page, value_size) ||
+      static_cast<uint64_t>(h->uncompressed_page_size) < kLengthPrefixBytes) {
+    return Status::Corruption(fmt::format(
+        "{}: offset 0: uncompressed page size {} does not fit {} rows of at most (4 + {} tensor bytes) after "
+        "their definition levels",
+        context, h->uncompressed_page_size, rows_in_page, value_size));
   }
   return Status::OK();
 }
@@ -64,8 +88,8 @@ Status CheckTensorPageHeader(ByteView head, uint64_t page_size, uint32_t rows_in
 }  // namespace
 
 Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, uint32_t rows_in_page,
-                            MutableByteView dest, AlignedBuffer* scratch, const PageDecodeOptions& options,
-                            std::string_view context) {
+                            bool definition_levels, MutableByteView dest, AlignedBuffer* scratch,
+                            const PageDecodeOptions& options, std::string_view context) {
   if (row_in_page >= rows_in_page) {
     return Status::InvalidArgument(
         fmt::format("{}: row {} of a page of {} rows", context, row_in_page, rows_in_page));
@@ -78,8 +102,9 @@ Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, ui
   }
   parquet::PageHeader h;
   size_t header_size = 0;
-  STOKE_RETURN_IF_ERROR(CheckTensorPageHeader(page, page.size(), rows_in_page, dest.size(), context, &h, &header_size));
-  const uint64_t expected_body = static_cast<uint64_t>(rows_in_page) * (kLengthPrefixBytes + dest.size());
+  STOKE_RETURN_IF_ERROR(CheckTensorPageHeader(page, page.size(), rows_in_page, dest.size(), definition_levels, context,
+                                              &h, &header_size));
+  const uint64_t expected_body = static_cast<uint64_t>(h.uncompressed_page_size);
   const ByteView stored = page.subspan(header_size);
   if (codec == Codec::kUncompressed && stored.size() != expected_body) {
     return Status::Corruption(fmt::format("{}: offset {}: uncompressed page stores {} bytes, header says {}", context,
@@ -110,6 +135,23 @@ Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, ui
   const std::string_view where = codec == Codec::kUncompressed ? "page offset" : "decompressed body offset";
   const uint64_t base = codec == Codec::kUncompressed ? header_size : 0;
   uint64_t pos = 0;
+  uint32_t value = row_in_page;  // the row's position among the page's present values
+  if (definition_levels) {
+    // An OPTIONAL column (other writers): definition levels of bit width 1 first; the row's value is
+    // the one after the present values before it.
+    thread_local std::vector<uint32_t> levels;
+    levels.resize(rows_in_page);
+    size_t consumed = 0;
+    if (Status s = parquet::DecodeLengthPrefixedRleBitPackedHybrid(body, 1, rows_in_page, levels.data(), &consumed); !s.ok()) {
+      return s.WithContext(fmt::format("{}: {} {}: definition levels", context, where, base));
+    }
+    if (levels[row_in_page] != 1) {
+      return Status::NotFound(fmt::format("{}: row {} in page is null (a tensor column needs a value in every row)",
+                                          context, row_in_page));
+    }
+    value = static_cast<uint32_t>(std::count(levels.begin(), levels.begin() + row_in_page, 1u));
+    pos = consumed;
+  }
   for (uint32_t k = 0;; ++k) {
     if (body.size() - pos < kLengthPrefixBytes) {
       return Status::Corruption(fmt::format("{}: {} {}: body ends before the length of row {} in page", context, where,
@@ -121,7 +163,7 @@ Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, ui
       return Status::Corruption(fmt::format("{}: {} {}: value length {} of row {} in page runs past the body ({} bytes)",
                                             context, where, base + pos - kLengthPrefixBytes, len, k, body.size()));
     }
-    if (k == row_in_page) {
+    if (k == value) {
       if (len != dest.size()) {
         return Status::Corruption(fmt::format("{}: {} {}: row {} in page holds {} bytes, expected the tensor's {}",
                                               context, where, base + pos - kLengthPrefixBytes, k, len, dest.size()));
@@ -137,7 +179,7 @@ Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions&
   parquet::PageHeader h;
   size_t header_size = 0;
   const uint64_t page_size = uint64_t{head.size()} + sample.size();
-  STOKE_RETURN_IF_ERROR(CheckTensorPageHeader(head, page_size, 1, sample.size(), context, &h, &header_size));
+  STOKE_RETURN_IF_ERROR(CheckTensorPageHeader(head, page_size, 1, sample.size(), false, context, &h, &header_size));
   // One uncompressed value: the stored body is the 4-byte length prefix and the sample.
   if (head.size() != header_size + kLengthPrefixBytes) {
     return Status::Corruption(fmt::format("{}: offset {}: the page header ends {} bytes before the value (expected 4)",

@@ -38,16 +38,27 @@ struct PageDecodeOptions {
 // `scratch` is grown as needed and never shrunk: once it has reached the largest page size, calls
 // do not allocate (except to build an error message).
 //
-// Errors: InvalidArgument (row_in_page >= rows_in_page, dest of the wrong size, scratch null for a
-// compressed codec), Corruption (truncated or inconsistent page, "CRC mismatch", a bad compressed
+// Errors: InvalidArgument (row_in_page >= rows_in_page, scratch null for a compressed codec),
+// Corruption (a page whose sizes do not fit `dest`'s tensor size, truncated or inconsistent page, "CRC mismatch", a bad compressed
 // stream, a length prefix that runs past the page), Unsupported (dictionary, index or v2 pages,
 // encodings other than PLAIN, codecs stoke does not read). Messages start with `context` and give
 // the offset within the page.
 //
 // Thread-safe as long as `dest` and `scratch` are not shared between concurrent calls.
+//
+// `definition_levels`: the page is of an OPTIONAL column (max definition level 1, as other writers
+// such as DuckDB write binary columns): its body starts with the definition levels (RLE, bit width 1,
+// 4-byte length), and the row's value is found among the present values after them. The page's
+// uncompressed size is then bounded rather than exact, and a null row is NotFound.
 Status DecodeSampleFromPage(ByteView page, parquet::Codec codec, uint32_t row_in_page, uint32_t rows_in_page,
-                            MutableByteView dest, AlignedBuffer* scratch, const PageDecodeOptions& options,
-                            std::string_view context);
+                            bool definition_levels, MutableByteView dest, AlignedBuffer* scratch,
+                            const PageDecodeOptions& options, std::string_view context);
+// A page of a REQUIRED column (stoke's own tensor pages): no definition levels.
+inline Status DecodeSampleFromPage(ByteView page, parquet::Codec codec, uint32_t row_in_page, uint32_t rows_in_page,
+                                   MutableByteView dest, AlignedBuffer* scratch, const PageDecodeOptions& options,
+                                   std::string_view context) {
+  return DecodeSampleFromPage(page, codec, row_in_page, rows_in_page, false, dest, scratch, options, context);
+}
 
 // The split read of an UNCOMPRESSED page holding one value: the page's bytes were read in two parts,
 // `head` (page header + the value's 4-byte length prefix) into a small buffer and `sample` (the value

@@ -34,9 +34,10 @@ constexpr size_t kHeaderSize = 128;
 constexpr size_t kFileRecordSize = 40;
 constexpr size_t kColumnRecordSize = 32;
 constexpr size_t kPageRecordSize = 32;
-constexpr uint32_t kNeedsDecode = 1;  // page flag: no OffsetIndex; the page stands for a row group
+constexpr uint32_t kNeedsDecode = 1;  // page flag: rows read through ParquetReader::ReadBinaryCell
 constexpr uint32_t kCodecShift = 8;   // page flags bits 8..15: the column chunk's parquet::Codec
-constexpr uint32_t kKnownFlags = kNeedsDecode | (0xFFu << kCodecShift);
+constexpr uint32_t kDefinitionLevels = 2;  // page flag: an OPTIONAL column; the page body starts with levels
+constexpr uint32_t kKnownFlags = kNeedsDecode | kDefinitionLevels | (0xFFu << kCodecShift);
 
 // Header field offsets.
 constexpr size_t kOffFormatVersion = 8, kOffHeaderSize = 12, kOffTableVersion = 16, kOffNumRows = 24,
@@ -76,8 +77,60 @@ CommitStamp StampOf(Storage& storage, const std::string& table_dir, int64_t vers
   return {st->size, st->modification_time_ms};
 }
 
+// Appends the rows [first_row, first_row + num_rows) of a chunk as read through the reader (merged
+// with a needs-decode record just before it).
+void AppendNeedsDecode(std::vector<BuiltPage>& pages, uint64_t first_row, uint64_t num_rows) {
+  if (!pages.empty() && (pages.back().flags & kNeedsDecode) && pages.back().first_row + pages.back().num_rows == first_row &&
+      uint64_t{pages.back().num_rows} + num_rows <= std::numeric_limits<uint32_t>::max()) {
+    pages.back().num_rows += static_cast<uint32_t>(num_rows);
+    return;
+  }
+  pages.push_back({.offset = 0, .first_row = first_row, .length = 0, .num_rows = static_cast<uint32_t>(num_rows),
+                   .flags = kNeedsDecode});
+}
+
+// The page map of a column chunk whose OffsetIndex is missing (or that has a dictionary), from its
+// page headers (ParquetReader::ListPages: one read per window of small pages, one per large page).
+// PLAIN V1 data pages become page records the loader reads alone; other data pages (dictionary
+// encoded, V2, other encodings) become needs-decode rows.
+Status MapChunkPages(const ParquetReader& reader, int g, size_t column, uint64_t rg_first, uint64_t rg_rows,
+                     uint32_t flags, std::vector<BuiltPage>& pages) {
+  STOKE_ASSIGN_OR_RETURN(std::vector<PageInfo> listed, reader.ListPages(g, column));
+  uint64_t row = 0;
+  for (const PageInfo& p : listed) {
+    const auto& h = p.header;
+    uint64_t rows = 0;
+    bool plain = false;
+    if (h.type == parquet::PageType::kDataPage && h.data_page_header) {
+      if (h.data_page_header->num_values < 0) break;  // counted below as a mismatch
+      rows = static_cast<uint64_t>(h.data_page_header->num_values);
+      plain = h.data_page_header->encoding == parquet::Encoding::kPlain;
+    } else if (h.type == parquet::PageType::kDataPageV2 && h.data_page_header_v2) {
+      if (h.data_page_header_v2->num_rows < 0) break;
+      rows = static_cast<uint64_t>(h.data_page_header_v2->num_rows);
+    } else {
+      continue;  // dictionary and index pages hold no rows
+    }
+    if (rows == 0) continue;
+    if (rows > rg_rows - row) break;
+    const uint64_t length = static_cast<uint64_t>(p.header_size) + static_cast<uint64_t>(h.compressed_page_size);
+    if (plain && length <= std::numeric_limits<uint32_t>::max()) {
+      pages.push_back({.offset = static_cast<uint64_t>(p.offset), .first_row = rg_first + row,
+                       .length = static_cast<uint32_t>(length), .num_rows = static_cast<uint32_t>(rows), .flags = flags});
+    } else {
+      AppendNeedsDecode(pages, rg_first + row, rows);
+    }
+    row += rows;
+  }
+  if (row != rg_rows) {
+    return Status::Corruption(fmt::format("{}: row group {} column '{}': the data pages hold {} rows, the row group {}",
+                                          reader.path(), g, reader.columns()[column].name, row, rg_rows));
+  }
+  return Status::OK();
+}
+
 Status ReadFilePages(const TableView& view, const delta::AddFile& add, const std::vector<std::string>& tensor_columns,
-                     BuiltFile* out) {
+                     bool map_pages, BuiltFile* out) {
   auto rel = delta::DecodePath(add.path);
   out->rel_path = rel.ok() ? *rel : add.path;
   const std::string path = view.FilePath(add);
@@ -92,10 +145,12 @@ Status ReadFilePages(const TableView& view, const delta::AddFile& add, const std
       return Status::NotFound(fmt::format("{}: tensor column '{}' is not in the data file", path, tensor_columns[c]));
     }
     const LeafColumn& col = reader->columns()[*idx];
-    // Pages the loader can read alone: flat, required BYTE_ARRAY without a dictionary, in a codec
-    // stoke decompresses. Anything else is decoded through the reader.
-    const bool flat = col.type == parquet::Type::kByteArray && col.max_definition_level == 0 &&
+    // Pages the loader can read alone: flat BYTE_ARRAY (REQUIRED, or OPTIONAL as other writers write
+    // binary columns: definition levels in the page), PLAIN V1 data pages, in a codec stoke
+    // decompresses. Anything else is decoded through the reader.
+    const bool flat = col.type == parquet::Type::kByteArray && col.max_definition_level <= 1 &&
                       col.max_repetition_level == 0;
+    const uint32_t level_flag = col.max_definition_level == 1 ? kDefinitionLevels : 0;
     auto& pages = out->pages[c];
     for (int g = 0; g < reader->num_row_groups(); ++g) {
       const int64_t rg_rows = starts[g + 1] - starts[g];
@@ -104,16 +159,24 @@ Status ReadFilePages(const TableView& view, const delta::AddFile& add, const std
         return Status::Unsupported(fmt::format("{}: row group {} has {} rows (the sample index holds at most 2^32-1 per "
                                                "row group)", path, g, rg_rows));
       }
+      const uint64_t rg_first = static_cast<uint64_t>(starts[g]);
       const auto& cc = reader->metadata().row_groups[g].columns[*idx];
-      bool usable = flat && cc.meta_data && !cc.meta_data->dictionary_page_offset && CodecSupported(cc.meta_data->codec);
-      std::optional<parquet::OffsetIndex> oi;
-      if (usable) {
-        STOKE_ASSIGN_OR_RETURN(oi, reader->ReadOffsetIndex(g, *idx));
-        usable = oi && !oi->page_locations.empty();
+      if (!flat || !cc.meta_data || !CodecSupported(cc.meta_data->codec)) {
+        AppendNeedsDecode(pages, rg_first, static_cast<uint64_t>(rg_rows));
+        continue;
       }
-      if (!usable) {
-        pages.push_back({.offset = 0, .first_row = static_cast<uint64_t>(starts[g]), .length = 0,
-                         .num_rows = static_cast<uint32_t>(rg_rows), .flags = kNeedsDecode});
+      const uint32_t flags = level_flag | static_cast<uint32_t>(cc.meta_data->codec) << kCodecShift;
+      std::optional<parquet::OffsetIndex> oi;
+      // With a dictionary some pages may be dictionary encoded: only their headers tell which.
+      if (!cc.meta_data->dictionary_page_offset) {
+        STOKE_ASSIGN_OR_RETURN(oi, reader->ReadOffsetIndex(g, *idx));
+      }
+      if (!oi || oi->page_locations.empty()) {
+        if (map_pages) {
+          STOKE_RETURN_IF_ERROR(MapChunkPages(*reader, g, *idx, rg_first, static_cast<uint64_t>(rg_rows), flags, pages));
+        } else {
+          AppendNeedsDecode(pages, rg_first, static_cast<uint64_t>(rg_rows));
+        }
         continue;
       }
       // ReadOffsetIndex checked the entries: inside the chunk, sizes > 0, first rows increasing from 0.
@@ -122,10 +185,9 @@ Status ReadFilePages(const TableView& view, const delta::AddFile& add, const std
         const int64_t first = locs[k].first_row_index;
         const int64_t end = k + 1 < locs.size() ? locs[k + 1].first_row_index : rg_rows;
         pages.push_back({.offset = static_cast<uint64_t>(locs[k].offset),
-                         .first_row = static_cast<uint64_t>(starts[g] + first),
+                         .first_row = rg_first + static_cast<uint64_t>(first),
                          .length = static_cast<uint32_t>(locs[k].compressed_page_size),
-                         .num_rows = static_cast<uint32_t>(end - first),
-                         .flags = static_cast<uint32_t>(cc.meta_data->codec) << kCodecShift});
+                         .num_rows = static_cast<uint32_t>(end - first), .flags = flags});
       }
     }
   }
@@ -224,8 +286,8 @@ Result<std::string> Serialize(int64_t version, CommitStamp stamp, const std::vec
   return out;
 }
 
-Result<std::string> BuildIndexBytes(const std::string& table_dir, int64_t version, CommitStamp stamp, size_t threads,
-                                    std::vector<std::string>* tensor_columns) {
+Result<std::string> BuildIndexBytes(const std::string& table_dir, int64_t version, CommitStamp stamp,
+                                    const SampleIndex::Options& options, std::vector<std::string>* tensor_columns) {
   STOKE_ASSIGN_OR_RETURN(TableView view, OpenTableView(table_dir, version));
   tensor_columns->clear();
   for (const auto& col : view.columns) {
@@ -233,11 +295,12 @@ Result<std::string> BuildIndexBytes(const std::string& table_dir, int64_t versio
   }
   const auto& adds = view.snapshot.files;
   std::vector<BuiltFile> files(adds.size());
+  size_t threads = options.threads;
   if (threads == 0) threads = std::max<size_t>(4, std::thread::hardware_concurrency());
   threads = std::max<size_t>(1, std::min(threads, adds.size()));
   ThreadPool pool(threads);
   STOKE_RETURN_IF_ERROR(ParallelFor(pool, adds.size(), [&](size_t i) {
-    return ReadFilePages(view, adds[i], *tensor_columns, &files[i]);
+    return ReadFilePages(view, adds[i], *tensor_columns, options.map_pages, &files[i]);
   }));
   return Serialize(version, stamp, *tensor_columns, files);
 }
@@ -383,6 +446,9 @@ Status SampleIndex::ValidateCache(ByteView b) {
       if (!(flags & kNeedsDecode) && !CodecSupported(static_cast<parquet::Codec>((flags >> kCodecShift) & 0xFF))) {
         return bad(fmt::format("page {}: codec {} is not one stoke reads", page, (flags >> kCodecShift) & 0xFF));
       }
+      if ((flags & kNeedsDecode) && flags != kNeedsDecode) {
+        return bad(fmt::format("page {}: a needs-decode page with other flags {:#x}", page, flags));
+      }
       if ((flags & kNeedsDecode) ? (length != 0 || offset != 0)
                                  : (length == 0 || offset > file_size || length > file_size - offset)) {
         return bad(fmt::format("page {}: range [{}, +{}) does not fit file {} ({} bytes)", page, offset, length, file, file_size));
@@ -467,7 +533,7 @@ Result<SampleIndex> SampleIndex::Open(const std::string& table_dir, std::optiona
   }
 
   std::vector<std::string> tensor_columns;
-  STOKE_ASSIGN_OR_RETURN(std::string bytes, BuildIndexBytes(table_dir, v, stamp, options.threads, &tensor_columns));
+  STOKE_ASSIGN_OR_RETURN(std::string bytes, BuildIndexBytes(table_dir, v, stamp, options, &tensor_columns));
   // The builder's output goes through the same checks as a cache: a bug there is an error, not a bad read.
   if (Status s = ValidateCache(AsBytes(bytes)); !s.ok()) {
     return Status::Internal(fmt::format("{}: built sample index fails validation: {}", table_dir, s.ToString()));
@@ -495,6 +561,7 @@ SampleIndex::Location SampleIndex::Find(int64_t row, size_t tensor_column) const
   loc.rows_in_page = LoadLE<uint32_t>(p + 24);
   const uint32_t flags = LoadLE<uint32_t>(p + 28);
   loc.needs_decode = (flags & kNeedsDecode) != 0;
+  loc.definition_levels = (flags & kDefinitionLevels) != 0;
   loc.codec = static_cast<parquet::Codec>((flags >> kCodecShift) & 0xFF);
   loc.row_in_page = static_cast<uint32_t>(r - first);
   loc.row_in_file = static_cast<int64_t>(r - LoadLE<uint64_t>(files_ + kFileRecordSize * loc.file + 8));

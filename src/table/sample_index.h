@@ -1,6 +1,7 @@
 // The sample index of a table version: for every row (snapshot order: files in Snapshot::files order,
 // rows in file order) and every tensor column, where the page holding that row's tensor lies, so that
-// fetching a sample is one positioned read. Built from each data file's footer and OffsetIndexes,
+// fetching a sample is one positioned read. Built from each data file's footer and OffsetIndexes (or,
+// for other writers' files without them, the column chunks' page headers),
 // cached inside the table as `_stoke/sample_index/<20-digit version>.idx` and memory-mapped on later
 // opens. The cache layout is specified below (the class comment); it is stoke's own file, under
 // `_stoke/`, which Delta readers and `stoke vacuum` ignore.
@@ -45,10 +46,14 @@ namespace stoke {
 //   pages:   num_pages records of 32 bytes, column after column, each column's pages in row order:
 //            offset u64 (file offset of the page header), first_row u64 (global), file u32,
 //            length u32 (header + stored body; 0 when flags has kNeedsDecode), num_rows u32, flags u32:
-//            bit 0 kNeedsDecode, bits 8..15 the column chunk's compression codec (parquet::Codec; 0
-//            when kNeedsDecode), other bits 0
-//            A "needs decode" page stands for a whole row group whose column chunk has no usable
-//            OffsetIndex (other writers): the row is read by decoding (ParquetReader::ReadBinaryCell).
+//            bit 0 kNeedsDecode, bit 1 kDefinitionLevels (an OPTIONAL column: the page body starts
+//            with definition levels), bits 8..15 the column chunk's compression codec (parquet::Codec;
+//            0 when kNeedsDecode), other bits 0
+//            A "needs decode" page stands for rows the loader cannot read page by page (other
+//            writers' dictionary-encoded or V2 pages, nested or non-binary columns, or a chunk
+//            without an OffsetIndex when Options::map_pages is off): the row is read by decoding
+//            (ParquetReader::ReadBinaryCell). Other pages come from the chunk's OffsetIndex or, when
+//            it has none, from walking its page headers.
 //   rows:    num_tensor_columns * num_rows u32 page numbers (column-major: rows[c * num_rows + r]),
 //            each naming a page of column c that holds row r
 //   strings: path and name bytes
@@ -62,6 +67,10 @@ class SampleIndex {
     bool use_cache = true;    // default true: open <table>/_stoke/sample_index/<version>.idx if valid
     bool write_cache = true;  // default true: write the cache after building (skipped, logged once, when
                               // the table directory is not writable)
+    // Default true: a column chunk without an OffsetIndex (other writers) gets a page map from its
+    // page headers, walked once while building (ParquetReader::ListPages), so that each of its
+    // samples is one read too. false: its rows are read by decoding (ParquetReader::ReadBinaryCell).
+    bool map_pages = true;
     size_t threads = 0;       // footer-reading threads; 0 = max(4, hardware threads): the reads are
                               // small and latency-bound, so more threads than cores helps on slow storage
   };
@@ -73,7 +82,8 @@ class SampleIndex {
     uint32_t row_in_page = 0;   // the row's position among the page's values
     uint32_t rows_in_page = 0;  // values in the page
     int64_t row_in_file = 0;    // the row's position in its file (for ReadBinaryCell)
-    bool needs_decode = false;  // no OffsetIndex: read the cell with ParquetReader::ReadBinaryCell
+    bool needs_decode = false;  // read the cell with ParquetReader::ReadBinaryCell (see kNeedsDecode)
+    bool definition_levels = false;  // an OPTIONAL column's page: levels before the values
     parquet::Codec codec = parquet::Codec::kUncompressed;  // the page's compression (not needs_decode)
   };
 

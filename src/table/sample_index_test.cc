@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -257,7 +258,8 @@ TEST(SampleIndex, ValidateCacheChecksEntriesBehindAValidCrc) {
       {"page past its file", mutated([&](uint8_t* p) { StoreLE<uint64_t>(p + pages_off, 1ull << 40); })},
       {"page length 0", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + pages_off + 20, 0); })},
       {"page rows changed", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + pages_off + 24, 999); })},
-      {"unknown flag", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + pages_off + 28, 2); })},
+      {"unknown flag", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + pages_off + 28, 4); })},
+      {"levels flag on a needs-decode page", mutated([&](uint8_t* p) { StoreLE<uint32_t>(p + pages_off + 28, 3); })},
       {"rows count huge", mutated([&](uint8_t* p) { StoreLE<uint64_t>(p + 24, 1ull << 62); })},
       {"pages count huge", mutated([&](uint8_t* p) { StoreLE<uint64_t>(p + 40, ~0ull); })},
       {"file rows changed", mutated([&](uint8_t* p) { StoreLE<uint64_t>(p + 128 + 16, 1001); })},
@@ -277,7 +279,49 @@ TEST(SampleIndex, ValidateCacheChecksEntriesBehindAValidCrc) {
   }
 }
 
-TEST(SampleIndex, FileWithoutOffsetIndexNeedsDecode) {
+TEST(SampleIndex, FileWithoutOffsetIndexGetsAPageMapFromItsPageHeaders) {
+  TestTable t;
+  std::vector<delta::AddFile> adds = {WriteDataFile(t.dir(), "a.parquet", 0, 700, 300),
+                                      WriteDataFile(t.dir(), "b.parquet", 700, 500, 200),
+                                      WriteDataFile(t.dir(), "c.parquet", 1200, 100, 100)};
+  // b's pages as its OffsetIndexes list them, before the indexes are dropped.
+  std::vector<parquet::PageLocation> listed;  // file-relative first rows
+  {
+    auto b = ParquetReader::Open(LocalStorage(), t.dir() + "/b.parquet");
+    ASSERT_TRUE(b.ok());
+    for (int g = 0; g < (*b)->num_row_groups(); ++g) {
+      auto oi = (*b)->ReadOffsetIndex(g, 3);
+      ASSERT_TRUE(oi.ok() && oi->has_value());
+      for (auto loc : (*oi)->page_locations) {
+        loc.first_row_index += (*b)->row_group_starts()[g];
+        listed.push_back(loc);
+      }
+    }
+  }
+  adds[1].size = DropOffsetIndex(t.dir() + "/b.parquet", 3);
+  CommitAdds(t, adds);
+  for (bool cached : {false, true}) {
+    auto idx = SampleIndex::Open(t.dir());
+    ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+    EXPECT_EQ(idx->from_cache(), cached);
+    for (int64_t r = 0; r < 1300; ++r) {
+      const auto loc = idx->Find(r, 0);
+      ASSERT_FALSE(loc.needs_decode) << r;
+      ASSERT_FALSE(loc.definition_levels) << r;
+      ASSERT_EQ(TensorAt(*idx, r), TensorOf(r)) << r;
+      if (r < 700 || r >= 1200) continue;
+      // The walked page is the one the OffsetIndex listed.
+      auto page = std::upper_bound(listed.begin(), listed.end(), r - 700, [](int64_t row, const parquet::PageLocation& p) {
+                    return row < p.first_row_index;
+                  }) - 1;
+      EXPECT_EQ(loc.offset, static_cast<uint64_t>(page->offset)) << r;
+      EXPECT_EQ(loc.length, static_cast<uint32_t>(page->compressed_page_size)) << r;
+      EXPECT_EQ(loc.row_in_page, static_cast<uint32_t>(r - 700 - page->first_row_index)) << r;
+    }
+  }
+}
+
+TEST(SampleIndex, FileWithoutOffsetIndexNeedsDecodeWithoutAPageMap) {
   TestTable t;
   std::vector<delta::AddFile> adds = {WriteDataFile(t.dir(), "a.parquet", 0, 700, 300),
                                       WriteDataFile(t.dir(), "b.parquet", 700, 500, 200),
@@ -285,7 +329,7 @@ TEST(SampleIndex, FileWithoutOffsetIndexNeedsDecode) {
   adds[1].size = DropOffsetIndex(t.dir() + "/b.parquet", 3);
   CommitAdds(t, adds);
   for (bool cached : {false, true}) {
-    auto idx = SampleIndex::Open(t.dir());
+    auto idx = SampleIndex::Open(t.dir(), std::nullopt, {.map_pages = false});
     ASSERT_TRUE(idx.ok()) << idx.status().ToString();
     EXPECT_EQ(idx->from_cache(), cached);
     ASSERT_EQ(idx->num_rows(), 1300);
@@ -298,7 +342,7 @@ TEST(SampleIndex, FileWithoutOffsetIndexNeedsDecode) {
         EXPECT_EQ(loc.file, 1u);
         EXPECT_EQ(loc.length, 0u);
         EXPECT_EQ(loc.row_in_file, r - 700);
-        EXPECT_EQ(loc.rows_in_page, 200u - (r >= 1100 ? 100u : 0u));  // row groups 200, 200, 100
+        EXPECT_EQ(loc.rows_in_page, 500u);  // b's row groups (200, 200, 100) in one record
         AlignedBuffer cell;
         ASSERT_TRUE((*b)->ReadBinaryCell(loc.row_in_file, 3, &cell).ok());
         ASSERT_EQ(AsChars(cell.view()), TensorOf(r)) << r;
