@@ -65,6 +65,7 @@ bench: build
 	@bash bench/blob_storage.sh $(BUILD)/stoke
 	@bash bench/scale.sh $(BUILD)/stoke
 	@bash bench/loader_open.sh $(BUILD)/stoke
+	@node bench/foreign_file.mjs $(BUILD)/stoke
 	@bash bench/python_overhead.sh $(BUILD)/stoke
 	@bash bench/train_volumes.sh $(BUILD)/stoke
 

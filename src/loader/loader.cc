@@ -42,6 +42,7 @@
 #include "io/uri.h"
 #include "loader/fetcher.h"
 #include "loader/out_of_memory.h"
+#include "loader/page_cache.h"
 #include "loader/page_decoder.h"
 #include "loader/sampler.h"
 #include "loader/transform.h"
@@ -72,6 +73,8 @@ struct TensorColumn {
 
 // The largest coalesced read: offsets within a read are 32-bit (ReadMember::offset, FetchRequest::length).
 constexpr int64_t kMaxCoalesceBytes = int64_t{1} << 30;
+// Pages of several rows at least this large go through the decoded-page cache (InPageCache).
+constexpr uint32_t kCachedPageBytes = 256 << 10;
 // Readers of files without OffsetIndexes (the slow path) kept open at once; each holds a descriptor.
 constexpr size_t kMaxSlowPathReaders = 16;
 
@@ -261,6 +264,12 @@ class Loader::Impl {
   Status DecodeMember(Slot* s, const Read& r, const ReadMember& m);
   void DecodeSlow(Slot* s, uint32_t sample, uint32_t column);
   Status ReadSlowCell(const TensorColumn& t, const SampleIndex::Location& loc);
+  // Large pages of many rows (other writers') are read and decoded once into page_cache_ and their
+  // rows copied out of it, instead of one read and decode of the whole page per sample.
+  static bool InPageCache(const SampleIndex::Location& loc) {
+    return loc.rows_in_page > 1 && loc.length >= kCachedPageBytes;
+  }
+  Status ReadCachedPageCell(const TensorColumn& t, const SampleIndex::Location& loc);
   // Records the failure of one sample; `status` names the file and row.
   void FailSample(Slot* s, uint32_t sample, const Status& status) EXCLUDES(s->mu);
   // Fails the whole batch, whatever on_error says (out of memory is not the sample's fault).
@@ -324,6 +333,8 @@ class Loader::Impl {
   };
   Mutex readers_mu_;
   std::vector<SlowReader> readers_ GUARDED_BY(readers_mu_);
+  // Decoded large multi-row pages (InPageCache), within a quarter of prefetch_bytes.
+  std::unique_ptr<PageCache> page_cache_;
   uint64_t readers_clock_ GUARDED_BY(readers_mu_) = 0;
 
   // Run state.
@@ -544,6 +555,7 @@ Status Loader::Impl::Open() {
   batch_bytes = std::max<size_t>(batch_bytes, 1);
   max_slots_ = std::clamp<size_t>(static_cast<size_t>(o_.prefetch_bytes / 2) / batch_bytes, 2, 64);
   const int64_t fetch_budget = std::max<int64_t>(o_.prefetch_bytes / 4, int64_t{8} << 20);
+  page_cache_ = std::make_unique<PageCache>(static_cast<size_t>(o_.prefetch_bytes / 4));
 
   if (!tensors_.empty()) {
     std::vector<std::string> files;
@@ -827,9 +839,10 @@ Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
   for (uint32_t i = 0; i < static_cast<uint32_t>(s->size); ++i) {
     for (uint32_t c = 0; c < tensors_.size(); ++c) {
       SampleIndex::Location loc = index_->Find(s->rows[i], tensors_[c].index_column);
-      if (loc.needs_decode) {
+      if (loc.needs_decode || InPageCache(loc)) {
         Read r;
         r.file = loc.file;
+        r.offset = loc.offset;
         r.members.push_back({.sample = i, .column = c});
         slow->push_back(std::move(r));
         continue;
@@ -839,6 +852,11 @@ Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
   }
   std::sort(cells.begin(), cells.end(), [](const PlannedCell& a, const PlannedCell& b) {
     return a.loc.file != b.loc.file ? a.loc.file < b.loc.file : a.loc.offset < b.loc.offset;
+  });
+  // Cells of one cached page are queued together: the page is decoded once for all of them, even
+  // when the cache cannot hold every page the batch touches.
+  std::stable_sort(slow->begin(), slow->end(), [](const Read& a, const Read& b) {
+    return a.file != b.file ? a.file < b.file : a.offset < b.offset;
   });
   for (size_t k = 0; k < cells.size(); ++k) {
     const PlannedCell& cell = cells[k];
@@ -1155,7 +1173,7 @@ void Loader::Impl::DecodeSlow(Slot* s, uint32_t sample, uint32_t column) {
     AllocationFaults::Instance().Check();
     const SampleIndex::Location loc = index_->Find(row, t.index_column);
     const int64_t t0 = NowNanos();
-    Status st = ReadSlowCell(t, loc);
+    Status st = loc.needs_decode ? ReadSlowCell(t, loc) : ReadCachedPageCell(t, loc);
     Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
     if (st.ok()) st = WriteSampleInto(s, sample, column, t_sample_scratch.view());
     if (!st.ok()) {
@@ -1208,6 +1226,36 @@ Status Loader::Impl::ReadSlowCell(const TensorColumn& t, const SampleIndex::Loca
   }
   stat_bytes_read_ += static_cast<int64_t>(t.in_bytes);
   stat_cells_decoded_ += 1;
+  return Status::OK();
+}
+
+Status Loader::Impl::ReadCachedPageCell(const TensorColumn& t, const SampleIndex::Location& loc) {
+  STOKE_ASSIGN_OR_RETURN(
+      std::shared_ptr<const DecodedPage> page,
+      page_cache_->GetOrLoad(loc.file, loc.offset, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
+        STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(index_->FilePath(loc.file)));
+        STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, where.storage->OpenForRead(where.path));
+        AlignedBuffer bytes(loc.length);
+        STOKE_RETURN_IF_ERROR(file->ReadAt(loc.offset, bytes.mutable_view()));
+        stat_bytes_read_ += loc.length;
+        auto decoded = std::make_shared<DecodedPage>();
+        PageDecodeOptions po;
+        po.verify_crc = o_.verify_crc;
+        STOKE_RETURN_IF_ERROR(DecodeWholePage(bytes.view(), loc.codec, loc.rows_in_page, loc.definition_levels,
+                                              t.in_bytes, po, fmt::format("page at offset {}", loc.offset),
+                                              decoded.get()));
+        return std::shared_ptr<const DecodedPage>(std::move(decoded));
+      }));
+  if (page->value_size != t.in_bytes || loc.row_in_page >= page->offsets.size()) {
+    return Status::Internal(fmt::format("page at offset {}: cached for another column's layout", loc.offset));
+  }
+  const uint32_t at = page->offsets[loc.row_in_page];
+  if (at == DecodedPage::kNull) {
+    return Status::NotFound(fmt::format("row {} of the page at offset {} is null (a tensor column needs a value in "
+                                        "every row)", loc.row_in_page, loc.offset));
+  }
+  t_sample_scratch.Resize(t.in_bytes);
+  if (t.in_bytes > 0) std::memcpy(t_sample_scratch.data(), page->body.data() + at, t.in_bytes);
   return Status::OK();
 }
 

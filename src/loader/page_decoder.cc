@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "format/codec.h"
@@ -197,6 +198,78 @@ Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions&
                                             context, header_size, kLengthPrefixBytes + sample.size(),
                                             static_cast<uint32_t>(*h.crc), computed));
     }
+  }
+  return Status::OK();
+}
+
+}  // namespace stoke
+
+namespace stoke {
+
+Status DecodeWholePage(ByteView page, Codec codec, uint32_t rows_in_page, bool definition_levels, size_t value_size,
+                       const PageDecodeOptions& options, std::string_view context, DecodedPage* out) {
+  if (codec != Codec::kUncompressed && !CodecSupported(codec)) {
+    return Status::Unsupported(fmt::format("{}: codec {} is not supported", context, static_cast<int>(codec)));
+  }
+  if (rows_in_page == 0) return Status::InvalidArgument(fmt::format("{}: a page of 0 rows", context));
+  parquet::PageHeader h;
+  size_t header_size = 0;
+  STOKE_RETURN_IF_ERROR(CheckTensorPageHeader(page, page.size(), rows_in_page, value_size, definition_levels, context,
+                                              &h, &header_size));
+  const ByteView stored = page.subspan(header_size);
+  const uint64_t body_size = static_cast<uint64_t>(h.uncompressed_page_size);
+  if (codec == Codec::kUncompressed && stored.size() != body_size) {
+    return Status::Corruption(fmt::format("{}: offset {}: uncompressed page stores {} bytes, header says {}", context,
+                                          header_size, stored.size(), body_size));
+  }
+  if (options.verify_crc && h.crc) {
+    const uint32_t computed = Crc32(stored);
+    if (computed != static_cast<uint32_t>(*h.crc)) {
+      return Status::Corruption(fmt::format("{}: offset {}: CRC mismatch over {} body bytes (stored {:08x}, computed {:08x})",
+                                            context, header_size, stored.size(), static_cast<uint32_t>(*h.crc), computed));
+    }
+  }
+  if (body_size > std::numeric_limits<uint32_t>::max()) {
+    return Status::Unsupported(fmt::format("{}: a page body of {} bytes (at most 4 GiB)", context, body_size));
+  }
+  out->body.Resize(static_cast<size_t>(body_size));
+  if (codec == Codec::kUncompressed) {
+    if (body_size > 0) std::memcpy(out->body.data(), stored.data(), static_cast<size_t>(body_size));
+  } else if (Status s = Decompress(codec, stored, out->body.mutable_view()); !s.ok()) {
+    return s.WithContext(fmt::format("{}: offset {}", context, header_size));
+  }
+  const ByteView body = out->body.view();
+  out->value_size = value_size;
+  out->offsets.assign(rows_in_page, DecodedPage::kNull);
+  uint64_t pos = 0;
+  std::vector<uint32_t> levels;
+  if (definition_levels) {
+    levels.resize(rows_in_page);
+    size_t consumed = 0;
+    if (Status s = parquet::DecodeLengthPrefixedRleBitPackedHybrid(body, 1, rows_in_page, levels.data(), &consumed);
+        !s.ok()) {
+      return s.WithContext(fmt::format("{}: decompressed body offset 0: definition levels", context));
+    }
+    pos = consumed;
+  }
+  for (uint32_t row = 0; row < rows_in_page; ++row) {
+    if (definition_levels && levels[row] != 1) continue;
+    if (body.size() - pos < kLengthPrefixBytes) {
+      return Status::Corruption(fmt::format("{}: decompressed body offset {}: body ends before the length of row {} in "
+                                            "page", context, pos, row));
+    }
+    const uint32_t len = LoadLE<uint32_t>(body.data() + pos);
+    if (len != value_size) {
+      return Status::Corruption(fmt::format("{}: decompressed body offset {}: row {} in page holds {} bytes, expected "
+                                            "the tensor's {}", context, pos, row, len, value_size));
+    }
+    pos += kLengthPrefixBytes;
+    if (len > body.size() - pos) {
+      return Status::Corruption(fmt::format("{}: decompressed body offset {}: value of row {} in page runs past the "
+                                            "body ({} bytes)", context, pos - kLengthPrefixBytes, row, body.size()));
+    }
+    out->offsets[row] = static_cast<uint32_t>(pos);
+    pos += len;
   }
   return Status::OK();
 }

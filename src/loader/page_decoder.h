@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "core/buffer.h"
 #include "format/parquet_types.h"
@@ -67,5 +68,27 @@ inline Status DecodeSampleFromPage(ByteView page, parquet::Codec codec, uint32_t
 // page with one value, the length prefix, and the CRC over prefix + sample unless turned off); the
 // caller must only pass pages of an uncompressed column chunk. Errors as DecodeSampleFromPage.
 Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions& options, std::string_view context);
+
+}  // namespace stoke
+
+namespace stoke {
+
+// A whole data page of a tensor column, decompressed once and its values located once, for pages
+// that hold many rows (other writers: DuckDB writes a column chunk as one page). Reading a row is
+// then a copy out of `body`.
+struct DecodedPage {
+  static constexpr uint32_t kNull = 0xFFFFFFFFu;
+  AlignedBuffer body;             // the page body after decompression (levels, then the values)
+  std::vector<uint32_t> offsets;  // per row of the page: where its value starts in `body`, or kNull
+  size_t value_size = 0;          // every value's size (the tensor's byte size)
+  size_t bytes() const { return body.capacity() + offsets.capacity() * sizeof(uint32_t); }
+};
+
+// Checks and decodes the page in `page` (header + stored body) as DecodeSampleFromPage does, for
+// all its `rows_in_page` rows at once: header, sizes, CRC, decompression, levels, and every value's
+// length prefix (each must be `value_size`). Errors as DecodeSampleFromPage; Corruption names the
+// offset and the row within the page.
+Status DecodeWholePage(ByteView page, parquet::Codec codec, uint32_t rows_in_page, bool definition_levels,
+                       size_t value_size, const PageDecodeOptions& options, std::string_view context, DecodedPage* out);
 
 }  // namespace stoke

@@ -1,4 +1,5 @@
-// libFuzzer target: arbitrary bytes as one fetched page. Byte 0 picks the codec, bytes 1..2 the
+// libFuzzer target: arbitrary bytes as one fetched page (with and without definition levels, one
+// row or the whole page). Byte 0 picks the codec, bytes 1..2 the
 // expected tensor size, byte 3 the row and the page's row count; the rest is the page (header +
 // body). DecodeSampleFromPage must fail cleanly or succeed, never read past the page or write past
 // the destination, and never allocate more than the caller's sizes allow. The same bytes, split
@@ -24,9 +25,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> dest(dest_size);
   stoke::AlignedBuffer scratch;
   for (bool verify : {true, false}) {
-    (void)stoke::DecodeSampleFromPage(stoke::ByteView(page.data(), page.size()), codec, row_in_page, rows_in_page,
-                                      stoke::MutableByteView(dest.data(), dest.size()), &scratch,
-                                      stoke::PageDecodeOptions{.verify_crc = verify}, "fuzz.parquet row 0");
+    for (bool levels : {false, true}) {
+      (void)stoke::DecodeSampleFromPage(stoke::ByteView(page.data(), page.size()), codec, row_in_page, rows_in_page,
+                                        levels, stoke::MutableByteView(dest.data(), dest.size()), &scratch,
+                                        stoke::PageDecodeOptions{.verify_crc = verify}, "fuzz.parquet row 0");
+      stoke::DecodedPage whole;
+      if (stoke::DecodeWholePage(stoke::ByteView(page.data(), page.size()), codec, rows_in_page, levels, dest_size,
+                                 stoke::PageDecodeOptions{.verify_crc = verify}, "fuzz.parquet", &whole)
+              .ok()) {
+        // Every located value lies inside the body.
+        for (uint32_t at : whole.offsets) {
+          if (at != stoke::DecodedPage::kNull && (at > whole.body.size() || whole.body.size() - at < dest_size)) {
+            __builtin_trap();
+          }
+        }
+      }
+    }
   }
   if (dest_size <= page.size()) {
     // Separate exact copies of the two parts, as a split read leaves them in two places.

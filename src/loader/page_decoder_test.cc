@@ -347,6 +347,42 @@ TEST(PageDecoderTest, OptionalColumnPageDecodesPresentRowsAndReportsNulls) {
   }
 }
 
+TEST(PageDecoderTest, WholePageDecodesEveryRowOnce) {
+  const std::vector<uint32_t> levels = {1, 0, 1, 1, 0, 1};  // values a, b, c, d
+  for (Codec codec : {Codec::kUncompressed, Codec::kZstd, Codec::kSnappy}) {
+    SCOPED_TRACE(static_cast<int>(codec));
+    DecodedPage page;
+    ASSERT_TRUE(DecodeWholePage(AsBytes(LeveledPage(levels, 8, codec)), codec, 6, true, 8, {}, "ctx", &page).ok());
+    ASSERT_EQ(page.offsets.size(), 6u);
+    const std::string want = "a.bc.d";
+    for (size_t r = 0; r < 6; ++r) {
+      if (want[r] == '.') {
+        EXPECT_EQ(page.offsets[r], DecodedPage::kNull) << r;
+      } else {
+        ASSERT_NE(page.offsets[r], DecodedPage::kNull) << r;
+        EXPECT_EQ(std::string(reinterpret_cast<const char*>(page.body.data()) + page.offsets[r], 8),
+                  std::string(8, want[r])) << r;
+      }
+    }
+    // Values of another size than the tensor's: corruption, not a partial page.
+    Status s = DecodeWholePage(AsBytes(LeveledPage(levels, 8, codec)), codec, 6, true, 7, {}, "ctx", &page);
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+  }
+  // A REQUIRED column's page (no levels), with a flipped body byte: the CRC names it.
+  parquet::PageHeader h;
+  h.type = PageType::kDataPage;
+  h.data_page_header = parquet::DataPageHeader{.num_values = 3};
+  const std::string body = PlainBody(3, 8);
+  h.uncompressed_page_size = static_cast<int32_t>(body.size());
+  std::string flipped = MakePage(h, body);
+  DecodedPage page;
+  ASSERT_TRUE(DecodeWholePage(AsBytes(flipped), Codec::kUncompressed, 3, false, 8, {}, "ctx", &page).ok());
+  EXPECT_EQ(page.offsets[2], 4u + 12u + 12u);
+  flipped[flipped.size() - 3] ^= 1;
+  Status s = DecodeWholePage(AsBytes(flipped), Codec::kUncompressed, 3, false, 8, {}, "ctx", &page);
+  EXPECT_NE(s.message().find("CRC mismatch"), std::string::npos) << s.ToString();
+}
+
 TEST(PageDecoderTest, OptionalColumnPageWithBadLevelsIsAnError) {
   AlignedBuffer scratch;
   std::string dest(8, '\0');

@@ -71,11 +71,22 @@ Status FinishBinFile(Storage& fs, Status status, std::unique_ptr<ParquetFileWrit
   return Status::OK();
 }
 
+// The columns of the files optimize writes: the table's file columns (partition columns live in
+// the log), with tensor columns REQUIRED (docs/format.md) also when another writer's files declare
+// them OPTIONAL; a null tensor is then an error naming the file.
+std::vector<ColumnSpec> ColumnsToWrite(const TableView& t) {
+  std::vector<ColumnSpec> cols = t.FileColumns();
+  for (ColumnSpec& c : cols) {
+    if (c.tensor) c.optional = false;
+  }
+  return cols;
+}
+
 // Rewrites the rows of `inputs` (in order) into one new data file under the table.
 Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
                               const WriterOptions& wopts, int64_t rows_per_group, ProgressBar* bar) {
   Storage& fs = *t.storage;
-  const std::vector<ColumnSpec> cols = t.FileColumns();  // partition columns live in the log
+  const std::vector<ColumnSpec> cols = ColumnsToWrite(t);
   WrittenBin out;
   out.path = NewDataFilePath(t, *inputs[0]);
   const std::string tmp = InProgressPath(fs, out.path);
@@ -132,6 +143,13 @@ Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta:
         int64_t take = std::min(rows - r, rows_per_group - pending_rows);
         for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
           if (cols[c].tensor) {
+            const auto& def = values[c].defined;
+            if (std::find(def.begin(), def.end(), 0) != def.end()) {
+              status = Status::Corruption(fmt::format("{}: tensor column '{}' has null rows (row {} of row group {})",
+                                                      t.FilePath(*add), cols[c].name,
+                                                      std::find(def.begin(), def.end(), 0) - def.begin(), g));
+              break;
+            }
             const auto& blobs = std::get<std::vector<std::string>>(values[c].values);
             for (int64_t k = r; k < r + take && status.ok(); ++k) status = enc.AppendTensor(c, AsBytes(blobs[k]));
           } else {
@@ -178,7 +196,7 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
                                     const WriterOptions& wopts, int64_t rows_per_group, const std::string& sort_by,
                                     ProgressBar* bar) {
   Storage& fs = *t.storage;
-  const std::vector<ColumnSpec> cols = t.FileColumns();
+  const std::vector<ColumnSpec> cols = ColumnsToWrite(t);
   auto key_it = std::find_if(cols.begin(), cols.end(), [&](const ColumnSpec& c) { return c.name == sort_by; });
   const size_t key = static_cast<size_t>(key_it - cols.begin());
   // Pass 1: scalars of every input row, and where each row's tensors are.

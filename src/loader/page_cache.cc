@@ -1,0 +1,93 @@
+#include "loader/page_cache.h"
+
+#include <algorithm>
+#include <new>
+
+namespace stoke {
+
+Result<std::shared_ptr<const DecodedPage>> PageCache::GetOrLoad(uint32_t file, uint64_t offset, const LoadFn& load) {
+  const Key key{file, offset};
+  std::shared_future<Loaded> pending;
+  std::promise<Loaded> promise;
+  bool loader = false;
+  {
+    MutexLock l(&mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      it->second.last_use = ++clock_;
+      pending = it->second.page;
+    } else {
+      pending = promise.get_future().share();
+      entries_.emplace(key, Entry{pending, ++clock_, 0});
+      ++loads_;
+      loader = true;
+    }
+  }
+  if (loader) {
+    Loaded loaded;
+    bool out_of_memory = false;
+    try {
+      auto page = load();
+      if (page.ok()) {
+        loaded.page = std::move(page).value();
+      } else {
+        loaded.status = page.status();
+      }
+    } catch (const std::bad_alloc&) {
+      // Waiters get an error; this thread rethrows below, for the caller to report as out of memory.
+      loaded.status = Status::Internal("out of memory while another worker decoded this page");
+      out_of_memory = true;
+    }
+    {
+      MutexLock l(&mu_);
+      auto it = entries_.find(key);
+      if (!loaded.status.ok() || loaded.page == nullptr) {
+        if (loaded.status.ok()) loaded.status = Status::Internal("page cache: a load returned no page");
+        entries_.erase(it);  // a failed load is not cached: the next request tries again
+      } else {
+        it->second.bytes = std::max<size_t>(1, loaded.page->bytes());
+        bytes_ += it->second.bytes;
+        EvictLocked(key);
+      }
+    }
+    promise.set_value(loaded);
+    if (out_of_memory) throw std::bad_alloc();
+    if (!loaded.status.ok()) return loaded.status;
+    return loaded.page;
+  }
+  const Loaded& got = pending.get();
+  if (!got.status.ok()) return got.status;
+  return got.page;
+}
+
+void PageCache::EvictLocked(const Key& keep) {
+  while (bytes_ > budget_) {
+    auto victim = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->first == keep || it->second.bytes == 0) continue;  // the new page, and pages still loading
+      if (victim == entries_.end() || it->second.last_use < victim->second.last_use) victim = it;
+    }
+    if (victim == entries_.end()) return;
+    bytes_ -= victim->second.bytes;
+    entries_.erase(victim);
+  }
+}
+
+size_t PageCache::cached_bytes() const {
+  MutexLock l(&mu_);
+  return bytes_;
+}
+
+size_t PageCache::cached_pages() const {
+  MutexLock l(&mu_);
+  size_t n = 0;
+  for (const auto& [key, e] : entries_) n += e.bytes > 0;
+  return n;
+}
+
+int64_t PageCache::loads() const {
+  MutexLock l(&mu_);
+  return loads_;
+}
+
+}  // namespace stoke

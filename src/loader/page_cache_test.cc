@@ -1,0 +1,100 @@
+#include "loader/page_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace stoke {
+namespace {
+
+// A decoded page of `bytes` body bytes (values of 1 byte, one per row).
+std::shared_ptr<const DecodedPage> PageOf(size_t bytes, uint8_t fill) {
+  auto p = std::make_shared<DecodedPage>();
+  p->body.Resize(bytes);
+  std::memset(p->body.data(), fill, bytes);
+  p->value_size = 1;
+  p->offsets.assign(bytes, 0);
+  return p;
+}
+
+TEST(PageCache, ConcurrentRequestsForOnePageLoadItOnce) {
+  PageCache cache(1 << 20);
+  std::atomic<int> loads{0};
+  std::vector<std::thread> threads;
+  std::vector<const DecodedPage*> got(8, nullptr);
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto p = cache.GetOrLoad(3, 4096, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
+        ++loads;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the others arrive while loading
+        return PageOf(100, 7);
+      });
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      got[i] = p->get();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(loads.load(), 1);
+  EXPECT_EQ(cache.loads(), 1);
+  for (const DecodedPage* p : got) EXPECT_EQ(p, got[0]);
+  EXPECT_EQ(got[0]->body.data()[99], 7);
+}
+
+TEST(PageCache, LeastRecentlyUsedPagesGoOverTheBudget) {
+  const size_t page = PageOf(1000, 0)->bytes();
+  PageCache cache(2 * page + page / 2);  // room for two pages
+  int loads = 0;
+  auto get = [&](uint64_t offset) {
+    auto p = cache.GetOrLoad(0, offset, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
+      ++loads;
+      return PageOf(1000, static_cast<uint8_t>(offset));
+    });
+    EXPECT_TRUE(p.ok());
+    EXPECT_EQ(p->get()->body.data()[0], static_cast<uint8_t>(offset));
+  };
+  get(1);
+  get(2);
+  get(1);  // 1 is now more recent than 2
+  EXPECT_EQ(loads, 2);
+  get(3);  // evicts 2
+  EXPECT_EQ(cache.cached_pages(), 2u);
+  EXPECT_LE(cache.cached_bytes(), 2 * page + page / 2);
+  get(1);
+  EXPECT_EQ(loads, 3);
+  get(2);
+  EXPECT_EQ(loads, 4);
+  // A page larger than the whole budget is still served (and kept until the next one).
+  PageCache tiny(10);
+  auto big = tiny.GetOrLoad(0, 0, [] { return Result<std::shared_ptr<const DecodedPage>>(PageOf(5000, 9)); });
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ((*big)->body.data()[4999], 9);
+  EXPECT_EQ(tiny.cached_pages(), 1u);
+}
+
+TEST(PageCache, FailedLoadsAreNotCached) {
+  PageCache cache(1 << 20);
+  int calls = 0;
+  auto fail = [&]() -> Result<std::shared_ptr<const DecodedPage>> {
+    ++calls;
+    return Status::Corruption("page at offset 8: CRC mismatch");
+  };
+  auto a = cache.GetOrLoad(0, 8, fail);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), StatusCode::kCorruption);
+  auto b = cache.GetOrLoad(0, 8, fail);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(cache.cached_pages(), 0u);
+  auto c = cache.GetOrLoad(0, 8, [] { return Result<std::shared_ptr<const DecodedPage>>(PageOf(10, 1)); });
+  EXPECT_TRUE(c.ok());
+  // An allocation failure reaches the loading thread as bad_alloc, and the page is not cached.
+  EXPECT_THROW((void)cache.GetOrLoad(0, 16, []() -> Result<std::shared_ptr<const DecodedPage>> { throw std::bad_alloc(); }),
+               std::bad_alloc);
+  EXPECT_EQ(cache.cached_pages(), 1u);
+}
+
+}  // namespace
+}  // namespace stoke
