@@ -24,8 +24,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <map>
 #include <thread>
 #include <new>
@@ -308,6 +310,8 @@ class Loader::Impl {
   std::unique_ptr<SampleIndex> index_;
   std::vector<TensorColumn> tensors_;
   std::vector<ScalarColumn> scalars_;
+  // Data files whose scalar columns and filter Open answered from their add statistics, unopened.
+  std::atomic<int64_t> files_from_stats_{0};
   std::vector<std::string> column_order_;        // selected columns in the requested order
   std::vector<int64_t> selected_;                // table rows passing `where` (empty + identity_ = all)
   bool identity_ = true;
@@ -429,6 +433,53 @@ void AppendScalarValues(const ColumnValues& v, size_t rows, ScalarColumn* col) {
         }
       },
       v.values);
+}
+
+// Every one of `rows` rows of a file's column, when the file's statistics say it exactly: all null
+// (null_count == rows), or one value (no nulls and min == max, compared as the column's type: integers
+// and booleans as they are, floats bit for bit and never NaN or a signed zero, strings under 32 bytes,
+// the length other writers truncate statistics to). nullopt when the file must be read.
+std::optional<ColumnValues> ConstantFromStats(const ColumnSpec& spec, const Predicate::ColumnStats& st, int64_t rows) {
+  if (rows < 0 || !st.null_count) return std::nullopt;
+  ColumnValues out{EmptyValuesFor(spec.type), {}};
+  const size_t n = static_cast<size_t>(rows);
+  if (*st.null_count == rows) {
+    out.defined.assign(n, 0);
+    return out;
+  }
+  if (*st.null_count != 0 || !st.min || !st.max || !(*st.min == *st.max)) return std::nullopt;
+  const auto& v = st.min->v;
+  bool ok = false;
+  std::visit(
+      [&](auto& dst) {
+        using T = typename std::decay_t<decltype(dst)>::value_type;
+        if constexpr (std::is_same_v<T, std::string>) {
+          if (const auto* x = std::get_if<std::string>(&v); x && spec.is_string && x->size() < 32) {
+            dst.assign(n, *x);
+            ok = true;
+          }
+        } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+          const auto* x = std::get_if<double>(&v);
+          if (x && std::isfinite(*x) && *x != 0.0 && static_cast<double>(static_cast<T>(*x)) == *x) {
+            dst.assign(n, static_cast<T>(*x));
+            ok = true;
+          }
+        } else if constexpr (std::is_same_v<T, uint8_t>) {  // BOOLEAN
+          if (const auto* x = std::get_if<bool>(&v)) {
+            dst.assign(n, *x ? 1 : 0);
+            ok = true;
+          }
+        } else if constexpr (std::is_integral_v<T>) {
+          const auto* x = std::get_if<int64_t>(&v);
+          if (x && *x >= std::numeric_limits<T>::min() && *x <= std::numeric_limits<T>::max()) {
+            dst.assign(n, static_cast<T>(*x));
+            ok = true;
+          }
+        }
+      },
+      out.values);
+  if (!ok) return std::nullopt;
+  return out;
 }
 
 }  // namespace
@@ -595,7 +646,30 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
     FilePart& part = parts[i];
     for (size_t k = 0; k < scalar_cols.size(); ++k) part.cols.push_back(scalars_[k]);  // empty, typed
     int64_t records = -1;
-    const bool skip_file = where && !where->MayMatch(FileStats(add, view.columns, &records), records);
+    const auto stats = FileStats(add, view.columns, &records);
+    const bool skip_file = where && !where->MayMatch(stats, records);
+    // A file whose statistics decide the filter for all its rows and give each selected scalar
+    // column exactly (a table of one-row files: every file) is not opened.
+    if (records >= 0 && (!where || skip_file || where->MustMatch(stats, records))) {
+      std::vector<ColumnValues> constants;
+      for (size_t k = 0; k < scalar_cols.size(); ++k) {
+        const ColumnSpec& spec = view.columns[scalar_cols[k]];
+        auto it = stats.find(spec.name);
+        if (it == stats.end()) break;
+        std::optional<ColumnValues> c = ConstantFromStats(spec, it->second, records);
+        if (!c) break;
+        constants.push_back(std::move(*c));
+      }
+      if (constants.size() == scalar_cols.size()) {
+        part.rows = records;
+        part.keep.assign(static_cast<size_t>(records), skip_file ? 0 : 1);
+        for (size_t k = 0; k < scalar_cols.size(); ++k) {
+          AppendScalarValues(constants[k], static_cast<size_t>(records), &part.cols[k]);
+        }
+        files_from_stats_ += 1;
+        return Status::OK();
+      }
+    }
     auto reader_or = ParquetReader::Open(*view.storage, view.FilePath(add));
     if (!reader_or.ok()) return reader_or.status();
     const ParquetReader& reader = **reader_or;

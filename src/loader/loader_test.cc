@@ -5,7 +5,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -675,6 +678,56 @@ TEST(Loader, CoalesceBytesIsValidatedAndLargeValuesLoadExactly) {
   const auto rows = Drain(*l);
   ASSERT_EQ(rows.size(), 1000u);
   for (int64_t i = 0; i < 1000; ++i) EXPECT_EQ(rows[static_cast<size_t>(i)], i);
+}
+
+TEST(Loader, OneRowFilesAreAnsweredFromTheirStatisticsWithoutBeingOpened) {
+  // The published "before" state: one file per sample. Each file's add statistics give its scalar
+  // values and decide the filter, so opening the loader reads no data file (the sample index comes
+  // from its cache): the one-row files are deleted below, and only the 10-row file must be there.
+  TestTable t;
+  std::vector<delta::AddFile> adds;
+  for (int64_t id = 0; id < 40; ++id) {
+    adds.push_back(testing_support::WriteDataFile(t.dir(), fmt::format("one-{}.parquet", id), id, 1, 1));
+  }
+  adds.push_back(testing_support::WriteDataFile(t.dir(), "ten.parquet", 40, 10, 10));
+  testing_support::CommitAdds(t, adds);
+  ASSERT_TRUE(SampleIndex::Open(t.dir()).ok());  // writes the cache
+  for (int64_t id = 0; id < 40; ++id) std::filesystem::remove(t.dir() + fmt::format("/one-{}.parquet", id));
+  LoaderOptions o;
+  o.batch_size = 7;
+  o.shuffle = LoaderOptions::Shuffle::kNone;
+  o.columns = {"id", "label", "name"};
+  o.where = "label = 1";
+  auto l = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(l);
+  std::vector<int64_t> ids;
+  for (;;) {
+    auto b = l->Next();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    if (!b->has_value()) break;
+    const BatchColumn* id = (*b)->column("id");
+    const BatchColumn* label = (*b)->column("label");
+    const BatchColumn* name = (*b)->column("name");
+    for (int64_t i = 0; i < (*b)->size(); ++i) {
+      const int64_t v = static_cast<const int64_t*>(id->data)[i];
+      ids.push_back(v);
+      EXPECT_EQ(static_cast<const int32_t*>(label->data)[i], 1) << v;
+      const bool present = v % 4 != 0;
+      ASSERT_FALSE(name->valid.empty());
+      EXPECT_EQ(name->valid[static_cast<size_t>(i)], present ? 1 : 0) << v;
+      EXPECT_EQ(name->strings[static_cast<size_t>(i)], present ? "n" + std::to_string(v % 5) : "") << v;
+    }
+  }
+  std::vector<int64_t> want;
+  for (int64_t id = 0; id < 50; ++id) {
+    if (id % 3 == 1) want.push_back(id);
+  }
+  EXPECT_EQ(ids, want);
+  // The 10-row file's statistics do not give its rows: it is read, and its absence is an error.
+  std::filesystem::remove(t.dir() + "/ten.parquet");
+  auto missing = Loader::Open(t.dir(), o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("ten.parquet"), std::string::npos) << missing.status().ToString();
 }
 
 TEST(Loader, FilesWithoutOffsetIndexesAreReadThroughTheirPageMaps) {
