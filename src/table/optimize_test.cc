@@ -10,32 +10,9 @@
 namespace stoke {
 namespace {
 
+using testing_support::AllRows;
 using testing_support::TensorOf;
 using testing_support::TestTable;
-
-// Every (id, label, name or null, tensor bytes) of the table, sorted by id.
-std::vector<std::tuple<int64_t, int32_t, std::string, std::string>> AllRows(const std::string& dir,
-                                                                             std::optional<int64_t> version = {}) {
-  std::vector<std::tuple<int64_t, int32_t, std::string, std::string>> rows;
-  auto t = OpenTableView(dir, version);
-  EXPECT_TRUE(t.ok()) << t.status().ToString();
-  for (const auto& f : t->snapshot.files) {
-    auto r = ParquetReader::Open(LocalStorage(), t->FilePath(f));
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    auto ids = std::get<std::vector<int64_t>>((*r)->ReadColumn(0)->values);
-    auto labels = std::get<std::vector<int32_t>>((*r)->ReadColumn(1)->values);
-    auto names = (*r)->ReadColumn(2);
-    auto tensors = std::get<std::vector<std::string>>((*r)->ReadColumn(3)->values);
-    const auto& nv = std::get<std::vector<std::string>>(names->values);
-    size_t ni = 0;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      std::string name = names->defined[i] ? nv[ni++] : "<null>";
-      rows.emplace_back(ids[i], labels[i], name, tensors[i]);
-    }
-  }
-  std::sort(rows.begin(), rows.end());
-  return rows;
-}
 
 TEST(Optimize, CompactsSmallFilesPreservingEveryRowByteForByte) {
   TestTable t;
@@ -85,40 +62,6 @@ TEST(Optimize, WhereLimitsCompactionToFilesThatMayMatch) {
   EXPECT_EQ(AllRows(t.dir()).size(), 60u);
   o.where = "nonsense = 1";
   EXPECT_EQ(OptimizeTable(o).status().code(), StatusCode::kInvalidArgument);
-}
-
-TEST(Vacuum, NeverDeletesFilesThatRetainedVersionsReference) {
-  TestTable t;
-  for (int64_t f = 0; f < 4; ++f) t.AppendFile(f * 5, 5);
-  // An uncommitted leftover, as a crashed ingest leaves.
-  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), t.dir() + "/part-orphan.parquet", AsBytes("x")).ok());
-  OptimizeOptions o;
-  o.table_dir = t.dir();
-  o.progress = false;
-  ASSERT_TRUE(OptimizeTable(o).ok());
-
-  VacuumOptions v;
-  v.table_dir = t.dir();
-  v.retain_hours = 168;  // every version is inside the window: only the orphan is old enough... but it is new
-  auto r = VacuumTable(v);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE(r->files.empty());
-  EXPECT_EQ(AllRows(t.dir(), 0).size(), 5u);  // time travel intact
-
-  v.retain_hours = 0;
-  v.dry_run = true;
-  r = VacuumTable(v);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->files.size(), 5u);  // the 4 compacted files and the orphan
-  EXPECT_TRUE(std::filesystem::exists(t.dir() + "/part-orphan.parquet"));
-
-  v.dry_run = false;
-  r = VacuumTable(v);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->files.size(), 5u);
-  EXPECT_FALSE(std::filesystem::exists(t.dir() + "/part-orphan.parquet"));
-  EXPECT_EQ(AllRows(t.dir()).size(), 20u);  // the current version is whole
-  EXPECT_TRUE(std::filesystem::exists(t.dir() + "/_delta_log/00000000000000000000.json"));
 }
 
 }  // namespace

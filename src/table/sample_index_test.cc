@@ -389,33 +389,37 @@ TEST(SampleIndex, EmptyTableAndMissingTable) {
   EXPECT_FALSE(SampleIndex::Open(t.dir(), 5).ok());
 }
 
-// First-open (build from footers) and cached-open (mmap + validation) times for 200,000 rows in 500
-// files. The bounds are generous: they catch a quadratic mistake, not a slow machine.
-TEST(SampleIndex, OpenTimingsFor200kRowsIn500Files) {
+// A cached open reads the cache alone: with every data file gone, the index of 200,000 rows in 500
+// files still opens from its cache and answers every row. (Its timing is a benchmark:
+// bench/loader_open.sh.)
+TEST(SampleIndex, CachedOpenOf200kRowsIn500FilesReadsNoDataFile) {
   TestTable t;
   std::vector<delta::AddFile> adds;
   for (int64_t f = 0; f < 500; ++f) {
     adds.push_back(WriteDataFile(t.dir(), "part-" + std::to_string(f) + ".parquet", f * 400, 400, 400));
   }
   CommitAdds(t, adds);
-  using Clock = std::chrono::steady_clock;
-  auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  auto t0 = Clock::now();
   auto built = SampleIndex::Open(t.dir());
-  auto t1 = Clock::now();
   ASSERT_TRUE(built.ok()) << built.status().ToString();
   ASSERT_FALSE(built->from_cache());
+  std::vector<std::pair<int64_t, SampleIndex::Location>> want;
+  for (int64_t r = 0; r < 200000; r += 997) want.push_back({r, built->Find(r, 0)});
+  for (int64_t f = 0; f < 500; ++f) std::filesystem::remove(t.dir() + "/part-" + std::to_string(f) + ".parquet");
   auto cached = SampleIndex::Open(t.dir());
-  auto t2 = Clock::now();
-  ASSERT_TRUE(cached.ok());
+  ASSERT_TRUE(cached.ok()) << cached.status().ToString();
   ASSERT_TRUE(cached->from_cache());
   ASSERT_EQ(cached->num_rows(), 200000);
-  const size_t cache_bytes = CacheBytes(t, 0).size();
-  std::printf("sample index, 200000 rows in 500 files: first open %.1f ms, cached open %.1f ms, cache %zu bytes\n",
-              ms(t1 - t0), ms(t2 - t1), cache_bytes);
-  EXPECT_LT(ms(t1 - t0), 30000.0);
-  EXPECT_LT(ms(t2 - t1), 2000.0);
-  for (int64_t r = 0; r < 200000; r += 997) ASSERT_EQ(TensorAt(*cached, r), TensorOf(r)) << r;
+  for (const auto& [r, loc] : want) {
+    const auto got = cached->Find(r, 0);
+    ASSERT_EQ(got.file, loc.file) << r;
+    ASSERT_EQ(got.offset, loc.offset) << r;
+    ASSERT_EQ(got.length, loc.length) << r;
+    ASSERT_EQ(got.row_in_page, loc.row_in_page) << r;
+  }
+  // Without the cache, the missing files are an error naming one.
+  auto rebuilt = SampleIndex::Open(t.dir(), std::nullopt, {.use_cache = false, .write_cache = false});
+  ASSERT_FALSE(rebuilt.ok());
+  EXPECT_NE(rebuilt.status().message().find("part-"), std::string::npos) << rebuilt.status().ToString();
 }
 
 }  // namespace

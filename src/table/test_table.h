@@ -4,12 +4,18 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "format/parquet_metadata.h"
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
 #include "io/storage.h"
+#include "table/scan.h"
 #include "table/delta_log.h"
 
 namespace stoke::testing_support {
@@ -139,6 +145,30 @@ inline int64_t DropOffsetIndex(const std::string& path, size_t column) {
   out += "PAR1";
   EXPECT_TRUE(WriteFileAtomically(LocalStorage(), path, AsBytes(out)).ok());
   return static_cast<int64_t>(out.size());
+}
+
+// Every (id, label, name or null, tensor bytes) of a table of TestColumns, sorted by id.
+inline std::vector<std::tuple<int64_t, int32_t, std::string, std::string>> AllRows(const std::string& dir,
+                                                                             std::optional<int64_t> version = {}) {
+  std::vector<std::tuple<int64_t, int32_t, std::string, std::string>> rows;
+  auto t = OpenTableView(dir, version);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  for (const auto& f : t->snapshot.files) {
+    auto r = ParquetReader::Open(LocalStorage(), t->FilePath(f));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    auto ids = std::get<std::vector<int64_t>>((*r)->ReadColumn(0)->values);
+    auto labels = std::get<std::vector<int32_t>>((*r)->ReadColumn(1)->values);
+    auto names = (*r)->ReadColumn(2);
+    auto tensors = std::get<std::vector<std::string>>((*r)->ReadColumn(3)->values);
+    const auto& nv = std::get<std::vector<std::string>>(names->values);
+    size_t ni = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      std::string name = names->defined[i] ? nv[ni++] : "<null>";
+      rows.emplace_back(ids[i], labels[i], name, tensors[i]);
+    }
+  }
+  std::sort(rows.begin(), rows.end());
+  return rows;
 }
 
 }  // namespace stoke::testing_support
