@@ -10,10 +10,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cerrno>
 #include <cstring>
 #include <limits>
 #include <thread>
+#include <unordered_map>
 
 #include "core/log.h"
 #include "core/thread_pool.h"
@@ -286,8 +288,59 @@ Result<std::string> Serialize(int64_t version, CommitStamp stamp, const std::vec
   return out;
 }
 
+uint32_t U32(ByteView b, uint64_t at) { return LoadLE<uint32_t>(b.data() + at); }
+uint64_t U64(ByteView b, uint64_t at) { return LoadLE<uint64_t>(b.data() + at); }
+
+// The files of a valid index of an older version (`older`, passed ValidateCache) with their pages,
+// by path relative to the table, when it has the same tensor columns; empty otherwise. Data files are
+// immutable (the Delta protocol), so a file of the same path and size has the same pages.
+std::unordered_map<std::string, BuiltFile> ReusableFiles(ByteView older, const std::vector<std::string>& tensor_columns) {
+  std::unordered_map<std::string, BuiltFile> out;
+  const uint64_t num_files = U32(older, kOffNumFiles), ncols = U32(older, kOffNumColumns);
+  const uint64_t strings_off = U64(older, kOffStrings), columns_off = U64(older, kOffColumns);
+  const uint64_t pages_off = U64(older, kOffPages);
+  auto string_at = [&](uint64_t off, uint32_t len) {
+    return std::string(reinterpret_cast<const char*>(older.data() + strings_off + off), len);
+  };
+  if (ncols != tensor_columns.size()) return out;
+  for (uint64_t c = 0; c < ncols; ++c) {
+    const uint64_t r = columns_off + kColumnRecordSize * c;
+    if (string_at(U64(older, r + 16), U32(older, r + 24)) != tensor_columns[c]) return out;
+  }
+  std::vector<BuiltFile> files(num_files);
+  std::vector<uint64_t> first_rows(num_files);
+  for (uint64_t i = 0; i < num_files; ++i) {
+    const uint64_t r = kHeaderSize + kFileRecordSize * i;
+    files[i].size = U64(older, r);
+    first_rows[i] = U64(older, r + 8);
+    files[i].num_rows = U64(older, r + 16);
+    files[i].rel_path = string_at(U64(older, r + 24), U32(older, r + 32));
+    files[i].pages.resize(ncols);
+  }
+  for (uint64_t c = 0; c < ncols; ++c) {
+    const uint64_t r = columns_off + kColumnRecordSize * c;
+    const uint64_t first_page = U64(older, r), n = U64(older, r + 8);
+    for (uint64_t p = first_page; p < first_page + n; ++p) {
+      const uint64_t pr = pages_off + kPageRecordSize * p;
+      const uint32_t file = U32(older, pr + 16);
+      files[file].pages[c].push_back({.offset = U64(older, pr), .first_row = U64(older, pr + 8) - first_rows[file],
+                                      .length = U32(older, pr + 20), .num_rows = U32(older, pr + 24),
+                                      .flags = U32(older, pr + 28)});
+    }
+  }
+  out.reserve(files.size());
+  for (BuiltFile& f : files) {
+    std::string key = f.rel_path;
+    out.emplace(std::move(key), std::move(f));
+  }
+  return out;
+}
+
+// `older`: a validated index of an older version of the table, or empty: its files' pages are
+// reused, and only the other files' footers are read.
 Result<std::string> BuildIndexBytes(const std::string& table_dir, int64_t version, CommitStamp stamp,
-                                    const SampleIndex::Options& options, std::vector<std::string>* tensor_columns) {
+                                    const SampleIndex::Options& options, ByteView older,
+                                    std::vector<std::string>* tensor_columns, size_t* reused) {
   STOKE_ASSIGN_OR_RETURN(TableView view, OpenTableView(table_dir, version));
   tensor_columns->clear();
   for (const auto& col : view.columns) {
@@ -298,15 +351,25 @@ Result<std::string> BuildIndexBytes(const std::string& table_dir, int64_t versio
   size_t threads = options.threads;
   if (threads == 0) threads = std::max<size_t>(4, std::thread::hardware_concurrency());
   threads = std::max<size_t>(1, std::min(threads, adds.size()));
+  std::unordered_map<std::string, BuiltFile> known;
+  if (!older.empty()) known = ReusableFiles(older, *tensor_columns);
+  std::atomic<size_t> reused_files{0};
   ThreadPool pool(threads);
-  STOKE_RETURN_IF_ERROR(ParallelFor(pool, adds.size(), [&](size_t i) {
+  STOKE_RETURN_IF_ERROR(ParallelFor(pool, adds.size(), [&](size_t i) -> Status {
+    if (!known.empty()) {
+      auto rel = delta::DecodePath(adds[i].path);
+      auto it = known.find(rel.ok() ? *rel : adds[i].path);
+      if (it != known.end() && adds[i].size >= 0 && it->second.size == static_cast<uint64_t>(adds[i].size)) {
+        files[i] = it->second;
+        ++reused_files;
+        return Status::OK();
+      }
+    }
     return ReadFilePages(view, adds[i], *tensor_columns, options.map_pages, &files[i]);
   }));
+  *reused = reused_files;
   return Serialize(version, stamp, *tensor_columns, files);
 }
-
-uint32_t U32(ByteView b, uint64_t at) { return LoadLE<uint32_t>(b.data() + at); }
-uint64_t U64(ByteView b, uint64_t at) { return LoadLE<uint64_t>(b.data() + at); }
 
 // a * b + c without overflow, or nullopt.
 std::optional<uint64_t> MulAdd(uint64_t a, uint64_t b, uint64_t c) {
@@ -510,12 +573,15 @@ Result<SampleIndex> SampleIndex::Open(const std::string& table_dir, std::optiona
   const CommitStamp stamp = StampOf(fs, where.path, v);
   const std::string cache_path = CachePath(where.path, v);
 
+  // Local caches are memory-mapped; on an object store the cache object is read whole (one GET).
+  auto load_cache = [&](const std::string& path) -> Result<std::unique_ptr<Mapping>> {
+    if (!fs.CreateIsAtomic()) return Mapping::MapFile(path);
+    STOKE_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(fs, path));
+    return Mapping::Own(std::move(bytes));
+  };
+  std::unique_ptr<Mapping> older;  // the newest valid index of an older version, for its files' pages
   if (options.use_cache) {
-    // Local caches are memory-mapped; on an object store the cache object is read whole (one GET).
-    auto mapped = !fs.CreateIsAtomic() ? Mapping::MapFile(cache_path) : [&]() -> Result<std::unique_ptr<Mapping>> {
-      STOKE_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(fs, cache_path));
-      return Mapping::Own(std::move(bytes));
-    }();
+    auto mapped = load_cache(cache_path);
     Status why = mapped.status();
     if (mapped.ok()) {
       ByteView b = (*mapped)->view();
@@ -530,10 +596,33 @@ Result<SampleIndex> SampleIndex::Open(const std::string& table_dir, std::optiona
     if (why.code() != StatusCode::kNotFound) {
       STOKE_LOG(kInfo, "sample_index.cache_rejected", "path={} reason=\"{}\"", cache_path, why.ToString());
     }
+    // After an append (or any commit), the files the previous version's index already holds are not
+    // read again: only the new files' footers are.
+    auto names = fs.ListNames(JoinPath(where.path, "_stoke/sample_index"));
+    if (names.ok()) {
+      for (auto it = names->rbegin(); it != names->rend() && older == nullptr; ++it) {
+        const std::string& name = *it;
+        int64_t older_version = -1;
+        if (name.size() != 24 || name.compare(20, 4, ".idx") != 0 ||
+            std::from_chars(name.data(), name.data() + 20, older_version).ptr != name.data() + 20 ||
+            older_version >= v) {
+          continue;
+        }
+        auto m = load_cache(JoinPath(where.path, "_stoke/sample_index/" + name));
+        if (m.ok() && ValidateCache((*m)->view()).ok()) older = std::move(*m);
+      }
+    }
   }
 
   std::vector<std::string> tensor_columns;
-  STOKE_ASSIGN_OR_RETURN(std::string bytes, BuildIndexBytes(table_dir, v, stamp, options, &tensor_columns));
+  size_t reused = 0;
+  STOKE_ASSIGN_OR_RETURN(std::string bytes,
+                         BuildIndexBytes(table_dir, v, stamp, options, older ? older->view() : ByteView(),
+                                         &tensor_columns, &reused));
+  if (older != nullptr) {
+    STOKE_LOG(kInfo, "sample_index.incremental", "table={} version={} reused_files={}", table_dir, v, reused);
+  }
+  older.reset();
   // The builder's output goes through the same checks as a cache: a bug there is an error, not a bad read.
   if (Status s = ValidateCache(AsBytes(bytes)); !s.ok()) {
     return Status::Internal(fmt::format("{}: built sample index fails validation: {}", table_dir, s.ToString()));

@@ -3,7 +3,8 @@
 // fetching a sample is one positioned read. Built from each data file's footer and OffsetIndexes (or,
 // for other writers' files without them, the column chunks' page headers),
 // cached inside the table as `_stoke/sample_index/<20-digit version>.idx` and memory-mapped on later
-// opens. The cache layout is specified below (the class comment); it is stoke's own file, under
+// opens; a new version's index takes the pages of files it shares with the newest older cached
+// index from there instead of their footers. The cache layout is specified below (the class comment); it is stoke's own file, under
 // `_stoke/`, which Delta readers and `stoke vacuum` ignore.
 #pragma once
 

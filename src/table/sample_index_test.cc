@@ -389,6 +389,47 @@ TEST(SampleIndex, EmptyTableAndMissingTable) {
   EXPECT_FALSE(SampleIndex::Open(t.dir(), 5).ok());
 }
 
+// After an append, the new version's index reuses the previous version's index for the files it
+// already holds: only the new file's footer is read (the others are moved away meanwhile), and the
+// result is the index a build from scratch makes.
+TEST(SampleIndex, IndexAfterAnAppendReadsOnlyTheNewFiles) {
+  TestTable t;
+  t.AppendFile(0, 300, 100);
+  t.AppendFile(300, 200, 50);
+  auto v1 = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(v1.ok()) << v1.status().ToString();
+  const std::vector<std::string> old_files = {v1->FilePath(0), v1->FilePath(1)};
+  t.AppendFile(500, 120, 40);
+  for (const auto& f : old_files) std::filesystem::rename(f, f + ".away");
+  auto v2 = SampleIndex::Open(t.dir());
+  for (const auto& f : old_files) std::filesystem::rename(f + ".away", f);
+  ASSERT_TRUE(v2.ok()) << v2.status().ToString();
+  EXPECT_FALSE(v2->from_cache());
+  ASSERT_EQ(v2->num_rows(), 620);
+  auto scratch = SampleIndex::Open(t.dir(), std::nullopt, {.use_cache = false, .write_cache = false});
+  ASSERT_TRUE(scratch.ok()) << scratch.status().ToString();
+  ASSERT_EQ(scratch->num_files(), v2->num_files());
+  for (uint32_t f = 0; f < v2->num_files(); ++f) {
+    EXPECT_EQ(v2->FilePath(f), scratch->FilePath(f));
+    EXPECT_EQ(v2->file_size(f), scratch->file_size(f));
+    EXPECT_EQ(v2->file_first_row(f), scratch->file_first_row(f));
+  }
+  for (int64_t r = 0; r < 620; ++r) {
+    const auto a = v2->Find(r, 0), b = scratch->Find(r, 0);
+    ASSERT_EQ(a.file, b.file) << r;
+    ASSERT_EQ(a.offset, b.offset) << r;
+    ASSERT_EQ(a.length, b.length) << r;
+    ASSERT_EQ(a.row_in_page, b.row_in_page) << r;
+    ASSERT_EQ(a.rows_in_page, b.rows_in_page) << r;
+    ASSERT_EQ(a.codec, b.codec) << r;
+    ASSERT_EQ(TensorAt(*v2, r), TensorOf(r)) << r;
+  }
+  // The new version's index is cached as usual.
+  auto again = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->from_cache());
+}
+
 // A cached open reads the cache alone: with every data file gone, the index of 200,000 rows in 500
 // files still opens from its cache and answers every row. (Its timing is a benchmark:
 // bench/loader_open.sh.)
