@@ -86,6 +86,25 @@ Status CheckTensorPageHeader(ByteView head, uint64_t page_size, uint32_t rows_in
   return Status::OK();
 }
 
+// An uncompressed body must be exactly the header's uncompressed size; the CRC (when the header has
+// one and verification is on) covers the stored bytes.
+Status CheckStoredBody(ByteView stored, Codec codec, const parquet::PageHeader& h, size_t header_size,
+                       const PageDecodeOptions& options, std::string_view context) {
+  const uint64_t body_size = static_cast<uint64_t>(h.uncompressed_page_size);
+  if (codec == Codec::kUncompressed && stored.size() != body_size) {
+    return Status::Corruption(fmt::format("{}: offset {}: uncompressed page stores {} bytes, header says {}", context,
+                                          header_size, stored.size(), body_size));
+  }
+  if (options.verify_crc && h.crc) {
+    const uint32_t computed = Crc32(stored);
+    if (computed != static_cast<uint32_t>(*h.crc)) {
+      return Status::Corruption(fmt::format("{}: offset {}: CRC mismatch over {} body bytes (stored {:08x}, computed {:08x})",
+                                            context, header_size, stored.size(), static_cast<uint32_t>(*h.crc), computed));
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, uint32_t rows_in_page,
@@ -107,19 +126,8 @@ Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, ui
                                               &h, &header_size));
   const uint64_t expected_body = static_cast<uint64_t>(h.uncompressed_page_size);
   const ByteView stored = page.subspan(header_size);
-  if (codec == Codec::kUncompressed && stored.size() != expected_body) {
-    return Status::Corruption(fmt::format("{}: offset {}: uncompressed page stores {} bytes, header says {}", context,
-                                          header_size, stored.size(), expected_body));
-  }
-
-  // 3. CRC over the stored body.
-  if (options.verify_crc && h.crc) {
-    const uint32_t computed = Crc32(stored);
-    if (computed != static_cast<uint32_t>(*h.crc)) {
-      return Status::Corruption(fmt::format("{}: offset {}: CRC mismatch over {} body bytes (stored {:08x}, computed {:08x})",
-                                            context, header_size, stored.size(), static_cast<uint32_t>(*h.crc), computed));
-    }
-  }
+  // 3. The stored body's size and CRC.
+  STOKE_RETURN_IF_ERROR(CheckStoredBody(stored, codec, h, header_size, options, context));
 
   // 4. The plain body: in place, or decompressed into scratch.
   ByteView body = stored;
@@ -218,17 +226,7 @@ Status DecodeWholePage(ByteView page, Codec codec, uint32_t rows_in_page, bool d
                                               &h, &header_size));
   const ByteView stored = page.subspan(header_size);
   const uint64_t body_size = static_cast<uint64_t>(h.uncompressed_page_size);
-  if (codec == Codec::kUncompressed && stored.size() != body_size) {
-    return Status::Corruption(fmt::format("{}: offset {}: uncompressed page stores {} bytes, header says {}", context,
-                                          header_size, stored.size(), body_size));
-  }
-  if (options.verify_crc && h.crc) {
-    const uint32_t computed = Crc32(stored);
-    if (computed != static_cast<uint32_t>(*h.crc)) {
-      return Status::Corruption(fmt::format("{}: offset {}: CRC mismatch over {} body bytes (stored {:08x}, computed {:08x})",
-                                            context, header_size, stored.size(), static_cast<uint32_t>(*h.crc), computed));
-    }
-  }
+  STOKE_RETURN_IF_ERROR(CheckStoredBody(stored, codec, h, header_size, options, context));
   if (body_size > std::numeric_limits<uint32_t>::max()) {
     return Status::Unsupported(fmt::format("{}: a page body of {} bytes (at most 4 GiB)", context, body_size));
   }
