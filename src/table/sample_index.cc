@@ -382,6 +382,39 @@ std::optional<uint64_t> MulAdd(uint64_t a, uint64_t b, uint64_t c) {
 
 std::atomic<bool> g_logged_unwritable{false};
 
+// The version of a cache file name ("<20 digits>.idx"), or -1.
+int64_t CacheFileVersion(const std::string& name) {
+  int64_t version = -1;
+  if (name.size() != 24 || name.compare(20, 4, ".idx") != 0 ||
+      std::from_chars(name.data(), name.data() + 20, version).ptr != name.data() + 20) {
+    return -1;
+  }
+  return version;
+}
+
+// Deletes the caches of versions older than `version`, except the newest kKeptOlderCaches of them
+// (a table opened at every version would otherwise keep one index per version: ~50 MB each at
+// 650,000 files). A reader that has one mapped keeps its mapping; one about to read it rebuilds.
+constexpr size_t kKeptOlderCaches = 2;
+void PruneOlderCaches(Storage& fs, const std::string& table_path, int64_t version) {
+  const std::string dir = JoinPath(table_path, "_stoke/sample_index");
+  auto names = fs.ListNames(dir);
+  if (!names.ok()) return;
+  std::vector<std::string> older;
+  for (const std::string& name : *names) {
+    const int64_t v = CacheFileVersion(name);
+    if (v >= 0 && v < version) older.push_back(name);
+  }
+  // ListNames is sorted, and the 20-digit names sort as their versions.
+  if (older.size() <= kKeptOlderCaches) return;
+  for (size_t i = 0; i + kKeptOlderCaches < older.size(); ++i) {
+    Status d = fs.Delete(JoinPath(dir, older[i]));
+    if (!d.ok() && d.code() != StatusCode::kNotFound) {
+      STOKE_LOG(kInfo, "sample_index.prune_failed", "path={} error=\"{}\"", JoinPath(dir, older[i]), d.ToString());
+    }
+  }
+}
+
 }  // namespace
 
 // The bytes of an index: a read-only private mapping of a cache file, or a buffer built in memory.
@@ -602,12 +635,8 @@ Result<SampleIndex> SampleIndex::Open(const std::string& table_dir, std::optiona
     if (names.ok()) {
       for (auto it = names->rbegin(); it != names->rend() && older == nullptr; ++it) {
         const std::string& name = *it;
-        int64_t older_version = -1;
-        if (name.size() != 24 || name.compare(20, 4, ".idx") != 0 ||
-            std::from_chars(name.data(), name.data() + 20, older_version).ptr != name.data() + 20 ||
-            older_version >= v) {
-          continue;
-        }
+        const int64_t older_version = CacheFileVersion(name);
+        if (older_version < 0 || older_version >= v) continue;
         auto m = load_cache(JoinPath(where.path, "_stoke/sample_index/" + name));
         if (m.ok() && ValidateCache((*m)->view()).ok()) older = std::move(*m);
       }
@@ -634,6 +663,7 @@ Result<SampleIndex> SampleIndex::Open(const std::string& table_dir, std::optiona
       STOKE_LOG(kWarn, "sample_index.cache_unwritable", "path={} error=\"{}\" (indexes are built on every open)",
                 cache_path, w.ToString());
     }
+    if (w.ok()) PruneOlderCaches(fs, where.path, v);
   }
   return FromBytes(Mapping::Own(std::move(bytes)), table_dir, /*from_cache=*/false);
 }

@@ -430,6 +430,36 @@ TEST(SampleIndex, IndexAfterAnAppendReadsOnlyTheNewFiles) {
   EXPECT_TRUE(again->from_cache());
 }
 
+// Opening every version in turn keeps the newest caches only: the current one and two older ones
+// (the older ones serve incremental builds); an older version opened later is rebuilt and cached.
+TEST(SampleIndex, OlderCachesArePrunedToTheNewestFew) {
+  TestTable t;
+  auto caches = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(t.dir() + "/_stoke/sample_index")) {
+      names.push_back(e.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  for (int64_t v = 0; v < 6; ++v) {
+    ASSERT_EQ(t.AppendFile(v * 10, 10), v);
+    auto idx = SampleIndex::Open(t.dir());
+    ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+    EXPECT_EQ(idx->num_rows(), (v + 1) * 10);
+    EXPECT_EQ(caches().size(), static_cast<size_t>(std::min<int64_t>(v + 1, 3))) << v;
+  }
+  EXPECT_EQ(caches(), (std::vector<std::string>{"00000000000000000003.idx", "00000000000000000004.idx",
+                                                "00000000000000000005.idx"}));
+  // Time travel to a pruned version: built again, correct, and cached; newer caches stay.
+  auto v1 = SampleIndex::Open(t.dir(), 1);
+  ASSERT_TRUE(v1.ok()) << v1.status().ToString();
+  EXPECT_FALSE(v1->from_cache());
+  EXPECT_EQ(v1->num_rows(), 20);
+  for (int64_t r = 0; r < 20; ++r) ASSERT_EQ(TensorAt(*v1, r), TensorOf(r)) << r;
+  EXPECT_EQ(caches().size(), 4u);
+}
+
 // A cached open reads the cache alone: with every data file gone, the index of 200,000 rows in 500
 // files still opens from its cache and answers every row. (Its timing is a benchmark:
 // bench/loader_open.sh.)
