@@ -292,7 +292,8 @@ uint32_t U32(ByteView b, uint64_t at) { return LoadLE<uint32_t>(b.data() + at); 
 uint64_t U64(ByteView b, uint64_t at) { return LoadLE<uint64_t>(b.data() + at); }
 
 // The files of a valid index of an older version (`older`, passed ValidateCache) with their pages,
-// by path relative to the table, when it has the same tensor columns; empty otherwise. Data files are
+// by path relative to the table, when it has the same tensor columns (empty otherwise), except files
+// with rows left to the decode path. Data files are
 // immutable (the Delta protocol), so a file of the same path and size has the same pages.
 std::unordered_map<std::string, BuiltFile> ReusableFiles(ByteView older, const std::vector<std::string>& tensor_columns) {
   std::unordered_map<std::string, BuiltFile> out;
@@ -330,6 +331,12 @@ std::unordered_map<std::string, BuiltFile> ReusableFiles(ByteView older, const s
   }
   out.reserve(files.size());
   for (BuiltFile& f : files) {
+    // Rows left to the decode path are read again: this build may map them (a newer stoke's page
+    // maps, or Options::map_pages set where the older index was built without it).
+    const bool needs_decode = std::any_of(f.pages.begin(), f.pages.end(), [](const std::vector<BuiltPage>& col) {
+      return std::any_of(col.begin(), col.end(), [](const BuiltPage& p) { return (p.flags & kNeedsDecode) != 0; });
+    });
+    if (needs_decode) continue;
     std::string key = f.rel_path;
     out.emplace(std::move(key), std::move(f));
   }

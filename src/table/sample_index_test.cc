@@ -321,6 +321,23 @@ TEST(SampleIndex, FileWithoutOffsetIndexGetsAPageMapFromItsPageHeaders) {
   }
 }
 
+TEST(SampleIndex, IncrementalBuildMapsFilesAnOlderIndexLeftToTheDecodePath) {
+  TestTable t;
+  std::vector<delta::AddFile> adds = {WriteDataFile(t.dir(), "b.parquet", 0, 500, 200)};
+  adds[0].size = DropOffsetIndex(t.dir() + "/b.parquet", 3);
+  CommitAdds(t, adds);
+  auto v0 = SampleIndex::Open(t.dir(), std::nullopt, {.map_pages = false});
+  ASSERT_TRUE(v0.ok());
+  ASSERT_TRUE(v0->Find(10, 0).needs_decode);
+  t.AppendFile(500, 100, 100);
+  auto v1 = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(v1.ok()) << v1.status().ToString();
+  for (int64_t r = 0; r < 600; ++r) {
+    ASSERT_FALSE(v1->Find(r, 0).needs_decode) << r;
+    ASSERT_EQ(TensorAt(*v1, r), TensorOf(r)) << r;
+  }
+}
+
 TEST(SampleIndex, FileWithoutOffsetIndexNeedsDecodeWithoutAPageMap) {
   TestTable t;
   std::vector<delta::AddFile> adds = {WriteDataFile(t.dir(), "a.parquet", 0, 700, 300),
