@@ -310,8 +310,6 @@ class Loader::Impl {
   std::unique_ptr<SampleIndex> index_;
   std::vector<TensorColumn> tensors_;
   std::vector<ScalarColumn> scalars_;
-  // Data files whose scalar columns and filter Open answered from their add statistics, unopened.
-  std::atomic<int64_t> files_from_stats_{0};
   std::vector<std::string> column_order_;        // selected columns in the requested order
   std::vector<int64_t> selected_;                // table rows passing `where` (empty + identity_ = all)
   bool identity_ = true;
@@ -666,7 +664,6 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
         for (size_t k = 0; k < scalar_cols.size(); ++k) {
           AppendScalarValues(constants[k], static_cast<size_t>(records), &part.cols[k]);
         }
-        files_from_stats_ += 1;
         return Status::OK();
       }
     }
