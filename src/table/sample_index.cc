@@ -290,6 +290,12 @@ Result<std::string> Serialize(int64_t version, CommitStamp stamp, const std::vec
 
 uint32_t U32(ByteView b, uint64_t at) { return LoadLE<uint32_t>(b.data() + at); }
 uint64_t U64(ByteView b, uint64_t at) { return LoadLE<uint64_t>(b.data() + at); }
+// A path or column name of a validated cache: `len` bytes at `off` in its strings section.
+std::string CacheString(ByteView b, uint64_t off, uint32_t len) {
+  return std::string(reinterpret_cast<const char*>(b.data() + U64(b, kOffStrings) + off), len);
+}
+// The directory of a table's sample index caches.
+std::string CacheDir(const std::string& table_path) { return JoinPath(table_path, "_stoke/sample_index"); }
 
 // The files of a valid index of an older version (`older`, passed ValidateCache) with their pages,
 // by path relative to the table, when it has the same tensor columns (empty otherwise), except files
@@ -298,11 +304,8 @@ uint64_t U64(ByteView b, uint64_t at) { return LoadLE<uint64_t>(b.data() + at); 
 std::unordered_map<std::string, BuiltFile> ReusableFiles(ByteView older, const std::vector<std::string>& tensor_columns) {
   std::unordered_map<std::string, BuiltFile> out;
   const uint64_t num_files = U32(older, kOffNumFiles), ncols = U32(older, kOffNumColumns);
-  const uint64_t strings_off = U64(older, kOffStrings), columns_off = U64(older, kOffColumns);
-  const uint64_t pages_off = U64(older, kOffPages);
-  auto string_at = [&](uint64_t off, uint32_t len) {
-    return std::string(reinterpret_cast<const char*>(older.data() + strings_off + off), len);
-  };
+  const uint64_t columns_off = U64(older, kOffColumns), pages_off = U64(older, kOffPages);
+  auto string_at = [&](uint64_t off, uint32_t len) { return CacheString(older, off, len); };
   if (ncols != tensor_columns.size()) return out;
   for (uint64_t c = 0; c < ncols; ++c) {
     const uint64_t r = columns_off + kColumnRecordSize * c;
@@ -404,7 +407,7 @@ int64_t CacheFileVersion(const std::string& name) {
 // 650,000 files). A reader that has one mapped keeps its mapping; one about to read it rebuilds.
 constexpr size_t kKeptOlderCaches = 2;
 void PruneOlderCaches(Storage& fs, const std::string& table_path, int64_t version) {
-  const std::string dir = JoinPath(table_path, "_stoke/sample_index");
+  const std::string dir = CacheDir(table_path);
   auto names = fs.ListNames(dir);
   if (!names.ok()) return;
   std::vector<std::string> older;
@@ -479,7 +482,7 @@ SampleIndex& SampleIndex::operator=(SampleIndex&&) noexcept = default;
 SampleIndex::~SampleIndex() = default;
 
 std::string SampleIndex::CachePath(const std::string& table_dir, int64_t version) {
-  return JoinPath(table_dir, fmt::format("_stoke/sample_index/{:020d}.idx", version));
+  return JoinPath(CacheDir(table_dir), fmt::format("{:020d}.idx", version));
 }
 
 Status SampleIndex::ValidateCache(ByteView b) {
@@ -575,10 +578,7 @@ Result<SampleIndex> SampleIndex::FromBytes(std::unique_ptr<Mapping> bytes, const
   s.version_ = static_cast<int64_t>(U64(b, kOffTableVersion));
   s.num_rows_ = U64(b, kOffNumRows);
   const uint64_t num_files = U32(b, kOffNumFiles), ncols = U32(b, kOffNumColumns);
-  const uint64_t strings_off = U64(b, kOffStrings);
-  auto string_at = [&](uint64_t off, uint32_t len) {
-    return std::string(reinterpret_cast<const char*>(b.data() + strings_off + off), len);
-  };
+  auto string_at = [&](uint64_t off, uint32_t len) { return CacheString(b, off, len); };
   s.files_ = b.data() + kHeaderSize;
   s.file_paths_.reserve(num_files);
   for (uint64_t i = 0; i < num_files; ++i) {
@@ -638,13 +638,13 @@ Result<SampleIndex> SampleIndex::Open(const std::string& table_dir, std::optiona
     }
     // After an append (or any commit), the files the previous version's index already holds are not
     // read again: only the new files' footers are.
-    auto names = fs.ListNames(JoinPath(where.path, "_stoke/sample_index"));
+    auto names = fs.ListNames(CacheDir(where.path));
     if (names.ok()) {
       for (auto it = names->rbegin(); it != names->rend() && older == nullptr; ++it) {
         const std::string& name = *it;
         const int64_t older_version = CacheFileVersion(name);
         if (older_version < 0 || older_version >= v) continue;
-        auto m = load_cache(JoinPath(where.path, "_stoke/sample_index/" + name));
+        auto m = load_cache(JoinPath(CacheDir(where.path), name));
         if (m.ok() && ValidateCache((*m)->view()).ok()) older = std::move(*m);
       }
     }
@@ -664,7 +664,7 @@ Result<SampleIndex> SampleIndex::Open(const std::string& table_dir, std::optiona
     return Status::Internal(fmt::format("{}: built sample index fails validation: {}", table_dir, s.ToString()));
   }
   if (options.write_cache) {
-    Status w = fs.CreateDirectories(JoinPath(where.path, "_stoke/sample_index"));
+    Status w = fs.CreateDirectories(CacheDir(where.path));
     if (w.ok()) w = WriteFileAtomically(fs, cache_path, AsBytes(bytes));
     if (!w.ok() && !g_logged_unwritable.exchange(true)) {
       STOKE_LOG(kWarn, "sample_index.cache_unwritable", "path={} error=\"{}\" (indexes are built on every open)",
