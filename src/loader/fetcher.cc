@@ -26,6 +26,7 @@ namespace {
 constexpr uint64_t kDirectAlignment = 4096;
 // user_data of the NOP that tells the io_uring completion thread to stop.
 constexpr uint64_t kStopUserData = ~uint64_t{0};
+constexpr uint64_t kAsyncReadBytes = 65536;
 // Resubmissions of one read after ECANCELED before its error is reported.
 constexpr int kMaxResubmits = 16;
 // Derived max_open_files: the share of the soft RLIMIT_NOFILE the fetcher takes (the rest of the
@@ -90,6 +91,10 @@ class Fetcher::Backend {
   virtual ~Backend() = default;
   // Starts the read of slot `i`; the backend calls CompleteSlot(i, ...) exactly once, later or now.
   virtual void Start(int i) = 0;
+  // Start for each slot; the io_uring backend submits them with one system call.
+  virtual void Start(const std::vector<int>& slots) {
+    for (int i : slots) Start(i);
+  }
   virtual const char* name() const = 0;
 };
 
@@ -157,6 +162,23 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
     if (st.ok()) st = SubmitLocked();
     if (!st.ok()) f_->CompleteSlot(i, std::move(st));
   }
+  void Start(const std::vector<int>& slots) override EXCLUDES(sq_mu_) {
+    MutexLock lock(&sq_mu_);
+    size_t prepared = 0;
+    for (; prepared < slots.size(); ++prepared) {
+      if (Status st = PrepLocked(slots[prepared]); !st.ok()) {
+        for (size_t k = prepared; k < slots.size(); ++k) f_->CompleteSlot(slots[k], st);
+        break;
+      }
+    }
+    if (prepared == 0) return;
+    if (Status st = SubmitLocked(); !st.ok()) {
+      // The ring is broken (only transient refusals are retried); the reads the kernel did not take
+      // are the last ones prepared.
+      const size_t untaken = std::min<size_t>(io_uring_sq_ready(&ring_), prepared);
+      for (size_t k = prepared - untaken; k < prepared; ++k) f_->CompleteSlot(slots[k], st);
+    }
+  }
   const char* name() const override { return "io_uring"; }
 
  private:
@@ -171,7 +193,7 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
     io_uring_prep_readv(sqe, s.fd, s.iov, static_cast<unsigned>(n), s.read_offset + s.done);
     // Buffered reads of cached pages would otherwise be copied inline, on the submitting thread, one
     // at a time; the kernel's async workers copy them in parallel (measured: docs/benchmarks.md).
-    if (!f_->options_.direct) io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
+    if (!f_->options_.direct && s.read_length - s.done >= kAsyncReadBytes) io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
     io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(i));
     return Status::OK();
   }
@@ -180,7 +202,10 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
   Status SubmitLocked() REQUIRES(sq_mu_) {
     for (;;) {
       int rc = io_uring_submit(&ring_);
-      if (rc >= 0) return Status::OK();
+      if (rc >= 0) {
+        if (io_uring_sq_ready(&ring_) == 0) return Status::OK();
+        continue;  // the kernel stopped part-way (e.g. short of memory for requests): the rest again
+      }
       if (rc == -EINTR || rc == -EAGAIN || rc == -EBUSY) {
         std::this_thread::yield();
         continue;
@@ -189,7 +214,12 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
     }
   }
 
+  // Drains every completion the kernel has posted per wake-up and hands them to the Fetcher in one
+  // go (one lock and one signal for many reads: with small cached reads the hand-offs, not the
+  // copies, were the cost).
   void ReapLoop() EXCLUDES(sq_mu_) {
+    std::vector<Completion> done;
+    done.reserve(static_cast<size_t>(f_->options_.queue_depth) + 1);  // never grows: one per slot at most
     for (;;) {
       io_uring_cqe* cqe = nullptr;
       int rc = io_uring_wait_cqe(&ring_, &cqe);
@@ -197,37 +227,51 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
       if (rc < 0) {  // the ring is broken; nothing sensible is left to do but stop
         return;
       }
-      uint64_t data = io_uring_cqe_get_data64(cqe);
-      int res = cqe->res;
-      io_uring_cqe_seen(&ring_, cqe);
-      if (data == kStopUserData) return;
-      // The kernel orders the producer's writes to the slot before this CQE, but through ring memory
-      // that ThreadSanitizer cannot see; taking sq_mu_ (which the producer held while submitting)
-      // states the order in a way tools check, for one uncontended lock per completion.
-      MutexLock lock(&sq_mu_);
-      OnCompletion(static_cast<int>(data), res);
+      bool stop = false;
+      {
+        // The kernel orders the producer's writes to a slot before its CQE, but through ring memory
+        // that ThreadSanitizer cannot see; taking sq_mu_ (which the producer held while submitting)
+        // states the order in a way tools check, for one lock per wake-up.
+        MutexLock lock(&sq_mu_);
+        unsigned head = 0, seen = 0;
+        io_uring_for_each_cqe(&ring_, head, cqe) {
+          ++seen;
+          const uint64_t data = io_uring_cqe_get_data64(cqe);
+          if (data == kStopUserData) {
+            stop = true;
+            continue;
+          }
+          OnCompletion(static_cast<int>(data), cqe->res, &done);
+        }
+        io_uring_cq_advance(&ring_, seen);
+      }
+      f_->CompleteSlots(&done);
+      if (stop) return;
     }
   }
 
-  void OnCompletion(int i, int res) REQUIRES(sq_mu_) {
+  void OnCompletion(int i, int res, std::vector<Completion>* done) REQUIRES(sq_mu_) {
     Slot& s = f_->slots_[i];
+    auto complete = [&](Status st) { done->push_back(Completion{i, std::move(st)}); };
     // ECANCELED: the thread that submitted the read exited while the read waited for the kernel's
     // async workers (io_uring cancels a task's queued work when the task exits). This thread is
     // alive, so it submits the read again; the cap only guards against a kernel that keeps refusing.
-    if (res == -EINTR || res == -EAGAIN || (res == -ECANCELED && ++s.resubmits <= kMaxResubmits)) return Resubmit(i);
-    if (res < 0) return f_->CompleteSlot(i, f_->ReadError(s, -res));
+    if (res == -EINTR || res == -EAGAIN || (res == -ECANCELED && ++s.resubmits <= kMaxResubmits)) {
+      return Resubmit(i, done);
+    }
+    if (res < 0) return complete(f_->ReadError(s, -res));
     if (res == 0) {  // end of file
-      return f_->CompleteSlot(i, s.done >= s.needed() ? Status::OK() : f_->EndOfFileError(s));
+      return complete(s.done >= s.needed() ? Status::OK() : f_->EndOfFileError(s));
     }
     s.done += static_cast<uint64_t>(res);
-    if (s.done >= s.needed()) return f_->CompleteSlot(i, Status::OK());
-    if (f_->ShortDirectReadHitEnd(s)) return f_->CompleteSlot(i, f_->EndOfFileError(s));
-    Resubmit(i);  // short read: ask for the remainder
+    if (s.done >= s.needed()) return complete(Status::OK());
+    if (f_->ShortDirectReadHitEnd(s)) return complete(f_->EndOfFileError(s));
+    Resubmit(i, done);  // short read: ask for the remainder
   }
-  void Resubmit(int i) REQUIRES(sq_mu_) {
+  void Resubmit(int i, std::vector<Completion>* done) REQUIRES(sq_mu_) {
     Status st = PrepLocked(i);
     if (st.ok()) st = SubmitLocked();
-    if (!st.ok()) f_->CompleteSlot(i, std::move(st));
+    if (!st.ok()) done->push_back(Completion{i, std::move(st)});
   }
 
   Fetcher* f_;
@@ -287,6 +331,7 @@ Fetcher::Fetcher(std::vector<File> files, FetcherOptions o, size_t max_open_file
       slots_(static_cast<size_t>(o.queue_depth)),
       descriptors_(files_.size()) {
   free_slots_.reserve(slots_.size());
+  prepared_.reserve(slots_.size());
   for (int i = o.queue_depth - 1; i >= 0; --i) free_slots_.push_back(i);
   done_.resize(static_cast<size_t>(o.queue_depth) * 2);
 }
@@ -303,7 +348,40 @@ Fetcher::~Fetcher() {
   }
 }
 
-Status Fetcher::Submit(FetchRequest r) {
+Status Fetcher::Submit(FetchRequest r) { return SubmitOne(r, nullptr); }
+
+Status Fetcher::Submit(std::span<const FetchRequest> requests, size_t* queued,
+                       const std::function<void(size_t)>& on_started) {
+  PendingStarts pending{.prepared = &prepared_, .on_started = &on_started};
+  *queued = 0;
+  Status st;
+  for (const FetchRequest& r : requests) {
+    st = SubmitOne(r, &pending);
+    if (!st.ok()) break;
+    ++pending.accepted;
+    ++*queued;
+  }
+  StartPrepared(&pending);
+  return st;
+}
+
+void Fetcher::StartPrepared(PendingStarts* p) {
+  if (!p->prepared->empty()) {
+    backend_->Start(*p->prepared);
+    p->prepared->clear();
+  }
+  if (p->accepted > p->reported) {
+    const size_t n = p->accepted - p->reported;
+    p->reported = p->accepted;
+    (*p->on_started)(n);
+  }
+}
+
+bool Fetcher::SubmitBlockedLocked(int64_t charge) const {
+  return free_slots_.empty() || (bytes_charged_ != 0 && bytes_charged_ + charge > options_.max_bytes_in_flight);
+}
+
+Status Fetcher::SubmitOne(const FetchRequest& r, PendingStarts* pending) {
   if (r.file >= files_.size()) {
     return Status::InvalidArgument("fetch request names file " + std::to_string(r.file) + " but the fetcher has " +
                                    std::to_string(files_.size()));
@@ -321,30 +399,35 @@ Status Fetcher::Submit(FetchRequest r) {
   }
   // The bytes of the result's buffer: what Release will refund.
   const int64_t charge = static_cast<int64_t>(r.tail != nullptr ? r.head_length : read_length);
-  int i;
-  {
-    MutexLock lock(&mu_);
-    while (free_slots_.empty() ||
-           (bytes_charged_ != 0 && bytes_charged_ + charge > options_.max_bytes_in_flight)) {
-      space_cv_.Wait(&mu_);
-    }
-    // Room in the result queue for every outstanding read, so that completions never allocate.
-    if (done_.size() < static_cast<size_t>(outstanding_) + 1) {
-      try {
-        AllocationFaults::Instance().Check();
-        std::vector<FetchResult> bigger(done_.size() * 2);
-        for (size_t k = 0; k < done_count_; ++k) bigger[k] = std::move(done_[(done_head_ + k) % done_.size()]);
-        done_ = std::move(bigger);
-        done_head_ = 0;
-      } catch (const std::bad_alloc&) {
-        return OutOfMemoryError("growing the fetcher's result queue past " + std::to_string(done_.size()) + " entries");
+  int i = -1;
+  while (i < 0) {
+    {
+      MutexLock lock(&mu_);
+      while (SubmitBlockedLocked(charge) && !HasPrepared(pending)) space_cv_.Wait(&mu_);
+      if (!SubmitBlockedLocked(charge)) {
+        // Room in the result queue for every outstanding read, so that completions never allocate.
+        if (done_.size() < static_cast<size_t>(outstanding_) + 1) {
+          try {
+            AllocationFaults::Instance().Check();
+            std::vector<FetchResult> bigger(done_.size() * 2);
+            for (size_t k = 0; k < done_count_; ++k) bigger[k] = std::move(done_[(done_head_ + k) % done_.size()]);
+            done_ = std::move(bigger);
+            done_head_ = 0;
+          } catch (const std::bad_alloc&) {
+            return OutOfMemoryError("growing the fetcher's result queue past " + std::to_string(done_.size()) +
+                                    " entries");
+          }
+        }
+        i = free_slots_.back();
+        free_slots_.pop_back();
+        ++in_flight_;
+        ++outstanding_;
+        bytes_charged_ += charge;
       }
     }
-    i = free_slots_.back();
-    free_slots_.pop_back();
-    ++in_flight_;
-    ++outstanding_;
-    bytes_charged_ += charge;
+    // Blocked, with reads of this batch prepared but not started: only their completions may free
+    // what is missing, so start them and look again.
+    if (i < 0) StartPrepared(pending);
   }
   Slot& s = slots_[i];
   s.request = r;
@@ -360,7 +443,7 @@ Status Fetcher::Submit(FetchRequest r) {
     CompleteSlot(i, Status::OK());
     return Status::OK();
   }
-  if (Status st = PinFile(i); !st.ok()) {
+  if (Status st = PinFile(i, pending); !st.ok()) {
     CompleteSlot(i, std::move(st));
     return Status::OK();
   }
@@ -374,7 +457,11 @@ Status Fetcher::Submit(FetchRequest r) {
                  /*out_of_memory=*/true);
     return Status::OK();
   }
-  backend_->Start(i);
+  if (pending != nullptr) {
+    pending->prepared->push_back(i);  // capacity queue_depth: one entry per slot at most
+  } else {
+    backend_->Start(i);
+  }
   return Status::OK();
 }
 
@@ -403,25 +490,32 @@ Status Fetcher::ReadSlotFromStorage(Slot& s) {
   return Status::OK();
 }
 
-Status Fetcher::PinFile(int i) {
+Status Fetcher::PinFile(int i, PendingStarts* pending) {
   Slot& s = slots_[i];
   const uint32_t f = s.request.file;
   if (remote_) return Status::OK();  // opened by the read itself (OpenRemoteFile), on a backend thread
   int victim = -1;
-  {
-    MutexLock lock(&mu_);
-    if (Descriptor& d = descriptors_[f]; d.fd >= 0) {
-      if (d.pins++ == 0) LruRemoveLocked(f);
-      s.fd = d.fd;
-      s.pinned = true;
-      return Status::OK();
+  for (bool reserved = false; !reserved;) {
+    {
+      MutexLock lock(&mu_);
+      if (Descriptor& d = descriptors_[f]; d.fd >= 0) {
+        if (d.pins++ == 0) LruRemoveLocked(f);
+        s.fd = d.fd;
+        s.pinned = true;
+        return Status::OK();
+      }
+      // Every open descriptor in use by a read in flight: wait for one to complete (reads complete
+      // without the consumer's help, so this cannot hang once this batch's reads are started).
+      const auto full = [&]() REQUIRES(mu_) { return open_count_ >= max_open_files_ && lru_head_ == kNoFile; };
+      while (full() && !HasPrepared(pending)) space_cv_.Wait(&mu_);
+      if (!full()) {
+        if (open_count_ >= max_open_files_) victim = EvictLruLocked();
+        ++open_count_;  // reserved for file `f`, which only this thread opens
+        descriptors_[f].pins = 1;
+        reserved = true;
+      }
     }
-    // Every open descriptor in use by a read in flight: wait for one to complete (reads complete
-    // without the consumer's help, so this cannot hang).
-    while (open_count_ >= max_open_files_ && lru_head_ == kNoFile) space_cv_.Wait(&mu_);
-    if (open_count_ >= max_open_files_) victim = EvictLruLocked();
-    ++open_count_;  // reserved for file `f`, which only this thread opens
-    descriptors_[f].pins = 1;
+    if (!reserved) StartPrepared(pending);
   }
   // open and close outside the lock: completions need mu_, and these may be slow on network file systems.
   if (victim >= 0) ::close(victim);
@@ -434,10 +528,19 @@ Status Fetcher::PinFile(int i) {
     // close an idle one of ours and try again, waiting for a read in flight to free one if need be
     // (open_count_ > 1: files other than this one are open, so reads hold them and will complete).
     int spare = -1;
+    bool start_first = false;
     {
       MutexLock lock(&mu_);
-      while (lru_head_ == kNoFile && open_count_ > 1) space_cv_.Wait(&mu_);
-      if (lru_head_ != kNoFile) spare = EvictLruLocked();
+      while (lru_head_ == kNoFile && open_count_ > 1 && !HasPrepared(pending)) space_cv_.Wait(&mu_);
+      if (lru_head_ != kNoFile) {
+        spare = EvictLruLocked();
+      } else if (open_count_ > 1) {
+        start_first = true;
+      }
+    }
+    if (start_first) {
+      StartPrepared(pending);
+      continue;
     }
     if (spare < 0) break;
     ::close(spare);
@@ -557,12 +660,11 @@ Status Fetcher::ReadError(const Slot& s, int err) const {
                          /*retryable=*/err == EINTR || err == EAGAIN);
 }
 
-void Fetcher::CompleteSlot(int i, Status status, bool out_of_memory) {
+FetchResult Fetcher::TakeResult(int i, Status status, bool out_of_memory) {
   Slot& s = slots_[i];
   FetchResult result;
   result.tag = s.request.tag;
-  const bool ok = status.ok();
-  if (ok) {
+  if (status.ok()) {
     // With O_DIRECT the requested bytes stay where the aligned read put them (FetchResult::offset):
     // moving them to the front would cost a pass over the data on this (completion) thread.
     result.offset = static_cast<size_t>(s.head);
@@ -574,21 +676,38 @@ void Fetcher::CompleteSlot(int i, Status status, bool out_of_memory) {
   s.buffer = AlignedBuffer();
   result.status = std::move(status);
   result.out_of_memory = out_of_memory;
-  {
-    MutexLock lock(&mu_);
-    // Submit keeps done_ larger than the outstanding reads, so there is room without allocating.
-    done_[(done_head_ + done_count_) % done_.size()] = std::move(result);
-    ++done_count_;
-    UnpinFileLocked(s);
-    s.pinned = false;
-    free_slots_.push_back(i);
-    --in_flight_;
-    if (!ok) bytes_charged_ -= s.charge;
-    // Notified under the lock: once in_flight_ can read 0 the destructor may run, so nothing here may
-    // touch the Fetcher after the unlock.
-    space_cv_.SignalAll();
-    done_cv_.Signal();
-  }
+  return result;
+}
+
+void Fetcher::QueueResultLocked(int i, FetchResult result) {
+  Slot& s = slots_[i];
+  if (!result.status.ok()) bytes_charged_ -= s.charge;
+  // Submit keeps done_ larger than the outstanding reads, so there is room without allocating.
+  done_[(done_head_ + done_count_) % done_.size()] = std::move(result);
+  ++done_count_;
+  UnpinFileLocked(s);
+  s.pinned = false;
+  free_slots_.push_back(i);
+  --in_flight_;
+}
+
+void Fetcher::CompleteSlot(int i, Status status, bool out_of_memory) {
+  FetchResult result = TakeResult(i, std::move(status), out_of_memory);
+  MutexLock lock(&mu_);
+  QueueResultLocked(i, std::move(result));
+  // Notified under the lock: once in_flight_ can read 0 the destructor may run, so nothing here may
+  // touch the Fetcher after the unlock.
+  space_cv_.SignalAll();
+  done_cv_.Signal();
+}
+
+void Fetcher::CompleteSlots(std::vector<Completion>* done) {
+  if (done->empty()) return;
+  MutexLock lock(&mu_);
+  for (Completion& c : *done) QueueResultLocked(c.slot, TakeResult(c.slot, std::move(c.status), false));
+  done->clear();
+  space_cv_.SignalAll();  // under the lock, as in CompleteSlot
+  done_cv_.Signal();
 }
 
 std::optional<FetchResult> Fetcher::Next() {
@@ -600,6 +719,20 @@ std::optional<FetchResult> Fetcher::Next() {
   --done_count_;
   --outstanding_;
   return r;
+}
+
+size_t Fetcher::Next(FetchResult* out, size_t max) {
+  MutexLock lock(&mu_);
+  if (outstanding_ == 0 || max == 0) return 0;
+  while (done_count_ == 0) done_cv_.Wait(&mu_);
+  const size_t n = std::min(max, done_count_);
+  for (size_t k = 0; k < n; ++k) {
+    out[k] = std::move(done_[done_head_]);
+    done_head_ = (done_head_ + 1) % done_.size();
+  }
+  done_count_ -= n;
+  outstanding_ -= static_cast<int64_t>(n);
+  return n;
 }
 
 void Fetcher::Release(AlignedBuffer buffer) {

@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -95,11 +97,23 @@ class Fetcher {
   // open the file, a range past the end of the file, or no memory for the read's buffer, arrive later
   // in FetchResult::status.
   Status Submit(FetchRequest r) EXCLUDES(mu_);
+  // Submit for each request in turn, with the reads started together (the io_uring backend submits
+  // them with one system call) when nothing has to wait, and before any wait otherwise. Stops at the
+  // first request refused and returns its status; `*queued` says how many were queued before it.
+  // `on_started(n)` runs (on this thread, no lock held) each time n more of the queued requests have
+  // been handed to the backend: before Submit blocks and before it returns, so a consumer that counts
+  // reads can take them while Submit waits for the budget they hold.
+  Status Submit(std::span<const FetchRequest> requests, size_t* queued,
+                const std::function<void(size_t)>& on_started) EXCLUDES(mu_);
 
   // The next completed read, in completion order, blocking until one completes; nullopt at once when
   // nothing is outstanding (every submitted read was already returned). A consumer on another thread
   // than the producer must therefore know how many reads to expect.
   std::optional<FetchResult> Next() EXCLUDES(mu_);
+  // The completed reads available now, at most `max` of them, into out[0..n) in completion order,
+  // blocking until at least one completes; returns n, or 0 at once when nothing is outstanding (or
+  // `max` is 0). One lock for many results: the consumer side of small cached reads.
+  size_t Next(FetchResult* out, size_t max) EXCLUDES(mu_);
 
   // Gives back a result's buffer the consumer is done with: refunds its size to the budget and keeps
   // the memory for later reads. Any thread, several at once (the budget is refunded under mu_, the
@@ -122,10 +136,26 @@ class Fetcher {
   class UringBackend;
 
   Fetcher(std::vector<File> files, FetcherOptions o, size_t max_open_files);
+  // The reads a batch Submit has prepared but not yet started, and how many requests it accepted and
+  // reported to its on_started. Producer thread only.
+  struct PendingStarts {
+    std::vector<int>* prepared = nullptr;
+    const std::function<void(size_t)>* on_started = nullptr;
+    size_t accepted = 0;
+    size_t reported = 0;
+  };
+  static bool HasPrepared(const PendingStarts* p) { return p != nullptr && !p->prepared->empty(); }
+  // Starts the prepared reads and reports the accepted requests not yet reported.
+  void StartPrepared(PendingStarts* p) EXCLUDES(mu_);
+  // One request: a slot, the file pinned, a buffer, then started at once (pending == nullptr) or added
+  // to pending->prepared. Before it would wait, it starts what is prepared.
+  Status SubmitOne(const FetchRequest& r, PendingStarts* pending) EXCLUDES(mu_);
+  // No free slot, or `charge` more bytes would exceed the budget.
+  bool SubmitBlockedLocked(int64_t charge) const REQUIRES(mu_);
   // Makes slot `i`'s file open and pinned for its read, evicting an idle descriptor when the cache is
   // full; sets slot.fd. Producer thread only (it alone opens and closes); takes mu_ briefly, and opens
   // and closes outside it. On failure the file is left closed and unpinned.
-  Status PinFile(int i) EXCLUDES(mu_);
+  Status PinFile(int i, PendingStarts* pending) EXCLUDES(mu_);
   // Drops slot `i`'s pin on its file (a file left with no pin becomes evictable).
   void UnpinFileLocked(const Slot& slot) REQUIRES(mu_);
   // Removes file `f` from / appends it to the LRU list of idle open files.
@@ -144,6 +174,18 @@ class Fetcher {
   int PrepareIovecs(Slot& slot) const;
   // Finishes a slot: queues the result, unpins the file, frees the slot. Any thread.
   void CompleteSlot(int slot_index, Status status, bool out_of_memory = false) EXCLUDES(mu_);
+  // A read's outcome, as the io_uring completion thread collects them.
+  struct Completion {
+    int slot = 0;
+    Status status;
+  };
+  // CompleteSlot for each entry, under one lock and with one notification; clears `done`.
+  void CompleteSlots(std::vector<Completion>* done) EXCLUDES(mu_);
+  // The slot's result (its buffer moved out, or given back to the pool on error). No lock: the slot
+  // is the caller's until it is queued.
+  FetchResult TakeResult(int slot_index, Status status, bool out_of_memory);
+  // Queues a slot's result and frees the slot (refunds a failed read's charge, unpins its file).
+  void QueueResultLocked(int slot_index, FetchResult result) REQUIRES(mu_);
   bool ShortDirectReadHitEnd(const Slot& slot) const;
   Status EndOfFileError(const Slot& slot) const;
   Status ReadError(const Slot& slot, int err) const;
@@ -156,6 +198,7 @@ class Fetcher {
   const size_t max_open_files_;
   BufferPool pool_;
   std::vector<Slot> slots_;  // queue_depth of them; a slot is owned by the backend while in flight
+  std::vector<int> prepared_;  // batch Submit's slots not yet started (capacity queue_depth; producer only)
 
   mutable Mutex mu_;
   CondVar space_cv_;  // signalled when a slot, budget or descriptor frees up, and when in_flight_ drops

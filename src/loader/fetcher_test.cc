@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,9 +60,67 @@ std::unique_ptr<Fetcher> OpenOrDie(std::vector<std::string> files, FetcherOption
   return f.ok() ? std::move(f).value() : nullptr;
 }
 
-// Submits `n` random ranges (1 B .. 400 KB) of `file` from this thread while a consumer thread checks
-// every result against the file's bytes and releases it.
-void ReadRandomRangesAndCheck(Fetcher& fetcher, const RandomFile& file, int n, uint32_t seed) {
+// Submits `requests` from this thread while a consumer thread checks every result with `good` and
+// releases it; returns the number of bad results. Tags must be the requests' indices. Batched: the
+// requests go in groups of 32 through the batch Submit, and the consumer takes only reads that
+// on_started reported, several per Next, as the loader does (so a batch Submit that blocked on the
+// budget without reporting what it started would hang here).
+int SubmitAndConsume(Fetcher& fetcher, const std::vector<FetchRequest>& requests, bool batched,
+                     const std::function<bool(const FetchRequest&, const FetchResult&)>& good) {
+  const size_t n = requests.size();
+  std::atomic<int> bad{0};
+  std::atomic<size_t> started{0};
+  std::vector<int> seen(n, 0);
+  std::thread consumer([&] {
+    std::vector<FetchResult> results(16);
+    size_t received = 0;
+    auto take = [&](FetchResult& r) {
+      ++received;
+      if (r.tag >= n || seen[r.tag]++ != 0) {
+        ++bad;
+        return;
+      }
+      if (!good(requests[r.tag], r)) ++bad;
+      if (r.status.ok()) fetcher.Release(std::move(r.data));
+    };
+    while (received < n) {
+      if (batched) {
+        const size_t ready = started.load() - received;
+        const size_t k = ready == 0 ? 0 : fetcher.Next(results.data(), std::min(ready, results.size()));
+        for (size_t j = 0; j < k; ++j) take(results[j]);
+        if (k == 0) std::this_thread::yield();
+        continue;
+      }
+      std::optional<FetchResult> r = fetcher.Next();
+      if (!r) {  // the producer has not submitted the next read yet
+        std::this_thread::yield();
+        continue;
+      }
+      take(*r);
+    }
+  });
+  if (batched) {
+    const std::function<void(size_t)> on_started = [&](size_t k) { started += k; };
+    for (size_t i = 0; i < n; i += 32) {
+      const auto group = std::span(requests).subspan(i, std::min<size_t>(32, n - i));
+      size_t queued = 0;
+      Status st = fetcher.Submit(group, &queued, on_started);
+      EXPECT_TRUE(st.ok()) << st.ToString();
+      EXPECT_EQ(queued, group.size());
+    }
+  } else {
+    for (const FetchRequest& q : requests) EXPECT_TRUE(fetcher.Submit(q).ok());
+  }
+  consumer.join();
+  EXPECT_EQ(started.load(), batched ? n : 0);
+  for (size_t i = 0; i < n; ++i) EXPECT_EQ(seen[i], 1) << "tag " << i;
+  EXPECT_FALSE(fetcher.Next().has_value());
+  EXPECT_EQ(fetcher.bytes_in_flight(), 0);
+  return bad.load();
+}
+
+// Submits `n` random ranges (1 B .. 400 KB) of `file` and checks every result against the file's bytes.
+void ReadRandomRangesAndCheck(Fetcher& fetcher, const RandomFile& file, int n, uint32_t seed, bool batched = false) {
   const auto& bytes = file.bytes();
   std::mt19937_64 rng(seed);
   std::vector<FetchRequest> requests;
@@ -69,39 +129,14 @@ void ReadRandomRangesAndCheck(Fetcher& fetcher, const RandomFile& file, int n, u
     uint64_t offset = rng() % (bytes.size() - length + 1);
     requests.push_back(FetchRequest{0, offset, length, static_cast<uint64_t>(i)});
   }
-  std::atomic<int> mismatches{0};
-  std::atomic<int> errors{0};
-  std::vector<int> seen(n, 0);
-  std::thread consumer([&] {
-    int received = 0;
-    while (received < n) {
-      std::optional<FetchResult> r = fetcher.Next();
-      if (!r) {  // the producer has not submitted the next read yet
-        std::this_thread::yield();
-        continue;
-      }
-      ++received;
-      ASSERT_LT(r->tag, static_cast<uint64_t>(n));
-      ++seen[r->tag];
-      const FetchRequest& q = requests[r->tag];
-      if (!r->status.ok()) {
-        ++errors;
-        ADD_FAILURE() << r->status.ToString();
-        continue;
-      }
-      if (r->bytes().size() != q.length || std::memcmp(r->bytes().data(), bytes.data() + q.offset, q.length) != 0) {
-        ++mismatches;
-      }
-      fetcher.Release(std::move(r->data));
+  const int bad = SubmitAndConsume(fetcher, requests, batched, [&](const FetchRequest& q, const FetchResult& r) {
+    if (!r.status.ok()) {
+      ADD_FAILURE() << r.status.ToString();
+      return false;
     }
+    return r.bytes().size() == q.length && std::memcmp(r.bytes().data(), bytes.data() + q.offset, q.length) == 0;
   });
-  for (const FetchRequest& q : requests) ASSERT_TRUE(fetcher.Submit(q).ok());
-  consumer.join();
-  EXPECT_EQ(mismatches.load(), 0);
-  EXPECT_EQ(errors.load(), 0);
-  for (int i = 0; i < n; ++i) EXPECT_EQ(seen[i], 1) << "tag " << i;
-  EXPECT_FALSE(fetcher.Next().has_value());
-  EXPECT_EQ(fetcher.bytes_in_flight(), 0);
+  EXPECT_EQ(bad, 0);
 }
 
 TEST(FetcherTest, PreadBackendReadsRandomRangesExactly) {
@@ -127,6 +162,67 @@ TEST(FetcherTest, IoUringBackendReadsRandomRangesExactly) {
   ASSERT_NE(f, nullptr);
   EXPECT_STREQ(f->backend_name(), "io_uring");
   ReadRandomRangesAndCheck(*f, file, 1000, 12);
+}
+
+// The batch Submit, on both backends, with a budget that holds a few reads only: groups block part-way
+// and must start (and report) what they prepared first.
+TEST(FetcherTest, BatchSubmitReadsRandomRangesExactlyUnderASmallBudget) {
+  RandomFile file(::testing::TempDir(), 4 << 20, 13);
+  ASSERT_TRUE(file.ok());
+  for (Backend backend : {Backend::kPread, Backend::kAuto}) {
+    FetcherOptions o;
+    o.backend = backend;
+    o.queue_depth = 64;
+    o.max_bytes_in_flight = 1 << 20;
+    auto f = OpenOrDie({file.path()}, o);
+    ASSERT_NE(f, nullptr);
+    ReadRandomRangesAndCheck(*f, file, 1000, 14, /*batched=*/true);
+  }
+}
+
+// Small reads, many per group: every one of them lands where its request said.
+TEST(FetcherTest, BatchSubmitOfSmallReadsDeliversEveryOneOnce) {
+  RandomFile file(::testing::TempDir(), 1 << 20, 15);
+  ASSERT_TRUE(file.ok());
+  std::mt19937_64 rng(16);
+  std::vector<FetchRequest> requests;
+  for (uint64_t i = 0; i < 5000; ++i) requests.push_back(FetchRequest{0, rng() % ((1 << 20) - 600), 1 + uint32_t(rng() % 600), i});
+  for (Backend backend : {Backend::kPread, Backend::kAuto}) {
+    FetcherOptions o;
+    o.backend = backend;
+    o.queue_depth = 8;  // smaller than a group: groups wait for slots
+    auto f = OpenOrDie({file.path()}, o);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(0, SubmitAndConsume(*f, requests, true, [&](const FetchRequest& q, const FetchResult& r) {
+                return r.status.ok() && r.bytes().size() == q.length &&
+                       std::memcmp(r.bytes().data(), file.bytes().data() + q.offset, q.length) == 0;
+              }));
+  }
+}
+
+// A batch stops at the first request it refuses, and says how many it queued before it.
+TEST(FetcherTest, BatchSubmitStopsAtARefusedRequest) {
+  RandomFile file(::testing::TempDir(), 4096, 17);
+  ASSERT_TRUE(file.ok());
+  auto f = OpenOrDie({file.path()}, FetcherOptions{});
+  ASSERT_NE(f, nullptr);
+  const std::vector<FetchRequest> requests = {{0, 0, 10, 0}, {0, 100, 10, 1}, {5, 0, 10, 2}, {0, 200, 10, 3}};
+  size_t started = 0, queued = 0;
+  Status st = f->Submit(requests, &queued, [&](size_t k) { started += k; });
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  EXPECT_EQ(queued, 2u);
+  EXPECT_EQ(started, 2u);
+  std::vector<FetchResult> results(4);
+  size_t got = 0;
+  while (got < 2) got += f->Next(results.data() + got, 4 - got);
+  EXPECT_EQ(got, 2u);
+  for (size_t k = 0; k < got; ++k) {
+    ASSERT_TRUE(results[k].status.ok()) << results[k].status.ToString();
+    EXPECT_EQ(0, std::memcmp(results[k].bytes().data(), file.bytes().data() + requests[results[k].tag].offset, 10));
+    f->Release(std::move(results[k].data));
+  }
+  EXPECT_EQ(f->Next(results.data(), 4), 0u) << "nothing outstanding";
+  EXPECT_EQ(f->bytes_in_flight(), 0);
 }
 
 TEST(FetcherTest, AutoBackendPicksIoUringWhenAvailable) {
@@ -312,30 +408,17 @@ TEST(FetcherTest, ManyFilesThroughTwoDescriptorsReadExactly) {
       const uint64_t offset = rng() % (bytes.size() - length + 1);
       requests.push_back(FetchRequest{file, offset, length, static_cast<uint64_t>(i)});
     }
-    std::atomic<int> bad{0};
-    std::atomic<size_t> most_open{0};
-    std::thread consumer([&] {
-      for (int received = 0; received < kReads;) {
-        auto r = f->Next();
-        if (!r) {
-          std::this_thread::yield();
-          continue;
-        }
-        ++received;
+    for (bool batched : {false, true}) {
+      std::atomic<size_t> most_open{0};
+      const int bad = SubmitAndConsume(*f, requests, batched, [&](const FetchRequest& q, const FetchResult& r) {
         most_open = std::max(most_open.load(), f->open_files());
-        const FetchRequest& q = requests[r->tag];
         const auto& bytes = files[q.file]->bytes();
-        if (!r->status.ok() || r->bytes().size() != q.length ||
-            std::memcmp(r->bytes().data(), bytes.data() + q.offset, q.length) != 0) {
-          ++bad;
-        }
-        f->Release(std::move(r->data));
-      }
-    });
-    for (const auto& q : requests) ASSERT_TRUE(f->Submit(q).ok());
-    consumer.join();
-    EXPECT_EQ(bad.load(), 0) << f->backend_name();
-    EXPECT_LE(most_open.load(), 2u);
+        return r.status.ok() && r.bytes().size() == q.length &&
+               std::memcmp(r.bytes().data(), bytes.data() + q.offset, q.length) == 0;
+      });
+      EXPECT_EQ(bad, 0) << f->backend_name() << (batched ? " batched" : "");
+      EXPECT_LE(most_open.load(), 2u);
+    }
     EXPECT_LE(f->open_files(), 2u);
     EXPECT_EQ(f->bytes_in_flight(), 0);
   }

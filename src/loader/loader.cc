@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -114,6 +115,7 @@ struct Read {
   ByteView bytes;      // the read's bytes within `data` (FetchResult::bytes())
   Status status;
   bool out_of_memory = false;  // status is an allocation failure: fails the batch even with on_error=skip
+  Read* next_in_task = nullptr;  // the next read of the same decode task (set by the completer)
 
   // Readies a reused Read for another batch, keeping the capacity of `members`.
   void Reset(Slot* s, uint32_t f, uint64_t off, uint32_t len) {
@@ -277,9 +279,10 @@ class Loader::Impl {
   // Fails the whole batch, whatever on_error says (out of memory is not the sample's fault).
   // Allocates nothing.
   void FailBatch(Slot* s, Status status) EXCLUDES(s->mu);
-  // Queue a read's decode (or a slow-path sample's) on the workers, counted in tasks_. An
-  // out-of-memory error when the task cannot be queued (then it will not run).
-  Status SubmitDecode(Read* r) EXCLUDES(mu_);
+  // Queue the decode of a chain of reads (`first`, linked by next_in_task), or a slow-path sample's,
+  // on the workers, counted in tasks_. An out-of-memory error when the task cannot be queued (then it
+  // will not run).
+  Status SubmitDecode(Read* first) EXCLUDES(mu_);
   Status SubmitSlowDecode(Slot* s, uint32_t sample, uint32_t column) EXCLUDES(mu_);
   void TaskDone() EXCLUDES(mu_);  // a worker task finished
   // Counts n sample-columns of the batch done; the last one wakes the consumer.
@@ -1019,11 +1022,21 @@ void Loader::Impl::ProducerLoop(int64_t run) {
   NameThisThread("producer");
   std::vector<int64_t> ids;
   std::vector<Read> slow;
+  std::vector<FetchRequest> requests;
+  const std::function<void(size_t)> on_started = [this](size_t n) {
+    {
+      MutexLock l(&mu_);
+      submitted_ += static_cast<int64_t>(n);
+    }
+    completer_cv_.Signal();
+  };
   int64_t batch_index = 0;
   Status error;
   try {
     AllocationFaults::Instance().Check();
     ids.resize(static_cast<size_t>(o_.batch_size));
+    // At most one read per cell of a batch.
+    requests.reserve(static_cast<size_t>(o_.batch_size) * std::max<size_t>(tensors_.size(), 1));
   } catch (const std::bad_alloc&) {
     error = OutOfMemory([&] { return fmt::format("the sample ids of a batch of {}", o_.batch_size); });
   }
@@ -1044,27 +1057,31 @@ void Loader::Impl::ProducerLoop(int64_t run) {
         FinishPending(s, 1);
       }
     }
+    // The batch's reads go to the fetcher together (one system call where nothing waits); the
+    // completer learns of them as the fetcher starts them.
+    requests.clear();
+    const int64_t submit_ns = NowNanos();
     for (size_t g = 0; g < s->num_reads; ++g) {
       Read& r = s->reads[g];
+      r.submit_ns = submit_ns;
+      requests.push_back(FetchRequest{.file = r.file, .offset = r.offset, .length = r.length,
+                                      .tag = (uint64_t{s->id} << 32) | g, .tail = r.tail,
+                                      .head_length = r.head_length});
+    }
+    for (size_t g = 0; g < requests.size();) {
       if (stop_) {
-        // Not submitted: account its samples as done so the slot can complete.
-        FinishPending(s, static_cast<int64_t>(r.members.size()));
-        continue;
+        // Not submitted: account their samples as done so the slot can complete.
+        for (; g < requests.size(); ++g) FinishPending(s, static_cast<int64_t>(s->reads[g].members.size()));
+        break;
       }
-      r.submit_ns = NowNanos();
-      Status st = fetcher_->Submit(FetchRequest{.file = r.file, .offset = r.offset, .length = r.length,
-                                                .tag = (uint64_t{s->id} << 32) | g, .tail = r.tail,
-                                                .head_length = r.head_length});
+      size_t queued = 0;
+      Status st = fetcher_->Submit(std::span(requests).subspan(g), &queued, on_started);
+      g += queued;
       if (!st.ok()) {  // out of memory, or a request the planner should not have made: not the sample's fault
         FailBatch(s, std::move(st));
-        FinishPending(s, static_cast<int64_t>(r.members.size()));
-        continue;
+        FinishPending(s, static_cast<int64_t>(s->reads[g].members.size()));
+        ++g;
       }
-      {
-        MutexLock l(&mu_);
-        ++submitted_;
-      }
-      completer_cv_.Signal();
     }
     FinishPending(s, 1);  // planning done
   }
@@ -1080,21 +1097,26 @@ void Loader::Impl::ProducerLoop(int64_t run) {
   completer_cv_.SignalAll();
 }
 
-Status Loader::Impl::SubmitDecode(Read* r) {
+Status Loader::Impl::SubmitDecode(Read* first) {
   {
     MutexLock l(&mu_);
     ++tasks_;
   }
   try {
     AllocationFaults::Instance().Check();
-    // Two words of captures: std::function keeps them inline, so queueing a read allocates nothing.
-    workers_->Submit([this, r] {
-      DecodeRead(*r);
+    // Two words of captures: std::function keeps them inline, so queueing reads allocates nothing.
+    workers_->Submit([this, first] {
+      for (Read* r = first; r != nullptr;) {
+        // Read the link first: once its samples are done the batch may be delivered and its slot reused.
+        Read* next = r->next_in_task;
+        DecodeRead(*r);
+        r = next;
+      }
       TaskDone();
     });
   } catch (const std::bad_alloc&) {
     TaskDone();
-    return OutOfMemory([] { return std::string("queueing a read for the decode workers"); });
+    return OutOfMemory([] { return std::string("queueing reads for the decode workers"); });
   }
   return Status::OK();
 }
@@ -1124,42 +1146,75 @@ void Loader::Impl::TaskDone() {
 
 void Loader::Impl::CompleterLoop() {
   NameThisThread("fetch-completion");
+  // Results are taken in groups (all that completed, up to kMaxTaken) and their reads handed to the
+  // workers in groups: per-read locks and wake-ups cost more than small cached reads themselves.
+  constexpr size_t kMaxTaken = 64;
+  std::array<FetchResult, kMaxTaken> results;
+  std::array<Read*, kMaxTaken> reads{};
+  const size_t workers = workers_->size();
   for (;;) {
+    size_t wanted;
     {
       MutexLock l(&mu_);
       while (submitted_ == taken_ && !producer_done_) completer_cv_.Wait(&mu_);
       if (submitted_ == taken_) return;  // the producer is done and every read was taken
-      ++taken_;
+      wanted = static_cast<size_t>(std::min<int64_t>(submitted_ - taken_, kMaxTaken));
+      taken_ += static_cast<int64_t>(wanted);
     }
-    std::optional<FetchResult> r = fetcher_->Next();
+    // Blocks until at least one of the `wanted` outstanding reads completes; the rest of `wanted`
+    // that did not come back yet are given back to taken_ below.
+    const size_t n = fetcher_->Next(results.data(), wanted);
     {
       MutexLock l(&mu_);
-      ++completed_;
+      taken_ -= static_cast<int64_t>(wanted - n);
+      completed_ += static_cast<int64_t>(n);
     }
     completed_cv_.SignalAll();
-    if (!r) continue;  // cannot happen: a read was outstanding
-    Slot* s = nullptr;
-    {
-      MutexLock l(&pool_->mu);
-      s = pool_->all[static_cast<size_t>(r->tag >> 32)].get();
+    const int64_t now = NowNanos();
+    size_t live = 0;
+    for (size_t k = 0; k < n; ++k) {
+      FetchResult& r = results[k];
+      Slot* s = nullptr;
+      {
+        MutexLock l(&pool_->mu);
+        s = pool_->all[static_cast<size_t>(r.tag >> 32)].get();
+      }
+      Read& read = s->reads[static_cast<size_t>(r.tag & 0xFFFFFFFFu)];
+      Trace(TraceStage::kFetch, read.submit_ns, now, s->index, read.length);
+      stat_bytes_read_ += read.length;
+      read.status = std::move(r.status);
+      read.out_of_memory = r.out_of_memory;
+      read.bytes = r.bytes();  // the buffer's memory does not move with it
+      read.data = std::move(r.data);
+      read.next_in_task = nullptr;
+      if (stop_) {
+        if (read.status.ok()) fetcher_->Release(std::move(read.data));
+        FinishPending(s, static_cast<int64_t>(read.members.size()));
+        continue;
+      }
+      reads[live++] = &read;
     }
-    const size_t g = static_cast<size_t>(r->tag & 0xFFFFFFFFu);
-    Read& read = s->reads[g];
-    Trace(TraceStage::kFetch, read.submit_ns, NowNanos(), s->index, read.length);
-    stat_bytes_read_ += read.length;
-    read.status = std::move(r->status);
-    read.out_of_memory = r->out_of_memory;
-    read.bytes = r->bytes();  // the buffer's memory does not move with it
-    read.data = std::move(r->data);
-    if (stop_) {
-      if (read.status.ok()) fetcher_->Release(std::move(read.data));
-      FinishPending(s, static_cast<int64_t>(read.members.size()));
-      continue;
-    }
-    if (Status st = SubmitDecode(&read); !st.ok()) {
-      FailBatch(s, std::move(st));
-      if (read.status.ok()) fetcher_->Release(std::move(read.data));
-      FinishPending(s, static_cast<int64_t>(read.members.size()));
+    // One task per share of the workers, but a new task once one holds kTaskBytes, so that large
+    // reads are still decoded in parallel.
+    constexpr uint64_t kTaskBytes = 256 << 10;
+    const size_t per_task = (live + workers - 1) / std::max<size_t>(workers, 1);
+    for (size_t k = 0; k < live;) {
+      size_t end = k + 1;
+      uint64_t bytes = reads[k]->length;
+      while (end < live && end - k < per_task && bytes < kTaskBytes) {
+        reads[end - 1]->next_in_task = reads[end];
+        bytes += reads[end]->length;
+        ++end;
+      }
+      if (Status st = SubmitDecode(reads[k]); !st.ok()) {
+        for (size_t j = k; j < end; ++j) {
+          Read& read = *reads[j];
+          FailBatch(read.slot, st);
+          if (read.status.ok()) fetcher_->Release(std::move(read.data));
+          FinishPending(read.slot, static_cast<int64_t>(read.members.size()));
+        }
+      }
+      k = end;
     }
   }
 }
