@@ -1,16 +1,23 @@
 #include "core/buffer_pool.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace stoke {
 
-AlignedBuffer BufferPool::Take() {
+AlignedBuffer BufferPool::Take(size_t min_capacity) {
   MutexLock lock(&mu_);
   if (idle_.empty()) return AlignedBuffer();
-  auto it = std::max_element(idle_.begin(), idle_.end(),
-                             [](const AlignedBuffer& a, const AlignedBuffer& b) { return a.capacity() < b.capacity(); });
-  AlignedBuffer b = std::move(*it);
-  idle_.erase(it);
+  // The most recently given buffer that is large enough (warm in cache, and found at once when the
+  // sizes are alike), else the largest one.
+  auto it = std::find_if(idle_.rbegin(), idle_.rend(), [&](const AlignedBuffer& b) { return b.capacity() >= min_capacity; });
+  auto pick = it != idle_.rend() ? std::prev(it.base())
+                                 : std::max_element(idle_.begin(), idle_.end(), [](const AlignedBuffer& a, const AlignedBuffer& b) {
+                                     return a.capacity() < b.capacity();
+                                   });
+  AlignedBuffer b = std::move(*pick);
+  if (pick != std::prev(idle_.end())) *pick = std::move(idle_.back());
+  idle_.pop_back();
   return b;
 }
 

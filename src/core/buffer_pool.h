@@ -3,6 +3,8 @@
 // arenas, and touching them costs a page fault per 4 KiB).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "core/buffer.h"
@@ -16,8 +18,9 @@ class BufferPool {
   // Keeps at most `max_buffers` idle buffers; more are freed.
   explicit BufferPool(size_t max_buffers = 16) : max_buffers_(max_buffers) {}
 
-  // An empty buffer: a pooled one (the one with the most capacity) when there is one, else new.
-  AlignedBuffer Take() EXCLUDES(mu_);
+  // An empty buffer: a pooled one when there is one, else new. Of the pooled ones, the most recently
+  // given one with at least `min_capacity` bytes of capacity, else the one with the most capacity.
+  AlignedBuffer Take(size_t min_capacity = SIZE_MAX) EXCLUDES(mu_);
   // Returns a buffer to the pool (its contents are discarded).
   void Give(AlignedBuffer buffer) EXCLUDES(mu_);
   size_t idle() const EXCLUDES(mu_);

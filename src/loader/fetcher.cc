@@ -26,7 +26,10 @@ namespace {
 constexpr uint64_t kDirectAlignment = 4096;
 // user_data of the NOP that tells the io_uring completion thread to stop.
 constexpr uint64_t kStopUserData = ~uint64_t{0};
-constexpr uint64_t kAsyncReadBytes = 65536;
+// Buffered reads at least this large go to the kernel's async workers (IOSQE_ASYNC), which copy cached
+// pages in parallel; smaller ones are copied inline by io_uring_enter, on the producer thread, which
+// costs less than waking a worker (docs/benchmarks.md, "Small samples: hand-offs per batch").
+constexpr uint64_t kAsyncReadBytes = uint64_t{1} << 20;
 // Resubmissions of one read after ECANCELED before its error is reported.
 constexpr int kMaxResubmits = 16;
 // Derived max_open_files: the share of the soft RLIMIT_NOFILE the fetcher takes (the rest of the
@@ -191,8 +194,6 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
     if (sqe == nullptr) return Status::Internal("io_uring submission queue full");
     const int n = f_->PrepareIovecs(s);
     io_uring_prep_readv(sqe, s.fd, s.iov, static_cast<unsigned>(n), s.read_offset + s.done);
-    // Buffered reads of cached pages would otherwise be copied inline, on the submitting thread, one
-    // at a time; the kernel's async workers copy them in parallel (measured: docs/benchmarks.md).
     if (!f_->options_.direct && s.read_length - s.done >= kAsyncReadBytes) io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
     io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(i));
     return Status::OK();
@@ -449,7 +450,7 @@ Status Fetcher::SubmitOne(const FetchRequest& r, PendingStarts* pending) {
   }
   try {
     AllocationFaults::Instance().Check();
-    s.buffer = pool_.Take();  // cleared: Resize copies nothing when it has to grow
+    s.buffer = pool_.Take(s.buffered());  // cleared: Resize copies nothing when it has to grow
     s.buffer.Resize(s.buffered());
   } catch (const std::bad_alloc&) {
     CompleteSlot(i, OutOfMemoryError("a " + std::to_string(s.buffered()) + "-byte buffer for the read of " +
