@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all bootstrap build demo test test-cpp test-python test-interop test-fuzz test-tsan test-asan bench clean
+.PHONY: all bootstrap build demo test test-cpp test-python test-interop test-fuzz test-corpus test-tsan test-asan bench clean
 
 all: build
 
@@ -22,7 +22,7 @@ demo: bootstrap $(BUILD)/build.ninja
 	@bash scripts/demo.sh $(BUILD)/stoke
 
 test: build
-	@$(MAKE) --no-print-directory test-cpp test-python test-interop test-fuzz test-tsan check-threads
+	@$(MAKE) --no-print-directory test-cpp test-python test-interop test-fuzz test-corpus test-tsan check-threads
 
 test-cpp:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -36,6 +36,11 @@ test-interop:
 # Builds the libFuzzer targets with clang and runs each for a short smoke run.
 test-fuzz: bootstrap
 	@bash scripts/fuzz.sh $(BUILD)-fuzz 20
+
+# The bad-input corpus (python/tests/test_bad_inputs.py: every command over malformed inputs) against
+# the `stoke` command built with ASan + UBSan in the fuzz build (test-fuzz builds it).
+test-corpus: test-fuzz
+	STOKE_BIN=$(abspath $(BUILD))-fuzz/stoke /usr/bin/python3 -m pytest -q -s python/tests/test_bad_inputs.py
 
 # The multi-threaded layers' suites (core: thread pool, trace recorder; loader: fetcher, pipeline)
 # under ThreadSanitizer. CUDA stays off: its runtime is not instrumented.

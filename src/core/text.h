@@ -10,6 +10,9 @@ namespace stoke {
 // (Parquet's STRING and JSON require it).
 bool IsValidUtf8(std::string_view s);
 
+// `s` for an error message: well-formed UTF-8 sequences as they are, every other byte as "\xNN".
+std::string EscapeNonUtf8(std::string_view s);
+
 // A random RFC 4122 version-4 UUID ("xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx"), for table ids and data
 // file names. Thread-safe; distinct across threads and processes.
 std::string RandomUuid();

@@ -168,6 +168,11 @@ Result<NpySources> PlanNpySources(const std::string& dir_uri, const std::string&
     if (EndsWith(e.name, ".npy")) ++npy_count;
     else if (EndsWith(e.name, ".npz")) ++npz_count;
     else continue;
+    // Names go into the `file` column, a Parquet STRING: UTF-8 only.
+    if (!IsValidUtf8(e.name)) {
+      return Status::InvalidArgument(fmt::format("{}: source file name '{}' in '{}' is not valid UTF-8 (rename it)", what,
+                                                 EscapeNonUtf8(e.name), dir));
+    }
     sources.push_back(std::move(e));
   }
   if (sources.empty()) return Status::InvalidArgument(fmt::format("{}: no .npy or .npz files in '{}'", what, dir));

@@ -53,7 +53,18 @@ bool HasUriScheme(const std::string& s) {
     char c = s[i];
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.')) return false;
   }
-  return true;
+  // "name://..." is a URI. Without the "//", only the schemes of storage systems are taken for URIs
+  // (a mistyped "az:/container/t" must not become a local directory named "az:"); anything else,
+  // such as "run:1/table", is a local path with a colon in it.
+  if (s.compare(colon, 3, "://") == 0) return true;
+  std::string scheme = s.substr(0, colon);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const char* const kStorageSchemes[] = {"file", "az", "abfs", "abfss", "adl", "wasb", "wasbs", "http", "https",
+                                                "s3", "s3a", "s3n", "gs", "gcs", "hdfs", "test"};
+  for (const char* known : kStorageSchemes) {
+    if (scheme == known) return true;
+  }
+  return false;
 }
 
 Result<StorageUri> ParseStorageUri(const std::string& uri) {

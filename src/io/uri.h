@@ -41,7 +41,10 @@ struct StorageUri {
 // Parses a path or URI. Pure; does not look at the environment.
 Result<StorageUri> ParseStorageUri(const std::string& uri);
 
-// True when `s` starts with a URI scheme ("xyz:"), whether or not stoke knows it.
+// True when `s` is to be read as a URI: it starts with a scheme followed by "://" ("xyz://...",
+// whether or not stoke knows the scheme), or with the scheme of a storage system and a colon
+// ("az:", "s3:", "file:", "https:", ...). Other text before a colon ("run:1/table") is part of a
+// local path.
 bool HasUriScheme(const std::string& s);
 
 // Environment lookup, injectable for tests. Returns "" for unset variables.

@@ -71,6 +71,19 @@ TEST(StorageUri, RejectsMalformedAndUnknownUris) {
   }
 }
 
+TEST(StorageUri, ColonsInLocalPathsAreNotSchemes) {
+  for (const char* local : {"run:1/table", "with: colon/t", "a:b", "data:v2", "./az:/x", "/abs/s3:/x"}) {
+    auto u = ParseStorageUri(local);
+    ASSERT_TRUE(u.ok()) << local << ": " << u.status().ToString();
+    EXPECT_EQ(u->scheme, StorageScheme::kLocal) << local;
+    EXPECT_EQ(u->path, local);
+  }
+  // Storage schemes without "//" stay errors, in any case.
+  for (const char* bad : {"AZ:/x", "S3:bucket/x", "gs:/b/x", "hdfs:/x", "file:relative"}) {
+    EXPECT_FALSE(ParseStorageUri(bad).ok()) << bad;
+  }
+}
+
 TEST(StorageUri, LocalPathsResolveToLocalStorage) {
   auto loc = ResolveStorageLocation("/tmp/some/table", FakeEnv({}));
   ASSERT_TRUE(loc.ok());

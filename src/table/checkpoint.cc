@@ -288,6 +288,7 @@ class ColumnarCheckpoint {
         auto size = i64(add_size), mtime = i64(add_mtime);
         auto change = boolean(add_change);
         if (!size) return error("add", "missing integer field \"size\"");
+        if (*size < 0) return error("add", fmt::format("field \"size\" is negative ({})", *size));
         if (!mtime) return error("add", "missing integer field \"modificationTime\"");
         if (!change) return error("add", "missing boolean field \"dataChange\"");
         a.size = *size;
@@ -350,6 +351,7 @@ class ColumnarCheckpoint {
         rm.extended_file_metadata = boolean(rm_ext).value_or(false);
         STOKE_RETURN_IF_ERROR(nullable_map(rm_pv, &rm.partition_values));
         rm.size = i64(rm_size);
+        if (rm.size && *rm.size < 0) return error("remove", fmt::format("field \"size\" is negative ({})", *rm.size));
         out->push_back(std::move(rm));
       } else {
         (void)map(rm_pv);

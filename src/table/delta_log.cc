@@ -280,6 +280,7 @@ Result<AddFile> ParseAdd(const FieldReader& r) {
   if (a.path.empty()) return r.Error("field \"path\" is empty");
   STOKE_RETURN_IF_ERROR(r.NullableStringMap("partitionValues", &a.partition_values));
   STOKE_RETURN_IF_ERROR(r.Int64("size", &a.size));
+  if (a.size < 0) return r.Error(fmt::format("field \"size\" is negative ({})", a.size));
   STOKE_RETURN_IF_ERROR(r.Int64("modificationTime", &a.modification_time));
   STOKE_RETURN_IF_ERROR(r.Bool("dataChange", &a.data_change));
   STOKE_RETURN_IF_ERROR(r.OptString("stats", &a.stats));
@@ -298,6 +299,7 @@ Result<RemoveFile> ParseRemove(const FieldReader& r) {
   rm.extended_file_metadata = extended.value_or(false);
   STOKE_RETURN_IF_ERROR(r.NullableStringMap("partitionValues", &rm.partition_values));
   STOKE_RETURN_IF_ERROR(r.OptInt64("size", &rm.size));
+  if (rm.size && *rm.size < 0) return r.Error(fmt::format("field \"size\" is negative ({})", *rm.size));
   return rm;
 }
 

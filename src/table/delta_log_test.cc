@@ -218,6 +218,8 @@ TEST(DeltaCommitFile, ParseRejectsMalformedLinesNamingFileAndLine) {
       "{\"metaData\":{\"id\":\"x\",\"schemaString\":\"{}\",\"partitionColumns\":[]}}",         // no format
       "{\"txn\":{\"appId\":\"a\",\"version\":18446744073709551615}}",                         // > INT64_MAX
       "{\"commitInfo\":[]}",                                                                   // not an object
+      "{\"add\":{\"path\":\"a\",\"size\":-5,\"modificationTime\":1,\"dataChange\":true}}",      // negative size
+      "{\"remove\":{\"path\":\"a\",\"size\":-1,\"dataChange\":true}}",                        // negative size
   };
   for (const char* line : bad_lines) {
     std::string text = std::string("{\"txn\":{\"appId\":\"a\",\"version\":1}}\n") + line + "\n";
