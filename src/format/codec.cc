@@ -38,6 +38,27 @@ bool CodecSupported(Codec codec) {
   }
 }
 
+namespace {
+
+// One zstd context per thread, reused: ZSTD_compress and ZSTD_decompress allocate and initialise a
+// context on every call (hundreds of KiB), which dominated compressing one-row column chunks and
+// decompressing small pages.
+struct ZstdContexts {
+  ZSTD_CCtx* cctx = nullptr;
+  ZSTD_DCtx* dctx = nullptr;
+  ~ZstdContexts() {
+    ZSTD_freeCCtx(cctx);
+    ZSTD_freeDCtx(dctx);
+  }
+};
+
+ZstdContexts& ThreadZstdContexts() {
+  thread_local ZstdContexts contexts;
+  return contexts;
+}
+
+}  // namespace
+
 Status Compress(Codec codec, ByteView in, int level, AlignedBuffer* out) {
   size_t start = out->size();
   switch (codec) {
@@ -47,7 +68,9 @@ Status Compress(Codec codec, ByteView in, int level, AlignedBuffer* out) {
     case Codec::kZstd: {
       size_t bound = ZSTD_compressBound(in.size());
       out->Resize(start + bound);
-      size_t n = ZSTD_compress(out->data() + start, bound, in.data(), in.size(), level == 0 ? 1 : level);
+      ZstdContexts& z = ThreadZstdContexts();
+      if (z.cctx == nullptr && (z.cctx = ZSTD_createCCtx()) == nullptr) return Status::Internal("zstd: out of memory");
+      size_t n = ZSTD_compressCCtx(z.cctx, out->data() + start, bound, in.data(), in.size(), level == 0 ? 1 : level);
       if (ZSTD_isError(n)) return Status::Internal(fmt::format("zstd: {}", ZSTD_getErrorName(n)));
       out->Resize(start + n);
       return Status::OK();
@@ -106,7 +129,9 @@ Status Decompress(Codec codec, ByteView in, MutableByteView out) {
       std::copy(in.begin(), in.end(), out.begin());
       return Status::OK();
     case Codec::kZstd: {
-      size_t n = ZSTD_decompress(out.data(), out.size(), in.data(), in.size());
+      ZstdContexts& z = ThreadZstdContexts();
+      if (z.dctx == nullptr && (z.dctx = ZSTD_createDCtx()) == nullptr) return Status::Internal("zstd: out of memory");
+      size_t n = ZSTD_decompressDCtx(z.dctx, out.data(), out.size(), in.data(), in.size());
       if (ZSTD_isError(n)) return Status::Corruption(fmt::format("zstd: {}", ZSTD_getErrorName(n)));
       if (n != out.size()) return Status::Corruption(fmt::format("zstd produced {} bytes, expected {}", n, out.size()));
       return Status::OK();

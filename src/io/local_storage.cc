@@ -77,8 +77,9 @@ class LocalRandomAccessFile final : public RandomAccessFile {
 class LocalWritableFile final : public WritableFile {
  public:
   LocalWritableFile(std::string path, int fd, bool direct) : path_(std::move(path)), fd_(fd), direct_(direct) {
-    if (direct_) staging_ = AlignedBuffer(kStagingBytes);
-    staging_.Clear();
+    // The staging buffer grows with the file up to kStagingBytes: a file of one small row group
+    // (one sample per file) never maps and faults in 4 MiB.
+    if (direct_) staging_.Reserve(kInitialStagingBytes);
   }
   ~LocalWritableFile() override {
     if (fd_ >= 0) ::close(fd_);
@@ -126,6 +127,7 @@ class LocalWritableFile final : public WritableFile {
  private:
   static constexpr uint64_t kWritebackBytes = 8 << 20;  // 8 MiB: large for sequential writes, small next to the page cache
   static constexpr size_t kStagingBytes = 4 << 20;      // 4 MiB: a multiple of every block size
+  static constexpr size_t kInitialStagingBytes = 64 << 10;  // doubled as appends need, up to kStagingBytes
   static constexpr size_t kBlock = 4096;                // O_DIRECT's alignment of offsets and lengths
 
   // Writes `data` at the end of the file (bytes_written_).
