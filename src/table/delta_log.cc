@@ -410,32 +410,35 @@ class Replayer {
   // Applies the actions of one commit or checkpoint, in order. Adds and removes are moved out of
   // `actions` (a commit of 100,000s of files is not held twice); commitInfo stays.
   Status Apply(std::vector<Action>& actions, const std::string& file) {
-    for (Action& action : actions) {
-      if (auto* add = std::get_if<AddFile>(&action)) {
-        STOKE_ASSIGN_OR_RETURN(std::string key, DecodedPath(add->path, file));
-        auto it = live_.find(key);
-        if (it != live_.end()) adds_[it->second].reset();
-        snapshot_.tombstones.erase(key);
-        live_[std::move(key)] = adds_.size();
-        adds_.push_back(std::move(*add));
-      } else if (auto* rm = std::get_if<RemoveFile>(&action)) {
-        STOKE_ASSIGN_OR_RETURN(std::string key, DecodedPath(rm->path, file));
-        auto it = live_.find(key);
-        if (it != live_.end()) {
-          adds_[it->second].reset();
-          live_.erase(it);
-        }
-        snapshot_.tombstones[std::move(key)] = std::move(*rm);
-      } else if (const auto* p = std::get_if<Protocol>(&action)) {
-        snapshot_.protocol = *p;
-        has_protocol_ = true;
-      } else if (const auto* m = std::get_if<Metadata>(&action)) {
-        snapshot_.metadata = *m;
-        has_metadata_ = true;
-      } else if (const auto* t = std::get_if<Txn>(&action)) {
-        auto [it, inserted] = snapshot_.app_versions.emplace(t->app_id, t->version);
-        if (!inserted) it->second = std::max(it->second, t->version);
+    for (Action& action : actions) STOKE_RETURN_IF_ERROR(Apply(action, file));
+    return Status::OK();
+  }
+  // Applies one action (an add or remove is moved out of it).
+  Status Apply(Action& action, const std::string& file) {
+    if (auto* add = std::get_if<AddFile>(&action)) {
+      STOKE_ASSIGN_OR_RETURN(std::string key, DecodedPath(add->path, file));
+      auto it = live_.find(key);
+      if (it != live_.end()) adds_[it->second].reset();
+      snapshot_.tombstones.erase(key);
+      live_[std::move(key)] = adds_.size();
+      adds_.push_back(std::move(*add));
+    } else if (auto* rm = std::get_if<RemoveFile>(&action)) {
+      STOKE_ASSIGN_OR_RETURN(std::string key, DecodedPath(rm->path, file));
+      auto it = live_.find(key);
+      if (it != live_.end()) {
+        adds_[it->second].reset();
+        live_.erase(it);
       }
+      snapshot_.tombstones[std::move(key)] = std::move(*rm);
+    } else if (const auto* p = std::get_if<Protocol>(&action)) {
+      snapshot_.protocol = *p;
+      has_protocol_ = true;
+    } else if (const auto* m = std::get_if<Metadata>(&action)) {
+      snapshot_.metadata = *m;
+      has_metadata_ = true;
+    } else if (const auto* t = std::get_if<Txn>(&action)) {
+      auto [it, inserted] = snapshot_.app_versions.emplace(t->app_id, t->version);
+      if (!inserted) it->second = std::max(it->second, t->version);
     }
     return Status::OK();
   }
@@ -466,15 +469,21 @@ class Replayer {
   bool has_metadata_ = false;
 };
 
+// commitInfo.timestamp, when it is there and an int64.
+std::optional<int64_t> CommitTimestamp(const CommitInfo& ci) {
+  auto it = ci.value.find("timestamp");
+  if (it != ci.value.end() && it->is_number_integer() && !it->is_number_unsigned()) return it->get<int64_t>();
+  if (it != ci.value.end() && it->is_number_unsigned() && it->get<uint64_t>() <= uint64_t{INT64_MAX}) {
+    return it->get<int64_t>();
+  }
+  return std::nullopt;
+}
+
 // The commitInfo.timestamp of a commit, when it has one.
 std::optional<int64_t> CommitTimestamp(const std::vector<Action>& actions) {
   for (const Action& a : actions) {
     if (const auto* ci = std::get_if<CommitInfo>(&a)) {
-      auto it = ci->value.find("timestamp");
-      if (it != ci->value.end() && it->is_number_integer() && !it->is_number_unsigned()) return it->get<int64_t>();
-      if (it != ci->value.end() && it->is_number_unsigned() && it->get<uint64_t>() <= uint64_t{INT64_MAX}) {
-        return it->get<int64_t>();
-      }
+      if (auto ts = CommitTimestamp(*ci)) return ts;
     }
   }
   return std::nullopt;
@@ -605,6 +614,23 @@ Result<std::optional<Action>> ParseAction(const json& j, std::string_view file_n
                          kind));
 }
 
+namespace {
+
+// One line of a commit file (without its '\n'): the action it holds, or nullopt for a blank line or
+// an action kind readers may ignore.
+Result<std::optional<Action>> ParseCommitLine(std::string_view line, std::string_view file_name, size_t line_no) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.find_first_not_of(" \t") == std::string_view::npos) return std::optional<Action>();
+  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return Status::Corruption(
+        fmt::format("{}: line {}: not valid JSON (expected one action object per line)", file_name, line_no));
+  }
+  return ParseAction(j, file_name, line_no);
+}
+
+}  // namespace
+
 Result<std::vector<Action>> ParseCommit(std::string_view text, std::string_view file_name) {
   std::vector<Action> out;
   size_t line_no = 0;
@@ -614,18 +640,43 @@ Result<std::vector<Action>> ParseCommit(std::string_view text, std::string_view 
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) {
-      return Status::Corruption(
-          fmt::format("{}: line {}: not valid JSON (expected one action object per line)", file_name, line_no));
-    }
-    STOKE_ASSIGN_OR_RETURN(auto action, ParseAction(j, file_name, line_no));
+    STOKE_ASSIGN_OR_RETURN(auto action, ParseCommitLine(line, file_name, ++line_no));
     if (action) out.push_back(std::move(*action));
   }
   return out;
+}
+
+Status ForEachCommitAction(Storage& storage, const std::string& path, const std::function<Status(Action&)>& each,
+                           uint64_t chunk_bytes) {
+  const uint64_t kChunk = std::max<uint64_t>(chunk_bytes, 1);
+  STOKE_ASSIGN_OR_RETURN(auto file, storage.OpenForRead(path));
+  const uint64_t size = file->size();
+  std::string buffer;  // the unparsed tail of what has been read: at most one partial line, then a chunk
+  uint64_t offset = 0;
+  size_t line_no = 0;
+  while (offset < size || !buffer.empty()) {
+    if (offset < size) {
+      const size_t kept = buffer.size();
+      const uint64_t n = std::min(kChunk, size - offset);
+      buffer.resize(kept + n);
+      STOKE_RETURN_IF_ERROR(file->ReadAt(offset, MutableByteView(reinterpret_cast<uint8_t*>(buffer.data()) + kept, n)));
+      offset += n;
+    }
+    size_t pos = 0;
+    for (;;) {
+      size_t end = buffer.find('\n', pos);
+      if (end == std::string::npos) {
+        if (offset < size) break;  // a partial line: read on
+        end = buffer.size();       // the last line, without a final newline
+      }
+      STOKE_ASSIGN_OR_RETURN(auto action, ParseCommitLine(std::string_view(buffer).substr(pos, end - pos), path, ++line_no));
+      if (action) STOKE_RETURN_IF_ERROR(each(*action));
+      pos = end + 1;
+      if (pos >= buffer.size()) break;
+    }
+    buffer.erase(0, std::min(pos, buffer.size()));
+  }
+  return Status::OK();
 }
 
 std::string SerializeCommit(const std::vector<Action>& actions) {
@@ -820,21 +871,22 @@ Result<Snapshot> DeltaLog::ReadSnapshot(std::optional<int64_t> version) const {
   int64_t timestamp = 0;
   for (int64_t v = start; v <= target; ++v) {
     const std::string path = CommitPath(v);
-    auto text = ReadFileToString(storage_, path);
-    if (!text.ok()) {
-      if (text.status().code() == StatusCode::kNotFound) {
+    std::optional<int64_t> ts;
+    Status read = ForEachCommitAction(storage_, path, [&](Action& action) {
+      if (const auto* ci = std::get_if<CommitInfo>(&action)) {
+        if (!ts) ts = CommitTimestamp(*ci);
+        return Status::OK();
+      }
+      return replayer.Apply(action, path);
+    });
+    if (!read.ok()) {
+      if (read.code() == StatusCode::kNotFound) {
         return Status::Corruption(fmt::format("{}: commit {} vanished while reading the log", path, v));
       }
-      return text.status();
+      return read;
     }
-    STOKE_ASSIGN_OR_RETURN(auto actions, ParseCommit(*text, path));
-    std::string().swap(*text);
-    STOKE_RETURN_IF_ERROR(replayer.Apply(actions, path));
-    if (v == target) {
-      // The file's time only when the commit has no timestamp (a stat is a request on object stores).
-      std::optional<int64_t> ts = CommitTimestamp(actions);
-      timestamp = ts ? *ts : FileTime(storage_, path);
-    }
+    // The file's time only when the commit has no timestamp (a stat is a request on object stores).
+    if (v == target) timestamp = ts ? *ts : FileTime(storage_, path);
   }
   if (start > target) {  // the snapshot is the checkpoint itself
     std::optional<int64_t> ts = FirstLineTimestamp(storage_, CommitPath(target));
@@ -862,15 +914,13 @@ Result<std::vector<CommitSummary>> DeltaLog::History(int64_t limit) const {
     const int64_t version = *it;
     if (limit > 0 && static_cast<int64_t>(out.size()) >= limit) break;
     const std::string path = CommitPath(version);
-    STOKE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(storage_, path));
-    STOKE_ASSIGN_OR_RETURN(auto actions, ParseCommit(text, path));
     CommitSummary s;
     s.version = version;
-    std::optional<int64_t> ts = CommitTimestamp(actions);
-    s.timestamp = ts ? *ts : FileTime(storage_, path);
     s.info = nullptr;
-    for (const Action& a : actions) {
+    std::optional<int64_t> ts;
+    STOKE_RETURN_IF_ERROR(ForEachCommitAction(storage_, path, [&](Action& a) {
       if (const auto* ci = std::get_if<CommitInfo>(&a)) {
+        if (!ts) ts = CommitTimestamp(*ci);
         s.info = ci->value;
         auto op = ci->value.find("operation");
         if (op != ci->value.end() && op->is_string()) s.operation = op->get<std::string>();
@@ -881,7 +931,9 @@ Result<std::vector<CommitSummary>> DeltaLog::History(int64_t limit) const {
         ++s.files_removed;
         s.bytes_removed += rm->size.value_or(0);
       }
-    }
+      return Status::OK();
+    }));
+    s.timestamp = ts ? *ts : FileTime(storage_, path);
     out.push_back(std::move(s));
   }
   return out;

@@ -91,6 +91,12 @@ using Action = std::variant<Protocol, Metadata, AddFile, RemoveFile, Txn, Commit
 // not use but readers may ignore (cdc, domainMetadata, checkpointMetadata, sidecar) are skipped;
 // anything malformed is Corruption naming `file_name`, the line and what was expected.
 Result<std::vector<Action>> ParseCommit(std::string_view text, std::string_view file_name);
+// ParseCommit over the commit file at `path`, read a few MiB at a time, so that a commit of
+// 100,000s of actions is never in memory whole (as text or as actions): calls `each` with every
+// action in order, and stops at the first error (a parse error, a read error, or `each`'s).
+// `chunk_bytes`: bytes per read (default 8 MiB: one read for nearly every commit).
+Status ForEachCommitAction(Storage& storage, const std::string& path, const std::function<Status(Action&)>& each,
+                           uint64_t chunk_bytes = uint64_t{8} << 20);
 // One action object ({"add": {...}}), as ParseCommit reads each line; nullopt for ignorable kinds.
 // `line` numbers the object in error messages (a row, for checkpoints).
 Result<std::optional<Action>> ParseAction(const nlohmann::json& object, std::string_view file_name, size_t line);

@@ -195,6 +195,43 @@ TEST(DeltaCommitFile, ParseIgnoresUnknownFieldsInsideActions) {
   EXPECT_EQ(std::get<AddFile>((*parsed)[0]).path, "a.parquet");
 }
 
+TEST_F(DeltaLogTest, ForEachCommitActionReadsInChunksAsParseCommitDoes) {
+  const std::string text =
+      "{\"commitInfo\":{\"timestamp\":7,\"operation\":\"WRITE\"}}\r\n"
+      "\n"
+      "   \n"
+      "{\"txn\":{\"appId\":\"a\",\"version\":3}}\n"
+      "{\"add\":{\"path\":\"a.parquet\",\"partitionValues\":{},\"size\":11,\"modificationTime\":2,\"dataChange\":true}}\n"
+      "{\"cdc\":{\"path\":\"x\",\"size\":1}}\n"
+      "{\"remove\":{\"path\":\"b.parquet\",\"dataChange\":true}}";  // no final newline
+  const std::string path = dir_ + "/commit.json";
+  WriteRaw(path, text);
+  auto expected = ParseCommit(text, path);
+  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+  for (uint64_t chunk : {1, 2, 3, 7, 64, 1 << 20}) {
+    std::vector<std::string> seen;
+    Status s = ForEachCommitAction(fs_, path, [&](Action& a) {
+      seen.push_back(SerializeCommit({a}));
+      return Status::OK();
+    }, chunk);
+    ASSERT_TRUE(s.ok()) << chunk << ": " << s.ToString();
+    ASSERT_EQ(seen.size(), expected->size()) << chunk;
+    for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], SerializeCommit({(*expected)[i]})) << chunk;
+  }
+  // Errors name the file and the same line as ParseCommit; `each`'s error stops the walk.
+  WriteRaw(path, text + "\n{\"add\":5}\n");
+  for (uint64_t chunk : {1, 5, 1 << 20}) {
+    Status s = ForEachCommitAction(fs_, path, [](Action&) { return Status::OK(); }, chunk);
+    ASSERT_EQ(s.code(), StatusCode::kCorruption) << chunk;
+    EXPECT_NE(s.message().find(path + ": line 8"), std::string::npos) << s.message();
+  }
+  int calls = 0;
+  Status stop = ForEachCommitAction(fs_, path, [&](Action&) { return ++calls == 2 ? Status::Conflict("stop") : Status::OK(); });
+  EXPECT_EQ(stop.code(), StatusCode::kConflict);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(ForEachCommitAction(fs_, dir_ + "/missing.json", [](Action&) { return Status::OK(); }).code(), StatusCode::kNotFound);
+}
+
 TEST(DeltaCommitFile, ParseRejectsUnknownActionKindAsCorruption) {
   std::string text = "{\"txn\":{\"appId\":\"a\",\"version\":3}}\n{\"frobnicate\":{}}\n";
   auto parsed = ParseCommit(text, "00000000000000000004.json");

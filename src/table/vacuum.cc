@@ -52,17 +52,16 @@ Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
   }
   std::set<std::string> keep = live;
   for (int64_t v = first_kept + 1; v <= latest; ++v) {
-    STOKE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(fs, log.CommitPath(v)));
-    STOKE_ASSIGN_OR_RETURN(auto actions, delta::ParseCommit(text, log.CommitPath(v)));
-    for (const auto& a : actions) {
+    STOKE_RETURN_IF_ERROR(delta::ForEachCommitAction(fs, log.CommitPath(v), [&](delta::Action& a) -> Status {
       if (const auto* add = std::get_if<delta::AddFile>(&a)) {
         STOKE_ASSIGN_OR_RETURN(std::string p, delta::DecodePath(add->path));
-        live.insert(p);
+        live.insert(std::move(p));
       } else if (const auto* rm = std::get_if<delta::RemoveFile>(&a)) {
         STOKE_ASSIGN_OR_RETURN(std::string p, delta::DecodePath(rm->path));
         live.erase(p);
       }
-    }
+      return Status::OK();
+    }));
     keep.insert(live.begin(), live.end());
   }
 
