@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
   ingest->add_option("--row-group-size", ig.row_group_bytes, "Row group size, e.g. 128MiB")
       ->transform(CLI::AsSizeValue(false))
       ->default_str("128MiB");
-  ingest->add_option("--rows-per-file", ig.rows_per_file, "Exactly N rows per data file (1 = one file per source file)");
+  ingest->add_option("--rows-per-file", ig.rows_per_file, "Exactly N rows per data file (1 = one data file per sample)");
   ingest->add_option("--partition-by", ig.partition_by,
                      "A labels column to partition by (directories <column>=<value>/; appends use the table's)");
   ingest->add_option("--threads", ig.threads, "Encoding threads (0 = one per core)")->capture_default_str();

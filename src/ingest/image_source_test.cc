@@ -13,7 +13,10 @@
 #include "core/random.h"
 #include "format/image.h"
 #include "format/parquet_reader.h"
+#include "ingest/source.h"
 #include "io/fault_storage.h"
+#include "io/object_storage.h"
+#include "io/object_store_testing.h"
 #include "io/uri.h"
 #include "stoke/table.h"
 #include "stoke/tools.h"
@@ -291,6 +294,51 @@ TEST_F(ImageIngestTest, LabelsCsvJoinsOnThePathUnderTheRoot) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].file, "2.jpg");
   EXPECT_EQ(rows[0].image, sources_["2.jpg"]);
+}
+
+// Images on an object store (Azurite): each row group's images are fetched many at a time, as .npy
+// files are; more than one batch of them here.
+TEST_F(ImageIngestTest, ImagesOnAnObjectStoreIngestByteForByte) {
+  STOKE_REQUIRE_TEST_SERVERS();
+  testing::TestServer* server = testing::SharedServer("azurite");
+  ASSERT_NE(server, nullptr);
+  const std::string container = testing::UniqueName("images");
+  const std::string cs = fmt::format("DefaultEndpointsProtocol=http;AccountName={};AccountKey={};BlobEndpoint={}/{};",
+                                     testing::kAzuriteAccount, testing::kAzuriteKey, server->url(),
+                                     testing::kAzuriteAccount);
+  ::setenv("AZURE_STORAGE_CONNECTION_STRING", cs.c_str(), 1);
+  auto where = ResolveStorageLocation("az://" + container + "/imgs");
+  ASSERT_TRUE(where.ok()) << where.status().ToString();
+  ASSERT_TRUE(dynamic_cast<ObjectStorage&>(*where->storage).client().CreateContainer().ok());
+  const int n = static_cast<int>(WholeFileReader::kBatch) + 9;
+  for (int i = 0; i < n; ++i) {
+    const std::string rel = fmt::format("c{}/{:03}.{}", i % 3, i, i % 5 == 0 ? "png" : "jpg");
+    const std::string bytes = AddImage(rel, 12 + i % 7, 9, 3, i % 5 == 0);
+    auto f = where->storage->Create(JoinPath(where->path, rel));
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE((*f)->Append(AsBytes(bytes)).ok());
+    ASSERT_TRUE((*f)->Close().ok());
+  }
+  IngestOptions o = Options();
+  o.source_dir = "az://" + container + "/imgs";
+  o.row_group_bytes = 1 << 30;  // one row group: the batches of one encoding task
+  auto r = IngestSources(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->rows, n);
+  auto rows = Rows();
+  ASSERT_EQ(rows.size(), static_cast<size_t>(n));
+  for (const ImageRow& row : rows) {
+    EXPECT_EQ(row.image, sources_[row.file]) << row.file;
+    EXPECT_EQ(row.label, row.file[1] - '0');
+  }
+  // HDF5 on the same store is refused: libhdf5 reads through file names.
+  IngestOptions h = Options();
+  h.source_dir = "az://" + container + "/imgs/c0/000.png";
+  h.format = "hdf5";
+  h.table_dir = dir_ + "/h5table";
+  auto refused = IngestSources(h);
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnsupported) << refused.status().ToString();
+  ::unsetenv("AZURE_STORAGE_CONNECTION_STRING");
 }
 
 }  // namespace
