@@ -113,7 +113,7 @@ TEST_F(ConvertTest, WritesOneFileWhenOutEndsInParquet) {
   WriteArrays(5);
   ConvertOptions o;
   o.source_dir = src_;
-  o.out = dir_ + "/one.parquet";
+  o.out = dir_ + "/new/dir/one.parquet";  // directories that do not exist yet are created
   o.progress = false;
   o.codec = "snappy";
   auto rep = ConvertSources(o);

@@ -49,7 +49,8 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   Storage& fs = layout.storage != nullptr ? *layout.storage : LocalStorage();
   if (ids.size() != rows.size()) return Status::InvalidArgument("WriteSourceRows: one id per row needed");
   if (layout.rows_per_file <= 0 || layout.rows_per_group <= 0) return Status::InvalidArgument("bad file layout");
-  if (layout.single_file.empty()) STOKE_RETURN_IF_ERROR(fs.CreateDirectories(layout.dir));
+  const std::string out_dir = layout.single_file.empty() ? layout.dir : ParentPath(layout.single_file);
+  if (!out_dir.empty()) STOKE_RETURN_IF_ERROR(fs.CreateDirectories(out_dir));
   WriterOptions options = base_options;
   for (const auto& [key, value] : s.metadata) options.key_value_metadata.push_back({key, value});
   const int64_t n = static_cast<int64_t>(rows.size());
