@@ -123,6 +123,10 @@ def test_corrupt_and_unsupported_hdf5_are_errors_naming_file_and_dataset(tmp_pat
     with pytest.raises(Exception) as e:
         stoke.ingest(src, tmp_path / "t", progress=False)
     assert "trunc.h5" in str(e.value)
+    # libhdf5's own error stack is not printed: the one line is stoke's, naming the file.
+    r = subprocess.run([STOKE_BIN, "--no-progress", "ingest", src, "--table", tmp_path / "t"], capture_output=True, text=True)
+    assert r.returncode != 0 and "HDF5-DIAG" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("stoke: error:") and "trunc.h5" in r.stderr, r.stderr
     (src / "trunc.h5").unlink()
     (src / "text.h5").write_text("this is not HDF5")
     with pytest.raises(Exception) as e:
