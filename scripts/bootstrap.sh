@@ -14,6 +14,7 @@ APT_PACKAGES=(
   python3-pip python3-setuptools python3-wheel python3-venv
   coreutils time libmd-dev fio curl
   libcurl4-openssl-dev libssl-dev
+  libhdf5-dev libturbojpeg0-dev libpng-dev python3-h5py python3-pil
 )
 # Node.js and npm run the interop tests; a machine may already carry its own (e.g. from NodeSource),
 # whose npm conflicts with Debian's npm package, so they are installed only when absent.

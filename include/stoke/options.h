@@ -20,18 +20,35 @@ struct SynthVolumesOptions {
   bool progress = true;                   // draw a progress bar when stdout is a terminal
 };
 
-// `stoke convert npy`: a directory of .npy/.npz files (+ labels CSV) into Parquet files.
+// `stoke convert`: source files (.npy/.npz, HDF5, JPEG/PNG images; + labels CSV) into Parquet files.
 struct ConvertOptions {
-  std::string source_dir;                 // directory holding the .npy or .npz files; required
-  std::string labels_csv;                 // optional CSV with a `file` column joined on the file name
+  std::string source_dir;                 // required: a directory, or one file (a path or a URI)
+  std::string labels_csv;                 // optional CSV with a `file` column joined on the file's path relative to the source
   std::string out;                        // a directory (part files) or one path ending in .parquet
   std::string tensor_column = "data";     // column name for .npy arrays (.npz use their member names)
+  std::string format;                     // "" = detected from the file names; or npy, npz, hdf5, images
+  std::vector<std::string> datasets;      // HDF5: the datasets to convert (empty = all)
+  std::string hdf5_samples = "auto";      // HDF5: auto, axis0 or file (as IngestOptions)
   std::string codec = "auto";             // auto (zstd per column chunk where it saves >= 10 %), zstd, lz4_raw, snappy, gzip or uncompressed
   int compression_level = 0;              // 0 = the codec's default
   int64_t target_file_bytes = int64_t{1} << 30;   // output file size to aim for (directory output)
   int64_t row_group_bytes = int64_t{128} << 20;   // row group size to aim for
   size_t threads = 0;                     // encoding threads; 0 = one per core
   bool progress = true;
+};
+
+// `stoke synth images`: an ImageFolder of generated images, ROOT/class_<k>/<n>.jpg (and .png).
+struct SynthImagesOptions {
+  std::string out_dir;                    // created if missing; required
+  int64_t images = 1000;                  // number of images, spread evenly over the classes
+  int64_t classes = 10;                   // class directories class_000, class_001, ...
+  int64_t min_size = 200;                 // each side of an image, drawn uniformly in [min_size, max_size] px
+  int64_t max_size = 500;
+  int quality = 92;                       // JPEG quality 1..100 (a ~350 px image is about 110 KB at 92)
+  double png_fraction = 0;                // share of the images written as PNG instead of JPEG
+  uint64_t seed = 0;                      // same seed, same bytes
+  size_t threads = 0;                     // 0 = one per core
+  bool progress = true;                   // draw a progress bar when stdout is a terminal
 };
 
 struct ConvertReport {

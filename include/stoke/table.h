@@ -11,13 +11,18 @@
 
 namespace stoke {
 
-// `stoke ingest`: a directory of .npy/.npz files (+ labels CSV) into a table.
+// `stoke ingest`: source files (.npy/.npz, HDF5, JPEG/PNG images; + labels CSV) into a table.
 struct IngestOptions {
-  std::string source_dir;                 // required
-  std::string labels_csv;                 // optional CSV with a `file` column
+  std::string source_dir;                 // required: a directory, or one file (a path or a URI)
+  std::string labels_csv;                 // optional CSV with a `file` column (the path relative to the source)
   std::string table_dir;                  // created with the table when missing
   std::string mode = "append";            // append: add files not yet in the table; overwrite: replace all
   std::string tensor_column = "data";     // column name for .npy arrays
+  std::string format;                     // "" = detected from the file names; or npy, npz, hdf5, images
+  std::vector<std::string> datasets;      // HDF5: the datasets to ingest (empty = all)
+  // HDF5: "auto" (N samples along axis 0 when the first file's datasets share their first extent N,
+  // else one sample per file), "axis0" or "file". See docs/format.md.
+  std::string hdf5_samples = "auto";
   // Default "auto": per column chunk, ZSTD where it saves at least 10 % of the bytes, else
   // uncompressed. Or one codec for every chunk: zstd, lz4_raw, snappy, gzip, uncompressed. Recorded in
   // the table (configuration "stoke.codec") when this ingest creates or overwrites it.
@@ -43,15 +48,15 @@ struct IngestOptions {
 
 struct IngestReport {
   int64_t version = -1;                   // the version committed (nothing to do: the current version)
-  int64_t source_files = 0;               // files found in the source directory
-  int64_t skipped = 0;                    // already in the table (append resumes)
-  int64_t rows = 0;                       // rows added
+  int64_t source_files = 0;               // files found in the source (this shard's)
+  int64_t skipped = 0;                    // files already in the table (append resumes)
+  int64_t rows = 0;                       // rows (samples) added
   int64_t files_added = 0, files_removed = 0;
   int64_t bytes_in = 0, bytes_out = 0;
   double seconds = 0;
 };
 
-Result<IngestReport> IngestNpy(const IngestOptions& options);
+Result<IngestReport> IngestSources(const IngestOptions& options);
 
 // `stoke history`: one line per version, newest first.
 Status PrintTableHistory(const std::string& table_dir, int64_t limit, bool json, std::ostream& out);

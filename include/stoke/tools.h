@@ -19,9 +19,13 @@ struct SynthReport {
 // Writes options.samples volumes as .npy files and labels.csv (file,label,x,y,split) into out_dir.
 Result<SynthReport> SynthVolumes(const SynthVolumesOptions& options);
 
-// Converts a directory of .npy/.npz files (joined with a labels CSV) into Parquet files whose tensor
-// columns hold one sample per page.
-Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& options);
+// Writes options.images generated images (JPEG, optionally some PNG) into an ImageFolder tree:
+// out_dir/class_<k>/<n>.jpg. Report: files, bytes, seconds.
+Result<SynthReport> SynthImages(const SynthImagesOptions& options);
+
+// Converts source files (.npy/.npz, HDF5 or JPEG/PNG images, joined with a labels CSV) into Parquet
+// files whose tensor and image columns hold one sample per page.
+Result<ConvertReport> ConvertSources(const ConvertOptions& options);
 
 // Describes a Parquet file: schema, row groups, column chunks, statistics, page indexes, pages.
 Status InspectParquetFile(const std::string& path, const InspectOptions& options, std::ostream& out);

@@ -362,7 +362,8 @@ py::dict Ingest(const std::string& source_dir, const std::string& table_dir, con
                 const std::string& mode, const std::string& tensor_column, const std::string& codec,
                 int compression_level, int64_t target_file_bytes, int64_t row_group_bytes, int64_t rows_per_file,
                 const std::string& partition_by, size_t threads, bool progress,
-                std::optional<std::pair<int64_t, int64_t>> shard) {
+                std::optional<std::pair<int64_t, int64_t>> shard, const std::string& format,
+                const std::vector<std::string>& datasets, const std::string& hdf5_samples) {
   stoke::IngestOptions o;
   if (shard) {
     o.shard_index = shard->first;
@@ -381,7 +382,10 @@ py::dict Ingest(const std::string& source_dir, const std::string& table_dir, con
   o.partition_by = partition_by;
   o.threads = threads;
   o.progress = progress;
-  const stoke::IngestReport r = RunTool([&] { return stoke::IngestNpy(o); });
+  o.format = format;
+  o.datasets = datasets;
+  o.hdf5_samples = hdf5_samples;
+  const stoke::IngestReport r = RunTool([&] { return stoke::IngestSources(o); });
   py::dict d;
   d["version"] = r.version;
   d["source_files"] = r.source_files;
@@ -450,6 +454,27 @@ py::dict Synth(const std::string& out_dir, int64_t samples, const std::vector<in
   d["files"] = r.files;
   d["bytes"] = r.bytes;
   d["positives"] = r.positives;
+  d["seconds"] = r.seconds;
+  return d;
+}
+
+py::dict SynthImagesTool(const std::string& out_dir, int64_t images, int64_t classes, int64_t min_size, int64_t max_size,
+                         int quality, double png_fraction, uint64_t seed, size_t threads, bool progress) {
+  stoke::SynthImagesOptions o;
+  o.out_dir = out_dir;
+  o.images = images;
+  o.classes = classes;
+  o.min_size = min_size;
+  o.max_size = max_size;
+  o.quality = quality;
+  o.png_fraction = png_fraction;
+  o.seed = seed;
+  o.threads = threads;
+  o.progress = progress;
+  const stoke::SynthReport r = RunTool([&] { return stoke::SynthImages(o); });
+  py::dict d;
+  d["files"] = r.files;
+  d["bytes"] = r.bytes;
   d["seconds"] = r.seconds;
   return d;
 }
@@ -552,7 +577,8 @@ PYBIND11_MODULE(_stoke, m) {
         py::arg("mode") = "append", py::arg("tensor_column") = "data", py::arg("codec") = "auto",
         py::arg("compression_level") = 0, py::arg("target_file_bytes") = int64_t{1} << 30,
         py::arg("row_group_bytes") = int64_t{128} << 20, py::arg("rows_per_file") = 0, py::arg("partition_by") = "",
-        py::arg("threads") = 0, py::arg("progress") = true, py::arg("shard") = py::none());
+        py::arg("threads") = 0, py::arg("progress") = true, py::arg("shard") = py::none(), py::arg("format") = "",
+        py::arg("datasets") = std::vector<std::string>{}, py::arg("hdf5_samples") = "auto");
   m.def("optimize", &Optimize, py::arg("table_dir"), py::kw_only(), py::arg("target_file_bytes") = int64_t{1} << 30,
         py::arg("row_group_bytes") = int64_t{128} << 20, py::arg("where") = "", py::arg("sort_by") = "",
         py::arg("codec") = "", py::arg("threads") = 0, py::arg("progress") = true);
@@ -561,6 +587,9 @@ PYBIND11_MODULE(_stoke, m) {
   m.def("synth_volumes", &Synth, py::arg("out_dir"), py::kw_only(), py::arg("samples") = 2000,
         py::arg("shape") = std::vector<int64_t>{30, 30, 10}, py::arg("channels") = 10, py::arg("seed") = 0,
         py::arg("label_noise") = 0.05, py::arg("threads") = 0, py::arg("progress") = true);
+  m.def("synth_images", &SynthImagesTool, py::arg("out_dir"), py::kw_only(), py::arg("images") = 1000,
+        py::arg("classes") = 10, py::arg("min_size") = 200, py::arg("max_size") = 500, py::arg("quality") = 92,
+        py::arg("png_fraction") = 0.0, py::arg("seed") = 0, py::arg("threads") = 0, py::arg("progress") = true);
   m.def("query", &Query, py::arg("table_dir"), py::kw_only(), py::arg("where") = "", py::arg("columns") = py::none(),
         py::arg("limit") = -1, py::arg("version") = py::none(), py::arg("count_only") = false);
   m.def("history", &History, py::arg("table_dir"), py::kw_only(), py::arg("limit") = 0,

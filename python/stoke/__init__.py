@@ -42,7 +42,7 @@ from . import _stoke
 from ._stoke import NotFoundError
 
 __all__ = [
-    "Table", "open_table", "ingest", "synth_volumes", "Loader", "NotFoundError",
+    "Table", "open_table", "ingest", "synth_volumes", "synth_images", "Loader", "NotFoundError",
     "Transform", "Cast", "Normalize", "RandomFlip", "RandomRot90", "RandomCrop", "CenterCrop",
     "ChannelsFirst", "ChannelsLast",
 ]
@@ -172,22 +172,34 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
            tensor_column: str = "data", codec: str = "auto", compression_level: int = 0,
            target_file_bytes: int = 1 << 30, row_group_bytes: int = 128 << 20, rows_per_file: int = 0,
            partition_by: str = "", threads: int = 0, progress: bool = True,
-           shard: Optional[Tuple[int, int]] = None) -> Dict[str, Any]:
-    """Ingest the .npy/.npz files of directory `source` into the table at `table` (created when
-    missing), as `stoke ingest`.
+           shard: Optional[Tuple[int, int]] = None, format: str = "", datasets: Sequence[str] = (),
+           hdf5_samples: str = "auto") -> Dict[str, Any]:
+    """Ingest the source files at `source` (a directory or one file) into the table at `table`
+    (created when missing), as `stoke ingest`.
 
-    labels: a CSV with a `file` column (the file name) whose other columns become scalar columns.
-    mode: "append" adds the files not yet in the table (re-running resumes an interrupted ingest);
-      "overwrite" replaces the table's contents in one new version.
+    Sources, by file name (or `format`: "npy", "npz", "hdf5", "images"; kinds cannot be mixed):
+    .npy/.npz files (one sample each; a .npy array becomes column `tensor_column`, .npz members
+    their own columns), HDF5 files .h5/.hdf5 (local only: datasets become columns, root attributes
+    scalar columns; `datasets` selects datasets; `hdf5_samples`: "axis0" reads N samples along axis 0
+    of every dataset, "file" one sample per file, "auto" axis0 when the first file's datasets share
+    their first extent), or JPEG/PNG images in the ImageFolder layout ROOT/<class>/<image> (a `label`
+    column from the class directories, class names in the table metadata) or anywhere under ROOT with
+    `labels`; images are stored as their encoded bytes in an `image` column with `width`, `height`
+    and `channels` columns. See docs/format.md.
+
+    labels: a CSV with a `file` column (the file's path relative to `source`) whose other columns
+      become scalar columns.
+    mode: "append" adds the files not yet in the table (all samples of a file at once; re-running
+      resumes an interrupted ingest); "overwrite" replaces the table's contents in one new version.
     codec: "auto" (per column chunk: zstd where it saves at least 10 % of the bytes, else
-      uncompressed, so noisy float tensors stay uncompressed and fast to load), or one of "zstd",
-      "lz4_raw", "snappy", "gzip", "uncompressed" for every chunk.
+      uncompressed, so noisy float tensors and encoded images stay uncompressed and fast to load), or
+      one of "zstd", "lz4_raw", "snappy", "gzip", "uncompressed" for every chunk.
     rows_per_file: exactly this many rows per data file (0: files of about target_file_bytes).
     partition_by: a labels column to partition by (Hive-style directories).
     shard: (index, count) to ingest only shard `index` of `count`, a contiguous part of the sorted
       source listing, as `stoke ingest --shard index/count`: `count` processes (on any machines)
       ingest into one table concurrently with no coordinator, each resumable on its own; ids are
-      the files' places in the sorted listing after the table's existing ids. Needs mode "append".
+      the samples' places in the sorted listing after the table's existing ids. Needs mode "append".
 
     Returns the report: version (the version committed; when every source file is already in the
     table, the current one with files_added 0), source_files, skipped, rows, files_added,
@@ -196,7 +208,7 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
                          mode=mode, tensor_column=tensor_column, codec=codec, compression_level=compression_level,
                          target_file_bytes=target_file_bytes, row_group_bytes=row_group_bytes,
                          rows_per_file=rows_per_file, partition_by=partition_by, threads=threads, progress=progress,
-                         shard=shard)
+                         shard=shard, format=format, datasets=[str(d) for d in datasets], hdf5_samples=hdf5_samples)
 
 
 def synth_volumes(out: PathLike, samples: int = 2000, shape: Sequence[int] = (30, 30, 10), channels: int = 10,
@@ -207,6 +219,18 @@ def synth_volumes(out: PathLike, samples: int = 2000, shape: Sequence[int] = (30
     bytes. Returns files, bytes, positives, seconds."""
     return _stoke.synth_volumes(os.fspath(out), samples=samples, shape=[int(d) for d in shape], channels=channels,
                                 seed=seed, label_noise=label_noise, threads=threads, progress=progress)
+
+
+def synth_images(out: PathLike, images: int = 1000, classes: int = 10, min_size: int = 200, max_size: int = 500,
+                 quality: int = 92, png_fraction: float = 0.0, seed: int = 0, threads: int = 0,
+                 progress: bool = True) -> Dict[str, Any]:
+    """Write `images` generated images into an ImageFolder tree `out`/class_<k>/<n>.jpg (`classes`
+    class directories; a `png_fraction` of them as .png), as `stoke synth images`: sides drawn in
+    [min_size, max_size] pixels, textured so that a ~350 px JPEG at the default quality is about
+    110 KB. Same seed, same bytes. Returns files, bytes, seconds."""
+    return _stoke.synth_images(os.fspath(out), images=images, classes=classes, min_size=min_size, max_size=max_size,
+                               quality=quality, png_fraction=png_fraction, seed=seed, threads=threads,
+                               progress=progress)
 
 
 def _to_pandas(columns: Dict[str, Any], valid: Mapping[str, Any]) -> Any:

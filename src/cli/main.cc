@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -16,6 +17,18 @@
 namespace {
 
 constexpr int kExitError = 1;
+constexpr const char* kSourceHelp =
+    "Sources: a directory or one file (a path or a URI). The kind comes from the file names: .npy or .npz files "
+    "(one sample each), HDF5 .h5/.hdf5 files (local only; datasets become columns, root attributes scalar columns; "
+    "see --hdf5-samples), or JPEG/PNG images (.jpg/.jpeg/.png) in the ImageFolder layout ROOT/<class>/<image> "
+    "(a `label` column from the class directories, class names in the table metadata) or anywhere under ROOT with "
+    "--labels; images are stored as their encoded bytes, one per page, with width, height and channels columns. "
+    "Kinds cannot be mixed.";
+constexpr const char* kHdf5SamplesHelp =
+    "HDF5 layout: axis0 (a file holds N samples along axis 0 of its datasets: rank-1 datasets become scalar "
+    "columns, rank >= 2 tensor columns of shape dims[1:], plus an `index` column), file (a file is one sample: each "
+    "dataset a tensor column of its full shape, rank-0 datasets scalar columns), or auto (axis0 when the first "
+    "file's datasets of rank >= 1 share their first extent, else file)";
 constexpr const char* kCodecHelp =
     "Page codec: auto (per column chunk, zstd where it saves at least 10 % of the bytes, else uncompressed), "
     "or one of zstd, lz4_raw, snappy, gzip, uncompressed for every chunk";
@@ -71,13 +84,38 @@ int main(int argc, char** argv) {
   volumes->add_option("--label-noise", so.label_noise, "Fraction of labels flipped at random")->capture_default_str();
   volumes->add_option("--threads", so.threads, "Worker threads (0 = one per core)")->capture_default_str();
 
-  // convert npy
-  auto* convert = app.add_subcommand("convert", "Convert files into Parquet with one sample per page");
+  // synth images
+  stoke::SynthImagesOptions si;
+  auto* images = synth->add_subcommand(
+      "images", "Write an ImageFolder of generated JPEGs (and optionally PNGs): OUT/class_<k>/<n>.jpg");
+  images->add_option("--out", si.out_dir, "Output directory or URI prefix (created if missing)")->required();
+  images->add_option("--images", si.images, "Number of images, spread evenly over the classes")->capture_default_str();
+  images->add_option("--classes", si.classes, "Number of class directories")->capture_default_str();
+  images->add_option("--min-size", si.min_size, "Smallest side in pixels")->capture_default_str();
+  images->add_option("--max-size", si.max_size, "Largest side in pixels (each side is drawn in [min, max])")->capture_default_str();
+  images->add_option("--quality", si.quality, "JPEG quality 1..100 (a ~350 px image is about 110 KB at 92)")->capture_default_str();
+  images->add_option("--png-fraction", si.png_fraction, "Share of the images written as PNG")->capture_default_str();
+  images->add_option("--seed", si.seed, "Random seed: the same seed gives the same bytes")->capture_default_str();
+  images->add_option("--threads", si.threads, "Worker threads (0 = one per core)")->capture_default_str();
+
+  // convert
+  auto* convert = app.add_subcommand("convert", "Convert source files into Parquet with one sample per page");
   convert->require_subcommand(1);
   stoke::ConvertOptions co;
-  auto* npy = convert->add_subcommand("npy", "Convert a directory of .npy (or .npz) files, joined with a labels CSV");
-  npy->add_option("dir", co.source_dir, "Directory (or URI prefix) holding the .npy or .npz files")->required();
-  npy->add_option("--labels", co.labels_csv, "CSV with a 'file' column (the file name) and label/attribute columns");
+  auto* npy = convert->add_subcommand("npy", std::string("Convert source files (.npy/.npz, HDF5 or images; the kind is "
+                                                         "detected, `convert hdf5` and `convert images` are the same "
+                                                         "command), joined with a labels CSV. ") + kSourceHelp);
+  npy->alias("hdf5");
+  npy->alias("images");
+  npy->add_option("src", co.source_dir, "Source directory or file (a path or a URI prefix)")->required();
+  npy->add_option("--labels", co.labels_csv,
+                  "CSV with a 'file' column (the file's path relative to the source) and label/attribute columns");
+  npy->add_option("--format", co.format, "Force the source kind instead of detecting it from the file names")
+      ->check(CLI::IsMember({"npy", "npz", "hdf5", "images"}));
+  npy->add_option("--dataset", co.datasets, "HDF5: a dataset to convert (repeatable; default: all)");
+  npy->add_option("--hdf5-samples", co.hdf5_samples, kHdf5SamplesHelp)
+      ->check(CLI::IsMember({"auto", "axis0", "file"}))
+      ->capture_default_str();
   npy->add_option("--out", co.out, "Output directory (or URI prefix) for part files, or one FILE.parquet")->required();
   npy->add_option("--tensor-column", co.tensor_column, "Column name for .npy arrays (.npz members keep their names)")
       ->capture_default_str();
@@ -92,12 +130,22 @@ int main(int argc, char** argv) {
   npy->add_option("--threads", co.threads, "Encoding threads (0 = one per core)")->capture_default_str();
 
   // ingest
-  auto* ingest = app.add_subcommand("ingest", "Ingest a directory of .npy/.npz files into a Delta table (created if missing)");
+  auto* ingest = app.add_subcommand("ingest", std::string("Ingest source files (.npy/.npz, HDF5 or images) into a Delta "
+                                                          "table (created if missing). ") + kSourceHelp);
   stoke::IngestOptions ig;
-  ingest->add_option("src", ig.source_dir, "Directory (or URI prefix) holding the .npy or .npz files")->required();
+  ingest->add_option("src", ig.source_dir, "Source directory or file (a path or a URI prefix)")->required();
   ingest->add_option("--table", ig.table_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
-  ingest->add_option("--labels", ig.labels_csv, "CSV with a 'file' column (the file name) and label/attribute columns");
-  ingest->add_option("--mode", ig.mode, "append (adds the files not yet in the table; re-running resumes) or overwrite")
+  ingest->add_option("--labels", ig.labels_csv,
+                     "CSV with a 'file' column (the file's path relative to the source) and label/attribute columns");
+  ingest->add_option("--format", ig.format, "Force the source kind instead of detecting it from the file names")
+      ->check(CLI::IsMember({"npy", "npz", "hdf5", "images"}));
+  ingest->add_option("--dataset", ig.datasets, "HDF5: a dataset to ingest (repeatable; default: all)");
+  ingest->add_option("--hdf5-samples", ig.hdf5_samples, kHdf5SamplesHelp)
+      ->check(CLI::IsMember({"auto", "axis0", "file"}))
+      ->capture_default_str();
+  ingest->add_option("--mode", ig.mode,
+                     "append (adds the files not yet in the table, all samples of a file at once; re-running resumes) or "
+                     "overwrite")
       ->check(CLI::IsMember({"append", "overwrite"}))
       ->capture_default_str();
   ingest->add_option("--tensor-column", ig.tensor_column, "Column name for .npy arrays")->capture_default_str();
@@ -108,7 +156,7 @@ int main(int argc, char** argv) {
   ingest->add_option("--row-group-size", ig.row_group_bytes, "Row group size, e.g. 128MiB")
       ->transform(CLI::AsSizeValue(false))
       ->default_str("128MiB");
-  ingest->add_option("--rows-per-file", ig.rows_per_file, "Exactly N rows per data file (1 = one file per source file)");
+  ingest->add_option("--rows-per-file", ig.rows_per_file, "Exactly N rows per data file (1 = one data file per sample)");
   ingest->add_option("--partition-by", ig.partition_by,
                      "A labels column to partition by (directories <column>=<value>/; appends use the table's)");
   ingest->add_option("--threads", ig.threads, "Encoding threads (0 = one per core)")->capture_default_str();
@@ -294,9 +342,18 @@ int main(int argc, char** argv) {
                 100.0 * r->positives / r->files, r->seconds, r->bytes / 1e6 / r->seconds, so.out_dir.c_str());
     return 0;
   }
+  if (images->parsed()) {
+    si.progress = !no_progress;
+    auto r = stoke::SynthImages(si);
+    if (!r.ok()) return Fail(r.status());
+    std::printf("synth images: %lld files in %lld classes, %s (%.1f KB each), in %.2f s -> %s\n",
+                static_cast<long long>(r->files), static_cast<long long>(si.classes), Mb(r->bytes).c_str(),
+                r->bytes / 1e3 / std::max<int64_t>(r->files, 1), r->seconds, si.out_dir.c_str());
+    return 0;
+  }
   if (npy->parsed()) {
     co.progress = !no_progress;
-    auto r = stoke::ConvertNpyDirectory(co);
+    auto r = stoke::ConvertSources(co);
     if (!r.ok()) return Fail(r.status());
     std::printf("convert: %lld files (%s) -> %zu Parquet file%s (%s), %lld rows, in %.2f s (%.1f MB/s)\n",
                 static_cast<long long>(r->files_in), Mb(r->bytes_in).c_str(), r->files_out.size(),
@@ -313,7 +370,7 @@ int main(int argc, char** argv) {
       ig.shard_index = i;
       ig.shard_count = n;
     }
-    auto r = stoke::IngestNpy(ig);
+    auto r = stoke::IngestSources(ig);
     if (!r.ok()) return Fail(r.status());
     if (r->files_added == 0 && r->files_removed == 0) {
       std::printf("ingest: nothing to do: all %lld source files are in '%s' (version %lld)\n",

@@ -74,6 +74,27 @@ std::string TensorSpecsToJson(const std::vector<ColumnSpec>& columns) {
   return j.dump();
 }
 
+std::string BlobColumnsToJson(const std::vector<ColumnSpec>& columns) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& c : columns) {
+    if (c.blob) j.push_back(c.name);
+  }
+  return j.dump();
+}
+
+Result<std::set<std::string>> BlobColumnsFromJson(std::string_view json, std::string_view context) {
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  std::set<std::string> out;
+  if (j.is_array()) {
+    for (const auto& name : j) {
+      if (!name.is_string()) break;
+      out.insert(name.get<std::string>());
+    }
+    if (out.size() == j.size()) return out;
+  }
+  return Status::Corruption(fmt::format("{}: {} metadata: expected a JSON array of column names", context, kBlobsMetadataKey));
+}
+
 Result<std::map<std::string, TensorSpec>> TensorSpecsFromJson(std::string_view json, std::string_view context) {
   auto bad = [&](std::string_view why) {
     return Status::Corruption(fmt::format("{}: {} metadata: {}", context, kTensorsMetadataKey, why));

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -28,6 +29,13 @@ struct ColumnSpec {
   bool optional = false;                       // OPTIONAL (nullable) instead of REQUIRED
   bool is_string = false;                      // BYTE_ARRAY annotated as STRING (UTF-8)
   std::optional<TensorSpec> tensor;            // BYTE_ARRAY holding one tensor per row
+  // BYTE_ARRAY REQUIRED holding one variable-length binary value per row, unchanged (an encoded
+  // image): laid out as tensors are, one value per data page listed in the OffsetIndex, statistics
+  // with null_count only. Named in the `stoke.blobs` metadata.
+  bool blob = false;
+
+  // Tensor and blob columns: one value per data page, so that reading a row is one positioned read.
+  bool paged() const { return tensor.has_value() || blob; }
 };
 
 // Values of one column over a run of rows. `values` holds only the present (non-null) values, in row
@@ -61,5 +69,18 @@ ValueVector EmptyValuesFor(parquet::Type type);
 inline constexpr char kTensorsMetadataKey[] = "stoke.tensors";
 std::string TensorSpecsToJson(const std::vector<ColumnSpec>& columns);
 Result<std::map<std::string, TensorSpec>> TensorSpecsFromJson(std::string_view json, std::string_view context);
+
+// The `stoke.blobs` metadata (both places, as stoke.tensors): the blob columns, as a JSON array of
+// names: ["image"].
+inline constexpr char kBlobsMetadataKey[] = "stoke.blobs";
+std::string BlobColumnsToJson(const std::vector<ColumnSpec>& columns);
+Result<std::set<std::string>> BlobColumnsFromJson(std::string_view json, std::string_view context);
+
+// Metadata that image sources add (both places): which blob columns hold encoded images and in which
+// formats, {"image": {"formats": ["jpeg", "png"]}}, and the class names of an ImageFolder's label
+// column, {"label": ["cat", "dog"]} (label i is class i). `stoke optimize` carries both into the
+// files it writes.
+inline constexpr char kImagesMetadataKey[] = "stoke.images";
+inline constexpr char kClassesMetadataKey[] = "stoke.classes";
 
 }  // namespace stoke

@@ -64,6 +64,7 @@ std::string TypeText(const parquet::FileMetaData& m, const LeafColumn& col) {
   s += parquet::RepetitionName(e.repetition.value_or(parquet::Repetition::kRequired));
   if (col.is_string) s += " STRING";
   if (col.tensor) s += fmt::format(" tensor {}[{}]", DTypeName(col.tensor->dtype), fmt::join(col.tensor->shape, ","));
+  if (col.blob) s += " blob";
   return s;
 }
 
@@ -128,7 +129,7 @@ Status InspectParquetFile(const std::string& path, const InspectOptions& options
         const auto& s = *cm.statistics;
         auto lo = s.min_value ? s.min_value : s.min;
         auto hi = s.max_value ? s.max_value : s.max;
-        if (lo && hi && !cols[c].tensor) range = StatText(cols[c], *lo) + " .. " + StatText(cols[c], *hi);
+        if (lo && hi && !cols[c].tensor && !cols[c].blob) range = StatText(cols[c], *lo) + " .. " + StatText(cols[c], *hi);
         if (s.null_count) nulls = std::to_string(*s.null_count);
       }
       double ratio = cm.total_compressed_size > 0 ? static_cast<double>(cm.total_uncompressed_size) / cm.total_compressed_size : 0;

@@ -413,11 +413,16 @@ Status ParquetReader::BuildColumns() {
     if (f.remaining != 0) return Status::Corruption(fmt::format("{}: schema ends before all children are listed", path));
   }
   for (const auto& kv : metadata_.key_value_metadata) {
-    if (kv.key != kTensorsMetadataKey || !kv.value) continue;
-    STOKE_ASSIGN_OR_RETURN(auto specs, TensorSpecsFromJson(*kv.value, path));
-    for (auto& col : columns_) {
-      auto it = specs.find(col.name);
-      if (it != specs.end() && col.type == Type::kByteArray) col.tensor = it->second;
+    if (!kv.value) continue;
+    if (kv.key == kTensorsMetadataKey) {
+      STOKE_ASSIGN_OR_RETURN(auto specs, TensorSpecsFromJson(*kv.value, path));
+      for (auto& col : columns_) {
+        auto it = specs.find(col.name);
+        if (it != specs.end() && col.type == Type::kByteArray) col.tensor = it->second;
+      }
+    } else if (kv.key == kBlobsMetadataKey) {
+      STOKE_ASSIGN_OR_RETURN(auto blobs, BlobColumnsFromJson(*kv.value, path));
+      for (auto& col : columns_) col.blob = col.type == Type::kByteArray && !col.tensor && blobs.count(col.name) > 0;
     }
   }
   return Status::OK();

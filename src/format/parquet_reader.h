@@ -30,6 +30,7 @@ struct LeafColumn {
   int16_t max_repetition_level = 0;
   bool is_string = false;         // STRING / UTF8 / JSON / ENUM annotation
   std::optional<TensorSpec> tensor;  // from stoke.tensors metadata
+  bool blob = false;                 // named in stoke.blobs metadata (a BYTE_ARRAY column)
 };
 
 // One page as found by walking a column chunk.

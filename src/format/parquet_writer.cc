@@ -290,6 +290,10 @@ Status ValidateColumns(const std::vector<ColumnSpec>& columns) {
                                                    c.tensor->num_bytes()));
       }
     }
+    if (c.blob && (c.tensor || c.type != Type::kByteArray || c.optional || c.is_string)) {
+      return Status::InvalidArgument(fmt::format("blob column '{}' must be a REQUIRED BYTE_ARRAY without a STRING annotation "
+                                                 "and not a tensor", c.name));
+    }
   }
   return Status::OK();
 }
@@ -303,7 +307,7 @@ RowGroupEncoder::RowGroupEncoder(const std::vector<ColumnSpec>& columns, const W
       scalars_(columns.size()),
       leveled_(columns.size()) {
   for (size_t i = 0; i < columns_.size(); ++i) {
-    if (columns_[i].tensor) ResetTensor(i);
+    if (columns_[i].paged()) ResetTensor(i);
   }
 }
 
@@ -326,13 +330,17 @@ int64_t RowGroupEncoder::encoded_bytes() const {
 }
 
 Status RowGroupEncoder::AppendTensor(size_t column, ByteView bytes) {
-  if (column >= columns_.size() || !columns_[column].tensor) {
-    return Status::InvalidArgument(fmt::format("column {} is not a tensor column", column));
+  if (column >= columns_.size() || !columns_[column].paged()) {
+    return Status::InvalidArgument(fmt::format("column {} is not a tensor or blob column", column));
   }
   const ColumnSpec& spec = columns_[column];
-  if (static_cast<int64_t>(bytes.size()) != spec.tensor->num_bytes()) {
+  if (spec.tensor && static_cast<int64_t>(bytes.size()) != spec.tensor->num_bytes()) {
     return Status::InvalidArgument(fmt::format("tensor column '{}' holds {} bytes per row, got {}", spec.name,
                                                spec.tensor->num_bytes(), bytes.size()));
+  }
+  if (bytes.size() > static_cast<size_t>(INT32_MAX - 64)) {
+    return Status::InvalidArgument(fmt::format("blob column '{}': a value of {} bytes exceeds a 2 GiB page", spec.name,
+                                               bytes.size()));
   }
   TensorState& t = tensors_[column];
   uint8_t len[4];
@@ -358,7 +366,7 @@ Status RowGroupEncoder::FlushTensorPage(size_t column) {
 }
 
 Status RowGroupEncoder::SetScalars(size_t column, ColumnValues values) {
-  if (column >= columns_.size() || columns_[column].tensor) {
+  if (column >= columns_.size() || columns_[column].paged()) {
     return Status::InvalidArgument(fmt::format("column {} is not a scalar column", column));
   }
   const ColumnSpec& spec = columns_[column];
@@ -394,7 +402,7 @@ size_t LeveledValues::num_records() const {
 }
 
 Status RowGroupEncoder::SetLeveledColumn(size_t column, LeveledValues leveled) {
-  if (column >= columns_.size() || columns_[column].tensor) {
+  if (column >= columns_.size() || columns_[column].paged()) {
     return Status::InvalidArgument(fmt::format("column {} is not a scalar column", column));
   }
   const ColumnSpec& spec = columns_[column];
@@ -588,7 +596,7 @@ Result<EncodedRowGroup> RowGroupEncoder::Finish() {
   EncodedRowGroup rg;
   std::optional<int64_t> rows;
   for (size_t c = 0; c < columns_.size(); ++c) {
-    int64_t n = columns_[c].tensor ? tensors_[c].rows
+    int64_t n = columns_[c].paged() ? tensors_[c].rows
                 : leveled_[c]          ? static_cast<int64_t>(leveled_[c]->num_records())
                                        : (scalars_[c] ? static_cast<int64_t>(scalars_[c]->num_rows()) : 0);
     if (rows && *rows != n) {
@@ -599,13 +607,13 @@ Result<EncodedRowGroup> RowGroupEncoder::Finish() {
   }
   rg.num_rows = rows.value_or(0);
   for (size_t c = 0; c < columns_.size(); ++c) {
-    if (columns_[c].tensor) {
+    if (columns_[c].paged()) {
       STOKE_RETURN_IF_ERROR(FlushTensorPage(c));
       TensorState& t = tensors_[c];
       t.pages->Finish();
       t.chunk.meta.num_values = t.rows;
       parquet::Statistics stats;
-      stats.null_count = 0;  // no min/max for tensor columns
+      stats.null_count = 0;  // no min/max for tensor and blob columns
       t.chunk.meta.statistics = stats;
       rg.columns.push_back(std::move(t.chunk));
       ResetTensor(c);
@@ -665,7 +673,7 @@ Result<std::unique_ptr<ParquetFileWriter>> ParquetFileWriter::CreateNested(Stora
         fmt::format("nested schema has {} leaves but {} leaf columns are given", schema_leaves, leaves.size()));
   }
   for (const auto& c : leaves) {
-    if (c.tensor) return Status::InvalidArgument(fmt::format("tensor column '{}' in a nested schema", c.name));
+    if (c.paged()) return Status::InvalidArgument(fmt::format("tensor or blob column '{}' in a nested schema", c.name));
   }
   return Open(storage, path, std::move(leaves), std::move(options), std::move(schema));
 }
@@ -683,9 +691,13 @@ Result<std::unique_ptr<ParquetFileWriter>> ParquetFileWriter::Open(Storage& stor
   w->metadata_.schema = std::move(schema);
   w->metadata_.created_by = kCreatedBy;
   w->metadata_.has_column_orders = true;
-  bool has_tensors = false;
-  for (const auto& c : w->columns_) has_tensors |= c.tensor.has_value();
+  bool has_tensors = false, has_blobs = false;
+  for (const auto& c : w->columns_) {
+    has_tensors |= c.tensor.has_value();
+    has_blobs |= c.blob;
+  }
   if (has_tensors) w->metadata_.key_value_metadata.push_back({kTensorsMetadataKey, TensorSpecsToJson(w->columns_)});
+  if (has_blobs) w->metadata_.key_value_metadata.push_back({kBlobsMetadataKey, BlobColumnsToJson(w->columns_)});
   for (const auto& kv : w->options_.key_value_metadata) w->metadata_.key_value_metadata.push_back(kv);
   return w;
 }

@@ -1,4 +1,4 @@
-// stoke's Parquet writer. Tensor columns are laid out so that one sample is one positioned read:
+// stoke's Parquet writer. Tensor and blob columns are laid out so that one sample is one positioned read:
 // each data page holds exactly one row when rows are at least `small_tensor_page_bytes`; smaller
 // rows are packed into pages of about that size. Pages are V1 data pages, PLAIN, each compressed on
 // its own with a CRC, and listed in the OffsetIndex. Scalar columns get ordinary PLAIN pages with
@@ -34,7 +34,7 @@ struct WriterOptions {
   // kCodecChoiceKey. 0 = always `codec` (what an explicit --codec asks for).
   double min_codec_saving = 0.10;
   int64_t codec_trial_bytes = 1 << 20;  // Default 1 MiB.
-  // Default 0: every tensor row is a page of its own, so that reading one sample reads only its bytes
+  // Default 0: every tensor (and blob) row is a page of its own, so that reading one sample reads only its bytes
   // (and its page CRC covers exactly them). > 0: rows smaller than this are packed several to a page
   // of about this size (fewer pages for full scans by other readers, at the price of reading the
   // whole page for one sample).
@@ -45,7 +45,8 @@ struct WriterOptions {
   // Rows per row group where the writer splits rows itself (WriteNestedParquet). Default 1,000,000,
   // the most an OffsetIndex should list (see docs/format.md).
   int64_t row_group_rows = 1'000'000;
-  // Extra key-value metadata for the footer (stoke.tensors is always written).
+  // Extra key-value metadata for the footer (stoke.tensors and stoke.blobs are always written for
+  // tensor and blob columns).
   std::vector<parquet::KeyValue> key_value_metadata;
 };
 
@@ -91,7 +92,9 @@ class RowGroupEncoder {
   RowGroupEncoder(const std::vector<ColumnSpec>& columns, const WriterOptions& options, BufferPool* pool = nullptr);
   ~RowGroupEncoder();
 
-  // Appends the next row of a tensor column. bytes.size() must equal the spec's num_bytes().
+  // Appends the next row of a tensor or blob column (one value per page unless
+  // small_tensor_page_bytes packs small ones). For a tensor column bytes.size() must equal the spec's
+  // num_bytes(); a blob value may have any size under 2 GiB.
   Status AppendTensor(size_t column, ByteView bytes);
   // Sets all values of a scalar column for this row group (replacing earlier ones).
   Status SetScalars(size_t column, ColumnValues values);
@@ -101,7 +104,7 @@ class RowGroupEncoder {
   // first_row_index counts records. Levels are RLE (repetition levels first in a v1 page). The chunk's
   // statistics hold null_count only (entries below max_def) and it has no ColumnIndex.
   Status SetLeveledColumn(size_t column, LeveledValues leveled);
-  // Rows appended to tensor column `column` so far.
+  // Rows appended to tensor or blob column `column` so far.
   int64_t tensor_rows(size_t column) const;
   // Encoded bytes so far (tensor pages; scalars are encoded in Finish).
   int64_t encoded_bytes() const;
@@ -188,7 +191,8 @@ inline constexpr char kCodecPolicyKey[] = "stoke.codec";
 // True for the physical types the writer writes: BOOLEAN, INT32, INT64, FLOAT, DOUBLE, BYTE_ARRAY.
 bool WritableType(parquet::Type type);
 
-// Validates a schema: unique non-empty names, tensor columns BYTE_ARRAY and REQUIRED, supported types.
+// Validates a schema: unique non-empty names, tensor and blob columns BYTE_ARRAY and REQUIRED (blobs
+// without a STRING annotation), supported types.
 Status ValidateColumns(const std::vector<ColumnSpec>& columns);
 
 }  // namespace stoke

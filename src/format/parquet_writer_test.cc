@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/random.h"
+#include "format/codec.h"
 #include "format/parquet_reader.h"
 
 namespace stoke {
@@ -221,6 +222,87 @@ TEST(TensorPages, SmallRowsArePackedWhenAsked) {
   ASSERT_TRUE(oi.ok() && oi->has_value());
   EXPECT_EQ((*oi)->page_locations.size(), 38u);  // 8 rows of 516 bytes reach 4096; 300 = 37 * 8 + 4
   ExpectRowsReadBack(w, 2);
+}
+
+// Blob columns (encoded images): variable-length values laid out as tensors are.
+TEST(BlobPages, EveryValueIsAPageWithItsCrcInTheOffsetIndex) {
+  TempDir dir;
+  Rng rng(21);
+  const std::string path = dir.File("blobs.parquet");
+  std::vector<ColumnSpec> cols = {{.name = "id", .type = Type::kInt64}, {.name = "b", .type = Type::kByteArray, .blob = true}};
+  std::vector<std::string> values;
+  for (int r = 0; r < 25; ++r) values.push_back(NoiseTensor(rng, 1000 + 997 * static_cast<size_t>(r)).substr(0, 3000 + 2001 * r));
+  values[3].clear();  // an empty value is a value too
+  auto writer = ParquetFileWriter::Create(LocalStorage(), path, cols);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  RowGroupEncoder enc((*writer)->columns(), (*writer)->options());
+  std::vector<int64_t> ids;
+  for (int r = 0; r < 25; ++r) {
+    ASSERT_TRUE(enc.AppendTensor(1, AsBytes(values[r])).ok());
+    ids.push_back(r);
+  }
+  EXPECT_EQ(enc.SetScalars(1, ColumnValues{std::vector<std::string>{}, {}}).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(enc.SetScalars(0, ColumnValues{ids, {}}).ok());
+  auto rg = enc.Finish();
+  ASSERT_TRUE(rg.ok()) << rg.status().ToString();
+  ASSERT_TRUE((*writer)->WriteRowGroup(std::move(*rg)).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+
+  auto r = ParquetReader::Open(LocalStorage(), path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const LeafColumn& col = (*r)->columns()[1];
+  EXPECT_TRUE(col.blob);
+  EXPECT_FALSE(col.is_string);
+  EXPECT_FALSE(col.tensor.has_value());
+  bool listed = false;
+  for (const auto& kv : (*r)->metadata().key_value_metadata) {
+    if (kv.key == kBlobsMetadataKey) listed = kv.value == std::optional<std::string>("[\"b\"]");
+  }
+  EXPECT_TRUE(listed);
+  const auto& meta = ChunkMeta(**r, 1);
+  EXPECT_EQ(meta.codec, Codec::kUncompressed);  // random bytes: the auto codec gives up on them
+  ASSERT_TRUE(meta.statistics.has_value());
+  EXPECT_EQ(meta.statistics->null_count, 0);
+  EXPECT_FALSE(meta.statistics->min_value.has_value() || meta.statistics->max_value.has_value());
+  auto ci = (*r)->ReadColumnIndex(0, 1);
+  ASSERT_TRUE(ci.ok());
+  EXPECT_FALSE(ci->has_value());
+  auto oi = (*r)->ReadOffsetIndex(0, 1);
+  ASSERT_TRUE(oi.ok() && oi->has_value());
+  ASSERT_EQ((*oi)->page_locations.size(), 25u);
+  auto pages = (*r)->ListPages(0, 1);
+  ASSERT_TRUE(pages.ok());
+  ASSERT_EQ(pages->size(), 25u);
+  auto file = ReadFileToString(LocalStorage(), path);
+  ASSERT_TRUE(file.ok());
+  for (size_t i = 0; i < 25; ++i) {
+    const PageInfo& p = (*pages)[i];
+    const auto& loc = (*oi)->page_locations[i];
+    EXPECT_EQ(loc.offset, p.offset);
+    EXPECT_EQ(loc.first_row_index, static_cast<int64_t>(i));
+    EXPECT_EQ(loc.compressed_page_size, p.header_size + p.header.compressed_page_size);
+    // The body: the 4-byte length, then the value's bytes; its CRC in the header.
+    const std::string body = file->substr(static_cast<size_t>(p.offset + p.header_size), p.header.compressed_page_size);
+    ASSERT_EQ(body.size(), 4 + values[i].size());
+    EXPECT_EQ(LoadLE<uint32_t>(AsBytes(body).data()), values[i].size());
+    EXPECT_EQ(body.substr(4), values[i]);
+    ASSERT_TRUE(p.header.crc.has_value());
+    EXPECT_EQ(static_cast<uint32_t>(*p.header.crc), Crc32(AsBytes(body)));
+    ASSERT_TRUE(p.header.data_page_header.has_value());
+    EXPECT_EQ(p.header.data_page_header->num_values, 1);
+  }
+  Written w{values, path};
+  ExpectRowsReadBack(w, 1);
+}
+
+TEST(BlobPages, SchemaRulesForBlobColumns) {
+  auto check = [](ColumnSpec c) { return ValidateColumns({{.name = "id", .type = Type::kInt64}, c}).code(); };
+  EXPECT_EQ(check({.name = "b", .type = Type::kByteArray, .blob = true}), StatusCode::kOk);
+  EXPECT_EQ(check({.name = "b", .type = Type::kByteArray, .optional = true, .blob = true}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(check({.name = "b", .type = Type::kByteArray, .is_string = true, .blob = true}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(check({.name = "b", .type = Type::kInt64, .blob = true}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(check({.name = "b", .type = Type::kByteArray, .tensor = TensorSpec{DType::kUInt8, {4}}, .blob = true}),
+            StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 //  - when the workload reported success, it is at the new version;
 //  - after an EIO or ENOSPC, a power loss on top still leaves one of the two versions;
 //  - the same workload run again without faults succeeds and reaches the expected final state.
-// Here (in the ingest layer's tests) because the workloads include IngestNpy.
+// Here (in the ingest layer's tests) because the workloads include IngestSources.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -165,7 +165,7 @@ class CrashConsistencyTest : public ::testing::Test {
         o.rows_per_file = 2;  // several small files, for optimize to compact
         o.threads = 1;
         o.progress = false;
-        return IngestNpy(o).status();
+        return IngestSources(o).status();
       }
       case Workload::kOptimize: {
         OptimizeOptions o;

@@ -20,7 +20,9 @@
 #include "core/progress.h"
 #include "format/codec.h"
 #include "format/parquet_reader.h"
-#include "ingest/npy_source.h"
+#include "ingest/image_source.h"
+#include "ingest/source.h"
+#include "ingest/source_writer.h"
 #include "io/uri.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
@@ -33,12 +35,13 @@ std::string DescribeColumn(const ColumnSpec& c) {
   if (c.is_string) s += " STRING";
   if (c.optional) s += " OPTIONAL";
   if (c.tensor) s += fmt::format(" tensor {}[{}]", DTypeName(c.tensor->dtype), fmt::join(c.tensor->shape, ","));
+  if (c.blob) s += " blob";
   return s;
 }
 
 // Appending needs the source's columns to be the table's, in the same order and types. An
 // OPTIONAL table column accepts a source column without nulls.
-// `first_file` is the source file whose arrays set the source's tensor columns.
+// `first_file` is the source file that set the source's columns.
 Status CheckAppendSchema(const std::vector<ColumnSpec>& table, const std::vector<ColumnSpec>& source,
                          const std::string& table_dir, const std::string& first_file) {
   auto mismatch = [&](const std::string& what) {
@@ -55,7 +58,7 @@ Status CheckAppendSchema(const std::vector<ColumnSpec>& table, const std::vector
     const ColumnSpec& t = table[i];
     const ColumnSpec& s = source[i];
     bool same = t.name == s.name && t.type == s.type && t.is_string == s.is_string && t.tensor == s.tensor &&
-                (t.optional || !s.optional);
+                t.blob == s.blob && (t.optional || !s.optional);
     if (!same) {
       return mismatch(fmt::format("column {} is '{}' {} in the table but '{}' {} in the source", i, t.name, DescribeColumn(t),
                                   s.name, DescribeColumn(s)));
@@ -139,7 +142,7 @@ std::pair<size_t, size_t> ShardRange(size_t n, int64_t index, int64_t count) {
 // Names one sharded ingest run: the source, the shard count and the whole sorted listing, so every
 // shard of the same run (and a re-run of a killed one) computes the same id, and shards that saw
 // different listings are different runs.
-std::string ShardRunId(const IngestOptions& o, const NpySources& sources) {
+std::string ShardRunId(const IngestOptions& o, const SourceSet& sources) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   auto mix = [&](std::string_view bytes) {
     for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
@@ -152,14 +155,21 @@ std::string ShardRunId(const IngestOptions& o, const NpySources& sources) {
 }
 
 // The metaData action of a table created (or overwritten) by this ingest.
-delta::Metadata NewTableMetadata(const IngestOptions& o, const NpySources& sources, const std::string& partition,
+delta::Metadata NewTableMetadata(const IngestOptions& o, const SourceSet& sources, const std::string& partition,
                                  const delta::Snapshot* snap) {
   delta::Metadata meta;
   meta.id = snap ? snap->metadata.id : RandomUuid();
   meta.schema_string = delta::SchemaToSparkJson(sources.columns);
   if (snap) meta.configuration = snap->metadata.configuration;
   meta.configuration[kTensorsMetadataKey] = TensorSpecsToJson(sources.columns);
-  meta.configuration[kCodecPolicyKey] = o.codec;
+  if (std::any_of(sources.columns.begin(), sources.columns.end(), [](const ColumnSpec& c) { return c.blob; })) {
+    meta.configuration[kBlobsMetadataKey] = BlobColumnsToJson(sources.columns);
+  } else {
+    meta.configuration.erase(kBlobsMetadataKey);
+  }
+  for (const auto& [key, value] : sources.metadata) meta.configuration[key] = value;
+  // An append that changes the metadata (new image classes or formats) keeps the table's codec.
+  if (snap == nullptr || o.mode == "overwrite") meta.configuration[kCodecPolicyKey] = o.codec;
   if (!partition.empty()) meta.partition_columns = {partition};
   meta.created_time = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                std::chrono::system_clock::now().time_since_epoch())
@@ -169,7 +179,7 @@ delta::Metadata NewTableMetadata(const IngestOptions& o, const NpySources& sourc
 
 // Sharded ingest: the shards must not race to create the table (the losers would have to rewrite
 // their data files), so the table is created first, empty, by whichever shard gets there first.
-Status CreateTableForShards(const IngestOptions& o, const NpySources& sources) {
+Status CreateTableForShards(const IngestOptions& o, const SourceSet& sources) {
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
   delta::DeltaLog log(*where.storage, where.path);
   STOKE_ASSIGN_OR_RETURN(int64_t version, log.LatestVersion());
@@ -201,7 +211,7 @@ std::string PartitionDirectory(const std::string& column, const std::string& val
 // One attempt: read the table's latest version, write the data files, commit. The commit is
 // exclusive (it fails if anyone committed after the version read), because what it writes depends
 // on that version: the ids continue the table's, and files already in it are skipped.
-Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sources, const WriterOptions& wopts) {
+Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& planned, const WriterOptions& wopts) {
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
   Storage& fs = *where.storage;
   const std::string& table_dir = where.path;  // o.table_dir in messages
@@ -211,11 +221,15 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
   STOKE_ASSIGN_OR_RETURN(int64_t read_version, log.LatestVersion());
   const bool overwrite = o.mode == "overwrite";
 
+  // Appending relabels images to the table's classes (and merges the image formats): `sources` is the
+  // plan as this version of the table sees it.
+  const SourceSet* source_view = &planned;
+  std::optional<SourceSet> merged;
   const bool sharded = o.shard_count > 1;
-  const std::string run = sharded ? ShardRunId(o, sources) : "";
-  const auto [shard_begin, shard_end] = ShardRange(sources.files.size(), o.shard_index, o.shard_count);
+  const std::string run = sharded ? ShardRunId(o, planned) : "";
+  const auto [shard_begin, shard_end] = ShardRange(planned.files.size(), o.shard_index, o.shard_count);
   std::vector<std::string> candidates;  // the source names this ingest may add, sorted
-  for (size_t i = shard_begin; i < shard_end; ++i) candidates.push_back(sources.files[i].name);
+  for (size_t i = shard_begin; i < shard_end; ++i) candidates.push_back(planned.files[i].name);
   report.source_files = static_cast<int64_t>(candidates.size());
 
   std::optional<delta::Snapshot> snap;
@@ -224,15 +238,17 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
   bool schema_changes = read_version < 0;
   if (read_version >= 0) {
     STOKE_ASSIGN_OR_RETURN(snap, log.ReadSnapshot(read_version));
-    std::map<std::string, TensorSpec> tensors;
-    auto it = snap->metadata.configuration.find(kTensorsMetadataKey);
-    if (it != snap->metadata.configuration.end()) {
-      STOKE_ASSIGN_OR_RETURN(tensors, TensorSpecsFromJson(it->second, o.table_dir));
-    }
-    STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::SchemaFromSparkJson(snap->metadata.schema_string, tensors));
-    Status same = CheckAppendSchema(table_columns, sources.columns, o.table_dir, JoinPath(sources.dir, sources.files[0].name));
+    STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::ColumnsFromMetadata(snap->metadata, o.table_dir));
+    Status same = CheckAppendSchema(table_columns, planned.columns, o.table_dir, planned.FilePath(0));
     if (!overwrite) {
       STOKE_RETURN_IF_ERROR(same);
+      STOKE_ASSIGN_OR_RETURN(merged, MergeImageMetadata(snap->metadata.configuration, planned));
+      if (merged) source_view = &*merged;
+      // New classes or image formats change the table's configuration.
+      for (const auto& [key, value] : source_view->metadata) {
+        auto it = snap->metadata.configuration.find(key);
+        if (it == snap->metadata.configuration.end() || it->second != value) schema_changes = true;
+      }
       STOKE_RETURN_IF_ERROR(ReadIngestedFiles(fs, *snap, table_dir, candidates, run, &ingested, &max_id));
     } else {
       // An overwrite also records its codec (OPTIMIZE rewrites with the table's codec).
@@ -240,6 +256,8 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
       schema_changes = !same.ok() || codec == snap->metadata.configuration.end() || codec->second != o.codec;
     }
   }
+
+  const SourceSet& sources = *source_view;
 
   // Partitioning: by --partition-by, or by the table's partition column when appending.
   std::string partition = o.partition_by;
@@ -272,12 +290,13 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
     }
   }
 
+  // The items of the files not in the table yet: a file's samples are always written together.
   std::vector<int64_t> rows;
   for (size_t i = shard_begin; i < shard_end; ++i) {
     if (ingested.count(sources.files[i].name)) {
       ++report.skipped;
     } else {
-      rows.push_back(static_cast<int64_t>(i));
+      for (int64_t k = sources.item_starts[i]; k < sources.item_starts[i + 1]; ++k) rows.push_back(k);
       report.bytes_in += static_cast<int64_t>(sources.files[i].size);
     }
   }
@@ -301,21 +320,23 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
   };
   std::map<std::string, Partition> partitions;  // by value; "" is null
   for (size_t k = 0; k < rows.size(); ++k) {
-    std::string value = partition_label ? sources.labels[*partition_label].cells[rows[k]] : "";
+    std::string value = partition_label ? sources.labels[*partition_label].cells[sources.item(rows[k]).file] : "";
     Partition& part = partitions[value];
     if (part.rows.empty() && partition_label) {
       part.dir = PartitionDirectory(partition, value);
       if (!value.empty()) part.value = value;
     }
     part.rows.push_back(rows[k]);
-    // Unsharded: ids continue the table's, dense. Sharded: id = base + the file's index in the whole
-    // sorted listing, where base follows the largest id outside this run, so every shard (and a
-    // re-run of a killed one) computes the same ids without talking to the others: unique always,
+    // Unsharded: ids continue the table's, dense. Sharded: id = base + the sample's index in the whole
+    // sorted listing's items, where base follows the largest id outside this run, so every shard (and
+    // a re-run of a killed one) computes the same ids without talking to the others: unique always,
     // dense over the run when the table held none of its files before.
     part.ids.push_back(max_id + 1 + (sharded ? rows[k] : static_cast<int64_t>(k)));
   }
-  const NpySources file_sources = partition_label ? WithoutLabel(sources, *partition_label) : sources;
-  ProgressBar bar("ingest", rows.size(), "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
+  std::optional<SourceSet> without_partition;
+  if (partition_label) without_partition = WithoutLabel(sources, *partition_label);
+  const SourceSet& file_sources = without_partition ? *without_partition : sources;
+  ProgressBar bar("ingest", rows.size(), "samples", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
   struct Written {
     WrittenFile file;
     const Partition* partition;
@@ -326,7 +347,7 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
     FileSetLayout l = layout;
     l.storage = &fs;
     l.dir = part.dir.empty() ? table_dir : JoinPath(table_dir, part.dir);
-    auto files = WriteNpyRows(file_sources, part.rows, part.ids, l, wopts, o.threads, &bar);
+    auto files = WriteSourceRows(file_sources, part.rows, part.ids, l, wopts, o.threads, &bar);
     if (!files.ok()) {
       write_status = files.status();
       break;
@@ -419,7 +440,7 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const NpySources& sou
 
 }  // namespace
 
-Result<IngestReport> IngestNpy(const IngestOptions& o) {
+Result<IngestReport> IngestSources(const IngestOptions& o) {
   if (o.table_dir.empty()) return Status::InvalidArgument("ingest: --table is required");
   if (o.mode != "append" && o.mode != "overwrite") {
     return Status::InvalidArgument(fmt::format("ingest: --mode must be append or overwrite, not '{}'", o.mode));
@@ -436,7 +457,7 @@ Result<IngestReport> IngestNpy(const IngestOptions& o) {
   if (o.shard_count > 1 && o.mode != "append") {
     return Status::InvalidArgument("ingest: --shard needs --mode append (an overwrite cannot be split between processes)");
   }
-  STOKE_ASSIGN_OR_RETURN(NpySources sources, PlanNpySources(o.source_dir, o.labels_csv, o.tensor_column, "ingest"));
+  STOKE_ASSIGN_OR_RETURN(SourceSet sources, PlanSources(SourceOptionsOf(o), "ingest"));
   STOKE_RETURN_IF_ERROR(CreateContainerFor(o.table_dir));
   if (o.shard_count > 1) STOKE_RETURN_IF_ERROR(CreateTableForShards(o, sources));
   // Another writer committing between our read and our commit makes us re-plan from its version

@@ -82,14 +82,14 @@ class IngestTest : public ::testing::Test {
 
 TEST_F(IngestTest, CreatesAppendsResumesAndOverwrites) {
   AddSources(0, 10);
-  auto r0 = IngestNpy(Options());
+  auto r0 = IngestSources(Options());
   ASSERT_TRUE(r0.ok()) << r0.status().ToString();
   EXPECT_EQ(r0->version, 0);
   EXPECT_EQ(r0->rows, 10);
   EXPECT_TRUE(IsTableDirectory(table_));
 
   AddSources(10, 5);
-  auto r1 = IngestNpy(Options());
+  auto r1 = IngestSources(Options());
   ASSERT_TRUE(r1.ok()) << r1.status().ToString();
   EXPECT_EQ(r1->version, 1);
   EXPECT_EQ(r1->skipped, 10);
@@ -104,12 +104,12 @@ TEST_F(IngestTest, CreatesAppendsResumesAndOverwrites) {
   }
   EXPECT_EQ(Rows(0).size(), 10u);  // time travel
 
-  auto again = IngestNpy(Options());  // nothing new: no commit
+  auto again = IngestSources(Options());  // nothing new: no commit
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->files_added, 0);
   EXPECT_EQ(again->version, 1);
 
-  auto r2 = IngestNpy(Options("overwrite"));
+  auto r2 = IngestSources(Options("overwrite"));
   ASSERT_TRUE(r2.ok()) << r2.status().ToString();
   EXPECT_EQ(r2->version, 2);
   EXPECT_EQ(r2->rows, 15);
@@ -130,9 +130,9 @@ TEST_F(IngestTest, CreatesAppendsResumesAndOverwrites) {
 
 TEST_F(IngestTest, SchemaMismatchOnAppendLeavesTheTableUntouched) {
   AddSources(0, 4);
-  ASSERT_TRUE(IngestNpy(Options()).ok());
+  ASSERT_TRUE(IngestSources(Options()).ok());
   AddSources(4, 2, {4, 16});  // same bytes per sample, other shape
-  auto r = IngestNpy(Options());
+  auto r = IngestSources(Options());
   ASSERT_FALSE(r.ok());
   // The new files differ from the source's first file, which sets the columns: the error names one.
   EXPECT_NE(r.status().message().find("s_004.npy"), std::string::npos) << r.status().message();
@@ -144,11 +144,11 @@ TEST_F(IngestTest, SchemaMismatchOnAppendLeavesTheTableUntouched) {
 
 TEST_F(IngestTest, DifferentShapeOfAWholeNewSourceIsASchemaMismatch) {
   AddSources(0, 3);
-  ASSERT_TRUE(IngestNpy(Options()).ok());
+  ASSERT_TRUE(IngestSources(Options()).ok());
   fsys::remove_all(src_);
   ASSERT_TRUE(LocalStorage().CreateDirectories(src_).ok());
   AddSources(0, 3, {2, 32});
-  auto r = IngestNpy(Options());
+  auto r = IngestSources(Options());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("schema mismatch"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("tensor float32[8,8]"), std::string::npos) << r.status().message();
@@ -160,7 +160,7 @@ TEST_F(IngestTest, RowsPerFileOneWritesAFilePerSource) {
   AddSources(0, 7);
   auto o = Options();
   o.rows_per_file = 1;
-  auto r = IngestNpy(o);
+  auto r = IngestSources(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->files_added, 7);
   EXPECT_EQ(DataFilesOnDisk(), 7u);
@@ -191,7 +191,7 @@ TEST_F(IngestTest, TableRecordsItsCodecAndOptimizeKeepsIt) {
     auto o = Options("overwrite");
     o.rows_per_file = 1;
     o.codec = codec;
-    ASSERT_TRUE(IngestNpy(o).ok());
+    ASSERT_TRUE(IngestSources(o).ok());
     delta::DeltaLog log(LocalStorage(), table_);
     auto snap = log.ReadSnapshot(std::nullopt);
     ASSERT_TRUE(snap.ok());
@@ -228,10 +228,10 @@ TEST_F(IngestTest, TableRecordsItsCodecAndOptimizeKeepsIt) {
 TEST_F(IngestTest, RejectsBadOptions) {
   AddSources(0, 1);
   auto o = Options("upsert");
-  EXPECT_EQ(IngestNpy(o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(IngestSources(o).status().code(), StatusCode::kInvalidArgument);
   o = Options();
   o.table_dir.clear();
-  EXPECT_EQ(IngestNpy(o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(IngestSources(o).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
@@ -245,7 +245,7 @@ TEST_F(IngestTest, PartitionsByALabelColumnAndKeepsPartitionsThroughOptimize) {
   auto o = Options();
   o.partition_by = "label";
   o.rows_per_file = 2;
-  auto r = IngestNpy(o);
+  auto r = IngestSources(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(fsys::is_directory(table_ + "/label=0"));
   EXPECT_TRUE(fsys::is_directory(table_ + "/label=1"));
@@ -266,9 +266,9 @@ TEST_F(IngestTest, PartitionsByALabelColumnAndKeepsPartitionsThroughOptimize) {
   // Appending without --partition-by uses the table's partitioning; a different one is refused.
   AddSources(12, 4);
   auto append = Options();
-  ASSERT_TRUE(IngestNpy(append).ok());
+  ASSERT_TRUE(IngestSources(append).ok());
   append.partition_by = "x";
-  EXPECT_EQ(IngestNpy(append).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(IngestSources(append).status().code(), StatusCode::kInvalidArgument);
 
   QueryOptions q;
   q.table_dir = table_;

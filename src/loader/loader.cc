@@ -532,6 +532,10 @@ Status Loader::Impl::Open() {
   for (size_t c : selected_cols) {
     const ColumnSpec& spec = view.columns[c];
     column_order_.push_back(spec.name);
+    if (spec.blob) {
+      return Status::Unsupported(fmt::format("column '{}' holds encoded images (a blob column); the loader does not decode "
+                                             "them yet: select other columns", spec.name));
+    }
     if (spec.tensor) {
       const auto& names = index_->tensor_columns();
       auto it = std::find(names.begin(), names.end(), spec.name);

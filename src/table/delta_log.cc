@@ -1235,6 +1235,28 @@ Result<std::vector<ColumnSpec>> SchemaFromSparkJson(std::string_view text,
   return out;
 }
 
+Result<std::vector<ColumnSpec>> ColumnsFromMetadata(const Metadata& metadata, std::string_view context) {
+  std::map<std::string, TensorSpec> tensors;
+  auto it = metadata.configuration.find(kTensorsMetadataKey);
+  if (it != metadata.configuration.end()) {
+    STOKE_ASSIGN_OR_RETURN(tensors, TensorSpecsFromJson(it->second, context));
+  }
+  STOKE_ASSIGN_OR_RETURN(auto columns, SchemaFromSparkJson(metadata.schema_string, tensors));
+  it = metadata.configuration.find(kBlobsMetadataKey);
+  if (it != metadata.configuration.end()) {
+    STOKE_ASSIGN_OR_RETURN(auto blobs, BlobColumnsFromJson(it->second, context));
+    for (const std::string& name : blobs) {
+      auto c = std::find_if(columns.begin(), columns.end(), [&](const ColumnSpec& col) { return col.name == name; });
+      if (c == columns.end() || c->type != parquet::Type::kByteArray || c->is_string || c->tensor) {
+        return Status::Corruption(fmt::format("{}: {} names column '{}', which is not a binary column of the schema", context,
+                                              kBlobsMetadataKey, name));
+      }
+      c->blob = true;
+    }
+  }
+  return columns;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Stats.
 
@@ -1243,7 +1265,7 @@ std::string StatsJsonFromFooter(const parquet::FileMetaData& footer, const std::
   ordered_json max_values = ordered_json::object();
   ordered_json null_count = ordered_json::object();
   for (const ColumnSpec& c : columns) {
-    bool bounds_ok = !c.tensor.has_value();  // tensor columns get nullCount only
+    bool bounds_ok = !c.paged();  // tensor and blob columns get nullCount only
     bool nulls_ok = true;
     int64_t nulls = 0;
     std::optional<StatValue> lo, hi;

@@ -52,7 +52,7 @@ struct Metadata {
   std::map<std::string, std::string> format_options;
   std::string schema_string;                       // Spark's JSON schema (see SchemaToSparkJson)
   std::vector<std::string> partition_columns;
-  std::map<std::string, std::string> configuration;  // stoke.tensors lives here too
+  std::map<std::string, std::string> configuration;  // stoke.tensors, stoke.blobs, ... live here too
   std::optional<int64_t> created_time;             // ms since the epoch
 };
 
@@ -201,6 +201,9 @@ std::string SchemaToSparkJson(const std::vector<ColumnSpec>& columns);
 // the ones above are Unsupported; malformed JSON is Corruption.
 Result<std::vector<ColumnSpec>> SchemaFromSparkJson(std::string_view json,
                                                     const std::map<std::string, TensorSpec>& tensors);
+// A table's columns: its schemaString, with tensor and blob columns marked from the configuration's
+// stoke.tensors and stoke.blobs. Errors name `context` (the table).
+Result<std::vector<ColumnSpec>> ColumnsFromMetadata(const Metadata& metadata, std::string_view context);
 
 // The add action's stats JSON for a Parquet file written by stoke: numRecords, and minValues,
 // maxValues and nullCount for scalar columns (from the row groups' statistics, combined; tensor

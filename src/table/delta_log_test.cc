@@ -916,6 +916,33 @@ TEST(DeltaSchema, RejectsUnsupportedTypesAndMalformedJson) {
   EXPECT_EQ(SchemaFromSparkJson(field(R"("binary")"), missing).status().code(), StatusCode::kCorruption);
 }
 
+TEST(DeltaSchema, ColumnsFromMetadataMarksTensorAndBlobColumns) {
+  std::vector<ColumnSpec> cols = TestColumns();
+  cols.push_back({.name = "image", .type = parquet::Type::kByteArray, .blob = true});
+  Metadata m;
+  m.schema_string = SchemaToSparkJson(cols);
+  m.configuration[kTensorsMetadataKey] = TensorSpecsToJson(cols);
+  m.configuration[kBlobsMetadataKey] = BlobColumnsToJson(cols);
+  EXPECT_EQ(m.configuration[kBlobsMetadataKey], R"(["image"])");
+  auto back = ColumnsFromMetadata(m, "t");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->size(), 4u);
+  EXPECT_TRUE((*back)[2].tensor.has_value());
+  EXPECT_FALSE((*back)[2].blob);
+  EXPECT_TRUE((*back)[3].blob);
+  EXPECT_TRUE((*back)[3].paged());
+  EXPECT_FALSE((*back)[3].is_string);
+  // stoke.blobs must name binary columns of the schema, as a JSON array.
+  for (const char* bad : {R"(["label"])", R"(["nope"])", R"({"image": {}})", R"([1])", "not json"}) {
+    Metadata b = m;
+    b.configuration[kBlobsMetadataKey] = bad;
+    auto r = ColumnsFromMetadata(b, "t");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << bad;
+    EXPECT_NE(r.status().message().find("t:"), std::string::npos) << r.status().message();
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Stats.
 

@@ -26,14 +26,14 @@ int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// True when every tensor column of the file holds one row per page (or is packed, for small rows)
-// as stoke writes it: pages listed in an OffsetIndex, PLAIN, no dictionary.
+// True when every tensor and blob column of the file holds one row per page (or is packed, for small
+// rows) as stoke writes it: pages listed in an OffsetIndex, PLAIN, no dictionary.
 Result<bool> InStokeLayout(const ParquetReader& reader) {
   const auto& created = reader.metadata().created_by;
   if (!created || created->rfind("stoke", 0) != 0) return false;
   for (int g = 0; g < reader.num_row_groups(); ++g) {
     for (size_t c = 0; c < reader.columns().size(); ++c) {
-      if (!reader.columns()[c].tensor) continue;
+      if (!reader.columns()[c].tensor && !reader.columns()[c].blob) continue;
       STOKE_ASSIGN_OR_RETURN(auto oi, reader.ReadOffsetIndex(g, c));
       if (!oi) return false;
     }
@@ -72,12 +72,12 @@ Status FinishBinFile(Storage& fs, Status status, std::unique_ptr<ParquetFileWrit
 }
 
 // The columns of the files optimize writes: the table's file columns (partition columns live in
-// the log), with tensor columns REQUIRED (docs/format.md) also when another writer's files declare
-// them OPTIONAL; a null tensor is then an error naming the file.
+// the log), with tensor and blob columns REQUIRED (docs/format.md) also when another writer's files
+// declare them OPTIONAL; a null tensor is then an error naming the file.
 std::vector<ColumnSpec> ColumnsToWrite(const TableView& t) {
   std::vector<ColumnSpec> cols = t.FileColumns();
   for (ColumnSpec& c : cols) {
-    if (c.tensor) c.optional = false;
+    if (c.paged()) c.optional = false;
   }
   return cols;
 }
@@ -99,7 +99,7 @@ Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta:
   auto flush = [&]() -> Status {
     if (pending_rows == 0) return Status::OK();
     for (size_t c = 0; c < cols.size(); ++c) {
-      if (cols[c].tensor) continue;
+      if (cols[c].paged()) continue;
       STOKE_RETURN_IF_ERROR(enc.SetScalars(c, std::move(scalars[c])));
       scalars[c] = ColumnValues{EmptyValuesFor(cols[c].type), {}};
     }
@@ -142,11 +142,11 @@ Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta:
       for (int64_t r = 0; r < rows && status.ok();) {
         int64_t take = std::min(rows - r, rows_per_group - pending_rows);
         for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
-          if (cols[c].tensor) {
+          if (cols[c].paged()) {
             const auto& def = values[c].defined;
             if (std::find(def.begin(), def.end(), 0) != def.end()) {
-              status = Status::Corruption(fmt::format("{}: tensor column '{}' has null rows (row {} of row group {})",
-                                                      t.FilePath(*add), cols[c].name,
+              status = Status::Corruption(fmt::format("{}: {} column '{}' has null rows (row {} of row group {})",
+                                                      t.FilePath(*add), cols[c].tensor ? "tensor" : "blob", cols[c].name,
                                                       std::find(def.begin(), def.end(), 0) - def.begin(), g));
               break;
             }
@@ -215,7 +215,7 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
       file_columns[i].push_back(idx);
     }
     for (size_t c = 0; c < cols.size(); ++c) {
-      if (cols[c].tensor) continue;
+      if (cols[c].paged()) continue;
       STOKE_ASSIGN_OR_RETURN(auto v, reader->ReadColumn(file_columns[i][c]));
       if (v.values.index() != scalars[c].values.index()) {
         return Status::Corruption(fmt::format("{}: column '{}' does not have the table's type", t.FilePath(*inputs[i]), cols[c].name));
@@ -258,7 +258,7 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
     const size_t end = std::min(order.size(), begin + static_cast<size_t>(rows_per_group));
     const std::vector<size_t> group(order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(end));
     for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
-      if (!cols[c].tensor) {
+      if (!cols[c].paged()) {
         status = enc.SetScalars(c, TakeRows(scalars[c], group));
         continue;
       }
@@ -307,6 +307,12 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   }
   WriterOptions wopts;
   STOKE_RETURN_IF_ERROR(SetCodecPolicy(codec, &wopts));
+  // What ingest put in every file's footer besides stoke.tensors and stoke.blobs (which the writer
+  // adds): the image formats and class names, kept in the table's configuration.
+  for (const char* key : {kImagesMetadataKey, kClassesMetadataKey}) {
+    auto it = t.snapshot.metadata.configuration.find(key);
+    if (it != t.snapshot.metadata.configuration.end()) wopts.key_value_metadata.push_back({key, it->second});
+  }
   std::optional<Predicate> where;
   if (!o.where.empty()) {
     STOKE_ASSIGN_OR_RETURN(where, Predicate::Parse(o.where));
@@ -314,7 +320,7 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   }
   if (!o.sort_by.empty()) {
     auto it = std::find_if(t.columns.begin(), t.columns.end(), [&](const ColumnSpec& c) { return c.name == o.sort_by; });
-    if (it == t.columns.end() || it->tensor || t.IsPartitionColumn(o.sort_by)) {
+    if (it == t.columns.end() || it->paged() || t.IsPartitionColumn(o.sort_by)) {
       return Status::InvalidArgument(fmt::format("optimize: --sort-by '{}' must be a scalar, non-partition column of the table",
                                                  o.sort_by));
     }
@@ -325,7 +331,18 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   // Candidates, in table order: small files, and files not in stoke's layout.
   std::vector<const delta::AddFile*> candidates;
   int64_t sample_bytes = 0;
-  for (const auto& c : t.columns) sample_bytes += c.tensor ? c.tensor->num_bytes() : 8;
+  bool has_blobs = false;
+  for (const auto& c : t.columns) {
+    sample_bytes += c.tensor ? c.tensor->num_bytes() : 8;
+    has_blobs = has_blobs || c.blob;
+  }
+  if (has_blobs) {
+    // Blobs vary in size: the table's mean bytes per row stands for them.
+    int64_t bytes = 0;
+    for (const auto& f : t.snapshot.files) bytes += f.size;
+    const int64_t rows = t.snapshot.num_records();
+    if (rows > 0) sample_bytes = std::max(sample_bytes, bytes / rows);
+  }
   for (const auto& f : t.snapshot.files) {
     if (where) {
       int64_t records = -1;
@@ -443,7 +460,7 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
                            {"sortBy", delta::JsonArrayText(o.sort_by)}};
   auto version = log.Commit(t.snapshot.version, std::move(actions), delta::CommitKind::kRewrite, "OPTIMIZE", params);
   if (!version.ok()) {
-    // After an I/O error the commit may have taken effect all the same (see IngestNpy): keep the files.
+    // After an I/O error the commit may have taken effect all the same (see IngestSources): keep the files.
     if (version.status().code() != StatusCode::kIOError) cleanup();
     return version.status().WithContext(fmt::format("optimize '{}'", o.table_dir));
   }

@@ -880,9 +880,9 @@ Status BindNode(const Node& n, const std::map<std::string_view, const ColumnSpec
   }
   const ColumnSpec& spec = *it->second;
   if (n.kind == Kind::kIsNull) return Status::OK();  // any column, tensors included, may be null
-  if (spec.tensor) {
+  if (spec.paged()) {
     return Status::InvalidArgument(fmt::format(
-        "--where: column '{}' holds tensors; --where compares scalar columns only", n.column));
+        "--where: column '{}' holds {}; --where compares scalar columns only", n.column, spec.tensor ? "tensors" : "blobs"));
   }
   ValueClass column_class;
   switch (spec.type) {

@@ -143,7 +143,7 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
       }
       if (rows.empty()) continue;
       for (size_t c : s.selected) {
-        if (!t.columns[c].tensor) STOKE_RETURN_IF_ERROR(decode(c));
+        if (!t.columns[c].paged()) STOKE_RETURN_IF_ERROR(decode(c));
       }
       STOKE_RETURN_IF_ERROR(on_rows(MatchedRows{*reader, g, file_col, decoded, rows}));
       report->rows += static_cast<int64_t>(rows.size());
@@ -152,8 +152,8 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
   return Status::OK();
 }
 
-// One tensor cell (one positioned read); NotFound for a null cell.
-Status ReadTensorCell(const ParquetReader& reader, int row_group, size_t row, size_t file_column, AlignedBuffer* cell) {
+// One tensor or blob cell (one positioned read); NotFound for a null cell.
+Status ReadPagedCell(const ParquetReader& reader, int row_group, size_t row, size_t file_column, AlignedBuffer* cell) {
   return reader.ReadBinaryCell(reader.row_group_starts()[row_group] + static_cast<int64_t>(row), file_column, cell);
 }
 
@@ -183,7 +183,7 @@ Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
     std::vector<std::vector<int64_t>> value_index(s.selected.size());
     for (size_t k = 0; k < s.selected.size(); ++k) {
       const ColumnSpec& col = t.columns[s.selected[k]];
-      if (col.tensor) continue;
+      if (col.paged()) continue;
       const auto& v = m.decoded.at(col.name);
       value_index[k].resize(v.num_rows());
       int64_t next = 0;
@@ -193,8 +193,8 @@ Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
       std::vector<std::optional<std::string>> row(s.selected.size());
       for (size_t k = 0; k < s.selected.size(); ++k) {
         const size_t c = s.selected[k];
-        if (t.columns[c].tensor) {
-          Status st = ReadTensorCell(m.reader, m.row_group, r, m.file_column[c], &cell);
+        if (t.columns[c].paged()) {
+          Status st = ReadPagedCell(m.reader, m.row_group, r, m.file_column[c], &cell);
           if (st.code() == StatusCode::kNotFound) continue;  // null
           STOKE_RETURN_IF_ERROR(st);
           row[k] = BinaryCell(AsChars(cell.view()));
@@ -250,7 +250,7 @@ Result<QueryResult> QueryTableColumns(const QueryOptions& o) {
         const size_t cell_bytes = static_cast<size_t>(spec.tensor->num_bytes());
         q.data.resize((before + m.rows.size()) * cell_bytes);
         for (size_t i = 0; i < m.rows.size(); ++i) {
-          Status st = ReadTensorCell(m.reader, m.row_group, m.rows[i], m.file_column[s.selected[k]], &cell);
+          Status st = ReadPagedCell(m.reader, m.row_group, m.rows[i], m.file_column[s.selected[k]], &cell);
           uint8_t* dst = q.data.data() + (before + i) * cell_bytes;
           if (st.code() == StatusCode::kNotFound) {  // null: zeros, marked invalid
             std::memset(dst, 0, cell_bytes);
@@ -265,6 +265,20 @@ Result<QueryResult> QueryTableColumns(const QueryOptions& o) {
                                                   fmt::format("[{}]", fmt::join(spec.tensor->shape, ",")), cell_bytes));
           }
           std::memcpy(dst, cell.data(), cell_bytes);
+          q.valid.push_back(1);
+        }
+        continue;
+      }
+      if (spec.blob) {
+        for (size_t r : m.rows) {
+          Status st = ReadPagedCell(m.reader, m.row_group, r, m.file_column[s.selected[k]], &cell);
+          if (st.code() == StatusCode::kNotFound) {  // null
+            q.strings.emplace_back();
+            q.valid.push_back(0);
+            continue;
+          }
+          STOKE_RETURN_IF_ERROR(st);
+          q.strings.emplace_back(AsChars(cell.view()));
           q.valid.push_back(1);
         }
         continue;

@@ -144,7 +144,7 @@ Status ReadFilePages(const TableView& view, const delta::AddFile& add, const std
   for (size_t c = 0; c < tensor_columns.size(); ++c) {
     auto idx = reader->FindColumn(tensor_columns[c]);
     if (!idx.ok()) {
-      return Status::NotFound(fmt::format("{}: tensor column '{}' is not in the data file", path, tensor_columns[c]));
+      return Status::NotFound(fmt::format("{}: column '{}' is not in the data file", path, tensor_columns[c]));
     }
     const LeafColumn& col = reader->columns()[*idx];
     // Pages the loader can read alone: flat BYTE_ARRAY (REQUIRED, or OPTIONAL as other writers write
@@ -354,7 +354,8 @@ Result<std::string> BuildIndexBytes(const std::string& table_dir, int64_t versio
   STOKE_ASSIGN_OR_RETURN(TableView view, OpenTableView(table_dir, version));
   tensor_columns->clear();
   for (const auto& col : view.columns) {
-    if (col.tensor && !view.IsPartitionColumn(col.name)) tensor_columns->push_back(col.name);
+    // Blob columns (encoded images) are laid out as tensors are: indexed page per row alike.
+    if (col.paged() && !view.IsPartitionColumn(col.name)) tensor_columns->push_back(col.name);
   }
   const auto& adds = view.snapshot.files;
   std::vector<BuiltFile> files(adds.size());

@@ -1,6 +1,7 @@
 // The sample index of a table version: for every row (snapshot order: files in Snapshot::files order,
 // rows in file order) and every tensor column, where the page holding that row's tensor lies, so that
-// fetching a sample is one positioned read. Built from each data file's footer and OffsetIndexes (or,
+// fetching a sample is one positioned read. Blob columns (encoded images, one value per page) are
+// indexed as tensor columns are, and listed among tensor_columns(). Built from each data file's footer and OffsetIndexes (or,
 // for other writers' files without them, the column chunks' page headers),
 // cached inside the table as `_stoke/sample_index/<20-digit version>.idx` and memory-mapped on later
 // opens; a new version's index takes the pages of files it shares with the newest older cached
@@ -107,6 +108,7 @@ class SampleIndex {
   // Thread-safe: all const methods may be called concurrently; the index is immutable after Open.
   int64_t version() const { return version_; }
   int64_t num_rows() const { return static_cast<int64_t>(num_rows_); }
+  // The indexed columns, tensor and blob columns in schema order (partition columns left out).
   const std::vector<std::string>& tensor_columns() const { return tensor_columns_; }
   size_t num_files() const { return file_paths_.size(); }
   // REQUIRES: 0 <= row < num_rows(), tensor_column < tensor_columns().size().

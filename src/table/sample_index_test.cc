@@ -27,17 +27,19 @@ using testing_support::DropOffsetIndex;
 using testing_support::TestTable;
 using testing_support::WriteDataFile;
 
-// Reads the page that `idx` names for `row` with one pread, parses and decompresses it, and returns
-// the row's tensor bytes (or an error text starting with "!").
-std::string TensorAt(const SampleIndex& idx, int64_t row) {
-  const SampleIndex::Location loc = idx.Find(row, 0);
+// Reads the page that `idx` names for `row` of its column `index_column` (column `file_column` of the
+// data files) with one pread, parses and decompresses it, and returns the row's bytes (or an error
+// text starting with "!").
+std::string TensorAt(const SampleIndex& idx, int64_t row, size_t index_column = 0, size_t file_column = 3) {
+  const SampleIndex::Location loc = idx.Find(row, index_column);
   if (loc.needs_decode) return "!needs decode";
   const std::string& path = idx.FilePath(loc.file);
-  static std::map<std::string, parquet::Codec> codecs;
-  if (!codecs.count(path)) {
+  static std::map<std::pair<std::string, size_t>, parquet::Codec> codecs;
+  const auto key = std::make_pair(path, file_column);
+  if (!codecs.count(key)) {
     auto reader = ParquetReader::Open(LocalStorage(), path);
     if (!reader.ok()) return "!" + reader.status().ToString();
-    codecs[path] = (*reader)->metadata().row_groups[0].columns[3].meta_data->codec;
+    codecs[key] = (*reader)->metadata().row_groups[0].columns[file_column].meta_data->codec;
   }
   std::string page(loc.length, '\0');
   int fd = ::open(path.c_str(), O_RDONLY);
@@ -56,7 +58,7 @@ std::string TensorAt(const SampleIndex& idx, int64_t row) {
   ByteView stored = AsBytes(page).subspan(consumed);
   if (h.crc && static_cast<uint32_t>(*h.crc) != Crc32(stored)) return "!CRC";
   std::string body(h.uncompressed_page_size, '\0');
-  s = Decompress(codecs[path], stored, MutableByteView(reinterpret_cast<uint8_t*>(body.data()), body.size()));
+  s = Decompress(codecs[key], stored, MutableByteView(reinterpret_cast<uint8_t*>(body.data()), body.size()));
   if (!s.ok()) return "!" + s.ToString();
   size_t pos = 0;
   for (uint32_t k = 0;; ++k) {
@@ -120,6 +122,57 @@ TEST(SampleIndex, LocatesEveryRowsPage) {
   // The 10,000-row group spans several pages.
   EXPECT_NE(idx->Find(3000, 0).offset, idx->Find(12999, 0).offset);
   EXPECT_LT(idx->Find(3000, 0).rows_in_page, 10000u);
+}
+
+// A blob column (encoded images: values of any length, one per page) is indexed page per row as a
+// tensor column is, so that the loader can read one image with one read.
+TEST(SampleIndex, IndexesBlobColumnsPagePerRow) {
+  TestTable t;
+  const std::vector<ColumnSpec> cols = {{.name = "id", .type = parquet::Type::kInt64},
+                                        {.name = "image", .type = parquet::Type::kByteArray, .blob = true}};
+  std::vector<std::string> values;
+  auto w = ParquetFileWriter::Create(LocalStorage(), t.dir() + "/part-0.parquet", cols, WriterOptions{});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  RowGroupEncoder enc((*w)->columns(), (*w)->options());
+  for (int g = 0; g < 3; ++g) {
+    std::vector<int64_t> ids;
+    for (int r = 0; r < 40; ++r) {
+      const int64_t id = g * 40 + r;
+      values.push_back(TensorOf(id, 10 + id * 37));  // a different length per row
+      ASSERT_TRUE(enc.AppendTensor(1, AsBytes(values.back())).ok());
+      ids.push_back(id);
+    }
+    ASSERT_TRUE(enc.SetScalars(0, ColumnValues{ids, {}}).ok());
+    auto rg = enc.Finish();
+    ASSERT_TRUE(rg.ok()) << rg.status().ToString();
+    ASSERT_TRUE((*w)->WriteRowGroup(std::move(*rg)).ok());
+  }
+  ASSERT_TRUE((*w)->Close().ok());
+  delta::AddFile add;
+  add.path = "part-0.parquet";
+  add.size = static_cast<int64_t>((*w)->bytes_written());
+  add.stats = delta::StatsJsonFromFooter((*w)->metadata(), cols);
+  delta::Metadata m;
+  m.id = "00000000-0000-4000-8000-000000000001";
+  m.schema_string = delta::SchemaToSparkJson(cols);
+  m.configuration[kBlobsMetadataKey] = BlobColumnsToJson(cols);
+  auto v = t.log().Commit(-1, {delta::Protocol{}, m, add}, delta::CommitKind::kExclusive, "WRITE", nlohmann::json::object());
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+
+  for (bool cached : {false, true}) {
+    auto idx = SampleIndex::Open(t.dir());
+    ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+    EXPECT_EQ(idx->from_cache(), cached);
+    ASSERT_EQ(idx->tensor_columns(), std::vector<std::string>{"image"});
+    ASSERT_EQ(idx->num_rows(), 120);
+    for (int64_t r = 0; r < 120; ++r) {
+      const SampleIndex::Location loc = idx->Find(r, 0);
+      EXPECT_FALSE(loc.needs_decode);
+      EXPECT_EQ(loc.rows_in_page, 1u);
+      EXPECT_EQ(loc.row_in_file, r);
+      ASSERT_EQ(TensorAt(*idx, r, 0, 1), values[static_cast<size_t>(r)]) << "row " << r;
+    }
+  }
 }
 
 TEST(SampleIndex, SecondOpenComesFromTheCache) {

@@ -42,7 +42,7 @@ std::optional<Value> DecodeStat(const LeafColumn& col, const std::string& bytes)
 constexpr size_t kStringStatTruncation = 32;
 
 std::optional<Value> JsonStat(const ColumnSpec& col, const nlohmann::json& v, bool is_max) {
-  if (col.tensor) return std::nullopt;
+  if (col.paged()) return std::nullopt;
   switch (col.type) {
     case parquet::Type::kBoolean:
       if (v.is_boolean()) return Value{v.get<bool>()};
@@ -168,12 +168,7 @@ Result<TableView> OpenTableView(const std::string& table_dir, std::optional<int6
   t.dir = std::move(loc.path);
   delta::DeltaLog log(*t.storage, t.dir);
   STOKE_ASSIGN_OR_RETURN(t.snapshot, log.ReadSnapshot(version));
-  std::map<std::string, TensorSpec> tensors;
-  auto it = t.snapshot.metadata.configuration.find(kTensorsMetadataKey);
-  if (it != t.snapshot.metadata.configuration.end()) {
-    STOKE_ASSIGN_OR_RETURN(tensors, TensorSpecsFromJson(it->second, table_dir));
-  }
-  STOKE_ASSIGN_OR_RETURN(t.columns, delta::SchemaFromSparkJson(t.snapshot.metadata.schema_string, tensors));
+  STOKE_ASSIGN_OR_RETURN(t.columns, delta::ColumnsFromMetadata(t.snapshot.metadata, table_dir));
   return t;
 }
 

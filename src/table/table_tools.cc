@@ -122,12 +122,7 @@ Status InspectTable(const std::string& table_dir, std::optional<int64_t> version
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
   delta::DeltaLog log(*where.storage, where.path);
   STOKE_ASSIGN_OR_RETURN(auto snap, log.ReadSnapshot(version));
-  std::map<std::string, TensorSpec> tensors;
-  auto it = snap.metadata.configuration.find(kTensorsMetadataKey);
-  if (it != snap.metadata.configuration.end()) {
-    STOKE_ASSIGN_OR_RETURN(tensors, TensorSpecsFromJson(it->second, table_dir));
-  }
-  STOKE_ASSIGN_OR_RETURN(auto columns, delta::SchemaFromSparkJson(snap.metadata.schema_string, tensors));
+  STOKE_ASSIGN_OR_RETURN(auto columns, delta::ColumnsFromMetadata(snap.metadata, table_dir));
   int64_t bytes = 0;
   for (const auto& f : snap.files) bytes += f.size;
   const int64_t rows = snap.num_records();
@@ -149,7 +144,18 @@ Status InspectTable(const std::string& table_dir, std::optional<int64_t> version
                                  {"nullable", c.optional}};
     if (c.is_string) jc["logical"] = "STRING";
     if (c.tensor) jc["tensor"] = {{"dtype", std::string(DTypeName(c.tensor->dtype))}, {"shape", c.tensor->shape}};
+    if (c.blob) jc["blob"] = true;
     j["schema"].push_back(jc);
+  }
+  // What image sources recorded: the formats of blob columns and the class names of label columns.
+  std::vector<std::pair<std::string, std::string>> sources_metadata;
+  for (const char* key : {kImagesMetadataKey, kClassesMetadataKey}) {
+    auto found = snap.metadata.configuration.find(key);
+    if (found != snap.metadata.configuration.end()) sources_metadata.emplace_back(key, found->second);
+  }
+  for (const auto& [key, value] : sources_metadata) {
+    auto parsed = nlohmann::ordered_json::parse(value, nullptr, false);
+    j[key] = parsed.is_discarded() ? nlohmann::ordered_json(value) : parsed;
   }
   constexpr size_t kFilesListed = 20;
   auto policy = snap.metadata.configuration.find(kCodecPolicyKey);
@@ -182,10 +188,15 @@ Status InspectTable(const std::string& table_dir, std::optional<int64_t> version
   }
   out << "schema\n";
   for (const auto& c : columns) {
-    out << fmt::format("  {:<12} {}{}{}{}\n", c.name, parquet::TypeName(c.type), c.is_string ? " STRING" : "",
+    out << fmt::format("  {:<12} {}{}{}{}{}\n", c.name, parquet::TypeName(c.type), c.is_string ? " STRING" : "",
                        c.optional ? " (nullable)" : "",
                        c.tensor ? fmt::format(" tensor {}[{}]", DTypeName(c.tensor->dtype), fmt::join(c.tensor->shape, ","))
-                                : "");
+                                : "",
+                       c.blob ? " blob" : "");
+  }
+  for (const auto& [key, value] : sources_metadata) {
+    out << fmt::format("{:<11} {}\n", key == kImagesMetadataKey ? "images" : "classes",
+                       value.size() > 200 ? value.substr(0, 200) + "..." : value);
   }
   out << fmt::format("codec       {}\n", policy == snap.metadata.configuration.end()
                                             ? std::string("not recorded (written by another tool or an older stoke)")

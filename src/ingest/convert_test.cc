@@ -69,7 +69,7 @@ TEST_F(ConvertTest, JoinsLabelsInfersTypesAndKeepsEveryByte) {
   o.row_group_bytes = 1000;     // 4 rows per row group
   o.target_file_bytes = 2000;   // 8 rows per file
   o.progress = false;
-  auto rep = ConvertNpyDirectory(o);
+  auto rep = ConvertSources(o);
   ASSERT_TRUE(rep.ok()) << rep.status().ToString();
   EXPECT_EQ(rep->rows, 30);
   EXPECT_EQ(rep->files_out.size(), 4u);
@@ -113,10 +113,10 @@ TEST_F(ConvertTest, WritesOneFileWhenOutEndsInParquet) {
   WriteArrays(5);
   ConvertOptions o;
   o.source_dir = src_;
-  o.out = dir_ + "/one.parquet";
+  o.out = dir_ + "/new/dir/one.parquet";  // directories that do not exist yet are created
   o.progress = false;
   o.codec = "snappy";
-  auto rep = ConvertNpyDirectory(o);
+  auto rep = ConvertSources(o);
   ASSERT_TRUE(rep.ok()) << rep.status().ToString();
   ASSERT_EQ(rep->files_out, std::vector<std::string>{o.out});
   auto r = ParquetReader::Open(LocalStorage(), o.out);
@@ -136,7 +136,7 @@ TEST_F(ConvertTest, ShapeMismatchNamesTheFileAndLeavesNoPartialOutput) {
   o.row_group_bytes = 500;
   o.target_file_bytes = 1000;
   o.progress = false;
-  auto rep = ConvertNpyDirectory(o);
+  auto rep = ConvertSources(o);
   ASSERT_FALSE(rep.ok());
   EXPECT_NE(rep.status().message().find("s_999.npy"), std::string::npos) << rep.status().message();
   EXPECT_NE(rep.status().message().find("int16[60]"), std::string::npos) << rep.status().message();
@@ -153,7 +153,7 @@ TEST_F(ConvertTest, RejectsLabelsWithoutARowForAFile) {
   o.labels_csv = src_ + "/labels.csv";
   o.out = dir_ + "/out";
   o.progress = false;
-  auto rep = ConvertNpyDirectory(o);
+  auto rep = ConvertSources(o);
   ASSERT_FALSE(rep.ok());
   EXPECT_NE(rep.status().message().find("no row for source file 's_001.npy'"), std::string::npos) << rep.status().message();
 }
@@ -163,16 +163,16 @@ TEST_F(ConvertTest, RejectsBadLabelFilesAndEmptySources) {
   o.source_dir = src_;
   o.out = dir_ + "/out";
   o.progress = false;
-  EXPECT_EQ(ConvertNpyDirectory(o).status().code(), StatusCode::kInvalidArgument);  // no files
+  EXPECT_EQ(ConvertSources(o).status().code(), StatusCode::kInvalidArgument);  // no files
   WriteArrays(2);
   WriteLabels("name,label\na,1\n");
   o.labels_csv = src_ + "/labels.csv";
-  EXPECT_NE(ConvertNpyDirectory(o).status().message().find("'file' column"), std::string::npos);
+  EXPECT_NE(ConvertSources(o).status().message().find("'file' column"), std::string::npos);
   WriteLabels("file,id\ns_000.npy,1\ns_001.npy,2\n");
-  EXPECT_NE(ConvertNpyDirectory(o).status().message().find("clashes"), std::string::npos);
+  EXPECT_NE(ConvertSources(o).status().message().find("clashes"), std::string::npos);
   o.labels_csv.clear();
   o.codec = "brotli";
-  EXPECT_EQ(ConvertNpyDirectory(o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ConvertSources(o).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(ConvertTest, NpzMembersBecomeColumns) {
@@ -188,7 +188,7 @@ TEST_F(ConvertTest, NpzMembersBecomeColumns) {
   o.source_dir = src_;
   o.out = dir_ + "/z.parquet";
   o.progress = false;
-  auto rep = ConvertNpyDirectory(o);
+  auto rep = ConvertSources(o);
   ASSERT_TRUE(rep.ok()) << rep.status().ToString();
   auto r = ParquetReader::Open(LocalStorage(), o.out);
   ASSERT_TRUE(r.ok());
@@ -214,12 +214,12 @@ TEST_F(ConvertTest, RejectsLabelStringsThatAreNotUtf8) {
   o.labels_csv = src_ + "/labels.csv";
   o.out = dir_ + "/out.parquet";
   o.progress = false;
-  auto rep = ConvertNpyDirectory(o);
+  auto rep = ConvertSources(o);
   ASSERT_FALSE(rep.ok());
   EXPECT_NE(rep.status().message().find("not valid UTF-8"), std::string::npos) << rep.status().message();
   EXPECT_NE(rep.status().message().find("s_000.npy"), std::string::npos) << rep.status().message();
   WriteLabels("file,note\ns_000.npy,caf\xc3\xa9\ns_001.npy,\xf0\x9f\x8c\x8a\n");  // valid UTF-8 passes
-  EXPECT_TRUE(ConvertNpyDirectory(o).ok());
+  EXPECT_TRUE(ConvertSources(o).ok());
 }
 
 }  // namespace

@@ -1,17 +1,19 @@
-// `stoke convert npy`: .npy/.npz files + a labels CSV into Parquet files with one sample per page.
+// `stoke convert`: source files (.npy/.npz, HDF5, images) + a labels CSV into Parquet files with one
+// sample per page.
 #include <fmt/format.h>
 
 #include "core/clock.h"
 #include "core/progress.h"
 #include "format/codec.h"
-#include "ingest/npy_source.h"
+#include "ingest/source.h"
+#include "ingest/source_writer.h"
 #include "io/uri.h"
 #include "stoke/tools.h"
 
 namespace stoke {
 
-Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& o) {
-  if (o.source_dir.empty()) return Status::InvalidArgument("convert: a source directory is required");
+Result<ConvertReport> ConvertSources(const ConvertOptions& o) {
+  if (o.source_dir.empty()) return Status::InvalidArgument("convert: a source directory or file is required");
   if (o.out.empty()) return Status::InvalidArgument("convert: --out is required");
   if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0) {
     return Status::InvalidArgument("convert: --target-file-size and --row-group-size must be positive");
@@ -19,9 +21,9 @@ Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& o) {
   WriterOptions wopts;
   STOKE_RETURN_IF_ERROR(SetCodecPolicy(o.codec, &wopts));
   wopts.compression_level = o.compression_level;
-  STOKE_ASSIGN_OR_RETURN(NpySources sources, PlanNpySources(o.source_dir, o.labels_csv, o.tensor_column, "convert"));
+  STOKE_ASSIGN_OR_RETURN(SourceSet sources, PlanSources(SourceOptionsOf(o), "convert"));
 
-  const int64_t n = static_cast<int64_t>(sources.files.size());
+  const int64_t n = sources.num_items();
   FileSetLayout layout = LayoutForSizes(sources.sample_bytes, n, o.row_group_bytes, o.target_file_bytes);
   STOKE_RETURN_IF_ERROR(CreateContainerFor(o.out));
   STOKE_ASSIGN_OR_RETURN(StorageLocation out, ResolveStorageLocation(o.out));
@@ -35,13 +37,13 @@ Result<ConvertReport> ConvertNpyDirectory(const ConvertOptions& o) {
   for (int64_t i = 0; i < n; ++i) rows[i] = i;
 
   Stopwatch watch;
-  ProgressBar bar("convert", static_cast<uint64_t>(n), "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
-  auto written = WriteNpyRows(sources, rows, /*ids=*/rows, layout, wopts, o.threads, &bar);
+  ProgressBar bar("convert", static_cast<uint64_t>(n), "samples", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
+  auto written = WriteSourceRows(sources, rows, /*ids=*/rows, layout, wopts, o.threads, &bar);
   bar.Finish();
   if (!written.ok()) return written.status();
 
   ConvertReport report;
-  report.files_in = n;
+  report.files_in = static_cast<int64_t>(sources.files.size());
   report.rows = n;
   for (const auto& s : sources.files) report.bytes_in += static_cast<int64_t>(s.size);
   for (const auto& f : *written) {

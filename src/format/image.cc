@@ -1,0 +1,230 @@
+// See image.h. libpng reports errors by longjmp: the functions that call it keep only plain data on
+// their frames (no destructors skipped), and turn the saved message into a Status in their callers.
+#include "format/image.h"
+
+#include <fmt/format.h>
+#include <png.h>
+#include <turbojpeg.h>
+
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+namespace stoke {
+namespace {
+
+constexpr uint8_t kJpegMagic[] = {0xFF, 0xD8, 0xFF};
+constexpr uint8_t kPngMagic[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+
+// One TurboJPEG handle per thread and kind, made on first use: a handle is not thread-safe, and
+// making one per call costs an allocation of the codec's state.
+struct TjHandle {
+  tjhandle h = nullptr;
+  ~TjHandle() { Reset(); }
+  void Reset() {
+    if (h != nullptr) tjDestroy(h);
+    h = nullptr;
+  }
+};
+thread_local TjHandle t_decompress;
+tjhandle DecompressHandle() {
+  if (t_decompress.h == nullptr) t_decompress.h = tjInitDecompress();
+  return t_decompress.h;
+}
+tjhandle CompressHandle() {
+  thread_local TjHandle handle;
+  if (handle.h == nullptr) handle.h = tjInitCompress();
+  return handle.h;
+}
+
+// libpng's I/O and error hooks: plain data only (see the file comment).
+struct PngState {
+  const uint8_t* in = nullptr;
+  size_t in_size = 0, pos = 0;
+  std::string* out = nullptr;
+  char error[200] = {0};
+};
+
+void PngOnError(png_structp png, png_const_charp message) {
+  auto* st = static_cast<PngState*>(png_get_error_ptr(png));
+  std::snprintf(st->error, sizeof(st->error), "%s", message != nullptr ? message : "unknown error");
+  png_longjmp(png, 1);
+}
+void PngOnWarning(png_structp, png_const_charp) {}  // ancillary damage: not an error for a header
+
+void PngRead(png_structp png, png_bytep out, png_size_t n) {
+  auto* st = static_cast<PngState*>(png_get_io_ptr(png));
+  if (n > st->in_size - st->pos) png_error(png, "truncated file");
+  std::memcpy(out, st->in + st->pos, n);
+  st->pos += n;
+}
+void PngWrite(png_structp png, png_bytep data, png_size_t n) {
+  static_cast<PngState*>(png_get_io_ptr(png))->out->append(reinterpret_cast<const char*>(data), n);
+}
+void PngFlush(png_structp) {}
+
+// 0 on success, with width, height and channels set; -1 with st->error set.
+int ReadPngHeader(PngState* st, int32_t* width, int32_t* height, int32_t* channels) {
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, st, PngOnError, PngOnWarning);
+  if (png == nullptr) {
+    std::snprintf(st->error, sizeof(st->error), "out of memory");
+    return -1;
+  }
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr || setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, info != nullptr ? &info : nullptr, nullptr);
+    if (st->error[0] == '\0') std::snprintf(st->error, sizeof(st->error), "out of memory");
+    return -1;
+  }
+  png_set_read_fn(png, st, PngRead);
+  png_read_info(png, info);
+  const png_uint_32 w = png_get_image_width(png, info), h = png_get_image_height(png, info);
+  const int color = png_get_color_type(png, info);
+  const bool transparency = png_get_valid(png, info, PNG_INFO_tRNS) != 0;
+  int c = 0;
+  switch (color) {
+    case PNG_COLOR_TYPE_GRAY: c = transparency ? 2 : 1; break;
+    case PNG_COLOR_TYPE_GRAY_ALPHA: c = 2; break;
+    case PNG_COLOR_TYPE_RGB: c = transparency ? 4 : 3; break;
+    case PNG_COLOR_TYPE_RGB_ALPHA: c = 4; break;
+    case PNG_COLOR_TYPE_PALETTE: c = transparency ? 4 : 3; break;
+    default: c = 0; break;
+  }
+  png_destroy_read_struct(&png, &info, nullptr);
+  if (c == 0 || w == 0 || h == 0 || w > INT32_MAX || h > INT32_MAX) {
+    std::snprintf(st->error, sizeof(st->error), "bad header (colour type %d, %ux%u)", color, w, h);
+    return -1;
+  }
+  *width = static_cast<int32_t>(w);
+  *height = static_cast<int32_t>(h);
+  *channels = c;
+  return 0;
+}
+
+// 0 on success (st->out holds the file); -1 with st->error set.
+int WritePng(PngState* st, const uint8_t* pixels, int width, int height, int color_type, size_t row_bytes) {
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, st, PngOnError, PngOnWarning);
+  if (png == nullptr) {
+    std::snprintf(st->error, sizeof(st->error), "out of memory");
+    return -1;
+  }
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr || setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, info != nullptr ? &info : nullptr);
+    if (st->error[0] == '\0') std::snprintf(st->error, sizeof(st->error), "out of memory");
+    return -1;
+  }
+  png_set_write_fn(png, st, PngWrite, PngFlush);
+  png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), 8, color_type,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (int y = 0; y < height; ++y) png_write_row(png, pixels + static_cast<size_t>(y) * row_bytes);
+  png_write_end(png, info);
+  png_destroy_write_struct(&png, &info);
+  return 0;
+}
+
+}  // namespace
+
+std::string_view ImageFormatName(ImageFormat format) {
+  switch (format) {
+    case ImageFormat::kJpeg: return "jpeg";
+    case ImageFormat::kPng: return "png";
+  }
+  return "unknown";
+}
+
+std::optional<ImageFormat> DetectImageFormat(ByteView bytes) {
+  if (bytes.size() >= sizeof(kJpegMagic) && std::memcmp(bytes.data(), kJpegMagic, sizeof(kJpegMagic)) == 0) {
+    return ImageFormat::kJpeg;
+  }
+  if (bytes.size() >= sizeof(kPngMagic) && std::memcmp(bytes.data(), kPngMagic, sizeof(kPngMagic)) == 0) {
+    return ImageFormat::kPng;
+  }
+  return std::nullopt;
+}
+
+Result<ImageInfo> ReadImageInfo(ByteView bytes, std::string_view path) {
+  const std::optional<ImageFormat> format = DetectImageFormat(bytes);
+  if (!format) {
+    return Status::InvalidArgument(fmt::format("{}: not a JPEG or PNG image (the file does not start with either's "
+                                               "magic bytes)", path));
+  }
+  ImageInfo info;
+  info.format = *format;
+  if (*format == ImageFormat::kJpeg) {
+    tjhandle h = DecompressHandle();
+    if (h == nullptr) return Status::Internal(fmt::format("{}: TurboJPEG: {}", path, tjGetErrorStr2(nullptr)));
+    int width = 0, height = 0, subsamp = 0, colorspace = 0;
+    if (tjDecompressHeader3(h, bytes.data(), static_cast<unsigned long>(bytes.size()), &width, &height, &subsamp,
+                            &colorspace) != 0) {
+      Status error = Status::Corruption(fmt::format("{}: bad JPEG header: {}", path, tjGetErrorStr2(h)));
+      // A failed header read can leave the handle's decoder mid-stream (the next file then reads as
+      // "Bogus DQT index"): start the next call from a fresh handle.
+      t_decompress.Reset();
+      return error;
+    }
+    if (width <= 0 || height <= 0) {
+      // A stream that ends before its frame header reads as 0 x 0 (the library supplies an end marker).
+      t_decompress.Reset();
+      return Status::Corruption(fmt::format("{}: bad JPEG header: {}x{} pixels (truncated before the frame header?)", path,
+                                            width, height));
+    }
+    info.width = width;
+    info.height = height;
+    switch (colorspace) {
+      case TJCS_GRAY: info.channels = 1; break;
+      case TJCS_RGB:
+      case TJCS_YCbCr: info.channels = 3; break;
+      case TJCS_CMYK:
+      case TJCS_YCCK: info.channels = 4; break;
+      default:
+        t_decompress.Reset();
+        return Status::Corruption(fmt::format("{}: bad JPEG header: unknown colour space {}", path, colorspace));
+    }
+    return info;
+  }
+  PngState st;
+  st.in = bytes.data();
+  st.in_size = bytes.size();
+  if (ReadPngHeader(&st, &info.width, &info.height, &info.channels) != 0) {
+    return Status::Corruption(fmt::format("{}: bad PNG header: {}", path, st.error));
+  }
+  return info;
+}
+
+Result<std::string> EncodeJpeg(ByteView pixels, int width, int height, int channels, int quality) {
+  if (width <= 0 || height <= 0 || (channels != 1 && channels != 3) || quality < 1 || quality > 100 ||
+      pixels.size() != static_cast<size_t>(width) * static_cast<size_t>(height) * static_cast<size_t>(channels)) {
+    return Status::InvalidArgument(fmt::format("EncodeJpeg: {} bytes for {}x{}x{} at quality {}", pixels.size(), width,
+                                               height, channels, quality));
+  }
+  tjhandle h = CompressHandle();
+  if (h == nullptr) return Status::Internal(fmt::format("TurboJPEG: {}", tjGetErrorStr2(nullptr)));
+  unsigned char* out = nullptr;
+  unsigned long size = 0;
+  const int rc = tjCompress2(h, pixels.data(), width, 0, height, channels == 1 ? TJPF_GRAY : TJPF_RGB, &out, &size,
+                             channels == 1 ? TJSAMP_GRAY : TJSAMP_420, quality, 0);
+  std::unique_ptr<unsigned char, void (*)(unsigned char*)> owned(out, tjFree);
+  if (rc != 0) return Status::Internal(fmt::format("EncodeJpeg: {}", tjGetErrorStr2(h)));
+  return std::string(reinterpret_cast<const char*>(out), size);
+}
+
+Result<std::string> EncodePng(ByteView pixels, int width, int height, int channels) {
+  static constexpr int kColorTypes[] = {PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
+                                        PNG_COLOR_TYPE_RGB_ALPHA};
+  if (width <= 0 || height <= 0 || channels < 1 || channels > 4 ||
+      pixels.size() != static_cast<size_t>(width) * static_cast<size_t>(height) * static_cast<size_t>(channels)) {
+    return Status::InvalidArgument(fmt::format("EncodePng: {} bytes for {}x{}x{}", pixels.size(), width, height, channels));
+  }
+  std::string out;
+  PngState st;
+  st.out = &out;
+  if (WritePng(&st, pixels.data(), width, height, kColorTypes[channels - 1], static_cast<size_t>(width) * channels) != 0) {
+    return Status::Internal(fmt::format("EncodePng: {}", st.error));
+  }
+  return out;
+}
+
+}  // namespace stoke

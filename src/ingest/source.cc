@@ -1,0 +1,373 @@
+// See source.h: listing, kind detection, the labels join, and the column layout every kind shares.
+#include "ingest/source.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <unordered_map>
+
+#include "core/log.h"
+#include "core/text.h"
+#include "format/csv.h"
+#include "ingest/hdf5_source.h"
+#include "ingest/image_source.h"
+#include "ingest/npy_source.h"
+#include "io/object_storage.h"
+#include "io/uri.h"
+
+namespace stoke {
+namespace {
+
+bool ParseInt(std::string_view s, int64_t* out) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+bool ParseDouble(const std::string& s, double* out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  *out = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
+}
+bool ParseBool(std::string_view s, bool* out) {
+  if (s == "true" || s == "True" || s == "TRUE") return *out = true, true;
+  if (s == "false" || s == "False" || s == "FALSE") return *out = false, true;
+  return false;
+}
+
+// Integers become INT32 (INT64 when one does not fit), other numbers DOUBLE, true/false BOOLEAN,
+// anything else STRING. An empty cell is null and makes the column OPTIONAL.
+ColumnSpec InferLabelColumn(const std::string& name, const std::vector<std::string>& cells) {
+  bool all_int = true, all_double = true, all_bool = true, any_null = false;
+  int64_t lo = 0, hi = 0;
+  for (const auto& c : cells) {
+    if (c.empty()) {
+      any_null = true;
+      continue;
+    }
+    int64_t i;
+    double d;
+    bool b;
+    if (all_int && ParseInt(c, &i)) {
+      lo = std::min(lo, i);
+      hi = std::max(hi, i);
+    } else {
+      all_int = false;
+    }
+    if (all_double && !ParseDouble(c, &d)) all_double = false;
+    if (all_bool && !ParseBool(c, &b)) all_bool = false;
+  }
+  ColumnSpec spec;
+  spec.name = name;
+  spec.optional = any_null;
+  if (all_int) {
+    spec.type = (lo >= INT32_MIN && hi <= INT32_MAX) ? parquet::Type::kInt32 : parquet::Type::kInt64;
+  } else if (all_double) {
+    spec.type = parquet::Type::kDouble;
+  } else if (all_bool) {
+    spec.type = parquet::Type::kBoolean;
+  } else {
+    spec.type = parquet::Type::kByteArray;
+    spec.is_string = true;
+  }
+  return spec;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+}  // namespace
+
+std::optional<SourceKind> SourceKindOfFileName(std::string_view name) {
+  const std::string lower = Lower(name);
+  auto ends = [&](std::string_view suffix) {
+    return lower.size() > suffix.size() && lower.compare(lower.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends(".npy")) return SourceKind::kNpy;
+  if (ends(".npz")) return SourceKind::kNpz;
+  if (ends(".h5") || ends(".hdf5")) return SourceKind::kHdf5;
+  if (ends(".jpg") || ends(".jpeg") || ends(".png")) return SourceKind::kImages;
+  return std::nullopt;
+}
+
+namespace {
+
+Result<SourceKind> KindFromName(std::string_view what, std::string_view name) {
+  if (name == "npy") return SourceKind::kNpy;
+  if (name == "npz") return SourceKind::kNpz;
+  if (name == "hdf5") return SourceKind::kHdf5;
+  if (name == "images") return SourceKind::kImages;
+  return Status::InvalidArgument(fmt::format("{}: --format must be npy, npz, hdf5 or images, not '{}'", what, name));
+}
+
+Status MixedKinds(std::string_view what, const std::string& where, const std::string& a, SourceKind ka, const std::string& b,
+                  SourceKind kb) {
+  return Status::InvalidArgument(fmt::format("{}: '{}' mixes source kinds: '{}' ({}) and '{}' ({}); use one kind per "
+                                             "source (or --format to pick one)",
+                                             what, where, a, SourceKindName(ka), b, SourceKindName(kb)));
+}
+
+}  // namespace
+
+std::string_view SourceKindName(SourceKind kind) {
+  switch (kind) {
+    case SourceKind::kNpy: return "npy";
+    case SourceKind::kNpz: return "npz";
+    case SourceKind::kHdf5: return "hdf5";
+    case SourceKind::kImages: return "images";
+  }
+  return "unknown";
+}
+
+SourceItem SourceSet::item(int64_t k) const {
+  auto it = std::upper_bound(item_starts.begin(), item_starts.end(), k);
+  const size_t file = static_cast<size_t>(it - item_starts.begin()) - 1;
+  return SourceItem{static_cast<uint32_t>(file), k - item_starts[file]};
+}
+
+std::string SourceSet::FilePath(uint32_t file) const { return JoinPath(root, files[file].name); }
+
+Result<std::vector<LabelColumn>> JoinLabelsCsv(const std::string& labels_csv, const std::vector<DirEntry>& files,
+                                               const std::vector<std::string>& taken) {
+  std::vector<LabelColumn> labels;
+  if (labels_csv.empty()) return labels;
+  STOKE_ASSIGN_OR_RETURN(StorageLocation csv_at, ResolveStorageLocation(labels_csv));
+  STOKE_ASSIGN_OR_RETURN(auto text, ReadFileToString(*csv_at.storage, csv_at.path));
+  STOKE_ASSIGN_OR_RETURN(auto csv, ParseCsv(text, labels_csv));
+  auto file_col = std::find(csv.header.begin(), csv.header.end(), "file");
+  if (file_col == csv.header.end()) {
+    return Status::InvalidArgument(fmt::format("{}: needs a 'file' column naming each source file", labels_csv));
+  }
+  const size_t fc = static_cast<size_t>(file_col - csv.header.begin());
+  std::unordered_map<std::string, size_t> by_file;
+  for (size_t r = 0; r < csv.rows.size(); ++r) {
+    if (!by_file.emplace(csv.rows[r][fc], r).second) {
+      return Status::InvalidArgument(fmt::format("{}: file '{}' is listed twice", labels_csv, csv.rows[r][fc]));
+    }
+  }
+  std::vector<size_t> csv_row(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto it = by_file.find(files[i].name);
+    if (it == by_file.end()) {
+      return Status::InvalidArgument(fmt::format("{}: no row for source file '{}'", labels_csv, files[i].name));
+    }
+    csv_row[i] = it->second;
+  }
+  if (by_file.size() > files.size()) {
+    STOKE_LOG(kWarn, "ingest.labels_unused", "csv={} rows_without_file={}", labels_csv, by_file.size() - files.size());
+  }
+  for (size_t c = 0; c < csv.header.size(); ++c) {
+    if (c == fc) continue;
+    const std::string& name = csv.header[c];
+    if (std::find(taken.begin(), taken.end(), name) != taken.end()) {
+      return Status::InvalidArgument(fmt::format("{}: column '{}' clashes with a column stoke writes", labels_csv, name));
+    }
+    LabelColumn lc;
+    lc.cells.reserve(files.size());
+    for (size_t i = 0; i < files.size(); ++i) lc.cells.push_back(std::move(csv.rows[csv_row[i]][c]));
+    lc.spec = InferLabelColumn(name, lc.cells);
+    if (lc.spec.is_string) {
+      // Parquet's STRING is UTF-8; other encodings would be misread by every reader.
+      for (size_t i = 0; i < lc.cells.size(); ++i) {
+        if (!IsValidUtf8(lc.cells[i])) {
+          return Status::InvalidArgument(fmt::format("{}: column '{}', row for '{}': not valid UTF-8 (re-save the CSV as UTF-8)",
+                                                     labels_csv, name, files[i].name));
+        }
+      }
+    }
+    labels.push_back(std::move(lc));
+  }
+  return labels;
+}
+
+ColumnValues LabelValues(const LabelColumn& col, std::span<const SourceItem> items) {
+  ColumnValues v{EmptyValuesFor(col.spec.type), {}};
+  if (col.spec.optional) v.defined.reserve(items.size());
+  for (const SourceItem& item : items) {
+    const std::string& c = col.cells[item.file];
+    if (col.spec.optional) v.defined.push_back(!c.empty());
+    if (c.empty()) continue;
+    std::visit(
+        [&](auto& out) {
+          using T = typename std::decay_t<decltype(out)>::value_type;
+          if constexpr (std::is_same_v<T, std::string>) {
+            out.push_back(c);
+          } else if constexpr (std::is_same_v<T, uint8_t>) {
+            bool b = false;
+            ParseBool(c, &b);
+            out.push_back(b);
+          } else if constexpr (std::is_same_v<T, double>) {
+            double d = 0;
+            ParseDouble(c, &d);
+            out.push_back(d);
+          } else {
+            int64_t i = 0;
+            ParseInt(c, &i);
+            out.push_back(static_cast<T>(i));
+          }
+        },
+        v.values);
+  }
+  return v;
+}
+
+Status SetColumns(SourceSet* set, bool has_index, std::vector<ColumnSpec> own) {
+  std::vector<ColumnSpec> columns;
+  columns.push_back({.name = "id", .type = parquet::Type::kInt64});
+  columns.push_back({.name = "file", .type = parquet::Type::kByteArray, .is_string = true});
+  if (has_index) columns.push_back({.name = "index", .type = parquet::Type::kInt64});
+  for (const auto& l : set->labels) columns.push_back(l.spec);
+  set->has_index = has_index;
+  set->first_source_column = columns.size();
+  for (auto& c : own) columns.push_back(std::move(c));
+  // Names the labels CSV shares with the source's own columns: the writer would refuse them later
+  // as duplicates; say where they come from.
+  for (const auto& l : set->labels) {
+    for (size_t c = set->first_source_column; c < columns.size(); ++c) {
+      if (columns[c].name == l.spec.name) {
+        return Status::InvalidArgument(fmt::format("labels column '{}' clashes with a column of the {} source", l.spec.name,
+                                                   SourceKindName(set->kind)));
+      }
+    }
+  }
+  STOKE_RETURN_IF_ERROR(ValidateColumns(columns));
+  set->columns = std::move(columns);
+  return Status::OK();
+}
+
+SourceSet WithoutLabel(const SourceSet& sources, size_t label) {
+  SourceSet s = sources;
+  s.labels.erase(s.labels.begin() + static_cast<std::ptrdiff_t>(label));
+  s.columns.erase(s.columns.begin() + static_cast<std::ptrdiff_t>(sources.first_label_column() + label));
+  s.first_source_column -= 1;
+  return s;
+}
+
+WholeFileReader::WholeFileReader(Storage& storage) : objects_(dynamic_cast<ObjectStorage*>(&storage)) {
+  if (objects_ != nullptr) pool_ = std::make_unique<ThreadPool>(kFetchThreads);
+}
+
+WholeFileReader::~WholeFileReader() = default;
+
+Status WholeFileReader::ForEach(const SourceSet& set, std::span<const SourceItem> items,
+                                const std::function<Status(size_t, ByteView)>& use) const {
+  if (objects_ == nullptr) {
+    AlignedBuffer buffer;
+    int64_t loaded = -1;  // the file in `buffer`
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (static_cast<int64_t>(items[i].file) != loaded) {
+        STOKE_ASSIGN_OR_RETURN(auto f, set.storage->OpenForRead(set.FilePath(items[i].file)));
+        buffer.Resize(f->size());
+        STOKE_RETURN_IF_ERROR(f->ReadAt(0, buffer.mutable_view()));
+        loaded = items[i].file;
+      }
+      STOKE_RETURN_IF_ERROR(use(i, buffer.view()));
+    }
+    return Status::OK();
+  }
+  std::vector<AlignedBuffer> fetched;
+  std::vector<size_t> slot(items.size());  // items[i]'s file in `fetched`
+  for (size_t begin = 0; begin < items.size();) {
+    // The next batch: up to kBatch distinct files.
+    std::vector<uint32_t> files;
+    size_t end = begin;
+    for (; end < items.size(); ++end) {
+      if (files.empty() || files.back() != items[end].file) {
+        if (files.size() == kBatch) break;
+        files.push_back(items[end].file);
+      }
+      slot[end] = files.size() - 1;
+    }
+    fetched.clear();
+    fetched.resize(files.size());
+    STOKE_RETURN_IF_ERROR(ParallelFor(*pool_, files.size(), [&](size_t j) -> Status {
+      fetched[j].Resize(set.files[files[j]].size);
+      return objects_->ReadRanges(set.FilePath(files[j]), {ByteRangeRead{0, fetched[j].mutable_view()}})[0];
+    }));
+    for (size_t i = begin; i < end; ++i) STOKE_RETURN_IF_ERROR(use(i, fetched[slot[i]].view()));
+    begin = end;
+  }
+  return Status::OK();
+}
+
+Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
+  if (o.source.empty()) return Status::InvalidArgument(fmt::format("{}: a source directory or file is required", what));
+  std::optional<SourceKind> forced;
+  if (!o.format.empty()) {
+    STOKE_ASSIGN_OR_RETURN(forced, KindFromName(what, o.format));
+  }
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.source));
+  SourceSet set;
+  set.storage = std::move(where.storage);
+  Storage& fs = *set.storage;
+
+  // One file, or a directory.
+  auto stat = fs.Stat(where.path);
+  if (stat.ok() && !stat->is_directory) {
+    auto kind = forced ? forced : SourceKindOfFileName(stat->name);
+    if (!kind) {
+      return Status::InvalidArgument(fmt::format("{}: '{}' is not a .npy, .npz, .h5, .hdf5, .jpg, .jpeg or .png file "
+                                                 "(or give --format)", what, o.source));
+    }
+    set.kind = *kind;
+    set.root = ParentPath(where.path);
+    DirEntry e = *stat;
+    set.files.push_back(std::move(e));
+  } else {
+    set.root = where.path;
+    STOKE_ASSIGN_OR_RETURN(auto entries, fs.List(set.root));
+    std::optional<SourceKind> kind = forced;
+    std::string first_name;
+    bool has_directories = false;
+    for (auto& e : entries) {
+      if (e.is_directory) {
+        has_directories = has_directories || e.name.empty() || e.name[0] != '.';
+        continue;
+      }
+      auto k = SourceKindOfFileName(e.name);
+      if (!k) continue;
+      if (forced) {
+        if (*k != *forced) continue;
+      } else if (kind && *k != *kind) {
+        return MixedKinds(what, o.source, first_name, *kind, e.name, *k);
+      }
+      if (!kind) first_name = e.name;
+      kind = *k;
+      if (*k != SourceKind::kImages) set.files.push_back(std::move(e));
+    }
+    // Images in class directories (ImageFolder) and none at the top.
+    if (!kind && has_directories) kind = SourceKind::kImages;
+    if (!kind) {
+      return Status::InvalidArgument(fmt::format("{}: no .npy, .npz, .h5, .hdf5, .jpg, .jpeg or .png files in '{}'", what,
+                                                 o.source));
+    }
+    set.kind = *kind;
+    if (set.kind == SourceKind::kImages) {
+      set.files.clear();
+      STOKE_RETURN_IF_ERROR(ListImages(o, what, &set));
+    }
+    if (set.files.empty()) {
+      return Status::InvalidArgument(fmt::format("{}: no {} files in '{}'", what, SourceKindName(set.kind), o.source));
+    }
+  }
+  std::sort(set.files.begin(), set.files.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  // Names go into the `file` column, a Parquet STRING: UTF-8 only.
+  for (const DirEntry& e : set.files) {
+    if (!IsValidUtf8(e.name)) {
+      return Status::InvalidArgument(fmt::format("{}: source file name '{}' in '{}' is not valid UTF-8 (rename it)", what,
+                                                 EscapeNonUtf8(e.name), o.source));
+    }
+  }
+  switch (set.kind) {
+    case SourceKind::kNpy:
+    case SourceKind::kNpz: STOKE_RETURN_IF_ERROR(PlanNpy(o, what, &set)); break;
+    case SourceKind::kHdf5: STOKE_RETURN_IF_ERROR(PlanHdf5(o, what, &set)); break;
+    case SourceKind::kImages: STOKE_RETURN_IF_ERROR(PlanImages(o, what, &set)); break;
+  }
+  return set;
+}
+
+}  // namespace stoke

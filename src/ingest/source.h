@@ -1,0 +1,162 @@
+// Sources of samples for `stoke ingest` and `stoke convert`: one interface over directories of
+// .npy/.npz files, HDF5 files and JPEG/PNG images. Planning a source lists its files, decides the
+// table's columns and numbers its items (an item is one sample: a source file and the sample's
+// position in it); a reader fills the source's columns for a run of items, one row group at a time,
+// so that each kind reads its own way (HDF5 a hyperslab of rows at once, images and .npy on object
+// stores many files in flight). The writer (source_writer.h) and the table ingest work on any source.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "format/parquet_column.h"
+#include "format/parquet_writer.h"
+#include "io/storage.h"
+
+namespace stoke {
+
+class ObjectStorage;
+
+// Persisted nowhere; names are the --format values.
+enum class SourceKind { kNpy, kNpz, kHdf5, kImages };
+
+// "npy", "npz", "hdf5", "images".
+std::string_view SourceKindName(SourceKind kind);
+
+// The kind a file name says by its extension, in any case: .npy, .npz, .h5/.hdf5, .jpg/.jpeg/.png.
+std::optional<SourceKind> SourceKindOfFileName(std::string_view name);
+
+// One sample of a source: file `file` (an index into SourceSet::files), sample `index` within it
+// (0 for files of one sample).
+struct SourceItem {
+  uint32_t file = 0;
+  int64_t index = 0;
+};
+
+// One labels column: its Parquet type and its cell per source file (a file's samples share it).
+struct LabelColumn {
+  ColumnSpec spec;
+  std::vector<std::string> cells;  // by source file index; "" = null
+};
+
+// What planning is asked for. The options of every kind, each used by its kind only.
+struct SourceOptions {
+  std::string source;                     // a directory or a single file; a local path or a URI
+  std::string labels_csv;                 // optional CSV with a `file` column (the file's name relative to
+                                          // the source directory), joined on it
+  std::string format;                     // "" detects the kind from the file names; or npy, npz, hdf5, images
+  std::string npy_column = "data";        // .npy: the tensor column's name
+  std::vector<std::string> datasets;      // HDF5: the datasets to read (empty: all of them)
+  std::string hdf5_samples = "auto";      // HDF5: auto, axis0 or file (docs/format.md, "HDF5 sources")
+  size_t threads = 0;                     // planning threads for sources that open every file; 0 = 8
+};
+
+// The planning options of a tool's options (IngestOptions, ConvertOptions: the same field names).
+template <typename ToolOptions>
+SourceOptions SourceOptionsOf(const ToolOptions& o) {
+  SourceOptions so;
+  so.source = o.source_dir;
+  so.labels_csv = o.labels_csv;
+  so.format = o.format;
+  so.npy_column = o.tensor_column;
+  so.datasets = o.datasets;
+  so.hdf5_samples = o.hdf5_samples;
+  so.threads = o.threads;
+  return so;
+}
+
+class SourceReader;
+
+// A planned source: where it is, its items in order, and the columns of the rows they become.
+struct SourceSet {
+  SourceKind kind = SourceKind::kNpy;
+  std::shared_ptr<Storage> storage;       // where the sources are (local, Azure Blob, S3)
+  std::string root;                       // the source directory's path in `storage`
+  std::vector<DirEntry> files;            // sorted by name; names relative to root ("cat/0001.jpg")
+  // Items of file f are [item_starts[f], item_starts[f + 1]): sample i of file f is item
+  // item_starts[f] + i. item_starts.size() == files.size() + 1.
+  std::vector<int64_t> item_starts;
+  std::vector<LabelColumn> labels;
+  // id, file, [index], labels..., the source's own columns (scalars first, then tensors and blobs).
+  std::vector<ColumnSpec> columns;
+  bool has_index = false;                 // columns[2] is `index` (files of several samples)
+  size_t first_source_column = 0;         // index in `columns` of the first of the source's own columns
+  int64_t sample_bytes = 0;               // bytes per row, for row group and file sizes (mean for blobs)
+  // Key-value metadata the data files' footers carry and the Delta configuration records, besides
+  // stoke.tensors and stoke.blobs (e.g. stoke.images, stoke.classes).
+  std::map<std::string, std::string> metadata;
+  // ImageFolder: the class names, label i = classes[i] (also in metadata under stoke.classes).
+  std::vector<std::string> classes;
+  std::shared_ptr<const SourceReader> reader;
+
+  int64_t num_items() const { return item_starts.back(); }
+  SourceItem item(int64_t k) const;       // REQUIRES: 0 <= k < num_items()
+  size_t first_label_column() const { return has_index ? 3 : 2; }
+  std::string FilePath(uint32_t file) const;  // the file's path in `storage`
+};
+
+// Reads the source's own columns (columns[first_source_column...]) of a run of items into a row group.
+class SourceReader {
+ public:
+  virtual ~SourceReader() = default;
+  // Appends the cells of `items` (in order) to `enc`: one AppendTensor per item for each tensor and
+  // blob column, one SetScalars for each scalar column. Returns the source bytes read, for progress.
+  // Errors name the file (and the dataset or row where it applies). Thread-safe: encoding tasks call
+  // it concurrently, each with its own encoder.
+  virtual Result<uint64_t> ReadRows(const SourceSet& set, std::span<const SourceItem> items, RowGroupEncoder& enc) const = 0;
+};
+
+// Plans a source: lists it (a directory, or one file), finds its kind (options.format, or the file
+// names: .npy, .npz, .h5/.hdf5, .jpg/.jpeg/.png; kinds cannot be mixed), reads what sets the columns
+// (the first .npy/.npz file, every HDF5 file's layout, the image directory tree) and joins the labels
+// CSV. `what` names the command in errors ("convert", "ingest").
+Result<SourceSet> PlanSources(const SourceOptions& options, std::string_view what);
+
+// The same sources without label column `label` (a partition column: its values go into directory
+// names and the table log, not into the data files).
+SourceSet WithoutLabel(const SourceSet& sources, size_t label);
+
+// ---- used by the kinds' planners (source.cc, *_source.cc) ----------------------------------------
+
+// Joins the labels CSV on the files' names (each file needs a row) and infers each column's type:
+// integers INT32 (INT64 when one does not fit), other numbers DOUBLE, true/false BOOLEAN, anything
+// else STRING (UTF-8 checked); an empty cell is null and makes the column OPTIONAL. `taken` holds the
+// column names stoke writes itself, which the CSV may not use.
+Result<std::vector<LabelColumn>> JoinLabelsCsv(const std::string& labels_csv, const std::vector<DirEntry>& files,
+                                               const std::vector<std::string>& taken);
+
+// The cells of `col` for `items`, as typed values.
+ColumnValues LabelValues(const LabelColumn& col, std::span<const SourceItem> items);
+
+// Fills set->columns (id, file, [index], labels, then `own`), first_source_column and has_index, and
+// validates the schema.
+Status SetColumns(SourceSet* set, bool has_index, std::vector<ColumnSpec> own);
+
+// Whole source files for a reader. On an object store every file costs a request of tens of
+// milliseconds, so files are fetched kBatch at a time (one GET each, sizes from the listing) on a
+// pool of kFetchThreads threads shared by every caller; elsewhere they are read one at a time.
+// Memory: kBatch files per caller. Thread-safe.
+class WholeFileReader {
+ public:
+  static constexpr size_t kBatch = 64;
+  static constexpr size_t kFetchThreads = 32;
+  explicit WholeFileReader(Storage& storage);
+  ~WholeFileReader();
+  // Calls use(i, bytes) for i in [0, items.size()), in order, with the whole file of items[i] (items
+  // of the same file in a row share one read).
+  Status ForEach(const SourceSet& set, std::span<const SourceItem> items,
+                 const std::function<Status(size_t, ByteView)>& use) const;
+
+ private:
+  ObjectStorage* objects_ = nullptr;  // the storage when it is an object store
+  std::unique_ptr<ThreadPool> pool_;  // object stores only
+};
+
+}  // namespace stoke

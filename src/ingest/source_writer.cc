@@ -1,0 +1,210 @@
+// See source_writer.h. At most threads + 1 row groups are in memory at once, so memory stays
+// bounded whatever the number of files.
+#include "ingest/source_writer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <future>
+#include <set>
+
+#include "core/buffer_pool.h"
+#include "core/log.h"
+#include "core/text.h"
+#include "core/thread_pool.h"
+#include "table/delta_log.h"
+
+namespace stoke {
+namespace {
+
+template <typename T>
+bool IsReady(const std::future<T>& f) {
+  return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// A row group holds at most this many rows, so that its OffsetIndex stays under the one million
+// list elements that Arrow's Thrift reader accepts.
+constexpr int64_t kMaxRowsPerRowGroup = 1'000'000;
+
+}  // namespace
+
+FileSetLayout LayoutForSizes(int64_t sample_bytes, int64_t rows, int64_t row_group_bytes, int64_t target_file_bytes) {
+  const int64_t per_sample = std::max<int64_t>(sample_bytes, 1);
+  FileSetLayout l;
+  // A row group never exceeds the file it belongs to.
+  l.rows_per_group = std::clamp<int64_t>(std::min(row_group_bytes, target_file_bytes) / per_sample, 1, kMaxRowsPerRowGroup);
+  l.rows_per_file = std::max<int64_t>(1, target_file_bytes / per_sample / l.rows_per_group) * l.rows_per_group;
+  return l;
+}
+
+Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::vector<int64_t>& rows,
+                                                 const std::vector<int64_t>& ids, const FileSetLayout& layout,
+                                                 const WriterOptions& base_options, size_t threads, ProgressBar* progress) {
+  Storage& fs = layout.storage != nullptr ? *layout.storage : LocalStorage();
+  if (ids.size() != rows.size()) return Status::InvalidArgument("WriteSourceRows: one id per row needed");
+  if (layout.rows_per_file <= 0 || layout.rows_per_group <= 0) return Status::InvalidArgument("bad file layout");
+  const std::string out_dir = layout.single_file.empty() ? layout.dir : ParentPath(layout.single_file);
+  if (!out_dir.empty()) STOKE_RETURN_IF_ERROR(fs.CreateDirectories(out_dir));
+  WriterOptions options = base_options;
+  for (const auto& [key, value] : s.metadata) options.key_value_metadata.push_back({key, value});
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const int64_t per_file = layout.single_file.empty() ? layout.rows_per_file : std::max<int64_t>(n, 1);
+  struct Group {
+    int64_t begin, end;  // positions in `rows`
+    size_t file;
+  };
+  std::vector<Group> groups;
+  for (int64_t f = 0; f * per_file < n; ++f) {
+    for (int64_t b = f * per_file; b < std::min(n, (f + 1) * per_file); b += layout.rows_per_group) {
+      groups.push_back({b, std::min({b + layout.rows_per_group, (f + 1) * per_file, n}), static_cast<size_t>(f)});
+    }
+  }
+  std::vector<WrittenFile> written;
+
+  // Page buffers circulate between the encoders and the writer: in steady state no memory is
+  // freshly faulted in.
+  BufferPool page_buffers;
+  auto encode = [&](const Group& g) -> Result<EncodedRowGroup> {
+    RowGroupEncoder enc(s.columns, options, &page_buffers);
+    std::vector<SourceItem> items;
+    items.reserve(static_cast<size_t>(g.end - g.begin));
+    for (int64_t k = g.begin; k < g.end; ++k) items.push_back(s.item(rows[static_cast<size_t>(k)]));
+    STOKE_ASSIGN_OR_RETURN(uint64_t bytes, s.reader->ReadRows(s, items, enc));
+    std::vector<int64_t> row_ids(ids.begin() + g.begin, ids.begin() + g.end);
+    std::vector<std::string> names;
+    std::vector<int64_t> index;
+    names.reserve(items.size());
+    for (const SourceItem& item : items) {
+      names.push_back(s.files[item.file].name);
+      if (s.has_index) index.push_back(item.index);
+    }
+    STOKE_RETURN_IF_ERROR(enc.SetScalars(0, ColumnValues{std::move(row_ids), {}}));
+    STOKE_RETURN_IF_ERROR(enc.SetScalars(1, ColumnValues{std::move(names), {}}));
+    if (s.has_index) STOKE_RETURN_IF_ERROR(enc.SetScalars(2, ColumnValues{std::move(index), {}}));
+    for (size_t l = 0; l < s.labels.size(); ++l) {
+      STOKE_RETURN_IF_ERROR(enc.SetScalars(s.first_label_column() + l, LabelValues(s.labels[l], items)));
+    }
+    if (progress != nullptr) progress->Add(items.size(), bytes);
+    return enc.Finish();
+  };
+
+  ThreadPool pool(threads);
+  const size_t window = pool.size() + 1;
+  std::vector<std::future<Result<EncodedRowGroup>>> pending(groups.size());
+  size_t submitted = 0;
+  auto submit_up_to = [&](size_t limit) {
+    for (; submitted < std::min(limit, groups.size()); ++submitted) {
+      auto task = std::make_shared<std::packaged_task<Result<EncodedRowGroup>()>>(
+          [&encode, g = groups[submitted]] { return encode(g); });
+      pending[submitted] = task->get_future();
+      pool.Submit([task] { (*task)(); });
+    }
+  };
+
+  std::unique_ptr<ParquetFileWriter> writer;
+  std::string final_path;
+  // Finishing a file (footer, flush, fdatasync, rename; on object stores the upload) runs on its
+  // own threads while this one goes on with the next file: with one file per sample, finishing is
+  // most of the work, and fdatasyncs in flight together cost about one. At most kMaxFinishing
+  // files wait to be finished (each holds at most its staging buffer).
+  const size_t finish_threads = fs.CreateIsAtomic() ? 16 : 8;
+  const size_t kMaxFinishing = 2 * finish_threads;
+  ThreadPool finish_pool(finish_threads);
+  struct Finishing {
+    std::string tmp, final;
+    std::future<Result<WrittenFile>> done;
+  };
+  std::deque<Finishing> finishing;
+  std::vector<std::string> cleanup;  // on failure: files of this call that may exist
+  Status finish_status;
+  auto collect_oldest = [&] {
+    Finishing f = std::move(finishing.front());
+    finishing.pop_front();
+    Result<WrittenFile> r = f.done.get();
+    if (r.ok()) {
+      STOKE_LOG(kInfo, "ingest.file_written", "path={} rows={} bytes={}", r->path, r->rows, r->bytes);
+      written.push_back(std::move(*r));
+    } else {
+      if (finish_status.ok()) finish_status = r.status();
+      cleanup.push_back(f.tmp);
+      cleanup.push_back(f.final);
+    }
+  };
+  auto finish_file = [&]() -> Status {
+    if (!writer) return Status::OK();
+    auto task = std::make_shared<std::packaged_task<Result<WrittenFile>()>>(
+        [&fs, &s, w = std::shared_ptr<ParquetFileWriter>(std::move(writer)), final_path]() -> Result<WrittenFile> {
+          STOKE_RETURN_IF_ERROR(w->Close());
+          if (w->path() != final_path) STOKE_RETURN_IF_ERROR(fs.Rename(w->path(), final_path));
+          return WrittenFile{final_path, w->num_rows(), w->bytes_written(),
+                             delta::StatsJsonFromFooter(w->metadata(), s.columns), NowMillis()};
+        });
+    finishing.push_back({InProgressPath(fs, final_path), final_path, task->get_future()});
+    finish_pool.Submit([task] { (*task)(); });
+    while (finishing.size() > kMaxFinishing || (!finishing.empty() && IsReady(finishing.front().done))) collect_oldest();
+    return finish_status;
+  };
+
+  Status status;
+  size_t current_file = SIZE_MAX;
+  for (size_t i = 0; i < groups.size() && status.ok(); ++i) {
+    submit_up_to(i + window);
+    Result<EncodedRowGroup> rg = pending[i].get();
+    if (!rg.ok()) {
+      status = rg.status();
+      break;
+    }
+    if (groups[i].file != current_file) {
+      status = finish_file();
+      if (!status.ok()) break;
+      current_file = groups[i].file;
+      final_path = !layout.single_file.empty()
+                       ? layout.single_file
+                       : JoinPath(layout.dir, fmt::format("part-{:05}-{}.parquet", current_file, RandomUuid()));
+      // Written under a temporary name and renamed when complete (or, on object stores, visible
+      // only once complete): a crash never leaves a truncated file under a final name.
+      std::string tmp = InProgressPath(fs, final_path);
+      auto w = ParquetFileWriter::Create(fs, tmp, s.columns, options);
+      if (!w.ok()) {
+        status = w.status();
+        break;
+      }
+      writer = std::move(*w);
+    }
+    status = writer->WriteRowGroup(std::move(*rg), &page_buffers);
+  }
+  if (status.ok()) status = finish_file();
+  // Tasks reference this frame: wait for every submitted one before returning.
+  for (size_t i = 0; i < submitted; ++i) {
+    if (pending[i].valid()) pending[i].wait();
+  }
+  while (!finishing.empty()) collect_oldest();
+  if (status.ok()) status = finish_status;
+  if (!status.ok()) {
+    if (writer) cleanup.push_back(writer->path());
+    writer.reset();
+    for (const auto& p : cleanup) (void)fs.Delete(p);
+    for (const auto& w : written) (void)fs.Delete(w.path);
+    return status;
+  }
+  // The renames published the files; a power loss could still undo them until their directories
+  // are synced, and a commit must never refer to a file that may vanish.
+  std::set<std::string> dirs;
+  for (const auto& w : written) dirs.insert(ParentPath(w.path));
+  for (const auto& d : dirs) {
+    status = fs.SyncDirectory(d);
+    if (!status.ok()) {
+      for (const auto& w : written) (void)fs.Delete(w.path);
+      return status;
+    }
+  }
+  return written;
+}
+
+}  // namespace stoke

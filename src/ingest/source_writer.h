@@ -1,0 +1,52 @@
+// The parallel writer that turns chosen items of any source (source.h) into Parquet files with one
+// sample per page: row groups are encoded on a thread pool (the source's reader fills each one)
+// while the calling thread appends finished row groups to the output files in order. Used by
+// `stoke convert` (plain files) and `stoke ingest` (files of a Delta table).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/progress.h"
+#include "format/parquet_writer.h"
+#include "ingest/source.h"
+#include "io/storage.h"
+
+namespace stoke {
+
+// A data file written and complete under its final name. Small at any file count: the footer is
+// reduced to its Delta statistics when the file is finished.
+struct WrittenFile {
+  std::string path;                 // where it was written
+  int64_t rows = 0;
+  uint64_t bytes = 0;
+  std::string stats;                // the add action's stats JSON (delta::StatsJsonFromFooter)
+  int64_t modification_time_ms = 0; // when it was finished, ms since the epoch
+};
+
+struct FileSetLayout {
+  Storage* storage = nullptr;       // where to write (nullptr: the local file system)
+  // Either one file (single_file) or part files "part-NNNNN-<uuid>.parquet" under `dir` (paths in
+  // `storage`).
+  std::string single_file;
+  std::string dir;
+  int64_t rows_per_file = 0;        // > 0; a multiple of rows_per_group unless smaller than it
+  int64_t rows_per_group = 0;       // > 0
+};
+
+// The rows per row group and per file for target sizes in bytes (at most 1,000,000 rows per row
+// group, so every OffsetIndex stays within Arrow's list limit).
+FileSetLayout LayoutForSizes(int64_t sample_bytes, int64_t rows, int64_t row_group_bytes, int64_t target_file_bytes);
+
+// Writes the items `items` of `sources` (item numbers, see SourceSet::item, in this order) with the
+// ids `ids` (one per item): row groups are encoded on `threads` threads (0 = one per core) while
+// this thread appends them in order, at most threads + 1 row groups in memory. Every file's footer
+// carries sources.metadata. Files are written as "<name>.inprogress" and renamed when complete
+// (finished on a small pool of threads, so that many small files sync in parallel); on error every
+// file of this call is deleted. The result is in file order.
+Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& sources, const std::vector<int64_t>& items,
+                                                 const std::vector<int64_t>& ids, const FileSetLayout& layout,
+                                                 const WriterOptions& options, size_t threads, ProgressBar* progress);
+
+}  // namespace stoke
