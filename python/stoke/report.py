@@ -38,7 +38,7 @@ PIPELINE = ("fetch", "decode", "transform", "collate")      # order of the stage
 STALL_STAGES = PIPELINE + ("copy", "other")
 STAGE_COLORS = {"fetch": "#4e79a7", "decode": "#f28e2b", "transform": "#59a14f", "collate": "#b07aa1",
                 "copy": "#edc948", "other": "#bab0ac", "wait": "#e15759", "plan": "#9cc3e6"}
-STEP_COLORS = {"data wait": "#e15759", "host-to-device": "#edc948", "forward/backward": "#76b7b2",
+STEP_COLORS = {"data wait": "#ff9da7", "host-to-device": "#edc948", "forward/backward": "#76b7b2",
                "optimizer": "#9c755f"}
 _ORDER = {"plan": 0, "fetch": 0, "decode": 1, "transform": 2, "collate": 3}
 
@@ -304,11 +304,12 @@ def timeline_svg(trace: Trace, steps: Optional[Sequence[Dict[str, float]]], offs
                 t += s[key]
         lanes.append(("trainer step", spans))
     tids = sorted({s.tid for s in trace.spans})
-    for tid in tids:
+    names = [trace.threads.get(tid, f"thread-{tid}") for tid in tids]
+    for tid, name in zip(tids, names):
         spans = [(max(s.start, lo) - lo, min(s.end, hi) - lo, s.stage) for s in trace.spans
                  if s.tid == tid and s.end >= lo and s.start <= hi]
-        if spans:
-            lanes.append((trace.threads.get(tid, f"thread-{tid}"), spans))
+        if spans:  # each epoch's run has threads of its own: same names, other thread numbers
+            lanes.append((name if names.count(name) == 1 else f"{name} ({tid})", spans))
     colors = dict(STAGE_COLORS)
     if steps and offset is not None:
         colors.update(STEP_COLORS)
@@ -345,6 +346,8 @@ def section_html(trace: Trace, steps: Optional[Sequence[Dict[str, float]]], att:
         facts.append(["trainer's data wait (s), Python included",
                       H.Num(att["trainer_data_wait_seconds"], H.pointer(*p, "trainer_data_wait_seconds"), ".3f")])
     busy = [[st, H.Num(v, H.pointer(*p, "busy_seconds", st), ".3f")] for st, v in sorted(att["busy_seconds"].items())]
+    busy_note = ("Busy time per stage: the sum of its spans over all threads. Fetch spans run from a read's "
+                 "submission to its completion and overlap (many reads are in flight), so fetch can exceed the run's time.")
     return H.section(
         title,
         H.paragraph("For every consumer wait the loader recorded, the stage that held its batch back: at each "
@@ -356,7 +359,8 @@ def section_html(trace: Trace, steps: Optional[Sequence[Dict[str, float]]], att:
         bars,
         svg,
         H.table(["batch", "wait (s)", "behind", "seconds by stage"], longest, caption="Longest stalls"),
-        H.table(["stage", "busy seconds (all threads)"], busy, caption="Busy time per stage in the trace"),
+        H.table(["stage", "seconds"], busy, caption="Busy time per stage"),
+        H.paragraph(busy_note),
         id=chart_prefix,
     )
 

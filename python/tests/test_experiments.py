@@ -90,7 +90,8 @@ def runs(tmp_path_factory):
 def test_deepiq_small(runs):
     doc, stdout, out = runs("deepiq")
     assert doc["experiment"] == "deepiq" and doc["scale"] == "small" and doc["storage"]["kind"] == "azurite"
-    assert doc["storage"]["latency_ms"] == common.DEFAULT_LATENCY_MS
+    from stoke.experiments import deepiq
+    assert doc["storage"]["latency_ms"] == deepiq.LATENCY_MS and doc["storage"]["bandwidth_bytes_per_s"] == 125e6
     cells = {(c["device"], c["layout"]): c for c in doc["cells"]}
     assert set(cells) >= {("cpu", "per_file"), ("cpu", "table")}
     import torch

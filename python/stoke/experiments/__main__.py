@@ -8,7 +8,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 # The loader's threads share the cores with torch's OpenMP threads; spinning idle OpenMP threads
 # take CPU from them. Let them sleep unless the environment says otherwise (read when torch loads).

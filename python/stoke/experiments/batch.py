@@ -293,6 +293,19 @@ def terminal(result: Dict[str, Any]) -> str:
                                    f"{result['storage']['text']}") + f"\nnote: {result['workload']['note']}"
 
 
+def _by_batch(runs: Sequence[Dict[str, Any]], s: Dict[str, Any], key: str) -> List[H.Series]:
+    """One series per loader and process count: measured[key] against the batch size."""
+    out = []
+    for ld in LOADERS:
+        for p in s["processes"]:
+            idx = [i for i, r in enumerate(runs) if r["loader"] == ld and r["processes"] == p]
+            out.append(H.Series(f"{LOADER_TITLES[ld]}, {p} process{'es' if p > 1 else ''}",
+                                [runs[i]["measured"][key] for i in idx],
+                                [H.pointer("runs", i, "measured", key) for i in idx],
+                                xs=[runs[i]["batch_size"] for i in idx]))
+    return out
+
+
 def report_html(result: Dict[str, Any], out_dir: Path) -> str:
     s = result["schedule"]
     runs = result["runs"]
@@ -312,27 +325,12 @@ def report_html(result: Dict[str, Any], out_dir: Path) -> str:
     table = H.table(["loader", "processes", "batch (global)", "learning rate", "samples/s", "training time (s)",
                      "final val accuracy", f"time to {s['target_accuracy']:g} (s)", "efficiency vs 1 process"], rows,
                     caption="Every run")
-    series = []
-    for ld in LOADERS:
-        for p in s["processes"]:
-            idx = [i for i, r in enumerate(runs) if r["loader"] == ld and r["processes"] == p]
-            series.append(H.Series(f"{LOADER_TITLES[ld]}, {p} process{'es' if p > 1 else ''}",
-                                   [runs[i]["measured"]["samples_per_second"] for i in idx],
-                                   [H.pointer("runs", i, "measured", "samples_per_second") for i in idx],
-                                   xs=[runs[i]["batch_size"] for i in idx]))
-    sps_chart = H.line_chart("Training throughput against the batch size", series, x_label="batch size (global)",
-                             y_label="samples/s", chart_id="batch-throughput", log_x=True, y_min=0.0)
-    tts = []
-    for ld in LOADERS:
-        for p in s["processes"]:
-            idx = [i for i, r in enumerate(runs) if r["loader"] == ld and r["processes"] == p]
-            tts.append(H.Series(f"{LOADER_TITLES[ld]}, {p} process{'es' if p > 1 else ''}",
-                                [runs[i]["measured"]["time_to_target_seconds"] for i in idx],
-                                [H.pointer("runs", i, "measured", "time_to_target_seconds") for i in idx],
-                                xs=[runs[i]["batch_size"] for i in idx]))
-    tts_chart = H.line_chart(f"Training time to {s['target_accuracy']:g} validation accuracy (no mark: not reached)",
-                             tts, x_label="batch size (global)", y_label="seconds", chart_id="batch-time-to-accuracy",
+    sps_chart = H.line_chart("Training throughput against the batch size", _by_batch(runs, s, "samples_per_second"),
+                             x_label="batch size (global)", y_label="samples/s", chart_id="batch-throughput",
                              log_x=True, y_min=0.0)
+    tts_chart = H.line_chart(f"Training time to {s['target_accuracy']:g} validation accuracy (no mark: not reached)",
+                             _by_batch(runs, s, "time_to_target_seconds"), x_label="batch size (global)",
+                             y_label="seconds", chart_id="batch-time-to-accuracy", log_x=True, y_min=0.0)
     effs = result["measured"]["efficiency"]
     eff_chart = H.bar_chart("Efficiency of 2 processes against 1", [str(b) for b in s["batch_sizes"]],
                             [H.Series(LOADER_TITLES[ld],
@@ -345,13 +343,12 @@ def report_html(result: Dict[str, Any], out_dir: Path) -> str:
     epoch_rows = []
     for i, r in enumerate(runs):
         for j, e in enumerate(r["epochs"]):
-            ph = e["measured"]["phases_per_step"]
             base = ("runs", i, "epochs", j)
             epoch_rows.append([LOADER_TITLES[r["loader"]], r["processes"], r["batch_size"], e["epoch"],
-                               *[H.Num(ph[k], H.pointer(*base, "measured", "phases_per_step", k), ".4f") for k in train.PHASES],
+                               *train.phase_cells(e, *base),
                                H.Num(e["measured"]["seconds"], H.pointer(*base, "measured", "seconds"), ".2f"),
                                H.Num(e["val_accuracy"], H.pointer(*base, "val_accuracy"), ".3f")])
-    per_epoch = H.table(["loader", "processes", "batch", "epoch", *[f"{train.PHASE_TITLES[k]} (s/step)" for k in train.PHASES],
+    per_epoch = H.table(["loader", "processes", "batch", "epoch", *train.PHASE_HEADERS,
                          "epoch time (s)", "val accuracy"], epoch_rows,
                         caption="Per epoch: the TimeLogger fields (mean seconds per step, mean over processes)")
     sections = [

@@ -28,7 +28,8 @@ DEFAULT_LATENCY_MS = 20.0        # cloud object stores answer small GETs in abou
 DEFAULT_BANDWIDTH = 125e6        # bytes/s: 1 Gbit/s, a modest cloud VM's network share
 
 
-def add_common_arguments(p: argparse.ArgumentParser, default_storage: str) -> None:
+def add_common_arguments(p: argparse.ArgumentParser, default_storage: str,
+                         default_latency_ms: float = DEFAULT_LATENCY_MS) -> None:
     p.add_argument("--scale", choices=("small", "default"), default="default",
                    help="small: a run of about a minute (the test suite's); default: the documented scale")
     p.add_argument("--out", default="experiments-out", help="directory for NAME.json, NAME.html and traces "
@@ -39,8 +40,8 @@ def add_common_arguments(p: argparse.ArgumentParser, default_storage: str) -> No
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="auto: the CPU, and CUDA too where present (default auto)")
     p.add_argument("--seed", type=int, default=0, help="data set, model initialisation and sample orders (default 0)")
-    p.add_argument("--latency-ms", type=float, default=DEFAULT_LATENCY_MS,
-                   help=f"azurite: latency added to every read request (default {DEFAULT_LATENCY_MS:g})")
+    p.add_argument("--latency-ms", type=float, default=default_latency_ms,
+                   help=f"azurite: latency added to every read request (default {default_latency_ms:g})")
     p.add_argument("--bandwidth-mb", type=float, default=DEFAULT_BANDWIDTH / 1e6,
                    help=f"azurite: read bandwidth of the emulated link in MB/s, 10^6 bytes (default "
                         f"{DEFAULT_BANDWIDTH / 1e6:g}; 0: no cap)")
@@ -77,11 +78,9 @@ def environment() -> Dict[str, Any]:
     """Facts about the machine and software (not measured; may differ between machines)."""
     import numpy
     import torch
-
-    import stoke
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
-            "stoke": getattr(stoke, "__version__", ""), "cores": cores, "machine": platform.machine(),
+            "cores": cores, "machine": platform.machine(),
             "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
 
 

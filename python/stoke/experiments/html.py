@@ -134,14 +134,18 @@ class Series:
     xs: Optional[Sequence[float]] = None  # line charts: the x of each value
 
 
-def _legend(names: Sequence[str], x: float, y: float, colors: Sequence[str]) -> str:
+def _legend(names: Sequence[str], x: float, y: float, colors: Sequence[str], max_x: float) -> Tuple[str, int]:
+    """Legend entries from (x, y), wrapped onto further lines 16 px apart before max_x; (svg, lines)."""
     out = []
-    cx = x
+    cx, cy, lines = x, y, 1
     for i, name in enumerate(names):
-        out.append(f'<rect x="{cx:.1f}" y="{y - 9:.1f}" width="10" height="10" fill="{colors[i % len(colors)]}"/>'
-                   f'<text x="{cx + 14:.1f}" y="{y:.1f}" class="legend">{esc(name)}</text>')
-        cx += 24 + 6.5 * len(name)
-    return f'<g class="legend">{"".join(out)}</g>'
+        w = 24 + 6.5 * len(name)
+        if cx > x and cx + w > max_x:
+            cx, cy, lines = x, cy + 16, lines + 1
+        out.append(f'<rect x="{cx:.1f}" y="{cy - 9:.1f}" width="10" height="10" fill="{colors[i % len(colors)]}"/>'
+                   f'<text x="{cx + 14:.1f}" y="{cy:.1f}" class="legend">{esc(name)}</text>')
+        cx += w
+    return f'<g class="legend">{"".join(out)}</g>', lines
 
 
 def _frame(title: str, width: int, height: int, body: str, chart_id: str) -> str:
@@ -210,9 +214,11 @@ def bar_chart(title: str, categories: Sequence[str], series: Sequence[Series], y
     if x_label:
         body.append(f'<text x="{(left + right) / 2:.1f}" y="{bottom + 36}" text-anchor="middle" '
                     f'class="axis-label">{esc(x_label)}</text>')
+    lines = 1
     if not category_colors:
-        body.append(_legend([s.name for s in series], left, height - 10, colors))
-    return _frame(title, width, height, "".join(body), chart_id)
+        legend, lines = _legend([s.name for s in series], left, height - 10, colors, right)
+        body.append(legend)
+    return _frame(title, width, height + 16 * (lines - 1), "".join(body), chart_id)
 
 
 def line_chart(title: str, series: Sequence[Series], x_label: str, y_label: str, width: int = 720,
@@ -253,8 +259,9 @@ def line_chart(title: str, series: Sequence[Series], x_label: str, y_label: str,
             attrs = f' data-path="{esc(p)}" data-value="{esc(json.dumps(v))}"' if p else ""
             body.append(f'<circle class="point" cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{color}"{attrs}>'
                         f'<title>{esc(s.name)}: {esc(_tick_label(v))}</title></circle>')
-    body.append(_legend([s.name for s in series], left, height - 10, colors))
-    return _frame(title, width, height, "".join(body), chart_id)
+    legend, lines = _legend([s.name for s in series], left, height - 10, colors, right)
+    body.append(legend)
+    return _frame(title, width, height + 16 * (lines - 1), "".join(body), chart_id)
 
 
 def timeline(title: str, lanes: Sequence[Tuple[str, Sequence[Tuple[float, float, str]]]],
@@ -287,8 +294,9 @@ def timeline(title: str, lanes: Sequence[Tuple[str, Sequence[Tuple[float, float,
     body.append(f'<text x="{(left + right) / 2:.1f}" y="{bottom + 36}" text-anchor="middle" class="axis-label">'
                 f'{esc(x_label)}</text>')
     cats = list(colors)
-    body.append(_legend(cats, left, height - 10, [colors[c] for c in cats]))
-    return _frame(title, width, height, "".join(body), chart_id)
+    legend, lines = _legend(cats, left, height - 10, [colors[c] for c in cats], right)
+    body.append(legend)
+    return _frame(title, width, height + 16 * (lines - 1), "".join(body), chart_id)
 
 
 # ---------------------------------------------------------------------------

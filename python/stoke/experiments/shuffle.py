@@ -20,7 +20,7 @@ import csv
 import os
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence
 
 import torch
 
@@ -281,15 +281,12 @@ def size_section(result: Dict[str, Any], si: int, s: Dict[str, Any]) -> str:
     epoch_rows = []
     for ri, r in enumerate(runs):
         for j, e in enumerate(r["epochs"]):
-            ph = e["measured"]["phases_per_step"]
             base = ("sizes", si, "runs", ri, "epochs", j)
-            epoch_rows.append([r["cache"], r["order"], e["epoch"],
-                               *[H.Num(ph[k], H.pointer(*base, "measured", "phases_per_step", k), ".4f")
-                                 for k in train.PHASES],
+            epoch_rows.append([r["cache"], r["order"], e["epoch"], *train.phase_cells(e, *base),
                                H.Num(e["measured"]["seconds"], H.pointer(*base, "measured", "seconds"), ".2f"),
                                H.Num(e["measured"]["wait_share"], H.pointer(*base, "measured", "wait_share"), ".1%"),
                                H.Num(e["val_accuracy"], H.pointer(*base, "val_accuracy"), ".3f")])
-    per_epoch = H.table(["cache", "order", "epoch", *[f"{train.PHASE_TITLES[k]} (s/step)" for k in train.PHASES],
+    per_epoch = H.table(["cache", "order", "epoch", *train.PHASE_HEADERS,
                          "epoch time (s)", "I/O share", "val accuracy"], epoch_rows,
                         caption="Per epoch: the TimeLogger fields (mean seconds per step)")
     return H.section(f"{s['name'].capitalize()} samples: {s['description']}",

@@ -27,6 +27,7 @@ import torch.nn as nn
 PHASES = ("data_wait", "h2d", "forward_backward", "optimizer", "total")
 PHASE_TITLES = {"data_wait": "data wait", "h2d": "host-to-device", "forward_backward": "forward/backward",
                 "optimizer": "optimizer", "total": "total"}
+PHASE_HEADERS = [f"{PHASE_TITLES[k]} (s/step)" for k in PHASES]  # report columns of phase_cells
 
 Batch = Tuple[torch.Tensor, torch.Tensor]
 
@@ -133,3 +134,10 @@ def epoch_record(epoch: int, r: Dict[str, Any]) -> Dict[str, Any]:
             "train_loss": r["loss_sum"] / max(1, r["samples"]),
             "measured": {"seconds": r["seconds"], "phases_per_step": phase_means(r["phases"], r["steps"]),
                          "wait_share": r["phases"]["data_wait"] / r["seconds"] if r["seconds"] else 0.0}}
+
+
+def phase_cells(epoch: Dict[str, Any], *path: Any) -> List[Any]:
+    """Report cells of an epoch record's per-step phase means; `path` leads to the record in the JSON."""
+    from . import html as H
+    ph = epoch["measured"]["phases_per_step"]
+    return [H.Num(ph[k], H.pointer(*path, "measured", "phases_per_step", k), ".4f") for k in PHASES]
