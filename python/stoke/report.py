@@ -269,8 +269,7 @@ def _parts(base: str) -> List[str]:
     return [p.replace("~1", "/").replace("~0", "~") for p in base.split("/")[1:]] if base else []
 
 
-def _window(trace: Trace, steps: Optional[Sequence[Dict[str, float]]], offset: Optional[float],
-            max_spans: int = 3000) -> Tuple[float, float]:
+def _window(trace: Trace, max_spans: int = 3000) -> Tuple[float, float]:
     """A window of the trace around its longest wait: about 8 waits, at most max_spans spans."""
     waits = _waits(trace)
     if not waits:
@@ -290,7 +289,7 @@ def _window(trace: Trace, steps: Optional[Sequence[Dict[str, float]]], offset: O
 
 def timeline_svg(trace: Trace, steps: Optional[Sequence[Dict[str, float]]], offset: Optional[float],
                  chart_id: str = "timeline") -> Tuple[str, float, float]:
-    lo, hi = _window(trace, steps, offset)
+    lo, hi = _window(trace)
     lanes: List[Tuple[str, List[Tuple[float, float, str]]]] = []
     if steps and offset is not None:
         spans = []

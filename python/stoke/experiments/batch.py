@@ -35,8 +35,8 @@ from .common import say
 NAME = "batch"
 SCALES = {
     "small": {"samples": 256, "shape": [16, 16, 8], "channels": 2, "batches": [16, 64], "epochs": 2, "target": 0.6},
-    "default": {"samples": 3000, "shape": [30, 30, 10], "channels": 10, "batches": [16, 32, 64, 128, 256],
-                "epochs": 3, "target": 0.75},
+    "default": {"samples": 2000, "shape": [30, 30, 10], "channels": 10, "batches": [16, 32, 64, 128, 256],
+                "epochs": 3, "target": 0.7},
 }
 BASE_LR, BASE_BATCH = 1e-3, 32
 LOADERS = ("torch", "stoke")
@@ -49,9 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batches", default="", help="global batch sizes, comma-separated (default by scale: "
                    "16,64 / 16,32,64,128,256)")
     p.add_argument("--epochs", type=int, default=0, help="epochs per run (default by scale: 2 / 3)")
-    p.add_argument("--samples", type=int, default=0, help="samples in the data set (default by scale: 256 / 3,000)")
+    p.add_argument("--samples", type=int, default=0, help="samples in the data set (default by scale: 256 / 2,000)")
     p.add_argument("--target", type=float, default=0.0,
-                   help="validation accuracy to reach (default by scale: 0.6 / 0.75)")
+                   help="validation accuracy to reach (default by scale: 0.6 / 0.7)")
     p.add_argument("--processes", default="1,2", help="process counts to run (default 1,2)")
 
 
@@ -89,6 +89,10 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> Dict[str, Any]:
                     "seed": args.seed, "device": dev, "files": files_uri, "table": table_uri,
                     "workload": {"name": workload.name, "shape": list(workload.shape), "channels": workload.channels}}
                    for p in procs for b in batches for ld in LOADERS]
+        # the stoke run of 1 process at the smallest batch is traced for the report's stall attribution
+        for c in configs:
+            if c["loader"] == "stoke" and c["processes"] == 1 and c["batch_size"] == min(batches):
+                c.update(trace_stem=f"{NAME}-stoke-{c['batch_size']}", out=args.out)
         runs: List[Dict[str, Any]] = []
         for p in procs:
             mine = [c for c in configs if c["processes"] == p]
@@ -159,7 +163,7 @@ def train_config(c: Dict[str, Any], d: Dist) -> Dict[str, Any]:
     files = data.SampleFiles(c["files"])
     if c["loader"] == "stoke":
         tr = pipelines.stoke_loader(workload, c["table"], "train", per_process, c["seed"], str(device),
-                                    rank=d.rank, world_size=d.world, threads=share)
+                                    rank=d.rank, world_size=d.world, threads=share, trace=bool(c.get("trace_stem")))
         va = pipelines.stoke_loader(workload, c["table"], "val", 64, c["seed"], str(device), shuffle="none",
                                     rank=0, world_size=1, threads=share)
         batches = lambda e: pipelines.stoke_batches(tr, workload.column, e)  # noqa: E731
@@ -181,12 +185,14 @@ def train_config(c: Dict[str, Any], d: Dist) -> Dict[str, Any]:
         val_batches = lambda: pipelines.dataloader_batches(va)  # noqa: E731
         closers = []
     records: List[Dict[str, Any]] = []
+    step_log: List[Dict[str, float]] = []
+    traced: Dict[str, Any] = {"measured": {}}
     total_seconds = 0.0
     reached: Optional[int] = None
     time_to_target: Optional[float] = None
     try:
         for e in range(c["epochs"]):
-            r = train.train_epoch(model, opt, batches(e), device, epoch=e)
+            r = train.train_epoch(model, opt, batches(e), device, epoch=e, step_log=step_log)
             ph = [r["phases"][p] for p in train.PHASES]
             samples, loss_sum, *ph = d.reduce([r["samples"], r["loss_sum"], *ph], "sum", device)
             seconds, = d.reduce([r["seconds"]], "max", device)
@@ -206,6 +212,8 @@ def train_config(c: Dict[str, Any], d: Dist) -> Dict[str, Any]:
                                          "wait_share": ph[0] / d.world / seconds if seconds else 0.0,
                                          "phases_per_step": {p: v / d.world / max(1, steps)
                                                              for p, v in zip(train.PHASES, ph)}}})
+        if c.get("trace_stem"):
+            traced = common.save_trace(tr, step_log, Path(c["out"]), c["trace_stem"])
     finally:
         for close in closers:
             close()
@@ -213,9 +221,10 @@ def train_config(c: Dict[str, Any], d: Dist) -> Dict[str, Any]:
     return {"loader": c["loader"], "processes": d.world, "batch_size": c["batch_size"], "per_process_batch": per_process,
             "lr": lr, "parameters": params, "epochs": records, "reached_target_after_epochs": reached,
             "final_val_accuracy": records[-1]["val_accuracy"] if records else None,
+            **{k: v for k, v in traced.items() if k != "measured"},
             "measured": {"train_seconds": total_seconds,
                          "samples_per_second": total_samples / total_seconds if total_seconds else 0.0,
-                         "time_to_target_seconds": time_to_target}}
+                         "time_to_target_seconds": time_to_target, **traced["measured"]}}
 
 
 def launch(configs: List[Dict[str, Any]], processes: int, work: str) -> List[Dict[str, Any]]:
@@ -366,6 +375,9 @@ def report_html(result: Dict[str, Any], out_dir: Path) -> str:
                   *[H.paragraph(f"Note: {n}") for n in result["skipped"]]),
         H.section("Results", table, sps_chart, tts_chart, eff_chart),
         H.section("Where each step's time went (TimeLogger fields)", per_epoch),
+        *[common.stall_section(out_dir, r, ("runs", i), chart_prefix=f"stalls-{i}",
+                               title=f"Where the time goes: stoke, {r['processes']} process, batch {r['batch_size']}")
+          for i, r in enumerate(runs) if "trace_file" in r],
     ]
     sub = (f"{result['command']} — scale {result['scale']}, seed {result['seed']}, "
            f"{result['environment']['cores']} cores, started {result['measured']['started']}")

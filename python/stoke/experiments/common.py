@@ -199,3 +199,29 @@ def say(*parts: Any) -> None:
 
 def fmt(v: Optional[float], spec: str) -> str:
     return "–" if v is None else format(v, spec)
+
+
+# ---------------------------------------------------------------------------
+# traces: the stall attribution of a traced run
+
+def save_trace(loader: Any, step_log: Sequence[Dict[str, float]], out_dir: Path, stem: str) -> Dict[str, Any]:
+    """Writes a traced loader's Chrome trace and the trainer's step log next to the report
+    (STEM-trace.json, STEM-steps.json) and analyses them (stoke.report). Returns the JSON members:
+    trace_file, steps_file, and the attribution under measured.stalls."""
+    from .. import report
+    trace_file, steps_file = out_dir / f"{stem}-trace.json", out_dir / f"{stem}-steps.json"
+    loader.trace(str(trace_file))
+    steps_file.write_text(json.dumps({"clock": "time.perf_counter", "steps": list(step_log)}) + "\n")
+    att = report.attribute_stalls(report.load_trace(str(trace_file)), report.load_steps(str(steps_file)))
+    return {"trace_file": trace_file.name, "steps_file": steps_file.name, "measured": {"stalls": att}}
+
+
+def stall_section(out_dir: Path, rec: Dict[str, Any], path: Sequence[Any], title: str, chart_prefix: str) -> str:
+    """The report's "where the time goes" section for a record made with save_trace, found in the
+    JSON at `path`."""
+    from .. import report
+    from . import html as H
+    trace = report.load_trace(str(out_dir / rec["trace_file"]))
+    steps = report.load_steps(str(out_dir / rec["steps_file"]))
+    return report.section_html(trace, steps, rec["measured"]["stalls"], base=H.pointer(*path, "measured", "stalls"),
+                               title=title, chart_prefix=chart_prefix)

@@ -17,7 +17,6 @@ both layouts; validation accuracy after the last epoch on the validation split.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
@@ -77,7 +76,6 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> Dict[str, Any]:
     threads = common.setup_torch(args.threads)
     workload = data.VolumeWorkload()
     out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
     result: Dict[str, Any] = common.run_facts(NAME, args, argv)
     result.update({
         "title": "DeepIQ's 2x2: storage layout x device",
@@ -149,13 +147,12 @@ def train_cell(args: argparse.Namespace, workload: data.VolumeWorkload, dev: str
             r = train.train_epoch(model, opt, batches, device, max_steps=steps, step_log=step_log, epoch=e)
             epochs.append(train.epoch_record(e, r))
         train_seconds = time.perf_counter() - t_start
-        trace_file = steps_file = None
+        traced: Dict[str, Any] = {}
         if loader is not None:
-            trace_file = out_dir / f"{NAME}-trace-{dev}.json"
-            steps_file = out_dir / f"{NAME}-steps-{dev}.json"
-            loader.trace(str(trace_file))
-            steps_file.write_text(json.dumps({"clock": "time.perf_counter", "steps": step_log}) + "\n")
-            loader_stats = loader.stats()
+            traced = common.save_trace(loader, step_log, out_dir, f"{NAME}-{dev}")
+            stats = loader.stats()
+            traced["measured"]["loader"] = {k: stats[k] for k in ("samples_per_second", "mb_per_second", "wait_share",
+                                                                  "stage_seconds", "backend")}
     finally:
         if gen is not None:
             gen.close()
@@ -181,14 +178,9 @@ def train_cell(args: argparse.Namespace, workload: data.VolumeWorkload, dev: str
                      "samples_per_second": sum(e["samples"] for e in epochs) / train_seconds if train_seconds else 0.0,
                      "phases_per_step": train.phase_means(phases, total_steps)},
     })
-    if trace_file is not None:
-        from .. import report
-        trace = report.load_trace(str(trace_file))
-        cell["measured"]["stalls"] = report.attribute_stalls(trace, report.load_steps(str(steps_file)))
-        cell["measured"]["loader"] = {k: loader_stats[k] for k in ("samples_per_second", "mb_per_second", "wait_share",
-                                                                    "stage_seconds", "backend")}
-        cell["trace_file"] = trace_file.name
-        cell["steps_file"] = steps_file.name
+    if traced:
+        cell["measured"].update(traced.pop("measured"))
+        cell.update(traced)
     return cell
 
 
@@ -237,7 +229,6 @@ def _published_ratios() -> Dict[str, float]:
 
 
 def report_html(result: Dict[str, Any], out_dir: Path) -> str:
-    from .. import report
     cells = result["cells"]
     rows = []
     for i, c in enumerate(cells):
@@ -319,10 +310,7 @@ def report_html(result: Dict[str, Any], out_dir: Path) -> str:
     ]
     for i, c in enumerate(cells):
         if "stalls" in c["measured"]:
-            trace = report.load_trace(str(out_dir / c["trace_file"]))
-            steps = report.load_steps(str(out_dir / c["steps_file"]))
-            sections.append(report.section_html(trace, steps, c["measured"]["stalls"],
-                                                base=H.pointer("cells", i, "measured", "stalls"),
+            sections.append(common.stall_section(out_dir, c, ("cells", i),
                                                 title=f"Where the time goes: the table on {DEVICE_TITLES[c['device']]}",
                                                 chart_prefix=f"stalls-{c['device']}"))
     sub = (f"{result['command']} — scale {result['scale']}, seed {result['seed']}, "
