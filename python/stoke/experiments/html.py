@@ -252,9 +252,16 @@ def line_chart(title: str, series: Sequence[Series], x_label: str, y_label: str,
         color = colors[k % len(colors)]
         coords = [(x_of(x), y_of(v), v, p) for x, v, p in zip(s.xs or range(len(s.values)), s.values, s.paths)
                   if v is not None]
-        if len(coords) > 1:
-            d = " ".join(f"{'M' if i == 0 else 'L'}{cx:.1f},{cy:.1f}" for i, (cx, cy, _, _) in enumerate(coords))
-            body.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"/>')
+        # the line breaks where a value is missing
+        d, pen_down = [], False
+        for x, v in zip(s.xs or range(len(s.values)), s.values):
+            if v is None:
+                pen_down = False
+                continue
+            d.append(f"{'L' if pen_down else 'M'}{x_of(x):.1f},{y_of(v):.1f}")
+            pen_down = True
+        if any(c.startswith("L") for c in d):
+            body.append(f'<path d="{" ".join(d)}" fill="none" stroke="{color}" stroke-width="2"/>')
         for cx, cy, v, p in coords:
             attrs = f' data-path="{esc(p)}" data-value="{esc(json.dumps(v))}"' if p else ""
             body.append(f'<circle class="point" cx="{cx:.1f}" cy="{cy:.1f}" r="3.5" fill="{color}"{attrs}>'

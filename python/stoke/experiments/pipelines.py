@@ -32,7 +32,10 @@ Batch = Tuple[torch.Tensor, torch.Tensor]
 
 def stoke_loader(workload: VolumeWorkload, table: str, split: str, batch_size: int, seed: int, device: str,
                  shuffle: str = "global", **options: Any) -> stoke.Loader:
-    """A Loader over one split of the table; training splits drop the last short batch."""
+    """A Loader over one split of the table; training splits drop the last short batch. The memory
+    budget is the default 512 MiB or 6 batches, whichever is more (the trainer holds a batch or two
+    while the loader fills the next)."""
+    options.setdefault("prefetch_bytes", max(512 << 20, 6 * batch_size * workload.sample_bytes))
     return stoke.Loader(stoke.open_table(table, where=f"split = '{split}'"), batch_size=batch_size, shuffle=shuffle,
                         seed=seed, columns=[workload.column, LABEL_COLUMN], transforms=workload.transforms(),
                         drop_last=split == "train", device=device, **options)
