@@ -514,3 +514,12 @@ def test_experiments_help():
     r = subprocess.run([sys.executable, "-m", "stoke.experiments", "deepiq", "--help"], capture_output=True, text=True,
                        env=env())
     assert r.returncode == 0 and "--width" in r.stdout and "--storage" in r.stdout and "--scale" in r.stdout
+
+
+def test_experiments_refuse_what_they_cannot_run(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "stoke.experiments", "batch", "--scale", "small", "--workload", "images",
+                        "--out", str(tmp_path)], capture_output=True, text=True, env=env(), timeout=120)
+    assert r.returncode == 1 and "unknown workload 'images'" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, "-m", "stoke.experiments", "deepiq", "--scale", "small", "--storage", "local",
+                        "--steps", "50", "--out", str(tmp_path)], capture_output=True, text=True, env=env(), timeout=300)
+    assert r.returncode == 1 and "fewer than 50 steps x 32" in r.stderr and "Traceback" not in r.stderr

@@ -33,8 +33,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     mod = modules[args.name]
     from .common import say, write_outputs
     t = time.perf_counter()
-    Path(args.out).mkdir(parents=True, exist_ok=True)  # traces are written there while the experiment runs
-    result = mod.run(args, argv[1:])
+    try:
+        Path(args.out).mkdir(parents=True, exist_ok=True)  # traces are written there while the experiment runs
+        result = mod.run(args, argv[1:])
+    except (ValueError, RuntimeError, OSError) as e:  # bad options, missing tools, I/O: the message says which
+        print(f"python3 -m stoke.experiments {args.name}: {e}", file=sys.stderr)
+        return 1
     page = mod.report_html(result, Path(args.out))
     jpath, hpath = write_outputs(args.out, args.name, result, page)
     print(mod.terminal(result))

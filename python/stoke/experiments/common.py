@@ -45,8 +45,8 @@ def add_common_arguments(p: argparse.ArgumentParser, default_storage: str,
     p.add_argument("--bandwidth-mb", type=float, default=DEFAULT_BANDWIDTH / 1e6,
                    help=f"azurite: read bandwidth of the emulated link in MB/s, 10^6 bytes (default "
                         f"{DEFAULT_BANDWIDTH / 1e6:g}; 0: no cap)")
-    p.add_argument("--work", default="", help="directory for the generated data (default: a temporary "
-                   "directory, removed afterwards)")
+    p.add_argument("--work", default="", help="keep the generated data in WORK/NAME, replaced on each run "
+                   "(default: a temporary directory, removed afterwards)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (default 0: all cores)")
 
 
@@ -129,8 +129,13 @@ class Storage:
 @contextlib.contextmanager
 def storage(args: argparse.Namespace, name: str) -> Iterator[Storage]:
     """The run's storage: a work directory (local) or a container on a fresh emulated blob store,
-    stopped and removed afterwards, also on failure."""
-    work = args.work or tempfile.mkdtemp(prefix=f"stoke-{name}-")
+    stopped and removed afterwards, also on failure. With --work the data goes to WORK/NAME, emptied
+    first (a data set of an earlier run with other options must not be appended to) and kept."""
+    if args.work:
+        work = os.path.join(args.work, name)
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        work = tempfile.mkdtemp(prefix=f"stoke-{name}-")
     os.makedirs(work, exist_ok=True)
     try:
         if args.storage == "local":

@@ -72,6 +72,8 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> Dict[str, Any]:
     steps = args.steps or scale["steps"]
     samples = args.samples or scale["samples"]
     cpu_width = args.width or scale["width"]
+    if steps * BATCH > samples:
+        raise ValueError(f"{samples} samples hold fewer than {steps} steps x {BATCH}; raise --samples or lower --steps")
     devs, skipped = common.devices(args.device)
     threads = common.setup_torch(args.threads)
     workload = data.VolumeWorkload()
@@ -101,7 +103,7 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> Dict[str, Any]:
         names, labels = files.split("train")
         val_names, val_labels = files.split("val")
         if len(names) < steps * BATCH:
-            raise SystemExit(f"deepiq: {len(names)} training samples, fewer than {steps} steps x {BATCH}; "
+            raise ValueError(f"{len(names)} training samples, fewer than {steps} steps x {BATCH}; "
                              "raise --samples or lower --steps")
         result["workload"].update(train=len(names), val=len(val_names))
         result["layouts"] = {
