@@ -7,8 +7,8 @@ TRACE.json is what `Loader.trace(path)` (or `stoke bench load --trace`) writes: 
 per span of the pipeline (plan, fetch, decode, transform, collate on the loader's threads; wait on
 the consumer's), each with the batch it served. STEPS.json is the trainer's per-step log of the
 experiments (`stoke.experiments.train`): {"steps": [{"epoch", "step", "start", "data_wait",
-"h2d", "forward_backward", "optimizer", "total"}, ...]}, times in seconds of the same monotonic
-clock.
+"h2d", "forward_backward", "optimizer", "total"}, ...]}, times in seconds of any monotonic clock
+(the report aligns them with the trace by matching the trainer's data waits with the loader's).
 
 Stall attribution. A stall is a consumer wait (a "wait" span of at least `min_stall` seconds) for
 batch b. Every instant of it is charged to the stage that held batch b back at that instant: the

@@ -11,8 +11,8 @@ TimeLogger: data wait, host-to-device, forward/backward, optimizer and total.
   total             host time of the whole step, from entering next() to the end of the step
                     (CUDA: the epoch's wall time is taken after a final synchronize)
 
-Each step is also logged with its start on the host clock (time.perf_counter, the same monotonic
-clock as the loader's trace), so a report can lay the steps beside the loader's trace.
+Each step is also logged with its start on the host clock (time.perf_counter); stoke.report puts
+the steps on the loader trace's clock by matching the trainer's data waits with the loader's waits.
 """
 
 from __future__ import annotations
