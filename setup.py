@@ -153,7 +153,7 @@ def scratch_dir() -> str:
 scratch = scratch_dir()
 setup(
     version=read_version(),
-    packages=["stoke"],
+    packages=["stoke", "stoke.experiments"],
     package_dir={"": "python"},
     package_data={"stoke": ["_stoke.pyi", "py.typed"]},
     ext_modules=[CMakeExtension(EXTENSION)],

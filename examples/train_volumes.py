@@ -66,30 +66,11 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.utils.data  # noqa: E402
 
+# The model: two 3D convolutions, global max pooling and a linear head giving one logit (shared with
+# the experiments of `python3 -m stoke.experiments`).
+from stoke.experiments.models import VolumeNet  # noqa: E402
+
 Batch = Tuple[torch.Tensor, torch.Tensor]  # volumes [B, C, X, Y, Z] float32, labels [B] float32
-
-
-# ---------------------------------------------------------------------------
-# the model
-
-class VolumeNet(nn.Module):
-    """Two 3D convolutions, global max pooling and a linear head giving one logit.
-
-    The input channel count comes from the data. Volumes of at least 8 voxels along every spatial
-    axis use unpadded convolutions (cheaper); smaller ones are padded so that any shape works.
-    """
-
-    def __init__(self, in_channels: int, spatial: Sequence[int], width: int = 16) -> None:
-        super().__init__()
-        pad = 0 if min(spatial) >= 8 else 1
-        self.features = nn.Sequential(
-            nn.Conv3d(in_channels, width, 3, padding=pad), nn.ReLU(inplace=True), nn.MaxPool3d(2, ceil_mode=True),
-            nn.Conv3d(width, 2 * width, 3, padding=pad), nn.ReLU(inplace=True), nn.AdaptiveMaxPool3d(1),
-        )
-        self.head = nn.Linear(2 * width, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x).flatten(1)).squeeze(1)
 
 
 # ---------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what stoke's build, tests and demo need on Debian 12. Idempotent: quiet when all is present,
 # runs `apt-get update` only when a package is missing. npm packages (test-only) go into tests/interop/.
+# python3-azure (Microsoft's Azure SDK) is the naive per-blob reader of `stoke.experiments deepiq`;
+# chromium and python3-pil let the tests look at the experiments' reports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +14,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-dev python3-numpy python3-pandas python3-pytest python3-torch pybind11-dev
   python3-pip python3-setuptools python3-wheel python3-venv
+  python3-azure chromium python3-pil
   coreutils time libmd-dev fio curl
   libcurl4-openssl-dev libssl-dev
   libhdf5-dev libturbojpeg0-dev libpng-dev python3-h5py python3-pil

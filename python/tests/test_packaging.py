@@ -47,7 +47,8 @@ CHECK = textwrap.dedent("""
     pkg = Path(stoke.__file__).resolve().parent
     assert pkg == target / "stoke", f"stoke imported from {pkg}, not from {target}"
     assert Path(stoke._stoke.__file__).resolve().parent == pkg, stoke._stoke.__file__
-    for name in ("_stoke.pyi", "py.typed", "torch.py"):
+    for name in ("_stoke.pyi", "py.typed", "torch.py", "report.py", "experiments/__main__.py",
+                 "experiments/deepiq.py", "experiments/shuffle.py", "experiments/batch.py"):
         assert (pkg / name).is_file(), f"{name} is not installed"
     try:
         stoke.open_table(target / "no-such-table")
@@ -56,7 +57,7 @@ CHECK = textwrap.dedent("""
     else:
         raise AssertionError("open_table of a missing directory did not raise NotFoundError")
     if importlib.util.find_spec("torch") is not None:
-        import stoke.torch
+        import stoke.torch, stoke.experiments.deepiq, stoke.report
     print("ok", pkg)
 """)
 

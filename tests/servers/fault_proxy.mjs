@@ -10,14 +10,26 @@
 //                  instead of answering: a write that committed although the client saw an error
 //   p503=P, preset=P  on top of the counts: answer 503 (p503) or reset mid-body (preset) with
 //                  probability P (0..1) for every targeted request, for soak runs
+//   bytes_per_s=N  cap the response bodies of targeted requests, all connections together, at N bytes
+//                  per second, as one network link would: each body is held until the link has carried
+//                  it (bodies queue behind each other, first come first served), then sent (0: no cap)
 // Control (not forwarded): GET /__fault/set?status503=2&methods=GET  replaces the settings;
 // GET /__fault/stats returns {"forwarded":N,"injected":M} as JSON.
 import http from 'node:http';
 
 export function startFaultProxy(upstreamPort) {
-  let cfg = { delay_ms: 0, status503: 0, reset: 0, truncate: 0, drop: 0, p503: 0, preset: 0, methods: ['GET'] };
+  let cfg = { delay_ms: 0, status503: 0, reset: 0, truncate: 0, drop: 0, p503: 0, preset: 0, bytes_per_s: 0, methods: ['GET'] };
   const stats = { forwarded: 0, injected: 0 };
   const agent = new http.Agent({ keepAlive: true });
+  let linkFreeAt = 0;  // performance.now() when the emulated link has carried every body queued so far
+
+  // Calls send() once the link (bytes_per_s) has carried `bytes` more, at once without a cap.
+  function afterLink(targeted, bytes, send) {
+    if (!targeted || !(cfg.bytes_per_s > 0)) { send(); return; }
+    const now = performance.now();
+    linkFreeAt = Math.max(now, linkFreeAt) + (1000 * bytes) / cfg.bytes_per_s;
+    setTimeout(send, linkFreeAt - now);
+  }
 
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://proxy');
@@ -31,6 +43,7 @@ export function startFaultProxy(upstreamPort) {
         drop: Number(q.get('drop') || 0),
         p503: Number(q.get('p503') || 0),
         preset: Number(q.get('preset') || 0),
+        bytes_per_s: Number(q.get('bytes_per_s') || 0),
         methods: (q.get('methods') || 'GET').split(','),
       };
       stats.forwarded = 0;
@@ -88,8 +101,10 @@ export function startFaultProxy(upstreamPort) {
           return;
         }
         stats.forwarded++;
-        res.writeHead(ur.statusCode, headers);
-        res.end(data);
+        afterLink(targeted, data.length, () => {
+          res.writeHead(ur.statusCode, headers);
+          res.end(data);
+        });
       });
     });
     up.on('error', (e) => { res.writeHead(502); res.end(String(e)); });
