@@ -409,6 +409,18 @@ Status FaultInjectingStorage::PutIfAbsent(const std::string& path, ByteView data
   return Status::OK();
 }
 
+Status FaultInjectingStorage::PublishIfAbsent(const std::string& tmp, const std::string& path) {
+  InFlightOperation op(this, kOpPutIfAbsent, path);
+  STOKE_RETURN_IF_ERROR(op.status());
+  STOKE_RETURN_IF_ERROR(base_.PublishIfAbsent(tmp, path));
+  // As a rename of `tmp` to a name that was free, then (as PutIfAbsent) a sync of the directory:
+  // `path` keeps the durable length of tmp's data, and the name is durable.
+  NoteRenamed(tmp, path, std::nullopt);
+  MutexLock lock(&mu_);
+  NoteDirectorySyncedLocked(ParentPath(path));
+  return Status::OK();
+}
+
 Status FaultInjectingStorage::SyncDirectory(const std::string& dir) {
   InFlightOperation op(this, kOpSyncDirectory, dir);
   STOKE_RETURN_IF_ERROR(op.status());
@@ -481,6 +493,11 @@ Status ThrottledStorage::Delete(const std::string& path) {
 Status ThrottledStorage::PutIfAbsent(const std::string& path, ByteView data) {
   Charge(data.size());
   return base_.PutIfAbsent(path, data);
+}
+
+Status ThrottledStorage::PublishIfAbsent(const std::string& tmp, const std::string& path) {
+  Charge(0);
+  return base_.PublishIfAbsent(tmp, path);
 }
 
 Status ThrottledStorage::SyncDirectory(const std::string& dir) {

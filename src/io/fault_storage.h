@@ -113,6 +113,7 @@ class FaultInjectingStorage final : public Storage {
   Status Rename(const std::string& from, const std::string& to) override;
   Status Delete(const std::string& path) override;
   Status PutIfAbsent(const std::string& path, ByteView data) override;
+  Status PublishIfAbsent(const std::string& tmp, const std::string& path) override;
   Status SyncDirectory(const std::string& dir) override;
 
  private:
@@ -184,6 +185,7 @@ class ThrottledStorage final : public Storage {
   Status Rename(const std::string& from, const std::string& to) override;
   Status Delete(const std::string& path) override;
   Status PutIfAbsent(const std::string& path, ByteView data) override;
+  Status PublishIfAbsent(const std::string& tmp, const std::string& path) override;
   Status SyncDirectory(const std::string& dir) override;
 
  private:

@@ -303,6 +303,14 @@ class LocalFileSystem final : public Storage {
     return Status::OK();
   }
 
+  Status PublishIfAbsent(const std::string& tmp, const std::string& path) override {
+    if (::link(tmp.c_str(), path.c_str()) != 0) return ErrnoStatus("create", path, errno);  // EEXIST: AlreadyExists
+    ::unlink(tmp.c_str());
+    Status synced = SyncDirectory(ParentPath(path));
+    if (!synced.ok()) return synced.WithContext(fmt::format("created '{}' but its directory is not synced", path));
+    return Status::OK();
+  }
+
   Status SyncDirectory(const std::string& dir) override {
     const std::string d = dir.empty() ? "." : dir;
     int dfd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -320,6 +328,13 @@ class LocalFileSystem final : public Storage {
 Storage& LocalStorage() {
   static LocalFileSystem fs;
   return fs;
+}
+
+Status Storage::PublishIfAbsent(const std::string& tmp, const std::string& path) {
+  STOKE_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(*this, tmp));
+  STOKE_RETURN_IF_ERROR(PutIfAbsent(path, AsBytes(bytes)));
+  (void)Delete(tmp);
+  return Status::OK();
 }
 
 Result<std::string> ReadFileToString(Storage& storage, const std::string& path) {

@@ -65,6 +65,12 @@ class Storage {
   // AlreadyExists. On local disks: a temporary file in the same directory, fsync, link() to the
   // final name (never rename, which would replace), unlink of the temporary.
   virtual Status PutIfAbsent(const std::string& path, ByteView data) = 0;
+  // PutIfAbsent of a file already written: publishes `tmp` (made by Create in the same directory,
+  // synced and closed by the caller) under `path` only if nothing exists there, atomically, without
+  // holding its bytes in memory. On success `tmp` is gone; on any error, AlreadyExists included, it
+  // is left for the caller to publish under another name or delete. Local disks: link() and a
+  // directory sync. The default reads `tmp`, PutIfAbsent's its bytes, then deletes it.
+  virtual Status PublishIfAbsent(const std::string& tmp, const std::string& path);
   // Makes the entries of directory `dir` durable: files created, renamed or linked into it survive
   // a power loss once this returns. On local disks an fsync of the directory (a rename or link is
   // otherwise not durable even when the file's data was synced); nothing on object stores, where a
