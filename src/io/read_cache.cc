@@ -373,12 +373,25 @@ void ReadCache::Process(const CachedFile& file, Read* read) {
     w.out = read->dst + (block_offset + w.from - read->offset);
     const std::string path = file.EntryPath(block);
     bool fetch = false;
+    std::shared_ptr<const Fetch> fetched;
+    size_t index = 0;
     {
       MutexLock lock(&mu_);
       if (auto it = pending_.find(path); it != pending_.end()) {
-        it->second.push_back(w);  // being fetched: served when it arrives
-        continue;
+        if (it->second.fetched == nullptr) {
+          it->second.waiters.push_back(w);  // being fetched: served when it arrives
+          continue;
+        }
+        fetched = it->second.fetched;  // fetched, being written: from memory
+        index = it->second.index;
       }
+    }
+    if (fetched != nullptr) {
+      hits_.fetch_add(1, std::memory_order_relaxed);
+      CopyOut(*fetched, index, w);
+      flush_run();
+      Finish(read, Status::OK());
+      continue;
     }
     Status st = ServeFromEntry(path, file.identity(), block_offset, block_length, w.from, w.length, w.out);
     if (st.ok()) {
@@ -390,10 +403,20 @@ void ReadCache::Process(const CachedFile& file, Read* read) {
     {
       MutexLock lock(&mu_);
       auto [it, inserted] = pending_.try_emplace(path);
-      it->second.push_back(w);
+      if (inserted || it->second.fetched == nullptr) {
+        it->second.waiters.push_back(w);
+      } else {
+        fetched = it->second.fetched;  // another read fetched it meanwhile
+        index = it->second.index;
+      }
       fetch = inserted;
     }
-    if (!fetch) {  // another read started fetching it meanwhile
+    if (fetched != nullptr) {
+      hits_.fetch_add(1, std::memory_order_relaxed);
+      CopyOut(*fetched, index, w);
+      Finish(read, Status::OK());
+    }
+    if (!fetch) {  // another read fetched it, or is fetching it
       flush_run();
       continue;
     }
@@ -437,38 +460,61 @@ void ReadCache::StartFetch(const CachedFile& file, uint64_t first, uint64_t last
 }
 
 void ReadCache::OnFetched(const std::shared_ptr<Fetch>& fetch, Status status) {
-  const uint32_t b = options_.block_bytes;
-  // Queue the writes before any waiter learns its read is done: once the last one does, the file,
-  // and then the cache, may go away, and the writer pool is what the destructor waits for.
+  // First the pending entries: their waiters are taken, and the fetched blocks stay readable from
+  // memory until written (later reads of them copy from there instead of fetching again).
+  std::vector<std::vector<Waiter>> waiters(fetch->paths.size());
+  {
+    MutexLock lock(&mu_);
+    for (size_t k = 0; k < fetch->paths.size(); ++k) {
+      auto it = pending_.find(fetch->paths[k]);
+      if (it == pending_.end()) continue;
+      waiters[k] = std::move(it->second.waiters);
+      it->second.waiters.clear();
+      if (status.ok()) {
+        it->second.fetched = fetch;
+        it->second.index = k;
+      } else {
+        pending_.erase(it);
+      }
+    }
+  }
+  // Then the writes, queued before any waiter learns its read is done: once the last one does, the
+  // file, and then the cache, may go away, and the writer pool is what the destructor waits for.
   if (status.ok()) {
     try {
       writers_->Submit([this, fetch] {
-        for (size_t k = 0; k < fetch->paths.size(); ++k) Publish(*fetch, k);
+        for (size_t k = 0; k < fetch->paths.size(); ++k) Publish(fetch, k);
         ReleaseFetchBudget(fetch->data.size());
       });
     } catch (const std::bad_alloc&) {
+      ForgetPending(fetch);
       ReleaseFetchBudget(fetch->data.size());
     }
   } else {
     ReleaseFetchBudget(fetch->data.size());
   }
   for (size_t k = 0; k < fetch->paths.size(); ++k) {
-    std::vector<Waiter> waiters;
-    {
-      MutexLock lock(&mu_);
-      auto it = pending_.find(fetch->paths[k]);
-      if (it == pending_.end()) continue;
-      waiters = std::move(it->second);
-      pending_.erase(it);
-    }
-    for (const Waiter& w : waiters) {
-      if (status.ok()) std::memcpy(w.out, fetch->data.data() + uint64_t{b} * k + w.from, w.length);
+    for (const Waiter& w : waiters[k]) {
+      if (status.ok()) CopyOut(*fetch, k, w);
       Finish(w.read, status);
     }
   }
 }
 
-void ReadCache::Publish(const Fetch& fetch, size_t k) {
+void ReadCache::CopyOut(const Fetch& fetch, size_t k, const Waiter& w) const {
+  std::memcpy(w.out, fetch.data.data() + uint64_t{options_.block_bytes} * k + w.from, w.length);
+}
+
+void ReadCache::ForgetPending(const std::shared_ptr<const Fetch>& fetch) {
+  MutexLock lock(&mu_);
+  for (const std::string& path : fetch->paths) {
+    auto it = pending_.find(path);
+    if (it != pending_.end() && it->second.fetched == fetch) pending_.erase(it);
+  }
+}
+
+void ReadCache::Publish(const std::shared_ptr<const Fetch>& fetch_ptr, size_t k) {
+  const Fetch& fetch = *fetch_ptr;
   const uint32_t b = options_.block_bytes;
   const ByteView data(fetch.data.data() + uint64_t{b} * k, fetch.BlockLength(k, b));
   const std::string& path = fetch.paths[k];
@@ -485,6 +531,11 @@ void ReadCache::Publish(const Fetch& fetch, size_t k) {
     // No fsync: a torn entry after a power loss fails its CRCs and is fetched again.
     if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = Status::IOError(std::strerror(errno));
     if (!st.ok()) ::unlink(tmp.c_str());
+  }
+  {  // written (or not to be): later reads go to the entry (or fetch again)
+    MutexLock lock(&mu_);
+    auto it = pending_.find(path);
+    if (it != pending_.end() && it->second.fetched == fetch_ptr) pending_.erase(it);
   }
   if (!st.ok()) {
     write_errors_.fetch_add(1, std::memory_order_relaxed);

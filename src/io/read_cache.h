@@ -112,8 +112,13 @@ class ReadCache : public std::enable_shared_from_this<ReadCache> {
   // Fetches blocks [first, last] of `file` with one read of its base.
   void StartFetch(const CachedFile& file, uint64_t first, uint64_t last) EXCLUDES(mu_);
   void OnFetched(const std::shared_ptr<Fetch>& fetch, Status status) EXCLUDES(mu_);
-  // Writes a fetched block's entry under a temporary name and renames it into place. Writer thread.
-  void Publish(const Fetch& fetch, size_t k) EXCLUDES(mu_);
+  // Writes a fetched block's entry under a temporary name and renames it into place, then forgets
+  // the block's pending entry. Writer thread.
+  void Publish(const std::shared_ptr<const Fetch>& fetch, size_t k) EXCLUDES(mu_);
+  // Forgets the pending entries of `fetch`'s blocks (written, or not to be).
+  void ForgetPending(const std::shared_ptr<const Fetch>& fetch) EXCLUDES(mu_);
+  // Copies a waiter's bytes out of block `k` of a fetch.
+  void CopyOut(const Fetch& fetch, size_t k, const Waiter& w) const;
   // Copies bytes [from, from + length) of the block's entry at `path` to `out`, after verifying
   // them. NotFound when there is no entry; Corruption (the entry is then deleted) when it fails a
   // check; IOError when the disk fails.
@@ -132,8 +137,15 @@ class ReadCache : public std::enable_shared_from_this<ReadCache> {
 
   mutable Mutex mu_;
   CondVar budget_cv_;  // fetch budget freed
-  // Blocks being fetched by this process, by entry path, with the reads waiting for them.
-  std::unordered_map<std::string, std::vector<Waiter>> pending_ GUARDED_BY(mu_);
+  // Blocks this process is fetching (with the reads waiting for them) or has fetched and not yet
+  // written (reads copy them from memory: no second fetch while the entry is being written), by
+  // entry path.
+  struct Pending {
+    std::vector<Waiter> waiters;
+    std::shared_ptr<const Fetch> fetched;  // set when the bytes arrived: block `index` of it
+    size_t index = 0;
+  };
+  std::unordered_map<std::string, Pending> pending_ GUARDED_BY(mu_);
   uint64_t fetch_charged_ GUARDED_BY(mu_) = 0;
 
   std::atomic<uint64_t> usage_{0};         // bytes in the directory, as this process counts them
