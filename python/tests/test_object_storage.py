@@ -7,6 +7,7 @@ Python (`stoke.Loader`); every sample is compared byte for byte with the same vo
 The servers come from tests/servers (npm, installed by scripts/bootstrap.sh). Without them the
 module is skipped, unless CI is set, where that is a failure."""
 
+import contextlib
 import csv
 import json
 import os
@@ -85,14 +86,22 @@ def run(env, *args):
     return r.stdout
 
 
+@contextlib.contextmanager
 def in_process_env(env):
     """Sets the store's variables in this process for the binding (the resolver reads them when it
-    first makes a Storage for a container); returns the previous values."""
+    first makes a Storage for a container), and puts the previous values back at the end."""
     saved = {k: os.environ.get(k) for k in env if k.startswith(("AZURE_", "AWS_", "STOKE_SINGLE"))}
     for k, v in env.items():
         if k.startswith(("AZURE_", "AWS_", "STOKE_SINGLE")):
             os.environ[k] = v
-    return saved
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def test_lifecycle_byte_equal(store, tmp_path):
@@ -132,8 +141,7 @@ def test_lifecycle_byte_equal(store, tmp_path):
     assert bench["samples"] == SAMPLES and bench["backend"] == "storage"
 
     # Python loader over the store: every sample byte-equal to the local .npy file of its row
-    saved = in_process_env(env)
-    try:
+    with in_process_env(env):
         t = stoke.open_table(table)
         ids = t.query(columns=["id", "file"])
         file_of = dict(zip(ids["id"].tolist(), ids["file"].tolist()))
@@ -145,12 +153,6 @@ def test_lifecycle_byte_equal(store, tmp_path):
                     assert np.array_equal(batch["volume"][i], want), f"row {row_id}"
                     seen += 1
         assert seen == SAMPLES
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
     # vacuum with no retention removes the 48 one-row files that version 1 replaced
     out = run(env, "vacuum", table, "--retain", 0)
@@ -197,6 +199,18 @@ def proxy(env, what):
     return body.decode() if what.startswith("set") else json.loads(body)
 
 
+def epoch_exactly_once(loader, epoch, local, file_of):
+    """Loads `epoch`, checks every sample against the local .npy file of its row and that every row
+    came exactly once."""
+    loader.set_epoch(epoch)
+    seen = []
+    for batch in loader:
+        for i, row_id in enumerate(batch["id"].tolist()):
+            assert np.array_equal(batch["volume"][i], np.load(local / file_of[row_id])), f"row {row_id}"
+            seen.append(row_id)
+    assert sorted(seen) == sorted(file_of), f"epoch {epoch}: rows lost or repeated"
+
+
 def data_gets(requests):
     """The GETs of data files among the proxy's logged requests."""
     return [r for r in requests if r.startswith("GET ") and "/part-" in r]
@@ -216,8 +230,7 @@ def test_later_epochs_and_other_processes_read_from_the_cache(store, tmp_path):
     table = f"{prefix}/cache-t"
     run(env, "ingest", f"{prefix}/cache-src", "--table", table, "--tensor-column", "volume", "--rows-per-file", 20)
     cache = tmp_path / "cache"
-    saved = in_process_env(env)
-    try:
+    with in_process_env(env):
         t = stoke.open_table(table)
         ids = t.query(columns=["id", "file"])
         file_of = dict(zip(ids["id"].tolist(), ids["file"].tolist()))
@@ -225,13 +238,7 @@ def test_later_epochs_and_other_processes_read_from_the_cache(store, tmp_path):
                           cache_bytes=1 << 30) as loader:
             proxy(env, "set?methods=GET")  # the requests of the epochs, not of the open
             for epoch in range(2):
-                loader.set_epoch(epoch)
-                seen = []
-                for batch in loader:
-                    for i, row_id in enumerate(batch["id"].tolist()):
-                        assert np.array_equal(batch["volume"][i], np.load(local / file_of[row_id])), f"row {row_id}"
-                        seen.append(row_id)
-                assert sorted(seen) == sorted(file_of)
+                epoch_exactly_once(loader, epoch, local, file_of)
                 gets = data_gets(proxy(env, "requests"))
                 if epoch == 0:
                     assert gets, "the first epoch fetches"
@@ -243,12 +250,6 @@ def test_later_epochs_and_other_processes_read_from_the_cache(store, tmp_path):
                 else:
                     assert gets == [], f"epoch {epoch} made requests: {gets}"
                 proxy(env, "set?methods=GET")
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     # Another process on the same cache directory: no GET of a data file (with the tensor column
     # only, its open reads the log and the sample index, nothing of the data files).
     script = ("import stoke, sys\n"
@@ -281,27 +282,16 @@ def test_loading_through_503s_and_resets_loses_and_repeats_nothing(store, tmp_pa
     run(env, "ingest", src, "--table", table, "--tensor-column", "volume", "--rows-per-file", 20)
     faults = "p503=0.01&preset=0.01&methods=GET" + ("&status503=2&reset=2" if cache else "")
     options = dict(shuffle="block", shuffle_buffer=16, cache_dir=tmp_path / "cache") if cache else dict(shuffle="global")
-    saved = in_process_env(env)
-    try:
-        t = stoke.open_table(table)
-        ids = t.query(columns=["id", "file"])
-        file_of = dict(zip(ids["id"].tolist(), ids["file"].tolist()))
-        proxy(env, f"set?{faults}")
-        with stoke.Loader(t, batch_size=16, seed=1, columns=["id", "volume"], to="numpy", **options) as loader:
-            for epoch in range(3):
-                loader.set_epoch(epoch)
-                seen = []
-                for batch in loader:
-                    for i, row_id in enumerate(batch["id"].tolist()):
-                        assert np.array_equal(batch["volume"][i], np.load(local / file_of[row_id])), f"row {row_id}"
-                        seen.append(row_id)
-                assert sorted(seen) == sorted(file_of), f"epoch {epoch}: rows lost or repeated"
-        stats = proxy(env, "stats")
-        assert stats["injected"] > 0, stats  # the faults happened
-    finally:
-        proxy(env, "set?methods=GET")
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with in_process_env(env):
+        try:
+            t = stoke.open_table(table)
+            ids = t.query(columns=["id", "file"])
+            file_of = dict(zip(ids["id"].tolist(), ids["file"].tolist()))
+            proxy(env, f"set?{faults}")
+            with stoke.Loader(t, batch_size=16, seed=1, columns=["id", "volume"], to="numpy", **options) as loader:
+                for epoch in range(3):
+                    epoch_exactly_once(loader, epoch, local, file_of)
+            stats = proxy(env, "stats")
+            assert stats["injected"] > 0, stats  # the faults happened
+        finally:
+            proxy(env, "set?methods=GET")

@@ -60,12 +60,10 @@ class AzureBlobClient final : public ObjectStoreClient {
   }
 
   void GetRangeAsync(const std::string& key, uint64_t offset, MutableByteView dst, ReadCallback done) override {
-    http_.Submit(RangeGet(key, offset, dst), [this, key, offset, size = dst.size(), done = std::move(done)](
-                                                 Result<HttpResponse> r) {
-      if (r.ok() && r->ok()) return done(Status::OK());
-      done(RangeReadStatus(r, offset, size, Describe(key),
-                           [&](const HttpResponse& resp, const std::string& what) { return MapError(resp, what, key); }));
-    });
+    http_.Submit(RangeGet(key, offset, dst),
+                 RangeReadCallback(offset, dst.size(), [this, key] { return Describe(key); },
+                                   [this, key](const HttpResponse& r, const std::string& what) { return MapError(r, what, key); },
+                                   std::move(done)));
   }
 
   Result<std::string> GetObject(const std::string& key) override {

@@ -393,6 +393,15 @@ Status RangeReadStatus(const Result<HttpResponse>& result, uint64_t offset, uint
   return Status::OK();
 }
 
+HttpCallback RangeReadCallback(uint64_t offset, uint64_t size, std::function<std::string()> describe,
+                               HttpErrorMapper map_error, ReadCallback done) {
+  return [offset, size, describe = std::move(describe), map_error = std::move(map_error),
+          done = std::move(done)](Result<HttpResponse> r) {
+    if (r.ok() && r->ok()) return done(Status::OK());
+    done(RangeReadStatus(r, offset, size, describe(), map_error));
+  };
+}
+
 std::vector<Status> RangeReadStatuses(const std::vector<Result<HttpResponse>>& results,
                                       const std::vector<ByteRangeRead>& ranges, const std::string& described_key,
                                       const HttpErrorMapper& map_error) {

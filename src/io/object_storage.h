@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "io/http_client.h"
 #include "io/storage.h"
 
 namespace stoke {
@@ -148,7 +149,6 @@ Result<int64_t> ParseIso8601Ms(std::string_view text);
 // Decimal uint64 (Content-Length, Size); InvalidArgument on anything else, overflow included.
 Result<uint64_t> ParseDecimalU64(std::string_view text);
 
-struct HttpResponse;
 // The size (Content-Length) and modification time (Last-Modified) of an object from a successful
 // HEAD response; Corruption naming `described_key` when the size is missing or malformed.
 Result<ObjectInfo> ObjectInfoFromHead(const HttpResponse& response, const std::string& described_key);
@@ -158,6 +158,10 @@ Result<ObjectInfo> ObjectInfoFromHead(const HttpResponse& response, const std::s
 using HttpErrorMapper = std::function<Status(const HttpResponse& response, const std::string& what)>;
 Status RangeReadStatus(const Result<HttpResponse>& result, uint64_t offset, uint64_t size,
                        const std::string& described_key, const HttpErrorMapper& map_error);
+// The callback of an asynchronous ranged GET (HttpClient::Submit): tells `done` RangeReadStatus's
+// status, computing the object's description only when the read failed.
+HttpCallback RangeReadCallback(uint64_t offset, uint64_t size, std::function<std::string()> describe,
+                               HttpErrorMapper map_error, ReadCallback done);
 // RangeReadStatus for each ranged GET of a batch (HttpClient::ExecuteBatch's results for `ranges`, in order).
 std::vector<Status> RangeReadStatuses(const std::vector<Result<HttpResponse>>& results,
                                       const std::vector<ByteRangeRead>& ranges, const std::string& described_key,

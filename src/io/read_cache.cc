@@ -84,6 +84,13 @@ struct FdCloser {
   }
 };
 
+// The entry of block `block` of the object whose identity hashes to `hash` (40 hex digits).
+std::string EntryPathFor(const std::string& root, const std::string& hash, uint64_t block) {
+  return fmt::format("{}/{}/{}-{}", root, hash.substr(0, 2), hash, block);
+}
+
+std::string IdentityHash(const std::string& identity) { return HexEncode(Sha256(identity)).substr(0, 40); }
+
 int64_t NowSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -214,7 +221,7 @@ class ReadCache::CachedFile final : public RandomAccessFile {
  public:
   CachedFile(std::shared_ptr<ReadCache> cache, std::unique_ptr<RandomAccessFile> base, std::string identity)
       : cache_(std::move(cache)), base_(std::move(base)), identity_(std::move(identity)) {
-    hash_ = HexEncode(Sha256(identity_)).substr(0, 40);
+    hash_ = IdentityHash(identity_);
   }
 
   Status ReadAt(uint64_t offset, MutableByteView dst) const override {
@@ -265,7 +272,7 @@ class ReadCache::CachedFile final : public RandomAccessFile {
 
   const RandomAccessFile& base() const { return *base_; }
   const std::string& identity() const { return identity_; }
-  std::string EntryPath(uint64_t block) const { return fmt::format("{}/{}/{}-{}", cache_->root_, hash_.substr(0, 2), hash_, block); }
+  std::string EntryPath(uint64_t block) const { return EntryPathFor(cache_->root_, hash_, block); }
 
  private:
   std::shared_ptr<ReadCache> cache_;
@@ -321,8 +328,7 @@ std::unique_ptr<RandomAccessFile> ReadCache::Wrap(std::unique_ptr<RandomAccessFi
 }
 
 std::string ReadCache::EntryPath(const std::string& identity, uint64_t block) const {
-  const std::string hash = HexEncode(Sha256(identity)).substr(0, 40);
-  return fmt::format("{}/{}/{}-{}", root_, hash.substr(0, 2), hash, block);
+  return EntryPathFor(root_, IdentityHash(identity), block);
 }
 
 ReadCacheStats ReadCache::stats() const {
