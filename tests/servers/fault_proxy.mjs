@@ -2,6 +2,8 @@
 // upstream server on 127.0.0.1 (Host header and path unchanged, so signatures stay valid) and can
 // inject, for requests whose method is in `methods` (default GET):
 //   delay_ms=N     wait N ms before forwarding (every request)
+//   mbps=N         cap the bytes of all response bodies together at N MB/s (10^6 bytes): each body is
+//                  sent when a shared timeline has transferred the bodies before it (a link's bandwidth)
 //   status503=N    answer the next N requests 503 ServerBusy without forwarding
 //   reset=N        for the next N requests, send the headers and half the body, then reset the connection (RST)
 //   truncate=N     for the next N requests, send the headers and half the body, then close cleanly (FIN):
@@ -19,7 +21,15 @@
 import http from 'node:http';
 
 export function startFaultProxy(upstreamPort) {
-  let cfg = { delay_ms: 0, status503: 0, reset: 0, truncate: 0, drop: 0, p503: 0, preset: 0, methods: ['GET'] };
+  let cfg = { delay_ms: 0, mbps: 0, status503: 0, reset: 0, truncate: 0, drop: 0, p503: 0, preset: 0, methods: ['GET'] };
+  let linkFreeAt = 0;  // mbps: when the shared timeline has sent every body scheduled so far (ms)
+  // Calls `send` once `bytes` more have gone through the capped link (at once without a cap).
+  function throttle(bytes, send) {
+    if (!(cfg.mbps > 0)) return send();
+    const now = performance.now();
+    linkFreeAt = Math.max(linkFreeAt, now) + bytes / (cfg.mbps * 1000);  // MB/s = bytes per ms / 1000
+    setTimeout(send, linkFreeAt - now);
+  }
   const stats = { forwarded: 0, injected: 0, max_in_flight: 0 };
   let inFlight = 0;
   let requests = [];
@@ -31,6 +41,7 @@ export function startFaultProxy(upstreamPort) {
       const q = url.searchParams;
       cfg = {
         delay_ms: Number(q.get('delay_ms') || 0),
+        mbps: Number(q.get('mbps') || 0),
         status503: Number(q.get('status503') || 0),
         reset: Number(q.get('reset') || 0),
         truncate: Number(q.get('truncate') || 0),
@@ -108,8 +119,10 @@ export function startFaultProxy(upstreamPort) {
           return;
         }
         stats.forwarded++;
-        res.writeHead(ur.statusCode, headers);
-        res.end(data);
+        throttle(data.length, () => {
+          res.writeHead(ur.statusCode, headers);
+          res.end(data);
+        });
       });
     });
     up.on('error', (e) => { res.writeHead(502); res.end(String(e)); });
