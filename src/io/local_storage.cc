@@ -337,12 +337,14 @@ Status Storage::PublishIfAbsent(const std::string& tmp, const std::string& path)
   return Status::OK();
 }
 
-Result<std::string> ReadFileToString(Storage& storage, const std::string& path) {
-  STOKE_ASSIGN_OR_RETURN(auto file, storage.OpenForRead(path));
+Result<std::string> Storage::ReadFile(const std::string& path) {
+  STOKE_ASSIGN_OR_RETURN(auto file, OpenForRead(path));
   std::string out(file->size(), '\0');
   STOKE_RETURN_IF_ERROR(file->ReadAt(0, MutableByteView(reinterpret_cast<uint8_t*>(out.data()), out.size())));
   return out;
 }
+
+Result<std::string> ReadFileToString(Storage& storage, const std::string& path) { return storage.ReadFile(path); }
 
 std::string InProgressPath(const Storage& storage, const std::string& path) {
   return storage.CreateIsAtomic() ? path : path + ".inprogress";
