@@ -33,6 +33,7 @@ enum StorageOp : uint32_t {
   kOpDelete = 1u << 10,
   kOpPutIfAbsent = 1u << 11,
   kOpSyncDirectory = 1u << 12,
+  kOpSyncFiles = 1u << 13,  // Storage::SyncFiles, matched against its first path
   kOpAll = 0xffffffffu,
 };
 
@@ -115,6 +116,7 @@ class FaultInjectingStorage final : public Storage {
   Status PutIfAbsent(const std::string& path, ByteView data) override;
   Status PublishIfAbsent(const std::string& tmp, const std::string& path) override;
   Status SyncDirectory(const std::string& dir) override;
+  Status SyncFiles(const std::vector<std::string>& paths) override;
 
  private:
   struct RuleState {
@@ -187,6 +189,7 @@ class ThrottledStorage final : public Storage {
   Status PutIfAbsent(const std::string& path, ByteView data) override;
   Status PublishIfAbsent(const std::string& tmp, const std::string& path) override;
   Status SyncDirectory(const std::string& dir) override;
+  Status SyncFiles(const std::vector<std::string>& paths) override;
 
  private:
   Storage& base_;

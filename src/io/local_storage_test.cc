@@ -164,6 +164,30 @@ TEST_F(LocalStorageTest, PublishIfAbsentLinksAWrittenFileOrLeavesIt) {
   EXPECT_EQ(*ReadFileToString(fs_, a), "fourth");
 }
 
+TEST_F(LocalStorageTest, SyncFilesSyncsFewOrManyFilesAndNamesAMissingOne) {
+  std::vector<std::string> few, many;
+  for (int i = 0; i < 300; ++i) {
+    const std::string p = JoinPath(dir_, "f" + std::to_string(i));
+    auto f = fs_.Create(p);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    ASSERT_TRUE((*f)->Append(AsBytes("x")).ok());
+    ASSERT_TRUE((*f)->Close().ok());
+    (i < 3 ? few : many).push_back(p);
+  }
+  EXPECT_TRUE(fs_.SyncFiles({}).ok());
+  EXPECT_TRUE(fs_.SyncFiles(few).ok());   // one fdatasync each
+  EXPECT_TRUE(fs_.SyncFiles(many).ok());  // one syncfs for the file system
+  few.push_back(JoinPath(dir_, "missing"));
+  Status s = fs_.SyncFiles(few);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("missing"), std::string::npos) << s.ToString();
+  // Many files in a directory that is gone: the error names it.
+  many.push_back(JoinPath(dir_, "gone/f"));
+  s = fs_.SyncFiles(many);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("gone"), std::string::npos) << s.ToString();
+}
+
 TEST_F(LocalStorageTest, PutIfAbsentRacesHaveOneWinner) {
   for (int round = 0; round < 20; ++round) {
     const std::string p = JoinPath(dir_, "v" + std::to_string(round));

@@ -99,6 +99,12 @@ class Storage {
   // write is durable when it returns. Whoever publishes a file by rename syncs its directory before
   // relying on it: before a commit references it, before reporting success.
   virtual Status SyncDirectory(const std::string& dir) { return Status::OK(); }
+  // Makes the data of the closed files `paths` durable at once, for writers of many files that
+  // close them without syncing each (WritableFile::Sync) and need them all durable before a commit
+  // refers to them. Their names still need SyncDirectory. On local disks an fdatasync of each file,
+  // or, for many files, one syncfs(2) per file system (one journal commit instead of one per file;
+  // it also writes back other dirty data of that file system). Nothing on object stores.
+  virtual Status SyncFiles(const std::vector<std::string>& paths) { return Status::OK(); }
   // True when a file made by Create becomes visible only whole, at a successful Close (object
   // stores), so writers need no temporary name and rename; false where it is visible while being
   // written (local file systems).
