@@ -67,20 +67,24 @@ class LocalRandomAccessFile final : public RandomAccessFile {
   uint64_t size_;
 };
 
-// Writes with O_DIRECT where the file system allows it: appended bytes are gathered in an aligned
-// staging buffer and written a whole buffer at a time, straight from it to the disk. A buffered
-// write() copies every byte into the page cache (allocating its pages), which measured as half of
-// the CPU time of `stoke ingest` on 2 cores; one memcpy into a reused buffer costs a fraction of
-// that. The tail that does not fill a 4 KiB block is written without O_DIRECT (the flag is cleared
-// with fcntl) at Sync or Close, so the file has exactly the bytes appended. Where O_DIRECT is
-// refused (tmpfs), writes are buffered and writeback is started every kWritebackBytes instead
-// (RocksDB's bytes_per_sync), so that encoding and the disk's writing overlap.
+// Writes a large file with O_DIRECT where the file system allows it: appended bytes are gathered in
+// an aligned staging buffer and written a whole buffer at a time, straight from it to the disk. A
+// buffered write() copies every byte into the page cache (allocating its pages), which measured as
+// half of the CPU time of `stoke ingest` on 2 cores; one memcpy into a reused buffer costs a
+// fraction of that. O_DIRECT is turned on (fcntl) only when the first full buffer (4 MiB) is
+// written: a smaller file goes out in one buffered write at Sync or Close, as a direct write of its
+// first block would be one synchronous disk write per file (measured: most of the system time of
+// ingesting 20,000 one-sample files). The tail that does not fill a 4 KiB block is written without
+// O_DIRECT (the flag is cleared again) at Sync or Close, so the file has exactly the bytes appended.
+// Where O_DIRECT is refused (tmpfs), writes are buffered and writeback is started every
+// kWritebackBytes instead (RocksDB's bytes_per_sync), so that encoding and the disk's writing
+// overlap.
 class LocalWritableFile final : public WritableFile {
  public:
-  LocalWritableFile(std::string path, int fd, bool direct) : path_(std::move(path)), fd_(fd), direct_(direct) {
+  LocalWritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {
     // The staging buffer grows with the file up to kStagingBytes: a file of one small row group
     // (one sample per file) never maps and faults in 4 MiB.
-    if (direct_) staging_.Reserve(kInitialStagingBytes);
+    staging_.Reserve(kInitialStagingBytes);
   }
   ~LocalWritableFile() override {
     if (fd_ >= 0) ::close(fd_);
@@ -88,8 +92,7 @@ class LocalWritableFile final : public WritableFile {
 
   Status Append(ByteView data) override {
     if (fd_ < 0) return Status::Internal(fmt::format("append to closed file '{}'", path_));
-    if (!direct_) {
-      if (!staging_.empty()) STOKE_RETURN_IF_ERROR(FlushStaging(/*all=*/true));  // O_DIRECT was given up
+    if (!staging_mode_) {
       STOKE_RETURN_IF_ERROR(WriteAll(data));
       if (bytes_written_ - writeback_started_ >= kWritebackBytes) {
         // Only a hint: an error here shows up again, and is reported, at Sync.
@@ -104,18 +107,19 @@ class LocalWritableFile final : public WritableFile {
       staging_.Append(data.data(), take);
       data = data.subspan(take);
       if (staging_.size() == kStagingBytes) STOKE_RETURN_IF_ERROR(FlushStaging(/*all=*/false));
+      if (!staging_mode_) return Append(data);  // O_DIRECT refused: the rest goes out buffered
     }
     return Status::OK();
   }
   Status Sync() override {
     if (fd_ < 0) return Status::OK();
-    if (!staging_.empty()) STOKE_RETURN_IF_ERROR(FlushStaging(/*all=*/true));
+    if (staging_mode_) STOKE_RETURN_IF_ERROR(FlushStaging(/*all=*/true));
     if (::fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", path_, errno);
     return Status::OK();
   }
   Status Close() override {
     if (fd_ < 0) return Status::OK();
-    Status flushed = staging_.empty() ? Status::OK() : FlushStaging(/*all=*/true);
+    Status flushed = staging_mode_ ? FlushStaging(/*all=*/true) : Status::OK();
     int rc = ::close(fd_);
     fd_ = -1;
     STOKE_RETURN_IF_ERROR(flushed);
@@ -138,8 +142,11 @@ class LocalWritableFile final : public WritableFile {
       ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done, static_cast<off_t>(bytes_written_ + done));
       if (n < 0) {
         if (errno == EINTR) continue;
-        // A file system that took O_DIRECT at open but refuses it now: write buffered.
-        if (errno == EINVAL && direct_ && ClearDirect().ok()) continue;
+        // A file system that took O_DIRECT at fcntl but refuses the write: write buffered.
+        if (errno == EINVAL && direct_ && SetDirect(false).ok()) {
+          direct_refused_ = true;
+          continue;
+        }
         return ErrnoStatus(fmt::format("write at offset {}", bytes_written_ + done), path_, errno);
       }
       done += static_cast<size_t>(n);
@@ -148,42 +155,43 @@ class LocalWritableFile final : public WritableFile {
     return Status::OK();
   }
 
-  // Writes the staged whole blocks with O_DIRECT; with `all`, also the partial block that remains,
-  // after which the file is in buffered mode for good (its end is no longer block-aligned). Without
-  // O_DIRECT, writes everything staged.
+  // Writes the staged whole blocks, with O_DIRECT where the file system takes it; with `all`, also
+  // the partial block that remains, buffered, after which the file is in buffered mode for good (its
+  // end is no longer block-aligned). Where O_DIRECT is refused, writes everything staged and leaves
+  // staging mode.
   Status FlushStaging(bool all) {
-    if (!direct_) {  // O_DIRECT was given up (see WriteAll): everything staged goes out buffered
-      STOKE_RETURN_IF_ERROR(WriteAll(staging_.view()));
-      staging_ = AlignedBuffer();
-      return Status::OK();
-    }
-    const size_t whole = staging_.size() / kBlock * kBlock;
+    if (!all && !direct_ && (direct_refused_ || !SetDirect(true).ok())) all = true;  // no O_DIRECT here (tmpfs): buffered from now on
+    const size_t whole = all && !direct_ ? 0 : staging_.size() / kBlock * kBlock;
     if (whole > 0) STOKE_RETURN_IF_ERROR(WriteAll(ByteView(staging_.data(), whole)));
     const size_t rest = staging_.size() - whole;
     if (rest > 0 && whole > 0) std::memmove(staging_.data(), staging_.data() + whole, rest);
     staging_.Resize(rest);
-    if (!all || rest == 0) return Status::OK();
-    STOKE_RETURN_IF_ERROR(ClearDirect());
-    STOKE_RETURN_IF_ERROR(WriteAll(staging_.view()));
+    if (!all) return Status::OK();
+    if (direct_) STOKE_RETURN_IF_ERROR(SetDirect(false));
+    if (rest > 0) STOKE_RETURN_IF_ERROR(WriteAll(staging_.view()));
     staging_ = AlignedBuffer();
+    staging_mode_ = false;
     return Status::OK();
   }
 
-  // Takes O_DIRECT off the file descriptor; later writes go through the page cache. The staged
-  // bytes stay staged.
-  Status ClearDirect() {
+  // Turns O_DIRECT on or off for the file descriptor.
+  Status SetDirect(bool on) {
     const int flags = ::fcntl(fd_, F_GETFL);
-    if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_DIRECT) != 0) return ErrnoStatus("fcntl(~O_DIRECT)", path_, errno);
-    direct_ = false;
+    if (flags < 0 || ::fcntl(fd_, F_SETFL, on ? (flags | O_DIRECT) : (flags & ~O_DIRECT)) != 0) {
+      return ErrnoStatus(on ? "fcntl(O_DIRECT)" : "fcntl(~O_DIRECT)", path_, errno);
+    }
+    direct_ = on;
     return Status::OK();
   }
 
   std::string path_;
   int fd_;
-  bool direct_;
-  AlignedBuffer staging_;           // direct_: bytes appended but not yet written (< kStagingBytes)
+  bool staging_mode_ = true;        // appends are staged (until the first Sync or Close, or O_DIRECT is refused)
+  bool direct_ = false;             // O_DIRECT is set on fd_
+  bool direct_refused_ = false;     // a direct write failed with EINVAL: never tried again
+  AlignedBuffer staging_;           // staging_mode_: bytes appended but not yet written (< kStagingBytes)
   uint64_t bytes_written_ = 0;      // bytes written to the file
-  uint64_t writeback_started_ = 0;  // !direct_: bytes before this offset have had writeback started
+  uint64_t writeback_started_ = 0;  // !staging_mode_: bytes before this offset have had writeback started
 };
 
 DirEntry EntryFromStat(std::string name, const struct stat& st) {
@@ -216,11 +224,9 @@ class LocalFileSystem final : public Storage {
 
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive) override {
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC);
-    int fd = ::open(path.c_str(), flags | O_DIRECT, 0644);
-    bool direct = fd >= 0;
-    if (fd < 0 && errno == EINVAL) fd = ::open(path.c_str(), flags, 0644);  // no O_DIRECT here (tmpfs)
+    int fd = ::open(path.c_str(), flags, 0644);
     if (fd < 0) return ErrnoStatus("create", path, errno);
-    return std::unique_ptr<WritableFile>(std::make_unique<LocalWritableFile>(path, fd, direct));
+    return std::unique_ptr<WritableFile>(std::make_unique<LocalWritableFile>(path, fd));
   }
 
   Result<std::vector<DirEntry>> List(const std::string& dir) override {
