@@ -413,20 +413,28 @@ class Replayer {
     for (Action& action : actions) STOKE_RETURN_IF_ERROR(Apply(action, file));
     return Status::OK();
   }
+  // Room for `n` more adds (a checkpoint's count): the vectors do not grow by doubling, which at
+  // 650,000 files held two copies.
+  void Reserve(size_t n) {
+    adds_.reserve(adds_.size() + n);
+    superseded_.reserve(superseded_.size() + n);
+    live_.reserve(live_.size() + n);
+  }
   // Applies one action (an add or remove is moved out of it).
   Status Apply(Action& action, const std::string& file) {
     if (auto* add = std::get_if<AddFile>(&action)) {
       STOKE_ASSIGN_OR_RETURN(std::string key, DecodedPath(add->path, file));
       auto it = live_.find(key);
-      if (it != live_.end()) adds_[it->second].reset();
+      if (it != live_.end()) Supersede(it->second);
       snapshot_.tombstones.erase(key);
       live_[std::move(key)] = adds_.size();
       adds_.push_back(std::move(*add));
+      superseded_.push_back(0);
     } else if (auto* rm = std::get_if<RemoveFile>(&action)) {
       STOKE_ASSIGN_OR_RETURN(std::string key, DecodedPath(rm->path, file));
       auto it = live_.find(key);
       if (it != live_.end()) {
-        adds_[it->second].reset();
+        Supersede(it->second);
         live_.erase(it);
       }
       snapshot_.tombstones[std::move(key)] = std::move(*rm);
@@ -448,14 +456,25 @@ class Replayer {
     if (!has_metadata_) return Status::Corruption(fmt::format("{}: no metaData action in versions 0..{}", log_dir, version));
     snapshot_.version = version;
     snapshot_.timestamp = timestamp;
-    snapshot_.files.reserve(live_.size());
-    for (auto& a : adds_) {
-      if (a) snapshot_.files.push_back(std::move(*a));
+    // The live adds, compacted in place (no second vector of them).
+    size_t kept = 0;
+    for (size_t i = 0; i < adds_.size(); ++i) {
+      if (superseded_[i]) continue;
+      if (kept != i) adds_[kept] = std::move(adds_[i]);
+      ++kept;
     }
+    adds_.resize(kept);
+    std::unordered_map<std::string, size_t>().swap(live_);
+    snapshot_.files = std::move(adds_);
     return std::move(snapshot_);
   }
 
  private:
+  void Supersede(size_t i) {
+    superseded_[i] = 1;
+    adds_[i] = AddFile{};  // frees its strings now
+  }
+
   static Result<std::string> DecodedPath(const std::string& path, const std::string& file) {
     auto decoded = DecodePath(path);
     if (!decoded.ok()) return Status::Corruption(fmt::format("{}: {}", file, decoded.status().message()));
@@ -463,7 +482,8 @@ class Replayer {
   }
 
   Snapshot snapshot_;
-  std::vector<std::optional<AddFile>> adds_;          // in the order added; reset when superseded
+  std::vector<AddFile> adds_;                         // in the order added
+  std::vector<char> superseded_;                      // per entry of adds_: 1 once removed or added again
   std::unordered_map<std::string, size_t> live_;      // decoded path -> index in adds_
   bool has_protocol_ = false;
   bool has_metadata_ = false;
@@ -858,7 +878,9 @@ Result<Snapshot> DeltaLog::ReadSnapshot(std::optional<int64_t> version) const {
       continue;
     }
     checkpoint_path = JoinPath(dir, fmt::format("{:020d}.checkpoint.parquet", cp));
+    replayer.Reserve(actions->size());
     STOKE_RETURN_IF_ERROR(replayer.Apply(*actions, checkpoint_path));
+    std::vector<Action>().swap(*actions);
     start = cp + 1;
     break;
   }
