@@ -11,10 +11,8 @@
 //      normalize fused into one lookup per element)
 // touches the full-size image only in the decoder and the horizontal pass.
 //
-// Resampling is Pillow's (src/libImaging/Resample.c, the BILINEAR filter of support 1 widened by the
-// reduction factor, i.e. antialiased; coefficients normalised and rounded to 22-bit fixed point;
-// horizontal pass first, over the rows the vertical pass needs, rounded to 8 bits in between), with
-// the filter clipped to the box as PIL's crop-then-resize does. Without DCT scaling the result is
+// Resampling is Pillow's (format/image_resample.h), with the filter clipped to the box as PIL's
+// crop-then-resize does. Without DCT scaling the result is
 // therefore byte-identical to PIL's `img.crop(box).resize(size, BILINEAR)` and to torchvision's
 // RandomResizedCrop / Resize / CenterCrop on a PIL image given the same random choices (tested against
 // PIL). Two differences remain, documented in docs/python.md: a flip before a resize is applied after
@@ -48,6 +46,7 @@
 
 #include "core/buffer.h"
 #include "core/random.h"
+#include "format/image_resample.h"
 #include "loader/transform.h"
 #include "stoke/loader.h"
 #include "stoke/status.h"
@@ -59,9 +58,8 @@ namespace stoke {
 struct ImageScratch {
   AlignedBuffer decoded;     // the decoded image (full size or DCT-scaled)
   AlignedBuffer staged;      // the image part's output when the tensor part follows
-  AlignedBuffer horizontal;  // the horizontal pass's rows
-  std::vector<int32_t> x_bounds, y_bounds, x_coeffs, y_coeffs;
-  std::vector<double> weights;
+  ResampleScratch resample;
+  std::vector<uint8_t> row;  // a row being mirrored
   TransformScratch tensor;
 };
 
@@ -163,21 +161,5 @@ class ImagePipeline {
   TransformPipeline tensor_;  // the tensor part, on [out_height, out_width, channels] uint8
   std::string describe_image_part_;
 };
-
-// Resamples the box [x0, x1) x [y0, y1) (fractional source coordinates) of `src` (src_height rows of
-// src_width * channels bytes), its filter clipped to [clip_left, clip_right) x [clip_top, clip_bottom)
-// (inside the source), to a virtual out_width x out_height image as Pillow's BILINEAR resize does,
-// and writes the window [wx, wx + ww) x [wy, wy + wh) of it to `dst` (wh rows of ww * channels bytes),
-// mirrored horizontally when `flip`; window pixels outside the virtual image are 0. Exposed for tests.
-struct ResampleRequest {
-  const uint8_t* src = nullptr;
-  int32_t src_width = 0, src_height = 0, channels = 3;
-  double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-  int32_t clip_left = 0, clip_top = 0, clip_right = 0, clip_bottom = 0;
-  int32_t out_width = 0, out_height = 0;
-  int32_t wx = 0, wy = 0, ww = 0, wh = 0;
-  bool flip = false;
-};
-void ResampleBilinear(const ResampleRequest& request, uint8_t* dst, ImageScratch* scratch);
 
 }  // namespace stoke
