@@ -4,7 +4,8 @@
 //   loader->SetEpoch(e)                    per-epoch order (seeded by seed and e), this rank's shard
 //   while (auto b = loader->Next()) ...    batches in sampler order; blocks only when data is late
 //
-// Samples are fetched one positioned read per page (io_uring or a pread pool), checked (page header,
+// Samples are fetched one positioned read per page (io_uring or a pread pool; ranged GETs on object
+// stores, neighbours within a gap merged, optionally through a local read cache), checked (page header,
 // CRC) and decompressed, transformed and collated on worker threads into reusable batch buffers,
 // with everything in flight bounded by one budget, `prefetch_bytes`.
 #pragma once
@@ -154,13 +155,29 @@ struct LoaderOptions {
   // most a quarter (at least 8 MiB), the rest is headroom for pooled buffers and decode scratch.
   int64_t prefetch_bytes = int64_t{512} << 20;
   int threads = 0;                   // Default 0 = one decode/transform worker per core (at least 1).
-  int queue_depth = 64;              // Default 64 reads in flight.
+  // Default 0 = by where the table is: 64 reads in flight on local files; 256 ranged GETs on object
+  // stores, whose reads are latency-bound (a GET waits tens of milliseconds, and hundreds in flight
+  // cost no thread each: they run on the HTTP client's event loop). Else 1 to 4096.
+  int queue_depth = 0;
   // Default false. O_DIRECT reads (bypass the page cache), e.g. for cold-cache benchmarks.
   bool direct = false;
   enum class Backend { kAuto, kIoUring, kPread };
   Backend backend = Backend::kAuto;  // Default: io_uring when the kernel allows it, else pread.
-  // Default 1 MiB. Reads of pages adjacent in one file are merged up to this size (0: never).
+  // Default 1 MiB. Local files: reads of pages adjacent in one file are merged up to this size (0: never).
   int64_t coalesce_bytes = int64_t{1} << 20;
+  // Object stores. Default 8 MiB. Pages of one object needed by a batch whose ranges are at most
+  // remote_coalesce_gap_bytes apart are fetched with one ranged GET of up to this many bytes (the
+  // bytes between them are read and dropped) and split (0: one GET per page).
+  int64_t remote_coalesce_bytes = int64_t{8} << 20;
+  // Object stores. Default 256 KiB: about what a link moves in the time one more request costs
+  // (docs/object_storage.md). Larger merges more and reads more bytes that are dropped.
+  int64_t remote_coalesce_gap_bytes = int64_t{256} << 10;
+  // Default "" (none). Object stores: a local directory keeping what the loader fetched, in blocks of
+  // 1 MiB verified by CRC, so that later epochs (and other processes sharing the directory) read from
+  // local disk instead of the store (docs/object_storage.md, "Read cache"). Ignored for local tables.
+  std::string cache_dir;
+  // Default 16 GiB. Bytes the cache directory keeps; beyond it the least recently used blocks go.
+  int64_t cache_bytes = int64_t{16} << 30;
   bool verify_crc = true;            // Default true: check each page's CRC-32.
   enum class OnError { kRaise, kSkip };
   // Default raise: a bad sample fails Next() with its file and row named. Skip: the sample is left out
@@ -240,7 +257,7 @@ struct LoaderStats {
   // Busy seconds per stage (summed over threads): "fetch" (reads, from submission to completion,
   // overlapping), "decode", "transform", "collate", "wait".
   std::vector<std::pair<std::string, double>> stage_seconds;
-  const char* backend = "";           // "io_uring" or "pread"
+  const char* backend = "";           // "io_uring" or "pread"; "storage" on object stores
 };
 
 // How well an epoch's order mixes the table (Sampler::MeasureQuality), for comparing block shuffle

@@ -311,7 +311,9 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
                                      const std::string& shuffle, int64_t shuffle_buffer, uint64_t seed, int rank,
                                      int world_size, bool drop_last, const py::list& transforms,
                                      int64_t prefetch_bytes, int threads, int queue_depth, bool direct,
-                                     const std::string& backend, int64_t coalesce_bytes, bool verify_crc,
+                                     const std::string& backend, int64_t coalesce_bytes,
+                                     int64_t remote_coalesce_bytes, int64_t remote_coalesce_gap_bytes,
+                                     const std::string& cache_dir, int64_t cache_bytes, bool verify_crc,
                                      const std::string& on_error, bool pin_memory, bool trace, int image_channels,
                                      bool jpeg_dct_scaling) {
   using O = stoke::LoaderOptions;
@@ -335,6 +337,10 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
   o.backend = ParseChoice<O::Backend>("backend", backend,
                                       {{"auto", O::Backend::kAuto}, {"io_uring", O::Backend::kIoUring}, {"pread", O::Backend::kPread}});
   o.coalesce_bytes = coalesce_bytes;
+  o.remote_coalesce_bytes = remote_coalesce_bytes;
+  o.remote_coalesce_gap_bytes = remote_coalesce_gap_bytes;
+  o.cache_dir = cache_dir;
+  o.cache_bytes = cache_bytes;
   o.verify_crc = verify_crc;
   o.on_error = ParseChoice<O::OnError>("on_error", on_error, {{"raise", O::OnError::kRaise}, {"skip", O::OnError::kSkip}});
   o.pin_memory = pin_memory;
@@ -695,9 +701,10 @@ PYBIND11_MODULE(_stoke, m) {
            py::arg("version") = py::none(), py::arg("where") = "", py::arg("batch_size") = 32,
            py::arg("shuffle") = "global", py::arg("shuffle_buffer") = 1024, py::arg("seed") = 0, py::arg("rank") = 0,
            py::arg("world_size") = 1, py::arg("drop_last") = false, py::arg("transforms") = py::list(),
-           py::arg("prefetch_bytes") = int64_t{512} << 20, py::arg("threads") = 0, py::arg("queue_depth") = 64,
+           py::arg("prefetch_bytes") = int64_t{512} << 20, py::arg("threads") = 0, py::arg("queue_depth") = 0,
            py::arg("direct") = false, py::arg("backend") = "auto", py::arg("coalesce_bytes") = int64_t{1} << 20,
-           py::arg("verify_crc") = true, py::arg("on_error") = "raise", py::arg("pin_memory") = true,
+           py::arg("remote_coalesce_bytes") = int64_t{8} << 20, py::arg("remote_coalesce_gap_bytes") = int64_t{256} << 10,
+           py::arg("cache_dir") = "", py::arg("cache_bytes") = int64_t{16} << 30, py::arg("verify_crc") = true, py::arg("on_error") = "raise", py::arg("pin_memory") = true,
            py::arg("trace") = false, py::arg("image_channels") = 3, py::arg("jpeg_dct_scaling") = true)
       .def("next", &PyLoader::Next, "The next batch of this rank's epoch as a dict, or None at its end.")
       .def("set_epoch", &PyLoader::SetEpoch, py::arg("epoch"))

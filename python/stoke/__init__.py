@@ -533,9 +533,18 @@ class Loader:
       to: "torch" (torch.Tensor, zero copy on the CPU) or "numpy" (np.ndarray).
       rank, world_size: this process's shard; None: see _default_rank_world.
       **options: the rest of the C++ LoaderOptions: shuffle_buffer, threads,
-        queue_depth, direct, backend ("auto", "io_uring", "pread"),
-        coalesce_bytes, verify_crc, on_error ("raise", "skip"), pin_memory, trace,
+        queue_depth (0: 64 on local files, 256 on object stores), direct,
+        backend ("auto", "io_uring", "pread"), coalesce_bytes, verify_crc,
+        on_error ("raise", "skip"), pin_memory, trace; and for tables on object
+        stores remote_coalesce_bytes (the largest GET that merges a batch's
+        pages of one object, default 8 MiB) and remote_coalesce_gap_bytes
+        (pages at most this far apart are merged, default 256 KiB);
         image_channels (3 RGB, 1 gray, 4 RGBA), jpeg_dct_scaling (True).
+      cache_dir: tables on object stores: a local directory that keeps the
+        bytes fetched (1 MiB blocks, CRC-checked), so that later epochs read
+        from local disk; processes may share it. None: no cache.
+      cache_bytes: the size the cache directory keeps (least recently used
+        blocks go beyond it).
 
     Image columns (a table ingested from JPEG/PNG files) are decoded on the
     loader's threads; with image transforms (RandomResizedCrop, Resize,
@@ -554,6 +563,7 @@ class Loader:
                  transforms: Optional[Sequence[Union[Transform, Mapping[str, Any]]]] = None,
                  prefetch_bytes: int = 512 << 20, drop_last: bool = False, device: str = "cpu",
                  to: str = "torch", rank: Optional[int] = None, world_size: Optional[int] = None,
+                 cache_dir: Optional[PathLike] = None, cache_bytes: int = 16 << 30,
                  **options: Any) -> None:
         if to not in ("torch", "numpy"):
             raise ValueError(f"to: expected 'torch' or 'numpy', got {to!r}")
@@ -578,7 +588,8 @@ class Loader:
             table.path, columns=None if columns is None else list(columns), version=table.version,
             where=table.where, batch_size=batch_size, shuffle=shuffle, seed=seed, rank=rank,
             world_size=world_size, drop_last=drop_last, transforms=_transform_dicts(transforms),
-            prefetch_bytes=prefetch_bytes, **options)
+            prefetch_bytes=prefetch_bytes, cache_dir="" if cache_dir is None else os.fspath(cache_dir),
+            cache_bytes=cache_bytes, **options)
         # False once an iteration of the current position has begun: the next __iter__ then
         # starts the following epoch.
         self._fresh = True

@@ -34,7 +34,8 @@ class Loader:
                  seed: int = ..., rank: int = ..., world_size: int = ..., drop_last: bool = ...,
                  transforms: List[Dict[str, Any]] = ..., prefetch_bytes: int = ..., threads: int = ...,
                  queue_depth: int = ..., direct: bool = ..., backend: str = ..., coalesce_bytes: int = ...,
-                 verify_crc: bool = ..., on_error: str = ..., pin_memory: bool = ..., trace: bool = ...,
+                 remote_coalesce_bytes: int = ..., remote_coalesce_gap_bytes: int = ..., cache_dir: str = ...,
+                 cache_bytes: int = ..., verify_crc: bool = ..., on_error: str = ..., pin_memory: bool = ..., trace: bool = ...,
                  image_channels: int = ..., jpeg_dct_scaling: bool = ...) -> None: ...
     def next(self) -> Optional[Dict[str, Any]]: ...
     def set_epoch(self, epoch: int) -> None: ...

@@ -7,6 +7,7 @@ Python (`stoke.Loader`); every sample is compared byte for byte with the same vo
 The servers come from tests/servers (npm, installed by scripts/bootstrap.sh). Without them the
 module is skipped, unless CI is set, where that is a failure."""
 
+import contextlib
 import csv
 import json
 import os
@@ -85,14 +86,22 @@ def run(env, *args):
     return r.stdout
 
 
+@contextlib.contextmanager
 def in_process_env(env):
     """Sets the store's variables in this process for the binding (the resolver reads them when it
-    first makes a Storage for a container); returns the previous values."""
+    first makes a Storage for a container), and puts the previous values back at the end."""
     saved = {k: os.environ.get(k) for k in env if k.startswith(("AZURE_", "AWS_", "STOKE_SINGLE"))}
     for k, v in env.items():
         if k.startswith(("AZURE_", "AWS_", "STOKE_SINGLE")):
             os.environ[k] = v
-    return saved
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def test_lifecycle_byte_equal(store, tmp_path):
@@ -132,8 +141,7 @@ def test_lifecycle_byte_equal(store, tmp_path):
     assert bench["samples"] == SAMPLES and bench["backend"] == "storage"
 
     # Python loader over the store: every sample byte-equal to the local .npy file of its row
-    saved = in_process_env(env)
-    try:
+    with in_process_env(env):
         t = stoke.open_table(table)
         ids = t.query(columns=["id", "file"])
         file_of = dict(zip(ids["id"].tolist(), ids["file"].tolist()))
@@ -145,12 +153,6 @@ def test_lifecycle_byte_equal(store, tmp_path):
                     assert np.array_equal(batch["volume"][i], want), f"row {row_id}"
                     seen += 1
         assert seen == SAMPLES
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
     # vacuum with no retention removes the 48 one-row files that version 1 replaced
     out = run(env, "vacuum", table, "--retain", 0)
@@ -186,38 +188,112 @@ def test_commits_refused_where_the_server_ignores_conditional_writes(store, tmp_
         assert r.returncode == 0, r.stderr
 
 
-def test_loading_through_503s_and_resets_loses_and_repeats_nothing(store, tmp_path):
-    """1 % of the GETs answered 503 and 1 % reset mid-body: every sample still arrives exactly once
-    per epoch, byte-equal. (The throughput cost is measured by bench/blob_storage.sh.)"""
+def proxy_url(env):
+    return f"http://127.0.0.1:{env['STOKE_TEST_PROXY_PORT']}"
+
+
+def proxy(env, what):
+    """A control request to the fault proxy (set?..., stats, requests); the decoded JSON or text."""
     import urllib.request
+    body = urllib.request.urlopen(f"{proxy_url(env)}/__fault/{what}").read()
+    return body.decode() if what.startswith("set") else json.loads(body)
+
+
+def epoch_exactly_once(loader, epoch, local, file_of):
+    """Loads `epoch`, checks every sample against the local .npy file of its row and that every row
+    came exactly once."""
+    loader.set_epoch(epoch)
+    seen = []
+    for batch in loader:
+        for i, row_id in enumerate(batch["id"].tolist()):
+            assert np.array_equal(batch["volume"][i], np.load(local / file_of[row_id])), f"row {row_id}"
+            seen.append(row_id)
+    assert sorted(seen) == sorted(file_of), f"epoch {epoch}: rows lost or repeated"
+
+
+def data_gets(requests):
+    """The GETs of data files among the proxy's logged requests."""
+    return [r for r in requests if r.startswith("GET ") and "/part-" in r]
+
+
+def cache_entries(cache_dir):
+    return [p for p in Path(cache_dir).rglob("*") if p.is_file() and ".tmp." not in p.name]
+
+
+def test_later_epochs_and_other_processes_read_from_the_cache(store, tmp_path):
+    """With cache_dir, the first epoch fetches each 1 MiB block of the data once; a later epoch, and
+    another process (`stoke bench load`) on the same directory, make no GET of the data files."""
     prefix, env = store
     local = tmp_path / "local"
-    for out in (local, f"{prefix}/faults-src"):
-        run(env, "synth", "volumes", "--samples", 200, "--shape", "4,4,4", "--channels", 2, "--seed", 5, "--out", out)
-    table = f"{prefix}/faults"
-    run(env, "ingest", f"{prefix}/faults-src", "--table", table, "--tensor-column", "volume", "--rows-per-file", 20)
-    proxy = f"http://127.0.0.1:{env['STOKE_TEST_PROXY_PORT']}"
-    urllib.request.urlopen(f"{proxy}/__fault/set?p503=0.01&preset=0.01&methods=GET").read()
-    saved = in_process_env(env)
-    try:
+    for out in (local, f"{prefix}/cache-src"):
+        run(env, "synth", "volumes", "--samples", 60, "--shape", "16,16,8", "--channels", 4, "--seed", 9, "--out", out)
+    table = f"{prefix}/cache-t"
+    run(env, "ingest", f"{prefix}/cache-src", "--table", table, "--tensor-column", "volume", "--rows-per-file", 20)
+    cache = tmp_path / "cache"
+    with in_process_env(env):
         t = stoke.open_table(table)
         ids = t.query(columns=["id", "file"])
         file_of = dict(zip(ids["id"].tolist(), ids["file"].tolist()))
-        with stoke.Loader(t, batch_size=16, shuffle="global", seed=1, columns=["id", "volume"], to="numpy") as loader:
-            for epoch in range(3):
-                loader.set_epoch(epoch)
-                seen = []
-                for batch in loader:
-                    for i, row_id in enumerate(batch["id"].tolist()):
-                        assert np.array_equal(batch["volume"][i], np.load(local / file_of[row_id])), f"row {row_id}"
-                        seen.append(row_id)
-                assert sorted(seen) == sorted(file_of), f"epoch {epoch}: rows lost or repeated"
-        stats = json.loads(urllib.request.urlopen(f"{proxy}/__fault/stats").read())
-        assert stats["injected"] > 0, stats  # the faults happened
-    finally:
-        urllib.request.urlopen(f"{proxy}/__fault/set?methods=GET").read()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        with stoke.Loader(t, batch_size=8, seed=2, columns=["id", "volume"], to="numpy", cache_dir=cache,
+                          cache_bytes=1 << 30) as loader:
+            proxy(env, "set?methods=GET")  # the requests of the epochs, not of the open
+            for epoch in range(2):
+                epoch_exactly_once(loader, epoch, local, file_of)
+                gets = data_gets(proxy(env, "requests"))
+                if epoch == 0:
+                    assert gets, "the first epoch fetches"
+                    # 3 files of 20 samples of 32 KiB: 1 MiB blocks, each fetched once
+                    assert len(gets) <= 3 * 2, gets
+                    deadline = time.time() + 10
+                    while len(cache_entries(cache)) < 3 and time.time() < deadline:
+                        time.sleep(0.01)  # blocks are written just after the reads they served
+                else:
+                    assert gets == [], f"epoch {epoch} made requests: {gets}"
+                proxy(env, "set?methods=GET")
+    # Another process on the same cache directory: no GET of a data file (with the tensor column
+    # only, its open reads the log and the sample index, nothing of the data files).
+    script = ("import stoke, sys\n"
+              "with stoke.Loader(sys.argv[1], batch_size=8, columns=['volume'], to='numpy', cache_dir=sys.argv[2]) as l:\n"
+              "    print(sum(len(b['volume']) for b in l))\n")
+    pythonpath = os.pathsep.join([str(Path(stoke.__file__).resolve().parent.parent), env.get("PYTHONPATH", "")])
+    proxy(env, "set?methods=GET")
+    r = subprocess.run([sys.executable, "-c", script, table, str(cache)], capture_output=True, text=True,
+                       env={**env, "PYTHONPATH": pythonpath})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["60"]
+    assert data_gets(proxy(env, "requests")) == [], "another process on the same cache directory"
+    # The command line's loader takes the cache too.
+    out = json.loads(run(env, "bench", "load", table, "--cache-dir", cache, "--json").strip().splitlines()[-1])
+    assert out["samples"] == 60 and out["cache"] is True
+
+
+@pytest.mark.parametrize("cache", [False, True], ids=["plain", "cache+merging"])
+def test_loading_through_503s_and_resets_loses_and_repeats_nothing(store, tmp_path, cache):
+    """1 % of the GETs answered 503 and 1 % reset mid-body: every sample still arrives exactly once
+    per epoch, byte-equal; also with the read cache and merged GETs (block shuffle: batches of
+    neighbours), where a few faults are injected for sure as fewer requests are made. (The
+    throughput cost is measured by bench/blob_storage.sh.)"""
+    prefix, env = store
+    local = tmp_path / "local"
+    src = f"{prefix}/faults-src-{int(cache)}"
+    for out in (local, src):
+        run(env, "synth", "volumes", "--samples", 200, "--shape", "4,4,4", "--channels", 2, "--seed", 5, "--out", out)
+    table = f"{prefix}/faults-{int(cache)}"
+    run(env, "ingest", src, "--table", table, "--tensor-column", "volume", "--rows-per-file", 20)
+    # The counted faults hit the first GETs (the log listing when the loader opens): one of each, so
+    # that listing still has three tries left for the 1 % + 1 % random faults (five in all).
+    faults = "p503=0.01&preset=0.01&methods=GET" + ("&status503=1&reset=1" if cache else "")
+    options = dict(shuffle="block", shuffle_buffer=16, cache_dir=tmp_path / "cache") if cache else dict(shuffle="global")
+    with in_process_env(env):
+        try:
+            t = stoke.open_table(table)
+            ids = t.query(columns=["id", "file"])
+            file_of = dict(zip(ids["id"].tolist(), ids["file"].tolist()))
+            proxy(env, f"set?{faults}")
+            with stoke.Loader(t, batch_size=16, seed=1, columns=["id", "volume"], to="numpy", **options) as loader:
+                for epoch in range(3):
+                    epoch_exactly_once(loader, epoch, local, file_of)
+            stats = proxy(env, "stats")
+            assert stats["injected"] > 0, stats  # the faults happened
+        finally:
+            proxy(env, "set?methods=GET")

@@ -107,21 +107,25 @@ std::string LoadReportJson(const LoadBenchReport& r) {
       "\"index_from_cache\":{},\"backend\":\"{}\",\"page_bytes_mean\":{:.1f},\"cold\":{},\"batch_size\":{},"
       "\"shuffle\":\"{}\",\"threads\":{},\"queue_depth\":{},\"prefetch_bytes\":{},\"table_rows\":{},"
       "\"samples_skipped\":{},\"cells_decoded\":{},\"max_rss_mb\":{:.1f},\"mean_jump\":{:.1f},\"distinct_file_fraction\":{:.4f},"
-      "\"global_mean_jump\":{:.1f},\"global_distinct_file_fraction\":{:.4f}}}",
+      "\"global_mean_jump\":{:.1f},\"global_distinct_file_fraction\":{:.4f},\"remote_coalesce_bytes\":{},"
+      "\"remote_coalesce_gap_bytes\":{},\"cache\":{}}}",
       r.samples, r.batches, r.wall_s, r.samples_per_s(), r.mb_per_s(), r.wait_share(), r.utilisation(), r.compute_ms,
       r.open_s, r.index_from_cache ? "true" : "false", r.stats.backend, r.page_bytes_mean, o.direct ? "true" : "false",
       o.batch_size, ShuffleName(o.shuffle), o.threads, o.queue_depth, o.prefetch_bytes, r.table_rows,
       r.stats.samples_skipped, r.stats.cells_decoded, r.max_rss_bytes / 1e6, r.shuffle.mean_jump, r.shuffle.distinct_file_fraction,
-      r.global_shuffle.mean_jump, r.global_shuffle.distinct_file_fraction);
+      r.global_shuffle.mean_jump, r.global_shuffle.distinct_file_fraction, o.remote_coalesce_bytes,
+      o.remote_coalesce_gap_bytes, o.cache_dir.empty() ? "false" : "true");
 }
 
 std::string FormatLoadReport(const LoadBenchReport& r) {
   const LoaderOptions& o = r.options.loader;
   std::string s = fmt::format(
       "bench load: {} rows, opened in {:.3f} s (sample index {}), {} batches of up to {}, shuffle {}, {}, {} reads, "
-      "queue depth {}\n",
+      "queue depth {}{}\n",
       r.table_rows, r.open_s, r.index_from_cache ? "cached" : "built", r.batches, o.batch_size, ShuffleName(o.shuffle),
-      o.direct ? "O_DIRECT (cold)" : "page cache allowed", r.stats.backend, o.queue_depth);
+      o.direct ? "O_DIRECT (cold)" : "page cache allowed", r.stats.backend,
+      o.queue_depth > 0 ? std::to_string(o.queue_depth) : std::string("default"),
+      o.cache_dir.empty() ? "" : ", read cache " + o.cache_dir);
   s += fmt::format("{:>12} {:>10} {:>12} {:>12} {:>12} {:>10}\n", "samples/s", "MB/s", "wait share", "utilisation",
                    "compute ms", "wall s");
   s += fmt::format("{:>12.1f} {:>10.1f} {:>12.3f} {:>12.3f} {:>12g} {:>10.2f}\n", r.samples_per_s(), r.mb_per_s(),

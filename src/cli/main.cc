@@ -312,7 +312,24 @@ int main(int argc, char** argv) {
   bench_load->add_option("--threads", lb.loader.threads, "Decode/transform workers (0 = one per core)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  bench_load->add_option("--queue-depth", lb.loader.queue_depth, "Reads in flight")->check(CLI::Range(1, 4096))->capture_default_str();
+  bench_load->add_option("--queue-depth", lb.loader.queue_depth,
+                         "Reads in flight (0 = 64 on local files, 256 ranged GETs on object stores)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  bench_load->add_option("--remote-coalesce-bytes", lb.loader.remote_coalesce_bytes,
+                         "Object stores: the largest GET that merges a batch's pages of one object, e.g. 8MiB (0 = one GET per page)")
+      ->transform(CLI::AsSizeValue(false))
+      ->default_str("8MiB");
+  bench_load->add_option("--remote-coalesce-gap", lb.loader.remote_coalesce_gap_bytes,
+                         "Object stores: pages at most this far apart are merged into one GET, e.g. 256KiB")
+      ->transform(CLI::AsSizeValue(false))
+      ->default_str("256KiB");
+  bench_load->add_option("--cache-dir", lb.loader.cache_dir,
+                         "Object stores: keep fetched bytes in this local directory (1 MiB blocks, CRC-checked, shared by "
+                         "processes), so later epochs read from local disk");
+  bench_load->add_option("--cache-bytes", lb.loader.cache_bytes, "Size of the --cache-dir cache, e.g. 16GiB (least recently used blocks go)")
+      ->transform(CLI::AsSizeValue(false))
+      ->default_str("16GiB");
   bench_load->add_option("--backend", lb_backend, "auto, io_uring or pread")
       ->check(CLI::IsMember({"auto", "io_uring", "pread"}))
       ->capture_default_str();

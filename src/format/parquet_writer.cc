@@ -778,7 +778,7 @@ Status ParquetFileWriter::Close() {
   std::memcpy(trailer + 4, parquet::kMagic, 4);
   buf.append(reinterpret_cast<char*>(trailer), 8);
   STOKE_RETURN_IF_ERROR(file_->Append(AsBytes(buf)));
-  STOKE_RETURN_IF_ERROR(file_->Sync());
+  if (options_.sync_on_close) STOKE_RETURN_IF_ERROR(file_->Sync());
   return file_->Close();
 }
 

@@ -48,6 +48,9 @@ struct WriterOptions {
   // Extra key-value metadata for the footer (stoke.tensors and stoke.blobs are always written for
   // tensor and blob columns).
   std::vector<parquet::KeyValue> key_value_metadata;
+  // Default true: Close syncs the file (WritableFile::Sync) before closing it. False for writers of
+  // many files that make them durable together afterwards (Storage::SyncFiles).
+  bool sync_on_close = true;
 };
 
 // Column-chunk key-value metadata key holding the codec choice as JSON: {"requested", "chosen",

@@ -136,6 +136,10 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
       cleanup.push_back(f.final);
     }
   };
+  const bool in_place = layout.write_in_place && layout.single_file.empty();
+  WriterOptions file_options = options;
+  if (in_place) file_options.sync_on_close = false;
+  auto temporary_path = [&](const std::string& path) { return in_place ? path : InProgressPath(fs, path); };
   auto finish_file = [&]() -> Status {
     if (!writer) return Status::OK();
     auto task = std::make_shared<std::packaged_task<Result<WrittenFile>()>>(
@@ -145,7 +149,7 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
           return WrittenFile{final_path, w->num_rows(), w->bytes_written(),
                              delta::StatsJsonFromFooter(w->metadata(), s.columns), NowMillis()};
         });
-    finishing.push_back({InProgressPath(fs, final_path), final_path, task->get_future()});
+    finishing.push_back({temporary_path(final_path), final_path, task->get_future()});
     finish_pool.Submit([task] { (*task)(); });
     while (finishing.size() > kMaxFinishing || (!finishing.empty() && IsReady(finishing.front().done))) collect_oldest();
     return finish_status;
@@ -168,9 +172,10 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
                        ? layout.single_file
                        : JoinPath(layout.dir, fmt::format("part-{:05}-{}.parquet", current_file, RandomUuid()));
       // Written under a temporary name and renamed when complete (or, on object stores, visible
-      // only once complete): a crash never leaves a truncated file under a final name.
-      std::string tmp = InProgressPath(fs, final_path);
-      auto w = ParquetFileWriter::Create(fs, tmp, s.columns, options);
+      // only once complete): a crash never leaves a truncated file under a final name. In place:
+      // nothing refers to the name until a commit, made after every file is durable.
+      std::string tmp = temporary_path(final_path);
+      auto w = ParquetFileWriter::Create(fs, tmp, s.columns, file_options);
       if (!w.ok()) {
         status = w.status();
         break;
@@ -193,8 +198,19 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
     for (const auto& w : written) (void)fs.Delete(w.path);
     return status;
   }
-  // The renames published the files; a power loss could still undo them until their directories
-  // are synced, and a commit must never refer to a file that may vanish.
+  // The files' data, when each was not synced at its close.
+  if (in_place && !written.empty()) {
+    std::vector<std::string> paths;
+    paths.reserve(written.size());
+    for (const auto& w : written) paths.push_back(w.path);
+    status = fs.SyncFiles(paths);
+    if (!status.ok()) {
+      for (const auto& w : written) (void)fs.Delete(w.path);
+      return status;
+    }
+  }
+  // The renames (or creations) published the files; a power loss could still undo them until their
+  // directories are synced, and a commit must never refer to a file that may vanish.
   std::set<std::string> dirs;
   for (const auto& w : written) dirs.insert(ParentPath(w.path));
   for (const auto& d : dirs) {

@@ -33,6 +33,12 @@ struct FileSetLayout {
   std::string dir;
   int64_t rows_per_file = 0;        // > 0; a multiple of rows_per_group unless smaller than it
   int64_t rows_per_group = 0;       // > 0
+  // Default false: each file is written as "<name>.inprogress", synced and renamed when complete,
+  // so readers never see a partial file under its final name (plain files: `convert`). True: each
+  // is written under its final name, and all are made durable together at the end
+  // (Storage::SyncFiles), for files that readers find only through a commit made afterwards (a
+  // table's data files): no rename, and one sync for all instead of one per file.
+  bool write_in_place = false;
 };
 
 // The rows per row group and per file for target sizes in bytes (at most 1,000,000 rows per row

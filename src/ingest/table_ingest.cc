@@ -346,6 +346,7 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& plan
   for (const auto& [value, part] : partitions) {
     FileSetLayout l = layout;
     l.storage = &fs;
+    l.write_in_place = true;  // data files are found only through the commit below
     l.dir = part.dir.empty() ? table_dir : JoinPath(table_dir, part.dir);
     auto files = WriteSourceRows(file_sources, part.rows, part.ids, l, wopts, o.threads, &bar);
     if (!files.ok()) {

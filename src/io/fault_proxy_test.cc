@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "core/mutex.h"
 #include "io/object_storage.h"
 #include "io/object_store_testing.h"
 
@@ -174,6 +177,85 @@ TEST_P(FaultProxyTest, TimeoutsAreRetriedThenReported) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("imeout"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("bytes 0-9"), std::string::npos) << st.message();
+}
+
+// The threads of this process (/proc/self/status).
+int ThreadCount() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::atoi(line.c_str() + 8);
+  }
+  return -1;
+}
+
+// Asynchronous reads (the loader's) run on the HTTP client's event loop: 200 of them are in flight
+// at once with no thread of their own, and each retries through faults on its own; exhausted
+// retries name the object and the byte range, as synchronous reads do.
+TEST_P(FaultProxyTest, AsyncReadsAreInFlightTogetherOnOneThreadAndRetryOnTheirOwn) {
+  auto f = storage_->OpenForRead("obj/data.bin");
+  ASSERT_TRUE(f.ok());
+  SetFaults("delay_ms=400&status503=5&reset=5");
+  constexpr int kReads = 200;
+  std::vector<std::string> bufs(kReads, std::string(1000, '\0'));
+  Mutex mu;
+  CondVar cv;
+  int done = 0;
+  std::vector<Status> results(kReads);
+  const int threads_before = ThreadCount();
+  for (int i = 0; i < kReads; ++i) {
+    (*f)->ReadAtAsync(i * 1200, MutableByteView(reinterpret_cast<uint8_t*>(bufs[i].data()), 1000), [&, i](Status st) {
+      MutexLock lock(&mu);
+      results[i] = std::move(st);
+      ++done;
+      cv.Signal();
+    });
+  }
+  const int threads_during = ThreadCount();
+  {
+    MutexLock lock(&mu);
+    while (done < kReads) cv.Wait(&mu);
+  }
+  for (int i = 0; i < kReads; ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].ToString();
+    ASSERT_TRUE(bufs[i] == data_.substr(i * 1200, 1000)) << "read " << i;
+  }
+  // At most the event loop's thread was added (none when an earlier test of this storage started it).
+  EXPECT_LE(threads_during, threads_before + 1);
+  const std::string stats = Stats();
+  EXPECT_NE(stats.find("\"injected\":10"), std::string::npos) << stats;
+  const size_t at = stats.find("\"max_in_flight\":");
+  ASSERT_NE(at, std::string::npos) << stats;
+  EXPECT_GE(std::atoi(stats.c_str() + at + 16), 150) << stats;
+
+  HttpClientOptions http = testing::TestHttpOptions();
+  http.max_attempts = 2;
+  auto s = Make(http);
+  ASSERT_NE(s, nullptr);
+  auto g = s->OpenForRead("obj/data.bin");
+  ASSERT_TRUE(g.ok());
+  SetFaults("status503=1000");
+  uint8_t buf[100];
+  Status st;
+  {
+    MutexLock lock(&mu);
+    done = 0;
+  }
+  (*g)->ReadAtAsync(300, MutableByteView(buf, 100), [&](Status r) {
+    MutexLock lock(&mu);
+    st = std::move(r);
+    done = 1;
+    cv.Signal();
+  });
+  {
+    MutexLock lock(&mu);
+    while (done == 0) cv.Wait(&mu);
+  }
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(st.retryable());
+  EXPECT_NE(st.message().find(container_ + "/obj/data.bin"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("bytes 300-399"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("after 2 attempts"), std::string::npos) << st.message();
 }
 
 INSTANTIATE_TEST_SUITE_P(Servers, FaultProxyTest, ::testing::Values("azurite", "s3rver"),

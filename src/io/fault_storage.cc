@@ -24,6 +24,7 @@ const char* OpName(StorageOp op) {
     case kOpDelete: return "delete";
     case kOpPutIfAbsent: return "put-if-absent";
     case kOpSyncDirectory: return "sync directory";
+    case kOpSyncFiles: return "sync files";
     default: return "operation";
   }
 }
@@ -409,6 +410,30 @@ Status FaultInjectingStorage::PutIfAbsent(const std::string& path, ByteView data
   return Status::OK();
 }
 
+Status FaultInjectingStorage::PublishIfAbsent(const std::string& tmp, const std::string& path) {
+  InFlightOperation op(this, kOpPutIfAbsent, path);
+  STOKE_RETURN_IF_ERROR(op.status());
+  STOKE_RETURN_IF_ERROR(base_.PublishIfAbsent(tmp, path));
+  // As a rename of `tmp` to a name that was free, then (as PutIfAbsent) a sync of the directory:
+  // `path` keeps the durable length of tmp's data, and the name is durable.
+  NoteRenamed(tmp, path, std::nullopt);
+  MutexLock lock(&mu_);
+  NoteDirectorySyncedLocked(ParentPath(path));
+  return Status::OK();
+}
+
+Status FaultInjectingStorage::SyncFiles(const std::vector<std::string>& paths) {
+  InFlightOperation op(this, kOpSyncFiles, paths.empty() ? std::string() : paths.front());
+  STOKE_RETURN_IF_ERROR(op.status());
+  STOKE_RETURN_IF_ERROR(base_.SyncFiles(paths));
+  // Every byte of these files is durable now, as after a Sync of each.
+  for (const auto& p : paths) {
+    auto st = base_.Stat(p);
+    if (st.ok()) NoteSynced(p, st->size);
+  }
+  return Status::OK();
+}
+
 Status FaultInjectingStorage::SyncDirectory(const std::string& dir) {
   InFlightOperation op(this, kOpSyncDirectory, dir);
   STOKE_RETURN_IF_ERROR(op.status());
@@ -481,6 +506,16 @@ Status ThrottledStorage::Delete(const std::string& path) {
 Status ThrottledStorage::PutIfAbsent(const std::string& path, ByteView data) {
   Charge(data.size());
   return base_.PutIfAbsent(path, data);
+}
+
+Status ThrottledStorage::SyncFiles(const std::vector<std::string>& paths) {
+  Charge(0);
+  return base_.SyncFiles(paths);
+}
+
+Status ThrottledStorage::PublishIfAbsent(const std::string& tmp, const std::string& path) {
+  Charge(0);
+  return base_.PublishIfAbsent(tmp, path);
 }
 
 Status ThrottledStorage::SyncDirectory(const std::string& dir) {

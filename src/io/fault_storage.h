@@ -33,6 +33,7 @@ enum StorageOp : uint32_t {
   kOpDelete = 1u << 10,
   kOpPutIfAbsent = 1u << 11,
   kOpSyncDirectory = 1u << 12,
+  kOpSyncFiles = 1u << 13,  // Storage::SyncFiles, matched against its first path
   kOpAll = 0xffffffffu,
 };
 
@@ -113,7 +114,9 @@ class FaultInjectingStorage final : public Storage {
   Status Rename(const std::string& from, const std::string& to) override;
   Status Delete(const std::string& path) override;
   Status PutIfAbsent(const std::string& path, ByteView data) override;
+  Status PublishIfAbsent(const std::string& tmp, const std::string& path) override;
   Status SyncDirectory(const std::string& dir) override;
+  Status SyncFiles(const std::vector<std::string>& paths) override;
 
  private:
   struct RuleState {
@@ -184,7 +187,9 @@ class ThrottledStorage final : public Storage {
   Status Rename(const std::string& from, const std::string& to) override;
   Status Delete(const std::string& path) override;
   Status PutIfAbsent(const std::string& path, ByteView data) override;
+  Status PublishIfAbsent(const std::string& tmp, const std::string& path) override;
   Status SyncDirectory(const std::string& dir) override;
+  Status SyncFiles(const std::vector<std::string>& paths) override;
 
  private:
   Storage& base_;

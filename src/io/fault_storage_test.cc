@@ -191,6 +191,33 @@ TEST_F(WrapperTest, CrashKeepsOnlyWhatWasSyncedAndUndoesUnsyncedNames) {
   EXPECT_TRUE(fs.Delete(JoinPath(dir_, "a")).ok());
 }
 
+TEST_F(WrapperTest, SyncFilesMakesClosedFilesDurableForTheCrashModel) {
+  FaultInjectingStorage fs(LocalStorage());
+  auto write = [&](const std::string& name) {
+    auto f = fs.Create(JoinPath(dir_, name));
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE((*f)->Append(AsBytes(name)).ok());
+    ASSERT_TRUE((*f)->Close().ok());  // no Sync
+  };
+  write("synced");
+  write("unsynced");
+  ASSERT_TRUE(fs.SyncFiles({JoinPath(dir_, "synced")}).ok());
+  ASSERT_TRUE(fs.SyncDirectory(dir_).ok());
+  ASSERT_TRUE(fs.Crash().ok());
+  EXPECT_EQ(Contents(JoinPath(dir_, "synced")), "synced");
+  // Named durably by the directory sync, but its bytes were never synced: empty after the crash.
+  EXPECT_EQ(Contents(JoinPath(dir_, "unsynced")), "");
+  fs.ResetCrash();
+  // Rules match it by its first path.
+  FaultRule r;
+  r.ops = kOpSyncFiles;
+  r.path_substring = "synced";
+  fs.AddRule(r);
+  Status s = fs.SyncFiles({JoinPath(dir_, "synced")});
+  EXPECT_NE(s.message().find("injected: sync files"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(fs.SyncFiles({}).ok());
+}
+
 TEST_F(WrapperTest, RegisteredStorageServesTestUris) {
   FaultInjectingStorage fs(LocalStorage());
   {

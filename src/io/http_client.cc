@@ -11,6 +11,8 @@
 #include <random>
 #include <thread>
 
+#include <unistd.h>
+
 #include "core/log.h"
 #include "core/random.h"
 #include "io/xml.h"
@@ -61,8 +63,34 @@ bool IsRetryableCurlCode(CURLcode rc) {
   }
 }
 
+bool HasHeader(const KeyValues& headers, std::string_view lowercase_name) {
+  for (const auto& [k, v] : headers) {
+    if (Lower(k) == lowercase_name) return true;
+  }
+  return false;
+}
+
+curl_slist* BuildHeaderList(const HttpRequest& req) {
+  curl_slist* list = nullptr;
+  for (const auto& [k, v] : req.headers) {
+    // "Name;" sends an empty header; "Name:" would remove it.
+    std::string line = v.empty() ? k + ";" : k + ": " + v;
+    list = curl_slist_append(list, line.c_str());
+  }
+  // libcurl adds these on its own for bodies; both would break signatures or add a round trip.
+  if (!HasHeader(req.headers, "expect")) list = curl_slist_append(list, "Expect:");
+  if (!HasHeader(req.headers, "content-type")) list = curl_slist_append(list, "Content-Type:");
+  return list;
+}
+
 // One request's state across its attempts.
 struct Transfer {
+  Transfer() = default;
+  Transfer(const Transfer&) = delete;
+  Transfer& operator=(const Transfer&) = delete;
+  ~Transfer() { curl_slist_free_all(headers); }
+
+  HttpRequest owned;  // Submit: the request (ExecuteBatch points `req` at the caller's)
   const HttpRequest* req = nullptr;
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
@@ -70,8 +98,9 @@ struct Transfer {
   bool overflow = false;
   int attempt = 0;
   Clock::time_point not_before;
-  std::string last_error;  // the cause of the last failed attempt
   char errbuf[CURL_ERROR_SIZE] = {0};
+  HttpCallback done;  // Submit: told the outcome
+  size_t index = 0;   // ExecuteBatch: the request's place in the batch
 };
 
 size_t OnHeader(char* data, size_t size, size_t n, void* user) {
@@ -108,26 +137,6 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
   return len;
 }
 
-bool HasHeader(const KeyValues& headers, std::string_view lowercase_name) {
-  for (const auto& [k, v] : headers) {
-    if (Lower(k) == lowercase_name) return true;
-  }
-  return false;
-}
-
-curl_slist* BuildHeaderList(const HttpRequest& req) {
-  curl_slist* list = nullptr;
-  for (const auto& [k, v] : req.headers) {
-    // "Name;" sends an empty header; "Name:" would remove it.
-    std::string line = v.empty() ? k + ";" : k + ": " + v;
-    list = curl_slist_append(list, line.c_str());
-  }
-  // libcurl adds these on its own for bodies; both would break signatures or add a round trip.
-  if (!HasHeader(req.headers, "expect")) list = curl_slist_append(list, "Expect:");
-  if (!HasHeader(req.headers, "content-type")) list = curl_slist_append(list, "Content-Type:");
-  return list;
-}
-
 }  // namespace
 
 // The libcurl share handle: connections, DNS and TLS sessions pooled across every handle.
@@ -156,6 +165,228 @@ struct HttpClient::Share {
   ~Share() { curl_share_cleanup(sh); }
 };
 
+// Runs transfers through one curl multi handle on one thread (ExecuteBatch's caller, or the event
+// loop's thread): starts them, at most max_in_flight at once, retries failed attempts after their
+// backoff, and hands each finished transfer with its outcome to `finish`. Only Wakeup may be called
+// from another thread.
+class HttpClient::Engine {
+ public:
+  using Finish = std::function<void(Transfer*, Result<HttpResponse>)>;
+  Engine(HttpClient* client, Finish finish) : client_(client), finish_(std::move(finish)), multi_(curl_multi_init()) {}
+  ~Engine() { curl_multi_cleanup(multi_); }
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a transfer (request and header list set) to start at the next Step.
+  void Add(Transfer* t) { waiting_.push_back(t); }
+  bool idle() const { return waiting_.empty() && in_flight_ == 0; }
+  // Starts what may start, moves the transfers along, finishes those done, then waits up to
+  // max_wait_ms for network activity, the end of a backoff, or Wakeup.
+  void Step(int max_wait_ms);
+  // Ends Step's wait early. Thread-safe (curl_multi_wakeup).
+  void Wakeup() { curl_multi_wakeup(multi_); }
+
+ private:
+  void Start(Transfer* t);
+  // Decides what a finished attempt means: a result (passed to finish_), or a retry (back to waiting_).
+  void Complete(Transfer* t, CURLcode rc);
+  std::string Describe(const Transfer& t, std::string_view cause) const;
+
+  HttpClient* const client_;
+  const Finish finish_;
+  CURLM* const multi_;
+  std::vector<Transfer*> waiting_;  // not started yet, or backing off until not_before; in order
+  size_t in_flight_ = 0;
+};
+
+void HttpClient::Engine::Start(Transfer* t) {
+  const HttpRequest& req = *t->req;
+  const HttpClientOptions& o = client_->options_;
+  ++t->attempt;
+  t->resp = HttpResponse();
+  t->overflow = false;
+  t->errbuf[0] = 0;
+  t->easy = static_cast<CURL*>(client_->AcquireHandle());
+  CURL* e = t->easy;
+  curl_easy_reset(e);
+  curl_easy_setopt(e, CURLOPT_SHARE, client_->share_->sh);
+  curl_easy_setopt(e, CURLOPT_URL, req.url.c_str());
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, o.request_timeout_ms);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, o.connect_timeout_ms);
+  curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, o.verify_tls ? 1L : 0L);
+  curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, o.verify_tls ? 2L : 0L);
+  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &OnHeader);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &OnBody);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+  if (req.method == "HEAD") {
+    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  } else if (req.method == "GET") {
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+  } else if (req.method == "PUT" || req.method == "POST") {
+    static const char kEmpty[] = "";
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, req.body.empty() ? kEmpty : reinterpret_cast<const char*>(req.body.data()));
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+  } else {
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+  }
+  curl_multi_add_handle(multi_, e);
+  ++in_flight_;
+}
+
+std::string HttpClient::Engine::Describe(const Transfer& t, std::string_view cause) const {
+  std::string range = RequestRangeForMessages(*t.req);
+  return fmt::format("HTTP {} {}{}: {} (after {} attempt{})", t.req->method, RedactUrl(t.req->url),
+                     range.empty() ? "" : " (" + range + ")", cause, t.attempt, t.attempt == 1 ? "" : "s");
+}
+
+void HttpClient::Engine::Complete(Transfer* t, CURLcode rc) {
+  curl_multi_remove_handle(multi_, t->easy);
+  --in_flight_;
+  long status = 0;
+  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+  if (status != 0) t->resp.status = status;
+  client_->ReleaseHandle(t->easy);
+  t->easy = nullptr;
+  const HttpRequest& req = *t->req;
+  bool retry = false;
+  std::string cause;
+  if (rc != CURLE_OK) {
+    if (t->overflow) {
+      cause = fmt::format("response body longer than the {} bytes requested", req.response_buffer.size());
+    } else {
+      cause = fmt::format("{}{}{}", curl_easy_strerror(rc), t->errbuf[0] ? ": " : "", t->errbuf);
+      retry = IsRetryableCurlCode(rc);
+    }
+  } else if (IsRetryableHttpStatus(t->resp.status)) {
+    cause = DescribeHttpError(t->resp);
+    retry = true;
+  } else if (t->resp.ok() && req.method != "HEAD") {
+    const std::string& cl = t->resp.Header("content-length");
+    if (!req.response_buffer.empty() && t->resp.body_bytes != req.response_buffer.size()) {
+      cause = fmt::format("truncated body: received {} of {} bytes", t->resp.body_bytes, req.response_buffer.size());
+      retry = true;
+    } else if (!cl.empty() && cl != std::to_string(t->resp.body_bytes)) {
+      cause = fmt::format("truncated body: received {} of {} bytes (Content-Length)", t->resp.body_bytes, cl);
+      retry = true;
+    }
+  }
+  if (cause.empty()) {
+    t->resp.attempts = t->attempt;
+    finish_(t, std::move(t->resp));
+    return;
+  }
+  const HttpClientOptions& o = client_->options_;
+  if (retry && t->attempt < o.max_attempts) {
+    long wait = BackoffMs(o, t->attempt);
+    STOKE_LOG(kDebug, "http.retry", "method={} url={} attempt={} wait_ms={} cause=\"{}\"", req.method,
+              RedactUrl(req.url), t->attempt, wait, cause);
+    t->not_before = Clock::now() + std::chrono::milliseconds(wait);
+    waiting_.push_back(t);
+    return;
+  }
+  finish_(t, Status::IOError(Describe(*t, cause), retry));
+}
+
+void HttpClient::Engine::Step(int max_wait_ms) {
+  const size_t limit = client_->options_.max_in_flight;
+  const auto now = Clock::now();
+  size_t kept = 0;
+  for (Transfer* t : waiting_) {
+    if (in_flight_ < limit && t->not_before <= now) {
+      Start(t);
+    } else {
+      waiting_[kept++] = t;
+    }
+  }
+  waiting_.resize(kept);
+  int running = 0;
+  curl_multi_perform(multi_, &running);
+  int queued = 0;
+  while (CURLMsg* msg = curl_multi_info_read(multi_, &queued)) {
+    if (msg->msg != CURLMSG_DONE) continue;
+    Transfer* t = nullptr;
+    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
+    Complete(t, msg->data.result);
+  }
+  int timeout_ms = max_wait_ms;
+  if (in_flight_ < limit) {
+    auto next_ready = Clock::time_point::max();
+    for (const Transfer* t : waiting_) next_ready = std::min(next_ready, t->not_before);
+    if (next_ready != Clock::time_point::max()) {
+      auto until = std::chrono::duration_cast<std::chrono::milliseconds>(next_ready - Clock::now()).count();
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(until, 0, max_wait_ms));
+    }
+  }
+  // Also waits (for Wakeup or the timeout) when nothing is in flight.
+  if (timeout_ms > 0) curl_multi_poll(multi_, nullptr, 0, timeout_ms, nullptr);
+}
+
+// The asynchronous requests' loop: an Engine driven by its own thread, fed by Submit.
+struct HttpClient::EventLoop {
+  explicit EventLoop(HttpClient* client)
+      : engine(client, [](Transfer* t, Result<HttpResponse> r) {
+          HttpCallback done = std::move(t->done);
+          delete t;
+          done(std::move(r));
+        }) {}
+  Engine engine;  // the loop thread's alone (Wakeup excepted)
+  Mutex mu;
+  std::vector<Transfer*> incoming GUARDED_BY(mu);  // submitted, not yet given to the engine
+  bool stop GUARDED_BY(mu) = false;                // the client is being destroyed
+  const pid_t pid = ::getpid();                    // the process whose thread runs it
+  std::thread thread;
+};
+
+HttpClient::EventLoop* HttpClient::Loop() {
+  MutexLock lock(&loop_mu_);
+  if (loop_ != nullptr && loop_->pid == ::getpid()) return loop_;
+  // None yet, or the parent's in a forked child, where its thread does not exist: that one is leaked
+  // (its state belongs to the parent's threads).
+  loop_ = new EventLoop(this);
+  loop_->thread = std::thread([this, loop = loop_] { RunLoop(loop); });
+  return loop_;
+}
+
+void HttpClient::RunLoop(EventLoop* loop) {
+  std::vector<Transfer*> taken;
+  for (;;) {
+    bool stop;
+    {
+      MutexLock lock(&loop->mu);
+      taken.swap(loop->incoming);
+      stop = loop->stop;
+    }
+    for (Transfer* t : taken) loop->engine.Add(t);
+    taken.clear();
+    if (stop && loop->engine.idle()) return;
+    // Submit's Wakeup ends the wait at once, whenever it comes after the swap above.
+    loop->engine.Step(1000);
+  }
+}
+
+void HttpClient::Submit(HttpRequest request, HttpCallback done) {
+  auto t = std::make_unique<Transfer>();
+  t->owned = std::move(request);
+  t->req = &t->owned;
+  t->headers = BuildHeaderList(t->owned);
+  t->done = std::move(done);
+  EventLoop* loop = Loop();
+  {
+    MutexLock lock(&loop->mu);
+    loop->incoming.push_back(t.release());
+  }
+  loop->engine.Wakeup();
+}
+
 const std::string& HttpResponse::Header(std::string_view lowercase_name) const {
   static const std::string kEmpty;
   for (const auto& [k, v] : headers) {
@@ -172,7 +403,21 @@ HttpClient::HttpClient(HttpClientOptions options) : options_(options) {
 }
 
 HttpClient::~HttpClient() {
-  // Easy handles first: they reference the share.
+  EventLoop* loop = nullptr;
+  {
+    MutexLock lock(&loop_mu_);
+    std::swap(loop, loop_);
+  }
+  if (loop != nullptr && loop->pid == ::getpid()) {
+    {
+      MutexLock lock(&loop->mu);
+      loop->stop = true;
+    }
+    loop->engine.Wakeup();
+    loop->thread.join();  // after the requests still running finish
+    delete loop;
+  }
+  // Easy handles after the multi handle, and before the share they reference.
   for (void* h : pool_) curl_easy_cleanup(static_cast<CURL*>(h));
   pool_.clear();
 }
@@ -204,153 +449,19 @@ std::vector<Result<HttpResponse>> HttpClient::ExecuteBatch(const std::vector<Htt
   const size_t n = requests.size();
   std::vector<Result<HttpResponse>> results(n, Result<HttpResponse>(Status::Internal("request not run")));
   if (n == 0) return results;
+  size_t finished = 0;
+  Engine engine(this, [&](Transfer* t, Result<HttpResponse> r) {
+    results[t->index] = std::move(r);
+    ++finished;
+  });
   std::vector<Transfer> ts(n);
-  std::deque<size_t> waiting;
   for (size_t i = 0; i < n; ++i) {
     ts[i].req = &requests[i];
     ts[i].headers = BuildHeaderList(requests[i]);
-    waiting.push_back(i);
+    ts[i].index = i;
+    engine.Add(&ts[i]);
   }
-  CURLM* multi = curl_multi_init();
-  size_t in_flight = 0;
-  size_t finished = 0;
-
-  auto start = [&](size_t i) {
-    Transfer& t = ts[i];
-    const HttpRequest& req = *t.req;
-    ++t.attempt;
-    t.resp = HttpResponse();
-    t.overflow = false;
-    t.errbuf[0] = 0;
-    t.easy = static_cast<CURL*>(AcquireHandle());
-    CURL* e = t.easy;
-    curl_easy_reset(e);
-    curl_easy_setopt(e, CURLOPT_SHARE, share_->sh);
-    curl_easy_setopt(e, CURLOPT_URL, req.url.c_str());
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, options_.request_timeout_ms);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, options_.connect_timeout_ms);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &OnHeader);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &OnBody);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t.errbuf);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, &t);
-    if (req.method == "HEAD") {
-      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-    } else if (req.method == "GET") {
-      curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    } else if (req.method == "PUT" || req.method == "POST") {
-      static const char kEmpty[] = "";
-      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
-      curl_easy_setopt(e, CURLOPT_POSTFIELDS, req.body.empty() ? kEmpty : reinterpret_cast<const char*>(req.body.data()));
-      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req.method.c_str());
-    } else {
-      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req.method.c_str());
-    }
-    curl_multi_add_handle(multi, e);
-    ++in_flight;
-  };
-
-  auto describe = [&](const Transfer& t, std::string_view cause) {
-    std::string range = RequestRangeForMessages(*t.req);
-    return fmt::format("HTTP {} {}{}: {} (after {} attempt{})", t.req->method, RedactUrl(t.req->url),
-                       range.empty() ? "" : " (" + range + ")", cause, t.attempt, t.attempt == 1 ? "" : "s");
-  };
-
-  // Decides what a finished attempt means: done (result set) or to be retried.
-  auto complete = [&](size_t i, CURLcode rc) {
-    Transfer& t = ts[i];
-    curl_multi_remove_handle(multi, t.easy);
-    --in_flight;
-    long status = 0;
-    curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
-    if (status != 0) t.resp.status = status;
-    ReleaseHandle(t.easy);
-    t.easy = nullptr;
-    bool retry = false;
-    std::string cause;
-    if (rc != CURLE_OK) {
-      if (t.overflow) {
-        cause = fmt::format("response body longer than the {} bytes requested", t.req->response_buffer.size());
-      } else {
-        cause = fmt::format("{}{}{}", curl_easy_strerror(rc), t.errbuf[0] ? ": " : "", t.errbuf);
-        retry = IsRetryableCurlCode(rc);
-      }
-    } else if (IsRetryableHttpStatus(t.resp.status)) {
-      cause = DescribeHttpError(t.resp);
-      retry = true;
-    } else if (t.resp.ok() && t.req->method != "HEAD") {
-      const std::string& cl = t.resp.Header("content-length");
-      if (!t.req->response_buffer.empty() && t.resp.body_bytes != t.req->response_buffer.size()) {
-        cause = fmt::format("truncated body: received {} of {} bytes", t.resp.body_bytes, t.req->response_buffer.size());
-        retry = true;
-      } else if (!cl.empty() && cl != std::to_string(t.resp.body_bytes)) {
-        cause = fmt::format("truncated body: received {} of {} bytes (Content-Length)", t.resp.body_bytes, cl);
-        retry = true;
-      }
-    }
-    if (cause.empty()) {
-      t.resp.attempts = t.attempt;
-      results[i] = std::move(t.resp);
-      ++finished;
-      return;
-    }
-    t.last_error = cause;
-    if (retry && t.attempt < options_.max_attempts) {
-      long wait = BackoffMs(options_, t.attempt);
-      STOKE_LOG(kDebug, "http.retry", "method={} url={} attempt={} wait_ms={} cause=\"{}\"", t.req->method,
-                RedactUrl(t.req->url), t.attempt, wait, cause);
-      t.not_before = Clock::now() + std::chrono::milliseconds(wait);
-      waiting.push_back(i);
-      return;
-    }
-    results[i] = Status::IOError(describe(t, cause), retry);
-    ++finished;
-  };
-
-  while (finished < n) {
-    auto now = Clock::now();
-    auto next_ready = Clock::time_point::max();
-    for (size_t k = 0; k < waiting.size() && in_flight < options_.max_in_flight;) {
-      size_t i = waiting[k];
-      if (ts[i].not_before <= now) {
-        waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(k));
-        start(i);
-      } else {
-        next_ready = std::min(next_ready, ts[i].not_before);
-        ++k;
-      }
-    }
-    int running = 0;
-    curl_multi_perform(multi, &running);
-    int queued = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi, &queued)) {
-      if (msg->msg != CURLMSG_DONE) continue;
-      Transfer* t = nullptr;
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
-      complete(static_cast<size_t>(t - ts.data()), msg->data.result);
-    }
-    if (finished == n) break;
-    int timeout_ms = 100;
-    if (!waiting.empty() && in_flight < options_.max_in_flight && next_ready != Clock::time_point::max()) {
-      auto until = std::chrono::duration_cast<std::chrono::milliseconds>(next_ready - Clock::now()).count();
-      timeout_ms = static_cast<int>(std::clamp<int64_t>(until, 0, 100));
-    }
-    if (in_flight > 0) {
-      curl_multi_poll(multi, nullptr, 0, timeout_ms, nullptr);
-    } else if (timeout_ms > 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
-    }
-  }
-  curl_multi_cleanup(multi);
-  for (auto& t : ts) curl_slist_free_all(t.headers);
+  while (finished < n) engine.Step(100);
   return results;
 }
 

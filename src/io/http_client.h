@@ -1,6 +1,8 @@
 // An HTTP/1.1 client on libcurl for the object-store backends: a shared, kept-alive connection
-// cache, per-request timeouts, bounded retries with jittered exponential backoff, and batches of
-// requests run concurrently through one curl multi handle.
+// cache, per-request timeouts, bounded retries with jittered exponential backoff, batches of
+// requests run concurrently through one curl multi handle on the caller's thread, and asynchronous
+// requests (Submit) run by one event-loop thread per client through its own curl multi handle, so
+// that hundreds of requests are in flight without a thread each.
 //
 // Retried: 5xx and 429 responses, timeouts, refused/reset connections, and bodies shorter than
 // their Content-Length (or than the buffer a ranged GET must fill). Not retried: other 4xx (the
@@ -10,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,8 +39,9 @@ struct HttpClientOptions {
   // Verify TLS certificates and host names (HTTPS). Default true; only tests against
   // self-signed servers should turn it off.
   bool verify_tls = true;
-  // Requests a batch keeps in flight at once. Default 64.
-  size_t max_in_flight = 64;
+  // Requests in flight at once: per ExecuteBatch call, and over all asynchronous requests (Submit)
+  // of the client; more wait their turn. Default 256 (the loader's queue depth on object stores).
+  size_t max_in_flight = 256;
 };
 
 struct HttpRequest {
@@ -63,8 +67,16 @@ struct HttpResponse {
   bool ok() const { return status >= 200 && status < 300; }
 };
 
-// Thread-safe: Execute and ExecuteBatch may be called from many threads at once. Connections
-// are pooled across all calls (a libcurl share handle guarded by one mutex per data kind).
+// Called once with the outcome of an asynchronous request (Execute's result), on the client's
+// event-loop thread. It must be quick (it holds up every other request of the client) and must not
+// block on another asynchronous request of the same client; it may call Submit, and Execute (which
+// runs on the calling thread).
+using HttpCallback = std::function<void(Result<HttpResponse>)>;
+
+// Thread-safe: Execute, ExecuteBatch and Submit may be called from many threads at once.
+// Connections are pooled across all calls (a libcurl share handle guarded by one mutex per data
+// kind). The destructor waits for the asynchronous requests still running (they must not outlive
+// the buffers they point to, which is the caller's business).
 class HttpClient {
  public:
   explicit HttpClient(HttpClientOptions options = {});
@@ -79,18 +91,30 @@ class HttpClient {
   // Runs the requests concurrently (at most options.max_in_flight at once), each with its own
   // retries; results are in the order of `requests`.
   std::vector<Result<HttpResponse>> ExecuteBatch(const std::vector<HttpRequest>& requests);
+  // Runs the request asynchronously, with Execute's retries and errors, and calls `done` with the
+  // outcome on the client's event-loop thread (started by the first Submit). Returns at once. The
+  // request's body and response_buffer are not owned: they must stay valid until `done` runs.
+  void Submit(HttpRequest request, HttpCallback done);
 
   const HttpClientOptions& options() const { return options_; }
 
  private:
   struct Share;
+  class Engine;
+  struct EventLoop;
   void* AcquireHandle() EXCLUDES(pool_mu_);
   void ReleaseHandle(void* handle) EXCLUDES(pool_mu_);
+  // The event loop of this process, started on first use (and again in a forked child, whose copy of
+  // the parent's loop has no thread).
+  EventLoop* Loop() EXCLUDES(loop_mu_);
+  void RunLoop(EventLoop* loop);
 
   HttpClientOptions options_;
   std::unique_ptr<Share> share_;
   Mutex pool_mu_;
   std::vector<void*> pool_ GUARDED_BY(pool_mu_);  // idle easy handles, reused (connections live in share_)
+  Mutex loop_mu_;
+  EventLoop* loop_ GUARDED_BY(loop_mu_) = nullptr;  // owned; a forked child's stale copy is leaked
 };
 
 // --- Pieces exposed for tests --------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <atomic>
 #include <cstring>
+#include <set>
 #include <filesystem>
 
 #include "core/random.h"
@@ -303,6 +304,45 @@ class LocalFileSystem final : public Storage {
     return Status::OK();
   }
 
+  Status PublishIfAbsent(const std::string& tmp, const std::string& path) override {
+    if (::link(tmp.c_str(), path.c_str()) != 0) return ErrnoStatus("create", path, errno);  // EEXIST: AlreadyExists
+    ::unlink(tmp.c_str());
+    Status synced = SyncDirectory(ParentPath(path));
+    if (!synced.ok()) return synced.WithContext(fmt::format("created '{}' but its directory is not synced", path));
+    return Status::OK();
+  }
+
+  Status SyncFiles(const std::vector<std::string>& paths) override {
+    // Below this many files, one fdatasync each; from it on, one syncfs per file system: measured
+    // on ext4 here, 650,000 fdatasyncs of one-row files were a third of an ingest's time.
+    constexpr size_t kSyncfsFrom = 256;
+    auto sync_one = [](const std::string& path, bool whole_fs) -> Status {
+      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return ErrnoStatus("open for sync", path, errno);
+      int rc = whole_fs ? ::syncfs(fd) : ::fdatasync(fd);
+      int err = errno;
+      ::close(fd);
+      if (rc != 0) return ErrnoStatus(whole_fs ? "syncfs" : "fdatasync", path, err);
+      return Status::OK();
+    };
+    if (paths.size() < kSyncfsFrom) {
+      for (const auto& p : paths) STOKE_RETURN_IF_ERROR(sync_one(p, /*whole_fs=*/false));
+      return Status::OK();
+    }
+    // One syncfs per file system holding a directory of the files.
+    std::set<std::string> dirs;
+    for (const auto& p : paths) dirs.insert(ParentPath(p));
+    std::set<dev_t> synced;
+    for (const auto& d : dirs) {
+      const std::string dir = d.empty() ? "." : d;
+      struct stat st;
+      if (::stat(dir.c_str(), &st) != 0) return ErrnoStatus("stat", dir, errno);
+      if (!synced.insert(st.st_dev).second) continue;
+      STOKE_RETURN_IF_ERROR(sync_one(dir, /*whole_fs=*/true));
+    }
+    return Status::OK();
+  }
+
   Status SyncDirectory(const std::string& dir) override {
     const std::string d = dir.empty() ? "." : dir;
     int dfd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -322,12 +362,21 @@ Storage& LocalStorage() {
   return fs;
 }
 
-Result<std::string> ReadFileToString(Storage& storage, const std::string& path) {
-  STOKE_ASSIGN_OR_RETURN(auto file, storage.OpenForRead(path));
+Status Storage::PublishIfAbsent(const std::string& tmp, const std::string& path) {
+  STOKE_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(*this, tmp));
+  STOKE_RETURN_IF_ERROR(PutIfAbsent(path, AsBytes(bytes)));
+  (void)Delete(tmp);
+  return Status::OK();
+}
+
+Result<std::string> Storage::ReadFile(const std::string& path) {
+  STOKE_ASSIGN_OR_RETURN(auto file, OpenForRead(path));
   std::string out(file->size(), '\0');
   STOKE_RETURN_IF_ERROR(file->ReadAt(0, MutableByteView(reinterpret_cast<uint8_t*>(out.data()), out.size())));
   return out;
 }
+
+Result<std::string> ReadFileToString(Storage& storage, const std::string& path) { return storage.ReadFile(path); }
 
 std::string InProgressPath(const Storage& storage, const std::string& path) {
   return storage.CreateIsAtomic() ? path : path + ".inprogress";

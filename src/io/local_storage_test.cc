@@ -132,6 +132,62 @@ TEST_F(LocalStorageTest, PutIfAbsentLetsExactlyOneWriterWin) {
   EXPECT_EQ(list->size(), 1u);  // no temporary files left behind
 }
 
+TEST_F(LocalStorageTest, PublishIfAbsentLinksAWrittenFileOrLeavesIt) {
+  auto write = [&](const std::string& path, const std::string& text) {
+    auto f = fs_.Create(path, /*exclusive=*/true);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    ASSERT_TRUE((*f)->Append(AsBytes(text)).ok());
+    ASSERT_TRUE((*f)->Sync().ok());
+    ASSERT_TRUE((*f)->Close().ok());
+  };
+  const std::string p = JoinPath(dir_, "00000000000000000001.json");
+  const std::string a = JoinPath(dir_, ".a.tmp"), b = JoinPath(dir_, ".b.tmp");
+  write(a, "first");
+  write(b, "second");
+  ASSERT_TRUE(fs_.PublishIfAbsent(a, p).ok());
+  EXPECT_FALSE(fs_.Stat(a).ok());  // published: the temporary name is gone
+  Status s = fs_.PublishIfAbsent(b, p);
+  EXPECT_EQ(s.code(), StatusCode::kAlreadyExists) << s.ToString();
+  EXPECT_EQ(*ReadFileToString(fs_, p), "first");
+  EXPECT_EQ(*ReadFileToString(fs_, b), "second");  // left for the caller to publish elsewhere
+  const std::string q = JoinPath(dir_, "00000000000000000002.json");
+  ASSERT_TRUE(fs_.PublishIfAbsent(b, q).ok());
+  EXPECT_EQ(*ReadFileToString(fs_, q), "second");
+  // The default (read + PutIfAbsent + delete), as object stores use it, behaves the same.
+  write(a, "third");
+  const std::string r = JoinPath(dir_, "00000000000000000003.json");
+  ASSERT_TRUE(fs_.Storage::PublishIfAbsent(a, r).ok());
+  EXPECT_EQ(*ReadFileToString(fs_, r), "third");
+  EXPECT_FALSE(fs_.Stat(a).ok());
+  write(a, "fourth");
+  EXPECT_EQ(fs_.Storage::PublishIfAbsent(a, r).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(*ReadFileToString(fs_, a), "fourth");
+}
+
+TEST_F(LocalStorageTest, SyncFilesSyncsFewOrManyFilesAndNamesAMissingOne) {
+  std::vector<std::string> few, many;
+  for (int i = 0; i < 300; ++i) {
+    const std::string p = JoinPath(dir_, "f" + std::to_string(i));
+    auto f = fs_.Create(p);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    ASSERT_TRUE((*f)->Append(AsBytes("x")).ok());
+    ASSERT_TRUE((*f)->Close().ok());
+    (i < 3 ? few : many).push_back(p);
+  }
+  EXPECT_TRUE(fs_.SyncFiles({}).ok());
+  EXPECT_TRUE(fs_.SyncFiles(few).ok());   // one fdatasync each
+  EXPECT_TRUE(fs_.SyncFiles(many).ok());  // one syncfs for the file system
+  few.push_back(JoinPath(dir_, "missing"));
+  Status s = fs_.SyncFiles(few);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("missing"), std::string::npos) << s.ToString();
+  // Many files in a directory that is gone: the error names it.
+  many.push_back(JoinPath(dir_, "gone/f"));
+  s = fs_.SyncFiles(many);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("gone"), std::string::npos) << s.ToString();
+}
+
 TEST_F(LocalStorageTest, PutIfAbsentRacesHaveOneWinner) {
   for (int round = 0; round < 20; ++round) {
     const std::string p = JoinPath(dir_, "v" + std::to_string(round));

@@ -29,6 +29,13 @@ class ObjectRandomAccessFile final : public RandomAccessFile {
     if (dst.empty()) return Status::OK();
     return client_->GetRange(key_, offset, dst);
   }
+  void ReadAtAsync(uint64_t offset, MutableByteView dst, ReadCallback done) const override {
+    if (offset > size_ || dst.size() > size_ - offset || dst.empty()) {
+      done(ReadAt(offset, dst));  // the error, or nothing to read: no request
+      return;
+    }
+    client_->GetRangeAsync(key_, offset, dst, std::move(done));
+  }
   uint64_t size() const override { return size_; }
   const std::string& path() const override { return path_; }
 
@@ -152,6 +159,25 @@ Result<std::unique_ptr<RandomAccessFile>> ObjectStorage::OpenForRead(const std::
   STOKE_ASSIGN_OR_RETURN(std::string key, ObjectKeyFromPath(path, false));
   STOKE_ASSIGN_OR_RETURN(ObjectInfo info, client_->Head(key));
   return std::unique_ptr<RandomAccessFile>(std::make_unique<ObjectRandomAccessFile>(client_, path, key, info.size));
+}
+
+Result<std::unique_ptr<RandomAccessFile>> ObjectStorage::OpenForReadWithSize(const std::string& path, uint64_t size) {
+  STOKE_ASSIGN_OR_RETURN(std::string key, ObjectKeyFromPath(path, false));
+  return std::unique_ptr<RandomAccessFile>(std::make_unique<ObjectRandomAccessFile>(client_, path, key, size));
+}
+
+Result<std::string> ObjectStorage::ReadFile(const std::string& path) {
+  STOKE_ASSIGN_OR_RETURN(std::string key, ObjectKeyFromPath(path, false));
+  return client_->GetObject(key);
+}
+
+Result<std::string> ObjectStoreClient::GetObject(const std::string& key) {
+  STOKE_ASSIGN_OR_RETURN(ObjectInfo info, Head(key));
+  std::string out(info.size, '\0');
+  if (!out.empty()) {
+    STOKE_RETURN_IF_ERROR(GetRange(key, 0, MutableByteView(reinterpret_cast<uint8_t*>(out.data()), out.size())));
+  }
+  return out;
 }
 
 Result<std::unique_ptr<WritableFile>> ObjectStorage::Create(const std::string& path, bool exclusive) {
@@ -360,21 +386,29 @@ Result<ObjectInfo> ObjectInfoFromHead(const HttpResponse& r, const std::string& 
   return info;
 }
 
-std::vector<Status> RangeReadStatuses(
-    const std::vector<Result<HttpResponse>>& results, const std::vector<ByteRangeRead>& ranges,
-    const std::string& described_key,
-    const std::function<Status(const HttpResponse& response, const std::string& what)>& map_error) {
+Status RangeReadStatus(const Result<HttpResponse>& result, uint64_t offset, uint64_t size,
+                       const std::string& described_key, const HttpErrorMapper& map_error) {
+  if (!result.ok()) return result.status().WithContext(fmt::format("read {}", described_key));
+  if (!result->ok()) return map_error(*result, fmt::format("read bytes {}-{} of", offset, offset + size - 1));
+  return Status::OK();
+}
+
+HttpCallback RangeReadCallback(uint64_t offset, uint64_t size, std::function<std::string()> describe,
+                               HttpErrorMapper map_error, ReadCallback done) {
+  return [offset, size, describe = std::move(describe), map_error = std::move(map_error),
+          done = std::move(done)](Result<HttpResponse> r) {
+    if (r.ok() && r->ok()) return done(Status::OK());
+    done(RangeReadStatus(r, offset, size, describe(), map_error));
+  };
+}
+
+std::vector<Status> RangeReadStatuses(const std::vector<Result<HttpResponse>>& results,
+                                      const std::vector<ByteRangeRead>& ranges, const std::string& described_key,
+                                      const HttpErrorMapper& map_error) {
   std::vector<Status> out;
   out.reserve(results.size());
   for (size_t i = 0; i < results.size(); ++i) {
-    if (!results[i].ok()) {
-      out.push_back(results[i].status().WithContext(fmt::format("read {}", described_key)));
-    } else if (!results[i]->ok()) {
-      out.push_back(map_error(*results[i], fmt::format("read bytes {}-{} of", ranges[i].offset,
-                                                       ranges[i].offset + ranges[i].dst.size() - 1)));
-    } else {
-      out.push_back(Status::OK());
-    }
+    out.push_back(RangeReadStatus(results[i], ranges[i].offset, ranges[i].dst.size(), described_key, map_error));
   }
   return out;
 }

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "io/http_client.h"
 #include "io/storage.h"
 
 namespace stoke {
@@ -58,6 +59,14 @@ class ObjectStoreClient {
   virtual Status GetRange(const std::string& key, uint64_t offset, MutableByteView dst) = 0;
   // Ranged GETs run concurrently (one batch through the HTTP client); one Status per range.
   virtual std::vector<Status> GetRanges(const std::string& key, const std::vector<ByteRangeRead>& ranges) = 0;
+  // GetRange without waiting: one ranged GET through the HTTP client's event loop, which calls
+  // `done` with GetRange's status (see RandomAccessFile::ReadAtAsync). `dst` must stay valid until
+  // then. The default runs GetRange on the calling thread.
+  virtual void GetRangeAsync(const std::string& key, uint64_t offset, MutableByteView dst, ReadCallback done) {
+    done(GetRange(key, offset, dst));
+  }
+  // The whole object with one GET. The default is Head and GetRange.
+  virtual Result<std::string> GetObject(const std::string& key);
   // One-shot upload; if_absent adds If-None-Match: * (AlreadyExists when the key exists).
   virtual Status Put(const std::string& key, ByteView data, bool if_absent) = 0;
   // Block (Azure) / multipart (S3) uploads. StartUpload returns an upload id ("" where the backend
@@ -88,7 +97,11 @@ class ObjectStorage final : public Storage {
  public:
   ObjectStorage(std::shared_ptr<ObjectStoreClient> client, ObjectStorageOptions options);
 
+  // One HEAD for the size. Reads are ranged GETs; ReadAtAsync runs them on the HTTP client's event loop.
   Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) override;
+  // No request: the size is the caller's (from the Delta log).
+  Result<std::unique_ptr<RandomAccessFile>> OpenForReadWithSize(const std::string& path, uint64_t size) override;
+  Result<std::string> ReadFile(const std::string& path) override;  // one GET
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive = false) override;
   Result<std::vector<DirEntry>> List(const std::string& dir) override;
   Result<std::vector<std::string>> ListNames(const std::string& dir) override;
@@ -136,17 +149,22 @@ Result<int64_t> ParseIso8601Ms(std::string_view text);
 // Decimal uint64 (Content-Length, Size); InvalidArgument on anything else, overflow included.
 Result<uint64_t> ParseDecimalU64(std::string_view text);
 
-struct HttpResponse;
 // The size (Content-Length) and modification time (Last-Modified) of an object from a successful
 // HEAD response; Corruption naming `described_key` when the size is missing or malformed.
 Result<ObjectInfo> ObjectInfoFromHead(const HttpResponse& response, const std::string& described_key);
 
-// One Status per ranged GET of a batch (HttpClient::ExecuteBatch's results for `ranges`, in order):
-// the transport error in the context of `described_key`, the server's error as `map_error(response,
-// "read bytes A-B of")` gives it, or OK.
-std::vector<Status> RangeReadStatuses(
-    const std::vector<Result<HttpResponse>>& results, const std::vector<ByteRangeRead>& ranges,
-    const std::string& described_key,
-    const std::function<Status(const HttpResponse& response, const std::string& what)>& map_error);
+// The Status of one ranged GET of `size` bytes at `offset`: the transport error in the context of
+// `described_key`, the server's error as `map_error(response, "read bytes A-B of")` gives it, or OK.
+using HttpErrorMapper = std::function<Status(const HttpResponse& response, const std::string& what)>;
+Status RangeReadStatus(const Result<HttpResponse>& result, uint64_t offset, uint64_t size,
+                       const std::string& described_key, const HttpErrorMapper& map_error);
+// The callback of an asynchronous ranged GET (HttpClient::Submit): tells `done` RangeReadStatus's
+// status, computing the object's description only when the read failed.
+HttpCallback RangeReadCallback(uint64_t offset, uint64_t size, std::function<std::string()> describe,
+                               HttpErrorMapper map_error, ReadCallback done);
+// RangeReadStatus for each ranged GET of a batch (HttpClient::ExecuteBatch's results for `ranges`, in order).
+std::vector<Status> RangeReadStatuses(const std::vector<Result<HttpResponse>>& results,
+                                      const std::vector<ByteRangeRead>& ranges, const std::string& described_key,
+                                      const HttpErrorMapper& map_error);
 
 }  // namespace stoke

@@ -49,12 +49,23 @@ class S3Client final : public ObjectStoreClient {
 
   std::vector<Status> GetRanges(const std::string& key, const std::vector<ByteRangeRead>& ranges) override {
     std::vector<HttpRequest> reqs;
-    for (const auto& r : ranges) {
-      reqs.push_back(Build("GET", key, {}, {{"range", fmt::format("bytes={}-{}", r.offset, r.offset + r.dst.size() - 1)}}, {}));
-      reqs.back().response_buffer = r.dst;
-    }
+    reqs.reserve(ranges.size());
+    for (const auto& r : ranges) reqs.push_back(RangeGet(key, r.offset, r.dst));
     return RangeReadStatuses(http_.ExecuteBatch(reqs), ranges, Describe(key),
                              [&](const HttpResponse& r, const std::string& what) { return MapError(r, what, key); });
+  }
+
+  void GetRangeAsync(const std::string& key, uint64_t offset, MutableByteView dst, ReadCallback done) override {
+    http_.Submit(RangeGet(key, offset, dst),
+                 RangeReadCallback(offset, dst.size(), [this, key] { return Describe(key); },
+                                   [this, key](const HttpResponse& r, const std::string& what) { return MapError(r, what, key); },
+                                   std::move(done)));
+  }
+
+  Result<std::string> GetObject(const std::string& key) override {
+    STOKE_ASSIGN_OR_RETURN(HttpResponse r, Send("GET", key, {}, {}, {}));
+    if (!r.ok()) return MapError(r, "read", key);
+    return std::move(r.body);
   }
 
   Status Put(const std::string& key, ByteView data, bool if_absent) override {
@@ -193,6 +204,13 @@ class S3Client final : public ObjectStoreClient {
     if (method == "PUT" || method == "POST") headers.emplace_back("Content-Length", std::to_string(body.size()));
     req.headers = std::move(headers);
     req.body = body;
+    return req;
+  }
+
+  // A ranged GET of dst.size() bytes at `offset` into `dst`.
+  HttpRequest RangeGet(const std::string& key, uint64_t offset, MutableByteView dst) const {
+    HttpRequest req = Build("GET", key, {}, {{"range", fmt::format("bytes={}-{}", offset, offset + dst.size() - 1)}}, {});
+    req.response_buffer = dst;
     return req;
   }
 

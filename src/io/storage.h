@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,13 +13,24 @@
 
 namespace stoke {
 
-// A file opened for positioned reads. Thread-safe: ReadAt may be called concurrently.
+// Told the outcome of an asynchronous read (RandomAccessFile::ReadAtAsync), once.
+using ReadCallback = std::function<void(Status)>;
+
+// A file opened for positioned reads. Thread-safe: ReadAt and ReadAtAsync may be called concurrently.
 class RandomAccessFile {
  public:
   virtual ~RandomAccessFile() = default;
   // Reads exactly dst.size() bytes at `offset`. A range past the end of the file is an IOError
   // naming the file, offset and size.
   virtual Status ReadAt(uint64_t offset, MutableByteView dst) const = 0;
+  // ReadAt without waiting: starts the read and calls `done` with its status once the bytes are in
+  // `dst`, which must stay valid (and the file open) until then. `done` runs on the calling thread
+  // before this returns (the default: a plain ReadAt), or on a thread of the backend's (object
+  // stores: the HTTP client's event loop, so hundreds of reads are in flight without a thread each;
+  // the read cache: its own threads), where it must be quick and must not wait for another read.
+  virtual void ReadAtAsync(uint64_t offset, MutableByteView dst, ReadCallback done) const {
+    done(ReadAt(offset, dst));
+  }
   virtual uint64_t size() const = 0;
   virtual const std::string& path() const = 0;
 };
@@ -49,7 +61,17 @@ class Storage {
  public:
   virtual ~Storage() = default;
   virtual Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) = 0;
+  // OpenForRead of a file whose size the caller knows already (a Delta add action's `size`): object
+  // stores then make no request (no HEAD), and size() is `size` (a wrong one makes reads fail, or
+  // read other bytes). The default ignores `size` and opens as OpenForRead does.
+  virtual Result<std::unique_ptr<RandomAccessFile>> OpenForReadWithSize(const std::string& path, uint64_t size) {
+    (void)size;
+    return OpenForRead(path);
+  }
   // Creates (or truncates) a file. exclusive=true fails with AlreadyExists if it exists.
+  // The whole file (ReadFileToString). The default opens the file and reads it; object stores make
+  // one GET (no HEAD for the size first).
+  virtual Result<std::string> ReadFile(const std::string& path);
   virtual Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive = false) = 0;
   // The entries of a directory, sorted by name.
   virtual Result<std::vector<DirEntry>> List(const std::string& dir) = 0;
@@ -65,12 +87,24 @@ class Storage {
   // AlreadyExists. On local disks: a temporary file in the same directory, fsync, link() to the
   // final name (never rename, which would replace), unlink of the temporary.
   virtual Status PutIfAbsent(const std::string& path, ByteView data) = 0;
+  // PutIfAbsent of a file already written: publishes `tmp` (made by Create in the same directory,
+  // synced and closed by the caller) under `path` only if nothing exists there, atomically, without
+  // holding its bytes in memory. On success `tmp` is gone; on any error, AlreadyExists included, it
+  // is left for the caller to publish under another name or delete. Local disks: link() and a
+  // directory sync. The default reads `tmp`, PutIfAbsent's its bytes, then deletes it.
+  virtual Status PublishIfAbsent(const std::string& tmp, const std::string& path);
   // Makes the entries of directory `dir` durable: files created, renamed or linked into it survive
   // a power loss once this returns. On local disks an fsync of the directory (a rename or link is
   // otherwise not durable even when the file's data was synced); nothing on object stores, where a
   // write is durable when it returns. Whoever publishes a file by rename syncs its directory before
   // relying on it: before a commit references it, before reporting success.
   virtual Status SyncDirectory(const std::string& dir) { return Status::OK(); }
+  // Makes the data of the closed files `paths` durable at once, for writers of many files that
+  // close them without syncing each (WritableFile::Sync) and need them all durable before a commit
+  // refers to them. Their names still need SyncDirectory. On local disks an fdatasync of each file,
+  // or, for many files, one syncfs(2) per file system (one journal commit instead of one per file;
+  // it also writes back other dirty data of that file system). Nothing on object stores.
+  virtual Status SyncFiles(const std::vector<std::string>& paths) { return Status::OK(); }
   // True when a file made by Create becomes visible only whole, at a successful Close (object
   // stores), so writers need no temporary name and rename; false where it is visible while being
   // written (local file systems).

@@ -15,6 +15,8 @@
 
 #include "core/fd_limit.h"
 #include "core/thread_pool.h"
+#include "io/read_cache.h"
+#include "io/storage.h"
 #include "io/uri.h"
 #include "loader/out_of_memory.h"
 
@@ -55,10 +57,11 @@ int OpenFlags(bool direct) { return O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 
 // A file of the list. `path` is immutable; its descriptor is in Fetcher::descriptors_.
 struct Fetcher::File {
   std::string path;
-  // Object-store files: opened once (a HEAD for the size) by the first read, then shared by every
-  // read of the file; immutable once set (ordered by open_once).
+  // Object-store files: opened by the first read's Start (no request when the size is known), then
+  // shared by every read of the file. The producer thread's alone (the reads' completions do not
+  // touch it).
   std::unique_ptr<RandomAccessFile> remote;
-  std::once_flag open_once;
+  bool open_tried = false;
   Status open_status;
 };
 
@@ -115,19 +118,26 @@ class Fetcher::PreadBackend final : public Fetcher::Backend {
   ThreadPool pool_;  // its destructor runs the reads already queued, then joins
 };
 
-// Object-store reads: each read is one blocking ranged GET (with the HTTP client's retries) on one of
-// queue_depth threads, so queue_depth requests are in flight, as with io_uring on local files.
+// Object-store reads: each read is one ReadAtAsync of the file (a ranged GET run by the HTTP client's
+// event loop, or an answer from the read cache's threads), so queue_depth requests are in flight
+// without a thread each. Completions arrive on those threads. A file whose storage reads only
+// synchronously (the default ReadAtAsync) is read on the producer thread.
 class Fetcher::StorageBackend final : public Fetcher::Backend {
  public:
-  StorageBackend(Fetcher* f, size_t threads) : f_(f), pool_(std::max<size_t>(threads, 1)) {}
+  explicit StorageBackend(Fetcher* f) : f_(f) {}
   void Start(int i) override {
-    pool_.Submit([f = f_, i] { f->CompleteSlot(i, f->ReadSlotFromStorage(f->slots_[i])); });
+    Slot& s = f_->slots_[i];
+    Result<const RandomAccessFile*> file = f_->OpenRemoteFile(s.request.file);
+    if (!file.ok()) return f_->CompleteSlot(i, file.status());
+    (*file)->ReadAtAsync(s.read_offset, MutableByteView(s.buffer.data(), s.read_length), [f = f_, i](Status st) {
+      if (st.ok()) f->slots_[i].done = f->slots_[i].read_length;
+      f->CompleteSlot(i, std::move(st));
+    });
   }
   const char* name() const override { return "storage"; }
 
  private:
   Fetcher* f_;
-  ThreadPool pool_;
 };
 
 // One ring. The producer thread prepares and submits SQEs; a completion thread waits on the CQ and
@@ -290,6 +300,10 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::vector<std::string> paths, F
   if (paths.size() >= kNoFile) {
     return Status::InvalidArgument("a fetcher reads at most 2^32 - 2 files, got " + std::to_string(paths.size()));
   }
+  if ((!o.file_sizes.empty() && o.file_sizes.size() != paths.size()) ||
+      (!o.file_versions.empty() && o.file_versions.size() != paths.size())) {
+    return Status::InvalidArgument("FetcherOptions.file_sizes and file_versions must be empty or have one entry per file");
+  }
   if (o.direct && !paths.empty()) {
     // Support for O_DIRECT is a property of the file system: probe it once here, so that a table on
     // tmpfs fails at Open rather than on every read. Other errors are left to the reads of the file.
@@ -308,7 +322,7 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::vector<std::string> paths, F
   std::unique_ptr<Fetcher> f(new Fetcher(std::move(files), o, max_open));
   f->remote_ = remote;
   if (remote) {
-    f->backend_ = std::make_unique<StorageBackend>(f.get(), static_cast<size_t>(o.queue_depth));
+    f->backend_ = std::make_unique<StorageBackend>(f.get());
     return f;
   }
   using B = FetcherOptions::Backend;
@@ -466,35 +480,35 @@ Status Fetcher::SubmitOne(const FetchRequest& r, PendingStarts* pending) {
   return Status::OK();
 }
 
-Status Fetcher::OpenRemoteFile(uint32_t f) {
+Result<const RandomAccessFile*> Fetcher::OpenRemoteFile(uint32_t f) {
   File& file = files_[f];
-  std::call_once(file.open_once, [&] {
-    auto where = ResolveStorageLocation(file.path);
-    if (!where.ok()) {
-      file.open_status = where.status();
-      return;
-    }
-    auto opened = where->storage->OpenForRead(where->path);
-    if (opened.ok()) {
-      file.remote = std::move(opened).value();
-    } else {
-      file.open_status = opened.status();
-    }
-  });
-  return file.open_status;
-}
-
-Status Fetcher::ReadSlotFromStorage(Slot& s) {
-  STOKE_RETURN_IF_ERROR(OpenRemoteFile(s.request.file));
-  STOKE_RETURN_IF_ERROR(files_[s.request.file].remote->ReadAt(s.read_offset, MutableByteView(s.buffer.data(), s.read_length)));
-  s.done = s.read_length;
-  return Status::OK();
+  if (!file.open_tried) {
+    file.open_tried = true;
+    file.open_status = [&]() -> Status {
+      STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(file.path));
+      std::unique_ptr<RandomAccessFile> opened;
+      if (f < options_.file_sizes.size()) {
+        STOKE_ASSIGN_OR_RETURN(opened, where.storage->OpenForReadWithSize(where.path, options_.file_sizes[f]));
+      } else {
+        STOKE_ASSIGN_OR_RETURN(opened, where.storage->OpenForRead(where.path));
+      }
+      if (options_.cache != nullptr) {
+        std::string identity = file.path;
+        if (f < options_.file_versions.size()) identity += " " + options_.file_versions[f];
+        opened = options_.cache->Wrap(std::move(opened), std::move(identity));
+      }
+      file.remote = std::move(opened);
+      return Status::OK();
+    }();
+  }
+  if (!file.open_status.ok()) return file.open_status;
+  return static_cast<const RandomAccessFile*>(file.remote.get());
 }
 
 Status Fetcher::PinFile(int i, PendingStarts* pending) {
   Slot& s = slots_[i];
   const uint32_t f = s.request.file;
-  if (remote_) return Status::OK();  // opened by the read itself (OpenRemoteFile), on a backend thread
+  if (remote_) return Status::OK();  // opened by the read's Start (OpenRemoteFile)
   int victim = -1;
   for (bool reserved = false; !reserved;) {
     {

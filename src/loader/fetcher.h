@@ -1,7 +1,9 @@
 // The Fetcher: positioned reads of byte ranges, issued asynchronously with a bounded queue depth and a
-// bounded memory budget. Backends: io_uring (one ring, a completion thread) or a pread thread pool.
-// Files are opened at their first read and kept in a bounded cache of descriptors, so a table of any
-// number of files reads within the process's RLIMIT_NOFILE.
+// bounded memory budget. Backends: io_uring (one ring, a completion thread) or a pread thread pool for
+// local files; for object-store files, ranged GETs through the HTTP client's event loop (no thread per
+// read), optionally through a local read cache. Local files are opened at their first read and kept
+// in a bounded cache of descriptors, so a table of any number of files reads within the process's
+// RLIMIT_NOFILE.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +19,11 @@
 #include "core/buffer_pool.h"
 #include "core/mutex.h"
 #include "stoke/status.h"
+
+namespace stoke {
+class ReadCache;
+class RandomAccessFile;
+}  // namespace stoke
 
 namespace stoke {
 
@@ -72,6 +79,15 @@ struct FetcherOptions {
   // it is in flight; when the cache is full, Submit closes the least recently used file with no read in
   // flight, or waits for one (so even 1 works, with less parallelism across files).
   size_t max_open_files = 0;
+  // Object-store files only (URIs; see io/uri.h). Default empty: a file's size comes from a HEAD
+  // made by its first read, on the producer thread. Otherwise one size per file (from the table's
+  // log): no request is made but the reads.
+  std::vector<uint64_t> file_sizes;
+  // Object-store files only. Default empty: one per file, what besides its URI and size names its
+  // bytes for the read cache (the log's modification time, "mtime=<ms>").
+  std::vector<std::string> file_versions;
+  // Object-store files only. Default none. Reads go through this local read cache (io/read_cache.h).
+  std::shared_ptr<ReadCache> cache;
 };
 
 // Threading contract: one producer thread calls Submit, one consumer thread calls Next (they may be
@@ -166,10 +182,9 @@ class Fetcher {
   int EvictLruLocked() REQUIRES(mu_);
   // Reads a slot synchronously (pread backend); returns the status of the whole read.
   Status ReadSlotWithPread(Slot& slot);
-  // Reads a slot through its file's RandomAccessFile (object stores: one ranged GET).
-  Status ReadSlotFromStorage(Slot& slot);
-  // Object-store files (remote_): opens file `f`'s RandomAccessFile if nobody has yet. Any thread.
-  Status OpenRemoteFile(uint32_t f);
+  // Object-store files (remote_): file `f`'s RandomAccessFile (through the cache when there is one),
+  // opened by the first call. Producer thread.
+  Result<const RandomAccessFile*> OpenRemoteFile(uint32_t f);
   // Fills slot.iov with the destinations of the bytes not yet read; returns how many entries.
   int PrepareIovecs(Slot& slot) const;
   // Finishes a slot: queues the result, unpins the file, frees the slot. Any thread.
@@ -222,8 +237,9 @@ class Fetcher {
   uint32_t lru_tail_ GUARDED_BY(mu_) = kNoFile;
 
   // True when the files are object-store URIs (az://, s3://, ...): reads go through Storage's
-  // RandomAccessFile (ranged GETs with retries) on queue_depth threads, and the descriptor LRU is
-  // not used (a remote file holds no descriptor). Split reads and O_DIRECT do not apply.
+  // RandomAccessFile::ReadAtAsync (ranged GETs with retries, on the HTTP client's event loop), and
+  // the descriptor LRU is not used (a remote file holds no descriptor). Split reads and O_DIRECT do
+  // not apply.
   bool remote_ = false;
   std::unique_ptr<Backend> backend_;  // last: destroyed first (the destructor also stops it explicitly)
 };

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
@@ -17,6 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "io/read_cache.h"
+#include "io/storage.h"
+#include "io/uri.h"
 #include "loader/out_of_memory.h"
 #include "stoke/status.h"
 
@@ -223,6 +227,43 @@ TEST(FetcherTest, BatchSubmitStopsAtARefusedRequest) {
   }
   EXPECT_EQ(f->Next(results.data(), 4), 0u) << "nothing outstanding";
   EXPECT_EQ(f->bytes_in_flight(), 0);
+}
+
+// Files named by URI are read through Storage (ReadAtAsync), here a registered local storage (the
+// object stores are tested against servers in loader_object_store_test.cc), with sizes given (no
+// stat) and through the read cache: exact bytes, and a second fetcher on the cache reads from it.
+TEST(FetcherTest, StorageFilesReadExactlyThroughTheReadCache) {
+  RandomFile file(::testing::TempDir(), 4 << 20, 21);
+  ASSERT_TRUE(file.ok());
+  ScopedStorageRegistration reg("fetcher-test", LocalStorage());
+  const std::string cache_dir = ::testing::TempDir() + "/fetcher_cache_" + std::to_string(::getpid());
+  ReadCacheOptions co;
+  co.dir = cache_dir;
+  auto cache = ReadCache::Open(co);
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  FetcherOptions o;
+  o.queue_depth = 64;
+  o.max_bytes_in_flight = 2 << 20;
+  o.file_sizes = {file.bytes().size()};
+  o.file_versions = {"mtime=1"};
+  o.cache = *cache;
+  for (int pass = 0; pass < 2; ++pass) {
+    auto f = OpenOrDie({reg.Uri(file.path())}, o);
+    ASSERT_NE(f, nullptr);
+    EXPECT_STREQ(f->backend_name(), "storage");
+    ReadRandomRangesAndCheck(*f, file, 300, 30 + pass, /*batched=*/true);
+    if (pass == 0) {  // blocks are written after the reads they served
+      for (int i = 0; i < 5000 && (*cache)->stats().entries_written < 4; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+  }
+  EXPECT_EQ((*cache)->stats().misses, 4u) << "4 MiB: each 1 MiB block fetched once";
+  EXPECT_GT((*cache)->stats().hits, 0u);
+  std::filesystem::remove_all(cache_dir);
+
+  o.file_sizes = {1, 2};
+  EXPECT_EQ(Fetcher::Open({reg.Uri(file.path())}, o).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(FetcherTest, AutoBackendPicksIoUringWhenAvailable) {

@@ -43,6 +43,8 @@
 #include "core/trace.h"
 #include "format/image.h"
 #include "format/parquet_reader.h"
+#include "io/prefetching_file.h"
+#include "io/read_cache.h"
 #include "io/storage.h"
 #include "io/uri.h"
 #include "loader/fetcher.h"
@@ -93,6 +95,18 @@ constexpr int64_t kMaxCoalesceBytes = int64_t{1} << 30;
 constexpr uint32_t kCachedPageBytes = 256 << 10;
 // Readers of files without OffsetIndexes (the slow path) kept open at once; each holds a descriptor.
 constexpr size_t kMaxSlowPathReaders = 16;
+// ParquetReader reads a file's last 64 KiB first (the footer, usually whole); on object stores that
+// read and the one of the magic at offset 0 are fetched ahead together.
+constexpr uint64_t kFooterTailBytes = 64 << 10;
+// Default queue depths (LoaderOptions::queue_depth = 0): local reads complete in microseconds to a
+// millisecond, so 64 keep a disk (or the page cache's copies) busy; object-store GETs wait tens of
+// milliseconds each, so it takes hundreds in flight to fill a link (256 x 360 KB every 20 ms is
+// about 4.6 GB/s), and they cost no thread each (the HTTP client's event loop runs them).
+constexpr int kLocalQueueDepth = 64;
+constexpr int kRemoteQueueDepth = 256;
+// The read cache's blocks being fetched take at most this share of prefetch_bytes (from the quarter
+// left as headroom; see Open).
+constexpr int64_t kCacheFetchBudgetDivisor = 8;
 
 // One sample's cell inside a read.
 struct ReadMember {
@@ -334,8 +348,9 @@ class Loader::Impl {
   std::vector<int64_t> selected_;                // table rows passing `where` (empty + identity_ = all)
   bool identity_ = true;
   // The table is on an object store (its location is a URI): no split reads (each read is one
-  // ranged GET into one buffer) and no O_DIRECT.
+  // ranged GET into one buffer), no O_DIRECT, pages merged within a gap, the read cache.
   bool remote_ = false;
+  int queue_depth_ = kLocalQueueDepth;  // o_.queue_depth, or its default for where the table is
   std::unique_ptr<Sampler> sampler_;             // used by the producer while a run is active
   std::vector<int64_t> block_sizes_;             // the sampler's blocks (files), for MeasureShuffle
   SamplerOptions sampler_options_;
@@ -503,19 +518,48 @@ std::optional<ColumnValues> ConstantFromStats(const ColumnSpec& spec, const Pred
   return out;
 }
 
+// The byte ranges (offset, length) of the column chunks of `columns` (by name; names not in the
+// file, such as partition columns, are skipped) in every row group of `reader`'s file: where the
+// decoding of those columns will read. A hint: chunks whose metadata is odd are left out, and the
+// reader checks them when it reads them.
+std::vector<std::pair<uint64_t, uint64_t>> ColumnChunkRanges(const ParquetReader& reader,
+                                                             const std::vector<std::string>& columns) {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const std::string& name : columns) {
+    auto c = reader.FindColumn(name);
+    if (!c.ok()) continue;
+    for (const auto& rg : reader.metadata().row_groups) {
+      if (*c >= rg.columns.size() || !rg.columns[*c].meta_data) continue;
+      const auto& m = *rg.columns[*c].meta_data;
+      int64_t start = m.data_page_offset;
+      if (m.dictionary_page_offset && *m.dictionary_page_offset > 0 && *m.dictionary_page_offset < start) {
+        start = *m.dictionary_page_offset;
+      }
+      if (start < 0 || m.total_compressed_size <= 0) continue;
+      ranges.emplace_back(static_cast<uint64_t>(start), static_cast<uint64_t>(m.total_compressed_size));
+    }
+  }
+  return ranges;
+}
+
 }  // namespace
 
 Status Loader::Impl::Open() {
   if (o_.batch_size < 1) return Status::InvalidArgument(fmt::format("batch_size must be >= 1, got {}", o_.batch_size));
   if (o_.prefetch_bytes < 1) return Status::InvalidArgument(fmt::format("prefetch_bytes must be >= 1, got {}", o_.prefetch_bytes));
   if (o_.threads < 0) return Status::InvalidArgument(fmt::format("threads must be >= 0, got {}", o_.threads));
-  if (o_.queue_depth < 1 || o_.queue_depth > 4096) {
-    return Status::InvalidArgument(fmt::format("queue_depth must be in [1, 4096], got {}", o_.queue_depth));
+  if (o_.queue_depth < 0 || o_.queue_depth > 4096) {
+    return Status::InvalidArgument(fmt::format("queue_depth must be in [1, 4096], or 0 for the default, got {}",
+                                               o_.queue_depth));
   }
-  if (o_.coalesce_bytes < 0 || o_.coalesce_bytes > kMaxCoalesceBytes) {
-    return Status::InvalidArgument(fmt::format("coalesce_bytes must be in [0, {}] (1 GiB), got {}", kMaxCoalesceBytes,
-                                               o_.coalesce_bytes));
+  for (const auto& [name, value] : {std::pair{"coalesce_bytes", o_.coalesce_bytes},
+                                    std::pair{"remote_coalesce_bytes", o_.remote_coalesce_bytes},
+                                    std::pair{"remote_coalesce_gap_bytes", o_.remote_coalesce_gap_bytes}}) {
+    if (value < 0 || value > kMaxCoalesceBytes) {
+      return Status::InvalidArgument(fmt::format("{} must be in [0, {}] (1 GiB), got {}", name, kMaxCoalesceBytes, value));
+    }
   }
+  if (o_.cache_bytes < 1) return Status::InvalidArgument(fmt::format("cache_bytes must be >= 1, got {}", o_.cache_bytes));
   if (o_.world_size < 1 || o_.rank < 0 || o_.rank >= o_.world_size) {
     return Status::InvalidArgument(fmt::format("rank {} is not in [0, world_size {})", o_.rank, o_.world_size));
   }
@@ -528,6 +572,7 @@ Status Loader::Impl::Open() {
   auto location = ParseStorageUri(dir_);
   remote_ = location.ok() && location->scheme != StorageScheme::kLocal;
   index_ = std::make_unique<SampleIndex>(std::move(index));
+  queue_depth_ = o_.queue_depth > 0 ? o_.queue_depth : remote_ ? kRemoteQueueDepth : kLocalQueueDepth;
 
   // Columns.
   std::vector<size_t> selected_cols;
@@ -625,6 +670,14 @@ Status Loader::Impl::Open() {
   }
   // Scalar columns and the filter, file by file (in parallel: footers are small, latency-bound reads).
   STOKE_RETURN_IF_ERROR(ReadScalars(view, scalar_cols, where));
+  // Data files' modification times, which name their bytes for the read cache with URI and size.
+  std::map<std::string, int64_t> file_mtimes;
+  if (remote_ && !o_.cache_dir.empty()) {
+    for (const auto& add : view.snapshot.files) {
+      auto rel = delta::DecodePath(add.path);  // as the sample index joins it to the table's URI
+      file_mtimes[JoinPath(dir_, rel.ok() ? *rel : add.path)] = add.modification_time;
+    }
+  }
   threads_ = o_.threads > 0 ? static_cast<size_t>(o_.threads) : std::max<size_t>(1, std::thread::hardware_concurrency());
   // Each worker holds at most one decoded image: a quarter of the budget shared by the workers, but
   // never less than a 64 MiB image (a 20-megapixel RGB photo).
@@ -680,9 +733,24 @@ Status Loader::Impl::Open() {
     fo.backend = o_.backend == LoaderOptions::Backend::kIoUring ? FetcherOptions::Backend::kIoUring
                  : o_.backend == LoaderOptions::Backend::kPread ? FetcherOptions::Backend::kPread
                                                                 : FetcherOptions::Backend::kAuto;
-    fo.queue_depth = o_.queue_depth;
+    fo.queue_depth = queue_depth_;
     fo.max_bytes_in_flight = fetch_budget;
     fo.direct = o_.direct;
+    if (remote_) {
+      // Sizes from the log: no HEAD per data file.
+      for (uint32_t f = 0; f < index_->num_files(); ++f) fo.file_sizes.push_back(index_->file_size(f));
+      if (!o_.cache_dir.empty()) {
+        ReadCacheOptions co;
+        co.dir = o_.cache_dir;
+        co.capacity_bytes = static_cast<uint64_t>(o_.cache_bytes);
+        co.max_fetch_bytes = static_cast<uint64_t>(std::max<int64_t>(o_.prefetch_bytes / kCacheFetchBudgetDivisor, 1));
+        STOKE_ASSIGN_OR_RETURN(fo.cache, ReadCache::Open(co));
+        for (uint32_t f = 0; f < index_->num_files(); ++f) {
+          auto it = file_mtimes.find(index_->FilePath(f));
+          fo.file_versions.push_back(it == file_mtimes.end() ? "" : fmt::format("mtime={}", it->second));
+        }
+      }
+    }
     STOKE_ASSIGN_OR_RETURN(fetcher_, Fetcher::Open(std::move(files), fo));
   }
   workers_ = std::make_unique<ThreadPool>(threads_);
@@ -757,6 +825,7 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
     identity_ = true;
     return Status::OK();
   }
+  const uint64_t gap = static_cast<uint64_t>(o_.remote_coalesce_gap_bytes);
   ThreadPool pool(std::min<size_t>(8, std::max<size_t>(1, adds.size())));
   Status st = ParallelFor(pool, adds.size(), [&](size_t i) -> Status {
     const auto& add = adds[i];
@@ -786,9 +855,28 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
         return Status::OK();
       }
     }
-    auto reader_or = ParquetReader::Open(*view.storage, view.FilePath(add));
+    // The size comes from the log: on object stores, no HEAD per file.
+    const uint64_t size = static_cast<uint64_t>(add.size);
+    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                           view.storage->OpenForReadWithSize(view.FilePath(add), size));
+    // On object stores every read is a request: the footer's two reads (the magic at 0, the tail) are
+    // fetched together, and the chunks of the columns needed below in as few GETs as the gap allows.
+    PrefetchingFile* prefetch = nullptr;
+    if (remote_) {
+      auto p = std::make_unique<PrefetchingFile>(std::move(file));
+      prefetch = p.get();
+      const uint64_t tail = std::min(size, kFooterTailBytes);
+      STOKE_RETURN_IF_ERROR(prefetch->Prefetch({{0, 4}, {size - tail, tail}}, gap));
+      file = std::move(p);
+    }
+    auto reader_or = ParquetReader::Open(std::move(file));
     if (!reader_or.ok()) return reader_or.status();
     const ParquetReader& reader = **reader_or;
+    if (prefetch != nullptr) {
+      std::vector<std::string> needed = where_cols;
+      for (size_t c : scalar_cols) needed.push_back(view.columns[c].name);
+      STOKE_RETURN_IF_ERROR(prefetch->Prefetch(ColumnChunkRanges(reader, needed), gap));
+    }
     const auto& starts = reader.row_group_starts();
     part.rows = starts.empty() ? 0 : starts.back();
     part.keep.assign(static_cast<size_t>(part.rows), skip_file ? 0 : 1);
@@ -1049,6 +1137,8 @@ Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
   std::stable_sort(slow->begin(), slow->end(), [](const Read& a, const Read& b) {
     return a.file != b.file ? a.file < b.file : a.offset < b.offset;
   });
+  const uint64_t max_read = static_cast<uint64_t>(remote_ ? o_.remote_coalesce_bytes : o_.coalesce_bytes);
+  const uint64_t max_gap = remote_ ? static_cast<uint64_t>(o_.remote_coalesce_gap_bytes) : 0;
   for (size_t k = 0; k < cells.size(); ++k) {
     const PlannedCell& cell = cells[k];
     const auto& loc = cell.loc;
@@ -1062,9 +1152,10 @@ Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
       continue;
     }
     Read* last = s->num_reads == 0 || s->reads[s->num_reads - 1].tail != nullptr ? nullptr : &s->reads[s->num_reads - 1];
-    // Coalesce with the previous read when this page starts where it ends (or is the same page, for
-    // another row of a packed page) and the result stays within coalesce_bytes.
-    if (last != nullptr && last->file == loc.file && o_.coalesce_bytes > 0) {
+    // Coalesce with the previous read when this page is the same page (another row of a packed page),
+    // or starts where it ends (local files) or at most max_gap after (object stores, where a request
+    // costs more than reading the gap), and the merged read stays within max_read.
+    if (last != nullptr && last->file == loc.file && max_read > 0) {
       const uint64_t end = last->offset + last->length;
       const ReadMember& prev = last->members.back();
       const uint64_t prev_page = last->offset + prev.offset;
@@ -1073,11 +1164,12 @@ Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
                                   loc.definition_levels});
         continue;
       }
-      // 64-bit sum; Open keeps coalesce_bytes <= kMaxCoalesceBytes, so the merged length fits 32 bits.
-      if (loc.offset == end && uint64_t{last->length} + loc.length <= static_cast<uint64_t>(o_.coalesce_bytes)) {
-        last->members.push_back({cell.sample, cell.column, last->length, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec,
+      // Open keeps max_read <= kMaxCoalesceBytes, so the merged length and offsets fit 32 bits.
+      if (loc.offset >= end && loc.offset - end <= max_gap && loc.offset + loc.length - last->offset <= max_read) {
+        const uint32_t at = static_cast<uint32_t>(loc.offset - last->offset);
+        last->members.push_back({cell.sample, cell.column, at, loc.length, loc.row_in_page, loc.rows_in_page, loc.codec,
                                   loc.definition_levels});
-        last->length += loc.length;
+        last->length = at + loc.length;
         continue;
       }
     }
@@ -1465,7 +1557,9 @@ Status Loader::Impl::ReadSlowCell(const TensorColumn& t, const SampleIndex::Loca
     // Opened outside the lock (it reads the footer); two workers may open the same file at once, and
     // only one of the readers is kept.
     STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(index_->FilePath(loc.file)));
-    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> opened, ParquetReader::Open(*where.storage, where.path));
+    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                           where.storage->OpenForReadWithSize(where.path, index_->file_size(loc.file)));
+    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> opened, ParquetReader::Open(std::move(file)));
     reader = std::move(opened);
     MutexLock l(&readers_mu_);
     auto same = std::find_if(readers_.begin(), readers_.end(), [&](const SlowReader& r) { return r.file == loc.file; });
@@ -1496,7 +1590,8 @@ Status Loader::Impl::ReadCachedPageCell(const TensorColumn& t, const SampleIndex
       std::shared_ptr<const DecodedPage> page,
       page_cache_->GetOrLoad(loc.file, loc.offset, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
         STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(index_->FilePath(loc.file)));
-        STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, where.storage->OpenForRead(where.path));
+        STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                               where.storage->OpenForReadWithSize(where.path, index_->file_size(loc.file)));
         AlignedBuffer bytes(loc.length);
         STOKE_RETURN_IF_ERROR(file->ReadAt(loc.offset, bytes.mutable_view()));
         stat_bytes_read_ += loc.length;

@@ -136,7 +136,9 @@ Status ReadFilePages(const TableView& view, const delta::AddFile& add, const std
   auto rel = delta::DecodePath(add.path);
   out->rel_path = rel.ok() ? *rel : add.path;
   const std::string path = view.FilePath(add);
-  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*view.storage, path));
+  // The size comes from the log: on object stores, no HEAD per data file.
+  STOKE_ASSIGN_OR_RETURN(auto file, view.storage->OpenForReadWithSize(path, static_cast<uint64_t>(add.size)));
+  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(std::move(file)));
   out->size = reader->file_size();
   out->num_rows = static_cast<uint64_t>(reader->num_rows());
   const auto& starts = reader->row_group_starts();

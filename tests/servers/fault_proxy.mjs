@@ -13,16 +13,17 @@
 //   bytes_per_s=N  cap the response bodies of targeted requests, all connections together, at N bytes
 //                  per second, as one network link would: each body is held until the link has carried
 //                  it (bodies queue behind each other, first come first served), then sent (0: no cap)
-// Control (not forwarded): GET /__fault/set?status503=2&methods=GET  replaces the settings;
-// GET /__fault/stats returns {"forwarded":N,"injected":M} as JSON.
+// Control (not forwarded): GET /__fault/set?status503=2&methods=GET  replaces the settings (and
+// clears the counts and the log); GET /__fault/stats returns {"forwarded":N,"injected":M,
+// "max_in_flight":K} as JSON (K: the most requests the proxy held at once, answered or not);
+// GET /__fault/requests returns the requests received since, as a JSON list of "METHOD /path?query"
+// followed by " bytes=A-B" for ranged reads (the first 100,000), so tests can check which requests
+// an operation makes.
 import http from 'node:http';
 
 export function startFaultProxy(upstreamPort) {
   let cfg = { delay_ms: 0, status503: 0, reset: 0, truncate: 0, drop: 0, p503: 0, preset: 0, bytes_per_s: 0, methods: ['GET'] };
-  const stats = { forwarded: 0, injected: 0 };
-  const agent = new http.Agent({ keepAlive: true });
   let linkFreeAt = 0;  // performance.now() when the emulated link has carried every body queued so far
-
   // Calls send() once the link (bytes_per_s) has carried `bytes` more, at once without a cap.
   function afterLink(targeted, bytes, send) {
     if (!targeted || !(cfg.bytes_per_s > 0)) { send(); return; }
@@ -30,6 +31,10 @@ export function startFaultProxy(upstreamPort) {
     linkFreeAt = Math.max(now, linkFreeAt) + (1000 * bytes) / cfg.bytes_per_s;
     setTimeout(send, linkFreeAt - now);
   }
+  const stats = { forwarded: 0, injected: 0, max_in_flight: 0 };
+  let inFlight = 0;
+  let requests = [];
+  const agent = new http.Agent({ keepAlive: true });
 
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://proxy');
@@ -48,8 +53,22 @@ export function startFaultProxy(upstreamPort) {
       };
       stats.forwarded = 0;
       stats.injected = 0;
+      stats.max_in_flight = inFlight;
+      requests = [];
       res.end('ok');
       return;
+    }
+    if (url.pathname === '/__fault/requests') {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(requests));
+      return;
+    }
+    inFlight++;
+    stats.max_in_flight = Math.max(stats.max_in_flight, inFlight);
+    res.on('close', () => { inFlight--; });
+    if (requests.length < 100000) {
+      const range = req.headers['x-ms-range'] || req.headers.range;
+      requests.push(range ? `${req.method} ${req.url} ${range}` : `${req.method} ${req.url}`);
     }
     if (url.pathname === '/__fault/stats') {
       res.setHeader('content-type', 'application/json');

@@ -3,6 +3,7 @@
 // location) on SIGTERM/SIGINT or when stdin closes (the parent test process went away).
 //
 //   node launch.mjs azurite                 Azure Blob emulator (Azurite), account devstoreaccount1
+//                                           (STOKE_AZURITE_ARGS: more Azurite options)
 //   node launch.mjs s3rver                  S3 emulator (s3rver), credentials S3RVER / S3RVER
 //   node launch.mjs proxy <upstream-port>   fault-injecting HTTP proxy in front of a server (fault_proxy.mjs)
 import { spawn } from 'node:child_process';
@@ -85,9 +86,13 @@ async function main() {
     const location = tempDir('stoke-azurite-');
     const port = await freePort();
     const main = path.join(here, 'node_modules', 'azurite', 'dist', 'src', 'blob', 'main.js');
+    // STOKE_AZURITE_ARGS: more options (e.g. --inMemoryPersistence), space-separated.
+    const extra = (process.env.STOKE_AZURITE_ARGS || '').split(' ').filter((a) => a);
+    // --inMemoryPersistence refuses --location (and keeps nothing on disk).
+    const where = extra.includes('--inMemoryPersistence') ? [] : ['--location', location];
     const child = spawn(process.execPath, [main, '--blobHost', '127.0.0.1', '--blobPort', String(port),
-      '--location', location, '--silent', '--skipApiVersionCheck', '--loose', '--disableProductStyleUrl', '--disableTelemetry'],
-      { stdio: ['ignore', 'ignore', 'inherit'] });
+      ...where, '--silent', '--skipApiVersionCheck', '--loose', '--disableProductStyleUrl', '--disableTelemetry',
+      ...extra], { stdio: ['ignore', 'ignore', 'inherit'], cwd: location });
     cleanups.push(() => new Promise((resolve) => {
       if (child.exitCode !== null) return resolve();
       child.once('exit', resolve);
