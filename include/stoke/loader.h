@@ -132,6 +132,16 @@ struct TransformSpec {
 std::string_view TransformKindName(TransformSpec::Kind kind);
 // The kind named `name` (as above); InvalidArgument listing the names otherwise.
 Result<TransformSpec::Kind> TransformKindFromName(std::string_view name);
+// A transform written as text (`stoke bench load --transform`): KIND[:ARG[,ARG...]], each ARG
+// key=value or, first, a bare value for the kind's main key (size for random_resized_crop, resize,
+// center_crop and random_crop; p for the flips; dtype for cast and to_tensor). Sizes are N or HxW;
+// lists (mean, std, axes, scale, ratio) are separated by '/'; brightness and contrast are a spread b
+// (factors in [max(0, 1 - b), 1 + b]) or a range lo/hi. `hflip` stands for random_horizontal_flip.
+// Examples: random_resized_crop:224, random_resized_crop:224,scale=0.25/1, hflip, resize:256,
+// center_crop:224, color_jitter:brightness=0.4,contrast=0.4, to_tensor,
+// normalize:mean=0.485/0.456/0.406,std=0.229/0.224/0.225. Defaults as in the Python classes.
+// InvalidArgument naming the text and the bad part otherwise.
+Result<TransformSpec> ParseTransformText(std::string_view text);
 
 struct LoaderOptions {
   // Default: every column of the table. Tensor columns become [batch, ...shape] arrays; scalar
