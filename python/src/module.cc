@@ -576,7 +576,6 @@ std::string Inspect(const std::string& table_dir, std::optional<int64_t> version
   return out.str();
 }
 
-}  // namespace
 
 // ---------------------------------------------------------------------------
 // Images outside a table (previews and tests): one encoded image through a transform chain, and the
@@ -645,6 +644,8 @@ py::list PlanImageTransformsTool(const py::list& transforms, int64_t width, int6
   }
   return out;
 }
+
+}  // namespace
 
 PYBIND11_MODULE(_stoke, m) {
   m.doc() = "stoke's C++ loader (private; use the `stoke` package)";
