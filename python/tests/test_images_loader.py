@@ -7,11 +7,13 @@ named by file and row (or skipped and counted).
 """
 
 import io
+import json
+import subprocess
 
 import numpy as np
 import pytest
 
-from stoke_env import import_stoke, run_stoke
+from stoke_env import STOKE_BIN, import_stoke, run_stoke
 
 stoke = import_stoke()
 Image = pytest.importorskip("PIL.Image", reason="python3-pil (Debian) is the decoding reference")
@@ -325,3 +327,19 @@ def test_bad_transform_options_raise_value_errors(images):
             stoke.Loader(images["table"], transforms=bad)
     with pytest.raises(ValueError):
         stoke.ColorJitter(brightness=-1).to_dict()
+
+
+def test_bench_load_takes_transforms_as_text(images):
+    table = images["base"] / "table"
+    r = run_stoke("bench", "load", table, "--batch-size", 8, "--json", "--transform", "random_resized_crop:32x24",
+                  "--transform", "hflip", "--transform", "to_tensor:float16",
+                  "--transform", "normalize:mean=0.485/0.456/0.406,std=0.229/0.224/0.225")
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["samples"] == 40 and out["transforms"] == 4
+    assert out["stage_seconds"]["decode"] > 0 and out["stage_seconds"]["transform"] > 0
+    bad = subprocess.run([STOKE_BIN, "bench", "load", str(table), "--transform", "resize:abc"], capture_output=True,
+                         text=True)
+    assert bad.returncode != 0 and "transform 'resize:abc'" in bad.stderr, bad.stderr
+    mixed = subprocess.run([STOKE_BIN, "bench", "load", str(table), "--transform", "to_tensor"], capture_output=True,
+                           text=True)
+    assert mixed.returncode != 0 and "random_resized_crop" in mixed.stderr and "row" in mixed.stderr, mixed.stderr
