@@ -96,7 +96,7 @@ print(json.dumps(r))' "$label" "$work/time.txt" >>"$results" || die "'$label' pr
 }
 
 tf=(--transform "random_resized_crop:$size" --transform hflip --transform to_tensor
-  --transform normalize:mean=0.485/0.456/0.406,std=0.229/0.224/0.225)
+  --transform "normalize:mean=0.485/0.456/0.406,std=0.229/0.224/0.225")
 load=("$stoke" bench load "$table" --batch-size "$batch" --shuffle global --epochs 1 --prefetch-bytes "$prefetch"
   "${tf[@]}" --json)
 epoch_batches=$(((images + batch - 1) / batch))
