@@ -23,34 +23,72 @@
 
 namespace stoke {
 
-// One per-sample transform, applied to every tensor column selected, in list order, on the loader's
-// worker threads. Random transforms draw from a generator seeded by (seed, epoch, row id, column), so
-// a sample gets the same augmentation in every run, on every rank and at every thread count.
-// Axes count over the sample's dimensions (not the batch dimension); negative axes count from the end.
+// One per-sample transform, applied to every tensor and image column selected, in list order, on the
+// loader's worker threads. Random transforms draw from a generator seeded by (seed, epoch, row id,
+// column), so a sample gets the same augmentation in every run, on every rank and at every thread
+// count. Axes count over the sample's dimensions (not the batch dimension); negative axes count from
+// the end.
+//
+// Images (docs/python.md, "Images"): a column named in the table's `stoke.images` metadata holds
+// encoded JPEG/PNG files; the loader decodes each to HWC uint8 pixels (LoaderOptions::image_channels)
+// and runs the column's transforms on them. The image transforms (random_resized_crop, resize,
+// center_crop without axes, random_horizontal_flip, color_jitter) follow torchvision's definitions on
+// PIL images, with PIL's bilinear (antialiased) resampling; they apply to decoded images and to uint8
+// tensor columns of shape [H, W, C] (C 1 to 4), and must come first in the list. The list's first
+// other transform starts the tensor part (to_tensor, normalize, cast, ...), which runs on the image
+// part's output, whose height and width must then be the same for every sample: end the image part
+// with random_resized_crop, resize to (h, w) or center_crop, or load images of one size.
 struct TransformSpec {
+  // Names (TransformKindName) are what the Python binding and `stoke bench load --transform` use.
   enum class Kind {
     kCast,          // convert elements to `dtype`: float32, float16 or bfloat16 (round to nearest even)
-    kNormalize,     // (x - mean[c]) / std[c] per channel c along `axis`; output float32 unless the
-                    // input is float16/bfloat16/float64 already (then kept); integer inputs become float32
+    kNormalize,     // (x - mean[c]) / std[c] per channel c along `axis` (default: the channel axis, see
+                    // kChannelAxis); output float32 unless the input is float16/bfloat16/float64 already
+                    // (then kept); integer inputs become float32
     kRandomFlip,    // reverse each axis in `axes` independently with probability `p`
     kRandomRot90,   // rotate by k * 90 degrees, k uniform in {0, 1, 2, 3}, in the plane of axes[0],
                     // axes[1] (both must have the same extent)
     kRandomCrop,    // a window of `size` (one entry per axis in `axes`) at a uniform random offset; an
                     // axis shorter than its size is zero-padded (the sample placed at a random offset)
-    kCenterCrop,    // as kRandomCrop with the window (or the padding) centred
+    kCenterCrop,    // as kRandomCrop with the window (or the padding) centred. Without `axes`, an
+                    // image's height and width (size {h, w}, or {s} for s x s) with torchvision's
+                    // CenterCrop offsets: round((extent - size) / 2), half to even; zero padding split
+                    // floor/ceil when the image is smaller
     kChannelsFirst, // move `axis` (the channel axis; default -1) to the front
     kChannelsLast,  // move `axis` (default 0) to the end
+    // Image transforms (see above).
+    kRandomResizedCrop,    // torchvision's RandomResizedCrop(size, scale, ratio): a box of area
+                           // scale[0]..scale[1] of the image and aspect ratio ratio[0]..ratio[1]
+                           // (log-uniform), 10 attempts then the centred fallback, resized to `size`
+                           // ({h, w}, or {s}) with bilinear antialiased resampling
+    kResize,               // torchvision's Resize(size): {s} scales the shorter side to s (the longer
+                           // to int(s * long / short)); {h, w} to exactly h x w. Bilinear, antialiased
+    kRandomHorizontalFlip, // mirror the width axis with probability `p` ([H, W, C], or [C, H, W] after
+                           // to_tensor/channels_first)
+    kColorJitter,          // torchvision's ColorJitter(brightness, contrast) on PIL images: factors
+                           // uniform in brightness[0]..[1] and contrast[0]..[1], applied in a random
+                           // order; brightness blends with black, contrast with the mean gray level
+    kToTensor,             // [H, W, C] uint8 to [C, H, W] `dtype` (float32, float16 or bfloat16) in
+                           // [0, 1] (x / 255 in float32), as torchvision's ToTensor
   };
+  // Normalize's default axis: the sample's channel axis, the last one, or the first after
+  // to_tensor or channels_first (and the last again after channels_last).
+  static constexpr int kChannelAxis = -1000;
   Kind kind = Kind::kCast;
-  DType dtype = DType::kFloat32;     // kCast
+  DType dtype = DType::kFloat32;     // kCast, kToTensor
   std::vector<double> mean, std;     // kNormalize: one entry per channel, or one for all channels
   int axis = -1;                     // kNormalize (channel axis), kChannelsFirst/kChannelsLast
   std::vector<int> axes;             // kRandomFlip, kRandomRot90 (two), kRandomCrop/kCenterCrop
-  std::vector<int64_t> size;         // kRandomCrop/kCenterCrop: window extent per entry of `axes`
-  double p = 0.5;                    // kRandomFlip
+  // kRandomCrop/kCenterCrop: window extent per entry of `axes`; kCenterCrop without axes,
+  // kRandomResizedCrop, kResize: {h, w} or {s}.
+  std::vector<int64_t> size;
+  double p = 0.5;                    // kRandomFlip, kRandomHorizontalFlip
+  std::vector<double> scale = {0.08, 1.0};          // kRandomResizedCrop: area fraction range
+  std::vector<double> ratio = {3.0 / 4.0, 4.0 / 3.0};  // kRandomResizedCrop: aspect ratio (w / h) range
+  std::vector<double> brightness, contrast;         // kColorJitter: factor ranges {min, max} (empty: off)
 
   static TransformSpec Cast(DType to) { TransformSpec t; t.kind = Kind::kCast; t.dtype = to; return t; }
-  static TransformSpec Normalize(std::vector<double> mean, std::vector<double> std, int axis = -1) {
+  static TransformSpec Normalize(std::vector<double> mean, std::vector<double> std, int axis = kChannelAxis) {
     TransformSpec t; t.kind = Kind::kNormalize; t.mean = std::move(mean); t.std = std::move(std); t.axis = axis; return t;
   }
   static TransformSpec RandomFlip(std::vector<int> axes, double p = 0.5) {
@@ -67,7 +105,43 @@ struct TransformSpec {
   }
   static TransformSpec ChannelsFirst(int axis = -1) { TransformSpec t; t.kind = Kind::kChannelsFirst; t.axis = axis; return t; }
   static TransformSpec ChannelsLast(int axis = 0) { TransformSpec t; t.kind = Kind::kChannelsLast; t.axis = axis; return t; }
+  // Image transforms; `size` is {h, w} or {s}.
+  static TransformSpec RandomResizedCrop(std::vector<int64_t> size, std::vector<double> scale = {0.08, 1.0},
+                                         std::vector<double> ratio = {3.0 / 4.0, 4.0 / 3.0}) {
+    TransformSpec t; t.kind = Kind::kRandomResizedCrop; t.size = std::move(size); t.scale = std::move(scale);
+    t.ratio = std::move(ratio); return t;
+  }
+  static TransformSpec Resize(std::vector<int64_t> size) { TransformSpec t; t.kind = Kind::kResize; t.size = std::move(size); return t; }
+  static TransformSpec ImageCenterCrop(std::vector<int64_t> size) {
+    TransformSpec t; t.kind = Kind::kCenterCrop; t.size = std::move(size); return t;
+  }
+  static TransformSpec RandomHorizontalFlip(double p = 0.5) { TransformSpec t; t.kind = Kind::kRandomHorizontalFlip; t.p = p; return t; }
+  // torchvision's ColorJitter(brightness=b, contrast=c): factor ranges {max(0, 1 - b), 1 + b}; 0 turns one off.
+  static TransformSpec ColorJitter(double brightness, double contrast) {
+    TransformSpec t; t.kind = Kind::kColorJitter;
+    if (brightness != 0) t.brightness = {brightness < 1 ? 1 - brightness : 0, 1 + brightness};
+    if (contrast != 0) t.contrast = {contrast < 1 ? 1 - contrast : 0, 1 + contrast};
+    return t;
+  }
+  static TransformSpec ToTensor(DType to = DType::kFloat32) { TransformSpec t; t.kind = Kind::kToTensor; t.dtype = to; return t; }
 };
+
+// "cast", "normalize", "random_flip", "random_rot90", "random_crop", "center_crop", "channels_first",
+// "channels_last", "random_resized_crop", "resize", "random_horizontal_flip", "color_jitter",
+// "to_tensor"; "unknown" otherwise.
+std::string_view TransformKindName(TransformSpec::Kind kind);
+// The kind named `name` (as above); InvalidArgument listing the names otherwise.
+Result<TransformSpec::Kind> TransformKindFromName(std::string_view name);
+// A transform written as text (`stoke bench load --transform`): KIND[:ARG[,ARG...]], each ARG
+// key=value or, first, a bare value for the kind's main key (size for random_resized_crop, resize,
+// center_crop and random_crop; p for the flips; dtype for cast and to_tensor). Sizes are N or HxW;
+// lists (mean, std, axes, scale, ratio) are separated by '/'; brightness and contrast are a spread b
+// (factors in [max(0, 1 - b), 1 + b]) or a range lo/hi. `hflip` stands for random_horizontal_flip.
+// Examples: random_resized_crop:224, random_resized_crop:224,scale=0.25/1, hflip, resize:256,
+// center_crop:224, color_jitter:brightness=0.4,contrast=0.4, to_tensor,
+// normalize:mean=0.485/0.456/0.406,std=0.229/0.224/0.225. Defaults as in the Python classes.
+// InvalidArgument naming the text and the bad part otherwise.
+Result<TransformSpec> ParseTransformText(std::string_view text);
 
 struct LoaderOptions {
   // Default: every column of the table. Tensor columns become [batch, ...shape] arrays; scalar
@@ -123,6 +197,16 @@ struct LoaderOptions {
   // a device is present, so host-to-device copies can be asynchronous; plain aligned memory otherwise.
   bool pin_memory = true;
   bool trace = false;                // Default false: record per-stage spans for WriteTrace.
+  // Image columns (docs/python.md, "Images"). Default 3: decoded images are RGB (gray replicated,
+  // alpha dropped: PIL's convert("RGB"), as torchvision's ImageFolder); 1 gray (PIL's convert("L"));
+  // 4 RGBA.
+  int image_channels = 3;
+  // Default true: a JPEG whose crop is at least twice the output size in both axes is decoded at a
+  // reduced scale in the DCT domain (1/2, 3/8, 1/4 or 1/8: the smallest that keeps the crop at
+  // least the output size), then resized; much less work for large photos, with pixels a few levels
+  // from a full decode + resize. False: every image is decoded at full size (the pixels then equal
+  // torchvision's PIL pipeline given the same random choices).
+  bool jpeg_dct_scaling = true;
 };
 
 // One column of a batch: a C-contiguous array, row-major, rows in sampler order.
@@ -196,6 +280,44 @@ struct ShuffleQuality {
   // batch from another file.
   double distinct_file_fraction = 0;
 };
+
+// One image through a column's transforms, outside any table: what the loader does to an image cell
+// (decode, then the transforms, with the random choices of (seed, epoch, row, column)). For previews
+// and tests; the loader itself never copies through this.
+struct TransformedImage {
+  DType dtype = DType::kUInt8;
+  std::vector<int64_t> shape;   // [H, W, C] uint8 without to_tensor; [C, H, W] after it
+  std::vector<uint8_t> data;    // C order
+};
+struct ImageTransformOptions {
+  int channels = 3;               // as LoaderOptions::image_channels
+  bool jpeg_dct_scaling = true;   // as LoaderOptions::jpeg_dct_scaling
+  uint64_t seed = 0;              // as LoaderOptions::seed
+  int64_t epoch = 0;
+  int64_t row = 0;                // the table row (its id in the sample index's row order)
+  uint32_t column = 0;            // the column's position among the loaded tensor and image columns
+};
+// `encoded`: a JPEG or PNG file's bytes. Errors as the loader's (naming `path`).
+Result<TransformedImage> TransformImage(std::string_view encoded, std::string_view path,
+                                        const std::vector<TransformSpec>& transforms,
+                                        const ImageTransformOptions& options);
+
+// The random choices the image transforms of `transforms` make for one image of `width` x `height`
+// pixels, one entry per image transform in list order, for tests that replay them with another
+// library: {"kind", and per kind: random_resized_crop / center_crop "top", "left", "height",
+// "width" (the box in its input image, which for center_crop may extend outside it: padding), and
+// "out_height", "out_width"; resize "out_height", "out_width"; random_horizontal_flip "flip" (0/1);
+// color_jitter "brightness", "contrast" (factors; 1 when off) and "brightness_first" (0/1)}.
+struct ImageTransformChoice {
+  TransformSpec::Kind kind = TransformSpec::Kind::kResize;
+  int64_t top = 0, left = 0, height = 0, width = 0, out_height = 0, out_width = 0;
+  bool flip = false;
+  double brightness = 1, contrast = 1;
+  bool brightness_first = true;
+};
+Result<std::vector<ImageTransformChoice>> PlanImageTransforms(const std::vector<TransformSpec>& transforms,
+                                                              int64_t width, int64_t height,
+                                                              const ImageTransformOptions& options);
 
 class Loader {
  public:

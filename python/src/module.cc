@@ -94,21 +94,22 @@ stoke::TransformSpec ParseTransform(const py::handle& obj) {
   const auto kind_name = d["kind"].cast<std::string>();
   using K = stoke::TransformSpec::Kind;
   stoke::TransformSpec t;
-  t.kind = ParseChoice<K>("transform kind", kind_name,
-                          {{"cast", K::kCast},
-                           {"normalize", K::kNormalize},
-                           {"random_flip", K::kRandomFlip},
-                           {"random_rot90", K::kRandomRot90},
-                           {"random_crop", K::kRandomCrop},
-                           {"center_crop", K::kCenterCrop},
-                           {"channels_first", K::kChannelsFirst},
-                           {"channels_last", K::kChannelsLast}});
+  {
+    auto kind = stoke::TransformKindFromName(kind_name);
+    if (!kind.ok()) throw py::value_error("transforms: " + kind.status().message());
+    t.kind = *kind;
+  }
   if (t.kind == K::kChannelsLast) t.axis = 0;  // the C++ default for channels_last
+  if (t.kind == K::kNormalize) t.axis = stoke::TransformSpec::kChannelAxis;
   if (t.kind == K::kRandomRot90) t.axes = {0, 1};
-  // A scalar mean/std stands for one value for all channels.
+  // A scalar mean/std stands for one value for all channels; a scalar size for both sides.
   auto doubles = [](const py::handle& v) {
     if (py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v)) return std::vector<double>{v.cast<double>()};
     return v.cast<std::vector<double>>();
+  };
+  auto sizes = [](const py::handle& v) {
+    if (py::isinstance<py::int_>(v)) return std::vector<int64_t>{v.cast<int64_t>()};
+    return v.cast<std::vector<int64_t>>();
   };
   for (const auto& [key_obj, value] : d) {
     const auto key = key_obj.cast<std::string>();
@@ -117,10 +118,14 @@ stoke::TransformSpec ParseTransform(const py::handle& obj) {
       if (key == "dtype") t.dtype = ParseDType(py::str(value));
       else if (key == "mean") t.mean = doubles(value);
       else if (key == "std") t.std = doubles(value);
-      else if (key == "axis") t.axis = value.cast<int>();
-      else if (key == "axes") t.axes = value.cast<std::vector<int>>();
-      else if (key == "size") t.size = value.cast<std::vector<int64_t>>();
+      else if (key == "axis") t.axis = value.is_none() ? stoke::TransformSpec::kChannelAxis : value.cast<int>();
+      else if (key == "axes") t.axes = value.is_none() ? std::vector<int>{} : value.cast<std::vector<int>>();
+      else if (key == "size") t.size = sizes(value);
       else if (key == "p") t.p = value.cast<double>();
+      else if (key == "scale") t.scale = value.cast<std::vector<double>>();
+      else if (key == "ratio") t.ratio = value.cast<std::vector<double>>();
+      else if (key == "brightness") t.brightness = value.is_none() ? std::vector<double>{} : value.cast<std::vector<double>>();
+      else if (key == "contrast") t.contrast = value.is_none() ? std::vector<double>{} : value.cast<std::vector<double>>();
       else throw py::value_error("transform '" + kind_name + "': unknown key '" + key + "'");
     } catch (const py::cast_error&) {
       throw py::type_error("transform '" + kind_name + "': bad value for '" + key + "': " +
@@ -128,6 +133,12 @@ stoke::TransformSpec ParseTransform(const py::handle& obj) {
     }
   }
   return t;
+}
+
+std::vector<stoke::TransformSpec> ParseTransforms(const py::list& transforms) {
+  std::vector<stoke::TransformSpec> out;
+  for (const auto& t : transforms) out.push_back(ParseTransform(t));
+  return out;
 }
 
 py::dtype NumpyDType(stoke::DType dtype) {
@@ -303,7 +314,8 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
                                      const std::string& backend, int64_t coalesce_bytes,
                                      int64_t remote_coalesce_bytes, int64_t remote_coalesce_gap_bytes,
                                      const std::string& cache_dir, int64_t cache_bytes, bool verify_crc,
-                                     const std::string& on_error, bool pin_memory, bool trace) {
+                                     const std::string& on_error, bool pin_memory, bool trace, int image_channels,
+                                     bool jpeg_dct_scaling) {
   using O = stoke::LoaderOptions;
   O o;
   if (columns) o.columns = std::move(*columns);
@@ -317,7 +329,7 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
   o.rank = rank;
   o.world_size = world_size;
   o.drop_last = drop_last;
-  for (const auto& t : transforms) o.transforms.push_back(ParseTransform(t));
+  o.transforms = ParseTransforms(transforms);
   o.prefetch_bytes = prefetch_bytes;
   o.threads = threads;
   o.queue_depth = queue_depth;
@@ -333,6 +345,8 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
   o.on_error = ParseChoice<O::OnError>("on_error", on_error, {{"raise", O::OnError::kRaise}, {"skip", O::OnError::kSkip}});
   o.pin_memory = pin_memory;
   o.trace = trace;
+  o.image_channels = image_channels;
+  o.jpeg_dct_scaling = jpeg_dct_scaling;
 
   stoke::Result<std::unique_ptr<stoke::Loader>> r = stoke::Status::Internal("unset");
   {
@@ -562,6 +576,75 @@ std::string Inspect(const std::string& table_dir, std::optional<int64_t> version
   return out.str();
 }
 
+
+// ---------------------------------------------------------------------------
+// Images outside a table (previews and tests): one encoded image through a transform chain, and the
+// random choices a chain makes for an image size.
+
+stoke::ImageTransformOptions ImageOptions(int channels, bool jpeg_dct_scaling, uint64_t seed, int64_t epoch,
+                                          int64_t row, uint32_t column) {
+  stoke::ImageTransformOptions o;
+  o.channels = channels;
+  o.jpeg_dct_scaling = jpeg_dct_scaling;
+  o.seed = seed;
+  o.epoch = epoch;
+  o.row = row;
+  o.column = column;
+  return o;
+}
+
+py::array TransformImageTool(const py::bytes& encoded, const py::list& transforms, int channels, bool jpeg_dct_scaling,
+                             uint64_t seed, int64_t epoch, int64_t row, uint32_t column, const std::string& path) {
+  const std::string bytes = encoded;
+  const auto specs = ParseTransforms(transforms);
+  const auto o = ImageOptions(channels, jpeg_dct_scaling, seed, epoch, row, column);
+  auto image = std::make_unique<stoke::TransformedImage>(RunTool([&] { return stoke::TransformImage(bytes, path, specs, o); }));
+  std::vector<py::ssize_t> shape(image->shape.begin(), image->shape.end());
+  void* data = image->data.data();
+  const stoke::DType dtype = image->dtype;
+  py::capsule base(image.release(), [](void* p) { delete static_cast<stoke::TransformedImage*>(p); });
+  return py::array(NumpyDType(dtype), shape, {}, data, base);
+}
+
+py::list PlanImageTransformsTool(const py::list& transforms, int64_t width, int64_t height, int channels,
+                                 uint64_t seed, int64_t epoch, int64_t row, uint32_t column) {
+  const auto specs = ParseTransforms(transforms);
+  const auto o = ImageOptions(channels, true, seed, epoch, row, column);
+  const auto choices = RunTool([&] { return stoke::PlanImageTransforms(specs, width, height, o); });
+  py::list out;
+  for (const auto& c : choices) {
+    py::dict d;
+    d["kind"] = std::string(stoke::TransformKindName(c.kind));
+    using K = stoke::TransformSpec::Kind;
+    switch (c.kind) {
+      case K::kRandomResizedCrop:
+      case K::kCenterCrop:
+        d["top"] = c.top;
+        d["left"] = c.left;
+        d["height"] = c.height;
+        d["width"] = c.width;
+        d["out_height"] = c.out_height;
+        d["out_width"] = c.out_width;
+        break;
+      case K::kResize:
+        d["out_height"] = c.out_height;
+        d["out_width"] = c.out_width;
+        break;
+      case K::kRandomHorizontalFlip:
+        d["flip"] = c.flip;
+        break;
+      case K::kColorJitter:
+        d["brightness"] = c.brightness;
+        d["contrast"] = c.contrast;
+        d["brightness_first"] = c.brightness_first;
+        break;
+      default: break;
+    }
+    out.append(std::move(d));
+  }
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_stoke, m) {
@@ -606,6 +689,14 @@ PYBIND11_MODULE(_stoke, m) {
     RunTool([&] { return stoke::CheckpointTable(table_dir, version); });
   }, py::arg("table_dir"), py::kw_only(), py::arg("version") = py::none());
 
+  m.def("transform_image", &TransformImageTool, py::arg("encoded"), py::arg("transforms") = py::list(), py::kw_only(),
+        py::arg("channels") = 3, py::arg("jpeg_dct_scaling") = true, py::arg("seed") = 0, py::arg("epoch") = 0,
+        py::arg("row") = 0, py::arg("column") = 0, py::arg("path") = "image",
+        "Decodes one encoded JPEG/PNG and runs `transforms` on it as the loader would for (seed, epoch, row, column).");
+  m.def("plan_image_transforms", &PlanImageTransformsTool, py::arg("transforms"), py::arg("width"), py::arg("height"),
+        py::kw_only(), py::arg("channels") = 3, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("row") = 0,
+        py::arg("column") = 0, "The random choices of the image transforms for one image, as the loader makes them.");
+
   py::class_<PyLoader>(m, "Loader")
       .def(py::init(&OpenLoader), py::arg("table_dir"), py::kw_only(), py::arg("columns") = py::none(),
            py::arg("version") = py::none(), py::arg("where") = "", py::arg("batch_size") = 32,
@@ -615,7 +706,7 @@ PYBIND11_MODULE(_stoke, m) {
            py::arg("direct") = false, py::arg("backend") = "auto", py::arg("coalesce_bytes") = int64_t{1} << 20,
            py::arg("remote_coalesce_bytes") = int64_t{8} << 20, py::arg("remote_coalesce_gap_bytes") = int64_t{256} << 10,
            py::arg("cache_dir") = "", py::arg("cache_bytes") = int64_t{16} << 30, py::arg("verify_crc") = true, py::arg("on_error") = "raise", py::arg("pin_memory") = true,
-           py::arg("trace") = false)
+           py::arg("trace") = false, py::arg("image_channels") = 3, py::arg("jpeg_dct_scaling") = true)
       .def("next", &PyLoader::Next, "The next batch of this rank's epoch as a dict, or None at its end.")
       .def("set_epoch", &PyLoader::SetEpoch, py::arg("epoch"))
       .def("state", [](const PyLoader& l) {

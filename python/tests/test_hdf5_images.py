@@ -187,9 +187,22 @@ def test_image_folder_bytes_and_headers(tmp_path):
         assert md5(q["image"][i]) == md5((src / rel).read_bytes()), rel
     info = run_stoke("inspect", table, "--json").stdout
     assert '"stoke.classes"' in info and '"cat"' in info and '"formats"' in info
-    # The loader does not decode images yet: it says so, naming the column.
-    with pytest.raises(NotImplementedError, match="'image'"):
-        stoke.Loader(t, batch_size=2)
+    # The loader decodes them to RGB (as torchvision's ImageFolder: .convert("RGB")), a center crop
+    # giving them one size, except the CMYK JPEG, refused with its file, row and column (or skipped).
+    # test_images_loader.py checks pixels and transforms in depth.
+    opts = dict(columns=["file", "image"], shuffle="none", to="numpy", transforms=[stoke.CenterCrop(8)])
+    with pytest.raises(NotImplementedError, match=r"\.parquet row \d+ .*column 'image'.*CMYK"):
+        list(stoke.Loader(t, batch_size=len(made), **opts))
+    loader = stoke.Loader(t, batch_size=len(made), on_error="skip", **opts)
+    batch = next(iter(loader))
+    assert loader.stats()["samples_skipped"] == 1 and "dog/cmyk.jpg" not in list(batch["file"])
+    assert batch["image"].shape == (len(made) - 1, 8, 8, 3) and batch["image"].dtype == np.uint8
+    for i, rel in enumerate(batch["file"]):
+        if rel.endswith(".png"):
+            with Image.open(src / rel) as im:
+                ref = np.asarray(im.convert("RGB"))
+            top, left = round((ref.shape[0] - 8) / 2), round((ref.shape[1] - 8) / 2)
+            assert np.array_equal(batch["image"][i], ref[top:top + 8, left:left + 8]), rel
     # Other columns load.
     loader = stoke.Loader(t, batch_size=2, columns=["label", "width"], shuffle="none")
     assert sum(len(b["label"]) for b in loader) == len(made)

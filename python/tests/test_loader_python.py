@@ -148,7 +148,7 @@ def test_unknown_column_names_the_column(data):
 def test_bad_options_raise_value_error(data):
     with pytest.raises(ValueError, match="shuffle: unknown value 'sideways'"):
         stoke.Loader(data["table"], shuffle="sideways", to="numpy")
-    with pytest.raises(ValueError, match="unknown value 'twirl'"):
+    with pytest.raises(ValueError, match="unknown transform 'twirl'"):
         stoke.Loader(data["table"], transforms=[{"kind": "twirl"}], to="numpy")
     with pytest.raises(ValueError, match="batch_size"):  # the C++ message, passed through
         stoke.Loader(data["table"], batch_size=0, to="numpy")

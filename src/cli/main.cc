@@ -283,7 +283,8 @@ int main(int argc, char** argv) {
   // bench load
   stoke::LoadBenchOptions lb;
   std::string lb_shuffle = "global", lb_backend = "auto";
-  bool lb_json = false, lb_cold = false, lb_no_crc = false;
+  bool lb_json = false, lb_cold = false, lb_no_crc = false, lb_no_dct = false;
+  std::vector<std::string> lb_transforms;
   auto* bench_load = bench->add_subcommand(
       "load", "The loader on a table: samples/s, MB/s, consumer wait share and accelerator utilisation");
   bench_load->add_option("table", lb.table_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
@@ -335,6 +336,19 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_load->add_flag("--cold", lb_cold, "O_DIRECT reads: the page cache plays no part");
   bench_load->add_flag("--no-crc", lb_no_crc, "Skip the pages' CRC-32 check");
+  bench_load->add_option("--transform", lb_transforms,
+                         "A transform, in order, repeatable: KIND[:VALUE][,key=value...], e.g. "
+                         "random_resized_crop:224 (or 224x192, scale=0.08/1, ratio=0.75/1.333), resize:256, "
+                         "center_crop:224, hflip (random_horizontal_flip:P), color_jitter:brightness=0.4,contrast=0.4, "
+                         "to_tensor (to_tensor:float16), normalize:mean=0.485/0.456/0.406,std=0.229/0.224/0.225, "
+                         "cast:float16; as the Python transform classes (docs/python.md). Image columns are decoded "
+                         "to HWC uint8 first")
+      ->allow_extra_args(false);
+  bench_load->add_option("--image-channels", lb.loader.image_channels, "Channels of decoded images: 3 (RGB), 1 (gray) or 4 (RGBA)")
+      ->check(CLI::IsMember({1, 3, 4}))
+      ->capture_default_str();
+  bench_load->add_flag("--no-dct-scaling", lb_no_dct,
+                       "Decode JPEGs at full size even when a crop is much smaller (no DCT-domain downscaling)");
   bench_load->add_option("--trace", lb.trace_path, "Write a Chrome trace (open in Perfetto) of the run to this file");
   bench_load->add_flag("--json", lb_json, "Print one line of JSON");
   // ---- end of bench -----------------------------------------------------------------------------
@@ -488,6 +502,12 @@ int main(int argc, char** argv) {
                                                  : stoke::LoaderOptions::Backend::kAuto;
     lb.loader.direct = lb_cold;
     lb.loader.verify_crc = !lb_no_crc;
+    lb.loader.jpeg_dct_scaling = !lb_no_dct;
+    for (const auto& text : lb_transforms) {
+      auto t = stoke::ParseTransformText(text);
+      if (!t.ok()) return Fail(t.status());
+      lb.loader.transforms.push_back(std::move(*t));
+    }
     auto r = stoke::RunLoadBench(lb);
     if (!r.ok()) return Fail(r.status());
     if (lb_json) {

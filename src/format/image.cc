@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 
 namespace stoke {
 namespace {
@@ -96,6 +97,96 @@ int ReadPngHeader(PngState* st, int32_t* width, int32_t* height, int32_t* channe
     std::snprintf(st->error, sizeof(st->error), "bad header (colour type %d, %ux%u)", color, w, h);
     return -1;
   }
+  *width = static_cast<int32_t>(w);
+  *height = static_cast<int32_t>(h);
+  *channels = c;
+  return 0;
+}
+
+// Resizes the caller's output buffer for DecodePngRows without letting an exception reach a frame
+// that libpng may longjmp over: null when the allocation failed.
+uint8_t* GrowOutput(AlignedBuffer* out, size_t bytes) noexcept {
+  try {
+    out->Resize(bytes);
+    return out->data();
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+// PIL's RGB to L conversion (Convert.c, rgb2l): L = (19595 R + 38470 G + 7471 B + 2^15) >> 16. In
+// place: pixel i's gray byte goes where its red byte was read from or before it.
+void RgbToGrayInPlace(uint8_t* p, size_t pixels) {
+  for (size_t i = 0; i < pixels; ++i) {
+    const uint8_t* rgb = p + 3 * i;
+    p[i] = static_cast<uint8_t>((rgb[0] * 19595u + rgb[1] * 38470u + rgb[2] * 7471u + 0x8000u) >> 16);
+  }
+}
+
+// Decodes the PNG in st->in into *out as `want` channels (1: gray or, for colour images, RGB that the
+// caller converts; 3 RGB; 4 RGBA). 0 on success with *width, *height, *channels set (channels as
+// decoded: 3 when want is 1 and the image has colour); -1 with st->error set. Plain data only on this
+// frame (libpng longjmps to it).
+int DecodePngRows(PngState* st, int want, int64_t max_bytes, AlignedBuffer* out, int32_t* width, int32_t* height,
+                  int32_t* channels) {
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, st, PngOnError, PngOnWarning);
+  if (png == nullptr) {
+    std::snprintf(st->error, sizeof(st->error), "out of memory");
+    return -1;
+  }
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr || setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, info != nullptr ? &info : nullptr, nullptr);
+    if (st->error[0] == '\0') std::snprintf(st->error, sizeof(st->error), "out of memory");
+    return -1;
+  }
+  png_set_read_fn(png, st, PngRead);
+  png_read_info(png, info);
+  const png_uint_32 w = png_get_image_width(png, info), h = png_get_image_height(png, info);
+  const int color = png_get_color_type(png, info);
+  const int depth = png_get_bit_depth(png, info);
+  const bool gray = (color & PNG_COLOR_MASK_COLOR) == 0;
+  if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);  // also turns tRNS into alpha
+  if (gray && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+  if (depth == 16) png_set_strip_16(png);  // the high byte, as PIL's RGB;16B unpacker
+  if (want == 4) {
+    if (png_get_valid(png, info, PNG_INFO_tRNS) != 0) png_set_tRNS_to_alpha(png);
+    if (gray) png_set_gray_to_rgb(png);
+    png_set_add_alpha(png, 0xFF, PNG_FILLER_AFTER);  // only where the image has no alpha
+  } else {
+    png_set_strip_alpha(png);
+    if (want == 3 && gray) png_set_gray_to_rgb(png);
+  }
+  const int passes = png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  const int c = png_get_channels(png, info);
+  const size_t row_bytes = png_get_rowbytes(png, info);
+  const int expected = want == 1 ? (gray ? 1 : 3) : want;
+  if (c != expected || w == 0 || h == 0 || w > INT32_MAX || h > INT32_MAX ||
+      row_bytes != static_cast<size_t>(w) * static_cast<size_t>(c)) {
+    std::snprintf(st->error, sizeof(st->error), "unexpected layout after conversion (colour type %d, depth %d: %d "
+                  "channels, %zu bytes per row of %u pixels)", color, depth, c, row_bytes, w);
+    png_destroy_read_struct(&png, &info, nullptr);
+    return -1;
+  }
+  const double bytes = static_cast<double>(row_bytes) * h;
+  if (bytes > static_cast<double>(max_bytes)) {
+    std::snprintf(st->error, sizeof(st->error), "too large: %ux%u pixels x %d channels = %.0f bytes decoded, over the "
+                  "limit of %lld", w, h, c, bytes, static_cast<long long>(max_bytes));
+    png_destroy_read_struct(&png, &info, nullptr);
+    return -2;
+  }
+  uint8_t* pixels = GrowOutput(out, row_bytes * h);
+  if (pixels == nullptr) {
+    std::snprintf(st->error, sizeof(st->error), "out of memory for %.0f decoded bytes", bytes);
+    png_destroy_read_struct(&png, &info, nullptr);
+    return -1;
+  }
+  // Interlaced images: each pass refines every row in place.
+  for (int pass = 0; pass < passes; ++pass) {
+    for (png_uint_32 y = 0; y < h; ++y) png_read_row(png, pixels + static_cast<size_t>(y) * row_bytes, nullptr);
+  }
+  png_destroy_read_struct(&png, &info, nullptr);
   *width = static_cast<int32_t>(w);
   *height = static_cast<int32_t>(h);
   *channels = c;
@@ -192,6 +283,89 @@ Result<ImageInfo> ReadImageInfo(ByteView bytes, std::string_view path) {
     return Status::Corruption(fmt::format("{}: bad PNG header: {}", path, st.error));
   }
   return info;
+}
+
+Result<DecodedImage> DecodeImage(ByteView bytes, std::string_view path, const DecodeImageOptions& options,
+                                 AlignedBuffer* out) {
+  const int want = options.channels;
+  if (want != 1 && want != 3 && want != 4) {
+    return Status::InvalidArgument(fmt::format("{}: decode to {} channels (1 gray, 3 RGB or 4 RGBA)", path, want));
+  }
+  if (options.scale_eighths < 1 || options.scale_eighths > 8) {
+    return Status::InvalidArgument(fmt::format("{}: JPEG scale {}/8 (1/8 to 8/8)", path, options.scale_eighths));
+  }
+  const std::optional<ImageFormat> format = DetectImageFormat(bytes);
+  if (!format) {
+    return Status::InvalidArgument(fmt::format("{}: not a JPEG or PNG image (the bytes do not start with either's "
+                                               "magic bytes)", path));
+  }
+  DecodedImage image;
+  image.format = *format;
+  if (*format == ImageFormat::kPng) {
+    PngState st;
+    st.in = bytes.data();
+    st.in_size = bytes.size();
+    int32_t decoded_channels = 0;
+    const int rc = DecodePngRows(&st, want, options.max_bytes, out, &image.width, &image.height, &decoded_channels);
+    if (rc == -2) return Status::Unsupported(fmt::format("{}: PNG {}", path, st.error));
+    if (rc != 0) return Status::Corruption(fmt::format("{}: bad PNG: {}", path, st.error));
+    if (want == 1 && decoded_channels == 3) {
+      RgbToGrayInPlace(out->data(), static_cast<size_t>(image.width) * static_cast<size_t>(image.height));
+      out->Resize(static_cast<size_t>(image.width) * static_cast<size_t>(image.height));
+    }
+    image.channels = want;
+    return image;
+  }
+  tjhandle h = DecompressHandle();
+  if (h == nullptr) return Status::Internal(fmt::format("{}: TurboJPEG: {}", path, tjGetErrorStr2(nullptr)));
+  int width = 0, height = 0, subsamp = 0, colorspace = 0;
+  if (tjDecompressHeader3(h, bytes.data(), static_cast<unsigned long>(bytes.size()), &width, &height, &subsamp,
+                          &colorspace) != 0) {
+    Status error = Status::Corruption(fmt::format("{}: bad JPEG header: {}", path, tjGetErrorStr2(h)));
+    t_decompress.Reset();  // see ReadImageInfo
+    return error;
+  }
+  if (width <= 0 || height <= 0) {
+    t_decompress.Reset();
+    return Status::Corruption(fmt::format("{}: bad JPEG header: {}x{} pixels (truncated before the frame header?)", path,
+                                          width, height));
+  }
+  const bool gray = colorspace == TJCS_GRAY;
+  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
+    return Status::Unsupported(fmt::format("{}: a CMYK JPEG ({} colour space); stoke decodes RGB (YCbCr) and grayscale "
+                                           "JPEGs (convert the file to RGB)", path,
+                                           colorspace == TJCS_CMYK ? "CMYK" : "YCCK"));
+  }
+  if (!gray && colorspace != TJCS_RGB && colorspace != TJCS_YCbCr) {
+    t_decompress.Reset();
+    return Status::Corruption(fmt::format("{}: bad JPEG header: unknown colour space {}", path, colorspace));
+  }
+  // A colour image wanted as gray is decoded to RGB and converted as PIL's convert("L") does.
+  const int decoded = want == 1 ? (gray ? 1 : 3) : want;
+  const int pixel_format = decoded == 1 ? TJPF_GRAY : decoded == 3 ? TJPF_RGB : TJPF_RGBA;
+  image.width = JpegScaledExtent(width, options.scale_eighths);
+  image.height = JpegScaledExtent(height, options.scale_eighths);
+  const double decoded_bytes = static_cast<double>(image.width) * image.height * decoded;
+  if (decoded_bytes > static_cast<double>(options.max_bytes)) {
+    return Status::Unsupported(fmt::format("{}: JPEG too large: {}x{} pixels x {} channels = {:.0f} bytes decoded, over "
+                                           "the limit of {}", path, image.width, image.height, decoded, decoded_bytes,
+                                           options.max_bytes));
+  }
+  out->Resize(static_cast<size_t>(decoded_bytes));
+  // Warnings (a truncated scan, corrupt entropy data) are errors: the library would otherwise return
+  // an image with a grey or garbage tail.
+  if (tjDecompress2(h, bytes.data(), static_cast<unsigned long>(bytes.size()), out->data(), image.width, 0,
+                    image.height, pixel_format, TJFLAG_STOPONWARNING) != 0) {
+    Status error = Status::Corruption(fmt::format("{}: bad JPEG data: {}", path, tjGetErrorStr2(h)));
+    t_decompress.Reset();
+    return error;
+  }
+  if (want == 1 && decoded == 3) {
+    RgbToGrayInPlace(out->data(), static_cast<size_t>(image.width) * static_cast<size_t>(image.height));
+    out->Resize(static_cast<size_t>(image.width) * static_cast<size_t>(image.height));
+  }
+  image.channels = want;
+  return image;
 }
 
 Result<std::string> EncodeJpeg(ByteView pixels, int width, int height, int channels, int quality) {

@@ -1,9 +1,11 @@
 // Encoded images: JPEG (libturbojpeg) and PNG (libpng). Formats are told by their magic bytes, never
-// by file names; width, height and channels come from the header alone (nothing is decoded).
-// Encoders exist for synthetic datasets and tests.
+// by file names; width, height and channels come from the header alone (ReadImageInfo), or the pixels
+// from a decode (DecodeImage, into a caller's reusable buffer). Encoders exist for synthetic datasets
+// and tests.
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +38,47 @@ std::optional<ImageFormat> DetectImageFormat(ByteView bytes);
 // that are neither (InvalidArgument), or a damaged or truncated header (Corruption, with the
 // library's reason). Thread-safe.
 Result<ImageInfo> ReadImageInfo(ByteView bytes, std::string_view path);
+
+// What DecodeImage produces. Pixels are 8 bits per component, interleaved, row-major: height rows of
+// width * channels bytes (HWC).
+struct DecodeImageOptions {
+  // Components per output pixel. Default 3, RGB, as PIL's Image.convert("RGB") (torchvision's
+  // ImageFolder loader): gray is replicated, alpha dropped (not composited), a palette expanded.
+  // 1: gray, as PIL's convert("L") (L = (19595 R + 38470 G + 7471 B + 32768) >> 16 over the decoded
+  // RGB; a gray image as it is). 4: RGBA (alpha 255 where the image has none; a PNG's tRNS becomes
+  // alpha).
+  int channels = 3;
+  // JPEG only: decode at scale_eighths / 8 of the full size in the DCT domain (TurboJPEG's scaling:
+  // an extent e becomes ceil(e * scale_eighths / 8)); 1..8, default 8 (full size). PNG ignores it.
+  int scale_eighths = 8;
+  // Default 1 GiB. An image whose decoded bytes (width * height * channels, after scaling) would
+  // exceed this is refused before anything is allocated (a small file can declare 65535 x 65535).
+  int64_t max_bytes = int64_t{1} << 30;
+};
+
+struct DecodedImage {
+  int32_t width = 0;
+  int32_t height = 0;
+  int32_t channels = 0;
+  ImageFormat format = ImageFormat::kJpeg;
+};
+
+// The extent of a JPEG dimension decoded at scale_eighths / 8 (TurboJPEG's TJSCALED).
+inline int32_t JpegScaledExtent(int32_t extent, int scale_eighths) {
+  return static_cast<int32_t>((int64_t{extent} * scale_eighths + 7) / 8);
+}
+
+// Decodes a JPEG (libturbojpeg: accurate integer DCT and fancy upsampling, the library's defaults and
+// PIL's, so the pixels equal PIL's decode with the same libjpeg-turbo; baseline and progressive;
+// warnings such as a truncated scan are errors) or a PNG (libpng: 1/2/4/8/16-bit, gray, gray+alpha,
+// RGB, RGBA, palette, interlaced; 16-bit samples keep their high byte) into `out` (resized to
+// width * height * channels; grown, never shrunk, so a reused buffer stops allocating). Errors name
+// `path`: InvalidArgument for bytes that are neither format or bad options, Corruption for damaged
+// or truncated data (with the library's reason), Unsupported for CMYK/YCCK JPEGs and for images
+// past max_bytes. Thread-safe (one TurboJPEG handle per thread, replaced after a
+// failure: a handle that failed mid-stream misreads the next file).
+Result<DecodedImage> DecodeImage(ByteView bytes, std::string_view path, const DecodeImageOptions& options,
+                                 AlignedBuffer* out);
 
 // Encodes 8-bit interleaved pixels (height rows of width * channels bytes) as a baseline JPEG with
 // 4:2:0 chroma subsampling (grayscale when channels is 1). channels 1 or 3; quality 1..100.

@@ -21,6 +21,7 @@
 #include "stoke/loader.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
@@ -40,12 +41,14 @@
 #include "core/mutex.h"
 #include "core/thread_pool.h"
 #include "core/trace.h"
+#include "format/image.h"
 #include "format/parquet_reader.h"
 #include "io/prefetching_file.h"
 #include "io/read_cache.h"
 #include "io/storage.h"
 #include "io/uri.h"
 #include "loader/fetcher.h"
+#include "loader/image_transform.h"
 #include "loader/out_of_memory.h"
 #include "loader/page_cache.h"
 #include "loader/page_decoder.h"
@@ -67,13 +70,23 @@ struct ScalarColumn {
   std::vector<std::string> strings;  // string columns: num_rows ("" where null)
 };
 
+// A tensor column, or an image column (a blob column named in `stoke.images`: one encoded JPEG/PNG
+// per cell, decoded and transformed by `image`).
 struct TensorColumn {
   std::string name;
   size_t index_column = 0;  // in SampleIndex::tensor_columns()
   TensorSpec in;
-  TransformPipeline transforms;
-  size_t in_bytes = 0;
+  TransformPipeline transforms;  // tensor columns without image transforms
+  // Image columns (encoded_image), and uint8 [H, W, C] tensor columns whose transforms start with
+  // image transforms (use_image): the whole chain.
+  bool encoded_image = false;
+  bool use_image = false;
+  ImagePipeline image;
+  size_t in_bytes = 0;   // the cell's bytes (0 for image columns: cells vary)
   size_t out_bytes = 0;
+  DType out_dtype = DType::kUInt8;
+  std::vector<int64_t> out_shape;
+  bool direct() const { return !use_image && transforms.empty(); }  // cells go to the batch as they are
 };
 
 // The largest coalesced read: offsets within a read are 32-bit (ReadMember::offset, FetchRequest::length).
@@ -308,6 +321,10 @@ class Loader::Impl {
   // Fills s->columns, the consumer's view of the slot. Out of memory when the strings cannot be copied.
   Status BuildColumns(Slot* s);
   Status WriteSampleInto(Slot* s, uint32_t sample, uint32_t column, ByteView sample_bytes);
+  // Image columns: the size of the first selected row's image, for a chain that does not fix one.
+  Result<std::pair<int64_t, int64_t>> ProbeImageSize(const TensorColumn& t) const;
+  // Sets up the image pipelines of the image columns (after the rows are known).
+  Status CreateImagePipelines();
   // trace_.Record, losing the span rather than throwing when the trace cannot grow.
   void Trace(TraceStage stage, int64_t start_ns, int64_t end_ns, int64_t batch, int64_t bytes) const noexcept {
     try {
@@ -341,6 +358,9 @@ class Loader::Impl {
   std::unique_ptr<ThreadPool> workers_;
   std::shared_ptr<SlotPool> pool_ = std::make_shared<SlotPool>();
   size_t max_slots_ = 2;
+  size_t threads_ = 1;
+  // The most bytes one decode worker may hold for one decoded image (and for a blob page's body).
+  int64_t max_decoded_bytes_ = int64_t{64} << 20;
   mutable TraceRecorder trace_;
 
   // Readers of data files for the slow path (pages without an OffsetIndex): at most
@@ -573,27 +593,62 @@ Status Loader::Impl::Open() {
       selected_cols.push_back(c);
     }
   }
+  // The image columns: blob columns named in stoke.images (docs/format.md).
+  std::vector<std::string> image_columns;
+  {
+    const auto& config = view.snapshot.metadata.configuration;
+    auto it = config.find(kImagesMetadataKey);
+    if (it != config.end()) {
+      const auto images = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+      if (!images.is_object()) {
+        return Status::Corruption(fmt::format("{}: the table's {} configuration is not a JSON object", dir_,
+                                              kImagesMetadataKey));
+      }
+      for (auto e = images.begin(); e != images.end(); ++e) image_columns.push_back(e.key());
+    }
+  }
+  if (o_.image_channels != 1 && o_.image_channels != 3 && o_.image_channels != 4) {
+    return Status::InvalidArgument(fmt::format("image_channels must be 1, 3 or 4, got {}", o_.image_channels));
+  }
   std::vector<size_t> scalar_cols;
   for (size_t c : selected_cols) {
     const ColumnSpec& spec = view.columns[c];
     column_order_.push_back(spec.name);
-    if (spec.blob) {
-      return Status::Unsupported(fmt::format("column '{}' holds encoded images (a blob column); the loader does not decode "
-                                             "them yet: select other columns", spec.name));
+    if (spec.blob && std::find(image_columns.begin(), image_columns.end(), spec.name) == image_columns.end()) {
+      return Status::Unsupported(fmt::format("column '{}' is a blob column without image metadata (stoke.images); the "
+                                             "loader delivers image columns and tensors: select other columns",
+                                             spec.name));
     }
-    if (spec.tensor) {
+    if (spec.tensor || spec.blob) {
       const auto& names = index_->tensor_columns();
       auto it = std::find(names.begin(), names.end(), spec.name);
       if (it == names.end()) return Status::Internal(fmt::format("tensor column '{}' is not in the sample index", spec.name));
       TensorColumn t;
       t.name = spec.name;
       t.index_column = static_cast<size_t>(it - names.begin());
+      if (spec.blob) {
+        t.encoded_image = true;  // the pipeline is made once the rows are known (CreateImagePipelines)
+        tensors_.push_back(std::move(t));
+        continue;
+      }
       t.in = *spec.tensor;
+      t.in_bytes = static_cast<size_t>(t.in.num_bytes());
+      if (ImagePipeline::HasImageTransforms(o_.transforms)) {
+        if (t.in.dtype != DType::kUInt8) {
+          return Status::InvalidArgument(fmt::format("column '{}': image transforms need images: an image column or a "
+                                                     "uint8 [H, W, C] tensor column, not {}", spec.name,
+                                                     DTypeName(t.in.dtype)));
+        }
+        t.use_image = true;  // made in CreateImagePipelines too
+        tensors_.push_back(std::move(t));
+        continue;
+      }
       auto pipeline = TransformPipeline::Create(o_.transforms, t.in.dtype, t.in.shape);
       if (!pipeline.ok()) return pipeline.status().WithContext(fmt::format("column '{}'", spec.name));
       t.transforms = std::move(*pipeline);
-      t.in_bytes = static_cast<size_t>(t.in.num_bytes());
       t.out_bytes = t.transforms.out_bytes();
+      t.out_dtype = t.transforms.out_dtype();
+      t.out_shape = t.transforms.out_shape();
       tensors_.push_back(std::move(t));
     } else {
       STOKE_ASSIGN_OR_RETURN(DType dt, ScalarDType(spec));
@@ -623,6 +678,11 @@ Status Loader::Impl::Open() {
       file_mtimes[JoinPath(dir_, rel.ok() ? *rel : add.path)] = add.modification_time;
     }
   }
+  threads_ = o_.threads > 0 ? static_cast<size_t>(o_.threads) : std::max<size_t>(1, std::thread::hardware_concurrency());
+  // Each worker holds at most one decoded image: a quarter of the budget shared by the workers, but
+  // never less than a 64 MiB image (a 20-megapixel RGB photo).
+  max_decoded_bytes_ = std::max<int64_t>(o_.prefetch_bytes / 4 / static_cast<int64_t>(threads_), int64_t{64} << 20);
+  STOKE_RETURN_IF_ERROR(CreateImagePipelines());
   // Blocks for block shuffle: the table's files, counted in selected rows.
   std::vector<int64_t> block_sizes;
   {
@@ -693,9 +753,61 @@ Status Loader::Impl::Open() {
     }
     STOKE_ASSIGN_OR_RETURN(fetcher_, Fetcher::Open(std::move(files), fo));
   }
-  const size_t threads = o_.threads > 0 ? static_cast<size_t>(o_.threads)
-                                        : std::max<size_t>(1, std::thread::hardware_concurrency());
-  workers_ = std::make_unique<ThreadPool>(threads);
+  workers_ = std::make_unique<ThreadPool>(threads_);
+  return Status::OK();
+}
+
+Result<std::pair<int64_t, int64_t>> Loader::Impl::ProbeImageSize(const TensorColumn& t) const {
+  // No rows: any size batches nothing.
+  if (identity_ ? index_->num_rows() == 0 : selected_.empty()) return std::make_pair(int64_t{1}, int64_t{1});
+  const int64_t row = identity_ ? 0 : selected_.front();
+  const SampleIndex::Location loc = index_->Find(row, t.index_column);
+  AlignedBuffer cell;
+  if (loc.needs_decode) {
+    STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(index_->FilePath(loc.file)));
+    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> reader, ParquetReader::Open(*where.storage, where.path));
+    STOKE_ASSIGN_OR_RETURN(size_t col, reader->FindColumn(t.name));
+    STOKE_RETURN_IF_ERROR(reader->ReadBinaryCell(loc.row_in_file, col, &cell));
+  } else {
+    STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(index_->FilePath(loc.file)));
+    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, where.storage->OpenForRead(where.path));
+    AlignedBuffer page(loc.length);
+    STOKE_RETURN_IF_ERROR(file->ReadAt(loc.offset, page.mutable_view()));
+    PageDecodeOptions po;
+    po.verify_crc = o_.verify_crc;
+    AlignedBuffer scratch;
+    STOKE_ASSIGN_OR_RETURN(ByteView value, DecodeBlobFromPage(page.view(), loc.codec, loc.row_in_page, loc.rows_in_page,
+                                                              loc.definition_levels, static_cast<uint64_t>(max_decoded_bytes_),
+                                                              &scratch, po, "page"));
+    cell.Append(value);
+  }
+  STOKE_ASSIGN_OR_RETURN(ImageInfo info, ReadImageInfo(cell.view(), "image"));
+  return std::make_pair(int64_t{info.height}, int64_t{info.width});
+}
+
+Status Loader::Impl::CreateImagePipelines() {
+  ImagePipelineOptions io;
+  io.channels = o_.image_channels;
+  io.jpeg_dct_scaling = o_.jpeg_dct_scaling;
+  io.max_decoded_bytes = max_decoded_bytes_;
+  for (TensorColumn& t : tensors_) {
+    if (!t.encoded_image && !t.use_image) continue;
+    std::optional<std::pair<int64_t, int64_t>> uniform;
+    if (t.encoded_image && !ImagePipeline::FixesSize(o_.transforms)) {
+      auto probed = ProbeImageSize(t);
+      if (!probed.ok()) {
+        const int64_t row = identity_ ? 0 : selected_.front();
+        return probed.status().WithContext(Context(row, static_cast<uint32_t>(&t - tensors_.data())));
+      }
+      uniform = *probed;
+    }
+    auto pipeline = ImagePipeline::Create(o_.transforms, io, t.encoded_image ? std::vector<int64_t>{} : t.in.shape, uniform);
+    if (!pipeline.ok()) return pipeline.status().WithContext(fmt::format("column '{}'", t.name));
+    t.image = std::move(*pipeline);
+    t.out_bytes = t.image.out_bytes();
+    t.out_dtype = t.image.out_dtype();
+    t.out_shape = t.image.out_shape();
+  }
   return Status::OK();
 }
 
@@ -1005,7 +1117,8 @@ Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
   for (uint32_t i = 0; i < static_cast<uint32_t>(s->size); ++i) {
     for (uint32_t c = 0; c < tensors_.size(); ++c) {
       SampleIndex::Location loc = index_->Find(s->rows[i], tensors_[c].index_column);
-      if (loc.needs_decode || InPageCache(loc)) {
+      // Image pages are read one by one (the decoded-page cache holds fixed-size tensors).
+      if (loc.needs_decode || (!tensors_[c].encoded_image && InPageCache(loc))) {
         Read r;
         r.file = loc.file;
         r.offset = loc.offset;
@@ -1031,7 +1144,7 @@ Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
     const auto& loc = cell.loc;
     const TensorColumn& t = tensors_[cell.column];
     if (!o_.direct && !remote_ && loc.rows_in_page == 1 && loc.codec == parquet::Codec::kUncompressed &&
-        !loc.definition_levels && t.transforms.empty() && loc.length > t.in_bytes) {
+        !loc.definition_levels && t.direct() && !t.encoded_image && loc.length > t.in_bytes) {
       Read& r = new_read(loc.file, loc.offset, loc.length);
       r.tail = s->tensors[cell.column].data() + static_cast<size_t>(cell.sample) * t.out_bytes;
       r.head_length = static_cast<uint32_t>(loc.length - t.in_bytes);
@@ -1319,11 +1432,23 @@ namespace {
 thread_local AlignedBuffer t_page_scratch;   // decompressed pages
 thread_local AlignedBuffer t_sample_scratch; // a sample before its transforms
 thread_local TransformScratch t_transform_scratch;
+thread_local ImageScratch t_image_scratch;
 }  // namespace
 
 Status Loader::Impl::WriteSampleInto(Slot* s, uint32_t sample, uint32_t column, ByteView sample_bytes) {
   const TensorColumn& t = tensors_[column];
   uint8_t* dest = s->tensors[column].data() + static_cast<size_t>(sample) * t.out_bytes;
+  if (t.encoded_image || t.use_image) {
+    ImagePipeline::Timing timing;
+    const int64_t t0 = NowNanos();
+    Status st = t.image.Apply(sample_bytes, MutableByteView(dest, t.out_bytes), o_.seed, s->epoch, s->rows[sample],
+                              column, &t_image_scratch, &timing);
+    // The image's decode counts as decode, the rest as transform.
+    Trace(TraceStage::kDecode, t0, t0 + timing.decode_ns, s->index, static_cast<int64_t>(sample_bytes.size()));
+    Trace(TraceStage::kTransform, t0 + timing.decode_ns, NowNanos(), s->index, static_cast<int64_t>(t.out_bytes));
+    if (t.encoded_image) stat_sample_bytes_ += static_cast<int64_t>(sample_bytes.size());
+    return st;
+  }
   const int64_t t0 = NowNanos();
   Status st = t.transforms.Apply(sample_bytes, MutableByteView(dest, t.out_bytes), o_.seed, s->epoch, s->rows[sample],
                                  column, &t_transform_scratch);
@@ -1373,7 +1498,14 @@ Status Loader::Impl::DecodeMember(Slot* s, const Read& r, const ReadMember& m) {
     return st;
   }
   const ByteView page = r.bytes.subspan(m.offset, m.length);
-  const bool direct = t.transforms.empty();
+  if (t.encoded_image) {  // the page's value is the encoded file: decoded and transformed in one go
+    Result<ByteView> blob = DecodeBlobFromPage(page, m.codec, m.row_in_page, m.rows_in_page, m.definition_levels,
+                                               static_cast<uint64_t>(max_decoded_bytes_), &t_page_scratch, po, "page");
+    Trace(TraceStage::kDecode, t0, NowNanos(), s->index, 0);
+    if (!blob.ok()) return blob.status();
+    return WriteSampleInto(s, m.sample, m.column, *blob);
+  }
+  const bool direct = t.direct();
   MutableByteView dest;
   if (direct) {
     dest = MutableByteView(s->tensors[m.column].data() + static_cast<size_t>(m.sample) * t.out_bytes, t.in_bytes);
@@ -1444,11 +1576,11 @@ Status Loader::Impl::ReadSlowCell(const TensorColumn& t, const SampleIndex::Loca
   }
   STOKE_ASSIGN_OR_RETURN(size_t col, reader->FindColumn(t.name));
   STOKE_RETURN_IF_ERROR(reader->ReadBinaryCell(loc.row_in_file, col, &t_sample_scratch));
-  if (t_sample_scratch.size() != t.in_bytes) {
+  if (!t.encoded_image && t_sample_scratch.size() != t.in_bytes) {
     return Status::Corruption(fmt::format("the cell holds {} bytes, the column's tensor needs {}",
                                           t_sample_scratch.size(), t.in_bytes));
   }
-  stat_bytes_read_ += static_cast<int64_t>(t.in_bytes);
+  stat_bytes_read_ += static_cast<int64_t>(t_sample_scratch.size());
   stat_cells_decoded_ += 1;
   return Status::OK();
 }
@@ -1646,9 +1778,9 @@ Status Loader::Impl::BuildColumns(Slot* s) {
       if (ti < tensors_.size() && tensors_[ti].name == name) {
         const TensorColumn& t = tensors_[ti];
         bc.is_tensor = true;
-        bc.dtype = t.transforms.out_dtype();
+        bc.dtype = t.out_dtype;
         bc.shape.push_back(s->size);
-        for (int64_t d : t.transforms.out_shape()) bc.shape.push_back(d);
+        for (int64_t d : t.out_shape) bc.shape.push_back(d);
         bc.data = s->tensors[ti].data();
         bc.num_bytes = static_cast<size_t>(s->size) * t.out_bytes;
         ++ti;

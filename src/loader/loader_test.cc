@@ -14,7 +14,10 @@
 #include <map>
 #include <set>
 
+#include "core/random.h"
+#include "format/image.h"
 #include "format/parquet_reader.h"
+#include "format/parquet_writer.h"
 #include "io/storage.h"
 #include "loader/out_of_memory.h"
 #include "table/sample_index.h"
@@ -835,6 +838,208 @@ TEST(LoaderQuality, BlockShuffleMixesLessThanGlobal) {
   auto g = Loader::Open(t.dir(), o);
   ASSERT_TRUE(g.ok());
   EXPECT_EQ((*g)->shuffle_quality().mean_jump, global.mean_jump);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Image columns.
+
+// A table of encoded images as image ingest writes it: id, label and the `image` blob column named
+// in stoke.blobs and stoke.images (docs/format.md), one file, one row group.
+class ImageTable {
+ public:
+  explicit ImageTable(const std::vector<std::string>& images, bool image_metadata = true) {
+    std::string tmpl = std::filesystem::temp_directory_path() / "stoke_images_XXXXXX";
+    dir_ = mkdtemp(tmpl.data());
+    const std::vector<ColumnSpec> cols = {{.name = "id", .type = parquet::Type::kInt64},
+                                          {.name = "label", .type = parquet::Type::kInt32},
+                                          {.name = "image", .type = parquet::Type::kByteArray, .blob = true}};
+    auto w = ParquetFileWriter::Create(LocalStorage(), dir_ + "/part-0.parquet", cols, WriterOptions{});
+    EXPECT_TRUE(w.ok()) << w.status().ToString();
+    RowGroupEncoder enc((*w)->columns(), (*w)->options());
+    std::vector<int64_t> ids;
+    std::vector<int32_t> labels;
+    for (size_t i = 0; i < images.size(); ++i) {
+      ids.push_back(static_cast<int64_t>(i));
+      labels.push_back(static_cast<int32_t>(i % 3));
+      EXPECT_TRUE(enc.AppendTensor(2, AsBytes(images[i])).ok());
+    }
+    EXPECT_TRUE(enc.SetScalars(0, ColumnValues{ids, {}}).ok());
+    EXPECT_TRUE(enc.SetScalars(1, ColumnValues{labels, {}}).ok());
+    auto rg = enc.Finish();
+    EXPECT_TRUE(rg.ok()) << rg.status().ToString();
+    EXPECT_TRUE((*w)->WriteRowGroup(std::move(*rg)).ok());
+    EXPECT_TRUE((*w)->Close().ok());
+    delta::AddFile add;
+    add.path = "part-0.parquet";
+    add.size = static_cast<int64_t>((*w)->bytes_written());
+    add.modification_time = 1;
+    add.stats = delta::StatsJsonFromFooter((*w)->metadata(), cols);
+    delta::Metadata m;
+    m.id = "00000000-0000-4000-8000-000000000001";
+    m.schema_string = delta::SchemaToSparkJson(cols);
+    m.configuration[kBlobsMetadataKey] = BlobColumnsToJson(cols);
+    if (image_metadata) m.configuration[kImagesMetadataKey] = R"({"image": {"formats": ["jpeg", "png"]}})";
+    delta::DeltaLog log(LocalStorage(), dir_);
+    auto v = log.Commit(-1, {delta::Protocol{}, m, add}, delta::CommitKind::kExclusive, "WRITE", nlohmann::json::object());
+    EXPECT_TRUE(v.ok()) << v.status().ToString();
+  }
+  ~ImageTable() { std::filesystem::remove_all(dir_); }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+std::vector<uint8_t> NoisePixels(int w, int h, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<uint8_t> p(static_cast<size_t>(w) * h * 3);
+  for (auto& v : p) v = static_cast<uint8_t>(rng.Below(256));
+  return p;
+}
+
+// Images of the given sizes, JPEG for even rows and PNG for odd ones.
+std::vector<std::string> EncodedImages(const std::vector<std::pair<int, int>>& sizes) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const auto [w, h] = sizes[i];
+    const auto px = NoisePixels(w, h, i + 1);
+    auto r = i % 2 == 0 ? EncodeJpeg(ByteView(px.data(), px.size()), w, h, 3, 90)
+                        : EncodePng(ByteView(px.data(), px.size()), w, h, 3);
+    EXPECT_TRUE(r.ok());
+    out.push_back(*r);
+  }
+  return out;
+}
+
+TEST(LoaderImages, SameSizeImagesArriveDecodedAsTheDecoderGivesThem) {
+  const auto images = EncodedImages(std::vector<std::pair<int, int>>(10, {12, 9}));
+  ImageTable t(images);
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.threads = 2;
+  auto l = OpenOrDie(t.dir(), o);
+  ASSERT_NE(l, nullptr);
+  std::set<int64_t> seen;
+  while (auto b = l->Next().value()) {
+    const BatchColumn* img = b->column("image");
+    ASSERT_NE(img, nullptr);
+    EXPECT_EQ(img->dtype, DType::kUInt8);
+    EXPECT_EQ(img->shape, (std::vector<int64_t>{b->size(), 9, 12, 3}));
+    for (int64_t i = 0; i < b->size(); ++i) {
+      const int64_t row = b->row_ids()[i];
+      AlignedBuffer want;
+      ASSERT_TRUE(DecodeImage(AsBytes(images[row]), "x", {}, &want).ok());
+      ASSERT_EQ(std::memcmp(static_cast<const uint8_t*>(img->data) + i * want.size(), want.data(), want.size()), 0) << row;
+      seen.insert(row);
+    }
+    EXPECT_NE(b->column("label"), nullptr);
+  }
+  EXPECT_EQ(seen.size(), images.size());
+  const LoaderStats st = l->stats();
+  int64_t encoded = 0;
+  for (const auto& i : images) encoded += static_cast<int64_t>(i.size());
+  EXPECT_EQ(st.sample_bytes, encoded);
+}
+
+TEST(LoaderImages, TransformsMatchTransformImageForEverySample) {
+  const auto images = EncodedImages({{40, 30}, {25, 60}, {64, 64}, {33, 17}, {50, 20}, {31, 31}, {90, 45}});
+  ImageTable t(images);
+  LoaderOptions o;
+  o.batch_size = 3;
+  o.seed = 11;
+  o.transforms = {TransformSpec::RandomResizedCrop({16, 20}), TransformSpec::RandomHorizontalFlip(),
+                  TransformSpec::ColorJitter(0.4, 0.4), TransformSpec::ToTensor(),
+                  TransformSpec::Normalize({0.485, 0.456, 0.406}, {0.229, 0.224, 0.225})};
+  auto l = OpenOrDie(t.dir(), o);
+  ASSERT_NE(l, nullptr);
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    ASSERT_TRUE(l->SetEpoch(epoch).ok());
+    int64_t n = 0;
+    while (auto b = l->Next().value()) {
+      const BatchColumn* img = b->column("image");
+      ASSERT_EQ(img->dtype, DType::kFloat32);
+      ASSERT_EQ(img->shape, (std::vector<int64_t>{b->size(), 3, 16, 20}));
+      for (int64_t i = 0; i < b->size(); ++i) {
+        ImageTransformOptions io;
+        io.seed = 11;
+        io.epoch = epoch;
+        io.row = b->row_ids()[i];
+        io.column = 0;
+        auto want = TransformImage(images[io.row], "x", o.transforms, io);
+        ASSERT_TRUE(want.ok()) << want.status().ToString();
+        ASSERT_EQ(std::memcmp(static_cast<const uint8_t*>(img->data) + i * want->data.size(), want->data.data(),
+                              want->data.size()), 0) << "epoch " << epoch << " row " << io.row;
+        ++n;
+      }
+    }
+    EXPECT_EQ(n, 7);
+  }
+}
+
+TEST(LoaderImages, MixedSizesNeedASizeFixingTransform) {
+  ImageTable t(EncodedImages({{12, 9}, {12, 9}, {13, 9}, {12, 9}}));
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.shuffle = LoaderOptions::Shuffle::kNone;
+  auto l = OpenOrDie(t.dir(), o);
+  auto b = l->Next();
+  ASSERT_FALSE(b.ok());
+  const std::string& m = b.status().message();
+  EXPECT_NE(m.find("part-0.parquet row 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("column 'image'"), std::string::npos) << m;
+  EXPECT_NE(m.find("13x9"), std::string::npos) << m;
+  EXPECT_NE(m.find("center_crop"), std::string::npos) << m;
+  o.transforms = {TransformSpec::ImageCenterCrop({8})};
+  auto fixed = OpenOrDie(t.dir(), o);
+  auto ok = fixed->Next();
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)->column("image")->shape, (std::vector<int64_t>{4, 8, 8, 3}));
+}
+
+TEST(LoaderImages, ACorruptImageFailsNamingTheRowOrIsSkippedAndCounted) {
+  auto images = EncodedImages(std::vector<std::pair<int, int>>(6, {16, 16}));
+  images[2] = images[2].substr(0, images[2].size() / 2);  // a truncated JPEG
+  images[3][images[3].size() - 20] ^= 0x5A;               // a damaged PNG
+  ImageTable t(images);
+  LoaderOptions o;
+  o.batch_size = 6;
+  o.shuffle = LoaderOptions::Shuffle::kNone;
+  o.transforms = {TransformSpec::ToTensor()};
+  auto l = OpenOrDie(t.dir(), o);
+  auto b = l->Next();
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(b.status().message().find("part-0.parquet row "), std::string::npos) << b.status().message();
+  EXPECT_NE(b.status().message().find("column 'image'"), std::string::npos) << b.status().message();
+  o.on_error = LoaderOptions::OnError::kSkip;
+  auto skip = OpenOrDie(t.dir(), o);
+  auto batch = skip->Next();
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ((*batch)->size(), 4);
+  EXPECT_EQ((*batch)->row_ids(), (std::vector<int64_t>{0, 1, 4, 5}));
+  EXPECT_EQ(skip->stats().samples_skipped, 2);
+}
+
+TEST(LoaderImages, BlobColumnsWithoutImageMetadataAreRefused) {
+  ImageTable t(EncodedImages({{4, 4}}), /*image_metadata=*/false);
+  auto l = Loader::Open(t.dir(), LoaderOptions{});
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(l.status().message().find("'image'"), std::string::npos) << l.status().message();
+  LoaderOptions only_labels;
+  only_labels.columns = {"label"};
+  EXPECT_TRUE(Loader::Open(t.dir(), only_labels).ok());
+}
+
+TEST(LoaderImages, ImageTransformsOnFloatTensorsAreRefused) {
+  TestTable t;
+  MakeTable(t);
+  LoaderOptions o;
+  o.transforms = {TransformSpec::Resize({8})};
+  auto l = Loader::Open(t.dir(), o);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(l.status().message().find("[H, W, C]"), std::string::npos) << l.status().message();
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -28,11 +29,15 @@ uint64_t MaxLeveledBody(uint32_t rows, size_t value_size) {
   return kLengthPrefixBytes + 2 * uint64_t{rows} + 8 + uint64_t{rows} * (kLengthPrefixBytes + value_size);
 }
 
-// Steps 1 and 2 of both decoders: parses the header at the start of `head` and checks it against a
-// page of `page_size` bytes holding `rows_in_page` values of `value_size` bytes each.
+// value_size for a blob column's page: values of any length, the body bounded by a caller's limit.
+constexpr size_t kVariableSize = SIZE_MAX;
+
+// Steps 1 and 2 of the decoders: parses the header at the start of `head` and checks it against a
+// page of `page_size` bytes holding `rows_in_page` values of `value_size` bytes each (or, for
+// kVariableSize, of any sizes adding up to at most `max_body` bytes of body).
 Status CheckTensorPageHeader(ByteView head, uint64_t page_size, uint32_t rows_in_page, size_t value_size,
                              bool definition_levels, std::string_view context, parquet::PageHeader* h,
-                             size_t* header_size) {
+                             size_t* header_size, uint64_t max_body = 0) {
   // A static context keeps the happy path allocation-free; the caller's context is added on error.
   static const std::string kHeaderContext = "page header";
   if (Status s = parquet::ParsePageHeader(head, kHeaderContext, 0, h, header_size); !s.ok()) {
@@ -58,6 +63,21 @@ Status CheckTensorPageHeader(ByteView head, uint64_t page_size, uint32_t rows_in
   if (h->data_page_header->num_values < 0 || static_cast<uint32_t>(h->data_page_header->num_values) != rows_in_page) {
     return Status::Corruption(fmt::format("{}: offset 0: page has {} values, the OffsetIndex says {} rows", context,
                                           h->data_page_header->num_values, rows_in_page));
+  }
+  if (value_size == kVariableSize) {
+    // A blob page: the body holds a length prefix per value (after levels, if any) and is bounded by
+    // the caller's limit, never by what a hostile header claims.
+    const uint64_t body = static_cast<uint64_t>(h->uncompressed_page_size);
+    if (body < uint64_t{rows_in_page} * kLengthPrefixBytes || body > max_body) {
+      return Status::Corruption(fmt::format(
+          "{}: offset 0: uncompressed page size {} for {} values of a blob column (at least 4 bytes each, at most {} "
+          "bytes in all)", context, body, rows_in_page, max_body));
+    }
+    if (definition_levels && h->data_page_header->definition_level_encoding != Encoding::kRle) {
+      return Status::Unsupported(fmt::format("{}: offset 0: definition level encoding {}, expected RLE (3)", context,
+                                             static_cast<int>(h->data_page_header->definition_level_encoding)));
+    }
+    return Status::OK();
   }
   // Every value of a tensor column has the same size, so the body size is known exactly (or, with
   // definition levels, bounded). This also bounds the scratch allocation by what the caller expects,
@@ -107,9 +127,13 @@ Status CheckStoredBody(ByteView stored, Codec codec, const parquet::PageHeader& 
 
 }  // namespace
 
-Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, uint32_t rows_in_page,
-                            bool definition_levels, MutableByteView dest, AlignedBuffer* scratch,
-                            const PageDecodeOptions& options, std::string_view context) {
+namespace {
+
+// Steps 1 to 5 of DecodeSampleFromPage and DecodeBlobFromPage: checks the page and finds the row's
+// value (in `page` when uncompressed, else in `scratch`). `value_size` as CheckTensorPageHeader's.
+Result<ByteView> LocateValue(ByteView page, Codec codec, uint32_t row_in_page, uint32_t rows_in_page,
+                             bool definition_levels, size_t value_size, uint64_t max_body, AlignedBuffer* scratch,
+                             const PageDecodeOptions& options, std::string_view context) {
   if (row_in_page >= rows_in_page) {
     return Status::InvalidArgument(
         fmt::format("{}: row {} of a page of {} rows", context, row_in_page, rows_in_page));
@@ -122,8 +146,8 @@ Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, ui
   }
   parquet::PageHeader h;
   size_t header_size = 0;
-  STOKE_RETURN_IF_ERROR(CheckTensorPageHeader(page, page.size(), rows_in_page, dest.size(), definition_levels, context,
-                                              &h, &header_size));
+  STOKE_RETURN_IF_ERROR(CheckTensorPageHeader(page, page.size(), rows_in_page, value_size, definition_levels, context,
+                                              &h, &header_size, max_body));
   const uint64_t expected_body = static_cast<uint64_t>(h.uncompressed_page_size);
   const ByteView stored = page.subspan(header_size);
   // 3. The stored body's size and CRC.
@@ -155,8 +179,8 @@ Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, ui
       return s.WithContext(fmt::format("{}: {} {}: definition levels", context, where, base));
     }
     if (levels[row_in_page] != 1) {
-      return Status::NotFound(fmt::format("{}: row {} in page is null (a tensor column needs a value in every row)",
-                                          context, row_in_page));
+      return Status::NotFound(fmt::format("{}: row {} in page is null (a {} column needs a value in every row)",
+                                          context, row_in_page, value_size == kVariableSize ? "blob" : "tensor"));
     }
     value = static_cast<uint32_t>(std::count(levels.begin(), levels.begin() + row_in_page, 1u));
     pos = consumed;
@@ -173,15 +197,32 @@ Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, ui
                                             context, where, base + pos - kLengthPrefixBytes, len, k, body.size()));
     }
     if (k == value) {
-      if (len != dest.size()) {
+      if (value_size != kVariableSize && len != value_size) {
         return Status::Corruption(fmt::format("{}: {} {}: row {} in page holds {} bytes, expected the tensor's {}",
-                                              context, where, base + pos - kLengthPrefixBytes, k, len, dest.size()));
+                                              context, where, base + pos - kLengthPrefixBytes, k, len, value_size));
       }
-      if (len > 0) std::memcpy(dest.data(), body.data() + pos, len);
-      return Status::OK();
+      return body.subspan(pos, len);
     }
     pos += len;
   }
+}
+
+}  // namespace
+
+Status DecodeSampleFromPage(ByteView page, Codec codec, uint32_t row_in_page, uint32_t rows_in_page,
+                            bool definition_levels, MutableByteView dest, AlignedBuffer* scratch,
+                            const PageDecodeOptions& options, std::string_view context) {
+  STOKE_ASSIGN_OR_RETURN(ByteView value, LocateValue(page, codec, row_in_page, rows_in_page, definition_levels,
+                                                     dest.size(), 0, scratch, options, context));
+  if (!value.empty()) std::memcpy(dest.data(), value.data(), value.size());
+  return Status::OK();
+}
+
+Result<ByteView> DecodeBlobFromPage(ByteView page, Codec codec, uint32_t row_in_page, uint32_t rows_in_page,
+                                    bool definition_levels, uint64_t max_body, AlignedBuffer* scratch,
+                                    const PageDecodeOptions& options, std::string_view context) {
+  return LocateValue(page, codec, row_in_page, rows_in_page, definition_levels, kVariableSize, max_body, scratch,
+                     options, context);
 }
 
 Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions& options, std::string_view context) {

@@ -61,6 +61,15 @@ inline Status DecodeSampleFromPage(ByteView page, parquet::Codec codec, uint32_t
   return DecodeSampleFromPage(page, codec, row_in_page, rows_in_page, false, dest, scratch, options, context);
 }
 
+// A blob column's page (docs/format.md, "Blob columns": one encoded image per page in stoke's files):
+// the checks of DecodeSampleFromPage with values of any length, the page's uncompressed body at most
+// `max_body` bytes (the bound on what a compressed page may make the decoder allocate). Returns row
+// `row_in_page`'s value: a view into `page` for an UNCOMPRESSED page (no copy), else into `scratch`
+// (grown as needed), valid until either changes. Errors as DecodeSampleFromPage.
+Result<ByteView> DecodeBlobFromPage(ByteView page, parquet::Codec codec, uint32_t row_in_page, uint32_t rows_in_page,
+                                    bool definition_levels, uint64_t max_body, AlignedBuffer* scratch,
+                                    const PageDecodeOptions& options, std::string_view context);
+
 // The split read of an UNCOMPRESSED page holding one value: the page's bytes were read in two parts,
 // `head` (page header + the value's 4-byte length prefix) into a small buffer and `sample` (the value
 // itself, exactly the tensor's size) straight into its batch slot, so the sample is never copied by

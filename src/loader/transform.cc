@@ -5,11 +5,15 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "core/random.h"
 
@@ -23,12 +27,6 @@ namespace {
 // The stream constant of the transform Rng derivation (see transform.h). Arbitrary; never change it.
 constexpr uint64_t kTransformStream = 0x7472616e73666f72ULL;  // "transfor"
 constexpr int kMaxRank = TransformPipeline::kMaxRank;
-
-uint64_t TransformSeed(uint64_t seed, int64_t epoch, int64_t row, uint32_t column) {
-  uint64_t h = SplitMix64(SplitMix64(SplitMix64(seed) ^ kTransformStream) + static_cast<uint64_t>(epoch));
-  h = SplitMix64(h + static_cast<uint64_t>(row));
-  return SplitMix64(h + column);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Scalar conversions.
@@ -100,6 +98,12 @@ uint16_t IntegerToSmallFloat(I v) {
 }
 
 }  // namespace
+
+uint64_t TransformSeed(uint64_t seed, int64_t epoch, int64_t row, uint32_t column) {
+  uint64_t h = SplitMix64(SplitMix64(SplitMix64(seed) ^ kTransformStream) + static_cast<uint64_t>(epoch));
+  h = SplitMix64(h + static_cast<uint64_t>(row));
+  return SplitMix64(h + column);
+}
 
 uint16_t Float32ToFloat16Bits(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
@@ -294,6 +298,35 @@ void NormalizeElements(const Step& step, const uint8_t* src, uint8_t* dst) {
   });
 }
 
+// to_tensor, unfused: [H, W, C] uint8 to [C, H, W] of float32(x) / 255 in the output dtype.
+void ToTensorElements(const Step& step, const uint8_t* src, uint8_t* dst) {
+  const int64_t hw = step.in_shape[0] * step.in_shape[1], c = step.in_shape[2];
+  for (int64_t ch = 0; ch < c; ++ch) {
+    for (int64_t i = 0; i < hw; ++i) {
+      const float v = static_cast<float>(src[i * c + ch]) / 255.0f;
+      const int64_t o = ch * hw + i;
+      switch (step.out_dtype) {
+        case DType::kFloat32: std::memcpy(dst + o * 4, &v, 4); break;
+        case DType::kFloat16: { const uint16_t h = Float32ToFloat16Bits(v); std::memcpy(dst + o * 2, &h, 2); break; }
+        default: { const uint16_t h = Float32ToBFloat16Bits(v); std::memcpy(dst + o * 2, &h, 2); break; }
+      }
+    }
+  }
+}
+
+// to_tensor fused with what follows it: out[c, i] = lut[c][in[i, c]].
+template <size_t E>
+void LookupToTensor(const Step& step, const uint8_t* src, uint8_t* dst) {
+  const int64_t hw = step.in_shape[0] * step.in_shape[1], c = step.in_shape[2];
+  const uint8_t* lut = step.lut.data();
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const uint8_t* table = lut + ch * 256 * E;
+    uint8_t* out = dst + ch * hw * static_cast<int64_t>(E);
+    const uint8_t* in = src + ch;
+    for (int64_t i = 0; i < hw; ++i) std::memcpy(out + i * E, table + in[i * c] * E, E);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Geometric kernels: every geometric transform is one strided copy. For each output dimension d,
 // the element at output index (o_0, ..) comes from input byte src_offset + sum o_d * src_stride[d]
@@ -421,6 +454,7 @@ void PlanGeometricStep(const Step& step, Rng& rng, CopyPlan* plan) {
   }
   switch (step.kind) {
     case Kind::kRandomFlip:
+    case Kind::kRandomHorizontalFlip:
       for (int a : step.axes) {
         if (rng.Uniform() < step.p) {
           plan->src_offset += (step.in_shape[a] - 1) * in_stride[a];
@@ -458,8 +492,10 @@ void PlanGeometricStep(const Step& step, Rng& rng, CopyPlan* plan) {
         const int a = step.axes[i];
         const int64_t extent = step.in_shape[a], size = step.size[i];
         if (extent >= size) {
-          const int64_t offset = random ? static_cast<int64_t>(rng.Below(static_cast<uint64_t>(extent - size + 1)))
-                                        : (extent - size) / 2;
+          const int64_t diff = extent - size;
+          // torchvision: int(round(diff / 2.0)), Python's round: half to even.
+          const int64_t centred = step.torchvision_center && diff % 2 == 1 ? diff / 2 + ((diff / 2) % 2) : diff / 2;
+          const int64_t offset = random ? static_cast<int64_t>(rng.Below(static_cast<uint64_t>(diff + 1))) : centred;
           plan->src_offset += offset * in_stride[a];
         } else {
           const int64_t offset = random ? static_cast<int64_t>(rng.Below(static_cast<uint64_t>(size - extent + 1)))
@@ -515,9 +551,27 @@ std::string FormatDoubles(const std::vector<double>& v) {
   return fmt::format("[{},...({} values)]", fmt::join(head, ","), v.size());
 }
 
+// The height and width axes of an image sample whose channel axis is `channel_axis` ([H, W, C] or
+// [C, H, W]); false when the sample is not one.
+bool ImageAxes(const Step& step, int channel_axis, int* h, int* w) {
+  if (step.in_shape.size() != 3) return false;
+  if (channel_axis == 2) {
+    *h = 0;
+    *w = 1;
+    return true;
+  }
+  if (channel_axis == 0) {
+    *h = 1;
+    *w = 2;
+    return true;
+  }
+  return false;
+}
+
 // Validates one spec against the dtype and shape it will see; fills everything of `step` but the
-// kind and inputs. Errors carry no transform prefix (the caller adds it).
-Status ValidateStep(const TransformSpec& spec, Step* step) {
+// kind and inputs, and moves *channel_axis (see transform.h) along. Errors carry no transform prefix
+// (the caller adds it).
+Status ValidateStep(const TransformSpec& spec, Step* step, int* channel_axis) {
   const int rank = static_cast<int>(step->in_shape.size());
   const auto resolve = [rank](int axis, int* out) -> Status {
     if (axis < -rank || axis >= rank) {
@@ -553,7 +607,11 @@ Status ValidateStep(const TransformSpec& spec, Step* step) {
       return Status::OK();
     case Kind::kNormalize: {
       if (step->in_dtype == DType::kBool) return Status::InvalidArgument("needs a numeric input, not bool");
-      STOKE_RETURN_IF_ERROR(resolve(spec.axis, &step->axis));
+      if (spec.axis == TransformSpec::kChannelAxis) {
+        step->axis = *channel_axis;
+      } else {
+        STOKE_RETURN_IF_ERROR(resolve(spec.axis, &step->axis));
+      }
       const int64_t channels = step->in_shape[step->axis];
       if (spec.mean.empty() || spec.std.empty()) return Status::InvalidArgument("mean and std must not be empty");
       for (const auto* values : {&spec.mean, &spec.std}) {
@@ -581,7 +639,17 @@ Status ValidateStep(const TransformSpec& spec, Step* step) {
       return Status::OK();
     }
     case Kind::kRandomFlip:
-      STOKE_RETURN_IF_ERROR(resolve_axes());
+    case Kind::kRandomHorizontalFlip:
+      if (spec.kind == Kind::kRandomHorizontalFlip) {
+        int h = 0, w = 0;
+        if (!ImageAxes(*step, *channel_axis, &h, &w)) {
+          return Status::InvalidArgument(fmt::format("needs an image: [H, W, C] or, after to_tensor or channels_first, "
+                                                     "[C, H, W]; the sample is [{}]", fmt::join(step->in_shape, ",")));
+        }
+        step->axes = {w};
+      } else {
+        STOKE_RETURN_IF_ERROR(resolve_axes());
+      }
       if (!(spec.p >= 0 && spec.p <= 1)) {
         return Status::InvalidArgument(fmt::format("p {} outside [0, 1]", spec.p));
       }
@@ -599,8 +667,29 @@ Status ValidateStep(const TransformSpec& spec, Step* step) {
       }
       return Status::OK();
     }
-    case Kind::kRandomCrop:
     case Kind::kCenterCrop:
+      if (spec.axes.empty()) {  // an image's height and width, torchvision's offsets
+        int h = 0, w = 0;
+        if (!ImageAxes(*step, *channel_axis, &h, &w)) {
+          return Status::InvalidArgument(fmt::format("without axes, needs an image: [H, W, C] or, after to_tensor or "
+                                                     "channels_first, [C, H, W]; the sample is [{}] (or give axes)",
+                                                     fmt::join(step->in_shape, ",")));
+        }
+        if (spec.size.size() != 1 && spec.size.size() != 2) {
+          return Status::InvalidArgument(fmt::format("size has {} values; give (height, width) or one size for both",
+                                                     spec.size.size()));
+        }
+        const int64_t sh = spec.size[0], sw = spec.size.back();
+        if (sh < 1 || sw < 1) return Status::InvalidArgument(fmt::format("size {}x{} is below 1", sh, sw));
+        step->axes = {h, w};
+        step->size = {sh, sw};
+        step->out_shape[h] = sh;
+        step->out_shape[w] = sw;
+        step->torchvision_center = true;
+        return Status::OK();
+      }
+      [[fallthrough]];
+    case Kind::kRandomCrop:
       STOKE_RETURN_IF_ERROR(resolve_axes());
       if (spec.size.size() != spec.axes.size()) {
         return Status::InvalidArgument(
@@ -621,11 +710,33 @@ Status ValidateStep(const TransformSpec& spec, Step* step) {
       step->out_shape.erase(step->out_shape.begin() + step->axis);
       if (spec.kind == Kind::kChannelsFirst) {
         step->out_shape.insert(step->out_shape.begin(), channels);
+        *channel_axis = 0;
       } else {
         step->out_shape.push_back(channels);
+        *channel_axis = rank - 1;
       }
       return Status::OK();
     }
+    case Kind::kToTensor:
+      if (step->in_dtype != DType::kUInt8 || rank != 3) {
+        return Status::InvalidArgument(fmt::format("needs an [H, W, C] uint8 image, not {} [{}]",
+                                                   DTypeName(step->in_dtype), fmt::join(step->in_shape, ",")));
+      }
+      if (spec.dtype != DType::kFloat32 && spec.dtype != DType::kFloat16 && spec.dtype != DType::kBFloat16) {
+        return Status::InvalidArgument(fmt::format(
+            "cannot output {}: the choices are float32, float16 and bfloat16",
+            IsKnownDType(spec.dtype) ? DTypeName(spec.dtype) : std::string_view("an unknown dtype")));
+      }
+      step->out_dtype = spec.dtype;
+      step->out_shape = {step->in_shape[2], step->in_shape[0], step->in_shape[1]};
+      *channel_axis = 0;
+      return Status::OK();
+    case Kind::kRandomResizedCrop:
+    case Kind::kResize:
+    case Kind::kColorJitter:
+      return Status::InvalidArgument(
+          "an image transform: it runs on the pixels of an image column (or of a [H, W, C] uint8 tensor column) "
+          "and must come before the other transforms (to_tensor, normalize, cast, ...)");
   }
   return Status::InvalidArgument(fmt::format("unknown transform kind {}", static_cast<int>(spec.kind)));
 }
@@ -642,12 +753,135 @@ std::string_view TransformKindName(TransformSpec::Kind kind) {
     case Kind::kCenterCrop: return "center_crop";
     case Kind::kChannelsFirst: return "channels_first";
     case Kind::kChannelsLast: return "channels_last";
+    case Kind::kRandomResizedCrop: return "random_resized_crop";
+    case Kind::kResize: return "resize";
+    case Kind::kRandomHorizontalFlip: return "random_horizontal_flip";
+    case Kind::kColorJitter: return "color_jitter";
+    case Kind::kToTensor: return "to_tensor";
   }
   return "unknown";
 }
 
+Result<TransformSpec::Kind> TransformKindFromName(std::string_view name) {
+  std::string names;
+  for (int k = 0; k <= static_cast<int>(Kind::kToTensor); ++k) {
+    const std::string_view n = TransformKindName(static_cast<Kind>(k));
+    if (n == name) return static_cast<Kind>(k);
+    names += names.empty() ? "" : ", ";
+    names += n;
+  }
+  return Status::InvalidArgument(fmt::format("unknown transform '{}' (expected one of {})", name, names));
+}
+
+namespace {
+
+std::vector<std::string_view> SplitText(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  for (size_t start = 0;;) {
+    const size_t end = s.find(sep, start);
+    out.push_back(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) return out;
+    start = end + 1;
+  }
+}
+
+template <typename T>
+bool ParseNumber(std::string_view s, T* out) {
+  if (s.empty()) return false;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+template <typename T>
+bool ParseList(std::string_view s, char sep, std::vector<T>* out) {
+  out->clear();
+  for (std::string_view part : SplitText(s, sep)) {
+    T v{};
+    if (!ParseNumber(part, &v)) return false;
+    out->push_back(v);
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<TransformSpec> ParseTransformText(std::string_view text) {
+  const size_t colon = text.find(':');
+  const std::string_view name = text.substr(0, colon);
+  auto bad = [&](std::string_view what) {
+    return Status::InvalidArgument(fmt::format("transform '{}': {}", text, what));
+  };
+  TransformSpec t;
+  if (name == "hflip") {
+    t.kind = Kind::kRandomHorizontalFlip;
+  } else {
+    auto kind = TransformKindFromName(name);
+    if (!kind.ok()) return bad(kind.status().message());
+    t.kind = *kind;
+  }
+  // The defaults the Python classes give.
+  if (t.kind == Kind::kNormalize) t.axis = TransformSpec::kChannelAxis;
+  if (t.kind == Kind::kChannelsLast) t.axis = 0;
+  if (t.kind == Kind::kRandomRot90) t.axes = {0, 1};
+  if (colon == std::string_view::npos) return t;
+  const std::vector<std::string_view> args = SplitText(text.substr(colon + 1), ',');
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view key, value;
+    const size_t eq = args[i].find('=');
+    if (eq != std::string_view::npos) {
+      key = args[i].substr(0, eq);
+      value = args[i].substr(eq + 1);
+    } else if (i == 0) {
+      value = args[i];
+      switch (t.kind) {
+        case Kind::kRandomResizedCrop: case Kind::kResize: case Kind::kCenterCrop: case Kind::kRandomCrop:
+          key = "size"; break;
+        case Kind::kRandomFlip: case Kind::kRandomHorizontalFlip: key = "p"; break;
+        case Kind::kCast: case Kind::kToTensor: key = "dtype"; break;
+        default: return bad(fmt::format("'{}' is not key=value ({} has no main value)", args[i], name));
+      }
+    } else {
+      return bad(fmt::format("'{}' is not key=value", args[i]));
+    }
+    bool ok = true;
+    if (key == "size") {
+      ok = ParseList(value, 'x', &t.size) && t.size.size() <= 2;
+    } else if (key == "p") {
+      ok = ParseNumber(value, &t.p);
+    } else if (key == "dtype") {
+      auto d = DTypeFromName(value);
+      if (!d.ok()) return bad(d.status().message());
+      t.dtype = *d;
+    } else if (key == "mean") {
+      ok = ParseList(value, '/', &t.mean);
+    } else if (key == "std") {
+      ok = ParseList(value, '/', &t.std);
+    } else if (key == "axis") {
+      ok = ParseNumber(value, &t.axis);
+    } else if (key == "axes") {
+      ok = ParseList(value, '/', &t.axes);
+    } else if (key == "scale") {
+      ok = ParseList(value, '/', &t.scale);
+    } else if (key == "ratio") {
+      ok = ParseList(value, '/', &t.ratio);
+    } else if (key == "brightness" || key == "contrast") {
+      std::vector<double>& range = key == "brightness" ? t.brightness : t.contrast;
+      ok = ParseList(value, '/', &range) && (range.size() == 1 || range.size() == 2);
+      if (ok && range.size() == 1) {
+        const double b = range[0];
+        ok = b >= 0;
+        range = b == 0 ? std::vector<double>{} : std::vector<double>{std::max(0.0, 1.0 - b), 1.0 + b};
+      }
+    } else {
+      return bad(fmt::format("unknown key '{}'", key));
+    }
+    if (!ok) return bad(fmt::format("bad value '{}' for '{}'", value, key));
+  }
+  return t;
+}
+
 Result<TransformPipeline> TransformPipeline::Create(const std::vector<TransformSpec>& specs, DType in_dtype,
-                                                    std::vector<int64_t> in_shape) {
+                                                    std::vector<int64_t> in_shape, bool fuse) {
   if (!IsKnownDType(in_dtype)) {
     return Status::InvalidArgument(fmt::format("unknown input dtype {}", static_cast<int>(in_dtype)));
   }
@@ -667,19 +901,19 @@ Result<TransformPipeline> TransformPipeline::Create(const std::vector<TransformS
   DType dtype = in_dtype;
   std::vector<int64_t> shape = p.in_shape_;
   size_t bytes = p.in_bytes_;
+  int channel_axis = static_cast<int>(shape.size()) - 1;
   for (size_t i = 0; i < specs.size(); ++i) {
     Step step;
     step.kind = specs[i].kind;
     step.in_dtype = dtype;
     step.in_shape = shape;
-    Status s = ValidateStep(specs[i], &step);
+    Status s = ValidateStep(specs[i], &step, &channel_axis);
     if (s.ok()) {
       Result<size_t> out_bytes = CheckedByteSize(step.out_dtype, step.out_shape);
       s = out_bytes.status();
       if (s.ok()) bytes = *out_bytes;
     }
     if (!s.ok()) return s.WithContext(fmt::format("transforms[{}] ({})", i, TransformKindName(specs[i].kind)));
-    if (i + 1 < specs.size()) p.max_scratch_bytes_ = std::max(p.max_scratch_bytes_, bytes);
     dtype = step.out_dtype;
     shape = step.out_shape;
     p.steps_.push_back(std::move(step));
@@ -687,11 +921,53 @@ Result<TransformPipeline> TransformPipeline::Create(const std::vector<TransformS
   p.out_dtype_ = dtype;
   p.out_shape_ = std::move(shape);
   p.out_bytes_ = bytes;
+  if (fuse) {
+    // to_tensor and the elementwise steps after it (casts, normalize along the channel axis) become
+    // one table lookup per element; the table is what the unfused steps give for each input value.
+    std::vector<Step> fused;
+    for (size_t i = 0; i < p.steps_.size(); ++i) {
+      if (p.steps_[i].kind != Kind::kToTensor) {
+        fused.push_back(std::move(p.steps_[i]));
+        continue;
+      }
+      size_t j = i + 1;
+      while (j < p.steps_.size() && (p.steps_[j].kind == Kind::kCast ||
+                                     (p.steps_[j].kind == Kind::kNormalize && p.steps_[j].axis == 0))) {
+        ++j;
+      }
+      const int64_t channels = p.steps_[i].in_shape[2];
+      const std::vector<TransformSpec> part(specs.begin() + static_cast<std::ptrdiff_t>(i),
+                                            specs.begin() + static_cast<std::ptrdiff_t>(j));
+      STOKE_ASSIGN_OR_RETURN(TransformPipeline unfused, Create(part, DType::kUInt8, {1, 256, channels}, false));
+      std::vector<uint8_t> ramp(static_cast<size_t>(256 * channels));
+      for (size_t k = 0; k < ramp.size(); ++k) ramp[k] = static_cast<uint8_t>(k / static_cast<size_t>(channels));
+      Step step = std::move(p.steps_[i]);
+      step.out_dtype = p.steps_[j - 1].out_dtype;
+      step.out_shape = p.steps_[j - 1].out_shape;
+      step.lut.resize(unfused.out_bytes());
+      TransformScratch scratch;
+      Rng unused(0);  // elementwise steps draw nothing
+      STOKE_RETURN_IF_ERROR(unfused.ApplyWithRng(ByteView(ramp.data(), ramp.size()),
+                                                 MutableByteView(step.lut.data(), step.lut.size()), unused, &scratch));
+      step.fused = unfused.Describe();
+      fused.push_back(std::move(step));
+      i = j - 1;
+    }
+    p.steps_ = std::move(fused);
+  }
+  for (size_t i = 0; i + 1 < p.steps_.size(); ++i) {
+    p.max_scratch_bytes_ = std::max(p.max_scratch_bytes_, ByteSize(p.steps_[i].out_dtype, p.steps_[i].out_shape));
+  }
   return p;
 }
 
 Status TransformPipeline::Apply(ByteView in, MutableByteView out, uint64_t seed, int64_t epoch, int64_t row,
                                 uint32_t column, TransformScratch* scratch) const {
+  Rng rng(TransformSeed(seed, epoch, row, column));
+  return ApplyWithRng(in, out, rng, scratch);
+}
+
+Status TransformPipeline::ApplyWithRng(ByteView in, MutableByteView out, Rng& rng, TransformScratch* scratch) const {
   if (in.size() != in_bytes_) {
     return Status::InvalidArgument(
         fmt::format("transform input of {} bytes; the sample ({} [{}]) has {}", in.size(), DTypeName(in_dtype_),
@@ -711,7 +987,6 @@ Status TransformPipeline::Apply(ByteView in, MutableByteView out, uint64_t seed,
     if (scratch->a.size() < max_scratch_bytes_) scratch->a.Resize(max_scratch_bytes_);
     if (scratch->b.size() < max_scratch_bytes_) scratch->b.Resize(max_scratch_bytes_);
   }
-  Rng rng(TransformSeed(seed, epoch, row, column));
   // Each step reads `cur` and writes the next buffer: the output for the last step, else the scratch
   // buffer `cur` is not. A step that turns out to be the identity writes nothing.
   const uint8_t* cur = in.data();
@@ -735,6 +1010,17 @@ Status TransformPipeline::Apply(ByteView in, MutableByteView out, uint64_t seed,
       case Kind::kNormalize:
         NormalizeElements(step, cur, dst);
         break;
+      case Kind::kToTensor:
+        if (step.lut.empty()) {
+          ToTensorElements(step, cur, dst);
+        } else if (DTypeSize(step.out_dtype) == 4) {
+          LookupToTensor<4>(step, cur, dst);
+        } else if (DTypeSize(step.out_dtype) == 2) {
+          LookupToTensor<2>(step, cur, dst);
+        } else {
+          LookupToTensor<8>(step, cur, dst);
+        }
+        break;
       default: {
         CopyPlan plan;
         PlanGeometricStep(step, rng, &plan);
@@ -756,40 +1042,49 @@ Status TransformPipeline::Apply(ByteView in, MutableByteView out, uint64_t seed,
   return Status::OK();
 }
 
+namespace {
+
+std::string DescribeStep(const Step& step) {
+  const std::string_view name = TransformKindName(step.kind);
+  switch (step.kind) {
+    case Kind::kCast:
+      return fmt::format("{}({})", name, DTypeName(step.out_dtype));
+    case Kind::kNormalize: {
+      // One value when all channels share it.
+      const auto compact = [](const std::vector<double>& v) {
+        const bool uniform = std::all_of(v.begin(), v.end(), [&](double x) { return x == v.front(); });
+        return uniform && !v.empty() ? FormatDoubles({v.front()}) : FormatDoubles(v);
+      };
+      return fmt::format("{}(mean={}, std={}, axis={})", name, compact(step.mean), compact(step.std), step.axis);
+    }
+    case Kind::kRandomFlip:
+      return fmt::format("{}(axes=[{}], p={})", name, fmt::join(step.axes, ","), step.p);
+    case Kind::kRandomHorizontalFlip:
+      return fmt::format("{}(axis={}, p={})", name, step.axes[0], step.p);
+    case Kind::kRandomRot90:
+      return fmt::format("{}(axes=[{}])", name, fmt::join(step.axes, ","));
+    case Kind::kRandomCrop:
+    case Kind::kCenterCrop:
+      return fmt::format("{}(axes=[{}], size=[{}])", name, fmt::join(step.axes, ","), fmt::join(step.size, ","));
+    case Kind::kChannelsFirst:
+    case Kind::kChannelsLast:
+      return fmt::format("{}(axis={})", name, step.axis);
+    case Kind::kToTensor:
+      if (!step.fused.empty()) return fmt::format("[{}]", step.fused);
+      return fmt::format("{}({})", name, DTypeName(step.out_dtype));
+    default:
+      return std::string(name);
+  }
+}
+
+}  // namespace
+
 std::string TransformPipeline::Describe() const {
   if (steps_.empty()) return "identity";
   std::string text;
   for (const Step& step : steps_) {
     if (!text.empty()) text += " -> ";
-    const std::string_view name = TransformKindName(step.kind);
-    switch (step.kind) {
-      case Kind::kCast:
-        text += fmt::format("{}({})", name, DTypeName(step.out_dtype));
-        break;
-      case Kind::kNormalize: {
-        // One value when all channels share it.
-        const auto compact = [](const std::vector<double>& v) {
-          const bool uniform = std::all_of(v.begin(), v.end(), [&](double x) { return x == v.front(); });
-          return uniform && !v.empty() ? FormatDoubles({v.front()}) : FormatDoubles(v);
-        };
-        text += fmt::format("{}(mean={}, std={}, axis={})", name, compact(step.mean), compact(step.std), step.axis);
-        break;
-      }
-      case Kind::kRandomFlip:
-        text += fmt::format("{}(axes=[{}], p={})", name, fmt::join(step.axes, ","), step.p);
-        break;
-      case Kind::kRandomRot90:
-        text += fmt::format("{}(axes=[{}])", name, fmt::join(step.axes, ","));
-        break;
-      case Kind::kRandomCrop:
-      case Kind::kCenterCrop:
-        text += fmt::format("{}(axes=[{}], size=[{}])", name, fmt::join(step.axes, ","), fmt::join(step.size, ","));
-        break;
-      case Kind::kChannelsFirst:
-      case Kind::kChannelsLast:
-        text += fmt::format("{}(axis={})", name, step.axis);
-        break;
-    }
+    text += DescribeStep(step);
   }
   return text;
 }

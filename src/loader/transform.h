@@ -1,6 +1,8 @@
 // Per-sample tensor transforms (TransformSpec in stoke/loader.h): casts, normalisation and random or
 // fixed geometric moves, applied by the loader's workers to one decoded sample of a tensor column
-// before it is collated into a batch. Pure computation, no I/O.
+// (or to the output of an image column's image transforms, loader/image_transform.h) before it is
+// collated into a batch. Pure computation, no I/O. The image transforms proper (resize,
+// random_resized_crop, color_jitter) are not run here: Create refuses them.
 //
 // A TransformPipeline is validated once per column (Create) against the sample's dtype and shape, so
 // that Apply, which runs per sample, only moves bytes. Every transform reads a C-contiguous,
@@ -21,7 +23,10 @@
 //   random_crop    one rng.Below(n) per entry of `axes`, in order: n = extent - size + 1 (the window's
 //                  offset) when the axis is at least `size` long, else n = size - extent + 1 (the
 //                  offset at which the sample is placed in the zero-padded window)
+//   random_horizontal_flip  as random_flip with one axis (the width axis)
 //   others         nothing
+// An image column's image transforms draw first, from the same Rng (image_transform.h lists their
+// draws); the transforms here then continue its sequence.
 // A draw is made even when it cannot change anything (p = 0, extent == size), so the sequence seen by
 // later transforms depends only on the list of transforms, never on the data or earlier outcomes.
 // Changing this derivation or the draw order changes every augmentation: treat it as persisted.
@@ -30,7 +35,15 @@
 //   rot90 by k    as numpy.rot90(m, k, axes=(a0, a1)): k = 1 turns axis a0 towards axis a1, i.e.
 //                 out[.., i, .., j, ..] = m[.., j, .., n-1-i, ..] (i at a0, j at a1 on the left).
 //   center_crop   window offset floor((extent - size) / 2); when padding, the sample is placed at
-//                 floor((size - extent) / 2).
+//                 floor((size - extent) / 2). Without axes (an image's height and width, axes 0, 1
+//                 of HWC or 1, 2 of CHW): offset round((extent - size) / 2), half to even, as
+//                 torchvision's CenterCrop; padding as above.
+//   channel axis  normalize's default axis (TransformSpec::kChannelAxis): the last axis, the first
+//                 after to_tensor or channels_first, the last again after channels_last.
+//   to_tensor     [H, W, C] uint8 to [C, H, W]: float32(x) / 255 in float32, then rounded to the
+//                 output dtype. Followed by normalize along the channel axis and casts, the chain
+//                 runs as one lookup per element (a table per channel of the chain's value for each
+//                 of the 256 inputs, computed by running the chain itself: results are identical).
 //   cast          round to nearest even from the exact source value (no double rounding, also for
 //                 int32/int64/float64 sources); beyond the largest finite value: +-inf; NaN stays
 //                 NaN (quiet, sign and top payload bits kept); bool is 0 or 1.
@@ -45,6 +58,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/random.h"
 #include "stoke/dtype.h"
 #include "stoke/loader.h"
 #include "stoke/status.h"
@@ -70,6 +84,10 @@ struct Step {
   int axis = 0;                   // normalize, channel moves
   double p = 0;                   // flip
   std::vector<double> mean, std;  // normalize, expanded to one entry per channel
+  bool torchvision_center = false; // center_crop without axes: offsets rounded half to even
+  // to_tensor fused with the elementwise steps after it: per channel, 256 output elements (out_dtype).
+  std::vector<uint8_t> lut;
+  std::string fused;               // the fused steps, for Describe
 };
 }  // namespace transform_internal
 
@@ -93,7 +111,12 @@ class TransformPipeline {
   // extent, a sample of more than kMaxRank dimensions (or of 0 dimensions when there are transforms),
   // a byte size that overflows, or an unknown dtype or kind.
   static Result<TransformPipeline> Create(const std::vector<TransformSpec>& specs, DType in_dtype,
-                                          std::vector<int64_t> in_shape);
+                                          std::vector<int64_t> in_shape) {
+    return Create(specs, in_dtype, std::move(in_shape), /*fuse=*/true);
+  }
+  // `fuse` false keeps to_tensor unfused (what the fused lookup tables are computed with).
+  static Result<TransformPipeline> Create(const std::vector<TransformSpec>& specs, DType in_dtype,
+                                          std::vector<int64_t> in_shape, bool fuse);
 
   bool empty() const { return steps_.empty(); }  // no transforms: output == input
   DType in_dtype() const { return in_dtype_; }
@@ -111,6 +134,8 @@ class TransformPipeline {
   // REQUIRES: `in` and `out` do not overlap. Allocates only while `scratch` grows to its working size.
   Status Apply(ByteView in, MutableByteView out, uint64_t seed, int64_t epoch, int64_t row, uint32_t column,
                TransformScratch* scratch) const;
+  // As Apply, drawing from `rng` (positioned after the draws of an image column's image transforms).
+  Status ApplyWithRng(ByteView in, MutableByteView out, Rng& rng, TransformScratch* scratch) const;
 
   // A short text of the chain, e.g. "cast(float16) -> random_flip(axes=[0,1], p=0.5)", for logs
   // (axes as resolved: non-negative). "identity" for an empty pipeline.
@@ -124,9 +149,9 @@ class TransformPipeline {
   std::vector<transform_internal::Step> steps_;
 };
 
-// Name of a kind as used in messages and by the Python binding: "cast", "normalize", "random_flip",
-// "random_rot90", "random_crop", "center_crop", "channels_first", "channels_last"; "unknown" otherwise.
-std::string_view TransformKindName(TransformSpec::Kind kind);
+// The seed of the one Rng a sample's transforms draw from (see the top of this file).
+uint64_t TransformSeed(uint64_t seed, int64_t epoch, int64_t row, uint32_t column);
+
 
 // Scalar conversions used by the cast (exposed for tests). Round to nearest even; see the file comment.
 uint16_t Float32ToFloat16Bits(float f);

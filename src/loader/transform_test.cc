@@ -268,10 +268,26 @@ uint64_t DocumentedSeed(uint64_t seed, int64_t epoch, int64_t row, uint32_t colu
   return SplitMix64(h + column);
 }
 
-// The whole chain by the references, drawing as documented in transform.h.
+// to_tensor by definition: [H, W, C] uint8 to [C, H, W] of float32(x) / 255 in `to`.
+Tensor RefToTensor(const Tensor& t, DType to) {
+  Tensor f;
+  f.dtype = DType::kFloat32;
+  f.shape = t.shape;
+  f.bytes.assign(t.bytes.size() * 4, 0);
+  for (size_t i = 0; i < t.bytes.size(); ++i) {
+    const float v = static_cast<float>(t.bytes[i]) / 255.0f;
+    std::memcpy(f.bytes.data() + i * 4, &v, 4);
+  }
+  f = RefMoveAxis(f, 2, 0);
+  return to == DType::kFloat32 ? f : RefCast(f, to);
+}
+
+// The whole chain by the references, drawing as documented in transform.h; the channel axis (normalize's
+// default) tracked as documented there.
 Tensor RefApply(const std::vector<TransformSpec>& specs, Tensor t, uint64_t seed, int64_t epoch, int64_t row,
                 uint32_t column) {
   Rng rng(DocumentedSeed(seed, epoch, row, column));
+  int channel_axis = static_cast<int>(t.shape.size()) - 1;
   for (const TransformSpec& s : specs) {
     const int rank = static_cast<int>(t.shape.size());
     auto resolve = [rank](int a) { return a < 0 ? a + rank : a; };
@@ -279,28 +295,55 @@ Tensor RefApply(const std::vector<TransformSpec>& specs, Tensor t, uint64_t seed
     for (int a : s.axes) axes.push_back(resolve(a));
     switch (s.kind) {
       case Kind::kCast: t = RefCast(t, s.dtype); break;
-      case Kind::kNormalize: t = RefNormalize(t, resolve(s.axis), s.mean, s.std); break;
+      case Kind::kNormalize:
+        t = RefNormalize(t, s.axis == TransformSpec::kChannelAxis ? channel_axis : resolve(s.axis), s.mean, s.std);
+        break;
       case Kind::kRandomFlip:
         for (int a : axes) if (rng.Uniform() < s.p) t = RefFlipAxis(t, a);
+        break;
+      case Kind::kRandomHorizontalFlip:
+        if (rng.Uniform() < s.p) t = RefFlipAxis(t, channel_axis == 0 ? 2 : 1);
         break;
       case Kind::kRandomRot90: t = RefRot90(t, static_cast<int>(rng.Below(4)), axes[0], axes[1]); break;
       case Kind::kRandomCrop:
       case Kind::kCenterCrop: {
+        std::vector<int64_t> size = s.size;
+        const bool image = s.axes.empty();  // an image's height and width, torchvision's offsets
+        if (image) {
+          axes = channel_axis == 0 ? std::vector<int>{1, 2} : std::vector<int>{0, 1};
+          size = {s.size[0], s.size.back()};
+        }
         std::vector<int64_t> offset;
         for (size_t i = 0; i < axes.size(); ++i) {
-          const int64_t n = t.shape[axes[i]], size = s.size[i];
+          const int64_t n = t.shape[axes[i]];
           const bool random = s.kind == Kind::kRandomCrop;
-          if (n >= size) {
-            offset.push_back(random ? static_cast<int64_t>(rng.Below(n - size + 1)) : (n - size) / 2);
+          if (n >= size[i]) {
+            const int64_t centred = image ? static_cast<int64_t>(std::nearbyint((n - size[i]) / 2.0)) : (n - size[i]) / 2;
+            offset.push_back(random ? static_cast<int64_t>(rng.Below(n - size[i] + 1)) : centred);
           } else {
-            offset.push_back(-(random ? static_cast<int64_t>(rng.Below(size - n + 1)) : (size - n) / 2));
+            offset.push_back(-(random ? static_cast<int64_t>(rng.Below(size[i] - n + 1)) : (size[i] - n) / 2));
           }
         }
-        t = RefCrop(t, axes, s.size, offset);
+        t = RefCrop(t, axes, size, offset);
         break;
       }
-      case Kind::kChannelsFirst: t = RefMoveAxis(t, resolve(s.axis), 0); break;
-      case Kind::kChannelsLast: t = RefMoveAxis(t, resolve(s.axis), rank - 1); break;
+      case Kind::kChannelsFirst:
+        t = RefMoveAxis(t, resolve(s.axis), 0);
+        channel_axis = 0;
+        break;
+      case Kind::kChannelsLast:
+        t = RefMoveAxis(t, resolve(s.axis), rank - 1);
+        channel_axis = rank - 1;
+        break;
+      case Kind::kToTensor:
+        t = RefToTensor(t, s.dtype);
+        channel_axis = 0;
+        break;
+      case Kind::kRandomResizedCrop:
+      case Kind::kResize:
+      case Kind::kColorJitter:
+        ADD_FAILURE() << "not a tensor transform";
+        break;
     }
   }
   return t;
@@ -355,6 +398,65 @@ TEST(TransformKind, Names) {
   EXPECT_EQ(TransformKindName(Kind::kCenterCrop), "center_crop");
   EXPECT_EQ(TransformKindName(Kind::kChannelsFirst), "channels_first");
   EXPECT_EQ(TransformKindName(Kind::kChannelsLast), "channels_last");
+  EXPECT_EQ(TransformKindName(Kind::kRandomResizedCrop), "random_resized_crop");
+  EXPECT_EQ(TransformKindName(Kind::kResize), "resize");
+  EXPECT_EQ(TransformKindName(Kind::kRandomHorizontalFlip), "random_horizontal_flip");
+  EXPECT_EQ(TransformKindName(Kind::kColorJitter), "color_jitter");
+  EXPECT_EQ(TransformKindName(Kind::kToTensor), "to_tensor");
+  for (int k = 0; k <= static_cast<int>(Kind::kToTensor); ++k) {
+    auto back = TransformKindFromName(TransformKindName(static_cast<Kind>(k)));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, static_cast<Kind>(k));
+  }
+  auto bad = TransformKindFromName("rotate");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("random_resized_crop"), std::string::npos) << bad.status().message();
+}
+
+TEST(TransformText, ParsesEachKindWithItsMainValueAndKeys) {
+  auto rrc = ParseTransformText("random_resized_crop:224x192,scale=0.25/1,ratio=0.5/2");
+  ASSERT_TRUE(rrc.ok()) << rrc.status().message();
+  EXPECT_EQ(rrc->kind, Kind::kRandomResizedCrop);
+  EXPECT_EQ(rrc->size, (std::vector<int64_t>{224, 192}));
+  EXPECT_EQ(rrc->scale, (std::vector<double>{0.25, 1.0}));
+  EXPECT_EQ(rrc->ratio, (std::vector<double>{0.5, 2.0}));
+  auto plain = ParseTransformText("random_resized_crop:224");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->size, (std::vector<int64_t>{224}));
+  EXPECT_EQ(plain->scale, (std::vector<double>{0.08, 1.0}));  // the defaults stay
+  auto flip = ParseTransformText("hflip");
+  ASSERT_TRUE(flip.ok());
+  EXPECT_EQ(flip->kind, Kind::kRandomHorizontalFlip);
+  EXPECT_EQ(flip->p, 0.5);
+  EXPECT_EQ(ParseTransformText("random_horizontal_flip:0.25")->p, 0.25);
+  auto norm = ParseTransformText("normalize:mean=0.485/0.456/0.406,std=0.229/0.224/0.225");
+  ASSERT_TRUE(norm.ok());
+  EXPECT_EQ(norm->mean, (std::vector<double>{0.485, 0.456, 0.406}));
+  EXPECT_EQ(norm->std, (std::vector<double>{0.229, 0.224, 0.225}));
+  EXPECT_EQ(norm->axis, TransformSpec::kChannelAxis);
+  EXPECT_EQ(ParseTransformText("to_tensor:float16")->dtype, DType::kFloat16);
+  EXPECT_EQ(ParseTransformText("to_tensor")->dtype, DType::kFloat32);
+  auto jitter = ParseTransformText("color_jitter:brightness=0.4,contrast=0.5/1.5");
+  ASSERT_TRUE(jitter.ok());
+  EXPECT_EQ(jitter->brightness, (std::vector<double>{0.6, 1.4}));
+  EXPECT_EQ(jitter->contrast, (std::vector<double>{0.5, 1.5}));
+  EXPECT_TRUE(ParseTransformText("color_jitter:brightness=0")->brightness.empty());
+  auto crop = ParseTransformText("random_crop:8x8,axes=0/1");
+  ASSERT_TRUE(crop.ok());
+  EXPECT_EQ(crop->axes, (std::vector<int>{0, 1}));
+  EXPECT_EQ(ParseTransformText("random_rot90")->axes, (std::vector<int>{0, 1}));
+  EXPECT_EQ(ParseTransformText("channels_last")->axis, 0);
+}
+
+TEST(TransformText, BadTextNamesTheTransformAndThePart) {
+  for (const char* text : {"rotate:90", "resize:", "resize:2x3x4", "resize:abc", "hflip:x", "normalize:0.5",
+                           "resize:8,bogus=1", "resize:8,9", "color_jitter:brightness=-1", "to_tensor:float99",
+                           "normalize:mean=0.5/,std=1"}) {
+    auto r = ParseTransformText(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().message();
+  }
 }
 
 TEST(TransformCast, Float16EdgeValues) {
@@ -645,6 +747,75 @@ TEST(TransformCrop, CenterCropAndPadPositions) {
   ExpectMatchesReference({TransformSpec::CenterCrop({0, 1, 2}, {3, 6, 4})}, in3, 0, 0, 0);
 }
 
+TEST(TransformCrop, ImageCenterCropRoundsHalfToEvenAsTorchvision) {
+  // torchvision: top = int(round((h - th) / 2.0)): differences 1, 3, 5, 7 give 0, 2, 2, 4.
+  for (int64_t h : {9, 11, 13, 15}) {
+    Tensor in = MakeTensor(DType::kUInt8, {h, 4, 3});
+    TransformPipeline p = MakePipeline({TransformSpec::ImageCenterCrop({8, 4})}, DType::kUInt8, {h, 4, 3});
+    const Tensor out = RunPipeline(p, in);
+    const int64_t top = static_cast<int64_t>(std::nearbyint((h - 8) / 2.0));
+    EXPECT_EQ(std::vector<uint8_t>(out.bytes.begin(), out.bytes.begin() + 12),
+              std::vector<uint8_t>(in.bytes.begin() + top * 12, in.bytes.begin() + top * 12 + 12)) << h;
+    ExpectMatchesReference({TransformSpec::ImageCenterCrop({8, 4})}, in, 0, 0, 0);
+    ExpectMatchesReference({TransformSpec::ImageCenterCrop({12})}, in, 0, 0, 0);  // pads the width
+  }
+  // After to_tensor the crop works on [C, H, W].
+  ExpectMatchesReference({TransformSpec::ToTensor(), TransformSpec::ImageCenterCrop({3, 5})},
+                         MakeTensor(DType::kUInt8, {6, 8, 3}), 0, 0, 0);
+}
+
+TEST(TransformImageTensor, ToTensorNormalizeAndCastMatchTheUnfusedDefinition) {
+  // The fused lookup must give exactly what the definition gives, for every dtype and chain shape.
+  const Tensor img = MakeTensor(DType::kUInt8, {5, 7, 3});
+  const std::vector<double> mean = {0.485, 0.456, 0.406}, std = {0.229, 0.224, 0.225};
+  for (DType to : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    ExpectMatchesReference({TransformSpec::ToTensor(to)}, img, 0, 0, 0);
+    ExpectMatchesReference({TransformSpec::ToTensor(to), TransformSpec::Normalize(mean, std)}, img, 0, 0, 0);
+    ExpectMatchesReference({TransformSpec::ToTensor(), TransformSpec::Normalize(mean, std), TransformSpec::Cast(to)}, img,
+                           0, 0, 0);
+  }
+  // Not fused (a normalize along another axis), still the definition.
+  ExpectMatchesReference({TransformSpec::ToTensor(), TransformSpec::Normalize({0.5}, {0.25}, 1)}, img, 0, 0, 0);
+  ExpectMatchesReference({TransformSpec::ToTensor(), TransformSpec::RandomHorizontalFlip(1.0),
+                          TransformSpec::Normalize(mean, std)}, img, 0, 0, 3);
+  // Gray and RGBA images.
+  ExpectMatchesReference({TransformSpec::ToTensor(), TransformSpec::Normalize({0.5}, {0.5})},
+                         MakeTensor(DType::kUInt8, {4, 3, 1}), 0, 0, 0);
+  ExpectMatchesReference({TransformSpec::ToTensor(DType::kFloat16), TransformSpec::Normalize({0.1, 0.2, 0.3, 0.4}, {1})},
+                         MakeTensor(DType::kUInt8, {4, 3, 4}), 0, 0, 0);
+  // The values of the definition: 255 is 1.0, and (1 - 0.485) / 0.229 for channel 0.
+  Tensor white;
+  white.dtype = DType::kUInt8;
+  white.shape = {1, 1, 3};
+  white.bytes = {255, 0, 51};
+  const Tensor t = RunPipeline(MakePipeline({TransformSpec::ToTensor()}, DType::kUInt8, {1, 1, 3}), white);
+  float v[3];
+  std::memcpy(v, t.bytes.data(), 12);
+  EXPECT_EQ(v[0], 1.0f);
+  EXPECT_EQ(v[1], 0.0f);
+  EXPECT_EQ(v[2], 51.0f / 255.0f);
+  EXPECT_EQ(t.shape, (std::vector<int64_t>{3, 1, 1}));
+}
+
+TEST(TransformImageTensor, NormalizeDefaultsToTheChannelAxis) {
+  // Last axis for tensors; the first after to_tensor or channels_first; the last after channels_last.
+  EXPECT_EQ(MakePipeline({TransformSpec::ChannelsFirst(), TransformSpec::Normalize({1, 2, 3}, {1})}, DType::kUInt8,
+                         {4, 5, 3}).out_shape(), (std::vector<int64_t>{3, 4, 5}));
+  ExpectMatchesReference({TransformSpec::ChannelsFirst(), TransformSpec::Normalize({1, 2, 3}, {1})},
+                         MakeTensor(DType::kUInt8, {4, 5, 3}), 0, 0, 0);
+  ExpectMatchesReference({TransformSpec::ChannelsFirst(), TransformSpec::ChannelsLast(),
+                          TransformSpec::Normalize({1, 2, 3}, {1})}, MakeTensor(DType::kUInt8, {4, 5, 3}), 0, 0, 0);
+  ExpectMatchesReference({TransformSpec::Normalize({1, 2, 3, 4, 5}, {2})}, MakeTensor(DType::kFloat32, {2, 5}), 0, 0, 0);
+}
+
+TEST(TransformImageTensor, HorizontalFlipMirrorsTheWidthAxis) {
+  for (int64_t row = 0; row < 8; ++row) {
+    ExpectMatchesReference({TransformSpec::RandomHorizontalFlip()}, MakeTensor(DType::kUInt8, {3, 4, 3}), 1, 0, row);
+    ExpectMatchesReference({TransformSpec::ToTensor(), TransformSpec::RandomHorizontalFlip()},
+                           MakeTensor(DType::kUInt8, {3, 4, 3}), 1, 0, row);
+  }
+}
+
 TEST(TransformCrop, PaddedOffsetsCoverEveryPlacement) {
   TransformPipeline p = MakePipeline({TransformSpec::RandomCrop({0}, {4})}, DType::kUInt8, {2});
   std::set<std::vector<uint8_t>> seen;
@@ -930,6 +1101,20 @@ TEST(TransformPipelineTest, LargeSampleChainMatchesReference) {
   EXPECT_EQ(p.out_shape(), (std::vector<int64_t>{10, 24, 24, 10}));
   EXPECT_EQ(p.out_dtype(), DType::kBFloat16);
   for (int64_t row = 0; row < 4; ++row) ExpectMatchesReference(specs, in, 42, 7, row);
+}
+
+TEST(TransformImageTensor, ImageTransformsAndBadImagesAreRefusedHere) {
+  using TS = TransformSpec;
+  ExpectInvalid({TS::Resize({8})}, DType::kUInt8, {4, 4, 3}, "transforms[0] (resize)", "image transform");
+  ExpectInvalid({TS::ToTensor(), TS::RandomResizedCrop({8})}, DType::kUInt8, {4, 4, 3}, "transforms[1] (random_resized_crop)",
+                "must come before");
+  ExpectInvalid({TS::ColorJitter(0.5, 0)}, DType::kUInt8, {4, 4, 3}, "transforms[0] (color_jitter)", "image transform");
+  ExpectInvalid({TS::ToTensor()}, DType::kFloat32, {4, 4, 3}, "transforms[0] (to_tensor)", "uint8");
+  ExpectInvalid({TS::ToTensor()}, DType::kUInt8, {4, 4}, "transforms[0] (to_tensor)", "[H, W, C]");
+  ExpectInvalid({TS::ToTensor(DType::kInt32)}, DType::kUInt8, {4, 4, 3}, "transforms[0] (to_tensor)", "cannot output");
+  ExpectInvalid({TS::RandomHorizontalFlip()}, DType::kUInt8, {4, 4}, "transforms[0] (random_horizontal_flip)", "image");
+  ExpectInvalid({TS::ImageCenterCrop({2, 2, 2})}, DType::kUInt8, {4, 4, 3}, "transforms[0] (center_crop)", "size has 3");
+  ExpectInvalid({TS::ImageCenterCrop({0})}, DType::kUInt8, {4, 4, 3}, "transforms[0] (center_crop)", "below 1");
 }
 
 }  // namespace

@@ -1,0 +1,619 @@
+#include "loader/image_transform.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/clock.h"
+#include "format/image.h"
+
+namespace stoke {
+
+using Kind = TransformSpec::Kind;
+
+namespace {
+
+constexpr int kAttempts = 10;  // torchvision's RandomResizedCrop attempts before its fallback
+
+bool IsImageKind(Kind k) {
+  return k == Kind::kRandomResizedCrop || k == Kind::kResize || k == Kind::kRandomHorizontalFlip ||
+         k == Kind::kColorJitter;
+}
+
+// The leading image transforms of `specs` (center_crop without axes counts as one).
+size_t ImagePartLength(const std::vector<TransformSpec>& specs) {
+  size_t n = 0;
+  while (n < specs.size() && (IsImageKind(specs[n].kind) || (specs[n].kind == Kind::kCenterCrop && specs[n].axes.empty()))) {
+    ++n;
+  }
+  return n;
+}
+
+// Python's round(): to nearest, half to even (the default rounding mode of nearbyint).
+int64_t RoundHalfEven(double x) { return static_cast<int64_t>(std::nearbyint(x)); }
+
+}  // namespace
+
+namespace {
+
+// Copies the window of the box (no resampling) into `dst`, zeros outside the box, mirrored when flip.
+void CopyWindow(const uint8_t* src, int32_t src_width, int channels, const ImageGeometry& g, uint8_t* dst,
+                std::vector<uint8_t>& values) {
+  const size_t row_bytes = static_cast<size_t>(g.window_width) * channels;
+  values.resize(row_bytes);
+  const int32_t lo = std::clamp(g.window_left, 0, g.box_width), hi = std::clamp(g.window_left + g.window_width, 0, g.box_width);
+  for (int32_t i = 0; i < g.window_height; ++i) {
+    const int32_t y = g.window_top + i;
+    uint8_t* out = dst + static_cast<size_t>(i) * row_bytes;
+    if (y < 0 || y >= g.box_height) {
+      std::memset(out, 0, row_bytes);
+      continue;
+    }
+    const uint8_t* row = src + (static_cast<size_t>(g.box_top + y) * src_width + g.box_left) * channels;
+    const bool inside = lo == g.window_left && hi == g.window_left + g.window_width;
+    if (inside && !g.flip) {
+      std::memcpy(out, row + static_cast<size_t>(lo) * channels, row_bytes);
+      continue;
+    }
+    std::fill(values.begin(), values.end(), 0);
+    if (hi > lo) std::memcpy(values.data() + static_cast<size_t>(lo - g.window_left) * channels, row + lo * channels,
+                             static_cast<size_t>(hi - lo) * channels);
+    StorePixelRow(values.data(), g.window_width, channels, g.flip, out);
+  }
+}
+
+// PIL's Image.blend(a, x, f) for one value: float arithmetic, truncated, clipped when extrapolating.
+inline uint8_t Blend(int a, int x, float f) {
+  if (f == 0.0f) return static_cast<uint8_t>(a);
+  if (f == 1.0f) return static_cast<uint8_t>(x);
+  const float t = static_cast<float>(a) + f * static_cast<float>(x - a);
+  if (f >= 0 && f <= 1.0f) return static_cast<uint8_t>(t);
+  if (t <= 0.0f) return 0;
+  if (t >= 255.0f) return 255;
+  return static_cast<uint8_t>(t);
+}
+
+// PIL's gray level (convert("L")) of a pixel of `channels` components.
+inline uint32_t Gray(const uint8_t* p, int channels) {
+  if (channels < 3) return p[0];
+  return (p[0] * 19595u + p[1] * 38470u + p[2] * 7471u + 0x8000u) >> 16;
+}
+
+// torchvision's adjust_brightness / adjust_contrast on a PIL image (ImageEnhance: blend with black,
+// blend with the image's mean gray level int(mean + 0.5)), in the chosen order, in place.
+void ApplyColorJitter(const ColorJitterChoice& j, uint8_t* pixels, size_t count, int channels) {
+  uint8_t bright[256], contrast[256], color[256], alpha[256];
+  const float fb = static_cast<float>(j.brightness), fc = static_cast<float>(j.contrast);
+  for (int x = 0; x < 256; ++x) bright[x] = Blend(0, x, fb);
+  // The mean gray level of the image as the contrast step sees it.
+  uint64_t sum = 0;
+  if (fc != 1.0f) {
+    uint8_t px[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < count; ++i) {
+      const uint8_t* p = pixels + i * channels;
+      if (j.brightness_first) {
+        for (int c = 0; c < channels; ++c) px[c] = bright[p[c]];
+        sum += Gray(px, channels);
+      } else {
+        sum += Gray(p, channels);
+      }
+    }
+  }
+  const double mean = count > 0 ? static_cast<double>(sum) / static_cast<double>(count) : 0.0;
+  const int m = static_cast<int>(mean + 0.5);
+  for (int x = 0; x < 256; ++x) contrast[x] = Blend(m, x, fc);
+  for (int x = 0; x < 256; ++x) {
+    color[x] = j.brightness_first ? contrast[bright[x]] : bright[contrast[x]];
+    alpha[x] = bright[x];  // PIL's black for brightness has alpha 0; contrast keeps the image's alpha
+  }
+  const int alpha_band = channels == 2 ? 1 : channels == 4 ? 3 : -1;
+  for (size_t i = 0; i < count; ++i) {
+    uint8_t* p = pixels + i * channels;
+    for (int c = 0; c < channels; ++c) p[c] = c == alpha_band ? alpha[p[c]] : color[p[c]];
+  }
+}
+
+Status ValidateRange(const std::vector<double>& v, const char* name, bool positive) {
+  if (v.size() != 2) return Status::InvalidArgument(fmt::format("{} needs two values (min, max), got {}", name, v.size()));
+  if (!std::isfinite(v[0]) || !std::isfinite(v[1]) || v[0] > v[1] || (positive ? v[0] <= 0 : v[0] < 0)) {
+    return Status::InvalidArgument(fmt::format("{} ({}, {}) must be finite, ordered and {}", name, v[0], v[1],
+                                               positive ? "positive" : "non-negative"));
+  }
+  return Status::OK();
+}
+
+// {h, w} from a size of one or two values, each >= 1.
+Status ImageSize(const std::vector<int64_t>& size, int64_t* h, int64_t* w) {
+  if (size.size() != 1 && size.size() != 2) {
+    return Status::InvalidArgument(fmt::format("size has {} values; give (height, width) or one size", size.size()));
+  }
+  *h = size[0];
+  *w = size.back();
+  if (*h < 1 || *w < 1 || *h > INT32_MAX || *w > INT32_MAX) {
+    return Status::InvalidArgument(fmt::format("size {}x{} is outside [1, 2^31)", *h, *w));
+  }
+  return Status::OK();
+}
+
+// The image part's fixed output size {h, w}, when it has one.
+std::optional<std::pair<int64_t, int64_t>> FixedSize(const std::vector<TransformSpec>& specs) {
+  std::optional<std::pair<int64_t, int64_t>> size;
+  for (size_t i = 0; i < ImagePartLength(specs); ++i) {
+    const TransformSpec& s = specs[i];
+    if (s.size.empty()) continue;
+    const bool sets = s.kind == Kind::kRandomResizedCrop || s.kind == Kind::kCenterCrop ||
+                      (s.kind == Kind::kResize && s.size.size() == 2);
+    if (sets) {
+      size = std::make_pair(s.size[0], s.size.back());
+    } else if (s.kind == Kind::kResize) {
+      size.reset();
+    }
+  }
+  return size;
+}
+
+}  // namespace
+
+bool ImagePipeline::HasImageTransforms(const std::vector<TransformSpec>& specs) { return ImagePartLength(specs) > 0; }
+
+bool ImagePipeline::FixesSize(const std::vector<TransformSpec>& specs) { return FixedSize(specs).has_value(); }
+
+Result<ImagePipeline> ImagePipeline::Create(const std::vector<TransformSpec>& specs, const ImagePipelineOptions& options,
+                                            const std::vector<int64_t>& tensor_shape,
+                                            std::optional<std::pair<int64_t, int64_t>> uniform_size) {
+  ImagePipeline p;
+  p.encoded_ = tensor_shape.empty();
+  p.dct_scaling_ = options.jpeg_dct_scaling;
+  p.max_decoded_bytes_ = options.max_decoded_bytes;
+  if (p.encoded_) {
+    if (options.channels != 1 && options.channels != 3 && options.channels != 4) {
+      return Status::InvalidArgument(fmt::format("image_channels must be 1, 3 or 4, got {}", options.channels));
+    }
+    p.channels_ = options.channels;
+  } else {
+    if (tensor_shape.size() != 3 || tensor_shape[2] < 1 || tensor_shape[2] > 4 || tensor_shape[0] < 1 ||
+        tensor_shape[1] < 1 || tensor_shape[0] > INT32_MAX || tensor_shape[1] > INT32_MAX) {
+      return Status::InvalidArgument(fmt::format("image transforms need images: an image column, or a uint8 tensor "
+                                                 "column of shape [H, W, C] with C 1 to 4 (this one is [{}])",
+                                                 fmt::join(tensor_shape, ",")));
+    }
+    p.channels_ = static_cast<int>(tensor_shape[2]);
+    p.tensor_height_ = static_cast<int32_t>(tensor_shape[0]);
+    p.tensor_width_ = static_cast<int32_t>(tensor_shape[1]);
+  }
+  const size_t image_part = ImagePartLength(specs);
+  bool resampled = false, jittered = false;
+  std::string describe = p.encoded_ ? fmt::format("decode({})", p.channels_ == 1 ? "gray" : p.channels_ == 3 ? "rgb" : "rgba")
+                                    : std::string();
+  for (size_t i = 0; i < image_part; ++i) {
+    const TransformSpec& s = specs[i];
+    Step step;
+    step.kind = s.kind;
+    auto fail = [&](Status st) { return st.WithContext(fmt::format("transforms[{}] ({})", i, TransformKindName(s.kind))); };
+    std::string text;
+    switch (s.kind) {
+      case Kind::kRandomResizedCrop:
+      case Kind::kResize:
+        if (resampled) {
+          return fail(Status::InvalidArgument("one resampling transform per column (random_resized_crop or resize): a "
+                                              "second would resample the pixels twice"));
+        }
+        if (jittered) return fail(Status::InvalidArgument("must come before color_jitter"));
+        resampled = true;
+        if (s.kind == Kind::kResize && s.size.size() == 1) {
+          if (s.size[0] < 1 || s.size[0] > INT32_MAX) {
+            return fail(Status::InvalidArgument(fmt::format("size {} is outside [1, 2^31)", s.size[0])));
+          }
+          step.height = s.size[0];
+          step.width = 0;  // the shorter side
+          text = fmt::format("resize({})", s.size[0]);
+          break;
+        }
+        if (Status st = ImageSize(s.size, &step.height, &step.width); !st.ok()) return fail(st);
+        if (s.kind == Kind::kResize) {
+          text = fmt::format("resize({}x{})", step.height, step.width);
+          break;
+        }
+        if (Status st = ValidateRange(s.scale, "scale", true); !st.ok()) return fail(st);
+        if (Status st = ValidateRange(s.ratio, "ratio", true); !st.ok()) return fail(st);
+        step.scale[0] = s.scale[0];
+        step.scale[1] = s.scale[1];
+        step.log_ratio[0] = std::log(s.ratio[0]);
+        step.log_ratio[1] = std::log(s.ratio[1]);
+        text = fmt::format("random_resized_crop({}x{}, scale=[{},{}], ratio=[{:.4g},{:.4g}])", step.height, step.width,
+                           s.scale[0], s.scale[1], s.ratio[0], s.ratio[1]);
+        break;
+      case Kind::kCenterCrop:
+        if (jittered) return fail(Status::InvalidArgument("must come before color_jitter"));
+        if (Status st = ImageSize(s.size, &step.height, &step.width); !st.ok()) return fail(st);
+        text = fmt::format("center_crop({}x{})", step.height, step.width);
+        break;
+      case Kind::kRandomHorizontalFlip:
+        if (!(s.p >= 0 && s.p <= 1)) return fail(Status::InvalidArgument(fmt::format("p {} outside [0, 1]", s.p)));
+        step.p = s.p;
+        text = fmt::format("random_horizontal_flip(p={})", s.p);
+        break;
+      case Kind::kColorJitter:
+        if (jittered) return fail(Status::InvalidArgument("one color_jitter per column"));
+        jittered = true;
+        if (s.brightness.empty() && s.contrast.empty()) {
+          return fail(Status::InvalidArgument("neither brightness nor contrast is set"));
+        }
+        if (!s.brightness.empty()) {
+          if (Status st = ValidateRange(s.brightness, "brightness", false); !st.ok()) return fail(st);
+          step.brightness = true;
+          step.brightness_range[0] = s.brightness[0];
+          step.brightness_range[1] = s.brightness[1];
+        }
+        if (!s.contrast.empty()) {
+          if (Status st = ValidateRange(s.contrast, "contrast", false); !st.ok()) return fail(st);
+          step.contrast = true;
+          step.contrast_range[0] = s.contrast[0];
+          step.contrast_range[1] = s.contrast[1];
+        }
+        text = fmt::format("color_jitter(brightness=[{},{}], contrast=[{},{}])", step.brightness_range[0],
+                           step.brightness_range[1], step.contrast_range[0], step.contrast_range[1]);
+        break;
+      default:
+        return fail(Status::Internal("not an image transform"));
+    }
+    describe += describe.empty() ? text : " -> " + text;
+    p.steps_.push_back(step);
+  }
+  for (size_t i = image_part; i < specs.size(); ++i) {
+    if (IsImageKind(specs[i].kind) && specs[i].kind != Kind::kRandomHorizontalFlip) {
+      return Status::InvalidArgument(fmt::format(
+          "transforms[{}] ({}): an image transform after a tensor transform; the image transforms (random_resized_crop, "
+          "resize, center_crop, random_horizontal_flip, color_jitter) come first", i, TransformKindName(specs[i].kind)));
+    }
+  }
+  int64_t out_h = 0, out_w = 0;
+  if (auto fixed = FixedSize(specs)) {
+    p.fixes_size_ = true;
+    out_h = fixed->first;
+    out_w = fixed->second;
+  } else if (!p.encoded_ && !resampled) {
+    // Pixels of a fixed shape, only flipped or jittered.
+    out_h = tensor_shape[0];
+    out_w = tensor_shape[1];
+    p.fixes_size_ = true;
+  } else if (uniform_size) {
+    p.uniform_height_ = out_h = uniform_size->first;
+    p.uniform_width_ = out_w = uniform_size->second;
+  } else {
+    return Status::InvalidArgument("images of different sizes cannot be batched: end the image transforms with "
+                                   "random_resized_crop, resize to (height, width) or center_crop");
+  }
+  if (!p.fixes_size_ && !p.encoded_) {
+    // resize to one side of a fixed-shape tensor: the output size is known.
+    ImageGeometry g;
+    Rng rng(0);
+    ColorJitterChoice unused;
+    STOKE_RETURN_IF_ERROR(p.PlanGeometry(static_cast<int32_t>(tensor_shape[1]), static_cast<int32_t>(tensor_shape[0]),
+                                         rng, &g, &unused, nullptr));
+    out_h = g.window_height;
+    out_w = g.window_width;
+    p.fixes_size_ = true;
+  }
+  const std::vector<TransformSpec> rest(specs.begin() + static_cast<std::ptrdiff_t>(image_part), specs.end());
+  auto tensor = TransformPipeline::Create(rest, DType::kUInt8, {out_h, out_w, p.channels_});
+  if (!tensor.ok()) {
+    // Name the transform by its index in the whole list.
+    std::string message = tensor.status().message();
+    if (message.rfind("transforms[", 0) == 0) {
+      const size_t close = message.find(']');
+      const size_t index = std::stoul(message.substr(11, close - 11)) + image_part;
+      message = fmt::format("transforms[{}{}", index, message.substr(close));
+    }
+    return Status(tensor.status().code(), message);
+  }
+  p.tensor_ = std::move(*tensor);
+  if (!p.tensor_.empty()) describe += fmt::format("{}[{}]", describe.empty() ? "" : " -> ", p.tensor_.Describe());
+  p.describe_image_part_ = describe.empty() ? "identity" : describe;
+  return p;
+}
+
+std::string ImagePipeline::Describe() const { return describe_image_part_; }
+
+Status ImagePipeline::PlanGeometry(int32_t width, int32_t height, Rng& rng, ImageGeometry* g, ColorJitterChoice* jitter,
+                                   std::vector<ImageTransformChoice>* choices) const {
+  *g = ImageGeometry{};
+  g->source_width = width;
+  g->source_height = height;
+  g->box_width = g->resized_width = g->window_width = width;
+  g->box_height = g->resized_height = g->window_height = height;
+  // A crop of the current image (the window), mirrored when the image is flipped so far.
+  auto crop = [g](int64_t left, int64_t top, int64_t w, int64_t h) {
+    if (g->flip) left = g->window_width - left - w;
+    g->window_left += static_cast<int32_t>(left);
+    g->window_top += static_cast<int32_t>(top);
+    g->window_width = static_cast<int32_t>(w);
+    g->window_height = static_cast<int32_t>(h);
+  };
+  auto resize = [g](int64_t w, int64_t h) -> Status {
+    if (g->window_left < 0 || g->window_top < 0 || g->window_left + g->window_width > g->box_width ||
+        g->window_top + g->window_height > g->box_height) {
+      return Status::InvalidArgument(fmt::format("a center_crop pads the {}x{} image before it is resized; crop after "
+                                                 "the resize, or resize first", g->source_width, g->source_height));
+    }
+    g->box_left += g->window_left;
+    g->box_top += g->window_top;
+    g->box_width = g->window_width;
+    g->box_height = g->window_height;
+    g->resized = true;
+    g->resized_width = static_cast<int32_t>(w);
+    g->resized_height = static_cast<int32_t>(h);
+    g->window_left = g->window_top = 0;
+    g->window_width = static_cast<int32_t>(w);
+    g->window_height = static_cast<int32_t>(h);
+    return Status::OK();
+  };
+  for (const Step& s : steps_) {
+    ImageTransformChoice choice;
+    choice.kind = s.kind;
+    const int64_t cur_w = g->window_width, cur_h = g->window_height;
+    switch (s.kind) {
+      case Kind::kRandomResizedCrop: {
+        double u[2 * kAttempts + 2];
+        for (double& x : u) x = rng.Uniform();
+        const double area = static_cast<double>(cur_w) * static_cast<double>(cur_h);
+        int64_t top = 0, left = 0, w = 0, h = 0;
+        bool found = false;
+        for (int k = 0; k < kAttempts && !found; ++k) {
+          const double target = area * (s.scale[0] + u[2 * k] * (s.scale[1] - s.scale[0]));
+          const double aspect = std::exp(s.log_ratio[0] + u[2 * k + 1] * (s.log_ratio[1] - s.log_ratio[0]));
+          w = RoundHalfEven(std::sqrt(target * aspect));
+          h = RoundHalfEven(std::sqrt(target / aspect));
+          if (w > 0 && w <= cur_w && h > 0 && h <= cur_h) {
+            top = static_cast<int64_t>(u[2 * kAttempts] * static_cast<double>(cur_h - h + 1));
+            left = static_cast<int64_t>(u[2 * kAttempts + 1] * static_cast<double>(cur_w - w + 1));
+            found = true;
+          }
+        }
+        if (!found) {  // torchvision's fallback: the centred box of the nearest ratio bound
+          const double in_ratio = static_cast<double>(cur_w) / static_cast<double>(cur_h);
+          const double lo = std::exp(s.log_ratio[0]), hi = std::exp(s.log_ratio[1]);
+          if (in_ratio < lo) {
+            w = cur_w;
+            h = RoundHalfEven(static_cast<double>(w) / lo);
+          } else if (in_ratio > hi) {
+            h = cur_h;
+            w = RoundHalfEven(static_cast<double>(h) * hi);
+          } else {
+            w = cur_w;
+            h = cur_h;
+          }
+          top = (cur_h - h) / 2;
+          left = (cur_w - w) / 2;
+        }
+        choice.top = top;
+        choice.left = left;
+        choice.height = h;
+        choice.width = w;
+        choice.out_height = s.height;
+        choice.out_width = s.width;
+        crop(left, top, w, h);
+        STOKE_RETURN_IF_ERROR(resize(s.width, s.height));
+        break;
+      }
+      case Kind::kResize: {
+        int64_t nh = s.height, nw = s.width;
+        if (s.width == 0) {  // the shorter side to `height`, as torchvision's _compute_resized_output_size
+          const int64_t shorter = std::min(cur_w, cur_h), longer = std::max(cur_w, cur_h);
+          const int64_t other = static_cast<int64_t>(static_cast<double>(s.height) * static_cast<double>(longer) /
+                                                     static_cast<double>(shorter));
+          nw = cur_w <= cur_h ? s.height : other;
+          nh = cur_w <= cur_h ? other : s.height;
+        }
+        choice.out_height = nh;
+        choice.out_width = nw;
+        if (nw != cur_w || nh != cur_h) STOKE_RETURN_IF_ERROR(resize(nw, nh));  // PIL: the same size is a copy
+        break;
+      }
+      case Kind::kCenterCrop: {
+        // torchvision's center_crop: pad (floor on the low side) where the crop is larger, then crop
+        // at round((extent - size) / 2), half to even.
+        auto offset = [](int64_t extent, int64_t size) -> int64_t {
+          if (size > extent) return -((size - extent) / 2);
+          return RoundHalfEven(static_cast<double>(extent - size) / 2.0);
+        };
+        choice.top = offset(cur_h, s.height);
+        choice.left = offset(cur_w, s.width);
+        choice.height = choice.out_height = s.height;
+        choice.width = choice.out_width = s.width;
+        crop(choice.left, choice.top, s.width, s.height);
+        break;
+      }
+      case Kind::kRandomHorizontalFlip:
+        choice.flip = rng.Uniform() < s.p;
+        if (choice.flip) g->flip = !g->flip;
+        break;
+      case Kind::kColorJitter: {
+        const double u_order = rng.Uniform(), u_b = rng.Uniform(), u_c = rng.Uniform();
+        jitter->active = true;
+        jitter->brightness_first = u_order < 0.5;
+        jitter->brightness = s.brightness ? s.brightness_range[0] + u_b * (s.brightness_range[1] - s.brightness_range[0]) : 1.0;
+        jitter->contrast = s.contrast ? s.contrast_range[0] + u_c * (s.contrast_range[1] - s.contrast_range[0]) : 1.0;
+        choice.brightness = jitter->brightness;
+        choice.contrast = jitter->contrast;
+        choice.brightness_first = jitter->brightness_first;
+        break;
+      }
+      default: break;
+    }
+    if (choices != nullptr) choices->push_back(choice);
+  }
+  return Status::OK();
+}
+
+Result<std::vector<ImageTransformChoice>> ImagePipeline::Choices(int64_t width, int64_t height, uint64_t seed,
+                                                                 int64_t epoch, int64_t row, uint32_t column,
+                                                                 ImageGeometry* geometry) const {
+  if (width < 1 || height < 1 || width > INT32_MAX || height > INT32_MAX) {
+    return Status::InvalidArgument(fmt::format("an image of {}x{} pixels", width, height));
+  }
+  Rng rng(TransformSeed(seed, epoch, row, column));
+  std::vector<ImageTransformChoice> choices;
+  ColorJitterChoice jitter;
+  ImageGeometry g;
+  STOKE_RETURN_IF_ERROR(PlanGeometry(static_cast<int32_t>(width), static_cast<int32_t>(height), rng, &g, &jitter, &choices));
+  if (geometry != nullptr) *geometry = g;
+  return choices;
+}
+
+Status ImagePipeline::Apply(ByteView in, MutableByteView out, uint64_t seed, int64_t epoch, int64_t row,
+                            uint32_t column, ImageScratch* scratch, Timing* timing) const {
+  const int64_t t0 = NowNanos();
+  if (out.size() != out_bytes()) {
+    return Status::InvalidArgument(fmt::format("image output of {} bytes; the result has {}", out.size(), out_bytes()));
+  }
+  int32_t width = tensor_width_, height = tensor_height_;
+  bool jpeg = false;
+  if (encoded_) {
+    STOKE_ASSIGN_OR_RETURN(ImageInfo info, ReadImageInfo(in, "image"));
+    width = info.width;
+    height = info.height;
+    jpeg = info.format == ImageFormat::kJpeg;
+  } else if (in.size() != static_cast<size_t>(width) * height * channels_) {
+    return Status::InvalidArgument(fmt::format("an image cell of {} bytes; the column's [{}, {}, {}] uint8 has {}",
+                                               in.size(), height, width, channels_,
+                                               static_cast<size_t>(width) * height * channels_));
+  }
+  Rng rng(TransformSeed(seed, epoch, row, column));
+  ImageGeometry g;
+  ColorJitterChoice jitter;
+  STOKE_RETURN_IF_ERROR(PlanGeometry(width, height, rng, &g, &jitter, nullptr));
+  if (!fixes_size_ && (g.window_width != uniform_width_ || g.window_height != uniform_height_)) {
+    return Status::InvalidArgument(fmt::format(
+        "the image is {}x{} (width x height){}, the column's first image {}x{}: images of different sizes cannot be "
+        "batched; end the image transforms with random_resized_crop, resize to (height, width) or center_crop",
+        width, height, g.resized ? fmt::format(", {}x{} after the transforms", g.window_width, g.window_height) : "",
+        uniform_width_, uniform_height_));
+  }
+  // Decode, at a DCT scale when the box is at least twice the output in both axes.
+  const uint8_t* pixels = in.data();
+  int32_t src_w = width, src_h = height;
+  int scale = 8;
+  if (encoded_) {
+    if (jpeg && dct_scaling_ && g.resized) {
+      for (int n = 1; n <= 4; ++n) {
+        if (int64_t{g.box_width} * n >= int64_t{8} * g.resized_width &&
+            int64_t{g.box_height} * n >= int64_t{8} * g.resized_height) {
+          scale = n;
+          break;
+        }
+      }
+    }
+    DecodeImageOptions o;
+    o.channels = channels_;
+    o.scale_eighths = scale;
+    o.max_bytes = max_decoded_bytes_;
+    STOKE_ASSIGN_OR_RETURN(DecodedImage d, DecodeImage(in, "image", o, &scratch->decoded));
+    pixels = scratch->decoded.data();
+    src_w = d.width;
+    src_h = d.height;
+  }
+  const int64_t t1 = NowNanos();
+  const size_t staged_bytes = static_cast<size_t>(g.window_width) * g.window_height * channels_;
+  uint8_t* image_out = out.data();
+  if (!tensor_.empty()) {
+    scratch->staged.Resize(staged_bytes);
+    image_out = scratch->staged.data();
+  }
+  if (g.resized) {
+    ResampleRequest r;
+    r.src = pixels;
+    r.src_width = src_w;
+    r.src_height = src_h;
+    r.channels = channels_;
+    const double sx = static_cast<double>(src_w) / width, sy = static_cast<double>(src_h) / height;
+    r.x0 = g.box_left * sx;
+    r.x1 = (g.box_left + g.box_width) * sx;
+    r.y0 = g.box_top * sy;
+    r.y1 = (g.box_top + g.box_height) * sy;
+    if (scale == 8) {
+      r.clip_left = g.box_left;
+      r.clip_top = g.box_top;
+      r.clip_right = g.box_left + g.box_width;
+      r.clip_bottom = g.box_top + g.box_height;
+    } else {
+      r.clip_left = static_cast<int32_t>(std::floor(r.x0));
+      r.clip_top = static_cast<int32_t>(std::floor(r.y0));
+      r.clip_right = std::min(src_w, static_cast<int32_t>(std::ceil(r.x1)));
+      r.clip_bottom = std::min(src_h, static_cast<int32_t>(std::ceil(r.y1)));
+    }
+    r.out_width = g.resized_width;
+    r.out_height = g.resized_height;
+    r.wx = g.window_left;
+    r.wy = g.window_top;
+    r.ww = g.window_width;
+    r.wh = g.window_height;
+    r.flip = g.flip;
+    ResampleBilinear(r, image_out, &scratch->resample);
+  } else {
+    CopyWindow(pixels, src_w, channels_, g, image_out, scratch->row);
+  }
+  if (jitter.active) {
+    ApplyColorJitter(jitter, image_out, static_cast<size_t>(g.window_width) * g.window_height, channels_);
+  }
+  Status st;
+  if (!tensor_.empty()) st = tensor_.ApplyWithRng(ByteView(image_out, staged_bytes), out, rng, &scratch->tensor);
+  if (timing != nullptr) {
+    timing->decode_ns = t1 - t0;
+    timing->transform_ns = NowNanos() - t1;
+  }
+  return st;
+}
+
+}  // namespace stoke
+
+namespace stoke {
+namespace {
+
+// A pipeline for single images: when the chain does not fix the output size, the size this image
+// comes out at is the one "every image" must have.
+Result<ImagePipeline> PipelineForOneImage(const std::vector<TransformSpec>& transforms, const ImageTransformOptions& o,
+                                          int64_t width, int64_t height) {
+  ImagePipelineOptions io;
+  io.channels = o.channels;
+  io.jpeg_dct_scaling = o.jpeg_dct_scaling;
+  if (ImagePipeline::FixesSize(transforms)) return ImagePipeline::Create(transforms, io, {}, std::nullopt);
+  STOKE_ASSIGN_OR_RETURN(ImagePipeline draft, ImagePipeline::Create(transforms, io, {}, std::make_pair(height, width)));
+  ImageGeometry g;
+  STOKE_RETURN_IF_ERROR(draft.Choices(width, height, o.seed, o.epoch, o.row, o.column, &g).status());
+  return ImagePipeline::Create(transforms, io, {}, std::make_pair(int64_t{g.window_height}, int64_t{g.window_width}));
+}
+
+}  // namespace
+
+Result<TransformedImage> TransformImage(std::string_view encoded, std::string_view path,
+                                        const std::vector<TransformSpec>& transforms,
+                                        const ImageTransformOptions& options) {
+  const ByteView bytes(reinterpret_cast<const uint8_t*>(encoded.data()), encoded.size());
+  STOKE_ASSIGN_OR_RETURN(ImageInfo info, ReadImageInfo(bytes, path));
+  STOKE_ASSIGN_OR_RETURN(ImagePipeline pipeline, PipelineForOneImage(transforms, options, info.width, info.height));
+  TransformedImage out;
+  out.dtype = pipeline.out_dtype();
+  out.shape = pipeline.out_shape();
+  out.data.resize(pipeline.out_bytes());
+  ImageScratch scratch;
+  Status st = pipeline.Apply(bytes, MutableByteView(out.data.data(), out.data.size()), options.seed, options.epoch,
+                             options.row, options.column, &scratch, nullptr);
+  if (!st.ok()) return st.WithContext(std::string(path));
+  return out;
+}
+
+Result<std::vector<ImageTransformChoice>> PlanImageTransforms(const std::vector<TransformSpec>& transforms,
+                                                              int64_t width, int64_t height,
+                                                              const ImageTransformOptions& options) {
+  if (width < 1 || height < 1 || width > INT32_MAX || height > INT32_MAX) {
+    return Status::InvalidArgument(fmt::format("an image of {}x{} pixels", width, height));
+  }
+  STOKE_ASSIGN_OR_RETURN(ImagePipeline pipeline, PipelineForOneImage(transforms, options, width, height));
+  return pipeline.Choices(width, height, options.seed, options.epoch, options.row, options.column, nullptr);
+}
+
+}  // namespace stoke
