@@ -171,7 +171,8 @@ def test_batch_small(runs):
             assert all(e["val_accuracy"] < s["target_accuracy"] for e in r["epochs"][:k - 1])
     assert {(e["loader"], e["batch_size"]) for e in doc["measured"]["efficiency"]} == \
         {(ld, b) for ld in ("torch", "stoke") for b in s["batch_sizes"]}
-    assert "images" in doc["workload"]["note"] and "note:" in stdout
+    assert doc["workload"]["name"] == "images" and "JPEG" in doc["workload"]["description"]
+    assert "VGG16" in doc["workload"]["note"] and "note:" in stdout
 
 
 def test_same_seed_same_json(runs, tmp_path):
@@ -483,6 +484,49 @@ def test_generator_pipeline_is_a_seeded_endless_stream(tmp_path):
     assert list(pipelines.epoch_order(len(names), 3, 0)) != list(pipelines.epoch_order(len(names), 3, 1))
 
 
+def test_image_workload_feeds_both_pipelines_the_same_images(tmp_path):
+    """The batch study's image workload: JPEGs in two class folders plus labels.csv (label = class
+    folder, a seeded tenth in "val"); the naive side (PIL + torchvision) and stoke's loader over the
+    ingested table give the same validation inputs (Resize, CenterCrop, ToTensor, Normalize: no
+    randomness): equal when stoke decodes at full size, a few levels apart on average with its
+    default DCT-domain downscaling; training inputs of the same shape and distribution."""
+    import numpy as np
+    from stoke.experiments import data, pipelines
+    w = data.ImageWorkload(size=32, min_side=40, max_side=96)
+    src, table = str(tmp_path / "src"), str(tmp_path / "table")
+    w.write_sources(src, 60, 7)
+    files = data.SampleFiles(src)
+    rows = files.labels()
+    assert len(rows) == 60 and {r["split"] for r in rows} == {"train", "val"}
+    for r in rows:
+        assert r["file"].startswith(f"class_00{r['label']}/") and r["file"].endswith(".jpg")
+    with pytest.raises(ValueError, match="2 classes"):
+        data.ImageWorkload(classes=3).write_sources(str(tmp_path / "three"), 6, 0)
+    data.ingest_table(w, src, table)
+    names, labels = files.split("val")
+    want = np.stack([w.decode(files.read(n), train=False) for n in names])
+    assert want.shape == (len(names), 3, 32, 32) and want.dtype == np.float32
+
+    def stoke_val(**options):
+        with pipelines.stoke_loader(w, table, "val", 4, 0, "cpu", shuffle="none", **options) as loader:
+            got = [(x.numpy(), y.numpy()) for x, y in pipelines.stoke_batches(loader, w.column, 0)]
+        return np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got])
+    level = 1 / 255 / min(data.IMAGENET_STD)  # one gray level after Normalize
+    # decoded at full size, the pixels are PIL's (Normalize's float rounding aside)
+    x, y = stoke_val(jpeg_dct_scaling=False)
+    assert x.shape == want.shape and np.array_equal(y.astype(np.float32), labels)
+    assert np.abs(x - want).max() <= 1e-5
+    # the default decodes large boxes at a DCT scale: the same picture, pixels a few levels apart
+    x, _ = stoke_val()
+    assert x.shape == want.shape and np.abs(x - want).mean() <= 5 * level
+    # training inputs: augmented differently on each side, the same shape, normalised alike
+    a = np.stack([w.decode(files.read(n)) for n in names])
+    with pipelines.stoke_loader(w, table, "train", 4, 0, "cpu") as loader:
+        b = next(iter(pipelines.stoke_batches(loader, w.column, 0)))[0].numpy()
+    assert a.shape[1:] == b.shape[1:] == (3, 32, 32)
+    assert abs(float(a.mean()) - float(b.mean())) < 0.5
+
+
 def test_emulated_store_adds_latency_and_caps_bandwidth():
     need(HAVE_SERVERS, "the object-store emulators (tests/servers/node_modules)")
     need(HAVE_AZURE_SDK, "Microsoft's Azure SDK for Python (python3-azure)")
@@ -517,9 +561,9 @@ def test_experiments_help():
 
 
 def test_experiments_refuse_what_they_cannot_run(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "stoke.experiments", "batch", "--scale", "small", "--workload", "images",
+    r = subprocess.run([sys.executable, "-m", "stoke.experiments", "batch", "--scale", "small", "--workload", "spectra",
                         "--out", str(tmp_path)], capture_output=True, text=True, env=env(), timeout=120)
-    assert r.returncode == 1 and "unknown workload 'images'" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "invalid choice: 'spectra'" in r.stderr and "Traceback" not in r.stderr
     r = subprocess.run([sys.executable, "-m", "stoke.experiments", "deepiq", "--scale", "small", "--storage", "local",
                         "--steps", "50", "--out", str(tmp_path)], capture_output=True, text=True, env=env(), timeout=300)
     assert r.returncode == 1 and "fewer than 50 steps x 32" in r.stderr and "Traceback" not in r.stderr

@@ -167,7 +167,7 @@ def train_cell(args: argparse.Namespace, workload: data.VolumeWorkload, dev: str
             correct, counted = train.evaluate(model, pipelines.stoke_batches(vloader, workload.column, 0), device)
     else:
         vb = pipelines.sample_batches(files, workload, val_names, val_labels, BATCH, np.arange(len(val_names)),
-                                      drop_last=False)
+                                      drop_last=False, train=False)
         correct, counted = train.evaluate(model, vb, device)
     total_steps = sum(e["steps"] for e in epochs)
     phases = {p: sum(s[p] for s in step_log) for p in train.PHASES}

@@ -1,7 +1,8 @@
 """The models the experiments (and examples/train_volumes.py) train.
 
-VolumeNet is a small 3D CNN that learns the seed task in an epoch or two; the shuffle and batch
-studies train it, since they compare loaders and orders rather than models.
+VolumeNet is a small 3D CNN that learns the seed task in an epoch or two, and ImageCNN its 2D
+counterpart for the image workload; the shuffle and batch studies train them, since they compare
+loaders and orders rather than models.
 
 ResNet3D is the published DeepIQ model: a 3D ResNet-18 backbone (a 7x7x7 stem convolution with
 stride 2, batch norm and 3x3x3 max pooling, then four stages of two basic blocks with 3x3x3
@@ -84,6 +85,22 @@ class VolumeNet(nn.Module):
         self.features = nn.Sequential(
             nn.Conv3d(in_channels, width, 3, padding=pad), nn.ReLU(inplace=True), nn.MaxPool3d(2, ceil_mode=True),
             nn.Conv3d(width, 2 * width, 3, padding=pad), nn.ReLU(inplace=True), nn.AdaptiveMaxPool3d(1),
+        )
+        self.head = nn.Linear(2 * width, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).flatten(1)).squeeze(1)
+
+
+class ImageCNN(nn.Module):
+    """VolumeNet in 2D, for [batch, channels, H, W] images: a strided 3x3 convolution, max pooling,
+    a second 3x3 convolution, global max pooling and a linear head giving one logit."""
+
+    def __init__(self, in_channels: int = 3, width: int = 16) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(in_channels, width, 3, stride=2, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2, ceil_mode=True),
+            nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(inplace=True), nn.AdaptiveMaxPool2d(1),
         )
         self.head = nn.Linear(2 * width, 1)
 

@@ -22,7 +22,7 @@ import torch.utils.data
 
 import stoke
 
-from .data import LABEL_COLUMN, SampleFiles, VolumeWorkload
+from .data import LABEL_COLUMN, SampleFiles, Workload
 
 Batch = Tuple[torch.Tensor, torch.Tensor]
 
@@ -30,14 +30,14 @@ Batch = Tuple[torch.Tensor, torch.Tensor]
 # ---------------------------------------------------------------------------
 # stoke
 
-def stoke_loader(workload: VolumeWorkload, table: str, split: str, batch_size: int, seed: int, device: str,
+def stoke_loader(workload: Workload, table: str, split: str, batch_size: int, seed: int, device: str,
                  shuffle: str = "global", **options: Any) -> stoke.Loader:
     """A Loader over one split of the table; training splits drop the last short batch. The memory
     budget is the default 512 MiB or 6 batches, whichever is more (the trainer holds a batch or two
     while the loader fills the next)."""
     options.setdefault("prefetch_bytes", max(512 << 20, 6 * batch_size * workload.sample_bytes))
     return stoke.Loader(stoke.open_table(table, where=f"split = '{split}'"), batch_size=batch_size, shuffle=shuffle,
-                        seed=seed, columns=[workload.column, LABEL_COLUMN], transforms=workload.transforms(),
+                        seed=seed, columns=[workload.column, LABEL_COLUMN], transforms=workload.transforms(split == "train"),
                         drop_last=split == "train", device=device, **options)
 
 
@@ -52,13 +52,14 @@ def stoke_batches(loader: stoke.Loader, column: str, epoch: Optional[int] = None
 # ---------------------------------------------------------------------------
 # the published naive pipeline: a Python generator of per-sample reads
 
-def sample_batches(files: SampleFiles, workload: VolumeWorkload, names: Sequence[str], labels: np.ndarray,
-                   batch_size: int, order: Sequence[int], drop_last: bool = True) -> Iterator[Batch]:
-    """Batches of the samples at `order` (indices into names), read one file after the other."""
+def sample_batches(files: SampleFiles, workload: Workload, names: Sequence[str], labels: np.ndarray,
+                   batch_size: int, order: Sequence[int], drop_last: bool = True, train: bool = True) -> Iterator[Batch]:
+    """Batches of the samples at `order` (indices into names), read one file after the other
+    (decoded with the training augmentations when `train`)."""
     end = len(order) - batch_size + 1 if drop_last else len(order)
     for i in range(0, max(0, end), batch_size):
         idx = order[i:i + batch_size]
-        x = np.stack([workload.decode(files.read(names[j])) for j in idx])
+        x = np.stack([workload.decode(files.read(names[j]), train=train) for j in idx])
         yield torch.from_numpy(x), torch.from_numpy(labels[np.asarray(idx)])
 
 
@@ -73,7 +74,7 @@ class GeneratorPipeline:
     most `max_queue` batches, as Keras's `fit(generator, steps_per_epoch=...)` does by default.
     `epoch(steps)` takes the next `steps` batches of the stream. close() stops the thread."""
 
-    def __init__(self, files: SampleFiles, workload: VolumeWorkload, names: Sequence[str], labels: np.ndarray,
+    def __init__(self, files: SampleFiles, workload: Workload, names: Sequence[str], labels: np.ndarray,
                  batch_size: int, seed: int, max_queue: int = 10) -> None:
         if len(names) < batch_size:
             raise ValueError(f"{files.location}: {len(names)} training samples, fewer than a batch of {batch_size}")
@@ -123,16 +124,20 @@ class GeneratorPipeline:
 # the naive DataLoader
 
 class FileDataset(torch.utils.data.Dataset):
-    """One file per sample, read and decoded in __getitem__ (in DataLoader worker processes)."""
+    """One file per sample, read and decoded (augmented when `train`) in __getitem__ (in DataLoader
+    worker processes)."""
 
-    def __init__(self, files: SampleFiles, workload: VolumeWorkload, names: Sequence[str], labels: np.ndarray) -> None:
+    def __init__(self, files: SampleFiles, workload: Workload, names: Sequence[str], labels: np.ndarray,
+                 train: bool = True) -> None:
         self.files, self.workload, self.names, self.labels = files, workload, list(names), labels
+        self.train = train
 
     def __len__(self) -> int:
         return len(self.names)
 
     def __getitem__(self, i: int) -> Tuple[torch.Tensor, float]:
-        return torch.from_numpy(self.workload.decode(self.files.read(self.names[i]))), float(self.labels[i])
+        x = self.workload.decode(self.files.read(self.names[i]), train=self.train)
+        return torch.from_numpy(x), float(self.labels[i])
 
 
 def torch_dataloader(dataset: FileDataset, batch_size: int, seed: int, workers: int, train: bool,
