@@ -7,7 +7,8 @@
 #   - the augmentations on both sides: RandomResizedCrop(224), RandomHorizontalFlip(), ToTensor(),
 #     Normalize(ImageNet mean, std); batches of 32 [3, 224, 224] float32, shuffled.
 #   - runs, warm page cache (each data set read once right before its runs): `stoke bench load` with
-#     --threads 1 and with one thread per core (whole epochs); torchvision with num_workers 0 and 2
+#     --threads 1 and with one thread per core (whole epochs), and once more at 1 thread with
+#     --no-jpeg-region (every JPEG decoded whole: what decoding only the crop's region gains); torchvision with num_workers 0 and 2
 #     (bench/torchvision_images.py; at most BENCH_TORCH_BATCHES batches each, default 100, after 2
 #     warm-up batches). Each row: images/s, busy seconds per stage where known (stoke: fetch, decode,
 #     transform, ...; torchvision w0: decode, transform), and peak RSS (/usr/bin/time -v: the largest
@@ -106,6 +107,7 @@ warmup=$((tb > 4 ? 2 : 0))
 note "warming the page cache with the table"
 warm "$table"
 run "stoke threads=1" "${load[@]}" --threads 1
+run "stoke threads=1 whole" "${load[@]}" --threads 1 --no-jpeg-region
 run "stoke threads=$(nproc)" "${load[@]}" --threads 0
 note "warming the page cache with the JPEG files"
 warm "$src"
@@ -161,6 +163,11 @@ for r in rows:
     stages_s = " ".join(f"{k} {v:.2f}" for k, v in stages.items() if k not in ("wait", "compute")) or "-"
     print(fmt.format(r["run"], f"{r['samples_per_s']:.0f}", f"{r['wait_share']:.3f}", rss_s, stages_s))
 images = [r for r in rows if not r["run"].startswith("hdf5:")]
+one = {r["run"]: r for r in images}
+if "stoke threads=1" in one and "stoke threads=1 whole" in one:
+    gain = one["stoke threads=1"]["samples_per_s"] / one["stoke threads=1 whole"]["samples_per_s"]
+    print(f"-- decoding only the crop's region (default) / whole JPEGs (--no-jpeg-region), 1 thread: {gain:.2f}x")
+images = [r for r in images if r["run"] != "stoke threads=1 whole"]  # the verdicts compare the defaults
 stoke = max((r for r in images if r["tool"] == "stoke"), key=lambda r: r["samples_per_s"])
 torch = max((r for r in images if r["tool"].startswith("torchvision")), key=lambda r: r["samples_per_s"])
 ratio = stoke["samples_per_s"] / torch["samples_per_s"]

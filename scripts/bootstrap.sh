@@ -17,7 +17,7 @@ APT_PACKAGES=(
   python3-azure chromium python3-pil
   coreutils time libmd-dev fio curl
   libcurl4-openssl-dev libssl-dev
-  libhdf5-dev libturbojpeg0-dev libpng-dev python3-h5py python3-pil python3-torchvision
+  libhdf5-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev python3-h5py python3-pil python3-torchvision
 )
 # Node.js and npm run the interop tests; a machine may already carry its own (e.g. from NodeSource),
 # whose npm conflicts with Debian's npm package, so they are installed only when absent.

@@ -207,6 +207,11 @@ struct LoaderOptions {
   // from a full decode + resize. False: every image is decoded at full size (the pixels then equal
   // torchvision's PIL pipeline given the same random choices).
   bool jpeg_dct_scaling = true;
+  // Default true: a JPEG is decoded only as far as its crop box needs (the rows above the box are
+  // entropy-decoded and skipped, only the iMCU columns around the box are reconstructed, and
+  // decoding stops after the box's last row); the box's pixels equal a full decode's. False: every
+  // JPEG is decoded whole (for comparisons).
+  bool jpeg_region_decode = true;
 };
 
 // One column of a batch: a C-contiguous array, row-major, rows in sampler order.

@@ -283,7 +283,7 @@ int main(int argc, char** argv) {
   // bench load
   stoke::LoadBenchOptions lb;
   std::string lb_shuffle = "global", lb_backend = "auto";
-  bool lb_json = false, lb_cold = false, lb_no_crc = false, lb_no_dct = false;
+  bool lb_json = false, lb_cold = false, lb_no_crc = false, lb_no_dct = false, lb_no_region = false;
   std::vector<std::string> lb_transforms;
   auto* bench_load = bench->add_subcommand(
       "load", "The loader on a table: samples/s, MB/s, consumer wait share and accelerator utilisation");
@@ -349,6 +349,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_load->add_flag("--no-dct-scaling", lb_no_dct,
                        "Decode JPEGs at full size even when a crop is much smaller (no DCT-domain downscaling)");
+  bench_load->add_flag("--no-jpeg-region", lb_no_region,
+                       "Decode whole JPEGs even when a crop needs only part of them (no skipped rows or columns)");
   bench_load->add_option("--trace", lb.trace_path, "Write a Chrome trace (open in Perfetto) of the run to this file");
   bench_load->add_flag("--json", lb_json, "Print one line of JSON");
   // ---- end of bench -----------------------------------------------------------------------------
@@ -503,6 +505,7 @@ int main(int argc, char** argv) {
     lb.loader.direct = lb_cold;
     lb.loader.verify_crc = !lb_no_crc;
     lb.loader.jpeg_dct_scaling = !lb_no_dct;
+    lb.loader.jpeg_region_decode = !lb_no_region;
     for (const auto& text : lb_transforms) {
       auto t = stoke::ParseTransformText(text);
       if (!t.ok()) return Fail(t.status());

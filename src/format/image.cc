@@ -6,11 +6,15 @@
 #include <png.h>
 #include <turbojpeg.h>
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
+
+// jpeglib.h needs FILE and size_t declared before it (cstdio above).
+#include <jpeglib.h>
 
 namespace stoke {
 namespace {
@@ -216,6 +220,91 @@ int WritePng(PngState* st, const uint8_t* pixels, int width, int height, int col
   return 0;
 }
 
+// libjpeg's error hooks for the region decoder: plain data only (the decoder longjmps out of the
+// library, as libpng does above). Warnings (a truncated scan, corrupt entropy data) are errors, as
+// TJFLAG_STOPONWARNING makes them on the TurboJPEG path.
+struct JpegErrors {
+  jpeg_error_mgr pub;  // first: libjpeg hands its err pointer back to the hooks
+  jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+[[noreturn]] void JpegOnError(j_common_ptr cinfo) {
+  auto* e = reinterpret_cast<JpegErrors*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, e->message);
+  std::longjmp(e->jump, 1);
+}
+
+void JpegOnMessage(j_common_ptr cinfo, int level) {
+  if (level < 0) JpegOnError(cinfo);  // a warning; trace messages (level >= 0) are ignored
+}
+
+// What DecodeJpegRegionRows needs, as plain data. `out` holds full_height rows of full_width *
+// channels bytes (the scaled image); the region's rows land at their places in it.
+struct JpegRegionJob {
+  const uint8_t* in = nullptr;
+  size_t in_size = 0;
+  J_COLOR_SPACE colour = JCS_EXT_RGB;
+  int channels = 3;
+  int scale_eighths = 8;
+  uint32_t left = 0, top = 0, width = 0, height = 0;  // the region, inside the scaled image
+  uint32_t full_width = 0, full_height = 0;           // the scaled image, as the header gave it
+  uint8_t* out = nullptr;
+  JpegErrors errors;
+};
+
+// Decodes the region's rows with libjpeg's scanline API: skip the rows above, crop the columns to
+// the iMCUs that cover the region, read down to the region's last row and abort (the rest of the
+// stream is never decoded). Returns 0, or 1 with job->errors.message set. No destructors on this
+// frame (longjmp).
+int DecodeJpegRegionRows(JpegRegionJob* job) {
+  jpeg_decompress_struct cinfo;
+  std::memset(&cinfo, 0, sizeof(cinfo));
+  cinfo.err = jpeg_std_error(&job->errors.pub);
+  job->errors.pub.error_exit = JpegOnError;
+  job->errors.pub.emit_message = JpegOnMessage;
+  job->errors.message[0] = '\0';
+  if (setjmp(job->errors.jump) != 0) {
+    jpeg_destroy_decompress(&cinfo);  // safe on a struct that jpeg_create_decompress did not finish
+    return 1;
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, job->in, static_cast<unsigned long>(job->in_size));
+  jpeg_read_header(&cinfo, TRUE);
+  cinfo.out_color_space = job->colour;
+  cinfo.scale_num = static_cast<unsigned int>(job->scale_eighths);
+  cinfo.scale_denom = 8;
+  cinfo.dct_method = JDCT_ISLOW;  // TurboJPEG's default (the accurate integer DCT), and PIL's
+  cinfo.do_fancy_upsampling = TRUE;
+  jpeg_start_decompress(&cinfo);
+  if (cinfo.output_width != job->full_width || cinfo.output_height != job->full_height ||
+      cinfo.output_components != job->channels) {
+    std::snprintf(job->errors.message, sizeof(job->errors.message),
+                  "the scanline decoder gives %ux%u x %d, the header %ux%u x %d", cinfo.output_width,
+                  cinfo.output_height, cinfo.output_components, job->full_width, job->full_height, job->channels);
+    jpeg_destroy_decompress(&cinfo);
+    return 1;
+  }
+  // Fancy upsampling treats the cropped columns' edges as the image's edges (it replicates the last
+  // chroma sample instead of reading the next one), so the crop asked for reaches one iMCU beyond
+  // the region on both sides, where the image goes on: the region's pixels are then interior.
+  const JDIMENSION imcu = static_cast<JDIMENSION>(cinfo.max_h_samp_factor * cinfo.min_DCT_scaled_size);
+  JDIMENSION x = job->left > imcu ? job->left - imcu : 0;
+  JDIMENSION w = std::min<JDIMENSION>(cinfo.output_width, job->left + job->width + imcu) - x;
+  if (x > 0 || w < cinfo.output_width) jpeg_crop_scanline(&cinfo, &x, &w);  // widened to whole iMCUs
+  if (job->top > 0) jpeg_skip_scanlines(&cinfo, job->top);
+  const size_t stride = static_cast<size_t>(job->full_width) * static_cast<size_t>(job->channels);
+  const JDIMENSION end = job->top + job->height;
+  while (cinfo.output_scanline < end) {
+    JSAMPROW row = job->out + static_cast<size_t>(cinfo.output_scanline) * stride +
+                   static_cast<size_t>(x) * static_cast<size_t>(job->channels);
+    jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_abort_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
+  return 0;
+}
+
 }  // namespace
 
 std::string_view ImageFormatName(ImageFormat format) {
@@ -352,6 +441,34 @@ Result<DecodedImage> DecodeImage(ByteView bytes, std::string_view path, const De
                                            options.max_bytes));
   }
   out->Resize(static_cast<size_t>(decoded_bytes));
+  if (options.region_width > 0 && decoded == want &&
+      (options.region_width < image.width || options.region_height < image.height)) {
+    if (options.region_left < 0 || options.region_top < 0 || options.region_height <= 0 ||
+        int64_t{options.region_left} + options.region_width > image.width ||
+        int64_t{options.region_top} + options.region_height > image.height) {
+      return Status::InvalidArgument(fmt::format("{}: a region of {}x{} pixels at ({}, {}) outside the {}x{} image",
+                                                 path, options.region_width, options.region_height,
+                                                 options.region_left, options.region_top, image.width, image.height));
+    }
+    JpegRegionJob job;  // plain data: the longjmp stays inside DecodeJpegRegionRows
+    job.in = bytes.data();
+    job.in_size = bytes.size();
+    job.colour = decoded == 1 ? JCS_GRAYSCALE : decoded == 3 ? JCS_EXT_RGB : JCS_EXT_RGBA;
+    job.channels = decoded;
+    job.scale_eighths = options.scale_eighths;
+    job.left = static_cast<uint32_t>(options.region_left);
+    job.top = static_cast<uint32_t>(options.region_top);
+    job.width = static_cast<uint32_t>(options.region_width);
+    job.height = static_cast<uint32_t>(options.region_height);
+    job.full_width = static_cast<uint32_t>(image.width);
+    job.full_height = static_cast<uint32_t>(image.height);
+    job.out = out->data();
+    if (DecodeJpegRegionRows(&job) != 0) {
+      return Status::Corruption(fmt::format("{}: bad JPEG data: {}", path, job.errors.message));
+    }
+    image.channels = want;
+    return image;
+  }
   // Warnings (a truncated scan, corrupt entropy data) are errors: the library would otherwise return
   // an image with a grey or garbage tail.
   if (tjDecompress2(h, bytes.data(), static_cast<unsigned long>(bytes.size()), out->data(), image.width, 0,

@@ -54,6 +54,14 @@ struct DecodeImageOptions {
   // Default 1 GiB. An image whose decoded bytes (width * height * channels, after scaling) would
   // exceed this is refused before anything is allocated (a small file can declare 65535 x 65535).
   int64_t max_bytes = int64_t{1} << 30;
+  // JPEG only: the region of the (scaled) image the caller will read, [region_left, region_left +
+  // region_width) x [region_top, region_top + region_height); region_width 0 (the default): the whole
+  // image. Only the region's pixels are then written; the rest of the output keeps what it held. The
+  // decoder skips the rows above the region (entropy-decoded only: no IDCT, upsampling or colour
+  // conversion), reconstructs only the iMCU columns that cover it and stops after its last row
+  // (libjpeg-turbo's jpeg_skip_scanlines and jpeg_crop_scanline); the region's pixels equal those of
+  // a full decode. A colour JPEG decoded to gray (channels 1) ignores the region.
+  int32_t region_left = 0, region_top = 0, region_width = 0, region_height = 0;
 };
 
 struct DecodedImage {

@@ -4,6 +4,7 @@
 #include <png.h>
 #include <turbojpeg.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -311,6 +312,134 @@ TEST(DecodeImage, JpegDecodesCloseToItsPixelsAndScalesInTheDctDomain) {
     EXPECT_EQ(g1[p], 77);
     for (int c = 0; c < 3; ++c) EXPECT_EQ(g3[3 * p + c], g1[p]);
   }
+}
+
+// A JPEG of smooth gradients plus noise (so that every block has AC energy), baseline or progressive,
+// with the given chroma subsampling.
+std::string TexturedJpeg(int width, int height, int channels, int subsamp, bool progressive, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<uint8_t> px(static_cast<size_t>(width) * height * channels);
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < channels; ++c) {
+        const int v = (x * (c + 2) + y * (3 - c)) % 256 + static_cast<int>(rng.Below(40)) - 20;
+        px[(static_cast<size_t>(y) * width + x) * channels + c] = static_cast<uint8_t>(std::clamp(v, 0, 255));
+      }
+    }
+  }
+  tjhandle h = tjInitCompress();
+  unsigned char* out = nullptr;
+  unsigned long size = 0;
+  const int rc = tjCompress2(h, px.data(), width, 0, height, channels == 1 ? TJPF_GRAY : TJPF_RGB, &out, &size,
+                             channels == 1 ? TJSAMP_GRAY : subsamp, 90, progressive ? TJFLAG_PROGRESSIVE : 0);
+  EXPECT_EQ(rc, 0) << tjGetErrorStr2(h);
+  std::string file(reinterpret_cast<const char*>(out), size);
+  tjFree(out);
+  tjDestroy(h);
+  return file;
+}
+
+TEST(DecodeImage, ARegionDecodesToTheFullDecodesPixels) {
+  // Regions at random places and sizes (odd offsets, iMCU-straddling, one pixel, edges), for 4:2:0,
+  // 4:2:2, 4:4:4 and gray, baseline and progressive, at full size and DCT scales, to 1, 3 and 4
+  // channels: the region's pixels equal the whole image's decode; outside it the buffer is untouched.
+  Rng rng(11);
+  int checked = 0;
+  for (int subsamp : {TJSAMP_420, TJSAMP_422, TJSAMP_444}) {
+    for (int channels : {3, 1}) {
+      for (bool progressive : {false, true}) {
+        const int w = 97 + static_cast<int>(rng.Below(120)), h = 61 + static_cast<int>(rng.Below(120));
+        const std::string jpeg = TexturedJpeg(w, h, channels, subsamp, progressive, rng.Next());
+        for (int want : {3, 4, 1}) {
+          if (want == 1 && channels == 3) continue;  // colour to gray ignores the region (tested below)
+          for (int scale : {8, 4, 3, 1}) {
+            DecodeImageOptions full;
+            full.channels = want;
+            full.scale_eighths = scale;
+            AlignedBuffer whole;
+            auto d = DecodeImage(AsBytes(jpeg), "t.jpg", full, &whole);
+            ASSERT_TRUE(d.ok()) << d.status().ToString();
+            for (int k = 0; k < 6; ++k) {
+              DecodeImageOptions o = full;
+              o.region_width = 1 + static_cast<int32_t>(rng.Below(static_cast<uint64_t>(d->width)));
+              o.region_height = 1 + static_cast<int32_t>(rng.Below(static_cast<uint64_t>(d->height)));
+              if (k == 0) o.region_width = o.region_height = 1;
+              o.region_left = static_cast<int32_t>(rng.Below(static_cast<uint64_t>(d->width - o.region_width + 1)));
+              o.region_top = static_cast<int32_t>(rng.Below(static_cast<uint64_t>(d->height - o.region_height + 1)));
+              if (k == 1) o.region_top = d->height - o.region_height;  // down to the last row
+              AlignedBuffer part;
+              part.Resize(whole.size());
+              std::memset(part.data(), 0xA5, part.size());
+              auto r = DecodeImage(AsBytes(jpeg), "t.jpg", o, &part);
+              ASSERT_TRUE(r.ok()) << r.status().ToString();
+              ASSERT_EQ(r->width, d->width);
+              ASSERT_EQ(r->height, d->height);
+              ASSERT_EQ(part.size(), whole.size());
+              const size_t stride = static_cast<size_t>(d->width) * want;
+              for (int y = 0; y < o.region_height; ++y) {
+                const size_t at = (static_cast<size_t>(o.region_top + y)) * stride + static_cast<size_t>(o.region_left) * want;
+                ASSERT_EQ(0, std::memcmp(part.data() + at, whole.data() + at, static_cast<size_t>(o.region_width) * want))
+                    << "subsamp " << subsamp << " channels " << channels << " progressive " << progressive << " to "
+                    << want << " scale " << scale << "/8, region " << o.region_width << "x" << o.region_height << " at ("
+                    << o.region_left << ", " << o.region_top << ") of " << d->width << "x" << d->height << ", row " << y;
+              }
+              if (o.region_top > 0) {
+                EXPECT_EQ(part.data()[0], 0xA5);  // rows above: never written
+              }
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 400);
+}
+
+TEST(DecodeImage, ARegionOutsideTheImageOrOfDamagedDataIsAnError) {
+  const std::string jpeg = TexturedJpeg(64, 48, 3, TJSAMP_420, false, 5);
+  AlignedBuffer out;
+  DecodeImageOptions o;
+  o.region_left = 60;
+  o.region_top = 0;
+  o.region_width = 10;
+  o.region_height = 5;
+  auto r = DecodeImage(AsBytes(jpeg), "cat/0007.jpg", o, &out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("cat/0007.jpg"), std::string::npos) << r.status().ToString();
+  o.region_left = -1;
+  EXPECT_FALSE(DecodeImage(AsBytes(jpeg), "x.jpg", o, &out).ok());
+  // Truncated inside the entropy-coded data that the region needs: Corruption naming the file; also
+  // a truncation below the region (the decoder stops before it: no error, as it never reads it).
+  o.region_left = 8;
+  o.region_top = 30;
+  o.region_width = 20;
+  o.region_height = 10;
+  const std::string cut = jpeg.substr(0, jpeg.size() / 3);
+  r = DecodeImage(AsBytes(cut), "cat/0007.jpg", o, &out);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("cat/0007.jpg"), std::string::npos);
+  // Garbage in the scan: an error (libjpeg's warnings are errors), never a crash.
+  std::string bad = jpeg;
+  for (size_t i = bad.size() / 2; i < bad.size() - 2; i += 7) bad[i] = static_cast<char>(0xFF);
+  o.region_top = 0;
+  o.region_height = 48;
+  EXPECT_FALSE(DecodeImage(AsBytes(bad), "bad.jpg", o, &out).ok());
+  // A colour JPEG to gray ignores the region: the whole image is decoded.
+  DecodeImageOptions gray;
+  gray.channels = 1;
+  AlignedBuffer whole;
+  ASSERT_TRUE(DecodeImage(AsBytes(jpeg), "x.jpg", gray, &whole).ok());
+  gray.region_left = 8;
+  gray.region_top = 8;
+  gray.region_width = 8;
+  gray.region_height = 8;
+  AlignedBuffer part;
+  ASSERT_TRUE(DecodeImage(AsBytes(jpeg), "x.jpg", gray, &part).ok());
+  ASSERT_EQ(part.size(), whole.size());
+  EXPECT_EQ(0, std::memcmp(part.data(), whole.data(), part.size()));
 }
 
 TEST(DecodeImage, BadInputsAreErrorsNamingTheFile) {

@@ -39,6 +39,20 @@ int64_t RoundHalfEven(double x) { return static_cast<int64_t>(std::nearbyint(x))
 
 namespace {
 
+// The pixels of the decoded image (src_w x src_h: the width x height source at scale / 8) that the
+// resampler's filter may read for the box: the box itself at full scale, else the scaled box
+// widened to whole pixels.
+struct ResampleClip {
+  int32_t left = 0, top = 0, right = 0, bottom = 0;
+};
+ResampleClip ClipOfBox(const ImageGeometry& g, int32_t width, int32_t height, int32_t src_w, int32_t src_h, int scale) {
+  if (scale == 8) return {g.box_left, g.box_top, g.box_left + g.box_width, g.box_top + g.box_height};
+  const double sx = static_cast<double>(src_w) / width, sy = static_cast<double>(src_h) / height;
+  return {static_cast<int32_t>(std::floor(g.box_left * sx)), static_cast<int32_t>(std::floor(g.box_top * sy)),
+          std::min(src_w, static_cast<int32_t>(std::ceil((g.box_left + g.box_width) * sx))),
+          std::min(src_h, static_cast<int32_t>(std::ceil((g.box_top + g.box_height) * sy)))};
+}
+
 // Copies the window of the box (no resampling) into `dst`, zeros outside the box, mirrored when flip.
 void CopyWindow(const uint8_t* src, int32_t src_width, int channels, const ImageGeometry& g, uint8_t* dst,
                 std::vector<uint8_t>& values) {
@@ -167,6 +181,7 @@ Result<ImagePipeline> ImagePipeline::Create(const std::vector<TransformSpec>& sp
   ImagePipeline p;
   p.encoded_ = tensor_shape.empty();
   p.dct_scaling_ = options.jpeg_dct_scaling;
+  p.region_decode_ = options.jpeg_region_decode;
   p.max_decoded_bytes_ = options.max_decoded_bytes;
   if (p.encoded_) {
     if (options.channels != 1 && options.channels != 3 && options.channels != 4) {
@@ -511,6 +526,17 @@ Status ImagePipeline::Apply(ByteView in, MutableByteView out, uint64_t seed, int
     o.channels = channels_;
     o.scale_eighths = scale;
     o.max_bytes = max_decoded_bytes_;
+    if (jpeg && region_decode_) {
+      // The resampler reads only the box's pixels (its filter is clipped to them), and so does
+      // CopyWindow: decode just those.
+      src_w = JpegScaledExtent(width, scale);
+      src_h = JpegScaledExtent(height, scale);
+      const ResampleClip clip = ClipOfBox(g, width, height, src_w, src_h, scale);
+      o.region_left = clip.left;
+      o.region_top = clip.top;
+      o.region_width = clip.right - clip.left;
+      o.region_height = clip.bottom - clip.top;
+    }
     STOKE_ASSIGN_OR_RETURN(DecodedImage d, DecodeImage(in, "image", o, &scratch->decoded));
     pixels = scratch->decoded.data();
     src_w = d.width;
@@ -534,17 +560,11 @@ Status ImagePipeline::Apply(ByteView in, MutableByteView out, uint64_t seed, int
     r.x1 = (g.box_left + g.box_width) * sx;
     r.y0 = g.box_top * sy;
     r.y1 = (g.box_top + g.box_height) * sy;
-    if (scale == 8) {
-      r.clip_left = g.box_left;
-      r.clip_top = g.box_top;
-      r.clip_right = g.box_left + g.box_width;
-      r.clip_bottom = g.box_top + g.box_height;
-    } else {
-      r.clip_left = static_cast<int32_t>(std::floor(r.x0));
-      r.clip_top = static_cast<int32_t>(std::floor(r.y0));
-      r.clip_right = std::min(src_w, static_cast<int32_t>(std::ceil(r.x1)));
-      r.clip_bottom = std::min(src_h, static_cast<int32_t>(std::ceil(r.y1)));
-    }
+    const ResampleClip clip = ClipOfBox(g, width, height, src_w, src_h, scale);
+    r.clip_left = clip.left;
+    r.clip_top = clip.top;
+    r.clip_right = clip.right;
+    r.clip_bottom = clip.bottom;
     r.out_width = g.resized_width;
     r.out_height = g.resized_height;
     r.wx = g.window_left;

@@ -5,11 +5,12 @@
 //
 // One pass where it pays. The image part's crops, resize and flip are composed into one geometry per
 // image (a source box, the size it is resampled to, a window of that and a mirror flag), so that
-//   decode (JPEG: at a DCT scale, when allowed and the box is at least twice the output size)
+//   decode (JPEG: only the box's rows and iMCU columns, and at a DCT scale when allowed and the box
+//           is at least twice the output size)
 //   -> resample the box to the window (horizontal pass, vertical pass, the mirror folded into the
 //      output index) -> color jitter (one table lookup per byte) -> the tensor part (to_tensor and
 //      normalize fused into one lookup per element)
-// touches the full-size image only in the decoder and the horizontal pass.
+// touches no pixel outside the box after the JPEG decoder's entropy decoding.
 //
 // Resampling is Pillow's (format/image_resample.h), with the filter clipped to the box as PIL's
 // crop-then-resize does. Without DCT scaling the result is
@@ -87,6 +88,7 @@ struct ColorJitterChoice {
 struct ImagePipelineOptions {
   int channels = 3;                         // LoaderOptions::image_channels
   bool jpeg_dct_scaling = true;             // LoaderOptions::jpeg_dct_scaling
+  bool jpeg_region_decode = true;           // LoaderOptions::jpeg_region_decode
   int64_t max_decoded_bytes = int64_t{1} << 30;  // per image (DecodeImageOptions::max_bytes)
 };
 
@@ -157,6 +159,7 @@ class ImagePipeline {
   int channels_ = 3;
   int32_t tensor_height_ = 0, tensor_width_ = 0;  // a tensor column's [H, W, C]
   bool dct_scaling_ = true;
+  bool region_decode_ = true;
   int64_t max_decoded_bytes_ = 0;
   TransformPipeline tensor_;  // the tensor part, on [out_height, out_width, channels] uint8
   std::string describe_image_part_;

@@ -219,6 +219,37 @@ TEST(ImagePipeline, DctScalingStaysCloseToTheFullDecode) {
   EXPECT_NE(full, scaled);  // it did take the scaled path
 }
 
+TEST(ImagePipeline, DecodingOnlyTheBoxGivesTheWholeDecodesOutput) {
+  // Noisy JPEGs (every block busy), random crops with and without a resize, at full size and at DCT
+  // scales: the output with the region decode (the default) equals the one from whole-image decodes.
+  Rng rng(17);
+  for (int k = 0; k < 4; ++k) {
+    const int w = 150 + static_cast<int>(rng.Below(250)), h = 120 + static_cast<int>(rng.Below(250));
+    const auto px = Noise(w, h, 3, rng.Next());
+    auto jpeg = EncodeJpeg(ByteView(px.data(), px.size()), w, h, 3, 85);
+    ASSERT_TRUE(jpeg.ok());
+    for (bool dct : {true, false}) {
+      for (const auto& specs : std::vector<std::vector<TransformSpec>>{
+               {TS::RandomResizedCrop({40}), TS::RandomHorizontalFlip()},
+               {TS::RandomResizedCrop({24, 32}, {0.02, 0.3})},
+               {TS::Resize({48}), TS::ImageCenterCrop({40})},
+               {TS::ImageCenterCrop({37, 61})}}) {
+        ImagePipelineOptions region_o, whole_o;
+        region_o.jpeg_dct_scaling = whole_o.jpeg_dct_scaling = dct;
+        whole_o.jpeg_region_decode = false;
+        const std::pair<int64_t, int64_t> uniform{h, w};
+        const bool fixed = ImagePipeline::FixesSize(specs);
+        const ImagePipeline with_region = Make(specs, fixed ? std::nullopt : std::make_optional(uniform), {}, region_o);
+        const ImagePipeline whole = Make(specs, fixed ? std::nullopt : std::make_optional(uniform), {}, whole_o);
+        for (int64_t row = 0; row < 12; ++row) {
+          ASSERT_EQ(RunImage(with_region, AsBytes(*jpeg), row), RunImage(whole, AsBytes(*jpeg), row))
+              << w << "x" << h << " dct " << dct << " transforms " << specs.size() << " row " << row;
+        }
+      }
+    }
+  }
+}
+
 TEST(ImagePipeline, BadChainsNameTheTransform) {
   auto bad = [](const std::vector<TransformSpec>& specs, const std::string& what) {
     auto p = ImagePipeline::Create(specs, {}, {}, std::make_pair(int64_t{8}, int64_t{8}));

@@ -789,6 +789,7 @@ Status Loader::Impl::CreateImagePipelines() {
   ImagePipelineOptions io;
   io.channels = o_.image_channels;
   io.jpeg_dct_scaling = o_.jpeg_dct_scaling;
+  io.jpeg_region_decode = o_.jpeg_region_decode;
   io.max_decoded_bytes = max_decoded_bytes_;
   for (TensorColumn& t : tensors_) {
     if (!t.encoded_image && !t.use_image) continue;
