@@ -500,6 +500,7 @@ TEST(FetcherTest, CacheLargerThanTheProcessLimitGivesBackIdleDescriptors) {
     files.push_back(std::make_unique<RandomFile>(::testing::TempDir(), 1000, 300 + i));
     ASSERT_TRUE(files.back()->ok());
   }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process (see loader_test.cc's open-file-limit test)
   EXPECT_EXIT(std::_Exit(ReadManyFilesUnderTightLimit(files)), ::testing::ExitedWithCode(0), "");
 }
 

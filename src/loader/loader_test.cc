@@ -566,6 +566,10 @@ TEST(Loader, TableWithMoreFilesThanTheOpenFileLimitLoads) {
   constexpr int64_t kFiles = 300;
   TestTable t;
   MakeOneRowFiles(t, kFiles);
+  // A fresh process runs the load (fork + exec): a plain fork would inherit whatever threads earlier
+  // tests left winding down (io_uring's io-wq workers linger after a ring closes), and under
+  // ThreadSanitizer a child forked from a multi-threaded parent may not start threads.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(std::_Exit(LoadUnderOpenFileLimit(t.dir(), 64, kFiles)), ::testing::ExitedWithCode(0), "");
 }
 
