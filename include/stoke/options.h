@@ -29,6 +29,7 @@ struct ConvertOptions {
   std::string format;                     // "" = detected from the file names; or npy, npz, hdf5, images
   std::vector<std::string> datasets;      // HDF5: the datasets to convert (empty = all)
   std::string hdf5_samples = "auto";      // HDF5: auto, axis0 or file (as IngestOptions)
+  std::vector<int64_t> decode_images;     // images: {} encoded bytes, or {height, width} (as IngestOptions)
   std::string codec = "auto";             // auto (zstd per column chunk where it saves >= 10 %), zstd, lz4_raw, snappy, gzip or uncompressed
   int compression_level = 0;              // 0 = the codec's default
   int64_t target_file_bytes = int64_t{1} << 30;   // output file size to aim for (directory output)

@@ -23,6 +23,10 @@ struct IngestOptions {
   // HDF5: "auto" (N samples along axis 0 when the first file's datasets share their first extent N,
   // else one sample per file), "axis0" or "file". See docs/format.md.
   std::string hdf5_samples = "auto";
+  // Images: {} (the default) stores each image's encoded bytes; {height, width} decodes each to RGB
+  // and stores it resized to exactly that size (PIL's antialiased bilinear, as torchvision's
+  // Resize((height, width))) as a [height, width, 3] uint8 tensor, for users who trade disk for CPU.
+  std::vector<int64_t> decode_images;
   // Default "auto": per column chunk, ZSTD where it saves at least 10 % of the bytes, else
   // uncompressed. Or one codec for every chunk: zstd, lz4_raw, snappy, gzip, uncompressed. Recorded in
   // the table (configuration "stoke.codec") when this ingest creates or overwrites it.

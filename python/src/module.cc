@@ -383,7 +383,8 @@ py::dict Ingest(const std::string& source_dir, const std::string& table_dir, con
                 int compression_level, int64_t target_file_bytes, int64_t row_group_bytes, int64_t rows_per_file,
                 const std::string& partition_by, size_t threads, bool progress,
                 std::optional<std::pair<int64_t, int64_t>> shard, const std::string& format,
-                const std::vector<std::string>& datasets, const std::string& hdf5_samples) {
+                const std::vector<std::string>& datasets, const std::string& hdf5_samples,
+                const std::vector<int64_t>& decode) {
   stoke::IngestOptions o;
   if (shard) {
     o.shard_index = shard->first;
@@ -405,6 +406,7 @@ py::dict Ingest(const std::string& source_dir, const std::string& table_dir, con
   o.format = format;
   o.datasets = datasets;
   o.hdf5_samples = hdf5_samples;
+  o.decode_images = decode;
   const stoke::IngestReport r = RunTool([&] { return stoke::IngestSources(o); });
   py::dict d;
   d["version"] = r.version;
@@ -667,7 +669,8 @@ PYBIND11_MODULE(_stoke, m) {
         py::arg("compression_level") = 0, py::arg("target_file_bytes") = int64_t{1} << 30,
         py::arg("row_group_bytes") = int64_t{128} << 20, py::arg("rows_per_file") = 0, py::arg("partition_by") = "",
         py::arg("threads") = 0, py::arg("progress") = true, py::arg("shard") = py::none(), py::arg("format") = "",
-        py::arg("datasets") = std::vector<std::string>{}, py::arg("hdf5_samples") = "auto");
+        py::arg("datasets") = std::vector<std::string>{}, py::arg("hdf5_samples") = "auto",
+        py::arg("decode") = std::vector<int64_t>{});
   m.def("optimize", &Optimize, py::arg("table_dir"), py::kw_only(), py::arg("target_file_bytes") = int64_t{1} << 30,
         py::arg("row_group_bytes") = int64_t{128} << 20, py::arg("where") = "", py::arg("sort_by") = "",
         py::arg("codec") = "", py::arg("threads") = 0, py::arg("progress") = true);

@@ -174,7 +174,7 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
            target_file_bytes: int = 1 << 30, row_group_bytes: int = 128 << 20, rows_per_file: int = 0,
            partition_by: str = "", threads: int = 0, progress: bool = True,
            shard: Optional[Tuple[int, int]] = None, format: str = "", datasets: Sequence[str] = (),
-           hdf5_samples: str = "auto") -> Dict[str, Any]:
+           hdf5_samples: str = "auto", decode: Union[None, int, Sequence[int]] = None) -> Dict[str, Any]:
     """Ingest the source files at `source` (a directory or one file) into the table at `table`
     (created when missing), as `stoke ingest`.
 
@@ -187,6 +187,12 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
     column from the class directories, class names in the table metadata) or anywhere under ROOT with
     `labels`; images are stored as their encoded bytes in an `image` column with `width`, `height`
     and `channels` columns. See docs/format.md.
+
+    decode: images only: None keeps the encoded bytes; a size (one int for a square, or (height,
+      width)) decodes each image to RGB and stores it resized to exactly that size (PIL's
+      antialiased bilinear, as torchvision's Resize((h, w))) as a [h, w, 3] uint8 `image` tensor,
+      as `stoke ingest --decode`: more disk, no decoding when loading. The loader's image
+      transforms take such a column as pixels.
 
     labels: a CSV with a `file` column (the file's path relative to `source`) whose other columns
       become scalar columns.
@@ -209,7 +215,19 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
                          mode=mode, tensor_column=tensor_column, codec=codec, compression_level=compression_level,
                          target_file_bytes=target_file_bytes, row_group_bytes=row_group_bytes,
                          rows_per_file=rows_per_file, partition_by=partition_by, threads=threads, progress=progress,
-                         shard=shard, format=format, datasets=[str(d) for d in datasets], hdf5_samples=hdf5_samples)
+                         shard=shard, format=format, datasets=[str(d) for d in datasets], hdf5_samples=hdf5_samples,
+                         decode=_decode_size(decode))
+
+
+def _decode_size(decode: Union[None, int, Sequence[int]]) -> List[int]:
+    if decode is None:
+        return []
+    if isinstance(decode, int):
+        return [int(decode), int(decode)]
+    size = [int(d) for d in decode]
+    if len(size) != 2:
+        raise ValueError(f"decode: expected a size or (height, width), got {decode!r}")
+    return size
 
 
 def synth_volumes(out: PathLike, samples: int = 2000, shape: Sequence[int] = (30, 30, 10), channels: int = 10,

@@ -235,6 +235,58 @@ def test_images_with_labels_csv_and_cat_prints_md5(tmp_path):
     assert sorted(map(md5, q2["image"])) == sorted(md5((src / n).read_bytes()) for n in names)
 
 
+def test_decode_stores_pixels_resized_as_pil_does(tmp_path):
+    """`ingest --decode`: each image decoded to RGB and resized to exactly (height, width) as PIL's
+    resize(BILINEAR) does (torchvision's Resize((h, w))), stored as a [h, w, 3] uint8 tensor that the
+    loader's image transforms take as pixels; a CMYK JPEG is an error naming the file; --decode on
+    other sources is refused."""
+    src = tmp_path / "imgs"
+    made = make_image_folder(src, seed=4)
+    (src / "dog/cmyk.jpg").rename(tmp_path / "cmyk.jpg")
+    del made["dog/cmyk.jpg"]
+    table = tmp_path / "table"
+    r = stoke.ingest(src, table, decode=(12, 10), progress=False)
+    assert r["rows"] == len(made)
+    t = stoke.open_table(table)
+    q = t.query(columns=["file", "width", "height", "image"])
+    assert q["image"].shape == (len(made), 12, 10, 3) and q["image"].dtype == np.uint8
+    for i, rel in enumerate(q["file"]):
+        with Image.open(src / rel) as im:
+            assert (q["width"][i], q["height"][i]) == im.size  # the source's size, as without --decode
+            ref = np.asarray(im.convert("RGB").resize((10, 12), Image.BILINEAR)).astype(int)
+        diff = np.abs(q["image"][i].astype(int) - ref).max()
+        assert diff <= (1 if rel.endswith((".jpg", ".jpeg")) else 0), rel  # libjpeg-turbo on both sides
+    schema = run_stoke("inspect", table).stdout
+    assert "tensor uint8[12,10,3]" in schema
+    opts = dict(columns=["file", "image"], shuffle="none", to="numpy")
+    batch = next(iter(stoke.Loader(t, batch_size=len(made), **opts)))
+    assert np.array_equal(batch["image"], q["image"][[list(q["file"]).index(f) for f in batch["file"]]])
+    flipped = next(iter(stoke.Loader(t, batch_size=len(made), transforms=[stoke.RandomHorizontalFlip(p=1.0),
+                                                                          stoke.ToTensor()], **opts)))
+    assert flipped["image"].shape == (len(made), 3, 12, 10)
+    assert np.array_equal(flipped["image"], (batch["image"][:, :, ::-1].astype(np.float32) / np.float32(255)).transpose(0, 3, 1, 2))
+    # one size for both sides; a CMYK JPEG is refused naming it; bad sizes and other sources
+    (src / "dog/cmyk.jpg").write_bytes((tmp_path / "cmyk.jpg").read_bytes())
+    r = subprocess.run([STOKE_BIN, "--no-progress", "ingest", src, "--table", tmp_path / "t2", "--decode", "8"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "dog/cmyk.jpg" in r.stderr and "CMYK" in r.stderr, r.stderr
+    (src / "dog/cmyk.jpg").unlink()
+    run_stoke("ingest", src, "--table", tmp_path / "t2", "--decode", "8")
+    assert stoke.open_table(tmp_path / "t2").query(columns=["image"])["image"].shape == (len(made), 8, 8, 3)
+    for bad in ("0", "8x9x3", "big"):
+        r = subprocess.run([STOKE_BIN, "ingest", src, "--table", tmp_path / "t3", "--decode", bad], capture_output=True,
+                           text=True)
+        assert r.returncode != 0 and "--decode" in r.stderr and not (tmp_path / "t3").exists(), (bad, r.stderr)
+    with pytest.raises(ValueError, match="decode"):
+        stoke.ingest(src, tmp_path / "t3", decode=(1, 2, 3), progress=False)
+    npy = tmp_path / "npy"
+    npy.mkdir()
+    np.save(npy / "a.npy", np.zeros(3, np.float32))
+    r = subprocess.run([STOKE_BIN, "ingest", npy, "--table", tmp_path / "t4", "--decode", "8"], capture_output=True,
+                       text=True)
+    assert r.returncode != 0 and "--decode applies to image sources" in r.stderr, r.stderr
+
+
 def test_corrupt_images_are_errors_naming_the_file(tmp_path):
     src = tmp_path / "imgs"
     make_image_folder(src, seed=3)

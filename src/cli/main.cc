@@ -40,7 +40,8 @@ int Fail(const stoke::Status& s) {
 
 std::string Mb(int64_t bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
 
-std::vector<int64_t> ParseShape(const std::string& s) {
+std::vector<int64_t> ParseShape(const std::string& s, const char* option = "--shape",
+                                const char* example = "30,30,10") {
   std::vector<int64_t> out;
   size_t pos = 0;
   while (pos <= s.size()) {
@@ -52,13 +53,29 @@ std::vector<int64_t> ParseShape(const std::string& s) {
       if (used != part.size()) throw std::invalid_argument(part);
       out.push_back(v);
     } catch (const std::exception&) {
-      throw CLI::ValidationError("--shape", "expected sizes separated by commas, e.g. 30,30,10");
+      throw CLI::ValidationError(option, fmt::format("expected sizes separated by commas, e.g. {}", example));
     }
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
   return out;
 }
+
+// --decode: "224" (224 x 224) or HEIGHTxWIDTH ("224x160", or "224,160").
+std::vector<int64_t> ParseDecodeSize(const std::string& s) {
+  if (s.empty()) return {};
+  std::vector<int64_t> size = ParseShape(s, "--decode", "224 or 224x160");
+  if (size.size() == 1) size.push_back(size[0]);
+  if (size.size() != 2 || size[0] < 1 || size[1] < 1 || size[0] > 65535 || size[1] > 65535) {
+    throw CLI::ValidationError("--decode", "expected SIZE or HEIGHTxWIDTH within 1..65535, e.g. 224 or 224x160");
+  }
+  return size;
+}
+
+constexpr char kDecodeHelp[] =
+    "Images: decode each image and store its RGB pixels resized to SIZE x SIZE or HEIGHTxWIDTH (PIL's antialiased "
+    "bilinear, as torchvision's Resize((h, w))) as a [h, w, 3] uint8 tensor, instead of the encoded bytes: more disk, "
+    "no decoding when loading";
 
 }  // namespace
 
@@ -113,6 +130,8 @@ int main(int argc, char** argv) {
   npy->add_option("--format", co.format, "Force the source kind instead of detecting it from the file names")
       ->check(CLI::IsMember({"npy", "npz", "hdf5", "images"}));
   npy->add_option("--dataset", co.datasets, "HDF5: a dataset to convert (repeatable; default: all)");
+  std::string co_decode;
+  npy->add_option("--decode", co_decode, kDecodeHelp);
   npy->add_option("--hdf5-samples", co.hdf5_samples, kHdf5SamplesHelp)
       ->check(CLI::IsMember({"auto", "axis0", "file"}))
       ->capture_default_str();
@@ -140,6 +159,8 @@ int main(int argc, char** argv) {
   ingest->add_option("--format", ig.format, "Force the source kind instead of detecting it from the file names")
       ->check(CLI::IsMember({"npy", "npz", "hdf5", "images"}));
   ingest->add_option("--dataset", ig.datasets, "HDF5: a dataset to ingest (repeatable; default: all)");
+  std::string ig_decode;
+  ingest->add_option("--decode", ig_decode, kDecodeHelp);
   ingest->add_option("--hdf5-samples", ig.hdf5_samples, kHdf5SamplesHelp)
       ->check(CLI::IsMember({"auto", "axis0", "file"}))
       ->capture_default_str();
@@ -386,6 +407,11 @@ int main(int argc, char** argv) {
   }
   if (npy->parsed()) {
     co.progress = !no_progress;
+    try {
+      co.decode_images = ParseDecodeSize(co_decode);
+    } catch (const CLI::ValidationError& e) {
+      return app.exit(e);
+    }
     auto r = stoke::ConvertSources(co);
     if (!r.ok()) return Fail(r.status());
     std::printf("convert: %lld files (%s) -> %zu Parquet file%s (%s), %lld rows, in %.2f s (%.1f MB/s)\n",
@@ -397,6 +423,11 @@ int main(int argc, char** argv) {
   }
   if (ingest->parsed()) {
     ig.progress = !no_progress;
+    try {
+      ig.decode_images = ParseDecodeSize(ig_decode);
+    } catch (const CLI::ValidationError& e) {
+      return app.exit(e);
+    }
     if (!shard.empty()) {
       long long i = 0, n = 1;
       std::sscanf(shard.c_str(), "%lld/%lld", &i, &n);

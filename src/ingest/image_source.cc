@@ -10,8 +10,10 @@
 #include <map>
 #include <set>
 
+#include "core/buffer.h"
 #include "core/log.h"
 #include "format/image.h"
+#include "format/image_resample.h"
 
 namespace stoke {
 namespace {
@@ -53,9 +55,33 @@ Status ListTree(Storage& fs, const std::string& dir, const std::string& prefix, 
   return Status::OK();
 }
 
+// Decodes one image to RGB and resizes it to exactly height x width (Pillow's antialiased bilinear,
+// as torchvision's Resize((height, width)) on a PIL image): the cell of a decoded image column.
+Status DecodeAndResize(ByteView file, const std::string& path, int32_t height, int32_t width, AlignedBuffer* decoded,
+                       ResampleScratch* scratch, std::string* cell) {
+  DecodeImageOptions o;
+  o.channels = 3;
+  STOKE_ASSIGN_OR_RETURN(DecodedImage d, DecodeImage(file, path, o, decoded));
+  cell->resize(static_cast<size_t>(height) * static_cast<size_t>(width) * 3);
+  ResampleRequest r;
+  r.src = decoded->data();
+  r.src_width = d.width;
+  r.src_height = d.height;
+  r.channels = 3;
+  r.x1 = d.width;
+  r.y1 = d.height;
+  r.clip_right = d.width;
+  r.clip_bottom = d.height;
+  r.out_width = r.ww = width;
+  r.out_height = r.wh = height;
+  ResampleBilinear(r, reinterpret_cast<uint8_t*>(cell->data()), scratch);
+  return Status::OK();
+}
+
 class ImageReader final : public SourceReader {
  public:
-  ImageReader(const SourceSet& set, std::set<ImageFormat> formats) : formats_(std::move(formats)), whole_files_(*set.storage) {}
+  ImageReader(const SourceSet& set, std::set<ImageFormat> formats, std::vector<int64_t> decode_size)
+      : formats_(std::move(formats)), decode_size_(std::move(decode_size)), whole_files_(*set.storage) {}
 
   Result<uint64_t> ReadRows(const SourceSet& set, std::span<const SourceItem> items, RowGroupEncoder& enc) const override {
     const size_t c = set.first_source_column;  // width, height, channels, image
@@ -64,6 +90,9 @@ class ImageReader final : public SourceReader {
     height.reserve(items.size());
     channels.reserve(items.size());
     uint64_t bytes = 0;
+    AlignedBuffer decoded;  // --decode: one image at a time, reused across the row group
+    ResampleScratch scratch;
+    std::string cell;
     STOKE_RETURN_IF_ERROR(whole_files_.ForEach(set, items, [&](size_t i, ByteView file) -> Status {
       const std::string path = set.FilePath(items[i].file);
       STOKE_ASSIGN_OR_RETURN(ImageInfo info, ReadImageInfo(file, path));
@@ -78,7 +107,10 @@ class ImageReader final : public SourceReader {
       height.push_back(info.height);
       channels.push_back(info.channels);
       bytes += file.size();
-      return enc.AppendTensor(c + 3, file);
+      if (decode_size_.empty()) return enc.AppendTensor(c + 3, file);
+      STOKE_RETURN_IF_ERROR(DecodeAndResize(file, path, static_cast<int32_t>(decode_size_[0]),
+                                            static_cast<int32_t>(decode_size_[1]), &decoded, &scratch, &cell));
+      return enc.AppendTensor(c + 3, AsBytes(cell));
     }));
     STOKE_RETURN_IF_ERROR(enc.SetScalars(c, ColumnValues{std::move(width), {}}));
     STOKE_RETURN_IF_ERROR(enc.SetScalars(c + 1, ColumnValues{std::move(height), {}}));
@@ -88,6 +120,7 @@ class ImageReader final : public SourceReader {
 
  private:
   const std::set<ImageFormat> formats_;  // those the file names promise
+  const std::vector<int64_t> decode_size_;  // {} encoded bytes, or {height, width}
   WholeFileReader whole_files_;
 };
 
@@ -153,14 +186,29 @@ Status PlanImages(const SourceOptions& o, std::string_view what, SourceSet* set)
       {.name = "channels", .type = parquet::Type::kInt32},
       {.name = kImageColumn, .type = parquet::Type::kByteArray, .blob = true},
   };
+  const std::vector<int64_t>& size = o.decode_images;
+  if (!size.empty()) {
+    if (size.size() != 2 || size[0] < 1 || size[1] < 1 || size[0] > 65535 || size[1] > 65535) {
+      return Status::InvalidArgument(fmt::format("{}: --decode needs HEIGHTxWIDTH (or one size for both) within 1..65535, "
+                                                 "got {} values", what, size.size()));
+    }
+    // Decoded: a [height, width, 3] uint8 tensor column (the loader's image transforms take it as
+    // pixels); no stoke.images entry, which names columns of encoded bytes.
+    own.back().blob = false;
+    own.back().tensor = TensorSpec{DType::kUInt8, {size[0], size[1], 3}};
+  }
   STOKE_RETURN_IF_ERROR(SetColumns(set, /*has_index=*/false, std::move(own)));
-  nlohmann::json names = nlohmann::json::array();
-  for (ImageFormat f : formats) names.push_back(std::string(ImageFormatName(f)));
-  set->metadata[kImagesMetadataKey] = nlohmann::json({{kImageColumn, {{"formats", names}}}}).dump();
-  set->sample_bytes = static_cast<int64_t>(total_bytes / std::max<size_t>(set->files.size(), 1)) + 12;
+  if (size.empty()) {
+    nlohmann::json names = nlohmann::json::array();
+    for (ImageFormat f : formats) names.push_back(std::string(ImageFormatName(f)));
+    set->metadata[kImagesMetadataKey] = nlohmann::json({{kImageColumn, {{"formats", names}}}}).dump();
+    set->sample_bytes = static_cast<int64_t>(total_bytes / std::max<size_t>(set->files.size(), 1)) + 12;
+  } else {
+    set->sample_bytes = size[0] * size[1] * 3 + 12;
+  }
   set->item_starts.resize(set->files.size() + 1);
   for (size_t i = 0; i <= set->files.size(); ++i) set->item_starts[i] = static_cast<int64_t>(i);
-  set->reader = std::make_shared<ImageReader>(*set, std::move(formats));
+  set->reader = std::make_shared<ImageReader>(*set, std::move(formats), o.decode_images);
   return Status::OK();
 }
 

@@ -361,6 +361,10 @@ Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
                                                  EscapeNonUtf8(e.name), o.source));
     }
   }
+  if (!o.decode_images.empty() && set.kind != SourceKind::kImages) {
+    return Status::InvalidArgument(fmt::format("{}: --decode applies to image sources; '{}' holds {} files", what,
+                                               o.source, SourceKindName(set.kind)));
+  }
   switch (set.kind) {
     case SourceKind::kNpy:
     case SourceKind::kNpz: STOKE_RETURN_IF_ERROR(PlanNpy(o, what, &set)); break;

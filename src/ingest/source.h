@@ -55,6 +55,7 @@ struct SourceOptions {
   std::string npy_column = "data";        // .npy: the tensor column's name
   std::vector<std::string> datasets;      // HDF5: the datasets to read (empty: all of them)
   std::string hdf5_samples = "auto";      // HDF5: auto, axis0 or file (docs/format.md, "HDF5 sources")
+  std::vector<int64_t> decode_images;     // images: {} encoded bytes, or {height, width} (IngestOptions)
   size_t threads = 0;                     // planning threads for sources that open every file; 0 = 8
 };
 
@@ -68,6 +69,7 @@ SourceOptions SourceOptionsOf(const ToolOptions& o) {
   so.npy_column = o.tensor_column;
   so.datasets = o.datasets;
   so.hdf5_samples = o.hdf5_samples;
+  so.decode_images = o.decode_images;
   so.threads = o.threads;
   return so;
 }
