@@ -298,7 +298,12 @@ int DecodeJpegRegionRows(JpegRegionJob* job) {
   while (cinfo.output_scanline < end) {
     JSAMPROW row = job->out + static_cast<size_t>(cinfo.output_scanline) * stride +
                    static_cast<size_t>(x) * static_cast<size_t>(job->channels);
-    jpeg_read_scanlines(&cinfo, &row, 1);
+    if (jpeg_read_scanlines(&cinfo, &row, 1) != 1) {  // cannot happen with a memory source; never loop on it
+      std::snprintf(job->errors.message, sizeof(job->errors.message), "no row %u from the scanline decoder",
+                    cinfo.output_scanline);
+      jpeg_destroy_decompress(&cinfo);
+      return 1;
+    }
   }
   jpeg_abort_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);

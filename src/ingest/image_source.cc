@@ -189,8 +189,10 @@ Status PlanImages(const SourceOptions& o, std::string_view what, SourceSet* set)
   const std::vector<int64_t>& size = o.decode_images;
   if (!size.empty()) {
     if (size.size() != 2 || size[0] < 1 || size[1] < 1 || size[0] > 65535 || size[1] > 65535) {
+      std::string got;
+      for (int64_t v : size) got += (got.empty() ? "" : "x") + std::to_string(v);
       return Status::InvalidArgument(fmt::format("{}: --decode needs HEIGHTxWIDTH (or one size for both) within 1..65535, "
-                                                 "got {} values", what, size.size()));
+                                                 "got '{}'", what, got));
     }
     // Decoded: a [height, width, 3] uint8 tensor column (the loader's image transforms take it as
     // pixels); no stoke.images entry, which names columns of encoded bytes.
