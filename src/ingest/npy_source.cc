@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "format/npy.h"
 #include "format/npz.h"
 #include "io/object_storage.h"
@@ -88,6 +90,13 @@ Status PlanNpy(const SourceOptions& o, std::string_view what, SourceSet* set) {
     for (auto& [name, arr] : first) tensors.push_back({name, TensorSpec{arr.dtype, arr.shape}});
   }
   std::vector<std::string> taken = {"id", "file"};
+  for (const auto& [name, spec] : tensors) {
+    if (std::find(taken.begin(), taken.end(), name) != taken.end()) {
+      return Status::InvalidArgument(fmt::format("{}: array '{}' would be a column named like stoke's own '{}' column "
+                                                 "(rename it{})", set->FilePath(0), name, name,
+                                                 npz ? " in the archives" : " with --tensor-column"));
+    }
+  }
   std::vector<ColumnSpec> own;
   set->sample_bytes = 0;
   for (const auto& [name, spec] : tensors) {
