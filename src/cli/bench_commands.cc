@@ -1,0 +1,191 @@
+// `stoke bench`: the loader on a table, and the naive per-file loop on the same samples.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "stoke/bench.h"
+#include "stoke/loader.h"
+
+namespace stoke::cli {
+
+void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command>* out) {
+  struct State {
+    stoke::PerFileBenchOptions pf;
+    bool pf_json = false;
+    stoke::LoadBenchOptions lb;
+    std::string lb_shuffle = "global";
+    std::string lb_backend = "auto";
+    bool lb_json = false;
+    bool lb_cold = false;
+    bool lb_no_crc = false;
+    bool lb_no_dct = false;
+    bool lb_no_region = false;
+    std::vector<std::string> lb_transforms;
+  };
+  auto s = std::make_shared<State>();
+  auto& pf = s->pf;
+  auto& pf_json = s->pf_json;
+  auto& lb = s->lb;
+  auto& lb_shuffle = s->lb_shuffle;
+  auto& lb_backend = s->lb_backend;
+  auto& lb_json = s->lb_json;
+  auto& lb_cold = s->lb_cold;
+  auto& lb_no_crc = s->lb_no_crc;
+  auto& lb_no_dct = s->lb_no_dct;
+  auto& lb_no_region = s->lb_no_region;
+  auto& lb_transforms = s->lb_transforms;
+  // ---- bench: one group; each benchmark is a subcommand of `bench` -------------------------------
+  auto* bench = app.add_subcommand("bench", "Benchmarks: the loader, and baselines on the same samples");
+  bench->require_subcommand(1);
+
+  // bench files
+  auto* bench_files = bench->add_subcommand(
+      "files", "Baseline: read a directory of .npy files the naive way (open, read, close, parse per sample) into batches");
+  bench_files->add_option("dir", pf.dir, "Directory or URI prefix of .npy files (e.g. from `stoke synth volumes`); on an object store one GET per file")->required();
+  bench_files->add_option("--batch-size", pf.batch_size, "Samples per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_files->add_option("--epochs", pf.epochs, "Epochs (each a new seeded shuffle of all files)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_files->add_option("--batches", pf.batches, "Stop after N batches, crossing epochs as needed (0 = whole epochs)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_files->add_option("--seed", pf.seed, "Shuffle seed")->capture_default_str();
+  bench_files->add_option("--compute-ms", pf.compute_ms, "Emulated compute: the consumer sleeps this long per batch")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_files->add_option("--threads", pf.threads, "Reader threads (1 = one loop that reads, then computes)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_files->add_flag("--cold", pf.cold, "Read with O_DIRECT, bypassing the page cache");
+  bench_files->add_flag("--json", pf_json, "Print one line of JSON");
+
+  // bench load
+  auto* bench_load = bench->add_subcommand(
+      "load", "The loader on a table: samples/s, MB/s, consumer wait share and accelerator utilisation");
+  bench_load->add_option("table", lb.table_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
+  bench_load->add_option("--batch-size", lb.loader.batch_size, "Samples per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_load->add_option("--epochs", lb.epochs, "Epochs (each a new shuffle)")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_load->add_option("--batches", lb.batches, "Stop after N measured batches, crossing epochs as needed (0 = whole epochs)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_load->add_option("--warmup-batches", lb.warmup_batches, "Batches consumed before the clock starts")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_load->add_option("--compute-ms", lb.compute_ms, "Emulated accelerator time per batch (the consumer sleeps)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_load->add_option("--shuffle", lb_shuffle, "global, block or none")
+      ->check(CLI::IsMember({"global", "block", "none"}))
+      ->capture_default_str();
+  bench_load->add_option("--shuffle-buffer", lb.loader.shuffle_buffer, "Rows in the block shuffle's buffer")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_load->add_option("--seed", lb.loader.seed, "Shuffle seed")->capture_default_str();
+  bench_load->add_option("--where", lb.loader.where, "Only rows matching this predicate (as in `stoke query`)");
+  bench_load->add_option("--prefetch-bytes", lb.loader.prefetch_bytes, "Memory budget for reads in flight and batch buffers")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_load->add_option("--threads", lb.loader.threads, "Decode/transform workers (0 = one per core)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_load->add_option("--queue-depth", lb.loader.queue_depth,
+                         "Reads in flight (0 = 64 on local files, 256 ranged GETs on object stores)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  bench_load->add_option("--remote-coalesce-bytes", lb.loader.remote_coalesce_bytes,
+                         "Object stores: the largest GET that merges a batch's pages of one object, e.g. 8MiB (0 = one GET per page)")
+      ->transform(CLI::AsSizeValue(false))
+      ->default_str("8MiB");
+  bench_load->add_option("--remote-coalesce-gap", lb.loader.remote_coalesce_gap_bytes,
+                         "Object stores: pages at most this far apart are merged into one GET, e.g. 256KiB")
+      ->transform(CLI::AsSizeValue(false))
+      ->default_str("256KiB");
+  bench_load->add_option("--cache-dir", lb.loader.cache_dir,
+                         "Object stores: keep fetched bytes in this local directory (1 MiB blocks, CRC-checked, shared by "
+                         "processes), so later epochs read from local disk");
+  bench_load->add_option("--cache-bytes", lb.loader.cache_bytes, "Size of the --cache-dir cache, e.g. 16GiB (least recently used blocks go)")
+      ->transform(CLI::AsSizeValue(false))
+      ->default_str("16GiB");
+  bench_load->add_option("--backend", lb_backend, "auto, io_uring or pread")
+      ->check(CLI::IsMember({"auto", "io_uring", "pread"}))
+      ->capture_default_str();
+  bench_load->add_flag("--cold", lb_cold, "O_DIRECT reads: the page cache plays no part");
+  bench_load->add_flag("--no-crc", lb_no_crc, "Skip the pages' CRC-32 check");
+  bench_load->add_option("--transform", lb_transforms,
+                         "A transform, in order, repeatable: KIND[:VALUE][,key=value...], e.g. "
+                         "random_resized_crop:224 (or 224x192, scale=0.08/1, ratio=0.75/1.333), resize:256, "
+                         "center_crop:224, hflip (random_horizontal_flip:P), color_jitter:brightness=0.4,contrast=0.4, "
+                         "to_tensor (to_tensor:float16), normalize:mean=0.485/0.456/0.406,std=0.229/0.224/0.225, "
+                         "cast:float16; as the Python transform classes (docs/python.md). Image columns are decoded "
+                         "to HWC uint8 first")
+      ->allow_extra_args(false);
+  bench_load->add_option("--image-channels", lb.loader.image_channels, "Channels of decoded images: 3 (RGB), 1 (gray) or 4 (RGBA)")
+      ->check(CLI::IsMember({1, 3, 4}))
+      ->capture_default_str();
+  bench_load->add_flag("--no-dct-scaling", lb_no_dct,
+                       "Decode JPEGs at full size even when a crop is much smaller (no DCT-domain downscaling)");
+  bench_load->add_flag("--no-jpeg-region", lb_no_region,
+                       "Decode whole JPEGs even when a crop needs only part of them (no skipped rows or columns)");
+  bench_load->add_option("--trace", lb.trace_path, "Write a Chrome trace (open in Perfetto) of the run to this file");
+  bench_load->add_flag("--json", lb_json, "Print one line of JSON");
+  // ---- end of bench -----------------------------------------------------------------------------
+
+  out->push_back({bench_load, [s]() -> int {
+    auto& lb = s->lb;
+    auto& lb_shuffle = s->lb_shuffle;
+    auto& lb_backend = s->lb_backend;
+    auto& lb_json = s->lb_json;
+    auto& lb_cold = s->lb_cold;
+    auto& lb_no_crc = s->lb_no_crc;
+    auto& lb_no_dct = s->lb_no_dct;
+    auto& lb_no_region = s->lb_no_region;
+    auto& lb_transforms = s->lb_transforms;
+    lb.loader.shuffle = lb_shuffle == "none"    ? stoke::LoaderOptions::Shuffle::kNone
+                        : lb_shuffle == "block" ? stoke::LoaderOptions::Shuffle::kBlock
+                                                : stoke::LoaderOptions::Shuffle::kGlobal;
+    lb.loader.backend = lb_backend == "io_uring" ? stoke::LoaderOptions::Backend::kIoUring
+                        : lb_backend == "pread"  ? stoke::LoaderOptions::Backend::kPread
+                                                 : stoke::LoaderOptions::Backend::kAuto;
+    lb.loader.direct = lb_cold;
+    lb.loader.verify_crc = !lb_no_crc;
+    lb.loader.jpeg_dct_scaling = !lb_no_dct;
+    lb.loader.jpeg_region_decode = !lb_no_region;
+    for (const auto& text : lb_transforms) {
+      auto t = stoke::ParseTransformText(text);
+      if (!t.ok()) return Fail(t.status());
+      lb.loader.transforms.push_back(std::move(*t));
+    }
+    auto r = stoke::RunLoadBench(lb);
+    if (!r.ok()) return Fail(r.status());
+    if (lb_json) {
+      std::printf("%s\n", stoke::LoadReportJson(*r).c_str());
+    } else {
+      std::fputs(stoke::FormatLoadReport(*r).c_str(), stdout);
+    }
+    return 0;
+  }});
+  out->push_back({bench_files, [s]() -> int {
+    auto& pf = s->pf;
+    auto& pf_json = s->pf_json;
+    auto r = stoke::RunPerFileBench(pf);
+    if (!r.ok()) return Fail(r.status());
+    if (pf_json) {
+      std::printf("%s\n", stoke::PerFileReportJson(*r).c_str());
+      return 0;
+    }
+    std::printf("bench files: %lld samples (%lld files), %lld batches of up to %lld, %d reader thread%s, %s, %.2f s\n",
+                static_cast<long long>(r->samples), static_cast<long long>(r->files), static_cast<long long>(r->batches),
+                static_cast<long long>(pf.batch_size), r->threads, r->threads == 1 ? "" : "s",
+                r->cold ? "O_DIRECT" : "page cache allowed", r->wall_s);
+    std::printf("%12s %10s %12s %12s %12s\n", "samples/s", "MB/s", "wait share", "utilisation", "compute ms");
+    std::printf("%12.1f %10.1f %12.3f %12.3f %12g\n", r->samples_per_s(), r->mb_per_s(), r->wait_share(),
+                r->utilisation(), r->compute_ms);
+    return 0;
+  }});
+}
+
+}  // namespace stoke::cli

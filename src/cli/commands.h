@@ -1,0 +1,42 @@
+// The `stoke` command's parts: main.cc sets up the application and its global flags, and each
+// command group registers its subcommands (source_commands.cc: synth, convert, ingest;
+// table_commands.cc: optimize, vacuum, query, checkpoint, history, inspect, cat; bench_commands.cc:
+// bench load, bench files). Library errors (Status) become messages and exit codes in Fail, in one
+// place.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "stoke/status.h"
+
+namespace stoke::cli {
+
+// What every command sees when it runs: the application (CLI11 formats validation errors found
+// after parsing through it) and the global flags, set once parsing is done.
+struct Context {
+  CLI::App* app = nullptr;
+  bool no_progress = false;  // --no-progress
+};
+
+// A (sub)command and what runs when it is the one parsed; run() returns the process's exit code.
+// The options it fills live as long as `run`.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* out);
+void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* out);
+void AddBenchCommands(CLI::App& app, const Context& ctx, std::vector<Command>* out);
+
+// Prints "stoke: error: <status>" to stderr and returns the error exit code (1).
+int Fail(const Status& s);
+// "12.3 MB".
+std::string Mb(int64_t bytes);
+
+}  // namespace stoke::cli
