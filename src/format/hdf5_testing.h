@@ -24,15 +24,25 @@ struct DatasetSpec {
 inline void WriteDataset(hid_t file, const DatasetSpec& s) {
   hid_t space = s.dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(s.dims.size()), s.dims.data(), nullptr);
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  if (!s.chunk.empty()) ASSERT_GE(H5Pset_chunk(dcpl, static_cast<int>(s.chunk.size()), s.chunk.data()), 0);
-  if (s.shuffle) ASSERT_GE(H5Pset_shuffle(dcpl), 0);
-  if (s.deflate >= 0) ASSERT_GE(H5Pset_deflate(dcpl, static_cast<unsigned>(s.deflate)), 0);
-  if (s.fletcher32) ASSERT_GE(H5Pset_fletcher32(dcpl), 0);
+  if (!s.chunk.empty()) {
+    ASSERT_GE(H5Pset_chunk(dcpl, static_cast<int>(s.chunk.size()), s.chunk.data()), 0);
+  }
+  if (s.shuffle) {
+    ASSERT_GE(H5Pset_shuffle(dcpl), 0);
+  }
+  if (s.deflate >= 0) {
+    ASSERT_GE(H5Pset_deflate(dcpl, static_cast<unsigned>(s.deflate)), 0);
+  }
+  if (s.fletcher32) {
+    ASSERT_GE(H5Pset_fletcher32(dcpl), 0);
+  }
   hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
   H5Pset_create_intermediate_group(lcpl, 1);
   hid_t ds = H5Dcreate2(file, s.name.c_str(), s.file_type, space, lcpl, dcpl, H5P_DEFAULT);
   ASSERT_GE(ds, 0) << s.name;
-  if (s.data != nullptr) ASSERT_GE(H5Dwrite(ds, s.mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data), 0) << s.name;
+  if (s.data != nullptr) {
+    ASSERT_GE(H5Dwrite(ds, s.mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data), 0) << s.name;
+  }
   H5Dclose(ds);
   H5Pclose(lcpl);
   H5Pclose(dcpl);

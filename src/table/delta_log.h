@@ -102,6 +102,8 @@ Status ForEachCommitAction(Storage& storage, const std::string& path, const std:
 Result<std::optional<Action>> ParseAction(const nlohmann::json& object, std::string_view file_name, size_t line);
 // The inverse: one compact JSON object per line, each line ending in '\n'.
 std::string SerializeCommit(const std::vector<Action>& actions);
+// One action as its commit line's JSON object ({"add": {...}}), keys in Spark's order.
+nlohmann::ordered_json ActionJson(const Action& action);
 
 // A table's state at one version.
 struct Snapshot {

@@ -1,0 +1,283 @@
+// Delta table schemas and statistics: the metaData's Spark schema JSON for stoke's columns (and
+// back), and an add action's stats JSON (numRecords, minValues, maxValues, nullCount) from a Parquet
+// footer. Protocol references are to delta-io/delta PROTOCOL.md.
+#include "table/delta_log.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "core/text.h"
+
+namespace stoke::delta {
+namespace {
+
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+std::string Dump(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
+
+// ---------------------------------------------------------------------------------------------
+// Statistics.
+
+using StatValue = std::variant<bool, int64_t, double, std::string>;
+
+template <typename T>
+T LoadLittleEndian(const std::string& bytes) {
+  T v;
+  std::memcpy(&v, bytes.data(), sizeof(T));  // stoke targets little-endian hosts only
+  return v;
+}
+
+// Decodes a PLAIN-encoded min or max of a scalar column; nullopt when it cannot serve as a bound.
+std::optional<StatValue> DecodeStat(const ColumnSpec& spec, const std::string& bytes) {
+  switch (spec.type) {
+    case parquet::Type::kBoolean:
+      if (bytes.size() != 1) return std::nullopt;
+      return StatValue(bytes[0] != 0);
+    case parquet::Type::kInt32:
+      if (bytes.size() != 4) return std::nullopt;
+      return StatValue(int64_t{LoadLittleEndian<int32_t>(bytes)});
+    case parquet::Type::kInt64:
+      if (bytes.size() != 8) return std::nullopt;
+      return StatValue(LoadLittleEndian<int64_t>(bytes));
+    case parquet::Type::kFloat: {
+      if (bytes.size() != 4) return std::nullopt;
+      double d = LoadLittleEndian<float>(bytes);  // exact: written so that it reads back as the same float
+      if (!std::isfinite(d)) return std::nullopt;
+      return StatValue(d);
+    }
+    case parquet::Type::kDouble: {
+      if (bytes.size() != 8) return std::nullopt;
+      double d = LoadLittleEndian<double>(bytes);
+      if (!std::isfinite(d)) return std::nullopt;
+      return StatValue(d);
+    }
+    case parquet::Type::kByteArray:
+      if (!spec.is_string || spec.tensor || !IsValidUtf8(bytes)) return std::nullopt;
+      return StatValue(bytes);
+    default:
+      return std::nullopt;
+  }
+}
+
+ordered_json StatJson(const StatValue& v) {
+  return std::visit([](const auto& x) { return ordered_json(x); }, v);
+}
+
+const parquet::ColumnMetaData* FindChunk(const parquet::RowGroup& rg, const std::string& name) {
+  for (const auto& chunk : rg.columns) {
+    if (chunk.meta_data && chunk.meta_data->path_in_schema.size() == 1 && chunk.meta_data->path_in_schema[0] == name) {
+      return &*chunk.meta_data;
+    }
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spark schema types.
+
+std::string_view SparkTypeName(const ColumnSpec& c) {
+  switch (c.type) {
+    case parquet::Type::kBoolean: return "boolean";
+    case parquet::Type::kInt32: return "integer";
+    case parquet::Type::kInt64: return "long";
+    case parquet::Type::kFloat: return "float";
+    case parquet::Type::kDouble: return "double";
+    case parquet::Type::kByteArray: return (c.is_string && !c.tensor) ? "string" : "binary";
+    default: return "binary";  // INT96 / FIXED_LEN_BYTE_ARRAY: stoke never writes them
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Schema.
+
+std::string SchemaToSparkJson(const std::vector<ColumnSpec>& columns) {
+  ordered_json fields = ordered_json::array();
+  for (const ColumnSpec& c : columns) {
+    ordered_json f = ordered_json::object();
+    f["name"] = c.name;
+    f["type"] = SparkTypeName(c);
+    f["nullable"] = c.optional;
+    f["metadata"] = ordered_json::object();
+    fields.push_back(std::move(f));
+  }
+  ordered_json schema = ordered_json::object();
+  schema["type"] = "struct";
+  schema["fields"] = std::move(fields);
+  return Dump(schema);
+}
+
+Result<std::vector<ColumnSpec>> SchemaFromSparkJson(std::string_view text,
+                                                    const std::map<std::string, TensorSpec>& tensors) {
+  auto bad = [](std::string_view why) { return Status::Corruption(fmt::format("Delta schemaString: {}", why)); };
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return bad("not valid JSON");
+  if (!j.is_object()) return bad("expected a JSON object");
+  auto type = j.find("type");
+  if (type == j.end() || !type->is_string() || type->get<std::string>() != "struct") {
+    return bad("expected {\"type\": \"struct\", ...}");
+  }
+  auto fields = j.find("fields");
+  if (fields == j.end() || !fields->is_array()) return bad("expected an array \"fields\"");
+  std::vector<ColumnSpec> out;
+  std::set<std::string> names;
+  for (const json& f : *fields) {
+    if (!f.is_object()) return bad("each field must be an object");
+    auto name = f.find("name");
+    if (name == f.end() || !name->is_string() || name->get<std::string>().empty()) {
+      return bad("each field needs a non-empty string \"name\"");
+    }
+    ColumnSpec c;
+    c.name = name->get<std::string>();
+    if (!names.insert(c.name).second) return bad(fmt::format("column '{}' appears twice", c.name));
+    auto ftype = f.find("type");
+    if (ftype == f.end()) return bad(fmt::format("column '{}' has no \"type\"", c.name));
+    if (ftype->is_object()) {
+      auto nested = ftype->find("type");
+      std::string what = (nested != ftype->end() && nested->is_string()) ? nested->get<std::string>() : "nested";
+      return Status::Unsupported(fmt::format("Delta schema: column '{}' has the nested type '{}'; stoke supports flat "
+                                             "columns of boolean, integer, long, float, double, string and binary",
+                                             c.name, what));
+    }
+    if (!ftype->is_string()) return bad(fmt::format("column '{}': \"type\" must be a string or an object", c.name));
+    const std::string t = ftype->get<std::string>();
+    if (t == "boolean") {
+      c.type = parquet::Type::kBoolean;
+    } else if (t == "integer") {
+      c.type = parquet::Type::kInt32;
+    } else if (t == "long") {
+      c.type = parquet::Type::kInt64;
+    } else if (t == "float") {
+      c.type = parquet::Type::kFloat;
+    } else if (t == "double") {
+      c.type = parquet::Type::kDouble;
+    } else if (t == "string") {
+      c.type = parquet::Type::kByteArray;
+      c.is_string = true;
+    } else if (t == "binary") {
+      c.type = parquet::Type::kByteArray;
+    } else {
+      return Status::Unsupported(fmt::format("Delta schema: column '{}' has type '{}'; stoke supports boolean, "
+                                             "integer, long, float, double, string and binary",
+                                             c.name, t));
+    }
+    auto nullable = f.find("nullable");
+    if (nullable != f.end() && !nullable->is_null()) {
+      if (!nullable->is_boolean()) return bad(fmt::format("column '{}': \"nullable\" must be true or false", c.name));
+      c.optional = nullable->get<bool>();
+    } else {
+      c.optional = true;  // Spark's default
+    }
+    if (auto tensor = tensors.find(c.name); tensor != tensors.end()) {
+      if (t != "binary") {
+        return bad(fmt::format("column '{}' is a tensor in {} but has type '{}' (expected binary)", c.name,
+                               kTensorsMetadataKey, t));
+      }
+      c.tensor = tensor->second;
+    }
+    out.push_back(std::move(c));
+  }
+  for (const auto& [name, spec] : tensors) {
+    if (!names.count(name)) return bad(fmt::format("{} names column '{}', which the schema lacks", kTensorsMetadataKey, name));
+  }
+  return out;
+}
+
+Result<std::vector<ColumnSpec>> ColumnsFromMetadata(const Metadata& metadata, std::string_view context) {
+  std::map<std::string, TensorSpec> tensors;
+  auto it = metadata.configuration.find(kTensorsMetadataKey);
+  if (it != metadata.configuration.end()) {
+    STOKE_ASSIGN_OR_RETURN(tensors, TensorSpecsFromJson(it->second, context));
+  }
+  STOKE_ASSIGN_OR_RETURN(auto columns, SchemaFromSparkJson(metadata.schema_string, tensors));
+  it = metadata.configuration.find(kBlobsMetadataKey);
+  if (it != metadata.configuration.end()) {
+    STOKE_ASSIGN_OR_RETURN(auto blobs, BlobColumnsFromJson(it->second, context));
+    for (const std::string& name : blobs) {
+      auto c = std::find_if(columns.begin(), columns.end(), [&](const ColumnSpec& col) { return col.name == name; });
+      if (c == columns.end() || c->type != parquet::Type::kByteArray || c->is_string || c->tensor) {
+        return Status::Corruption(fmt::format("{}: {} names column '{}', which is not a binary column of the schema", context,
+                                              kBlobsMetadataKey, name));
+      }
+      c->blob = true;
+    }
+  }
+  return columns;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stats.
+
+std::string StatsJsonFromFooter(const parquet::FileMetaData& footer, const std::vector<ColumnSpec>& columns) {
+  ordered_json min_values = ordered_json::object();
+  ordered_json max_values = ordered_json::object();
+  ordered_json null_count = ordered_json::object();
+  for (const ColumnSpec& c : columns) {
+    bool bounds_ok = !c.paged();  // tensor and blob columns get nullCount only
+    bool nulls_ok = true;
+    int64_t nulls = 0;
+    std::optional<StatValue> lo, hi;
+    for (const parquet::RowGroup& rg : footer.row_groups) {
+      const parquet::ColumnMetaData* md = FindChunk(rg, c.name);
+      if (md == nullptr || md->type != c.type) {
+        bounds_ok = nulls_ok = false;
+        break;
+      }
+      const parquet::Statistics* st = md->statistics ? &*md->statistics : nullptr;
+      std::optional<int64_t> rg_nulls;
+      if (st && st->null_count) {
+        rg_nulls = *st->null_count;
+      } else if (!c.optional) {
+        rg_nulls = 0;  // REQUIRED: no nulls by definition
+      }
+      if (!rg_nulls || *rg_nulls < 0 || __builtin_add_overflow(nulls, *rg_nulls, &nulls)) nulls_ok = false;
+      if (!bounds_ok || rg.num_rows == 0 || (rg_nulls && *rg_nulls >= rg.num_rows)) continue;  // nothing to bound
+      if (st == nullptr) {
+        bounds_ok = false;
+        continue;
+      }
+      // min_value/max_value (fields 6/5) have the type's own order; the deprecated min/max (2/1) compare
+      // signed bytes, which is still right for numbers and booleans but not for strings.
+      const std::optional<std::string>* mn = &st->min_value;
+      const std::optional<std::string>* mx = &st->max_value;
+      if ((!*mn || !*mx) && c.type != parquet::Type::kByteArray) {
+        mn = &st->min;
+        mx = &st->max;
+      }
+      if (!*mn || !*mx) {
+        bounds_ok = false;
+        continue;
+      }
+      auto a = DecodeStat(c, **mn);
+      auto b = DecodeStat(c, **mx);
+      if (!a || !b) {
+        bounds_ok = false;
+        continue;
+      }
+      if (!lo || *a < *lo) lo = std::move(a);
+      if (!hi || *hi < *b) hi = std::move(b);
+    }
+    if (bounds_ok && lo && hi) {
+      min_values[c.name] = StatJson(*lo);
+      max_values[c.name] = StatJson(*hi);
+    }
+    if (nulls_ok) null_count[c.name] = nulls;
+  }
+  ordered_json stats = ordered_json::object();
+  stats["numRecords"] = footer.num_rows;
+  stats["minValues"] = std::move(min_values);
+  stats["maxValues"] = std::move(max_values);
+  stats["nullCount"] = std::move(null_count);
+  return Dump(stats);
+}
+
+}  // namespace stoke::delta
