@@ -190,8 +190,8 @@ class ImageWorkload:
         return [*steps, stoke.ToTensor(), stoke.Normalize(list(IMAGENET_MEAN), list(IMAGENET_STD))]
 
     def small_model(self) -> "models.ImageCNN":
-        """A small 2D CNN that learns the classes in a few epochs (VGG16 stands in the published study;
-        on 2 CPU cores it would take the whole run's time and hide the input pipelines)."""
+        """A small 2D CNN that learns the classes in a few epochs (instead of the published study's
+        VGG16, which on 2 CPU cores would take the whole run's time and hide the input pipelines)."""
         return models.ImageCNN(3)
 
 
