@@ -15,6 +15,28 @@
 #include "stoke/tools.h"
 
 namespace stoke::cli {
+namespace {
+
+// --select / --columns: "a,b,c" as its names, in order (empty parts kept; "" is no list).
+std::vector<std::string> ColumnList(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    out.push_back(text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// --format: table, csv or json (CLI11 has checked the name).
+CatOptions::Format OutputFormat(const std::string& name) {
+  return name == "csv" ? CatOptions::Format::kCsv : name == "json" ? CatOptions::Format::kJson : CatOptions::Format::kTable;
+}
+
+}  // namespace
 
 void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* out) {
   struct State {
@@ -151,18 +173,8 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
     auto& qo = s->qo;
     auto& query_select = s->query_select;
     auto& query_format = s->query_format;
-    if (!query_select.empty()) {
-      size_t pos = 0;
-      while (pos <= query_select.size()) {
-        size_t comma = query_select.find(',', pos);
-        qo.select.push_back(query_select.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
-      }
-    }
-    qo.format = query_format == "csv"    ? stoke::CatOptions::Format::kCsv
-                : query_format == "json" ? stoke::CatOptions::Format::kJson
-                                         : stoke::CatOptions::Format::kTable;
+    qo.select = ColumnList(query_select);
+    qo.format = OutputFormat(query_format);
     auto r = stoke::QueryTable(qo, std::cout);
     return r.ok() ? 0 : Fail(r.status());
   }});
@@ -198,18 +210,8 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
     auto& cat_columns = s->cat_columns;
     auto& cat_format = s->cat_format;
     auto& catopt = s->catopt;
-    if (!cat_columns.empty()) {
-      size_t pos = 0;
-      while (pos <= cat_columns.size()) {
-        size_t comma = cat_columns.find(',', pos);
-        catopt.columns.push_back(cat_columns.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
-      }
-    }
-    catopt.format = cat_format == "csv"    ? stoke::CatOptions::Format::kCsv
-                    : cat_format == "json" ? stoke::CatOptions::Format::kJson
-                                           : stoke::CatOptions::Format::kTable;
+    catopt.columns = ColumnList(cat_columns);
+    catopt.format = OutputFormat(cat_format);
     stoke::Status s = stoke::CatParquetFile(cat_path, catopt, std::cout);
     return s.ok() ? 0 : Fail(s);
   }});
