@@ -25,6 +25,7 @@
 #include "ingest/source_writer.h"
 #include "io/uri.h"
 #include "stoke/table.h"
+#include "table/add_stats.h"
 #include "table/delta_log.h"
 
 namespace stoke {
@@ -81,29 +82,31 @@ Status ReadIngestedFiles(Storage& fs, const delta::Snapshot& snap, const std::st
   *max_id = -1;
   std::vector<size_t> to_open;
   std::vector<bool> needs_ids(snap.files.size(), true);
+  // The `file` range and the largest id from the add statistics (a string maximum of 32 bytes or
+  // more may be truncated by another writer, so AddStatsReader drops it: no longer an upper bound).
+  ColumnSpec file_column{.name = "file", .type = parquet::Type::kByteArray, .is_string = true};
+  ColumnSpec id_column{.name = "id", .type = parquet::Type::kInt64};
+  const std::vector<ColumnSpec> stat_columns = {file_column, id_column};
+  AddStatsReader stats_reader(stat_columns);
+  std::vector<Predicate::ColumnStats> stats;
   for (size_t i = 0; i < snap.files.size(); ++i) {
     const delta::AddFile& add = snap.files[i];
     const bool in_run = !run.empty() && add.tags.count(kIngestRunTag) && add.tags.at(kIngestRunTag) == run;
     if (in_run) needs_ids[i] = false;
-    std::optional<std::string> lo, hi;
-    if (add.stats) {
-      auto stats = nlohmann::json::parse(*add.stats, nullptr, /*allow_exceptions=*/false);
-      if (stats.is_object()) {
-        const auto& mn = stats.value("minValues", nlohmann::json::object());
-        const auto& mx = stats.value("maxValues", nlohmann::json::object());
-        if (mn.is_object() && mn.contains("file") && mn["file"].is_string()) lo = mn["file"].get<std::string>();
-        // A maximum of 32 bytes or more may be truncated by another writer (no longer an upper bound).
-        if (mx.is_object() && mx.contains("file") && mx["file"].is_string() && mx["file"].get<std::string>().size() < 32) {
-          hi = mx["file"].get<std::string>();
-        }
-        if (!in_run && mx.is_object() && mx.contains("id") && mx["id"].is_number_integer()) {
-          *max_id = std::max(*max_id, mx["id"].get<int64_t>());
-          needs_ids[i] = false;
-        }
+    const std::string* lo = nullptr;
+    const std::string* hi = nullptr;
+    int64_t records = -1;
+    if (add.stats && stats_reader.Read(*add.stats, &stats, &records)) {
+      if (stats[0].min) lo = std::get_if<std::string>(&stats[0].min->v);
+      if (stats[0].max) hi = std::get_if<std::string>(&stats[0].max->v);
+      const int64_t* id = stats[1].max ? std::get_if<int64_t>(&stats[1].max->v) : nullptr;
+      if (!in_run && id != nullptr) {
+        *max_id = std::max(*max_id, *id);
+        needs_ids[i] = false;
       }
     }
     bool may_hold_candidate = true;
-    if (lo && hi) {
+    if (lo != nullptr && hi != nullptr) {
       auto it = std::lower_bound(candidates.begin(), candidates.end(), *lo);
       may_hold_candidate = it != candidates.end() && *it <= *hi;
     }

@@ -815,25 +815,35 @@ Status Loader::Impl::CreateImagePipelines() {
 Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t>& scalar_cols,
                                  std::optional<Predicate>& where) {
   const auto& adds = view.snapshot.files;
+  // The rows of a run of consecutive files (snapshot order). Files are taken in chunks so that a
+  // table of 100,000s of one-row files costs a few thousand of these, not one each.
   struct FilePart {
-    std::vector<ScalarColumn> cols;  // this file's rows
+    std::vector<ScalarColumn> cols;  // the chunk's rows
     std::vector<uint8_t> keep;       // per row (filter)
     int64_t rows = 0;
   };
-  std::vector<FilePart> parts(adds.size());
   std::vector<std::string> where_cols = where ? where->columns() : std::vector<std::string>{};
   if (scalar_cols.empty() && !where) {
     identity_ = true;
     return Status::OK();
   }
+  // Statistics are read for the predicate's columns and the selected scalar columns only.
+  std::vector<ColumnSpec> stat_columns;
+  for (size_t c = 0; c < view.columns.size(); ++c) {
+    const bool selected = std::find(scalar_cols.begin(), scalar_cols.end(), c) != scalar_cols.end();
+    if (selected || std::binary_search(where_cols.begin(), where_cols.end(), view.columns[c].name)) {
+      stat_columns.push_back(view.columns[c]);
+    }
+  }
+  const size_t chunk_files = std::clamp<size_t>(adds.size() / 64, 1, 256);
+  const size_t chunks = (adds.size() + chunk_files - 1) / chunk_files;
+  std::vector<FilePart> parts(chunks);
   const uint64_t gap = static_cast<uint64_t>(o_.remote_coalesce_gap_bytes);
-  ThreadPool pool(std::min<size_t>(8, std::max<size_t>(1, adds.size())));
-  Status st = ParallelFor(pool, adds.size(), [&](size_t i) -> Status {
+  // Appends file `i`'s rows to `part`.
+  auto read_file = [&](size_t i, AddStatsReader& stats_reader, FilePart& part) -> Status {
     const auto& add = adds[i];
-    FilePart& part = parts[i];
-    for (size_t k = 0; k < scalar_cols.size(); ++k) part.cols.push_back(scalars_[k]);  // empty, typed
     int64_t records = -1;
-    const auto stats = FileStats(add, view.columns, &records);
+    const auto stats = FileStats(add, stats_reader, &records);
     const bool skip_file = where && !where->MayMatch(stats, records);
     // A file whose statistics decide the filter for all its rows and give each selected scalar
     // column exactly (a table of one-row files: every file) is not opened.
@@ -848,8 +858,8 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
         constants.push_back(std::move(*c));
       }
       if (constants.size() == scalar_cols.size()) {
-        part.rows = records;
-        part.keep.assign(static_cast<size_t>(records), skip_file ? 0 : 1);
+        part.rows += records;
+        part.keep.insert(part.keep.end(), static_cast<size_t>(records), skip_file ? 0 : 1);
         for (size_t k = 0; k < scalar_cols.size(); ++k) {
           AppendScalarValues(constants[k], static_cast<size_t>(records), &part.cols[k]);
         }
@@ -879,8 +889,10 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
       STOKE_RETURN_IF_ERROR(prefetch->Prefetch(ColumnChunkRanges(reader, needed), gap));
     }
     const auto& starts = reader.row_group_starts();
-    part.rows = starts.empty() ? 0 : starts.back();
-    part.keep.assign(static_cast<size_t>(part.rows), skip_file ? 0 : 1);
+    const int64_t file_rows = starts.empty() ? 0 : starts.back();
+    const size_t first = part.keep.size();  // this file's first row in the part
+    part.rows += file_rows;
+    part.keep.insert(part.keep.end(), static_cast<size_t>(file_rows), skip_file ? 0 : 1);
     for (int g = 0; g < reader.num_row_groups(); ++g) {
       const int64_t rows = reader.metadata().row_groups[g].num_rows;
       std::map<std::string, ColumnValues> decoded;
@@ -890,6 +902,7 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
         STOKE_ASSIGN_OR_RETURN(ColumnValues v, ReadRowGroupColumn(view, add, reader, g, spec));
         return &decoded.emplace(spec.name, std::move(v)).first->second;
       };
+      const auto keep_begin = part.keep.begin() + static_cast<std::ptrdiff_t>(first) + starts[g];
       if (where && !skip_file && where->MayMatch(RowGroupStats(view, add, reader, g), rows)) {
         std::map<std::string, const ColumnValues*> cols;
         for (const auto& name : where_cols) {
@@ -898,14 +911,24 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
         }
         std::vector<uint8_t> keep;
         STOKE_RETURN_IF_ERROR(where->Evaluate(cols, static_cast<size_t>(rows), &keep));
-        std::copy(keep.begin(), keep.end(), part.keep.begin() + starts[g]);
+        std::copy(keep.begin(), keep.end(), keep_begin);
       } else if (where) {
-        std::fill(part.keep.begin() + starts[g], part.keep.begin() + starts[g] + rows, 0);
+        std::fill(keep_begin, keep_begin + rows, 0);
       }
       for (size_t k = 0; k < scalar_cols.size(); ++k) {
         STOKE_ASSIGN_OR_RETURN(const ColumnValues* v, decode(view.columns[scalar_cols[k]]));
         AppendScalarValues(*v, static_cast<size_t>(rows), &part.cols[k]);
       }
+    }
+    return Status::OK();
+  };
+  ThreadPool pool(std::min<size_t>(8, std::max<size_t>(1, chunks)));
+  Status st = ParallelFor(pool, chunks, [&](size_t c) -> Status {
+    FilePart& part = parts[c];
+    for (size_t k = 0; k < scalar_cols.size(); ++k) part.cols.push_back(scalars_[k]);  // empty, typed
+    AddStatsReader stats_reader(stat_columns);
+    for (size_t i = c * chunk_files; i < std::min(adds.size(), (c + 1) * chunk_files); ++i) {
+      STOKE_RETURN_IF_ERROR(read_file(i, stats_reader, part));
     }
     return Status::OK();
   });

@@ -89,6 +89,8 @@ struct LeafCursor {
   bool Present(size_t i) const { return Def(i) >= static_cast<uint32_t>(col->max_definition_level); }
   template <typename T>
   const T& ValueAt(size_t k) const { return std::get<std::vector<T>>(levels.values)[k]; }
+  // Each value is read once: strings are moved out, not copied.
+  std::string TakeString(size_t k) { return std::move(std::get<std::vector<std::string>>(levels.values)[k]); }
 };
 
 class ColumnarCheckpoint {
@@ -125,7 +127,7 @@ class ColumnarCheckpoint {
     return true;
   }
 
-  Status ReadRowGroup(int g, std::vector<Action>* out) {
+  Status ReadRowGroup(int g, CheckpointActions* out) {
     cursors_.clear();
     repeated_.clear();
     auto open = [&](const std::string& name, parquet::Type type, bool repeated) -> Result<LeafCursor*> {
@@ -201,6 +203,8 @@ class ColumnarCheckpoint {
                                               name, cur.levels.num_levels, rows));
       }
     }
+    // Nearly every row of a large checkpoint is an add (the count is the column's decoded levels).
+    if (add_path != nullptr) out->adds.reserve(out->adds.size() + add_path->levels.num_levels);
 
     for (int64_t r = 0; r < rows; ++r) {
       const size_t row = static_cast<size_t>(r);
@@ -224,7 +228,7 @@ class ColumnarCheckpoint {
       auto struct_present = [&](LeafCursor* any) { return any != nullptr && any->Def(row) >= 1; };
       auto str = [&](LeafCursor* c) -> std::optional<std::string> {
         if (c == nullptr || !c->Present(row)) return std::nullopt;
-        return c->ValueAt<std::string>(c->value++);
+        return c->TakeString(c->value++);
       };
       auto i64 = [&](LeafCursor* c) -> std::optional<int64_t> {
         if (c == nullptr || !c->Present(row)) return std::nullopt;
@@ -249,9 +253,9 @@ class ColumnarCheckpoint {
         }
         for (size_t i = begin; i < end; ++i) {
           if (m.key->Def(i) < static_cast<uint32_t>(m.key->entry_def)) continue;  // null or empty map
-          std::string key = m.key->ValueAt<std::string>(m.key->value++);
+          std::string key = m.key->TakeString(m.key->value++);
           std::optional<std::string> value;
-          if (m.value != nullptr && m.value->Present(vbegin + (i - begin))) value = m.value->ValueAt<std::string>(m.value->value++);
+          if (m.value != nullptr && m.value->Present(vbegin + (i - begin))) value = m.value->TakeString(m.value->value++);
           pairs.emplace_back(std::move(key), std::move(value));
         }
         return pairs;
@@ -261,7 +265,7 @@ class ColumnarCheckpoint {
         if (c == nullptr) return items;
         for (size_t i = c->row_begin; i < c->row_end; ++i) {
           if (c->Def(i) < static_cast<uint32_t>(c->entry_def)) continue;
-          if (c->Present(i)) items.push_back(c->ValueAt<std::string>(c->value++));
+          if (c->Present(i)) items.push_back(c->TakeString(c->value++));
         }
         return items;
       };
@@ -297,7 +301,7 @@ class ColumnarCheckpoint {
         a.stats = str(add_stats);
         STOKE_RETURN_IF_ERROR(nullable_map(add_pv, &a.partition_values));
         STOKE_RETURN_IF_ERROR(string_map(add_tags, &a.tags));
-        out->push_back(std::move(a));
+        out->adds.push_back(std::move(a));
       } else {
         (void)map(add_pv);
         (void)map(add_tags);
@@ -319,7 +323,7 @@ class ColumnarCheckpoint {
         m.partition_columns = list(md_parts);
         STOKE_RETURN_IF_ERROR(string_map(md_config, &m.configuration));
         m.created_time = i64(md_created);
-        out->push_back(std::move(m));
+        out->others.push_back(std::move(m));
       } else {
         (void)map(md_options);
         (void)map(md_config);
@@ -334,7 +338,7 @@ class ColumnarCheckpoint {
         p.min_writer_version = *wv;
         p.reader_features = list(pr_rfeat);
         p.writer_features = list(pr_wfeat);
-        out->push_back(std::move(p));
+        out->others.push_back(std::move(p));
       } else {
         (void)list(pr_rfeat);
         (void)list(pr_wfeat);
@@ -352,7 +356,7 @@ class ColumnarCheckpoint {
         STOKE_RETURN_IF_ERROR(nullable_map(rm_pv, &rm.partition_values));
         rm.size = i64(rm_size);
         if (rm.size && *rm.size < 0) return error("remove", fmt::format("field \"size\" is negative ({})", *rm.size));
-        out->push_back(std::move(rm));
+        out->removes.push_back(std::move(rm));
       } else {
         (void)map(rm_pv);
       }
@@ -365,7 +369,7 @@ class ColumnarCheckpoint {
         t.app_id = std::move(*app);
         t.version = *version;
         t.last_updated = i64(txn_updated);
-        out->push_back(std::move(t));
+        out->others.push_back(std::move(t));
       }
     }
     return Status::OK();
@@ -412,7 +416,7 @@ class ColumnarCheckpoint {
 
 }  // namespace
 
-Status ReadCheckpointColumns(const ParquetReader& reader, std::vector<Action>* out) {
+Status ReadCheckpointColumns(const ParquetReader& reader, CheckpointActions* out) {
   ColumnarCheckpoint columns(reader);
   if (!columns.Bind()) {
     return Status::Unsupported(fmt::format("{}: a shape the columnar checkpoint reader does not handle", reader.path()));
@@ -474,7 +478,7 @@ Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snaps
   STOKE_RETURN_IF_ERROR(emit(snapshot.metadata));
   for (const auto& [app, version] : snapshot.app_versions) STOKE_RETURN_IF_ERROR(emit(Txn{app, version, std::nullopt}));
   for (const auto& f : snapshot.files) STOKE_RETURN_IF_ERROR(emit(f));
-  for (const auto& [path, r] : snapshot.tombstones) STOKE_RETURN_IF_ERROR(emit(r));
+  for (const auto& r : snapshot.tombstones) STOKE_RETURN_IF_ERROR(emit(r));
   if (!rows.empty()) STOKE_RETURN_IF_ERROR(flush());
   json last = {{"version", snapshot.version}, {"size", total}};
   if (parts > 1) last["parts"] = parts;
@@ -504,20 +508,50 @@ std::vector<std::string> CheckpointFiles(const std::vector<std::string>& names, 
   return {};
 }
 
-Result<std::vector<Action>> ReadCheckpoint(Storage& storage, const std::string& log_dir, int64_t version) {
+void CheckpointActions::Add(Action&& action) {
+  if (auto* add = std::get_if<AddFile>(&action)) {
+    adds.push_back(std::move(*add));
+  } else if (auto* rm = std::get_if<RemoveFile>(&action)) {
+    removes.push_back(std::move(*rm));
+  } else {
+    others.push_back(std::move(action));
+  }
+}
+
+void CheckpointActions::Append(CheckpointActions&& part) {
+  if (adds.empty() && adds.capacity() < part.adds.size()) {
+    adds = std::move(part.adds);
+  } else {
+    adds.insert(adds.end(), std::make_move_iterator(part.adds.begin()), std::make_move_iterator(part.adds.end()));
+  }
+  removes.insert(removes.end(), std::make_move_iterator(part.removes.begin()), std::make_move_iterator(part.removes.end()));
+  others.insert(others.end(), std::make_move_iterator(part.others.begin()), std::make_move_iterator(part.others.end()));
+  part = CheckpointActions{};
+}
+
+std::vector<Action> CheckpointActions::ToActions() && {
+  std::vector<Action> out = std::move(others);
+  out.reserve(out.size() + adds.size() + removes.size());
+  for (auto& a : adds) out.push_back(std::move(a));
+  for (auto& r : removes) out.push_back(std::move(r));
+  *this = CheckpointActions{};
+  return out;
+}
+
+Result<CheckpointActions> ReadCheckpoint(Storage& storage, const std::string& log_dir, int64_t version) {
   STOKE_ASSIGN_OR_RETURN(auto names, storage.ListNames(log_dir));
   std::vector<std::string> files = CheckpointFiles(names, version);
   if (files.empty()) return Status::NotFound(fmt::format("{}: no complete checkpoint at version {}", log_dir, version));
   // The parts of a multi-part checkpoint are read in parallel, each into its own list.
-  std::vector<std::vector<Action>> part_actions(files.size());
+  std::vector<CheckpointActions> part_actions(files.size());
   auto read_part = [&](size_t k) -> Status {
     const std::string path = JoinPath(log_dir, files[k]);
-    std::vector<Action>& out = part_actions[k];
+    CheckpointActions& out = part_actions[k];
     STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(storage, path));
     Status columnar = ReadCheckpointColumns(*reader, &out);
     if (columnar.ok()) return Status::OK();
     if (columnar.code() != StatusCode::kUnsupported) return columnar;
-    out.clear();  // the generic reader starts this file again
+    out = CheckpointActions{};  // the generic reader starts this file again
     STOKE_ASSIGN_OR_RETURN(auto rows, ReadNestedParquet(*reader));
     // One action per row, checked by the same parser as commit lines.
     for (size_t r = 0; r < rows.size(); ++r) {
@@ -532,7 +566,7 @@ Result<std::vector<Action>> ReadCheckpoint(Storage& storage, const std::string& 
         action[it.key()] = std::move(it.value());
         StripNulls(&action[it.key()]);
         STOKE_ASSIGN_OR_RETURN(auto parsed, ParseAction(action, path, r + 1));
-        if (parsed) out.push_back(std::move(*parsed));
+        if (parsed) out.Add(std::move(*parsed));
       }
     }
     return Status::OK();
@@ -543,11 +577,11 @@ Result<std::vector<Action>> ReadCheckpoint(Storage& storage, const std::string& 
     ThreadPool pool(std::min<size_t>(files.size(), storage.CreateIsAtomic() ? 16 : 0));
     STOKE_RETURN_IF_ERROR(ParallelFor(pool, files.size(), read_part));
   }
-  std::vector<Action> out = std::move(part_actions[0]);
-  for (size_t k = 1; k < part_actions.size(); ++k) {
-    out.insert(out.end(), std::make_move_iterator(part_actions[k].begin()), std::make_move_iterator(part_actions[k].end()));
-    std::vector<Action>().swap(part_actions[k]);
-  }
+  CheckpointActions out;
+  size_t adds = 0;
+  for (const auto& part : part_actions) adds += part.adds.size();
+  out.adds.reserve(adds);
+  for (auto& part : part_actions) out.Append(std::move(part));
   return out;
 }
 

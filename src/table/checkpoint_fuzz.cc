@@ -13,11 +13,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto r = stoke::ParquetReader::Open(std::make_unique<stoke::MemoryFile>(data, size, "fuzz.checkpoint.parquet"));
   if (!r.ok()) return 0;
   if ((*r)->num_rows() > 100000) return 0;  // keep each run short
-  std::vector<stoke::delta::Action> columnar;
+  stoke::delta::CheckpointActions columnar;
   if (!stoke::delta::ReadCheckpointColumns(**r, &columnar).ok()) return 0;
   auto rows = stoke::ReadNestedParquet(**r);
   if (!rows.ok()) return 0;
-  std::vector<stoke::delta::Action> generic;
+  stoke::delta::CheckpointActions generic;
   for (auto& row : *rows) {
     if (!row.is_object()) return 0;
     for (auto it = row.begin(); it != row.end(); ++it) {
@@ -26,9 +26,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       one[it.key()] = it.value();
       auto parsed = stoke::delta::ParseAction(one, "fuzz", 1);
       if (!parsed.ok()) return 0;  // the generic path is stricter about some fields
-      if (*parsed) generic.push_back(**parsed);
+      if (*parsed) generic.Add(std::move(**parsed));
     }
   }
-  if (stoke::delta::SerializeCommit(columnar) != stoke::delta::SerializeCommit(generic)) std::abort();
+  // Both grouped by kind, as the replay takes them.
+  if (stoke::delta::SerializeCommit(std::move(columnar).ToActions()) != stoke::delta::SerializeCommit(std::move(generic).ToActions())) {
+    std::abort();
+  }
   return 0;
 }

@@ -63,18 +63,19 @@ Snapshot EveryKindOfAction(int adds) {
     r.extended_file_metadata = i == 0;
     if (i == 0) r.partition_values = {{"split", "val"}, {"site", std::nullopt}};
     if (i != 1) r.size = 77 + i;
-    s.tombstones[r.path] = r;
+    s.tombstones.push_back(r);
   }
   return s;
 }
 
-// The checkpoint's actions as the generic reader (rows of JSON, then the commit-line parser) sees them.
+// The checkpoint's actions as the generic reader (rows of JSON, then the commit-line parser) sees them,
+// grouped by kind as CheckpointActions keeps them.
 std::string GenericReading(const std::string& path) {
   auto reader = ParquetReader::Open(LocalStorage(), path);
   EXPECT_TRUE(reader.ok()) << reader.status().ToString();
   auto rows = ReadNestedParquet(**reader);
   EXPECT_TRUE(rows.ok()) << rows.status().ToString();
-  std::vector<Action> actions;
+  CheckpointActions actions;
   for (auto& row : *rows) {
     for (auto it = row.begin(); it != row.end(); ++it) {
       if (it->is_null()) continue;
@@ -83,11 +84,14 @@ std::string GenericReading(const std::string& path) {
       one[it.key()] = it.value();
       auto parsed = ParseAction(one, path, 1);
       EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
-      if (parsed.ok() && *parsed) actions.push_back(**parsed);
+      if (parsed.ok() && *parsed) actions.Add(std::move(**parsed));
     }
   }
-  return SerializeCommit(actions);
+  return SerializeCommit(std::move(actions).ToActions());
 }
+
+// The actions in the order a checkpoint of stoke's holds them.
+std::string Serialized(CheckpointActions actions) { return SerializeCommit(std::move(actions).ToActions()); }
 
 TEST_F(CheckpointTest, ColumnarReadingGivesEveryActionAsWrittenAndAsTheGenericReader) {
   const Snapshot s = EveryKindOfAction(/*adds=*/250);
@@ -98,16 +102,16 @@ TEST_F(CheckpointTest, ColumnarReadingGivesEveryActionAsWrittenAndAsTheGenericRe
   std::vector<Action> expected = {s.protocol, s.metadata};
   for (const auto& [app, v] : s.app_versions) expected.push_back(Txn{app, v, std::nullopt});
   for (const auto& f : s.files) expected.push_back(f);
-  for (const auto& [p, r] : s.tombstones) expected.push_back(r);
-  EXPECT_EQ(SerializeCommit(*actions), SerializeCommit(expected));
+  for (const auto& r : s.tombstones) expected.push_back(r);
+  EXPECT_EQ(Serialized(*actions), SerializeCommit(expected));
   const std::string path = dir_ + "/00000000000000000012.checkpoint.parquet";
-  EXPECT_EQ(SerializeCommit(*actions), GenericReading(path));
+  EXPECT_EQ(Serialized(*actions), GenericReading(path));
   // ... and it came from the columnar reader, not the generic fallback.
   auto reader = ParquetReader::Open(LocalStorage(), path);
   ASSERT_TRUE(reader.ok());
-  std::vector<Action> columnar;
+  CheckpointActions columnar;
   ASSERT_TRUE(ReadCheckpointColumns(**reader, &columnar).ok());
-  EXPECT_EQ(SerializeCommit(columnar), SerializeCommit(expected));
+  EXPECT_EQ(Serialized(std::move(columnar)), SerializeCommit(expected));
 }
 
 TEST_F(CheckpointTest, AnotherEnginesCheckpointReadsTheSameBothWays) {
@@ -115,11 +119,11 @@ TEST_F(CheckpointTest, AnotherEnginesCheckpointReadsTheSameBothWays) {
   const std::string path = std::string(STOKE_SOURCE_DIR) + "/tests/data/duckdb/checkpoint.parquet";
   auto reader = ParquetReader::Open(LocalStorage(), path);
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-  std::vector<Action> columnar;
+  CheckpointActions columnar;
   Status s = ReadCheckpointColumns(**reader, &columnar);
   if (s.code() == StatusCode::kUnsupported) GTEST_SKIP() << "read by the generic reader: " << s.message();
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_EQ(SerializeCommit(columnar), GenericReading(path));
+  EXPECT_EQ(Serialized(std::move(columnar)), GenericReading(path));
 }
 
 TEST_F(CheckpointTest, LargeStatesAreWrittenInPartsAndReadBackInOrder) {
@@ -143,8 +147,8 @@ TEST_F(CheckpointTest, LargeStatesAreWrittenInPartsAndReadBackInOrder) {
   std::vector<Action> expected = {s.protocol, s.metadata};
   for (const auto& [app, v] : s.app_versions) expected.push_back(Txn{app, v, std::nullopt});
   for (const auto& f : s.files) expected.push_back(f);
-  for (const auto& [p, r] : s.tombstones) expected.push_back(r);
-  EXPECT_EQ(SerializeCommit(*actions), SerializeCommit(expected));
+  for (const auto& r : s.tombstones) expected.push_back(r);
+  EXPECT_EQ(Serialized(*actions), SerializeCommit(expected));
 
   // A part missing: the checkpoint is incomplete, so there is none at that version.
   std::filesystem::remove(prefix + "0000000002.0000000003.parquet");

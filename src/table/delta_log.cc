@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "io/object_storage.h"
+#include "table/add_stats.h"
 #include "table/checkpoint.h"
 
 #include <fmt/format.h>
@@ -26,6 +27,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <unordered_set>
 #include <unordered_map>
 
 #include "core/mutex.h"
@@ -122,28 +124,34 @@ Status CheckReadable(const Protocol& p, std::string_view where) {
 // ---------------------------------------------------------------------------------------------
 // Replay.
 
+// Replays a checkpoint and the commits after it. A checkpoint is a reconciled state (no path added
+// twice, no add of a removed path), so its actions are taken as they are, with no map of their
+// paths: at 650,000 files that map was most of an open. Commits after it are replayed with maps of
+// the paths they touch only, and Finish drops the checkpoint's adds and tombstones those replaced.
 class Replayer {
  public:
-  // Applies the actions of one commit or checkpoint, in order. Adds and removes are moved out of
-  // `actions` (a commit of 100,000s of files is not held twice); commitInfo stays.
-  Status Apply(std::vector<Action>& actions, const std::string& file) {
-    for (Action& action : actions) STOKE_RETURN_IF_ERROR(Apply(action, file));
+  // The actions of the checkpoint (before any commit), moved.
+  Status ApplyCheckpoint(CheckpointActions&& checkpoint, const std::string& file) {
+    for (const AddFile& add : checkpoint.adds) STOKE_RETURN_IF_ERROR(CheckPath(add.path, file));
+    for (const RemoveFile& rm : checkpoint.removes) STOKE_RETURN_IF_ERROR(CheckPath(rm.path, file));
+    for (const Action& action : checkpoint.others) ApplyState(action);
+    adds_ = std::move(checkpoint.adds);
+    superseded_.assign(adds_.size(), 0);
+    tombstones_ = std::move(checkpoint.removes);
+    checkpoint = CheckpointActions{};
+    checkpoint_adds_ = adds_.size();
+    checkpoint_tombstones_ = tombstones_.size();
     return Status::OK();
   }
-  // Room for `n` more adds (a checkpoint's count): the vectors do not grow by doubling, which at
-  // 650,000 files held two copies.
-  void Reserve(size_t n) {
-    adds_.reserve(adds_.size() + n);
-    superseded_.reserve(superseded_.size() + n);
-    live_.reserve(live_.size() + n);
-  }
-  // Applies one action (an add or remove is moved out of it).
+
+  // One action of a commit, in order (an add or remove is moved out of it).
   Status Apply(Action& action, const std::string& file) {
     if (auto* add = std::get_if<AddFile>(&action)) {
       STOKE_ASSIGN_OR_RETURN(std::string key, DecodedPath(add->path, file));
       auto it = live_.find(key);
       if (it != live_.end()) Supersede(it->second);
-      snapshot_.tombstones.erase(key);
+      if (checkpoint_adds_ + checkpoint_tombstones_ > 0) replaced_.insert(key);
+      commit_tombstones_.erase(key);
       live_[std::move(key)] = adds_.size();
       adds_.push_back(std::move(*add));
       superseded_.push_back(0);
@@ -154,16 +162,10 @@ class Replayer {
         Supersede(it->second);
         live_.erase(it);
       }
-      snapshot_.tombstones[std::move(key)] = std::move(*rm);
-    } else if (const auto* p = std::get_if<Protocol>(&action)) {
-      snapshot_.protocol = *p;
-      has_protocol_ = true;
-    } else if (const auto* m = std::get_if<Metadata>(&action)) {
-      snapshot_.metadata = *m;
-      has_metadata_ = true;
-    } else if (const auto* t = std::get_if<Txn>(&action)) {
-      auto [it, inserted] = snapshot_.app_versions.emplace(t->app_id, t->version);
-      if (!inserted) it->second = std::max(it->second, t->version);
+      if (checkpoint_adds_ + checkpoint_tombstones_ > 0) replaced_.insert(key);
+      commit_tombstones_[std::move(key)] = std::move(*rm);
+    } else {
+      ApplyState(action);
     }
     return Status::OK();
   }
@@ -173,6 +175,13 @@ class Replayer {
     if (!has_metadata_) return Status::Corruption(fmt::format("{}: no metaData action in versions 0..{}", log_dir, version));
     snapshot_.version = version;
     snapshot_.timestamp = timestamp;
+    // The checkpoint's adds and tombstones of paths a later commit added or removed.
+    if (!replaced_.empty()) {
+      for (size_t i = 0; i < checkpoint_adds_; ++i) {
+        if (Replaced(adds_[i].path)) Supersede(i);
+      }
+      std::erase_if(tombstones_, [&](const RemoveFile& r) { return Replaced(r.path); });
+    }
     // The live adds, compacted in place (no second vector of them).
     size_t kept = 0;
     for (size_t i = 0; i < adds_.size(); ++i) {
@@ -181,12 +190,26 @@ class Replayer {
       ++kept;
     }
     adds_.resize(kept);
-    std::unordered_map<std::string, size_t>().swap(live_);
     snapshot_.files = std::move(adds_);
+    for (auto& [key, rm] : commit_tombstones_) tombstones_.push_back(std::move(rm));
+    snapshot_.tombstones = std::move(tombstones_);
     return std::move(snapshot_);
   }
 
  private:
+  void ApplyState(const Action& action) {
+    if (const auto* p = std::get_if<Protocol>(&action)) {
+      snapshot_.protocol = *p;
+      has_protocol_ = true;
+    } else if (const auto* m = std::get_if<Metadata>(&action)) {
+      snapshot_.metadata = *m;
+      has_metadata_ = true;
+    } else if (const auto* t = std::get_if<Txn>(&action)) {
+      auto [it, inserted] = snapshot_.app_versions.emplace(t->app_id, t->version);
+      if (!inserted) it->second = std::max(it->second, t->version);
+    }
+  }
+
   void Supersede(size_t i) {
     superseded_[i] = 1;
     adds_[i] = AddFile{};  // frees its strings now
@@ -197,11 +220,30 @@ class Replayer {
     if (!decoded.ok()) return Status::Corruption(fmt::format("{}: {}", file, decoded.status().message()));
     return std::move(decoded).value();
   }
+  // A path that decodes to itself (no escape, no NUL) is checked without a copy.
+  static Status CheckPath(const std::string& path, const std::string& file) {
+    if (path.find_first_of(std::string_view("%\0", 2)) == std::string::npos) return Status::OK();
+    return DecodedPath(path, file).status();
+  }
+  // Whether a commit added or removed the checkpoint's `path`. REQUIRES: CheckPath(path) succeeded.
+  bool Replaced(const std::string& path) const {
+    if (path.find('%') == std::string::npos) return replaced_.count(std::string_view(path)) > 0;
+    auto decoded = DecodePath(path);
+    return decoded.ok() && replaced_.count(std::string_view(*decoded)) > 0;
+  }
+  struct PathHash {  // lookups by string_view, with no string made
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
 
   Snapshot snapshot_;
-  std::vector<AddFile> adds_;                         // in the order added
+  std::vector<AddFile> adds_;                         // in the order added: the checkpoint's, then the commits'
   std::vector<char> superseded_;                      // per entry of adds_: 1 once removed or added again
-  std::unordered_map<std::string, size_t> live_;      // decoded path -> index in adds_
+  std::vector<RemoveFile> tombstones_;                // the checkpoint's
+  size_t checkpoint_adds_ = 0, checkpoint_tombstones_ = 0;
+  std::unordered_map<std::string, size_t> live_;      // decoded path -> index in adds_, commits' adds only
+  std::map<std::string, RemoveFile> commit_tombstones_;  // decoded path -> the commits' latest remove
+  std::unordered_set<std::string, PathHash, std::equal_to<>> replaced_;  // decoded paths a commit added or removed
   bool has_protocol_ = false;
   bool has_metadata_ = false;
 };
@@ -231,64 +273,19 @@ std::optional<int64_t> CommitTimestamp(const std::vector<Action>& actions) {
 // ---------------------------------------------------------------------------------------------
 // Snapshot.
 
-namespace {
-
-// The top-level "numRecords" of a stats JSON object, read as parse events (no document is built:
-// a table of 100,000s of files has as many of these). -1 when it is missing, not a non-negative
-// int64, or the text is not a JSON object; the last of duplicate keys wins.
-class NumRecordsEvents : public nlohmann::json_sax<json> {
- public:
-  int64_t records() const { return records_; }
-  bool null() override { return Value(-1); }
-  bool boolean(bool) override { return Value(-1); }
-  bool number_integer(number_integer_t v) override { return Value(v >= 0 ? v : -1); }
-  bool number_unsigned(number_unsigned_t v) override {
-    return Value(v <= uint64_t{INT64_MAX} ? static_cast<int64_t>(v) : -1);
-  }
-  bool number_float(number_float_t, const string_t&) override { return Value(-1); }
-  bool string(string_t&) override { return Value(-1); }
-  bool binary(binary_t&) override { return Value(-1); }
-  bool start_object(std::size_t) override { return Open(true); }
-  bool start_array(std::size_t) override { return Open(false); }
-  bool end_object() override { return --depth_, true; }
-  bool end_array() override { return --depth_, true; }
-  bool key(string_t& k) override {
-    if (depth_ == 1) at_records_ = k == "numRecords";
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
-
- private:
-  bool Value(int64_t v) {
-    if (depth_ == 0) return false;  // not an object
-    if (depth_ == 1 && at_records_) records_ = v;
-    return true;
-  }
-  bool Open(bool object) {
-    if (depth_ == 0 && !object) return false;
-    if (depth_ == 1 && at_records_) records_ = -1;
-    ++depth_;
-    return true;
-  }
-  int depth_ = 0;
-  bool at_records_ = false;
-  int64_t records_ = -1;
-};
-
-}  // namespace
-
 int64_t Snapshot::num_records() const {
   // Sums of chunks of files, on every core when there are many.
   constexpr size_t kChunk = 8192;
   const size_t chunks = (files.size() + kChunk - 1) / kChunk;
   std::vector<int64_t> sums(chunks, 0);
+  const std::vector<ColumnSpec> no_columns;
   auto sum_chunk = [&](size_t c) -> Status {
+    AddStatsReader reader(no_columns);
     int64_t total = 0;
     for (size_t i = c * kChunk; i < std::min(files.size(), (c + 1) * kChunk); ++i) {
       const AddFile& f = files[i];
-      NumRecordsEvents events;
-      if (!f.stats || !json::sax_parse(*f.stats, &events) || events.records() < 0 ||
-          __builtin_add_overflow(total, events.records(), &total)) {
+      const int64_t records = f.stats ? reader.NumRecords(*f.stats) : -1;
+      if (records < 0 || __builtin_add_overflow(total, records, &total)) {
         total = -1;
         break;
       }
@@ -398,9 +395,7 @@ Result<Snapshot> DeltaLog::ReadSnapshot(std::optional<int64_t> version) const {
       continue;
     }
     checkpoint_path = JoinPath(dir, fmt::format("{:020d}.checkpoint.parquet", cp));
-    replayer.Reserve(actions->size());
-    STOKE_RETURN_IF_ERROR(replayer.Apply(*actions, checkpoint_path));
-    std::vector<Action>().swap(*actions);
+    STOKE_RETURN_IF_ERROR(replayer.ApplyCheckpoint(std::move(*actions), checkpoint_path));
     start = cp + 1;
     break;
   }

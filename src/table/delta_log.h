@@ -112,7 +112,7 @@ struct Snapshot {
   Protocol protocol;
   Metadata metadata;
   std::vector<AddFile> files;                 // live files in the order they were added
-  std::map<std::string, RemoveFile> tombstones;  // removed paths (for VACUUM)
+  std::vector<RemoveFile> tombstones;         // removed files, one per (decoded) path, the latest remove of each
   std::map<std::string, int64_t> app_versions;   // txn: app_id -> version
   int64_t num_records() const;                // sum of stats.numRecords (-1 if any file lacks it)
 };

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "table/checkpoint.h"
 #include "table/delta_testing.h"
 
 namespace stoke::delta {
@@ -280,8 +281,9 @@ TEST_F(DeltaLogTest, TimeTravelSeesTheFilesOfEachVersion) {
   auto s3 = log.ReadSnapshot(3);
   ASSERT_TRUE(s3.ok());
   EXPECT_EQ(FilePaths(*s3), (V{"b%20c.parquet", "d.parquet"}));
-  ASSERT_EQ(s3->tombstones.count("a.parquet"), 1u);
-  EXPECT_EQ(s3->tombstones.at("a.parquet").deletion_timestamp, 1700000000002);
+  ASSERT_EQ(s3->tombstones.size(), 1u);
+  ASSERT_NE(FindTombstone(*s3, "a.parquet"), nullptr);
+  EXPECT_EQ(FindTombstone(*s3, "a.parquet")->deletion_timestamp, 1700000000002);
 
   auto s4 = log.ReadSnapshot();
   ASSERT_TRUE(s4.ok());
@@ -305,7 +307,8 @@ TEST_F(DeltaLogTest, RemoveMatchesAddByDecodedPath) {
   auto snap = log.ReadSnapshot();
   ASSERT_TRUE(snap.ok());
   EXPECT_TRUE(snap->files.empty());
-  EXPECT_EQ(snap->tombstones.count("dir/a-b c.parquet"), 1u);
+  ASSERT_EQ(snap->tombstones.size(), 1u);
+  EXPECT_NE(FindTombstone(*snap, "dir/a-b c.parquet"), nullptr);
 }
 
 TEST_F(DeltaLogTest, LastMetadataAndProtocolWinAndTxnKeepsHighestVersion) {
@@ -512,6 +515,58 @@ TEST_F(DeltaLogTest, ExplicitCheckpointOfAnyVersion) {
   EXPECT_EQ(snap->files.size(), 3u);
 }
 
+TEST_F(DeltaLogTest, CommitsAfterACheckpointReplaceItsFilesAndTombstonesAsAFullReplayDoes) {
+  DeltaLog log = CreateTable();
+  // Version 1: a, b c (escaped), d, e; version 2 removes d and e: the checkpoint at 2 holds three
+  // adds and two tombstones.
+  ASSERT_TRUE(log.Commit(0, {NewAdd("a"), NewAdd("b c"), NewAdd("d"), NewAdd("e")}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  ASSERT_TRUE(log.Commit(1, {NewRemove("d"), NewRemove("e")}, CommitKind::kRewrite, "DELETE", {}).ok());
+  ASSERT_TRUE(log.Checkpoint().ok());
+  // After it: a removed, d added again, "b c" added again under another spelling of its path, f
+  // added and removed, e removed a second time (a newer tombstone).
+  AddFile b_again = NewAdd("b c", 200);
+  b_again.path = "b%20%63";  // "b c", with 'c' escaped needlessly
+  RemoveFile e_again = NewRemove("e");
+  e_again.deletion_timestamp = 1700000000009;
+  ASSERT_TRUE(log.Commit(2, {NewRemove("a"), NewAdd("d", 300)}, CommitKind::kRewrite, "WRITE", {}).ok());
+  ASSERT_TRUE(log.Commit(3, {b_again, NewAdd("f")}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  ASSERT_TRUE(log.Commit(4, {NewRemove("f"), e_again}, CommitKind::kRewrite, "DELETE", {}).ok());
+
+  auto from_checkpoint = log.ReadSnapshot();
+  ASSERT_TRUE(from_checkpoint.ok()) << from_checkpoint.status().ToString();
+  std::filesystem::remove(dir_ + "/_delta_log/00000000000000000002.checkpoint.parquet");
+  auto replayed = log.ReadSnapshot();
+  ASSERT_TRUE(replayed.ok()) << replayed.status().ToString();
+
+  EXPECT_EQ(FilePaths(*from_checkpoint), (std::vector<std::string>{"d", "b%20%63"}));
+  EXPECT_EQ(FilePaths(*from_checkpoint), FilePaths(*replayed));
+  EXPECT_EQ(from_checkpoint->files[0].size, 300);
+  EXPECT_EQ(from_checkpoint->files[1].size, 200);
+  // Tombstones: a, e (the newer one) and f; d's was dropped when d came back.
+  for (const auto* snap : {&*from_checkpoint, &*replayed}) {
+    EXPECT_EQ(snap->tombstones.size(), 3u);
+    EXPECT_NE(FindTombstone(*snap, "a"), nullptr);
+    EXPECT_NE(FindTombstone(*snap, "f"), nullptr);
+    EXPECT_EQ(FindTombstone(*snap, "d"), nullptr);
+    ASSERT_NE(FindTombstone(*snap, "e"), nullptr);
+    EXPECT_EQ(FindTombstone(*snap, "e")->deletion_timestamp, 1700000000009);
+  }
+}
+
+TEST_F(DeltaLogTest, ACheckpointWithABadPathIsCorruptionNamingIt) {
+  DeltaLog log = CreateTable();
+  auto state = log.ReadSnapshot();
+  ASSERT_TRUE(state.ok());
+  AddFile bad = NewAdd("x");
+  bad.path = "x%zz.parquet";  // commits refuse it; another writer's checkpoint may hold it
+  state->files.push_back(bad);
+  ASSERT_TRUE(WriteCheckpoint(fs_, log.log_dir(), *state).ok());
+  auto snap = log.ReadSnapshot();
+  ASSERT_FALSE(snap.ok());
+  EXPECT_EQ(snap.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(snap.status().message().find("checkpoint"), std::string::npos) << snap.status().message();
+}
+
 TEST_F(DeltaLogTest, UnreadableCheckpointFallsBackToCommitsOrFailsNamingIt) {
   DeltaLog log = CreateTable();
   for (int v = 0; v < 3; ++v) ASSERT_TRUE(log.Commit(v, {NewAdd("f" + std::to_string(v))}, CommitKind::kBlindAppend, "WRITE", {}).ok());
@@ -544,7 +599,7 @@ TEST_F(DeltaLogTest, ReadsACheckpointWrittenByAnotherEngine) {
   EXPECT_EQ(snap->files[0].partition_values.at("split"), "train");
   EXPECT_EQ(snap->files[0].stats, "{\"numRecords\":5}");
   EXPECT_FALSE(snap->files[1].data_change);
-  EXPECT_EQ(snap->tombstones.count("old.parquet"), 1u);
+  EXPECT_NE(FindTombstone(*snap, "old.parquet"), nullptr);
   EXPECT_EQ(snap->app_versions.at("app"), 3);
 }
 

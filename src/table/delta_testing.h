@@ -53,4 +53,13 @@ inline RemoveFile NewRemove(const std::string& name, std::optional<int64_t> size
   return r;
 }
 
+// The snapshot's tombstone of the file whose decoded path is `path`, or null.
+inline const RemoveFile* FindTombstone(const Snapshot& s, const std::string& path) {
+  for (const RemoveFile& r : s.tombstones) {
+    auto decoded = DecodePath(r.path);
+    if (decoded.ok() && *decoded == path) return &r;
+  }
+  return nullptr;
+}
+
 }  // namespace stoke::delta::testing_support

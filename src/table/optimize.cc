@@ -343,10 +343,15 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
     const int64_t rows = t.snapshot.num_records();
     if (rows > 0) sample_bytes = std::max(sample_bytes, bytes / rows);
   }
+  std::vector<ColumnSpec> where_columns;  // only the predicate's columns' statistics are read
+  for (const auto& c : t.columns) {
+    if (where && std::binary_search(where->columns().begin(), where->columns().end(), c.name)) where_columns.push_back(c);
+  }
+  AddStatsReader stats_reader(where_columns);
   for (const auto& f : t.snapshot.files) {
     if (where) {
       int64_t records = -1;
-      auto stats = FileStats(f, t.columns, &records);
+      auto stats = FileStats(f, stats_reader, &records);
       if (!where->MayMatch(stats, records)) continue;
     }
     bool small = f.size < o.target_file_bytes / 4 * 3 || !o.sort_by.empty();

@@ -69,9 +69,17 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
   if (s.where || !want_rows) {
     constexpr size_t kChunk = 4096;
     const size_t chunks = (files.size() + kChunk - 1) / kChunk;
+    // Only the predicate's columns' statistics are read.
+    std::vector<ColumnSpec> stat_columns;
+    for (const auto& c : t.columns) {
+      if (s.where && std::binary_search(s.where->columns().begin(), s.where->columns().end(), c.name)) {
+        stat_columns.push_back(c);
+      }
+    }
     auto decide = [&](size_t chunk) -> Status {
+      AddStatsReader reader(stat_columns);
       for (size_t i = chunk * kChunk; i < std::min(files.size(), (chunk + 1) * kChunk); ++i) {
-        const auto stats = FileStats(files[i], t.columns, &records[i]);
+        const auto stats = FileStats(files[i], reader, &records[i]);
         if (s.where && !s.where->MayMatch(stats, records[i])) {
           decision[i] = -1;
         } else if (!want_rows && records[i] >= 0 && (!s.where || s.where->MustMatch(stats, records[i]))) {

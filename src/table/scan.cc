@@ -37,36 +37,6 @@ std::optional<Value> DecodeStat(const LeafColumn& col, const std::string& bytes)
   return std::nullopt;
 }
 
-// Delta writers truncate string statistics (Spark to 32 characters): a truncated minimum is still a
-// lower bound, but a truncated maximum is below the true one. String maxima that long are dropped.
-constexpr size_t kStringStatTruncation = 32;
-
-std::optional<Value> JsonStat(const ColumnSpec& col, const nlohmann::json& v, bool is_max) {
-  if (col.paged()) return std::nullopt;
-  switch (col.type) {
-    case parquet::Type::kBoolean:
-      if (v.is_boolean()) return Value{v.get<bool>()};
-      break;
-    case parquet::Type::kInt32:
-    case parquet::Type::kInt64:
-      if (v.is_number_integer()) return Value{v.get<int64_t>()};
-      break;
-    case parquet::Type::kFloat:
-    case parquet::Type::kDouble:
-      if (v.is_number()) return Value{v.get<double>()};
-      break;
-    case parquet::Type::kByteArray:
-      if (col.is_string && v.is_string()) {
-        std::string text = v.get<std::string>();
-        if (is_max && text.size() >= kStringStatTruncation) return std::nullopt;
-        return Value{std::move(text)};
-      }
-      break;
-    default: break;
-  }
-  return std::nullopt;
-}
-
 // The statistics of a partition column over `rows` rows of one file.
 Predicate::ColumnStats PartitionStats(const ColumnSpec& col, const std::optional<std::string>& text, int64_t rows) {
   Predicate::ColumnStats s;
@@ -172,107 +142,29 @@ Result<TableView> OpenTableView(const std::string& table_dir, std::optional<int6
   return t;
 }
 
-namespace {
-
-// Reads an add's stats JSON ({"numRecords": n, "minValues": {col: v}, "maxValues": {...},
-// "nullCount": {...}}) as events, straight into the columns' statistics: no document is built
-// (counting a table of 100,000s of files parses as many of these). Same results as reading the
-// parsed document: the last of duplicate keys wins, nested values are unknown, malformed JSON
-// leaves everything unknown.
-class StatsEvents : public nlohmann::json_sax<nlohmann::json> {
- public:
-  StatsEvents(const std::vector<ColumnSpec>& columns, std::vector<Predicate::ColumnStats>* stats, int64_t* records)
-      : columns_(columns), stats_(*stats), records_(*records) {}
-
-  bool null() override { return Scalar(nlohmann::json()); }
-  bool boolean(bool v) override { return Scalar(nlohmann::json(v)); }
-  bool number_integer(number_integer_t v) override { return Scalar(nlohmann::json(v)); }
-  bool number_unsigned(number_unsigned_t v) override { return Scalar(nlohmann::json(v)); }
-  bool number_float(number_float_t v, const string_t&) override { return Scalar(nlohmann::json(v)); }
-  bool string(string_t& v) override { return Scalar(nlohmann::json(std::move(v))); }
-  bool binary(binary_t&) override { return Scalar(nlohmann::json()); }
-  bool start_object(std::size_t) override { return Open(true); }
-  bool start_array(std::size_t) override { return Open(false); }
-  bool end_object() override { return Close(); }
-  bool end_array() override { return Close(); }
-  bool key(string_t& k) override {
-    if (depth_ == 1) {
-      section_ = k == "minValues" ? kMin : k == "maxValues" ? kMax : k == "nullCount" ? kNulls : k == "numRecords" ? kRecords : kOther;
-    } else if (depth_ == 2) {
-      column_ = -1;
-      for (size_t c = 0; c < columns_.size(); ++c) {
-        if (columns_[c].name == k) column_ = static_cast<int>(c);
-      }
-    }
-    return true;
+std::map<std::string, Predicate::ColumnStats> FileStats(const delta::AddFile& add, AddStatsReader& reader,
+                                                        int64_t* num_records) {
+  const std::vector<ColumnSpec>& columns = reader.columns();
+  std::map<std::string, Predicate::ColumnStats> out;
+  *num_records = -1;
+  std::vector<Predicate::ColumnStats> stats;
+  if (add.stats) {
+    (void)reader.Read(*add.stats, &stats, num_records);  // malformed: nothing known, nothing skipped
+  } else {
+    stats.resize(columns.size());
   }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
-
- private:
-  enum Section { kOther, kRecords, kMin, kMax, kNulls };
-
-  // A value at depth 1 (a top-level member) or 2 (a column's statistic); deeper ones are ignored.
-  bool Scalar(const nlohmann::json& v) {
-    if (depth_ == 0) return false;  // the document is not an object
-    if (depth_ == 1 && section_ == kRecords) {
-      records_ = v.is_number_integer() && (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t{INT64_MAX}) ? v.get<int64_t>() : -1;
-    } else if (depth_ == 2 && in_section_object_ && column_ >= 0) {
-      Predicate::ColumnStats& s = stats_[static_cast<size_t>(column_)];
-      const ColumnSpec& col = columns_[static_cast<size_t>(column_)];
-      if (section_ == kMin) s.min = JsonStat(col, v, false);
-      if (section_ == kMax) s.max = JsonStat(col, v, true);
-      if (section_ == kNulls) s.null_count = v.is_number_integer() ? std::optional<int64_t>(v.get<int64_t>()) : std::nullopt;
-    }
-    return true;
+  for (size_t c = 0; c < columns.size(); ++c) {
+    auto it = add.partition_values.find(columns[c].name);
+    out[columns[c].name] = it != add.partition_values.end() ? PartitionStats(columns[c], it->second, *num_records)
+                                                             : std::move(stats[c]);
   }
-  bool Open(bool object) {
-    if (depth_ == 0 && !object) return false;  // the document is not an object
-    if (depth_ == 1) {
-      if (section_ == kRecords) records_ = -1;
-      in_section_object_ = object && (section_ == kMin || section_ == kMax || section_ == kNulls);
-    } else if (depth_ == 2) {
-      Scalar(nlohmann::json::object());  // a nested value: unknown
-    }
-    ++depth_;
-    return true;
-  }
-  bool Close() {
-    --depth_;
-    if (depth_ == 1) in_section_object_ = false;
-    return true;
-  }
-
-  const std::vector<ColumnSpec>& columns_;
-  std::vector<Predicate::ColumnStats>& stats_;
-  int64_t& records_;
-  int depth_ = 0;
-  Section section_ = kOther;
-  bool in_section_object_ = false;
-  int column_ = -1;
-};
-
-}  // namespace
+  return out;
+}
 
 std::map<std::string, Predicate::ColumnStats> FileStats(const delta::AddFile& add, const std::vector<ColumnSpec>& columns,
                                                         int64_t* num_records) {
-  std::map<std::string, Predicate::ColumnStats> out;
-  *num_records = -1;
-  std::vector<Predicate::ColumnStats> stats(columns.size());
-  if (add.stats) {
-    int64_t records = -1;
-    StatsEvents events(columns, &stats, &records);
-    if (nlohmann::json::sax_parse(*add.stats, &events)) {
-      *num_records = records;
-    } else {
-      stats.assign(columns.size(), Predicate::ColumnStats{});  // malformed: nothing is known
-    }
-  }
-  for (size_t c = 0; c < columns.size(); ++c) out[columns[c].name] = std::move(stats[c]);
-  for (const auto& col : columns) {
-    auto it = add.partition_values.find(col.name);
-    if (it != add.partition_values.end()) out[col.name] = PartitionStats(col, it->second, *num_records);
-  }
-  return out;
+  AddStatsReader reader(columns);
+  return FileStats(add, reader, num_records);
 }
 
 std::map<std::string, Predicate::ColumnStats> RowGroupStats(const TableView& table, const delta::AddFile& add,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "format/parquet_reader.h"
+#include "table/add_stats.h"
 #include "table/delta_log.h"
 #include "table/predicate.h"
 
@@ -41,8 +42,11 @@ Result<ColumnValues> ReadRowGroupColumn(const TableView& table, const delta::Add
 Result<TableView> OpenTableView(const std::string& table, std::optional<int64_t> version = std::nullopt);
 
 // Statistics of one data file from its add action's stats JSON and partition values (no bounds
-// when the stats are absent or malformed: nothing can be skipped then). *num_records is -1 when
-// unknown.
+// when the stats are absent or malformed: nothing can be skipped then), for the reader's columns
+// (a scan that needs a few columns reads only those). *num_records is -1 when unknown.
+std::map<std::string, Predicate::ColumnStats> FileStats(const delta::AddFile& add, AddStatsReader& reader,
+                                                        int64_t* num_records);
+// The same for `columns`, with a reader of its own (one call; loops keep a reader per thread).
 std::map<std::string, Predicate::ColumnStats> FileStats(const delta::AddFile& add, const std::vector<ColumnSpec>& columns,
                                                         int64_t* num_records);
 
