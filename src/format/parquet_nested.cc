@@ -660,8 +660,50 @@ Result<std::vector<json>> ReadNestedParquet(const ParquetReader& reader) {
   return rows;
 }
 
-Status WriteNestedParquet(Storage& storage, const std::string& path, const SchemaNode& root_fields,
-                          const std::vector<json>& rows, const WriterOptions& options) {
+struct NestedParquetWriter::State {
+  PhysNode root;
+  std::vector<const PhysNode*> leaves;  // in schema order
+  std::unique_ptr<ParquetFileWriter> writer;
+  std::unique_ptr<RowGroupEncoder> encoder;
+  std::vector<LeafSink> sinks;  // the rows of the row group being filled
+  size_t rows_in_group = 0;
+  size_t rows = 0;
+  size_t per_group = 1;
+
+  void ResetSinks() {
+    sinks.assign(leaves.size(), LeafSink{});
+    for (size_t l = 0; l < leaves.size(); ++l) {
+      sinks[l].leaf = leaves[l];
+      sinks[l].values = EmptyValuesFor(*leaves[l]->type);
+    }
+    rows_in_group = 0;
+  }
+
+  Status FlushGroup() {
+    if (rows_in_group == 0) return Status::OK();
+    for (size_t l = 0; l < leaves.size(); ++l) {
+      LeveledValues lv;
+      lv.values = std::move(sinks[l].values);
+      lv.max_def = leaves[l]->def;
+      lv.max_rep = leaves[l]->rep;
+      if (lv.max_def > 0) lv.def_levels = std::move(sinks[l].defs);
+      if (lv.max_rep > 0) lv.rep_levels = std::move(sinks[l].reps);
+      lv.path_in_schema = leaves[l]->path_in_schema;
+      STOKE_RETURN_IF_ERROR(encoder->SetLeveledColumn(l, std::move(lv)));
+    }
+    STOKE_ASSIGN_OR_RETURN(auto rg, encoder->Finish());
+    STOKE_RETURN_IF_ERROR(writer->WriteRowGroup(std::move(rg)));
+    ResetSinks();
+    return Status::OK();
+  }
+};
+
+NestedParquetWriter::NestedParquetWriter(std::unique_ptr<State> state) : state_(std::move(state)) {}
+NestedParquetWriter::~NestedParquetWriter() = default;
+
+Result<std::unique_ptr<NestedParquetWriter>> NestedParquetWriter::Create(Storage& storage, const std::string& path,
+                                                                         const SchemaNode& root_fields,
+                                                                         const WriterOptions& options) {
   if (root_fields.kind != SchemaNode::Kind::kStruct || root_fields.children.empty()) {
     return Status::InvalidArgument("a nested schema's root must be a struct with at least one field");
   }
@@ -673,48 +715,46 @@ Status WriteNestedParquet(Storage& storage, const std::string& path, const Schem
     if (!names.insert(c.name).second) return Status::InvalidArgument(fmt::format("duplicate top-level field '{}'", c.name));
     STOKE_RETURN_IF_ERROR(AppendSchema(c, "", 1, &schema));
   }
-  STOKE_ASSIGN_OR_RETURN(PhysNode root, BuildPhysRoot(schema));
-  // The leaves, in schema order.
-  std::vector<const PhysNode*> leaves;
-  std::vector<const PhysNode*> stack = {&root};
+  auto state = std::make_unique<State>();
+  STOKE_ASSIGN_OR_RETURN(state->root, BuildPhysRoot(schema));
+  std::vector<const PhysNode*> stack = {&state->root};
   while (!stack.empty()) {
     const PhysNode* n = stack.back();
     stack.pop_back();
     if (n->role == PhysNode::Role::kLeaf) {
-      leaves.push_back(n);
+      state->leaves.push_back(n);
       continue;
     }
     for (auto it = n->children.rbegin(); it != n->children.rend(); ++it) stack.push_back(&*it);
   }
   std::vector<ColumnSpec> specs;
-  for (const PhysNode* l : leaves) {
+  for (const PhysNode* l : state->leaves) {
     specs.push_back({.name = l->path, .type = *l->type, .optional = l->def > 0, .is_string = l->is_string});
   }
-  STOKE_ASSIGN_OR_RETURN(auto writer, ParquetFileWriter::CreateNested(storage, path, specs, schema, options));
-  RowGroupEncoder encoder(writer->columns(), writer->options());
-  const size_t per_group = static_cast<size_t>(std::max<int64_t>(1, options.row_group_rows));
-  for (size_t start = 0; start < rows.size(); start += per_group) {
-    const size_t end = std::min(rows.size(), start + per_group);
-    std::vector<LeafSink> sinks(leaves.size());
-    for (size_t l = 0; l < leaves.size(); ++l) {
-      sinks[l].leaf = leaves[l];
-      sinks[l].values = EmptyValuesFor(*leaves[l]->type);
-    }
-    Shredder shredder(&sinks);
-    for (size_t r = start; r < end; ++r) STOKE_RETURN_IF_ERROR(shredder.Row(root, rows[r], r));
-    for (size_t l = 0; l < leaves.size(); ++l) {
-      LeveledValues lv;
-      lv.values = std::move(sinks[l].values);
-      lv.max_def = leaves[l]->def;
-      lv.max_rep = leaves[l]->rep;
-      if (lv.max_def > 0) lv.def_levels = std::move(sinks[l].defs);
-      if (lv.max_rep > 0) lv.rep_levels = std::move(sinks[l].reps);
-      lv.path_in_schema = leaves[l]->path_in_schema;
-      STOKE_RETURN_IF_ERROR(encoder.SetLeveledColumn(l, std::move(lv)));
-    }
-    STOKE_ASSIGN_OR_RETURN(auto rg, encoder.Finish());
-    STOKE_RETURN_IF_ERROR(writer->WriteRowGroup(std::move(rg)));
-  }
+  STOKE_ASSIGN_OR_RETURN(state->writer, ParquetFileWriter::CreateNested(storage, path, specs, schema, options));
+  state->encoder = std::make_unique<RowGroupEncoder>(state->writer->columns(), state->writer->options());
+  state->per_group = static_cast<size_t>(std::max<int64_t>(1, options.row_group_rows));
+  state->ResetSinks();
+  return std::unique_ptr<NestedParquetWriter>(new NestedParquetWriter(std::move(state)));
+}
+
+Status NestedParquetWriter::AddRow(const json& row) {
+  Shredder shredder(&state_->sinks);
+  STOKE_RETURN_IF_ERROR(shredder.Row(state_->root, row, state_->rows));
+  ++state_->rows;
+  if (++state_->rows_in_group == state_->per_group) return state_->FlushGroup();
+  return Status::OK();
+}
+
+Status NestedParquetWriter::Close() {
+  STOKE_RETURN_IF_ERROR(state_->FlushGroup());
+  return state_->writer->Close();
+}
+
+Status WriteNestedParquet(Storage& storage, const std::string& path, const SchemaNode& root_fields,
+                          const std::vector<json>& rows, const WriterOptions& options) {
+  STOKE_ASSIGN_OR_RETURN(auto writer, NestedParquetWriter::Create(storage, path, root_fields, options));
+  for (const json& row : rows) STOKE_RETURN_IF_ERROR(writer->AddRow(row));
   return writer->Close();
 }
 

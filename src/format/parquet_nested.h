@@ -13,6 +13,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +45,24 @@ struct SchemaNode {
 // Rows are split into row groups of options.row_group_rows and pages of options.scalar_page_rows.
 Status WriteNestedParquet(Storage& storage, const std::string& path, const SchemaNode& root_fields,
                           const std::vector<nlohmann::json>& rows, const WriterOptions& options);
+
+// The same, one row at a time: only the rows of the row group being filled are held (shredded into
+// their leaf columns), so a checkpoint of 650,000 actions never holds them all as JSON.
+class NestedParquetWriter {
+ public:
+  static Result<std::unique_ptr<NestedParquetWriter>> Create(Storage& storage, const std::string& path,
+                                                             const SchemaNode& root_fields, const WriterOptions& options);
+  ~NestedParquetWriter();
+  // Errors as WriteNestedParquet's; after an error the file is unusable (delete it).
+  Status AddRow(const nlohmann::json& row);
+  // Writes the last row group, the footer, and closes the file.
+  Status Close();
+
+ private:
+  struct State;
+  explicit NestedParquetWriter(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
 
 // Reads any Parquet file (flat or nested, stoke's or another engine's) back into rows of JSON objects
 // keyed by top-level column, assembling records from the levels. INT64 and INT32 become JSON

@@ -164,6 +164,8 @@ class ParquetFileWriter {
   int64_t num_rows() const { return metadata_.num_rows; }
   // The footer as written (complete after Close).
   const parquet::FileMetaData& metadata() const { return metadata_; }
+  // The OffsetIndex of every column chunk, [row group][column], as written.
+  const std::vector<std::vector<parquet::OffsetIndex>>& offset_indexes() const { return offset_indexes_; }
   const std::string& path() const { return file_->path(); }
 
  private:

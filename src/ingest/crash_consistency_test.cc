@@ -94,12 +94,13 @@ Result<TableState> ReadState(const std::string& dir) {
   return state;
 }
 
-// Files under the table outside its log, relative to it.
+// Files under the table outside its log and stoke's _stoke/ directory, relative to it.
 std::set<std::string> DataFilesOnDisk(const std::string& dir) {
   std::set<std::string> out;
   for (const auto& e : fsys::recursive_directory_iterator(dir)) {
     const std::string rel = fsys::relative(e.path(), dir).generic_string();
-    if (e.is_regular_file() && rel.rfind(delta::kLogDirName, 0) != 0) out.insert(rel);
+    // Not the log, nor stoke's own files (_stoke/: the sample index that ingest writes).
+    if (e.is_regular_file() && rel.rfind(delta::kLogDirName, 0) != 0 && rel.rfind("_stoke/", 0) != 0) out.insert(rel);
   }
   return out;
 }

@@ -140,14 +140,27 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   WriterOptions file_options = options;
   if (in_place) file_options.sync_on_close = false;
   auto temporary_path = [&](const std::string& path) { return in_place ? path : InProgressPath(fs, path); };
+  const bool index_pages = !layout.index_root.empty() && !layout.index_columns.empty();
   auto finish_file = [&]() -> Status {
     if (!writer) return Status::OK();
     auto task = std::make_shared<std::packaged_task<Result<WrittenFile>()>>(
-        [&fs, &s, w = std::shared_ptr<ParquetFileWriter>(std::move(writer)), final_path]() -> Result<WrittenFile> {
+        [&fs, &s, &layout, index_pages, w = std::shared_ptr<ParquetFileWriter>(std::move(writer)),
+         final_path]() -> Result<WrittenFile> {
           STOKE_RETURN_IF_ERROR(w->Close());
           if (w->path() != final_path) STOKE_RETURN_IF_ERROR(fs.Rename(w->path(), final_path));
-          return WrittenFile{final_path, w->num_rows(), w->bytes_written(),
-                             delta::StatsJsonFromFooter(w->metadata(), s.columns), NowMillis()};
+          WrittenFile out{final_path, w->num_rows(), w->bytes_written(), delta::StatsJsonFromFooter(w->metadata(), s.columns),
+                          NowMillis(), {}};
+          // The path under the table root (layout.dir is the root or a partition directory in it).
+          const std::string& root = layout.index_root;
+          const bool under_root = final_path.size() > root.size() && final_path.compare(0, root.size(), root) == 0 &&
+                                  (root.back() == '/' || final_path[root.size()] == '/');
+          if (index_pages && under_root) {
+            auto pages = SampleIndex::PagesOfWrittenFile(final_path.substr(root.size() + (root.back() == '/' ? 0 : 1)),
+                                                         w->bytes_written(), w->metadata(), w->offset_indexes(),
+                                                         layout.index_columns);
+            if (pages.ok()) out.pages = std::move(*pages);
+          }
+          return out;
         });
     finishing.push_back({temporary_path(final_path), final_path, task->get_future()});
     finish_pool.Submit([task] { (*task)(); });

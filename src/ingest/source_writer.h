@@ -12,6 +12,7 @@
 #include "format/parquet_writer.h"
 #include "ingest/source.h"
 #include "io/storage.h"
+#include "table/sample_index.h"
 
 namespace stoke {
 
@@ -23,6 +24,10 @@ struct WrittenFile {
   uint64_t bytes = 0;
   std::string stats;                // the add action's stats JSON (delta::StatsJsonFromFooter)
   int64_t modification_time_ms = 0; // when it was finished, ms since the epoch
+  // With FileSetLayout::index_root: the file's pages for the table's sample index, from the footer
+  // and OffsetIndexes as written (rel_path empty when they could not be taken: the index reads the
+  // footer then).
+  SampleIndex::FilePages pages;
 };
 
 struct FileSetLayout {
@@ -39,6 +44,10 @@ struct FileSetLayout {
   // (Storage::SyncFiles), for files that readers find only through a commit made afterwards (a
   // table's data files): no rename, and one sync for all instead of one per file.
   bool write_in_place = false;
+  // A table's data files: its root (files' index paths are relative to it) and its indexed columns
+  // (SampleIndex::tensor_columns); WrittenFile::pages is filled when both are set.
+  std::string index_root;
+  std::vector<std::string> index_columns;
 };
 
 // The rows per row group and per file for target sizes in bytes (at most 1,000,000 rows per row

@@ -27,6 +27,7 @@
 #include "stoke/table.h"
 #include "table/add_stats.h"
 #include "table/delta_log.h"
+#include "table/sample_index.h"
 
 namespace stoke {
 namespace {
@@ -211,6 +212,33 @@ std::string PartitionDirectory(const std::string& column, const std::string& val
   return escape(column) + "=" + escape(value);
 }
 
+// Writes the sample index of `version` (what a loader opening it would build) from the pages of
+// the files this process wrote and an older cached index, so that the first load reads no footer:
+// at 650,000 files reading them took 20 s or more. Skipped when some other file's footer would have
+// to be read (a table never loaded since an earlier ingest; another shard's files not indexed yet).
+// A failure is logged, never an error: the commit stands, and a loader builds the index itself.
+template <typename Written>
+void WriteSampleIndex(const std::string& table, int64_t version, const delta::Snapshot& state,
+                      std::vector<std::string> index_columns, std::vector<Written>& written) {
+  if (index_columns.empty()) return;
+  SampleIndex::WrittenFiles files{std::move(index_columns), {}};
+  files.files.reserve(written.size());
+  for (auto& w : written) {
+    if (!w.file.pages.rel_path.empty()) files.files.push_back(std::move(w.file.pages));
+  }
+  SampleIndex::Options options;
+  options.written = &files;
+  options.read_footers = false;  // other files come from an older index, or the loader reads them
+  options.snapshot = &state;     // the committed version's (not read from the log again)
+  auto index = SampleIndex::Open(table, version, options);
+  if (!index.ok() && index.status().code() == StatusCode::kNotFound) {
+    STOKE_LOG(kInfo, "ingest.sample_index", "table={} version={} skipped: {}", table, version, index.status().message());
+  } else if (!index.ok()) {
+    STOKE_LOG(kWarn, "ingest.sample_index", "table={} version={} error=\"{}\" (a loader builds it when it opens)", table,
+              version, index.status().ToString());
+  }
+}
+
 // One attempt: read the table's latest version, write the data files, commit. The commit is
 // exclusive (it fails if anyone committed after the version read), because what it writes depends
 // on that version: the ids continue the table's, and files already in it are skipped.
@@ -349,11 +377,18 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& plan
   written.reserve(static_cast<size_t>((static_cast<int64_t>(rows.size()) + layout.rows_per_file - 1) / layout.rows_per_file) +
                   partitions.size());
   Status write_status;
+  // The sample index of the version committed below is written from the files' pages as written.
+  std::vector<std::string> index_columns;
+  for (const ColumnSpec& c : file_sources.columns) {
+    if (c.paged()) index_columns.push_back(c.name);
+  }
   for (const auto& [value, part] : partitions) {
     FileSetLayout l = layout;
     l.storage = &fs;
     l.write_in_place = true;  // data files are found only through the commit below
     l.dir = part.dir.empty() ? table_dir : JoinPath(table_dir, part.dir);
+    l.index_root = table_dir;
+    l.index_columns = index_columns;
     auto files = WriteSourceRows(file_sources, part.rows, part.ids, l, wopts, o.threads, &bar);
     if (!files.ok()) {
       write_status = files.status();
@@ -427,8 +462,11 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& plan
       return false;
     };
   }
+  // The snapshot moves into the commit and comes back as the committed version's (for its index).
+  delta::Snapshot state = snap ? std::move(*snap) : delta::Snapshot{};
+  snap.reset();
   auto version = log.Commit(read_version, std::move(actions), delta::CommitKind::kExclusive, "WRITE", params,
-                            /*max_attempts=*/100, std::move(other_shard));
+                            /*max_attempts=*/100, std::move(other_shard), &state);
   if (!version.ok()) {
     // Nothing references the new files: remove them rather than leave orphans for VACUUM. Except
     // after an I/O error, which may have hit the commit's own put after it took effect (a local
@@ -440,9 +478,10 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& plan
     return version.status().WithContext(fmt::format("ingest into '{}'", o.table_dir));
   }
   report.version = *version;
-  report.seconds = watch.Seconds();
   STOKE_LOG(kInfo, "ingest.committed", "table={} version={} files={} rows={}", o.table_dir, *version, report.files_added,
             report.rows);
+  WriteSampleIndex(o.table_dir, *version, state, std::move(index_columns), written);
+  report.seconds = watch.Seconds();
   return report;
 }
 

@@ -11,6 +11,7 @@
 #include "io/storage.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
+#include "table/sample_index.h"
 
 namespace stoke {
 namespace {
@@ -126,6 +127,72 @@ TEST_F(IngestTest, CreatesAppendsResumesAndOverwrites) {
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ(snap->num_records(), 15);
   EXPECT_NE(snap->metadata.configuration.at("stoke.tensors").find("float32"), std::string::npos);
+}
+
+// The sample index an ingest writes for its version, compared with one a loader builds from the data
+// files' footers: byte for byte (the cache records the commit file's size and time, so both describe
+// the same commit).
+class IngestIndexTest : public IngestTest {
+ protected:
+  std::string CacheBytes(int64_t version) {
+    auto bytes = ReadFileToString(LocalStorage(), SampleIndex::CachePath(table_, version));
+    return bytes.ok() ? *bytes : "";
+  }
+  std::string BuiltFromFooters(int64_t version) {
+    SampleIndex::Options o;
+    o.use_cache = false;
+    o.write_cache = false;
+    auto index = SampleIndex::Open(table_, version, o);
+    EXPECT_TRUE(index.ok()) << index.status().ToString();
+    // Write it where a comparison can read it, then restore the ingest's cache.
+    const std::string path = SampleIndex::CachePath(table_, version);
+    const std::string kept = CacheBytes(version);
+    fsys::remove(path);
+    SampleIndex::Options w;
+    w.use_cache = false;
+    EXPECT_TRUE(SampleIndex::Open(table_, version, w).ok());
+    std::string built = CacheBytes(version);
+    if (!kept.empty()) EXPECT_TRUE(WriteFileAtomically(LocalStorage(), path, AsBytes(kept)).ok());
+    return built;
+  }
+};
+
+TEST_F(IngestIndexTest, IngestWritesTheSampleIndexALoaderWouldBuild) {
+  AddSources(0, 12);
+  IngestOptions o = Options();
+  o.rows_per_file = 1;
+  ASSERT_TRUE(IngestSources(o).ok());
+  const std::string v0 = CacheBytes(0);
+  ASSERT_FALSE(v0.empty()) << "no index written for version 0";
+  EXPECT_EQ(v0, BuiltFromFooters(0));
+
+  // An append: the new files' pages from the writer, the others from version 0's index.
+  AddSources(12, 3);
+  ASSERT_TRUE(IngestSources(o).ok());
+  const std::string v1 = CacheBytes(1);
+  ASSERT_FALSE(v1.empty()) << "no index written for version 1";
+  EXPECT_EQ(v1, BuiltFromFooters(1));
+  auto index = SampleIndex::Open(table_, 1);
+  ASSERT_TRUE(index.ok());
+  EXPECT_TRUE(index->from_cache());
+  EXPECT_EQ(index->num_rows(), 15);
+
+  // Without an older index the ingest would have to read the other files' footers: it writes none.
+  fsys::remove_all(table_ + "/_stoke");
+  AddSources(15, 2);
+  ASSERT_TRUE(IngestSources(o).ok());
+  EXPECT_TRUE(CacheBytes(2).empty());
+}
+
+TEST_F(IngestIndexTest, PartitionedIngestIndexesFilesInTheirDirectories) {
+  AddSources(0, 8);
+  IngestOptions o = Options();
+  o.partition_by = "label";
+  o.rows_per_file = 2;
+  ASSERT_TRUE(IngestSources(o).ok());
+  const std::string v0 = CacheBytes(0);
+  ASSERT_FALSE(v0.empty());
+  EXPECT_EQ(v0, BuiltFromFooters(0));
 }
 
 TEST_F(IngestTest, SchemaMismatchOnAppendLeavesTheTableUntouched) {

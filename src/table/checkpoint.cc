@@ -440,46 +440,53 @@ SchemaNode CheckpointSchema() {
 }
 
 Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snapshot& snapshot) {
-  // One row per action (protocol, metaData, txns, adds, tombstones), each as Delta's JSON, written
-  // kCheckpointPartActions at a time: a large table gets a multi-part checkpoint, so only one
-  // part's rows are ever in memory and readers can read the parts in parallel.
+  // One row per action (protocol, metaData, txns, adds, tombstones), each as Delta's JSON, streamed
+  // into parts of kCheckpointPartActions actions: a large table gets a multi-part checkpoint, at most
+  // one row group of one part is in memory, and readers can read the parts in parallel.
   const size_t total = 2 + snapshot.app_versions.size() + snapshot.files.size() + snapshot.tombstones.size();
   const size_t parts = std::max<size_t>(1, (total + kCheckpointPartActions - 1) / kCheckpointPartActions);
   WriterOptions options;
   options.codec = parquet::Codec::kSnappy;  // what Spark writes; every reader has it
-  std::vector<json> rows;
-  size_t part = 0;
-  auto add_row = [&](const Action& a) -> Status {
-    json row = json::parse(SerializeCommit({a}), nullptr, false);
-    if (row.is_discarded()) return Status::Internal("checkpoint: serialised action does not parse");
-    rows.push_back(std::move(row));
-    return Status::OK();
+  const SchemaNode schema = CheckpointSchema();
+  std::unique_ptr<NestedParquetWriter> writer;
+  std::string tmp, final_path;
+  size_t part = 0, in_part = 0;
+  auto fail = [&](Status s) {
+    writer.reset();
+    if (!tmp.empty()) (void)storage.Delete(tmp);
+    return s.WithContext(fmt::format("writing checkpoint {}", final_path));
   };
-  auto flush = [&]() -> Status {
-    ++part;
-    const std::string name = parts == 1 ? CheckpointName(snapshot.version)
-                                        : fmt::format("{:020d}.checkpoint.{:010d}.{:010d}.parquet", snapshot.version, part, parts);
-    const std::string final_path = JoinPath(log_dir, name);
-    const std::string tmp = final_path + ".tmp-checkpoint";
-    Status s = WriteNestedParquet(storage, tmp, CheckpointSchema(), rows, options);
+  auto finish_part = [&]() -> Status {
+    Status s = writer->Close();
+    writer.reset();
     if (s.ok()) s = storage.Rename(tmp, final_path);
-    if (!s.ok()) {
-      (void)storage.Delete(tmp);
-      return s.WithContext(fmt::format("writing checkpoint {}", final_path));
-    }
-    rows.clear();
+    if (!s.ok()) return fail(s);
+    tmp.clear();
+    in_part = 0;
     return Status::OK();
   };
   auto emit = [&](const Action& a) -> Status {
-    STOKE_RETURN_IF_ERROR(add_row(a));
-    return rows.size() == kCheckpointPartActions ? flush() : Status::OK();
+    if (!writer) {
+      ++part;
+      const std::string name = parts == 1 ? CheckpointName(snapshot.version)
+                                          : fmt::format("{:020d}.checkpoint.{:010d}.{:010d}.parquet", snapshot.version, part, parts);
+      final_path = JoinPath(log_dir, name);
+      tmp = final_path + ".tmp-checkpoint";
+      auto created = NestedParquetWriter::Create(storage, tmp, schema, options);
+      if (!created.ok()) return fail(created.status());
+      writer = std::move(*created);
+    }
+    // The action as its commit line's JSON object ({"add": {...}}); a missing field is null.
+    Status s = writer->AddRow(json(ActionJson(a)));
+    if (!s.ok()) return fail(s);
+    return ++in_part == kCheckpointPartActions ? finish_part() : Status::OK();
   };
   STOKE_RETURN_IF_ERROR(emit(snapshot.protocol));
   STOKE_RETURN_IF_ERROR(emit(snapshot.metadata));
   for (const auto& [app, version] : snapshot.app_versions) STOKE_RETURN_IF_ERROR(emit(Txn{app, version, std::nullopt}));
   for (const auto& f : snapshot.files) STOKE_RETURN_IF_ERROR(emit(f));
   for (const auto& r : snapshot.tombstones) STOKE_RETURN_IF_ERROR(emit(r));
-  if (!rows.empty()) STOKE_RETURN_IF_ERROR(flush());
+  if (writer) STOKE_RETURN_IF_ERROR(finish_part());
   json last = {{"version", snapshot.version}, {"size", total}};
   if (parts > 1) last["parts"] = parts;
   std::string last_text = last.dump();

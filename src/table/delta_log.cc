@@ -130,6 +130,21 @@ Status CheckReadable(const Protocol& p, std::string_view where) {
 // the paths they touch only, and Finish drops the checkpoint's adds and tombstones those replaced.
 class Replayer {
  public:
+  Replayer() = default;
+  // Continues from `base`, a snapshot (what a commit on top of it then changes): its files and
+  // tombstones are taken as a checkpoint's are.
+  explicit Replayer(Snapshot&& base) {
+    adds_ = std::move(base.files);
+    superseded_.assign(adds_.size(), 0);
+    tombstones_ = std::move(base.tombstones);
+    checkpoint_adds_ = adds_.size();
+    checkpoint_tombstones_ = tombstones_.size();
+    has_protocol_ = has_metadata_ = base.version >= 0;
+    snapshot_ = std::move(base);
+    snapshot_.files.clear();
+    snapshot_.tombstones.clear();
+  }
+
   // The actions of the checkpoint (before any commit), moved.
   Status ApplyCheckpoint(CheckpointActions&& checkpoint, const std::string& file) {
     for (const AddFile& add : checkpoint.adds) STOKE_RETURN_IF_ERROR(CheckPath(add.path, file));
@@ -142,6 +157,12 @@ class Replayer {
     checkpoint_adds_ = adds_.size();
     checkpoint_tombstones_ = tombstones_.size();
     return Status::OK();
+  }
+
+  // Room for `n` more adds of commits (no doubling of 100,000s of them).
+  void ReserveAdds(size_t n) {
+    adds_.reserve(adds_.size() + n);
+    superseded_.reserve(superseded_.size() + n);
   }
 
   // One action of a commit, in order (an add or remove is moved out of it).
@@ -541,9 +562,14 @@ Status CheckConcurrentCommit(const CommitClaims& mine, const std::vector<Action>
 
 Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actions, CommitKind kind,
                                  const std::string& operation, const nlohmann::json& operation_parameters,
-                                 int max_attempts, std::function<bool(const std::vector<Action>&)> exclusive_allows) const {
+                                 int max_attempts, std::function<bool(const std::vector<Action>&)> exclusive_allows,
+                                 Snapshot* state) const {
   if (read_version < -1) return Status::InvalidArgument(fmt::format("Commit: read_version {} < -1", read_version));
   if (max_attempts < 1) return Status::InvalidArgument("Commit: max_attempts must be at least 1");
+  if (state != nullptr && state->version != read_version) {
+    return Status::InvalidArgument(fmt::format("Commit: the state given is version {}, not the read version {}",
+                                               state->version, read_version));
+  }
 
   // What this commit touches, for the conflict checks.
   CommitClaims claims;
@@ -589,6 +615,9 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
   claims.kind = effective;
   claims.exclusive_allows = std::move(exclusive_allows);
 
+  // The commitInfo this commit adds, written as its first line (readers look for the timestamp
+  // there); kept apart rather than inserted before 100,000s of actions, which reallocated them all.
+  std::optional<Action> commit_info;
   if (commit_infos == 0) {
     json params = json::object();
     if (!operation_parameters.is_null()) {
@@ -607,7 +636,7 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
     if (read_version >= 0) info["readVersion"] = read_version;
     info["isBlindAppend"] = effective == CommitKind::kBlindAppend;
     info["engineInfo"] = kEngineInfo;
-    actions.insert(actions.begin(), CommitInfo{std::move(info)});
+    commit_info = CommitInfo{std::move(info)};
   }
   if (read_version == -1) {
     STOKE_RETURN_IF_ERROR(storage_.CreateDirectories(log_dir()));
@@ -630,8 +659,33 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
   // under the version's name by PublishIfAbsent, so it is never in memory whole (322 MB at 650,000
   // adds). On object stores, where a temporary object would cost two more requests, it is built in
   // memory and PUT with PutIfAbsent.
-  const size_t num_actions = actions.size();
+  const size_t num_actions = actions.size() + (commit_info ? 1 : 0);
   const bool staged = !storage_.CreateIsAtomic();
+  // With `state`, the actions move into a replay on top of it as they are written: the state at the
+  // committed version is then known without reading the log (nor holding the actions twice).
+  std::optional<Replayer> replay;
+  const std::optional<int64_t> commit_time =
+      commit_info ? CommitTimestamp(std::get<CommitInfo>(*commit_info)) : CommitTimestamp(actions);
+  if (state != nullptr) {
+    replay.emplace(std::move(*state));
+    replay->ReserveAdds(claims.adds.size());
+  }
+  // Serialises every action in order (the commitInfo first), each freed (or moved into the replay)
+  // once written; `line` receives each action's line.
+  auto write_lines = [&](auto&& line) -> Status {
+    auto one = [&](Action& a) -> Status {
+      std::string text = Dump(ActionJson(a));
+      text += '\n';
+      STOKE_RETURN_IF_ERROR(line(text));
+      if (replay) (void)replay->Apply(a, table_dir_);  // paths were checked above: cannot fail
+      a = CommitInfo{};
+      return Status::OK();
+    };
+    if (commit_info) STOKE_RETURN_IF_ERROR(one(*commit_info));
+    for (Action& a : actions) STOKE_RETURN_IF_ERROR(one(a));
+    std::vector<Action>().swap(actions);
+    return Status::OK();
+  };
   std::string bytes;
   std::string staged_path;  // staged: the temporary file, until published
   struct DeleteUnpublished {
@@ -645,27 +699,22 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
     staged_path = JoinPath(log_dir(), fmt::format(".commit-{}.json.tmp", RandomUuid()));
     STOKE_ASSIGN_OR_RETURN(auto file, storage_.Create(staged_path, /*exclusive=*/true));
     constexpr size_t kFlushBytes = 1 << 20;
-    for (Action& a : actions) {
-      bytes += Dump(ActionJson(a));
-      bytes += '\n';
-      a = CommitInfo{};
-      if (bytes.size() >= kFlushBytes) {
-        STOKE_RETURN_IF_ERROR(file->Append(AsBytes(bytes)));
-        bytes.clear();
-      }
-    }
-    std::vector<Action>().swap(actions);
+    STOKE_RETURN_IF_ERROR(write_lines([&](const std::string& line) -> Status {
+      bytes += line;
+      if (bytes.size() < kFlushBytes) return Status::OK();
+      Status appended = file->Append(AsBytes(bytes));
+      bytes.clear();
+      return appended;
+    }));
     if (!bytes.empty()) STOKE_RETURN_IF_ERROR(file->Append(AsBytes(bytes)));
     std::string().swap(bytes);
     STOKE_RETURN_IF_ERROR(file->Sync());
     STOKE_RETURN_IF_ERROR(file->Close());
   } else {
-    for (Action& a : actions) {
-      bytes += Dump(ActionJson(a));
-      bytes += '\n';
-      a = CommitInfo{};
-    }
-    std::vector<Action>().swap(actions);
+    STOKE_RETURN_IF_ERROR(write_lines([&](const std::string& line) {
+      bytes += line;
+      return Status::OK();
+    }));
   }
 
   int64_t version = read_version + 1;
@@ -675,12 +724,27 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
                       : storage_.PutIfAbsent(CommitPath(version), AsBytes(bytes));
     if (s.ok()) {
       staged_path.clear();  // published: nothing to delete
+      std::string().swap(bytes);  // the commit's JSON (322 MB at 650,000 adds) is not held any longer
+      claims = CommitClaims{};
+      if (replay) {
+        // On top of the version read, the replay is the new state; after other writers' commits the
+        // log is read.
+        Result<Snapshot> now = version == read_version + 1
+                                   ? std::move(*replay).Finish(version, commit_time.value_or(NowMillis()), log_dir())
+                                   : ReadSnapshot(version);
+        replay.reset();
+        if (now.ok()) {
+          *state = std::move(*now);
+        } else {
+          STOKE_LOG(kWarn, "delta.state_unknown", "table={} version={} error=\"{}\"", table_dir_, version, now.status().ToString());
+          *state = Snapshot{};
+        }
+      }
       // A checkpoint every kCheckpointInterval versions, and after a commit of very many actions,
       // keeps opening fast. It only speeds up reads, so failing to write one does not fail the commit.
       if ((version > 0 && version % kCheckpointInterval == 0) || num_actions > kCheckpointAfterActions) {
-        std::string().swap(bytes);  // the commit's JSON (322 MB at 650,000 adds) is not held during the replay
-
-        Status cs = Checkpoint(version);
+        Status cs = state != nullptr && state->version == version ? WriteCheckpoint(storage_, log_dir(), *state)
+                                                                  : Checkpoint(version);
         if (!cs.ok()) STOKE_LOG(kWarn, "delta.checkpoint_failed", "table={} version={} error=\"{}\"", table_dir_, version, cs.ToString());
       }
       return version;

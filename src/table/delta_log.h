@@ -185,10 +185,17 @@ class DeltaLog {
   // `exclusive_allows`, for a kExclusive commit that neither creates the table nor changes its
   // metadata: winners it accepts are checked like any winner (CheckConcurrentCommit) and the commit
   // retries on top of them instead of failing.
+  // `state`, when given, is the snapshot at read_version (an empty Snapshot, version -1, to create the
+  // table); on success it becomes the snapshot at the version written, built from the actions as
+  // they are written when no other writer committed in between (else read from the log), and a
+  // checkpoint due after this commit is written from it: a commit of 650,000 files is then neither
+  // read back nor held twice. After an error *state is unspecified (an empty Snapshot or the
+  // snapshot of some version).
   Result<int64_t> Commit(int64_t read_version, std::vector<Action> actions, CommitKind kind,
                          const std::string& operation, const nlohmann::json& operation_parameters,
                          int max_attempts = 100,
-                         std::function<bool(const std::vector<Action>& winner)> exclusive_allows = nullptr) const;
+                         std::function<bool(const std::vector<Action>& winner)> exclusive_allows = nullptr,
+                         Snapshot* state = nullptr) const;
 
  private:
   Storage& storage_;

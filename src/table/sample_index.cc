@@ -49,21 +49,9 @@ constexpr size_t kOffFormatVersion = 8, kOffHeaderSize = 12, kOffTableVersion = 
 
 constexpr uint64_t Align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
 
-// One page (or one needs-decode row group) of one tensor column while building.
-struct BuiltPage {
-  uint64_t offset = 0;
-  uint64_t first_row = 0;  // within the file while building; global once serialized
-  uint32_t length = 0;
-  uint32_t num_rows = 0;
-  uint32_t flags = 0;
-};
-
-struct BuiltFile {
-  std::string rel_path;
-  uint64_t size = 0;
-  uint64_t num_rows = 0;
-  std::vector<std::vector<BuiltPage>> pages;  // per tensor column
-};
+// One page (or one needs-decode row group) of one tensor column, and one file's, while building.
+using BuiltPage = SampleIndex::PageRecord;
+using BuiltFile = SampleIndex::FilePages;
 
 // The commit file's identity, recorded so that a table recreated at the same path never reuses an
 // index of its predecessor. Zeros when the commit file is gone (log cleaned up after a checkpoint).
@@ -131,7 +119,33 @@ Status MapChunkPages(const ParquetReader& reader, int g, size_t column, uint64_t
   return Status::OK();
 }
 
-Status ReadFilePages(const TableView& view, const delta::AddFile& add, const std::vector<std::string>& tensor_columns,
+// The pages an OffsetIndex lists for a row group's chunk of `rg_rows` rows starting at file row
+// `rg_first`. REQUIRES: the entries' first rows increase from 0 and stay below rg_rows.
+void AppendOffsetIndexPages(const std::vector<parquet::PageLocation>& locs, uint64_t rg_first, int64_t rg_rows,
+                            uint32_t flags, std::vector<BuiltPage>& pages) {
+  for (size_t k = 0; k < locs.size(); ++k) {
+    const int64_t first = locs[k].first_row_index;
+    const int64_t end = k + 1 < locs.size() ? locs[k + 1].first_row_index : rg_rows;
+    pages.push_back({.offset = static_cast<uint64_t>(locs[k].offset),
+                     .first_row = rg_first + static_cast<uint64_t>(first),
+                     .length = static_cast<uint32_t>(locs[k].compressed_page_size),
+                     .num_rows = static_cast<uint32_t>(end - first), .flags = flags});
+  }
+}
+
+// The table a build reads: its storage, its path there, and the snapshot (the caller's, or one read).
+struct IndexedTable {
+  std::shared_ptr<Storage> storage;
+  std::string dir;
+  const delta::Snapshot* snapshot = nullptr;
+  std::vector<ColumnSpec> columns;
+  std::string FilePath(const delta::AddFile& add) const {
+    auto rel = delta::DecodePath(add.path);
+    return JoinPath(dir, rel.ok() ? *rel : add.path);
+  }
+};
+
+Status ReadFilePages(const IndexedTable& view, const delta::AddFile& add, const std::vector<std::string>& tensor_columns,
                      bool map_pages, BuiltFile* out) {
   auto rel = delta::DecodePath(add.path);
   out->rel_path = rel.ok() ? *rel : add.path;
@@ -184,15 +198,7 @@ Status ReadFilePages(const TableView& view, const delta::AddFile& add, const std
         continue;
       }
       // ReadOffsetIndex checked the entries: inside the chunk, sizes > 0, first rows increasing from 0.
-      const auto& locs = oi->page_locations;
-      for (size_t k = 0; k < locs.size(); ++k) {
-        const int64_t first = locs[k].first_row_index;
-        const int64_t end = k + 1 < locs.size() ? locs[k + 1].first_row_index : rg_rows;
-        pages.push_back({.offset = static_cast<uint64_t>(locs[k].offset),
-                         .first_row = rg_first + static_cast<uint64_t>(first),
-                         .length = static_cast<uint32_t>(locs[k].compressed_page_size),
-                         .num_rows = static_cast<uint32_t>(end - first), .flags = flags});
-      }
+      AppendOffsetIndexPages(oi->page_locations, rg_first, rg_rows, flags, pages);
     }
   }
   return Status::OK();
@@ -200,13 +206,13 @@ Status ReadFilePages(const TableView& view, const delta::AddFile& add, const std
 
 // Serializes the built index in the cache layout.
 Result<std::string> Serialize(int64_t version, CommitStamp stamp, const std::vector<std::string>& tensor_columns,
-                              std::vector<BuiltFile>& files) {
+                              const std::vector<const BuiltFile*>& files) {
   const size_t ncols = tensor_columns.size();
   uint64_t num_rows = 0, num_pages = 0, strings_size = 0;
-  for (const auto& f : files) {
-    num_rows += f.num_rows;
-    strings_size += f.rel_path.size();
-    for (const auto& p : f.pages) num_pages += p.size();
+  for (const BuiltFile* f : files) {
+    num_rows += f->num_rows;
+    strings_size += f->rel_path.size();
+    for (const auto& p : f->pages) num_pages += p.size();
   }
   for (const auto& n : tensor_columns) strings_size += n.size();
   if (files.size() > std::numeric_limits<uint32_t>::max() || num_pages > std::numeric_limits<uint32_t>::max()) {
@@ -252,12 +258,12 @@ Result<std::string> Serialize(int64_t version, CommitStamp stamp, const std::vec
   for (size_t i = 0; i < files.size(); ++i) {
     uint8_t* r = b + files_off + kFileRecordSize * i;
     file_first_row[i] = row;
-    StoreLE<uint64_t>(r, files[i].size);
+    StoreLE<uint64_t>(r, files[i]->size);
     StoreLE<uint64_t>(r + 8, row);
-    StoreLE<uint64_t>(r + 16, files[i].num_rows);
-    StoreLE<uint64_t>(r + 24, put_string(files[i].rel_path));
-    StoreLE<uint32_t>(r + 32, static_cast<uint32_t>(files[i].rel_path.size()));
-    row += files[i].num_rows;
+    StoreLE<uint64_t>(r + 16, files[i]->num_rows);
+    StoreLE<uint64_t>(r + 24, put_string(files[i]->rel_path));
+    StoreLE<uint32_t>(r + 32, static_cast<uint32_t>(files[i]->rel_path.size()));
+    row += files[i]->num_rows;
   }
   uint64_t page = 0;
   for (size_t c = 0; c < ncols; ++c) {
@@ -265,7 +271,7 @@ Result<std::string> Serialize(int64_t version, CommitStamp stamp, const std::vec
     const uint64_t first_page = page;
     uint8_t* rows = b + rows_off + 4 * c * num_rows;
     for (size_t i = 0; i < files.size(); ++i) {
-      for (const BuiltPage& p : files[i].pages[c]) {
+      for (const BuiltPage& p : files[i]->pages[c]) {
         uint8_t* pr = b + pages_off + kPageRecordSize * page;
         const uint64_t global_first = file_first_row[i] + p.first_row;
         StoreLE<uint64_t>(pr, p.offset);
@@ -353,32 +359,62 @@ std::unordered_map<std::string, BuiltFile> ReusableFiles(ByteView older, const s
 Result<std::string> BuildIndexBytes(const std::string& table_dir, int64_t version, CommitStamp stamp,
                                     const SampleIndex::Options& options, ByteView older,
                                     std::vector<std::string>* tensor_columns, size_t* reused) {
-  STOKE_ASSIGN_OR_RETURN(TableView view, OpenTableView(table_dir, version));
+  IndexedTable view;
+  std::optional<TableView> opened;  // when the caller holds no snapshot of this version
+  if (options.snapshot != nullptr && options.snapshot->version == version) {
+    STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
+    view.storage = std::move(where.storage);
+    view.dir = std::move(where.path);
+    view.snapshot = options.snapshot;
+    STOKE_ASSIGN_OR_RETURN(view.columns, delta::ColumnsFromMetadata(options.snapshot->metadata, table_dir));
+  } else {
+    STOKE_ASSIGN_OR_RETURN(opened, OpenTableView(table_dir, version));
+    view.storage = opened->storage;
+    view.dir = opened->dir;
+    view.snapshot = &opened->snapshot;
+    view.columns = opened->columns;
+  }
+  const auto& partitions = view.snapshot->metadata.partition_columns;
   tensor_columns->clear();
   for (const auto& col : view.columns) {
     // Blob columns (encoded images) are laid out as tensors are: indexed page per row alike.
-    if (col.paged() && !view.IsPartitionColumn(col.name)) tensor_columns->push_back(col.name);
+    if (col.paged() && std::find(partitions.begin(), partitions.end(), col.name) == partitions.end()) {
+      tensor_columns->push_back(col.name);
+    }
   }
-  const auto& adds = view.snapshot.files;
-  std::vector<BuiltFile> files(adds.size());
+  const auto& adds = view.snapshot->files;
   size_t threads = options.threads;
   if (threads == 0) threads = std::max<size_t>(4, std::thread::hardware_concurrency());
   threads = std::max<size_t>(1, std::min(threads, adds.size()));
-  std::unordered_map<std::string, BuiltFile> known;
-  if (!older.empty()) known = ReusableFiles(older, *tensor_columns);
+  // Pages known without reading a footer: of files a writer has just written, then of files an
+  // older index holds. By decoded path; a file of the same path and size has the same pages.
+  std::unordered_map<std::string, BuiltFile> reusable;
+  if (!older.empty()) reusable = ReusableFiles(older, *tensor_columns);
+  std::unordered_map<std::string_view, const BuiltFile*> known;
+  known.reserve(reusable.size() + (options.written != nullptr ? options.written->files.size() : 0));
+  if (options.written != nullptr && options.written->tensor_columns == *tensor_columns) {
+    for (const BuiltFile& f : options.written->files) known.emplace(f.rel_path, &f);
+  }
+  for (const auto& [path, f] : reusable) known.emplace(path, &f);
+  std::vector<const BuiltFile*> files(adds.size(), nullptr);
+  std::vector<BuiltFile> read(adds.size());  // the files whose footers were read
   std::atomic<size_t> reused_files{0};
   ThreadPool pool(threads);
   STOKE_RETURN_IF_ERROR(ParallelFor(pool, adds.size(), [&](size_t i) -> Status {
     if (!known.empty()) {
       auto rel = delta::DecodePath(adds[i].path);
-      auto it = known.find(rel.ok() ? *rel : adds[i].path);
-      if (it != known.end() && adds[i].size >= 0 && it->second.size == static_cast<uint64_t>(adds[i].size)) {
+      auto it = known.find(rel.ok() ? std::string_view(*rel) : std::string_view(adds[i].path));
+      if (it != known.end() && adds[i].size >= 0 && it->second->size == static_cast<uint64_t>(adds[i].size)) {
         files[i] = it->second;
         ++reused_files;
         return Status::OK();
       }
     }
-    return ReadFilePages(view, adds[i], *tensor_columns, options.map_pages, &files[i]);
+    if (!options.read_footers) {
+      return Status::NotFound(fmt::format("{}: not indexed yet (its footer would be read)", view.FilePath(adds[i])));
+    }
+    files[i] = &read[i];
+    return ReadFilePages(view, adds[i], *tensor_columns, options.map_pages, &read[i]);
   }));
   *reused = reused_files;
   return Serialize(version, stamp, *tensor_columns, files);
@@ -676,6 +712,41 @@ Result<SampleIndex> SampleIndex::Open(const std::string& table_dir, std::optiona
     if (w.ok()) PruneOlderCaches(fs, where.path, v);
   }
   return FromBytes(Mapping::Own(std::move(bytes)), table_dir, /*from_cache=*/false);
+}
+
+Result<SampleIndex::FilePages> SampleIndex::PagesOfWrittenFile(std::string rel_path, uint64_t size,
+                                                               const parquet::FileMetaData& footer,
+                                                               const std::vector<std::vector<parquet::OffsetIndex>>& offset_indexes,
+                                                               const std::vector<std::string>& tensor_columns) {
+  FilePages out;
+  out.size = size;
+  out.num_rows = footer.num_rows >= 0 ? static_cast<uint64_t>(footer.num_rows) : 0;
+  out.pages.resize(tensor_columns.size());
+  auto unexpected = [&](std::string_view what) {
+    return Status::InvalidArgument(fmt::format("{}: {} (not a file as stoke's writer writes it)", rel_path, what));
+  };
+  // The writer's files are flat: schema[0] is the root, schema[1 + k] the k-th column.
+  if (footer.schema.empty() || offset_indexes.size() != footer.row_groups.size()) return unexpected("no page indexes");
+  for (size_t c = 0; c < tensor_columns.size(); ++c) {
+    size_t column = footer.schema.size();
+    for (size_t k = 1; k < footer.schema.size(); ++k) {
+      if (footer.schema[k].name == tensor_columns[c]) column = k - 1;
+    }
+    if (column == footer.schema.size()) return unexpected(fmt::format("no column '{}'", tensor_columns[c]));
+    uint64_t rg_first = 0;
+    for (size_t g = 0; g < footer.row_groups.size(); ++g) {
+      const auto& rg = footer.row_groups[g];
+      if (column >= rg.columns.size() || !rg.columns[column].meta_data || column >= offset_indexes[g].size() ||
+          rg.num_rows < 0) {
+        return unexpected(fmt::format("row group {} column '{}' has no metadata or OffsetIndex", g, tensor_columns[c]));
+      }
+      const uint32_t flags = static_cast<uint32_t>(rg.columns[column].meta_data->codec) << kCodecShift;
+      if (rg.num_rows > 0) AppendOffsetIndexPages(offset_indexes[g][column].page_locations, rg_first, rg.num_rows, flags, out.pages[c]);
+      rg_first += static_cast<uint64_t>(rg.num_rows);
+    }
+  }
+  out.rel_path = std::move(rel_path);
+  return out;
 }
 
 SampleIndex::Location SampleIndex::Find(int64_t row, size_t tensor_column) const {

@@ -17,8 +17,10 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "format/parquet_metadata.h"
 #include "format/parquet_types.h"
 #include "stoke/status.h"
+#include "table/delta_log.h"
 
 namespace stoke {
 
@@ -65,6 +67,28 @@ namespace stoke {
 // answers from a damaged cache; any mismatch rebuilds the index (and rewrites the cache).
 class SampleIndex {
  public:
+  // One page of a tensor column of a data file while an index is built. `first_row` counts from the
+  // file's first row.
+  struct PageRecord {
+    uint64_t offset = 0;     // file offset of the page header
+    uint64_t first_row = 0;
+    uint32_t length = 0;     // page header + stored body; 0 for a needs-decode record
+    uint32_t num_rows = 0;
+    uint32_t flags = 0;      // as in the cache's page records
+  };
+  // The pages of one data file's tensor columns.
+  struct FilePages {
+    std::string rel_path;    // relative to the table root, decoded
+    uint64_t size = 0;       // the data file's bytes
+    uint64_t num_rows = 0;
+    std::vector<std::vector<PageRecord>> pages;  // per tensor column, in tensor_columns() order
+  };
+  // Data files a writer has just written, with the tensor columns their pages are listed for (used
+  // only when they are the table's indexed columns, in the same order).
+  struct WrittenFiles {
+    std::vector<std::string> tensor_columns;
+    std::vector<FilePages> files;
+  };
   struct Options {
     bool use_cache = true;    // default true: open <table>/_stoke/sample_index/<version>.idx if valid
     bool write_cache = true;  // default true: write the cache after building (skipped, logged once, when
@@ -75,7 +99,26 @@ class SampleIndex {
     bool map_pages = true;
     size_t threads = 0;       // footer-reading threads; 0 = max(4, hardware threads): the reads are
                               // small and latency-bound, so more threads than cores helps on slow storage
+    // Files a writer has just written (see PagesOfWrittenFile; default none): a build takes their
+    // pages from here instead of reading their footers. Must outlive Open.
+    const WrittenFiles* written = nullptr;
+    // The snapshot of the version opened, when the caller holds it (default none: the log is read).
+    // Must outlive Open.
+    const delta::Snapshot* snapshot = nullptr;
+    // Default true. false: a build that would have to read a data file's footer (a file neither
+    // written nor in an older cached index) stops with NotFound instead, for a writer that indexes
+    // the version it committed only when that is cheap.
+    bool read_footers = true;
   };
+
+  // The pages of a data file stoke's writer has just written, from what the writer holds: its footer
+  // and its OffsetIndexes (offset_indexes[row group][column]), with no read of the file. `tensor_columns`
+  // are the table's indexed columns in order (as tensor_columns() lists them); each must be a flat
+  // BYTE_ARRAY column of the file. A writer hands these to Open (Options::written) for the version it
+  // committed, so that the index is built without reading any footer of its own files.
+  static Result<FilePages> PagesOfWrittenFile(std::string rel_path, uint64_t size, const parquet::FileMetaData& footer,
+                                              const std::vector<std::vector<parquet::OffsetIndex>>& offset_indexes,
+                                              const std::vector<std::string>& tensor_columns);
 
   struct Location {
     uint32_t file = 0;          // index into the file table (FilePath, file_size)
