@@ -225,8 +225,7 @@ struct BatchColumn {
   // when every row is present.
   std::vector<uint8_t> valid;
   std::vector<std::string> strings;   // string columns only: one per row ("" for null)
-  bool is_string = false;
-  bool is_tensor = false;
+  ColumnKind kind = ColumnKind::kScalar;  // kScalar, kString or kTensor (image columns are tensors)
 };
 
 // A delivered batch. Its memory is the loader's: it returns to the loader's pool when the Batch is

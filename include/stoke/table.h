@@ -153,14 +153,11 @@ Result<QueryReport> QueryTable(const QueryOptions& options, std::ostream& out);
 
 // One column of a query's result, all matching rows in scan order (options.format is ignored).
 struct QueryColumn {
-  enum class Kind {
-    kScalar,  // `data`: one little-endian element of `dtype` per row (bool, int32, int64, float32, float64)
-    kString,  // `strings`: UTF-8 text per row
-    kBinary,  // `strings`: raw bytes per row (BYTE_ARRAY without a STRING annotation, INT96)
-    kTensor,  // `data`: one C-order tensor of `dtype` and `shape` per row (one positioned read each)
-  };
   std::string name;
-  Kind kind = Kind::kScalar;
+  // kScalar: `data` holds one little-endian element of `dtype` per row (bool, int32, int64, float32,
+  // float64); kString, kBinary: `strings`; kTensor: `data` holds one C-order tensor of `dtype` and
+  // `shape` per row (one positioned read each).
+  ColumnKind kind = ColumnKind::kScalar;
   DType dtype = DType::kInt64;      // kScalar and kTensor
   std::vector<int64_t> shape;       // kTensor: the shape of one sample
   std::vector<uint8_t> data;        // kScalar, kTensor: rows x element (or tensor) bytes; nulls are zeros

@@ -172,7 +172,7 @@ py::dict BatchToDict(stoke::Batch&& batch) {
   py::dict out;
   py::list bfloat16_columns;
   for (const stoke::BatchColumn& c : b.columns()) {
-    if (c.is_string) {
+    if (c.kind == stoke::ColumnKind::kString) {
       py::list values(c.strings.size());
       for (size_t i = 0; i < c.strings.size(); ++i) {
         if (!c.valid.empty() && c.valid[i] == 0) {
@@ -534,7 +534,7 @@ py::dict Query(const std::string& table_dir, const std::string& where, std::opti
   if (!count_only) {
     for (stoke::QueryColumn& c : r.columns) {
       const py::str name(c.name);
-      using K = stoke::QueryColumn::Kind;
+      using K = stoke::ColumnKind;
       if (c.kind == K::kString || c.kind == K::kBinary) {
         py::list values(c.strings.size());
         for (size_t i = 0; i < c.strings.size(); ++i) {

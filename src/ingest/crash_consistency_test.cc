@@ -79,7 +79,7 @@ Result<TableState> ReadState(const std::string& dir) {
     const size_t width = n == 0 ? 0 : c.data.size() / n;
     for (size_t i = 0; i < n; ++i) {
       std::string cell;
-      if (c.kind == QueryColumn::Kind::kString || c.kind == QueryColumn::Kind::kBinary) {
+      if (c.kind == ColumnKind::kString || c.kind == ColumnKind::kBinary) {
         cell = c.strings[i];
       } else {
         cell.assign(reinterpret_cast<const char*>(c.data.data()) + i * width, width);

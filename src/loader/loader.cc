@@ -1778,7 +1778,7 @@ Status Loader::Impl::BuildColumns(Slot* s) {
       bc.name = name;
       if (ti < tensors_.size() && tensors_[ti].name == name) {
         const TensorColumn& t = tensors_[ti];
-        bc.is_tensor = true;
+        bc.kind = ColumnKind::kTensor;
         bc.dtype = t.out_dtype;
         bc.shape.push_back(s->size);
         for (int64_t d : t.out_shape) bc.shape.push_back(d);
@@ -1789,7 +1789,7 @@ Status Loader::Impl::BuildColumns(Slot* s) {
         const ScalarColumn& c = scalars_[si];
         bc.shape = {s->size};
         bc.dtype = c.dtype;
-        bc.is_string = c.is_string;
+        bc.kind = c.is_string ? ColumnKind::kString : ColumnKind::kScalar;
         if (c.is_string) {
           bc.strings = s->strings[si];
         } else {

@@ -88,13 +88,14 @@ TEST(Loader, DeliversEveryRowWithItsValues) {
   ASSERT_EQ(b.columns().size(), 4u);
   EXPECT_EQ(b.columns()[0].name, "id");
   EXPECT_EQ(b.columns()[0].dtype, DType::kInt64);
+  EXPECT_EQ(b.columns()[0].kind, ColumnKind::kScalar);
   EXPECT_EQ(b.columns()[1].name, "label");
   EXPECT_EQ(b.columns()[1].dtype, DType::kInt32);
   const BatchColumn& name = b.columns()[2];
-  EXPECT_TRUE(name.is_string);
+  EXPECT_EQ(name.kind, ColumnKind::kString);
   ASSERT_EQ(name.valid.size(), 64u);
   const BatchColumn& tc = b.columns()[3];
-  EXPECT_TRUE(tc.is_tensor);
+  EXPECT_EQ(tc.kind, ColumnKind::kTensor);
   EXPECT_EQ(tc.shape, (std::vector<int64_t>{64, 16}));
   EXPECT_EQ(tc.dtype, DType::kUInt8);
   for (int64_t i = 0; i < 64; ++i) {

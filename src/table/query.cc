@@ -227,14 +227,14 @@ Result<QueryResult> QueryTableColumns(const QueryOptions& o) {
     QueryColumn q;
     q.name = spec.name;
     if (spec.tensor) {
-      q.kind = QueryColumn::Kind::kTensor;
+      q.kind = ColumnKind::kTensor;
       q.dtype = spec.tensor->dtype;
       q.shape = spec.tensor->shape;
     } else if (spec.type == parquet::Type::kByteArray || spec.type == parquet::Type::kFixedLenByteArray ||
                spec.type == parquet::Type::kInt96) {
-      q.kind = spec.is_string ? QueryColumn::Kind::kString : QueryColumn::Kind::kBinary;
+      q.kind = spec.is_string ? ColumnKind::kString : ColumnKind::kBinary;
     } else {
-      q.kind = QueryColumn::Kind::kScalar;
+      q.kind = ColumnKind::kScalar;
       q.dtype = ScalarDType(spec.type);
     }
     result.columns.push_back(std::move(q));

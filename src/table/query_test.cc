@@ -85,17 +85,17 @@ TEST(Query, ColumnsHoldTheRowsQueryPrints) {
   const QueryColumn& id = r->columns[1];
   const QueryColumn& name = r->columns[2];
   const QueryColumn& label = r->columns[3];
-  EXPECT_EQ(tensor.kind, QueryColumn::Kind::kTensor);
+  EXPECT_EQ(tensor.kind, ColumnKind::kTensor);
   EXPECT_EQ(tensor.dtype, DType::kUInt8);
   EXPECT_EQ(tensor.shape, std::vector<int64_t>{8});
   EXPECT_TRUE(tensor.valid.empty());
   ASSERT_EQ(tensor.data.size(), 16u * 8);
-  EXPECT_EQ(id.kind, QueryColumn::Kind::kScalar);
+  EXPECT_EQ(id.kind, ColumnKind::kScalar);
   EXPECT_EQ(id.dtype, DType::kInt64);
   ASSERT_EQ(id.data.size(), 16u * 8);
   EXPECT_EQ(label.dtype, DType::kInt32);
   ASSERT_EQ(label.data.size(), 16u * 4);
-  EXPECT_EQ(name.kind, QueryColumn::Kind::kString);
+  EXPECT_EQ(name.kind, ColumnKind::kString);
   ASSERT_EQ(name.strings.size(), 16u);
   ASSERT_EQ(name.valid.size(), 16u);  // ids 28, 32, 36, 40 have null names
   for (int64_t i = 0; i < 16; ++i) {
