@@ -27,7 +27,9 @@
 #include <vector>
 
 #include "stoke/dtype.h"
+#include "stoke/ingest.h"
 #include "stoke/loader.h"
+#include "stoke/maintenance.h"
 #include "stoke/status.h"
 #include "stoke/table.h"
 #include "stoke/tools.h"

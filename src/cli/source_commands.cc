@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "stoke/options.h"
-#include "stoke/table.h"
+#include "stoke/ingest.h"
 #include "stoke/tools.h"
 
 namespace stoke::cli {

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "stoke/options.h"
+#include "stoke/maintenance.h"
+#include "stoke/row_format.h"
 #include "stoke/table.h"
 #include "stoke/tools.h"
 
@@ -32,8 +33,8 @@ std::vector<std::string> ColumnList(const std::string& text) {
 }
 
 // --format: table, csv or json (CLI11 has checked the name).
-CatOptions::Format OutputFormat(const std::string& name) {
-  return name == "csv" ? CatOptions::Format::kCsv : name == "json" ? CatOptions::Format::kJson : CatOptions::Format::kTable;
+RowFormat OutputFormat(const std::string& name) {
+  return name == "csv" ? RowFormat::kCsv : name == "json" ? RowFormat::kJson : RowFormat::kTable;
 }
 
 }  // namespace
@@ -51,7 +52,7 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
     int64_t history_limit = 0;
     bool history_json = false;
     std::string inspect_path;
-    stoke::InspectOptions io;
+    stoke::InspectFileOptions io;
     std::optional<int64_t> inspect_version;
     std::string cat_path;
     std::string cat_columns;

@@ -21,6 +21,8 @@
 #include "format/npy.h"
 #include "io/fault_storage.h"
 #include "io/uri.h"
+#include "stoke/ingest.h"
+#include "stoke/maintenance.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
 

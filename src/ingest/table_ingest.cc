@@ -24,7 +24,7 @@
 #include "ingest/source.h"
 #include "ingest/source_writer.h"
 #include "io/uri.h"
-#include "stoke/table.h"
+#include "stoke/ingest.h"
 #include "table/delta_log.h"
 
 namespace stoke {

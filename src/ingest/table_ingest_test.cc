@@ -9,6 +9,8 @@
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
 #include "io/storage.h"
+#include "stoke/ingest.h"
+#include "stoke/maintenance.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
 
@@ -274,7 +276,7 @@ TEST_F(IngestTest, PartitionsByALabelColumnAndKeepsPartitionsThroughOptimize) {
   q.table_dir = table_;
   q.where = "label = 1";
   q.select = {"id", "label"};
-  q.format = CatOptions::Format::kCsv;
+  q.format = RowFormat::kCsv;
   std::ostringstream out;
   auto qr = QueryTable(q, out);
   ASSERT_TRUE(qr.ok()) << qr.status().ToString();

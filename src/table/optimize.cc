@@ -16,7 +16,7 @@
 #include "core/thread_pool.h"
 #include "format/codec.h"
 #include "format/parquet_writer.h"
-#include "stoke/table.h"
+#include "stoke/maintenance.h"
 #include "table/scan.h"
 
 namespace stoke {

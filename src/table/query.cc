@@ -210,7 +210,7 @@ Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
   if (o.count_only) {
     out << report.rows << "\n";
   } else {
-    printer.Print(out, o.format == CatOptions::Format::kTable
+    printer.Print(out, o.format == RowFormat::kTable
                            ? fmt::format("; scanned {} of {} files, {} of their {} row groups", report.files_scanned,
                                          report.files_total, report.row_groups_scanned, report.row_groups_total)
                            : "");

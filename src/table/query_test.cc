@@ -20,7 +20,7 @@ TEST(Query, FiltersWithFileAndRowGroupSkipping) {
   q.table_dir = t.dir();
   q.where = "id >= 110 AND id < 140 AND label = 1";
   q.select = {"id", "name", "t"};
-  q.format = CatOptions::Format::kCsv;
+  q.format = RowFormat::kCsv;
   std::ostringstream out;
   auto r = QueryTable(q, out);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -61,7 +61,7 @@ TEST(Query, TimeTravelsAndLimits) {
   q.version.reset();
   q.limit = 3;
   q.select = {"id"};
-  q.format = CatOptions::Format::kJson;
+  q.format = RowFormat::kJson;
   std::ostringstream rows;
   auto r = QueryTable(q, rows);
   ASSERT_TRUE(r.ok());
@@ -113,7 +113,7 @@ TEST(Query, ColumnsHoldTheRowsQueryPrints) {
 
   // The same rows as the printed query, in the same order.
   q.select = {"id"};
-  q.format = CatOptions::Format::kCsv;
+  q.format = RowFormat::kCsv;
   q.limit = 5;
   std::ostringstream printed;
   ASSERT_TRUE(QueryTable(q, printed).ok());

@@ -9,6 +9,7 @@
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
 #include "io/uri.h"
+#include "stoke/maintenance.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
 
