@@ -6,18 +6,32 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "stoke/codec.h"
 #include "stoke/status.h"
 
 namespace stoke {
+
+// What an ingest does with the rows already in the table.
+enum class IngestMode {
+  kAppend,     // add the source files not yet in the table, all samples of a file at once (re-running resumes)
+  kOverwrite,  // replace every row of the table with the source's (one commit; older versions stay readable)
+};
+
+// The mode named "append" or "overwrite" (the CLI's --mode, the Python keyword `mode`).
+// InvalidArgument otherwise: "ingest: --mode must be append or overwrite, not '<name>'".
+Result<IngestMode> ParseIngestMode(std::string_view name);
+// "append" or "overwrite".
+std::string_view IngestModeName(IngestMode mode);
 
 // `stoke ingest`: what to ingest, where, and how to lay it out. Sizes are bytes.
 struct IngestOptions {
   std::string source_dir;                 // required: a directory, or one file (a path or a URI)
   std::string labels_csv;                 // default none: a CSV with a `file` column (the path relative to the source)
   std::string table_dir;                  // required: a directory or a URI, created with the table when missing
-  std::string mode = "append";            // append: add files not yet in the table; overwrite: replace all
+  IngestMode mode = IngestMode::kAppend;  // default append
   std::string tensor_column = "data";     // default "data": the column name for .npy arrays
   // Default "" (detected from the file names); or npy, npz, hdf5, images.
   std::string format;
@@ -29,10 +43,10 @@ struct IngestOptions {
   // and stores it resized to exactly that size (PIL's antialiased bilinear, as torchvision's
   // Resize((height, width))) as a [height, width, 3] uint8 tensor, for users who trade disk for CPU.
   std::vector<int64_t> decode_images;
-  // Default "auto": per column chunk, ZSTD where it saves at least 10 % of the bytes, else
-  // uncompressed. Or one codec for every chunk: zstd, lz4_raw, snappy, gzip, uncompressed. Recorded in
-  // the table (configuration "stoke.codec") when this ingest creates or overwrites it.
-  std::string codec = "auto";
+  // Default kAuto: per column chunk, ZSTD where it saves at least 10 % of the bytes, else
+  // uncompressed; or one codec for every chunk. Recorded in the table (configuration "stoke.codec",
+  // as CodecName spells it) when this ingest creates or overwrites it; OPTIMIZE keeps it.
+  Codec codec = Codec::kAuto;
   int compression_level = 0;              // default 0: the codec's default level (zstd 1..19, gzip 1..9)
   int64_t target_file_bytes = int64_t{1} << 30;  // default 1 GiB: the data file size to aim for
   int64_t row_group_bytes = int64_t{128} << 20;  // default 128 MiB: the row group size to aim for
@@ -45,7 +59,7 @@ struct IngestOptions {
   // `shard_count`, a contiguous range of the sorted source listing, and commits it concurrently with
   // the other shards through the log's optimistic concurrency (no coordinator). Ids are base + the
   // file's index in the whole listing, so they are unique, and dense over the run when the table held
-  // none of its files. Each shard resumes on its own. Needs mode "append".
+  // none of its files. Each shard resumes on its own. Needs mode kAppend.
   int64_t shard_index = 0;
   int64_t shard_count = 1;                // default 1: no sharding
   size_t threads = 0;                     // default 0: one encoding thread per core

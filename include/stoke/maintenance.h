@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "stoke/codec.h"
 #include "stoke/status.h"
 
 namespace stoke {
@@ -24,9 +25,9 @@ struct OptimizeOptions {
   // matching file is then rewritten, not only small ones, so that related rows share files and
   // files get narrow min/max ranges for skipping.
   std::string sort_by;
-  // Empty (default): the codec the table was written with (its configuration "stoke.codec"; "auto"
-  // when it has none). Otherwise as IngestOptions::codec.
-  std::string codec;
+  // Default (nullopt): the codec the table was written with (its configuration "stoke.codec"; kAuto
+  // when it has none). Otherwise this one, as IngestOptions::codec.
+  std::optional<Codec> codec;
   size_t threads = 0;                     // default 0: one thread per core
   bool progress = true;                   // default true: a progress bar when stdout is a terminal
 };

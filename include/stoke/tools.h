@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "stoke/codec.h"
 #include "stoke/row_format.h"
 #include "stoke/status.h"
 
@@ -65,9 +66,7 @@ struct ConvertOptions {
   std::vector<std::string> datasets;      // HDF5: the datasets to convert (default, empty: all)
   std::string hdf5_samples = "auto";      // HDF5: auto, axis0 or file (as IngestOptions::hdf5_samples)
   std::vector<int64_t> decode_images;     // images: {} encoded bytes, or {height, width} (as IngestOptions)
-  // Default "auto" (zstd per column chunk where it saves >= 10 %), or zstd, lz4_raw, snappy, gzip or
-  // uncompressed for every chunk.
-  std::string codec = "auto";
+  Codec codec = Codec::kAuto;             // default kAuto (as IngestOptions::codec)
   int compression_level = 0;              // default 0: the codec's default level
   int64_t target_file_bytes = int64_t{1} << 30;   // default 1 GiB: the output file size to aim for (directory output)
   int64_t row_group_bytes = int64_t{128} << 20;   // default 128 MiB: the row group size to aim for

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "stoke/codec.h"
 #include "stoke/dtype.h"
 #include "stoke/ingest.h"
 #include "stoke/loader.h"
@@ -79,11 +80,14 @@ E ParseChoice(const std::string& option, const std::string& value,
   throw py::value_error(option + ": unknown value '" + value + "' (expected one of " + names + ")");
 }
 
-stoke::DType ParseDType(const std::string& name) {
-  auto r = stoke::DTypeFromName(name);
+// The value of a parse (ParseCodec, DTypeFromName, ...), or its error raised (ValueError).
+template <typename T>
+T Parsed(stoke::Result<T> r) {
   if (!r.ok()) ThrowStatus(r.status());
-  return *r;
+  return std::move(r).value();
 }
+
+stoke::DType ParseDType(const std::string& name) { return Parsed(stoke::DTypeFromName(name)); }
 
 // One transform from its dict form, e.g. {"kind": "random_flip", "axes": [0, 1], "p": 0.5}.
 stoke::TransformSpec ParseTransform(const py::handle& obj) {
@@ -395,9 +399,9 @@ py::dict Ingest(const std::string& source_dir, const std::string& table_dir, con
   o.source_dir = source_dir;
   o.table_dir = table_dir;
   o.labels_csv = labels;
-  o.mode = mode;
+  o.mode = Parsed(stoke::ParseIngestMode(mode));
   o.tensor_column = tensor_column;
-  o.codec = codec;
+  o.codec = Parsed(stoke::ParseCodec(codec));
   o.compression_level = compression_level;
   o.target_file_bytes = target_file_bytes;
   o.row_group_bytes = row_group_bytes;
@@ -432,7 +436,7 @@ py::dict Optimize(const std::string& table_dir, int64_t target_file_bytes, int64
   o.row_group_bytes = row_group_bytes;
   o.where = where;
   o.sort_by = sort_by;
-  o.codec = codec;
+  if (!codec.empty()) o.codec = Parsed(stoke::ParseCodec(codec));  // "" = the table's
   o.threads = threads;
   o.progress = progress;
   const stoke::OptimizeReport r = RunTool([&] { return stoke::OptimizeTable(o); });

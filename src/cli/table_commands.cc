@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "stoke/codec.h"
 #include "stoke/maintenance.h"
 #include "stoke/row_format.h"
 #include "stoke/table.h"
@@ -42,6 +43,7 @@ RowFormat OutputFormat(const std::string& name) {
 void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* out) {
   struct State {
     stoke::OptimizeOptions oo;
+    std::string optimize_codec;  // "" = the table's
     stoke::VacuumOptions vo;
     stoke::QueryOptions qo;
     std::string query_select;
@@ -89,7 +91,7 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
   optimize->add_option("--where", oo.where, "Only compact files whose statistics may match this predicate");
   optimize->add_option("--sort-by", oo.sort_by,
                        "Order rows by this scalar column within the new files (rewrites every matching file)");
-  optimize->add_option("--codec", oo.codec,
+  optimize->add_option("--codec", s->optimize_codec,
                        "Page codec of the new files (default: the table's own, as recorded at ingest; auto when none)");
   optimize->add_option("--threads", oo.threads, "Threads (0 = one per core)")->capture_default_str();
 
@@ -146,6 +148,11 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
   out->push_back({optimize, [s, &ctx]() -> int {
     auto& oo = s->oo;
     oo.progress = !ctx.no_progress;
+    if (!s->optimize_codec.empty()) {
+      auto codec = stoke::ParseCodec(s->optimize_codec);
+      if (!codec.ok()) return Fail(codec.status());
+      oo.codec = *codec;
+    }
     auto r = stoke::OptimizeTable(oo);
     if (!r.ok()) return Fail(r.status());
     if (r->version < 0) {
