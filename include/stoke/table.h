@@ -76,13 +76,25 @@ struct QueryResult {
 // report.rows is filled. Errors as QueryTable's.
 Result<QueryResult> QueryTableColumns(const QueryOptions& options);
 
-// `stoke history`: one line per version, newest first (version, timestamp, operation, files added
-// and removed, bytes added, the operation's parameters), or one JSON object per line with json.
-// NotFound when there is no table.
-Status PrintTableHistory(const std::string& table_dir, int64_t limit, bool json, std::ostream& out);
+// `stoke history`.
+struct HistoryOptions {
+  int64_t limit = 0;                      // default 0: every version; else the newest `limit`
+  bool json = false;                      // default false: aligned text; true: one JSON object per version and line
+};
 
-// `stoke inspect DIR`: version, schema, files, rows, sizes and statistics of a table version (the
-// latest by default), as text or one JSON document. NotFound for an unknown table or version.
-Status InspectTable(const std::string& table_dir, std::optional<int64_t> version, bool json, std::ostream& out);
+// Prints the table's versions, newest first: version, timestamp, operation, files added and removed,
+// bytes added and the operation's parameters (with json, also the whole commitInfo). NotFound when
+// there is no table.
+Status PrintTableHistory(const std::string& table_dir, const HistoryOptions& options, std::ostream& out);
+
+// `stoke inspect DIR`.
+struct InspectTableOptions {
+  std::optional<int64_t> version;         // default: the latest version
+  bool json = false;                      // default false: text; true: one JSON document that lists every data file
+};
+
+// Describes a table version: protocol, schema, partition columns, files, rows, sizes, the table's
+// codec and each column's (from a sample of the files), image metadata, and statistics. NotFound for a missing table or version.
+Status InspectTable(const std::string& table_dir, const InspectTableOptions& options, std::ostream& out);
 
 }  // namespace stoke

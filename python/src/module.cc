@@ -574,13 +574,19 @@ py::dict Query(const std::string& table_dir, const std::string& where, std::opti
 
 std::string History(const std::string& table_dir, int64_t limit) {
   std::ostringstream out;
-  RunTool([&] { return stoke::PrintTableHistory(table_dir, limit, /*json=*/true, out); });
+  stoke::HistoryOptions o;
+  o.limit = limit;
+  o.json = true;
+  RunTool([&] { return stoke::PrintTableHistory(table_dir, o, out); });
   return out.str();
 }
 
 std::string Inspect(const std::string& table_dir, std::optional<int64_t> version) {
   std::ostringstream out;
-  RunTool([&] { return stoke::InspectTable(table_dir, version, /*json=*/true, out); });
+  stoke::InspectTableOptions o;
+  o.version = version;
+  o.json = true;
+  RunTool([&] { return stoke::InspectTable(table_dir, o, out); });
   return out.str();
 }
 

@@ -51,11 +51,10 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
     std::string checkpoint_dir;
     std::optional<int64_t> checkpoint_version;
     std::string history_dir;
-    int64_t history_limit = 0;
-    bool history_json = false;
+    stoke::HistoryOptions ho;
     std::string inspect_path;
     stoke::InspectFileOptions io;
-    std::optional<int64_t> inspect_version;
+    stoke::InspectTableOptions ito;
     std::string cat_path;
     std::string cat_columns;
     std::string cat_format = "table";
@@ -70,11 +69,10 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
   auto& checkpoint_dir = s->checkpoint_dir;
   auto& checkpoint_version = s->checkpoint_version;
   auto& history_dir = s->history_dir;
-  auto& history_limit = s->history_limit;
-  auto& history_json = s->history_json;
+  auto& ho = s->ho;
   auto& inspect_path = s->inspect_path;
   auto& io = s->io;
-  auto& inspect_version = s->inspect_version;
+  auto& ito = s->ito;
   auto& cat_path = s->cat_path;
   auto& cat_columns = s->cat_columns;
   auto& cat_format = s->cat_format;
@@ -123,8 +121,8 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
   // history
   auto* history = app.add_subcommand("history", "List a table's versions, newest first");
   history->add_option("table", history_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
-  history->add_option("--limit", history_limit, "Show at most N versions (0 = all)");
-  history->add_flag("--json", history_json, "One JSON object per version");
+  history->add_option("--limit", ho.limit, "Show at most N versions (0 = all)");
+  history->add_flag("--json", ho.json, "One JSON object per version");
 
   // inspect
   auto* inspect = app.add_subcommand(
@@ -132,7 +130,7 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
   inspect->add_option("path", inspect_path, "Parquet file or table (a path or a URI)")->required();
   inspect->add_flag("--pages", io.pages, "List every page of every column chunk (files)");
   inspect->add_flag("--json", io.json, "Print one JSON document");
-  inspect->add_option("--version", inspect_version, "Table version to describe (default: latest)");
+  inspect->add_option("--version", ito.version, "Table version to describe (default: latest)");
 
   // cat
   auto* cat = app.add_subcommand("cat", "Print rows; binary and tensor cells print as md5:<hex> len:<bytes>");
@@ -196,20 +194,20 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
   }});
   out->push_back({history, [s]() -> int {
     auto& history_dir = s->history_dir;
-    auto& history_limit = s->history_limit;
-    auto& history_json = s->history_json;
-    stoke::Status s = stoke::PrintTableHistory(history_dir, history_limit, history_json, std::cout);
+    auto& ho = s->ho;
+    stoke::Status s = stoke::PrintTableHistory(history_dir, ho, std::cout);
     return s.ok() ? 0 : Fail(s);
   }});
   out->push_back({inspect, [s]() -> int {
     auto& inspect_path = s->inspect_path;
     auto& io = s->io;
-    auto& inspect_version = s->inspect_version;
+    auto& ito = s->ito;
+    ito.json = io.json;  // --json is one flag for files and tables
     // A directory (or an object-store prefix holding a Delta log) is a table; anything else a
     // Parquet file.
     std::error_code ec;
     stoke::Status s = std::filesystem::is_directory(inspect_path, ec) || stoke::IsTableDirectory(inspect_path)
-                          ? stoke::InspectTable(inspect_path, inspect_version, io.json, std::cout)
+                          ? stoke::InspectTable(inspect_path, ito, std::cout)
                           : stoke::InspectParquetFile(inspect_path, io, std::cout);
     return s.ok() ? 0 : Fail(s);
   }});
