@@ -173,11 +173,11 @@ py::dict BatchToDict(stoke::Batch&& batch) {
   // Destroyed with the GIL held when the last array referencing it goes; ~Batch only returns the
   // slot to the pool (a short lock), so that is fine.
   py::capsule base(owned, [](void* p) { delete static_cast<stoke::Batch*>(p); });
-  const stoke::Batch& b = *owned;
+  stoke::Batch& b = *owned;  // not const: the arrays are writeable views of its buffer
 
   py::dict out;
   py::list bfloat16_columns;
-  for (const stoke::BatchColumn& c : b.columns()) {
+  for (stoke::BatchColumn& c : b.columns()) {
     if (c.kind == stoke::ColumnKind::kString) {
       py::list values(c.strings.size());
       for (size_t i = 0; i < c.strings.size(); ++i) {
@@ -197,13 +197,13 @@ py::dict BatchToDict(stoke::Batch&& batch) {
     std::vector<py::ssize_t> shape(c.shape.begin(), c.shape.end());
     // An empty column (0 rows) may carry no buffer; numpy needs a non-null pointer to wrap.
     static const uint64_t kEmpty = 0;
-    void* data = c.data != nullptr ? c.data : const_cast<uint64_t*>(&kEmpty);
+    void* data = c.data() != nullptr ? c.data() : const_cast<uint64_t*>(&kEmpty);
     out[py::str(c.name)] = py::array(NumpyDType(c.dtype), shape, {}, data, base);
     if (c.dtype == stoke::DType::kBFloat16) bfloat16_columns.append(py::str(c.name));
     if (!c.valid.empty()) {
       out[py::str(c.name + ".valid")] =
           py::array(py::dtype::of<uint8_t>(), {static_cast<py::ssize_t>(c.valid.size())}, {},
-                    const_cast<uint8_t*>(c.valid.data()), base);
+                    c.valid.data(), base);
     }
   }
   const auto& row_ids = b.row_ids();

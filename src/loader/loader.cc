@@ -239,13 +239,15 @@ int64_t Batch::size() const { return impl_->size; }
 int64_t Batch::epoch() const { return impl_->slot->epoch; }
 int64_t Batch::index() const { return impl_->slot->index; }
 const std::vector<int64_t>& Batch::row_ids() const { return impl_->slot->rows; }
-const std::vector<BatchColumn>& Batch::columns() const { return impl_->slot->columns; }
+std::span<const BatchColumn> Batch::columns() const { return impl_->slot->columns; }
+std::span<BatchColumn> Batch::columns() { return impl_->slot->columns; }
 const BatchColumn* Batch::column(std::string_view name) const {
   for (const auto& c : impl_->slot->columns) {
     if (c.name == name) return &c;
   }
   return nullptr;
 }
+BatchColumn* Batch::column(std::string_view name) { return const_cast<BatchColumn*>(std::as_const(*this).column(name)); }
 bool Batch::pinned() const {
   for (const auto& t : impl_->slot->tensors) {
     if (!t.pinned()) return false;
@@ -1782,7 +1784,7 @@ Status Loader::Impl::BuildColumns(Slot* s) {
         bc.dtype = t.out_dtype;
         bc.shape.push_back(s->size);
         for (int64_t d : t.out_shape) bc.shape.push_back(d);
-        bc.data = s->tensors[ti].data();
+        bc.data_ = s->tensors[ti].data();
         bc.num_bytes = static_cast<size_t>(s->size) * t.out_bytes;
         ++ti;
       } else {
@@ -1793,7 +1795,7 @@ Status Loader::Impl::BuildColumns(Slot* s) {
         if (c.is_string) {
           bc.strings = s->strings[si];
         } else {
-          bc.data = s->scalars[si].data();
+          bc.data_ = s->scalars[si].data();
           bc.num_bytes = static_cast<size_t>(s->size) * DTypeSize(c.dtype);
         }
         bc.valid = s->scalar_valid[si];
