@@ -15,14 +15,14 @@ namespace stoke {
 // persisted (in `stoke.tensors` metadata): never rename one, only append.
 enum class DType : uint8_t {
   kBool,      // one byte, 0 or 1
-  kInt8,      // signed integers
-  kInt16,
-  kInt32,
-  kInt64,
-  kUInt8,     // unsigned integers
-  kUInt16,
-  kUInt32,
-  kUInt64,
+  kInt8,      // signed integers of 8, 16, 32 and 64 bits
+  kInt16,     // int16
+  kInt32,     // int32
+  kInt64,     // int64
+  kUInt8,     // unsigned integers of 8, 16, 32 and 64 bits
+  kUInt16,    // uint16
+  kUInt32,    // uint32
+  kUInt64,    // uint64
   kFloat16,   // IEEE 754 binary16
   kFloat32,   // IEEE 754 binary32
   kFloat64,   // IEEE 754 binary64

@@ -84,6 +84,7 @@ class [[nodiscard]] Status {
   bool retryable_ = false;
 };
 
+// Either a value or an error (defined below).
 template <typename T>
 class Result;
 
@@ -93,6 +94,7 @@ namespace internal {
 [[noreturn]] void DieOfBadResultAccess(const Status& status);
 // The Status of a Status or of a Result (the macros accept both).
 inline Status ToStatus(const Status& s) { return s; }
+// The Status of a Result: OK when it holds a value.
 template <typename T>
 Status ToStatus(const Result<T>& r) { return r.status(); }
 }  // namespace internal
