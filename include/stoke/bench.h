@@ -21,15 +21,15 @@ namespace stoke {
 // the .npy header, copy the payload into its slot of a batch buffer. Batches are handed to a
 // consumer in order; the consumer may sleep `compute_ms` per batch to stand in for an accelerator.
 
-
 // One batch as the consumer sees it. Valid only during the on_batch call.
 struct PerFileBatch {
   int64_t index = 0;                     // 0, 1, 2, ... across epochs
-  int64_t epoch = 0;
+  int64_t epoch = 0;                     // the epoch it belongs to
   std::span<const int64_t> files;        // per sample, its index in the sorted list of .npy names
-  std::span<const uint8_t> payload;                      // files.size() payloads of payload_bytes each, in order
+  std::span<const uint8_t> payload;      // files.size() payloads of payload_bytes each, in order
 };
 
+// What `stoke bench files` reads and how.
 struct PerFileBenchOptions {
   std::string dir;           // Required. Directory of .npy files (non-recursive; other files ignored).
   int64_t batch_size = 32;   // Default 32, >= 1. The last batch of an epoch may be short (no drop_last).
@@ -46,23 +46,24 @@ struct PerFileBenchOptions {
   std::function<void(const PerFileBatch&)> on_batch;
 };
 
+// What the baseline measured.
 struct PerFileBenchReport {
   int64_t files = 0;          // .npy files in the directory
   int64_t samples = 0;        // samples delivered (a file read twice counts twice)
-  int64_t batches = 0;
+  int64_t batches = 0;        // batches delivered
   int64_t payload_bytes = 0;  // of one sample (every file must hold the same, as batches stack them)
   int64_t file_bytes = 0;     // file bytes read in all (headers included; not O_DIRECT's padding)
   double wall_s = 0;          // from the first batch requested to the last batch consumed
   double wait_s = 0;          // consumer time blocked on data (with threads = 1: all the reading)
   double compute_s = 0;       // consumer time in the emulated compute (measured)
-  int threads = 1;
-  bool cold = false;
-  double compute_ms = 0;
+  int threads = 1;            // as PerFileBenchOptions::threads
+  bool cold = false;          // as PerFileBenchOptions::cold
+  double compute_ms = 0;      // as PerFileBenchOptions::compute_ms
 
-  double samples_per_s() const { return wall_s > 0 ? samples / wall_s : 0; }
-  double mb_per_s() const { return wall_s > 0 ? file_bytes / wall_s / 1e6 : 0; }
-  double wait_share() const { return wall_s > 0 ? wait_s / wall_s : 0; }
-  double utilisation() const { return wall_s > 0 ? compute_s / wall_s : 0; }
+  double samples_per_s() const { return wall_s > 0 ? samples / wall_s : 0; }       // samples / wall_s
+  double mb_per_s() const { return wall_s > 0 ? file_bytes / wall_s / 1e6 : 0; }   // file bytes / wall_s, 10^6 bytes
+  double wait_share() const { return wall_s > 0 ? wait_s / wall_s : 0; }           // wait_s / wall_s
+  double utilisation() const { return wall_s > 0 ? compute_s / wall_s : 0; }       // compute_s / wall_s
 };
 
 // Runs the baseline. Errors name the file: NotFound/IOError for one that cannot be opened or read,
@@ -82,6 +83,7 @@ std::string PerFileReportJson(const PerFileBenchReport& report);
 // emulated compute (a sleep of compute_ms per batch: the accelerator works while the host waits, as
 // in the MLPerf Storage / DLIO benchmarks). Accelerator utilisation = compute time / wall time.
 
+// What `stoke bench load` loads and how.
 struct LoadBenchOptions {
   std::string table_dir;     // Required.
   LoaderOptions loader;      // Defaults as in LoaderOptions (batch 32, global shuffle, 512 MiB budget).
@@ -93,28 +95,29 @@ struct LoadBenchOptions {
   std::string trace_path;    // Default none. Chrome trace JSON of the measured run.
 };
 
+// What the loader benchmark measured.
 struct LoadBenchReport {
   double open_s = 0;            // Loader::Open: snapshot, sample index, scalar columns
-  bool index_from_cache = false;
-  int64_t table_rows = 0;
+  bool index_from_cache = false;  // Loader::index_from_cache
+  int64_t table_rows = 0;       // rows that pass `where` (Loader::num_rows)
   int64_t samples = 0;          // measured samples
-  int64_t batches = 0;
+  int64_t batches = 0;          // measured batches
   int64_t bytes_read = 0;       // bytes fetched in the measured part
   double wall_s = 0;            // from the first measured Next() to the end of the last batch's compute
   double wait_s = 0;            // time blocked in Next()
   double compute_s = 0;         // measured time in the emulated compute
-  double compute_ms = 0;
+  double compute_ms = 0;        // as LoadBenchOptions::compute_ms
   double page_bytes_mean = 0;   // bytes fetched per sample (one tensor column: the read size)
   int64_t max_rss_bytes = 0;    // peak resident set size of the process (getrusage)
   LoaderStats stats;            // the loader's own figures (whole run, warm-up included)
-  ShuffleQuality shuffle;       // of epoch 0's order, and a global shuffle's for reference
-  ShuffleQuality global_shuffle;
-  LoadBenchOptions options;
+  ShuffleQuality shuffle;       // of epoch 0's order
+  ShuffleQuality global_shuffle;  // of a global shuffle with the same seed, for reference
+  LoadBenchOptions options;     // what was asked
 
-  double samples_per_s() const { return wall_s > 0 ? samples / wall_s : 0; }
-  double mb_per_s() const { return wall_s > 0 ? bytes_read / wall_s / 1e6 : 0; }
-  double wait_share() const { return wall_s > 0 ? wait_s / wall_s : 0; }
-  double utilisation() const { return wall_s > 0 ? compute_s / wall_s : 0; }
+  double samples_per_s() const { return wall_s > 0 ? samples / wall_s : 0; }       // samples / wall_s
+  double mb_per_s() const { return wall_s > 0 ? bytes_read / wall_s / 1e6 : 0; }   // bytes_read / wall_s, 10^6 bytes
+  double wait_share() const { return wall_s > 0 ? wait_s / wall_s : 0; }           // wait_s / wall_s
+  double utilisation() const { return wall_s > 0 ? compute_s / wall_s : 0; }       // compute_s / wall_s
 };
 
 // Errors: those of Loader::Open and Loader::Next, and InvalidArgument for bad counts.

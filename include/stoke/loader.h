@@ -14,8 +14,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "stoke/dtype.h"
@@ -74,7 +76,7 @@ struct TransformSpec {
   // Normalize's default axis: the sample's channel axis, the last one, or the first after
   // to_tensor or channels_first (and the last again after channels_last).
   static constexpr int kChannelAxis = -1000;
-  Kind kind = Kind::kCast;
+  Kind kind = Kind::kCast;           // which transform; the fields below that it reads say so
   DType dtype = DType::kFloat32;     // kCast, kToTensor
   std::vector<double> mean, std;     // kNormalize: one entry per channel, or one for all channels
   int axis = -1;                     // kNormalize (channel axis), kChannelsFirst/kChannelsLast
@@ -87,34 +89,47 @@ struct TransformSpec {
   std::vector<double> ratio = {3.0 / 4.0, 4.0 / 3.0};  // kRandomResizedCrop: aspect ratio (w / h) range
   std::vector<double> brightness, contrast;         // kColorJitter: factor ranges {min, max} (empty: off)
 
+  // The factories below set `kind` and the fields it reads; the others keep their defaults.
+  // kCast to `to`.
   static TransformSpec Cast(DType to) { TransformSpec t; t.kind = Kind::kCast; t.dtype = to; return t; }
+  // kNormalize with per-channel (or one) mean and std along `axis`.
   static TransformSpec Normalize(std::vector<double> mean, std::vector<double> std, int axis = kChannelAxis) {
     TransformSpec t; t.kind = Kind::kNormalize; t.mean = std::move(mean); t.std = std::move(std); t.axis = axis; return t;
   }
+  // kRandomFlip of each of `axes` with probability p.
   static TransformSpec RandomFlip(std::vector<int> axes, double p = 0.5) {
     TransformSpec t; t.kind = Kind::kRandomFlip; t.axes = std::move(axes); t.p = p; return t;
   }
+  // kRandomRot90 in the plane of axis0 and axis1.
   static TransformSpec RandomRot90(int axis0, int axis1) {
     TransformSpec t; t.kind = Kind::kRandomRot90; t.axes = {axis0, axis1}; return t;
   }
+  // kRandomCrop: a window of size[i] along axes[i].
   static TransformSpec RandomCrop(std::vector<int> axes, std::vector<int64_t> size) {
     TransformSpec t; t.kind = Kind::kRandomCrop; t.axes = std::move(axes); t.size = std::move(size); return t;
   }
+  // kCenterCrop: the centred window of size[i] along axes[i].
   static TransformSpec CenterCrop(std::vector<int> axes, std::vector<int64_t> size) {
     TransformSpec t; t.kind = Kind::kCenterCrop; t.axes = std::move(axes); t.size = std::move(size); return t;
   }
+  // kChannelsFirst: move `axis` to the front.
   static TransformSpec ChannelsFirst(int axis = -1) { TransformSpec t; t.kind = Kind::kChannelsFirst; t.axis = axis; return t; }
+  // kChannelsLast: move `axis` to the end.
   static TransformSpec ChannelsLast(int axis = 0) { TransformSpec t; t.kind = Kind::kChannelsLast; t.axis = axis; return t; }
   // Image transforms; `size` is {h, w} or {s}.
+  // kRandomResizedCrop to `size`, with torchvision's scale and ratio ranges.
   static TransformSpec RandomResizedCrop(std::vector<int64_t> size, std::vector<double> scale = {0.08, 1.0},
                                          std::vector<double> ratio = {3.0 / 4.0, 4.0 / 3.0}) {
     TransformSpec t; t.kind = Kind::kRandomResizedCrop; t.size = std::move(size); t.scale = std::move(scale);
     t.ratio = std::move(ratio); return t;
   }
+  // kResize to `size`.
   static TransformSpec Resize(std::vector<int64_t> size) { TransformSpec t; t.kind = Kind::kResize; t.size = std::move(size); return t; }
+  // kCenterCrop of an image's height and width to `size`, with torchvision's offsets.
   static TransformSpec ImageCenterCrop(std::vector<int64_t> size) {
     TransformSpec t; t.kind = Kind::kCenterCrop; t.size = std::move(size); return t;
   }
+  // kRandomHorizontalFlip with probability p.
   static TransformSpec RandomHorizontalFlip(double p = 0.5) { TransformSpec t; t.kind = Kind::kRandomHorizontalFlip; t.p = p; return t; }
   // torchvision's ColorJitter(brightness=b, contrast=c): factor ranges {max(0, 1 - b), 1 + b}; 0 turns one off.
   static TransformSpec ColorJitter(double brightness, double contrast) {
@@ -123,6 +138,7 @@ struct TransformSpec {
     if (contrast != 0) t.contrast = {contrast < 1 ? 1 - contrast : 0, 1 + contrast};
     return t;
   }
+  // kToTensor: [H, W, C] uint8 to [C, H, W] `to` in [0, 1].
   static TransformSpec ToTensor(DType to = DType::kFloat32) { TransformSpec t; t.kind = Kind::kToTensor; t.dtype = to; return t; }
 };
 
@@ -143,6 +159,7 @@ Result<TransformSpec::Kind> TransformKindFromName(std::string_view name);
 // InvalidArgument naming the text and the bad part otherwise.
 Result<TransformSpec> ParseTransformText(std::string_view text);
 
+// What Loader::Open loads and how. Plain values; each field's default is its initialiser.
 struct LoaderOptions {
   // Default: every column of the table. Tensor columns become [batch, ...shape] arrays; scalar
   // columns (integers, floats, booleans, strings; partition columns too) become [batch] arrays.
@@ -150,6 +167,9 @@ struct LoaderOptions {
   std::optional<int64_t> version;    // Default: the latest version.
   std::string where;                 // Default: all rows. A `stoke query` predicate over scalar columns.
   int64_t batch_size = 32;           // Default 32, >= 1.
+  // The order of each epoch: kNone (table order), kGlobal (a uniform permutation of all rows), or
+  // kBlock (the table's files in a random order, rows mixed through a buffer of shuffle_buffer rows:
+  // fewer, larger reads for less mixing; see ShuffleQuality).
   enum class Shuffle { kNone, kGlobal, kBlock };
   Shuffle shuffle = Shuffle::kGlobal;  // Default global: a new uniform permutation every epoch.
   int64_t shuffle_buffer = 1024;     // Default 1024 rows; kBlock only (blocks are the table's files).
@@ -171,6 +191,8 @@ struct LoaderOptions {
   int queue_depth = 0;
   // Default false. O_DIRECT reads (bypass the page cache), e.g. for cold-cache benchmarks.
   bool direct = false;
+  // How local files are read: kAuto, kIoUring (io_uring, failing where the kernel refuses it) or
+  // kPread (a thread pool of pread calls).
   enum class Backend { kAuto, kIoUring, kPread };
   Backend backend = Backend::kAuto;  // Default: io_uring when the kernel allows it, else pread.
   // Default 1 MiB. Local files: reads of pages adjacent in one file are merged up to this size (0: never).
@@ -189,6 +211,7 @@ struct LoaderOptions {
   // Default 16 GiB. Bytes the cache directory keeps; beyond it the least recently used blocks go.
   int64_t cache_bytes = int64_t{16} << 30;
   bool verify_crc = true;            // Default true: check each page's CRC-32.
+  // What a sample that cannot be read or decoded does: kRaise or kSkip (below).
   enum class OnError { kRaise, kSkip };
   // Default raise: a bad sample fails Next() with its file and row named. Skip: the sample is left out
   // of its batch (the batch is shorter), logged, and counted in LoaderStats::samples_skipped.
@@ -214,50 +237,68 @@ struct LoaderOptions {
   bool jpeg_region_decode = true;
 };
 
-// One column of a batch: a C-contiguous array, row-major, rows in sampler order.
+// One column of a batch: a C-contiguous array, row-major, rows in sampler order. A view of the
+// batch's buffer: valid while its Batch lives. Through a const BatchColumn (a const Batch's) the
+// values are read-only.
 struct BatchColumn {
-  std::string name;
-  DType dtype = DType::kFloat32;      // for string columns: kUInt8 (see `strings`)
+  std::string name;                   // the column's name in the table
+  ColumnKind kind = ColumnKind::kScalar;  // kScalar, kString or kTensor (image columns are tensors)
+  DType dtype = DType::kFloat32;      // the element type; for string columns kUInt8 (see `strings`)
   std::vector<int64_t> shape;         // [rows] for scalars, [rows, ...sample shape] for tensors
-  void* data = nullptr;               // shape's product * DTypeSize(dtype) bytes; null for strings
-  size_t num_bytes = 0;
+  size_t num_bytes = 0;               // bytes at data(): shape's product * DTypeSize(dtype); 0 for strings
   // For nullable scalar columns: one byte per row, 1 = present (the value is 0 where absent); empty
   // when every row is present.
   std::vector<uint8_t> valid;
   std::vector<std::string> strings;   // string columns only: one per row ("" for null)
-  bool is_string = false;
-  bool is_tensor = false;
+
+  // The values (num_bytes of them), read-only; null for string columns.
+  const void* data() const { return data_; }
+  // The values, writable: the consumer owns the batch's buffer until the Batch is destroyed and may
+  // write into it (normalise in place, hand it to a framework that writes), within num_bytes.
+  void* data() { return data_; }
+
+ private:
+  friend class Loader;  // points data_ into the batch buffer it fills
+  void* data_ = nullptr;
 };
 
 // A delivered batch. Its memory is the loader's: it returns to the loader's pool when the Batch is
-// destroyed (also after the Loader itself is gone). Move-only; not thread-safe.
+// destroyed (also after the Loader itself is gone). Only Loader::Next makes one. Move-only; not
+// thread-safe. A const Batch is read-only.
 class Batch {
  public:
-  ~Batch();
-  Batch(Batch&&) noexcept;
-  Batch& operator=(Batch&&) noexcept;
+  ~Batch();                                // returns the batch buffer to the loader's pool
+  Batch(Batch&&) noexcept;                 // the buffer moves along; the moved-from Batch holds none
+  Batch& operator=(Batch&&) noexcept;      // returns this Batch's buffer first
   Batch(const Batch&) = delete;
   Batch& operator=(const Batch&) = delete;
 
   int64_t size() const;                   // rows
-  int64_t epoch() const;
+  int64_t epoch() const;                  // the epoch the batch belongs to
   int64_t index() const;                  // batch number within this rank's epoch, from 0
   const std::vector<int64_t>& row_ids() const;  // table row of each sample (snapshot order)
-  const std::vector<BatchColumn>& columns() const;
-  // The column named `name`, or null.
+  // The columns in LoaderOptions::columns' order (the table's when it is empty), read-only.
+  std::span<const BatchColumn> columns() const;
+  // The columns, with writable values (BatchColumn::data()).
+  std::span<BatchColumn> columns();
+  // The column named `name`, or null; read-only.
   const BatchColumn* column(std::string_view name) const;
+  // The column named `name`, or null; its values writable.
+  BatchColumn* column(std::string_view name);
   bool pinned() const;                    // tensor buffers are page-locked CUDA host memory
 
+ private:
+  friend class Loader;  // Next() makes batches
   struct Impl;
   explicit Batch(std::unique_ptr<Impl> impl);
- private:
   std::unique_ptr<Impl> impl_;
 };
 
+// What a loader has done since it was opened (Loader::stats).
 struct LoaderStats {
-  int64_t batches = 0;
-  int64_t samples = 0;
-  int64_t samples_skipped = 0;        // on_error=skip
+  int64_t batches = 0;                // batches delivered
+  int64_t samples = 0;                // samples delivered
+  int64_t samples_skipped = 0;        // samples left out (on_error=skip)
   int64_t bytes_read = 0;             // bytes fetched from storage
   int64_t sample_bytes = 0;           // tensor bytes delivered (after decompression, before transforms)
   // Tensor cells read by decoding their column chunk through the Parquet reader rather than as one
@@ -266,7 +307,7 @@ struct LoaderStats {
   int64_t cells_decoded = 0;
   double wall_seconds = 0;            // since the first Next() of the loader
   double wait_seconds = 0;            // time Next() blocked waiting for data
-  double samples_per_second = 0;
+  double samples_per_second = 0;     // samples / wall_seconds
   double mb_per_second = 0;           // bytes_read / wall, 10^6 bytes
   double wait_share = 0;              // wait_seconds / wall_seconds
   // Busy seconds per stage (summed over threads): "fetch" (reads, from submission to completion,
@@ -290,19 +331,21 @@ struct ShuffleQuality {
 // (decode, then the transforms, with the random choices of (seed, epoch, row, column)). For previews
 // and tests; the loader itself never copies through this.
 struct TransformedImage {
-  DType dtype = DType::kUInt8;
+  DType dtype = DType::kUInt8;  // uint8 without to_tensor; to_tensor's dtype after it (or a cast's)
   std::vector<int64_t> shape;   // [H, W, C] uint8 without to_tensor; [C, H, W] after it
   std::vector<uint8_t> data;    // C order
 };
+// Where an image would be in a loader, which fixes its random choices.
 struct ImageTransformOptions {
   int channels = 3;               // as LoaderOptions::image_channels
   bool jpeg_dct_scaling = true;   // as LoaderOptions::jpeg_dct_scaling
   uint64_t seed = 0;              // as LoaderOptions::seed
-  int64_t epoch = 0;
+  int64_t epoch = 0;              // the epoch (Loader::SetEpoch)
   int64_t row = 0;                // the table row (its id in the sample index's row order)
   uint32_t column = 0;            // the column's position among the loaded tensor and image columns
 };
-// `encoded`: a JPEG or PNG file's bytes. Errors as the loader's (naming `path`).
+// Decodes `encoded` (a JPEG or PNG file's bytes) and runs `transforms` on it as the loader would.
+// Errors as the loader's (naming `path`).
 Result<TransformedImage> TransformImage(std::string_view encoded, std::string_view path,
                                         const std::vector<TransformSpec>& transforms,
                                         const ImageTransformOptions& options);
@@ -314,16 +357,20 @@ Result<TransformedImage> TransformImage(std::string_view encoded, std::string_vi
 // "out_height", "out_width"; resize "out_height", "out_width"; random_horizontal_flip "flip" (0/1);
 // color_jitter "brightness", "contrast" (factors; 1 when off) and "brightness_first" (0/1)}.
 struct ImageTransformChoice {
-  TransformSpec::Kind kind = TransformSpec::Kind::kResize;
-  int64_t top = 0, left = 0, height = 0, width = 0, out_height = 0, out_width = 0;
-  bool flip = false;
-  double brightness = 1, contrast = 1;
-  bool brightness_first = true;
+  TransformSpec::Kind kind = TransformSpec::Kind::kResize;  // the transform that chose
+  int64_t top = 0, left = 0, height = 0, width = 0;  // random_resized_crop, center_crop: the box in its input
+  int64_t out_height = 0, out_width = 0;             // random_resized_crop, center_crop, resize: the output size
+  bool flip = false;                                 // random_horizontal_flip: mirrored
+  double brightness = 1, contrast = 1;               // color_jitter: the factors (1 when off)
+  bool brightness_first = true;                      // color_jitter: the order applied
 };
+// The choices, one per image transform of `transforms` (the tensor part makes none).
 Result<std::vector<ImageTransformChoice>> PlanImageTransforms(const std::vector<TransformSpec>& transforms,
                                                               int64_t width, int64_t height,
                                                               const ImageTransformOptions& options);
 
+// A table version as batches, for one rank of a training job. Move it around by its unique_ptr;
+// one consumer thread calls Next().
 class Loader {
  public:
   // Opens the table version, its sample index (cached under _stoke/), the selected scalar columns and
@@ -344,30 +391,34 @@ class Loader {
   // order that all ranks together have consumed through the batches returned so far. Independent of
   // world size.
   struct State {
-    int64_t epoch = 0;
-    int64_t consumed = 0;
+    int64_t epoch = 0;                  // the epoch
+    int64_t consumed = 0;               // samples of its global order consumed by all ranks together
   };
+  // The position after the batches returned so far (save it with a checkpoint of the model).
   State state() const;
+  // Continues from `state` (from any world size): the next batch is the one after it. InvalidArgument
+  // for a position outside the epoch.
   Status Restore(const State& state);
 
-  int64_t epoch() const;
+  int64_t epoch() const;                // the current epoch
   int64_t num_rows() const;             // rows of the table version that pass `where`
   int64_t samples_per_epoch() const;    // this rank's samples in the current epoch (from its start
                                         // or from the restored position)
   int64_t batches_per_epoch() const;    // likewise, in batches
-  int64_t table_version() const;
-  bool index_from_cache() const;
-  LoaderStats stats() const;
+  int64_t table_version() const;        // the version loaded
+  bool index_from_cache() const;        // the sample index came from its cache under _stoke/
+  LoaderStats stats() const;            // the figures so far
   // The shuffle quality of this rank's order in the current epoch (from its start, or from the
   // restored position), and what a global shuffle with the same seed and epoch would give.
   ShuffleQuality shuffle_quality() const;
+  // As above for a global shuffle, for comparison.
   ShuffleQuality global_shuffle_quality() const;
   // Writes the recorded spans as Chrome trace JSON (opens in Perfetto / chrome://tracing).
   // InvalidArgument unless options.trace was set.
   Status WriteTrace(const std::string& path) const;
 
-  class Impl;
  private:
+  class Impl;
   explicit Loader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

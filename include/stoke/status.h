@@ -1,5 +1,9 @@
 // Error values for every stoke library function. No exception crosses a library function:
 // fallible calls return Status or Result<T>; the CLI and the Python binding convert at their boundary.
+//
+//   Result<QueryResult> r = QueryTableColumns(options);
+//   if (!r.ok()) return r.status();        // or STOKE_ASSIGN_OR_RETURN(QueryResult q, QueryTableColumns(options));
+//   for (const QueryColumn& c : r->columns) ...
 #pragma once
 
 #include <string>
@@ -10,9 +14,9 @@
 
 namespace stoke {
 
-// Persisted nowhere; values may be reordered freely.
+// What went wrong, coarsely; the message says the rest. Persisted nowhere; values may be reordered freely.
 enum class StatusCode {
-  kOk,
+  kOk,               // no error
   kInvalidArgument,  // the caller passed something malformed (options, paths, a CLI flag)
   kNotFound,         // a file, column or row that does not exist
   kCorruption,       // bytes on storage do not parse as the format says they must
@@ -24,29 +28,48 @@ enum class StatusCode {
   kInternal,         // a broken invariant inside stoke
 };
 
+// "OK", "invalid argument", "not found", "corruption", "I/O error", "conflict", "unsupported",
+// "already exists", "cancelled", "internal error".
 std::string_view StatusCodeName(StatusCode code);
 
+// The outcome of an operation: OK, or a code and a message naming the file, offset or row and what
+// was expected. Cheap to copy when OK; [[nodiscard]]: a dropped Status is a compile warning.
 class [[nodiscard]] Status {
  public:
-  Status() = default;  // OK
+  // OK.
+  Status() = default;
+  // An error (or OK with StatusCode::kOk). `retryable` marks I/O errors worth trying again.
   Status(StatusCode code, std::string message, bool retryable = false)
       : code_(code), message_(std::move(message)), retryable_(retryable) {}
 
+  // OK, spelled out.
   static Status OK() { return Status(); }
+  // See StatusCode::kInvalidArgument. One factory per code: Status::NotFound("no table at 't'") and so on.
   static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  // See StatusCode::kNotFound.
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
+  // See StatusCode::kCorruption.
   static Status Corruption(std::string m) { return {StatusCode::kCorruption, std::move(m)}; }
+  // See StatusCode::kIOError; `retryable` for failures that may pass when tried again.
   static Status IOError(std::string m, bool retryable = false) {
     return {StatusCode::kIOError, std::move(m), retryable};
   }
+  // See StatusCode::kConflict.
   static Status Conflict(std::string m) { return {StatusCode::kConflict, std::move(m)}; }
+  // See StatusCode::kUnsupported.
   static Status Unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
+  // See StatusCode::kAlreadyExists.
   static Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
+  // See StatusCode::kCancelled.
   static Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
+  // See StatusCode::kInternal.
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
+  // True when there is no error.
   bool ok() const { return code_ == StatusCode::kOk; }
+  // The error's code (kOk when ok()).
   StatusCode code() const { return code_; }
+  // The error's message without the code's name ("" when ok()).
   const std::string& message() const { return message_; }
   // True for I/O errors that may succeed when tried again (EINTR-like, throttling, timeouts).
   bool retryable() const { return retryable_; }
@@ -61,45 +84,67 @@ class [[nodiscard]] Status {
   bool retryable_ = false;
 };
 
+// Either a value or an error (defined below).
+template <typename T>
+class Result;
+
+// Used by Result and the macros below; not for callers.
 namespace internal {
-// Prints "stoke: value() of an error result: <status>" to stderr and aborts.
+// Prints "stoke: Result::value() on error: <status>" to stderr and aborts.
 [[noreturn]] void DieOfBadResultAccess(const Status& status);
+// The Status of a Status or of a Result (the macros accept both).
+inline Status ToStatus(const Status& s) { return s; }
+// The Status of a Result: OK when it holds a value.
+template <typename T>
+Status ToStatus(const Result<T>& r) { return r.status(); }
 }  // namespace internal
 
-// Either a value or a non-OK Status.
+// Either a value or a non-OK Status. Check ok() (or use STOKE_ASSIGN_OR_RETURN) before value():
+// value() on an error is a programming error and aborts with the status's message.
 template <typename T>
 class [[nodiscard]] Result {
  public:
+  // A value: `return table;` in a function returning Result<Table>.
   Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design, like arrow::Result
+  // An error: `return Status::NotFound(...);`. An OK status is no value: it becomes kInternal.
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     if (std::get<Status>(v_).ok()) v_ = Status::Internal("Result built from an OK Status");
   }
+  // A value of a type convertible to T (a std::unique_ptr<Derived> for a Result<std::unique_ptr<Base>>).
   template <typename U, typename = std::enable_if_t<std::is_convertible_v<U&&, T> && !std::is_same_v<std::decay_t<U>, T> &&
                                                     !std::is_same_v<std::decay_t<U>, Status>>>
   Result(U&& value) : v_(T(std::forward<U>(value))) {}  // NOLINT
 
+  // True when the Result holds a value.
   bool ok() const { return std::holds_alternative<T>(v_); }
+  // The error, or an OK Status when the Result holds a value.
   const Status& status() const {
     static const Status kOkStatus;
     return ok() ? kOkStatus : std::get<Status>(v_);
   }
-  // REQUIRES: ok(). On an error, prints the status to stderr and aborts (a programming error,
-  // never an exception whose message is lost).
+  // The value. REQUIRES: ok(). On an error, prints "stoke: Result::value() on error: <status>" to
+  // stderr and aborts (a programming error, never an exception whose message is lost).
   T& value() & {
     CheckOk();
     return std::get<T>(v_);
   }
+  // As above, read-only.
   const T& value() const& {
     CheckOk();
     return std::get<T>(v_);
   }
+  // As above, moving the value out: `T t = std::move(result).value();`.
   T&& value() && {
     CheckOk();
     return std::get<T>(std::move(v_));
   }
+  // value(), as with std::optional. REQUIRES: ok().
   T& operator*() & { return value(); }
+  // value(), read-only. REQUIRES: ok().
   const T& operator*() const& { return value(); }
+  // &value(): `result->field`. REQUIRES: ok().
   T* operator->() { return &value(); }
+  // &value(), read-only. REQUIRES: ok().
   const T* operator->() const { return &value(); }
 
  private:
@@ -108,12 +153,6 @@ class [[nodiscard]] Result {
   }
   std::variant<Status, T> v_;
 };
-
-namespace internal {
-inline Status ToStatus(const Status& s) { return s; }
-template <typename T>
-Status ToStatus(const Result<T>& r) { return r.status(); }
-}  // namespace internal
 
 }  // namespace stoke
 

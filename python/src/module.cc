@@ -26,8 +26,11 @@
 #include <utility>
 #include <vector>
 
+#include "stoke/codec.h"
 #include "stoke/dtype.h"
+#include "stoke/ingest.h"
 #include "stoke/loader.h"
+#include "stoke/maintenance.h"
 #include "stoke/status.h"
 #include "stoke/table.h"
 #include "stoke/tools.h"
@@ -77,11 +80,14 @@ E ParseChoice(const std::string& option, const std::string& value,
   throw py::value_error(option + ": unknown value '" + value + "' (expected one of " + names + ")");
 }
 
-stoke::DType ParseDType(const std::string& name) {
-  auto r = stoke::DTypeFromName(name);
+// The value of a parse (ParseCodec, DTypeFromName, ...), or its error raised (ValueError).
+template <typename T>
+T Parsed(stoke::Result<T> r) {
   if (!r.ok()) ThrowStatus(r.status());
-  return *r;
+  return std::move(r).value();
 }
+
+stoke::DType ParseDType(const std::string& name) { return Parsed(stoke::DTypeFromName(name)); }
 
 // One transform from its dict form, e.g. {"kind": "random_flip", "axes": [0, 1], "p": 0.5}.
 stoke::TransformSpec ParseTransform(const py::handle& obj) {
@@ -167,12 +173,12 @@ py::dict BatchToDict(stoke::Batch&& batch) {
   // Destroyed with the GIL held when the last array referencing it goes; ~Batch only returns the
   // slot to the pool (a short lock), so that is fine.
   py::capsule base(owned, [](void* p) { delete static_cast<stoke::Batch*>(p); });
-  const stoke::Batch& b = *owned;
+  stoke::Batch& b = *owned;  // not const: the arrays are writeable views of its buffer
 
   py::dict out;
   py::list bfloat16_columns;
-  for (const stoke::BatchColumn& c : b.columns()) {
-    if (c.is_string) {
+  for (stoke::BatchColumn& c : b.columns()) {
+    if (c.kind == stoke::ColumnKind::kString) {
       py::list values(c.strings.size());
       for (size_t i = 0; i < c.strings.size(); ++i) {
         if (!c.valid.empty() && c.valid[i] == 0) {
@@ -191,13 +197,13 @@ py::dict BatchToDict(stoke::Batch&& batch) {
     std::vector<py::ssize_t> shape(c.shape.begin(), c.shape.end());
     // An empty column (0 rows) may carry no buffer; numpy needs a non-null pointer to wrap.
     static const uint64_t kEmpty = 0;
-    void* data = c.data != nullptr ? c.data : const_cast<uint64_t*>(&kEmpty);
+    void* data = c.data() != nullptr ? c.data() : const_cast<uint64_t*>(&kEmpty);
     out[py::str(c.name)] = py::array(NumpyDType(c.dtype), shape, {}, data, base);
     if (c.dtype == stoke::DType::kBFloat16) bfloat16_columns.append(py::str(c.name));
     if (!c.valid.empty()) {
       out[py::str(c.name + ".valid")] =
           py::array(py::dtype::of<uint8_t>(), {static_cast<py::ssize_t>(c.valid.size())}, {},
-                    const_cast<uint8_t*>(c.valid.data()), base);
+                    c.valid.data(), base);
     }
   }
   const auto& row_ids = b.row_ids();
@@ -393,9 +399,9 @@ py::dict Ingest(const std::string& source_dir, const std::string& table_dir, con
   o.source_dir = source_dir;
   o.table_dir = table_dir;
   o.labels_csv = labels;
-  o.mode = mode;
+  o.mode = Parsed(stoke::ParseIngestMode(mode));
   o.tensor_column = tensor_column;
-  o.codec = codec;
+  o.codec = Parsed(stoke::ParseCodec(codec));
   o.compression_level = compression_level;
   o.target_file_bytes = target_file_bytes;
   o.row_group_bytes = row_group_bytes;
@@ -430,7 +436,7 @@ py::dict Optimize(const std::string& table_dir, int64_t target_file_bytes, int64
   o.row_group_bytes = row_group_bytes;
   o.where = where;
   o.sort_by = sort_by;
-  o.codec = codec;
+  if (!codec.empty()) o.codec = Parsed(stoke::ParseCodec(codec));  // "" = the table's
   o.threads = threads;
   o.progress = progress;
   const stoke::OptimizeReport r = RunTool([&] { return stoke::OptimizeTable(o); });
@@ -534,7 +540,7 @@ py::dict Query(const std::string& table_dir, const std::string& where, std::opti
   if (!count_only) {
     for (stoke::QueryColumn& c : r.columns) {
       const py::str name(c.name);
-      using K = stoke::QueryColumn::Kind;
+      using K = stoke::ColumnKind;
       if (c.kind == K::kString || c.kind == K::kBinary) {
         py::list values(c.strings.size());
         for (size_t i = 0; i < c.strings.size(); ++i) {
@@ -568,13 +574,19 @@ py::dict Query(const std::string& table_dir, const std::string& where, std::opti
 
 std::string History(const std::string& table_dir, int64_t limit) {
   std::ostringstream out;
-  RunTool([&] { return stoke::PrintTableHistory(table_dir, limit, /*json=*/true, out); });
+  stoke::HistoryOptions o;
+  o.limit = limit;
+  o.json = true;
+  RunTool([&] { return stoke::PrintTableHistory(table_dir, o, out); });
   return out.str();
 }
 
 std::string Inspect(const std::string& table_dir, std::optional<int64_t> version) {
   std::ostringstream out;
-  RunTool([&] { return stoke::InspectTable(table_dir, version, /*json=*/true, out); });
+  stoke::InspectTableOptions o;
+  o.version = version;
+  o.json = true;
+  RunTool([&] { return stoke::InspectTable(table_dir, o, out); });
   return out.str();
 }
 

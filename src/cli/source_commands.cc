@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "stoke/options.h"
-#include "stoke/table.h"
+#include "stoke/codec.h"
+#include "stoke/ingest.h"
 #include "stoke/tools.h"
 
 namespace stoke::cli {
@@ -78,8 +78,11 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
     stoke::SynthImagesOptions si;
     stoke::ConvertOptions co;
     std::string co_decode;
+    std::string co_codec = "auto";
     stoke::IngestOptions ig;
     std::string ig_decode;
+    std::string ig_mode = "append";
+    std::string ig_codec = "auto";
     std::string shard;
   };
   auto s = std::make_shared<State>();
@@ -138,7 +141,7 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
   npy->add_option("--out", co.out, "Output directory (or URI prefix) for part files, or one FILE.parquet")->required();
   npy->add_option("--tensor-column", co.tensor_column, "Column name for .npy arrays (.npz members keep their names)")
       ->capture_default_str();
-  npy->add_option("--codec", co.codec, kCodecHelp)->capture_default_str();
+  npy->add_option("--codec", s->co_codec, kCodecHelp)->capture_default_str();
   npy->add_option("--level", co.compression_level, "Codec level (0 = codec default)")->capture_default_str();
   npy->add_option("--target-file-size", co.target_file_bytes, "Size of each output file, e.g. 1GiB, 256MB")
       ->transform(CLI::AsSizeValue(false))
@@ -162,13 +165,13 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
   ingest->add_option("--hdf5-samples", ig.hdf5_samples, kHdf5SamplesHelp)
       ->check(CLI::IsMember({"auto", "axis0", "file"}))
       ->capture_default_str();
-  ingest->add_option("--mode", ig.mode,
+  ingest->add_option("--mode", s->ig_mode,
                      "append (adds the files not yet in the table, all samples of a file at once; re-running resumes) or "
                      "overwrite")
       ->check(CLI::IsMember({"append", "overwrite"}))
       ->capture_default_str();
   ingest->add_option("--tensor-column", ig.tensor_column, "Column name for .npy arrays")->capture_default_str();
-  ingest->add_option("--codec", ig.codec, kCodecHelp)->capture_default_str();
+  ingest->add_option("--codec", s->ig_codec, kCodecHelp)->capture_default_str();
   ingest->add_option("--target-file-size", ig.target_file_bytes, "Data file size, e.g. 1GiB")
       ->transform(CLI::AsSizeValue(false))
       ->default_str("1GiB");
@@ -228,6 +231,9 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
     } catch (const CLI::ValidationError& e) {
       return ctx.app->exit(e);
     }
+    auto codec = stoke::ParseCodec(s->co_codec);
+    if (!codec.ok()) return Fail(codec.status());
+    co.codec = *codec;
     auto r = stoke::ConvertSources(co);
     if (!r.ok()) return Fail(r.status());
     std::printf("convert: %lld files (%s) -> %zu Parquet file%s (%s), %lld rows, in %.2f s (%.1f MB/s)\n",
@@ -247,6 +253,12 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
     } catch (const CLI::ValidationError& e) {
       return ctx.app->exit(e);
     }
+    auto mode = stoke::ParseIngestMode(s->ig_mode);  // CLI11 has checked the name
+    if (!mode.ok()) return Fail(mode.status());
+    ig.mode = *mode;
+    auto codec = stoke::ParseCodec(s->ig_codec);
+    if (!codec.ok()) return Fail(codec.status());
+    ig.codec = *codec;
     if (!shard.empty()) {
       long long i = 0, n = 1;
       std::sscanf(shard.c_str(), "%lld/%lld", &i, &n);

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "stoke/options.h"
+#include "stoke/codec.h"
+#include "stoke/maintenance.h"
+#include "stoke/row_format.h"
 #include "stoke/table.h"
 #include "stoke/tools.h"
 
@@ -32,8 +34,8 @@ std::vector<std::string> ColumnList(const std::string& text) {
 }
 
 // --format: table, csv or json (CLI11 has checked the name).
-CatOptions::Format OutputFormat(const std::string& name) {
-  return name == "csv" ? CatOptions::Format::kCsv : name == "json" ? CatOptions::Format::kJson : CatOptions::Format::kTable;
+RowFormat OutputFormat(const std::string& name) {
+  return name == "csv" ? RowFormat::kCsv : name == "json" ? RowFormat::kJson : RowFormat::kTable;
 }
 
 }  // namespace
@@ -41,6 +43,7 @@ CatOptions::Format OutputFormat(const std::string& name) {
 void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* out) {
   struct State {
     stoke::OptimizeOptions oo;
+    std::string optimize_codec;  // "" = the table's
     stoke::VacuumOptions vo;
     stoke::QueryOptions qo;
     std::string query_select;
@@ -48,11 +51,10 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
     std::string checkpoint_dir;
     std::optional<int64_t> checkpoint_version;
     std::string history_dir;
-    int64_t history_limit = 0;
-    bool history_json = false;
+    stoke::HistoryOptions ho;
     std::string inspect_path;
-    stoke::InspectOptions io;
-    std::optional<int64_t> inspect_version;
+    stoke::InspectFileOptions io;
+    stoke::InspectTableOptions ito;
     std::string cat_path;
     std::string cat_columns;
     std::string cat_format = "table";
@@ -67,11 +69,10 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
   auto& checkpoint_dir = s->checkpoint_dir;
   auto& checkpoint_version = s->checkpoint_version;
   auto& history_dir = s->history_dir;
-  auto& history_limit = s->history_limit;
-  auto& history_json = s->history_json;
+  auto& ho = s->ho;
   auto& inspect_path = s->inspect_path;
   auto& io = s->io;
-  auto& inspect_version = s->inspect_version;
+  auto& ito = s->ito;
   auto& cat_path = s->cat_path;
   auto& cat_columns = s->cat_columns;
   auto& cat_format = s->cat_format;
@@ -88,7 +89,7 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
   optimize->add_option("--where", oo.where, "Only compact files whose statistics may match this predicate");
   optimize->add_option("--sort-by", oo.sort_by,
                        "Order rows by this scalar column within the new files (rewrites every matching file)");
-  optimize->add_option("--codec", oo.codec,
+  optimize->add_option("--codec", s->optimize_codec,
                        "Page codec of the new files (default: the table's own, as recorded at ingest; auto when none)");
   optimize->add_option("--threads", oo.threads, "Threads (0 = one per core)")->capture_default_str();
 
@@ -120,8 +121,8 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
   // history
   auto* history = app.add_subcommand("history", "List a table's versions, newest first");
   history->add_option("table", history_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
-  history->add_option("--limit", history_limit, "Show at most N versions (0 = all)");
-  history->add_flag("--json", history_json, "One JSON object per version");
+  history->add_option("--limit", ho.limit, "Show at most N versions (0 = all)");
+  history->add_flag("--json", ho.json, "One JSON object per version");
 
   // inspect
   auto* inspect = app.add_subcommand(
@@ -129,7 +130,7 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
   inspect->add_option("path", inspect_path, "Parquet file or table (a path or a URI)")->required();
   inspect->add_flag("--pages", io.pages, "List every page of every column chunk (files)");
   inspect->add_flag("--json", io.json, "Print one JSON document");
-  inspect->add_option("--version", inspect_version, "Table version to describe (default: latest)");
+  inspect->add_option("--version", ito.version, "Table version to describe (default: latest)");
 
   // cat
   auto* cat = app.add_subcommand("cat", "Print rows; binary and tensor cells print as md5:<hex> len:<bytes>");
@@ -145,6 +146,11 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
   out->push_back({optimize, [s, &ctx]() -> int {
     auto& oo = s->oo;
     oo.progress = !ctx.no_progress;
+    if (!s->optimize_codec.empty()) {
+      auto codec = stoke::ParseCodec(s->optimize_codec);
+      if (!codec.ok()) return Fail(codec.status());
+      oo.codec = *codec;
+    }
     auto r = stoke::OptimizeTable(oo);
     if (!r.ok()) return Fail(r.status());
     if (r->version < 0) {
@@ -188,20 +194,20 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
   }});
   out->push_back({history, [s]() -> int {
     auto& history_dir = s->history_dir;
-    auto& history_limit = s->history_limit;
-    auto& history_json = s->history_json;
-    stoke::Status s = stoke::PrintTableHistory(history_dir, history_limit, history_json, std::cout);
+    auto& ho = s->ho;
+    stoke::Status s = stoke::PrintTableHistory(history_dir, ho, std::cout);
     return s.ok() ? 0 : Fail(s);
   }});
   out->push_back({inspect, [s]() -> int {
     auto& inspect_path = s->inspect_path;
     auto& io = s->io;
-    auto& inspect_version = s->inspect_version;
+    auto& ito = s->ito;
+    ito.json = io.json;  // --json is one flag for files and tables
     // A directory (or an object-store prefix holding a Delta log) is a table; anything else a
     // Parquet file.
     std::error_code ec;
     stoke::Status s = std::filesystem::is_directory(inspect_path, ec) || stoke::IsTableDirectory(inspect_path)
-                          ? stoke::InspectTable(inspect_path, inspect_version, io.json, std::cout)
+                          ? stoke::InspectTable(inspect_path, ito, std::cout)
                           : stoke::InspectParquetFile(inspect_path, io, std::cout);
     return s.ok() ? 0 : Fail(s);
   }});

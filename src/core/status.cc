@@ -31,7 +31,7 @@ std::string Status::ToString() const {
 
 namespace internal {
 void DieOfBadResultAccess(const Status& status) {
-  std::fprintf(stderr, "stoke: value() of an error result: %s\n", status.ToString().c_str());
+  std::fprintf(stderr, "stoke: Result::value() on error: %s\n", status.ToString().c_str());
   std::fflush(stderr);
   std::abort();
 }

@@ -37,10 +37,11 @@ TEST(Status, MacrosPropagateErrors) {
 
 TEST(StatusDeathTest, ValueOfAnErrorAbortsWithTheStatusMessage) {
   Result<int> r = Status::NotFound("no such table 't'");
-  EXPECT_DEATH((void)r.value(), "value\\(\\) of an error result: not found: no such table 't'");
+  EXPECT_DEATH((void)r.value(), "stoke: Result::value\\(\\) on error: not found: no such table 't'");
   const Result<std::string> c = Status::Corruption("bad page at offset 12");
   EXPECT_DEATH((void)c->size(), "corruption: bad page at offset 12");
   EXPECT_DEATH((void)*Result<int>(Status::IOError("gone")), "I/O error: gone");
+  EXPECT_DEATH((void)std::move(r).value(), "Result::value\\(\\) on error: not found");
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ std::string EncodingsText(const std::vector<parquet::Encoding>& encs) {
 
 }  // namespace
 
-Status InspectParquetFile(const std::string& path, const InspectOptions& options, std::ostream& out) {
+Status InspectParquetFile(const std::string& path, const InspectFileOptions& options, std::ostream& out) {
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(path));
   STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*where.storage, where.path));
   const auto& m = reader->metadata();

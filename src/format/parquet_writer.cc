@@ -13,7 +13,6 @@
 
 namespace stoke {
 
-using parquet::Codec;
 using parquet::Encoding;
 using parquet::PageType;
 using parquet::Type;
@@ -151,14 +150,14 @@ void AppendStoredPage(ByteView stored, size_t uncompressed_size, int32_t num_val
 class ChunkPageWriter {
  public:
   ChunkPageWriter(const WriterOptions& options, EncodedColumnChunk* chunk) : options_(&options), chunk_(chunk) {
-    if (options.codec == Codec::kUncompressed || options.min_codec_saving <= 0) codec_ = options.codec;
+    if (options.codec == parquet::Codec::kUncompressed || options.min_codec_saving <= 0) codec_ = options.codec;
     chunk_->meta.codec = options.codec;
   }
 
   // Appends (or holds, while the codec is undecided) one page whose uncompressed body is `body`.
   Status Add(ByteView body, int32_t num_values, int64_t first_row) {
     if (body.size() > INT32_MAX) return Status::InvalidArgument(fmt::format("page of {} bytes exceeds 2 GiB", body.size()));
-    if (codec_ == Codec::kUncompressed) {
+    if (codec_ == parquet::Codec::kUncompressed) {
       AppendStoredPage(body, body.size(), num_values, first_row, chunk_);
       return Status::OK();
     }
@@ -191,7 +190,7 @@ class ChunkPageWriter {
     const double raw = static_cast<double>(held_raw_.size());
     const double stored = static_cast<double>(held_stored_.size());
     const bool keep = raw > 0 && stored <= raw * (1.0 - options_->min_codec_saving);
-    codec_ = keep ? options_->codec : Codec::kUncompressed;
+    codec_ = keep ? options_->codec : parquet::Codec::kUncompressed;
     chunk_->meta.codec = *codec_;
     nlohmann::json why = {{"requested", parquet::CodecName(options_->codec)},
                           {"chosen", parquet::CodecName(*codec_)},
@@ -211,7 +210,7 @@ class ChunkPageWriter {
 
   const WriterOptions* options_;
   EncodedColumnChunk* chunk_;
-  std::optional<Codec> codec_;  // set once decided
+  std::optional<parquet::Codec> codec_;  // set once decided
   AlignedBuffer scratch_;       // the compressed form of the page being added
   std::vector<HeldPage> held_;  // trial pages, in order
   AlignedBuffer held_raw_, held_stored_;
@@ -243,21 +242,25 @@ int64_t EncodedRowGroup::byte_size() const {
   return n;
 }
 
-Status SetCodecPolicy(std::string_view name, WriterOptions* options) {
-  std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (lower == "auto") {
-    options->codec = Codec::kZstd;
-    options->min_codec_saving = WriterOptions{}.min_codec_saving;
-    return Status::OK();
-  }
-  auto codec = CodecFromName(name);
-  if (!codec.ok()) {
-    return Status::InvalidArgument(fmt::format("unknown codec '{}' (expected auto, zstd, lz4_raw, snappy, gzip or uncompressed)", name));
-  }
-  options->codec = *codec;
+Status SetCodecPolicy(Codec codec, WriterOptions* options) {
   options->min_codec_saving = 0;
-  return Status::OK();
+  switch (codec) {
+    case Codec::kAuto:
+      options->codec = parquet::Codec::kZstd;
+      options->min_codec_saving = WriterOptions{}.min_codec_saving;
+      return Status::OK();
+    case Codec::kZstd: options->codec = parquet::Codec::kZstd; return Status::OK();
+    case Codec::kLz4Raw: options->codec = parquet::Codec::kLz4Raw; return Status::OK();
+    case Codec::kSnappy: options->codec = parquet::Codec::kSnappy; return Status::OK();
+    case Codec::kGzip: options->codec = parquet::Codec::kGzip; return Status::OK();
+    case Codec::kUncompressed: options->codec = parquet::Codec::kUncompressed; return Status::OK();
+  }
+  return Status::InvalidArgument(fmt::format("unknown codec {}", static_cast<int>(codec)));
+}
+
+Status SetCodecPolicy(std::string_view name, WriterOptions* options) {
+  STOKE_ASSIGN_OR_RETURN(Codec codec, ParseCodec(name));
+  return SetCodecPolicy(codec, options);
 }
 
 bool WritableType(Type type) {
@@ -682,7 +685,7 @@ Result<std::unique_ptr<ParquetFileWriter>> ParquetFileWriter::Open(Storage& stor
                                                                    std::vector<ColumnSpec> columns,
                                                                    WriterOptions options,
                                                                    std::vector<parquet::SchemaElement> schema) {
-  if (!CodecSupported(options.codec) || options.codec == Codec::kLz4) {
+  if (!CodecSupported(options.codec) || options.codec == parquet::Codec::kLz4) {
     return Status::Unsupported(fmt::format("writing codec {}", parquet::CodecName(options.codec)));
   }
   STOKE_ASSIGN_OR_RETURN(auto file, storage.Create(path, /*exclusive=*/false));

@@ -19,6 +19,7 @@
 #include "format/parquet_column.h"
 #include "format/parquet_metadata.h"
 #include "io/storage.h"
+#include "stoke/codec.h"
 
 namespace stoke {
 
@@ -184,9 +185,10 @@ class ParquetFileWriter {
   bool closed_ = false;
 };
 
-// Sets options->codec and options->min_codec_saving from a codec as the tools name it: "auto" (ZSTD
-// for each column chunk that it shrinks by at least 10 %, UNCOMPRESSED for the others) or one codec
-// for every chunk ("zstd", "lz4_raw", "snappy", "gzip", "uncompressed"; see CodecFromName).
+// Sets options->codec and options->min_codec_saving for a tool's codec: kAuto (ZSTD for each column
+// chunk that it shrinks by at least 10 %, UNCOMPRESSED for the others) or one codec for every chunk.
+Status SetCodecPolicy(Codec codec, WriterOptions* options);
+// As above, the codec named as ParseCodec reads it (a table's configuration "stoke.codec").
 Status SetCodecPolicy(std::string_view name, WriterOptions* options);
 
 // Delta metaData.configuration key holding the codec a table was written with ("auto" or a codec

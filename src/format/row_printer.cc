@@ -57,7 +57,7 @@ bool RowPrinter::IsText(size_t c) const {
 
 void RowPrinter::Print(std::ostream& out, const std::string& footer) const {
   switch (format_) {
-    case CatOptions::Format::kJson:
+    case RowFormat::kJson:
       for (const auto& row : rows_) {
         nlohmann::ordered_json j = nlohmann::ordered_json::object();
         for (size_t c = 0; c < columns_.size(); ++c) {
@@ -78,7 +78,7 @@ void RowPrinter::Print(std::ostream& out, const std::string& footer) const {
         out << j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
       }
       break;
-    case CatOptions::Format::kCsv: {
+    case RowFormat::kCsv: {
       auto quote = [](const std::string& v) {
         if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
         std::string q = "\"";
@@ -93,7 +93,7 @@ void RowPrinter::Print(std::ostream& out, const std::string& footer) const {
       }
       break;
     }
-    case CatOptions::Format::kTable: {
+    case RowFormat::kTable: {
       std::vector<size_t> width(columns_.size());
       for (size_t c = 0; c < columns_.size(); ++c) {
         width[c] = columns_[c].name.size();

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "format/parquet_column.h"
-#include "stoke/options.h"
+#include "stoke/row_format.h"
 
 namespace stoke {
 
@@ -25,7 +25,7 @@ class RowPrinter {
     parquet::Type type = parquet::Type::kInt64;
     bool is_string = false;  // BYTE_ARRAY printed as text rather than md5
   };
-  RowPrinter(std::vector<Column> columns, CatOptions::Format format) : columns_(std::move(columns)), format_(format) {}
+  RowPrinter(std::vector<Column> columns, RowFormat format) : columns_(std::move(columns)), format_(format) {}
 
   // Appends the cell text of value `index` of `values` (a present value) or null.
   static std::string CellText(const Column& column, const ValueVector& values, size_t index);
@@ -38,7 +38,7 @@ class RowPrinter {
  private:
   bool IsText(size_t c) const;
   std::vector<Column> columns_;
-  CatOptions::Format format_;
+  RowFormat format_;
   std::vector<std::vector<std::optional<std::string>>> rows_;
 };
 

@@ -21,6 +21,8 @@
 #include "format/npy.h"
 #include "io/fault_storage.h"
 #include "io/uri.h"
+#include "stoke/ingest.h"
+#include "stoke/maintenance.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
 
@@ -79,7 +81,7 @@ Result<TableState> ReadState(const std::string& dir) {
     const size_t width = n == 0 ? 0 : c.data.size() / n;
     for (size_t i = 0; i < n; ++i) {
       std::string cell;
-      if (c.kind == QueryColumn::Kind::kString || c.kind == QueryColumn::Kind::kBinary) {
+      if (c.kind == ColumnKind::kString || c.kind == ColumnKind::kBinary) {
         cell = c.strings[i];
       } else {
         cell.assign(reinterpret_cast<const char*>(c.data.data()) + i * width, width);

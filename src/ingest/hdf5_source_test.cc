@@ -16,7 +16,7 @@
 #include "io/fault_storage.h"
 #include "io/storage.h"
 #include "io/uri.h"
-#include "stoke/table.h"
+#include "stoke/ingest.h"
 #include "table/delta_log.h"
 
 namespace stoke {

@@ -24,7 +24,7 @@
 #include "ingest/source.h"
 #include "ingest/source_writer.h"
 #include "io/uri.h"
-#include "stoke/table.h"
+#include "stoke/ingest.h"
 #include "table/add_stats.h"
 #include "table/delta_log.h"
 #include "table/sample_index.h"
@@ -173,7 +173,7 @@ delta::Metadata NewTableMetadata(const IngestOptions& o, const SourceSet& source
   }
   for (const auto& [key, value] : sources.metadata) meta.configuration[key] = value;
   // An append that changes the metadata (new image classes or formats) keeps the table's codec.
-  if (snap == nullptr || o.mode == "overwrite") meta.configuration[kCodecPolicyKey] = o.codec;
+  if (snap == nullptr || o.mode == IngestMode::kOverwrite) meta.configuration[kCodecPolicyKey] = CodecName(o.codec);
   if (!partition.empty()) meta.partition_columns = {partition};
   meta.created_time = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                std::chrono::system_clock::now().time_since_epoch())
@@ -250,7 +250,7 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& plan
   IngestReport report;
   delta::DeltaLog log(fs, table_dir);
   STOKE_ASSIGN_OR_RETURN(int64_t read_version, log.LatestVersion());
-  const bool overwrite = o.mode == "overwrite";
+  const bool overwrite = o.mode == IngestMode::kOverwrite;
 
   // Appending relabels images to the table's classes (and merges the image formats): `sources` is the
   // plan as this version of the table sees it.
@@ -284,7 +284,7 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& plan
     } else {
       // An overwrite also records its codec (OPTIMIZE rewrites with the table's codec).
       auto codec = snap->metadata.configuration.find(kCodecPolicyKey);
-      schema_changes = !same.ok() || codec == snap->metadata.configuration.end() || codec->second != o.codec;
+      schema_changes = !same.ok() || codec == snap->metadata.configuration.end() || codec->second != CodecName(o.codec);
     }
   }
 
@@ -489,9 +489,6 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& plan
 
 Result<IngestReport> IngestSources(const IngestOptions& o) {
   if (o.table_dir.empty()) return Status::InvalidArgument("ingest: --table is required");
-  if (o.mode != "append" && o.mode != "overwrite") {
-    return Status::InvalidArgument(fmt::format("ingest: --mode must be append or overwrite, not '{}'", o.mode));
-  }
   if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0 || o.rows_per_file < 0) {
     return Status::InvalidArgument("ingest: sizes and --rows-per-file must be positive");
   }
@@ -501,7 +498,7 @@ Result<IngestReport> IngestSources(const IngestOptions& o) {
   if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count) {
     return Status::InvalidArgument(fmt::format("ingest: --shard {}/{}: needs 0 <= index < count", o.shard_index, o.shard_count));
   }
-  if (o.shard_count > 1 && o.mode != "append") {
+  if (o.shard_count > 1 && o.mode != IngestMode::kAppend) {
     return Status::InvalidArgument("ingest: --shard needs --mode append (an overwrite cannot be split between processes)");
   }
   STOKE_ASSIGN_OR_RETURN(SourceSet sources, PlanSources(SourceOptionsOf(o), "ingest"));

@@ -9,6 +9,8 @@
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
 #include "io/storage.h"
+#include "stoke/ingest.h"
+#include "stoke/maintenance.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
 #include "table/sample_index.h"
@@ -46,7 +48,7 @@ class IngestTest : public ::testing::Test {
     }
     ASSERT_TRUE(WriteFileAtomically(LocalStorage(), src_ + "/labels.csv", AsBytes(csv)).ok());
   }
-  IngestOptions Options(const std::string& mode = "append") {
+  IngestOptions Options(IngestMode mode = IngestMode::kAppend) {
     IngestOptions o;
     o.source_dir = src_;
     o.labels_csv = src_ + "/labels.csv";
@@ -110,7 +112,7 @@ TEST_F(IngestTest, CreatesAppendsResumesAndOverwrites) {
   EXPECT_EQ(again->files_added, 0);
   EXPECT_EQ(again->version, 1);
 
-  auto r2 = IngestSources(Options("overwrite"));
+  auto r2 = IngestSources(Options(IngestMode::kOverwrite));
   ASSERT_TRUE(r2.ok()) << r2.status().ToString();
   EXPECT_EQ(r2->version, 2);
   EXPECT_EQ(r2->rows, 15);
@@ -253,16 +255,16 @@ std::map<std::string, std::set<parquet::Codec>> ChunkCodecs(const std::string& t
 TEST_F(IngestTest, TableRecordsItsCodecAndOptimizeKeepsIt) {
   using parquet::Codec;
   AddSources(0, 300);  // enough rows for the label and file-name chunks to be worth compressing
-  for (const char* codec : {"uncompressed", "auto"}) {
-    SCOPED_TRACE(codec);
-    auto o = Options("overwrite");
+  for (stoke::Codec codec : {stoke::Codec::kUncompressed, stoke::Codec::kAuto}) {
+    SCOPED_TRACE(CodecName(codec));
+    auto o = Options(IngestMode::kOverwrite);
     o.rows_per_file = 1;
     o.codec = codec;
     ASSERT_TRUE(IngestSources(o).ok());
     delta::DeltaLog log(LocalStorage(), table_);
     auto snap = log.ReadSnapshot(std::nullopt);
     ASSERT_TRUE(snap.ok());
-    EXPECT_EQ(snap->metadata.configuration[kCodecPolicyKey], codec);
+    EXPECT_EQ(snap->metadata.configuration[kCodecPolicyKey], CodecName(codec));
 
     OptimizeOptions oo;
     oo.table_dir = table_;
@@ -271,7 +273,7 @@ TEST_F(IngestTest, TableRecordsItsCodecAndOptimizeKeepsIt) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_EQ(r->files_after, 1);
     auto codecs = ChunkCodecs(table_);
-    if (std::string(codec) == "uncompressed") {
+    if (codec == stoke::Codec::kUncompressed) {
       for (const auto& [column, set] : codecs) EXPECT_EQ(set, std::set<Codec>{Codec::kUncompressed}) << column;
     } else {
       // auto: the repetitive file names and 0/1 labels compress; 8x8 copies of one float per row
@@ -285,7 +287,7 @@ TEST_F(IngestTest, TableRecordsItsCodecAndOptimizeKeepsIt) {
   OptimizeOptions oo;
   oo.table_dir = table_;
   oo.progress = false;
-  oo.codec = "lz4_raw";
+  oo.codec = stoke::Codec::kLz4Raw;
   oo.sort_by = "label";  // rewrites every file, small or not
   auto r = OptimizeTable(oo);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -294,11 +296,21 @@ TEST_F(IngestTest, TableRecordsItsCodecAndOptimizeKeepsIt) {
 
 TEST_F(IngestTest, RejectsBadOptions) {
   AddSources(0, 1);
-  auto o = Options("upsert");
-  EXPECT_EQ(IngestSources(o).status().code(), StatusCode::kInvalidArgument);
-  o = Options();
+  auto o = Options();
   o.table_dir.clear();
   EXPECT_EQ(IngestSources(o).status().code(), StatusCode::kInvalidArgument);
+  o = Options(IngestMode::kOverwrite);
+  o.shard_count = 2;
+  EXPECT_EQ(IngestSources(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(IngestModeNames, ReadBackAndAnUnknownNameSaysWhatIsExpected) {
+  for (IngestMode m : {IngestMode::kAppend, IngestMode::kOverwrite}) EXPECT_EQ(*ParseIngestMode(IngestModeName(m)), m);
+  EXPECT_EQ(IngestModeName(IngestMode::kOverwrite), "overwrite");
+  auto bad = ParseIngestMode("upsert");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "ingest: --mode must be append or overwrite, not 'upsert'");
 }
 
 }  // namespace
@@ -341,7 +353,7 @@ TEST_F(IngestTest, PartitionsByALabelColumnAndKeepsPartitionsThroughOptimize) {
   q.table_dir = table_;
   q.where = "label = 1";
   q.select = {"id", "label"};
-  q.format = CatOptions::Format::kCsv;
+  q.format = RowFormat::kCsv;
   std::ostringstream out;
   auto qr = QueryTable(q, out);
   ASSERT_TRUE(qr.ok()) << qr.status().ToString();

@@ -239,13 +239,15 @@ int64_t Batch::size() const { return impl_->size; }
 int64_t Batch::epoch() const { return impl_->slot->epoch; }
 int64_t Batch::index() const { return impl_->slot->index; }
 const std::vector<int64_t>& Batch::row_ids() const { return impl_->slot->rows; }
-const std::vector<BatchColumn>& Batch::columns() const { return impl_->slot->columns; }
+std::span<const BatchColumn> Batch::columns() const { return impl_->slot->columns; }
+std::span<BatchColumn> Batch::columns() { return impl_->slot->columns; }
 const BatchColumn* Batch::column(std::string_view name) const {
   for (const auto& c : impl_->slot->columns) {
     if (c.name == name) return &c;
   }
   return nullptr;
 }
+BatchColumn* Batch::column(std::string_view name) { return const_cast<BatchColumn*>(std::as_const(*this).column(name)); }
 bool Batch::pinned() const {
   for (const auto& t : impl_->slot->tensors) {
     if (!t.pinned()) return false;
@@ -1801,22 +1803,22 @@ Status Loader::Impl::BuildColumns(Slot* s) {
       bc.name = name;
       if (ti < tensors_.size() && tensors_[ti].name == name) {
         const TensorColumn& t = tensors_[ti];
-        bc.is_tensor = true;
+        bc.kind = ColumnKind::kTensor;
         bc.dtype = t.out_dtype;
         bc.shape.push_back(s->size);
         for (int64_t d : t.out_shape) bc.shape.push_back(d);
-        bc.data = s->tensors[ti].data();
+        bc.data_ = s->tensors[ti].data();
         bc.num_bytes = static_cast<size_t>(s->size) * t.out_bytes;
         ++ti;
       } else {
         const ScalarColumn& c = scalars_[si];
         bc.shape = {s->size};
         bc.dtype = c.dtype;
-        bc.is_string = c.is_string;
+        bc.kind = c.is_string ? ColumnKind::kString : ColumnKind::kScalar;
         if (c.is_string) {
           bc.strings = s->strings[si];
         } else {
-          bc.data = s->scalars[si].data();
+          bc.data_ = s->scalars[si].data();
           bc.num_bytes = static_cast<size_t>(s->size) * DTypeSize(c.dtype);
         }
         bc.valid = s->scalar_valid[si];

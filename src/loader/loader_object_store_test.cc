@@ -114,7 +114,7 @@ class LoaderOnObjectStore : public ::testing::Test {
       for (int64_t i = 0; i < b.size(); ++i) {
         const int64_t row = b.row_ids()[static_cast<size_t>(i)];
         const std::string want = TensorOf(row, kTensorLen);
-        EXPECT_EQ(0, std::memcmp(static_cast<const uint8_t*>(t->data) + i * kTensorLen, want.data(), want.size()))
+        EXPECT_EQ(0, std::memcmp(static_cast<const uint8_t*>(t->data()) + i * kTensorLen, want.data(), want.size()))
             << "row " << row;
         rows.push_back(row);
       }

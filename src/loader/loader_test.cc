@@ -13,6 +13,8 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <type_traits>
+#include <utility>
 
 #include "core/random.h"
 #include "format/image.h"
@@ -57,17 +59,46 @@ std::vector<int64_t> Drain(Loader& l, int64_t tensor_len = 16, int64_t max_batch
       rows.push_back(row);
       if (id != nullptr) {
         int64_t v;
-        std::memcpy(&v, static_cast<const uint8_t*>(id->data) + 8 * i, 8);
+        std::memcpy(&v, static_cast<const uint8_t*>(id->data()) + 8 * i, 8);
         EXPECT_EQ(v, row);
       }
       if (t != nullptr) {
         const std::string want = TensorOf(row, tensor_len);
-        EXPECT_EQ(0, std::memcmp(static_cast<const uint8_t*>(t->data) + i * tensor_len, want.data(), want.size()))
+        EXPECT_EQ(0, std::memcmp(static_cast<const uint8_t*>(t->data()) + i * tensor_len, want.data(), want.size()))
             << "row " << row;
       }
     }
   }
   return rows;
+}
+
+// A const Batch hands out read-only values, a non-const one writable values; only Loader::Next makes
+// batches.
+static_assert(std::is_same_v<decltype(std::declval<const Batch&>().column("t")->data()), const void*>);
+static_assert(std::is_same_v<decltype(std::declval<const Batch&>().columns()[0].data()), const void*>);
+static_assert(std::is_same_v<decltype(std::declval<Batch&>().column("t")->data()), void*>);
+static_assert(std::is_same_v<decltype(std::declval<Batch&>().columns()[0].data()), void*>);
+static_assert(!std::is_default_constructible_v<Batch> && !std::is_copy_constructible_v<Batch>);
+
+TEST(Loader, ConsumerWritesIntoItsBatchAndReadsItBackThroughAConstView) {
+  TestTable t;
+  MakeTable(t);
+  LoaderOptions o;
+  o.batch_size = 8;
+  o.columns = {"t"};
+  auto l = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(l);
+  auto next = l->Next();
+  ASSERT_TRUE(next.ok() && next->has_value());
+  Batch& b = **next;
+  BatchColumn* col = b.column("t");
+  ASSERT_NE(col, nullptr);
+  ASSERT_EQ(col->num_bytes, 8u * 16);
+  std::memset(col->data(), 0x5a, col->num_bytes);  // e.g. normalising in place
+  const Batch& view = b;
+  EXPECT_EQ(view.column("t")->data(), static_cast<const void*>(col->data()));
+  EXPECT_EQ(static_cast<const uint8_t*>(view.columns()[0].data())[8 * 16 - 1], 0x5a);
+  EXPECT_EQ(b.column("missing"), nullptr);
 }
 
 TEST(Loader, DeliversEveryRowWithItsValues) {
@@ -88,19 +119,20 @@ TEST(Loader, DeliversEveryRowWithItsValues) {
   ASSERT_EQ(b.columns().size(), 4u);
   EXPECT_EQ(b.columns()[0].name, "id");
   EXPECT_EQ(b.columns()[0].dtype, DType::kInt64);
+  EXPECT_EQ(b.columns()[0].kind, ColumnKind::kScalar);
   EXPECT_EQ(b.columns()[1].name, "label");
   EXPECT_EQ(b.columns()[1].dtype, DType::kInt32);
   const BatchColumn& name = b.columns()[2];
-  EXPECT_TRUE(name.is_string);
+  EXPECT_EQ(name.kind, ColumnKind::kString);
   ASSERT_EQ(name.valid.size(), 64u);
   const BatchColumn& tc = b.columns()[3];
-  EXPECT_TRUE(tc.is_tensor);
+  EXPECT_EQ(tc.kind, ColumnKind::kTensor);
   EXPECT_EQ(tc.shape, (std::vector<int64_t>{64, 16}));
   EXPECT_EQ(tc.dtype, DType::kUInt8);
   for (int64_t i = 0; i < 64; ++i) {
     const int64_t row = b.row_ids()[i];
     int32_t label;
-    std::memcpy(&label, static_cast<const uint8_t*>(b.columns()[1].data) + 4 * i, 4);
+    std::memcpy(&label, static_cast<const uint8_t*>(b.columns()[1].data()) + 4 * i, 4);
     EXPECT_EQ(label, row % 3);
     EXPECT_EQ(name.valid[i], row % 4 != 0 ? 1 : 0);
     EXPECT_EQ(name.strings[i], row % 4 != 0 ? "n" + std::to_string(row % 5) : "");
@@ -454,7 +486,7 @@ TEST(Loader, TransformsChangeDtypeAndShape) {
     const std::string want = TensorOf((**b).row_ids()[i], kLen);
     for (int64_t k = 0; k < 20; ++k) {
       float v;
-      std::memcpy(&v, static_cast<const uint8_t*>(c.data) + 4 * (i * 20 + k), 4);
+      std::memcpy(&v, static_cast<const uint8_t*>(c.data()) + 4 * (i * 20 + k), 4);
       EXPECT_EQ(v, static_cast<float>(static_cast<uint8_t>(want[static_cast<size_t>(k + 2)])));
     }
   }
@@ -488,7 +520,7 @@ TEST(Loader, StopsCleanlyMidEpochAndBatchesOutliveTheLoader) {
     // The loader is destroyed mid-epoch with reads in flight.
   }
   const std::string want = TensorOf(kept->row_ids()[0], kLen);
-  EXPECT_EQ(0, std::memcmp(kept->column("t")->data, want.data(), want.size()));
+  EXPECT_EQ(0, std::memcmp(kept->column("t")->data(), want.data(), want.size()));
   kept.reset();
 }
 
@@ -555,7 +587,7 @@ int LoadUnderOpenFileLimit(const std::string& dir, rlim_t limit, int64_t rows_ex
       for (int64_t i = 0; i < (**b).size(); ++i) {
         const int64_t row = (**b).row_ids()[static_cast<size_t>(i)];
         const std::string want = TensorOf(row);
-        if (std::memcmp(static_cast<const uint8_t*>(col->data) + i * 16, want.data(), 16) != 0) return 5;
+        if (std::memcmp(static_cast<const uint8_t*>(col->data()) + i * 16, want.data(), 16) != 0) return 5;
         rows.push_back(row);
       }
     }
@@ -591,7 +623,7 @@ Status DrainOrError(Loader& l, int64_t expected_rows) {
     const BatchColumn* col = (**b).column("t");
     for (int64_t i = 0; i < (**b).size(); ++i) {
       const std::string want = TensorOf((**b).row_ids()[static_cast<size_t>(i)]);
-      if (std::memcmp(static_cast<const uint8_t*>(col->data) + i * 16, want.data(), 16) != 0) {
+      if (std::memcmp(static_cast<const uint8_t*>(col->data()) + i * 16, want.data(), 16) != 0) {
         return Status::Internal("wrong bytes");
       }
       ++rows;
@@ -724,9 +756,9 @@ TEST(Loader, OneRowFilesAreAnsweredFromTheirStatisticsWithoutBeingOpened) {
     const BatchColumn* label = (*b)->column("label");
     const BatchColumn* name = (*b)->column("name");
     for (int64_t i = 0; i < (*b)->size(); ++i) {
-      const int64_t v = static_cast<const int64_t*>(id->data)[i];
+      const int64_t v = static_cast<const int64_t*>(id->data())[i];
       ids.push_back(v);
-      EXPECT_EQ(static_cast<const int32_t*>(label->data)[i], 1) << v;
+      EXPECT_EQ(static_cast<const int32_t*>(label->data())[i], 1) << v;
       const bool present = v % 4 != 0;
       ASSERT_FALSE(name->valid.empty());
       EXPECT_EQ(name->valid[static_cast<size_t>(i)], present ? 1 : 0) << v;
@@ -771,7 +803,7 @@ TEST(Loader, FilesWithoutOffsetIndexesAreReadThroughTheirPageMaps) {
       const int64_t row = (*b)->row_ids()[i];
       rows.insert(row);
       const std::string want = TensorOf(row);
-      ASSERT_EQ(std::string(static_cast<const char*>(c->data) + i * 16, 16), want) << "row " << row;
+      ASSERT_EQ(std::string(static_cast<const char*>(c->data()) + i * 16, 16), want) << "row " << row;
     }
   }
   EXPECT_EQ(rows.size(), 500u);
@@ -811,7 +843,7 @@ TEST(Loader, FilesWithoutOffsetIndexesAreReadThroughTheReader) {
       const std::string want = TensorOf(row);
       for (int k : {0, 7, 15}) {
         uint16_t h;
-        std::memcpy(&h, static_cast<const uint8_t*>(c->data) + 2 * (i * 16 + k), 2);
+        std::memcpy(&h, static_cast<const uint8_t*>(c->data()) + 2 * (i * 16 + k), 2);
         const uint8_t v = static_cast<uint8_t>(want[k]);
         // Decode float16 (normal or zero) to an integer value.
         const int exp = (h >> 10) & 0x1F;
@@ -941,7 +973,7 @@ TEST(LoaderImages, SameSizeImagesArriveDecodedAsTheDecoderGivesThem) {
       const int64_t row = b->row_ids()[i];
       AlignedBuffer want;
       ASSERT_TRUE(DecodeImage(AsBytes(images[row]), "x", {}, &want).ok());
-      ASSERT_EQ(std::memcmp(static_cast<const uint8_t*>(img->data) + i * want.size(), want.data(), want.size()), 0) << row;
+      ASSERT_EQ(std::memcmp(static_cast<const uint8_t*>(img->data()) + i * want.size(), want.data(), want.size()), 0) << row;
       seen.insert(row);
     }
     EXPECT_NE(b->column("label"), nullptr);
@@ -979,7 +1011,7 @@ TEST(LoaderImages, TransformsMatchTransformImageForEverySample) {
         io.column = 0;
         auto want = TransformImage(images[io.row], "x", o.transforms, io);
         ASSERT_TRUE(want.ok()) << want.status().ToString();
-        ASSERT_EQ(std::memcmp(static_cast<const uint8_t*>(img->data) + i * want->data.size(), want->data.data(),
+        ASSERT_EQ(std::memcmp(static_cast<const uint8_t*>(img->data()) + i * want->data.size(), want->data.data(),
                               want->data.size()), 0) << "epoch " << epoch << " row " << io.row;
         ++n;
       }

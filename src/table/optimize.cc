@@ -16,7 +16,7 @@
 #include "core/thread_pool.h"
 #include "format/codec.h"
 #include "format/parquet_writer.h"
-#include "stoke/table.h"
+#include "stoke/maintenance.h"
 #include "table/scan.h"
 
 namespace stoke {
@@ -300,7 +300,7 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   Stopwatch watch;
   STOKE_ASSIGN_OR_RETURN(TableView t, OpenTableView(o.table_dir));
   // The table's own codec unless one is asked for, so that compaction keeps what ingest chose.
-  std::string codec = o.codec;
+  std::string codec(o.codec ? CodecName(*o.codec) : "");
   if (codec.empty()) {
     auto it = t.snapshot.metadata.configuration.find(kCodecPolicyKey);
     codec = it != t.snapshot.metadata.configuration.end() ? it->second : "auto";

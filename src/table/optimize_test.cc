@@ -3,7 +3,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "stoke/table.h"
+#include "stoke/maintenance.h"
 #include "table/scan.h"
 #include "table/test_table.h"
 

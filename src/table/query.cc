@@ -218,7 +218,7 @@ Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
   if (o.count_only) {
     out << report.rows << "\n";
   } else {
-    printer.Print(out, o.format == CatOptions::Format::kTable
+    printer.Print(out, o.format == RowFormat::kTable
                            ? fmt::format("; scanned {} of {} files, {} of their {} row groups", report.files_scanned,
                                          report.files_total, report.row_groups_scanned, report.row_groups_total)
                            : "");
@@ -235,14 +235,14 @@ Result<QueryResult> QueryTableColumns(const QueryOptions& o) {
     QueryColumn q;
     q.name = spec.name;
     if (spec.tensor) {
-      q.kind = QueryColumn::Kind::kTensor;
+      q.kind = ColumnKind::kTensor;
       q.dtype = spec.tensor->dtype;
       q.shape = spec.tensor->shape;
     } else if (spec.type == parquet::Type::kByteArray || spec.type == parquet::Type::kFixedLenByteArray ||
                spec.type == parquet::Type::kInt96) {
-      q.kind = spec.is_string ? QueryColumn::Kind::kString : QueryColumn::Kind::kBinary;
+      q.kind = spec.is_string ? ColumnKind::kString : ColumnKind::kBinary;
     } else {
-      q.kind = QueryColumn::Kind::kScalar;
+      q.kind = ColumnKind::kScalar;
       q.dtype = ScalarDType(spec.type);
     }
     result.columns.push_back(std::move(q));

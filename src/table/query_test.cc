@@ -20,7 +20,7 @@ TEST(Query, FiltersWithFileAndRowGroupSkipping) {
   q.table_dir = t.dir();
   q.where = "id >= 110 AND id < 140 AND label = 1";
   q.select = {"id", "name", "t"};
-  q.format = CatOptions::Format::kCsv;
+  q.format = RowFormat::kCsv;
   std::ostringstream out;
   auto r = QueryTable(q, out);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -61,7 +61,7 @@ TEST(Query, TimeTravelsAndLimits) {
   q.version.reset();
   q.limit = 3;
   q.select = {"id"};
-  q.format = CatOptions::Format::kJson;
+  q.format = RowFormat::kJson;
   std::ostringstream rows;
   auto r = QueryTable(q, rows);
   ASSERT_TRUE(r.ok());
@@ -85,17 +85,17 @@ TEST(Query, ColumnsHoldTheRowsQueryPrints) {
   const QueryColumn& id = r->columns[1];
   const QueryColumn& name = r->columns[2];
   const QueryColumn& label = r->columns[3];
-  EXPECT_EQ(tensor.kind, QueryColumn::Kind::kTensor);
+  EXPECT_EQ(tensor.kind, ColumnKind::kTensor);
   EXPECT_EQ(tensor.dtype, DType::kUInt8);
   EXPECT_EQ(tensor.shape, std::vector<int64_t>{8});
   EXPECT_TRUE(tensor.valid.empty());
   ASSERT_EQ(tensor.data.size(), 16u * 8);
-  EXPECT_EQ(id.kind, QueryColumn::Kind::kScalar);
+  EXPECT_EQ(id.kind, ColumnKind::kScalar);
   EXPECT_EQ(id.dtype, DType::kInt64);
   ASSERT_EQ(id.data.size(), 16u * 8);
   EXPECT_EQ(label.dtype, DType::kInt32);
   ASSERT_EQ(label.data.size(), 16u * 4);
-  EXPECT_EQ(name.kind, QueryColumn::Kind::kString);
+  EXPECT_EQ(name.kind, ColumnKind::kString);
   ASSERT_EQ(name.strings.size(), 16u);
   ASSERT_EQ(name.valid.size(), 16u);  // ids 28, 32, 36, 40 have null names
   for (int64_t i = 0; i < 16; ++i) {
@@ -113,7 +113,7 @@ TEST(Query, ColumnsHoldTheRowsQueryPrints) {
 
   // The same rows as the printed query, in the same order.
   q.select = {"id"};
-  q.format = CatOptions::Format::kCsv;
+  q.format = RowFormat::kCsv;
   q.limit = 5;
   std::ostringstream printed;
   ASSERT_TRUE(QueryTable(q, printed).ok());

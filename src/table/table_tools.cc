@@ -9,6 +9,7 @@
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
 #include "io/uri.h"
+#include "stoke/maintenance.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
 
@@ -92,12 +93,12 @@ Status CheckpointTable(const std::string& table_dir, std::optional<int64_t> vers
   return delta::DeltaLog(*where.storage, where.path).Checkpoint(version);
 }
 
-Status PrintTableHistory(const std::string& table_dir, int64_t limit, bool json, std::ostream& out) {
+Status PrintTableHistory(const std::string& table_dir, const HistoryOptions& options, std::ostream& out) {
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
   delta::DeltaLog log(*where.storage, where.path);
-  STOKE_ASSIGN_OR_RETURN(auto history, log.History(limit));
+  STOKE_ASSIGN_OR_RETURN(auto history, log.History(options.limit));
   if (history.empty()) return Status::NotFound(fmt::format("'{}' is not a table (no {} commits)", table_dir, delta::kLogDirName));
-  if (json) {
+  if (options.json) {
     for (const auto& h : history) {
       out << Dump({{"version", h.version}, {"timestamp", h.timestamp}, {"operation", h.operation},
                    {"files_added", h.files_added}, {"files_removed", h.files_removed},
@@ -118,10 +119,10 @@ Status PrintTableHistory(const std::string& table_dir, int64_t limit, bool json,
   return Status::OK();
 }
 
-Status InspectTable(const std::string& table_dir, std::optional<int64_t> version, bool json, std::ostream& out) {
+Status InspectTable(const std::string& table_dir, const InspectTableOptions& options, std::ostream& out) {
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
   delta::DeltaLog log(*where.storage, where.path);
-  STOKE_ASSIGN_OR_RETURN(auto snap, log.ReadSnapshot(version));
+  STOKE_ASSIGN_OR_RETURN(auto snap, log.ReadSnapshot(options.version));
   STOKE_ASSIGN_OR_RETURN(auto columns, delta::ColumnsFromMetadata(snap.metadata, table_dir));
   int64_t bytes = 0;
   for (const auto& f : snap.files) bytes += f.size;
@@ -165,7 +166,7 @@ Status InspectTable(const std::string& table_dir, std::optional<int64_t> version
   j["column_codecs"] = nlohmann::ordered_json::object();
   for (const auto& [name, c] : codecs) j["column_codecs"][name] = {{"chunks", c.chunks}, {"why", c.why}};
   j["column_codecs_from_files"] = codec_files;
-  if (json) {
+  if (options.json) {
     j["data_files"] = nlohmann::ordered_json::array();
     for (const auto& f : snap.files) {
       nlohmann::ordered_json jf = {{"path", f.path}, {"size", f.size}, {"modificationTime", f.modification_time}};

@@ -15,7 +15,7 @@
 #include "core/progress.h"
 #include "core/thread_pool.h"
 #include "io/uri.h"
-#include "stoke/table.h"
+#include "stoke/maintenance.h"
 #include "table/delta_log.h"
 
 namespace stoke {

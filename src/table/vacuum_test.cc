@@ -3,7 +3,7 @@
 
 #include <filesystem>
 
-#include "stoke/table.h"
+#include "stoke/maintenance.h"
 #include "table/test_table.h"
 
 namespace stoke {

@@ -1,0 +1,38 @@
+// stoke/tools.h: the file tools that are not about tables: seed workloads, source files into plain
+// Parquet files, and describing or printing one Parquet file.
+#include <sstream>
+#include <string>
+
+#include "example_support.h"
+#include "stoke/tools.h"
+
+stoke::Status Example(const std::string& dir) {
+  stoke::SynthVolumesOptions volumes;
+  volumes.out_dir = dir + "/volumes";
+  volumes.samples = 10;
+  volumes.shape = {8, 8, 4};
+  volumes.progress = false;
+  STOKE_ASSIGN_OR_RETURN(stoke::SynthReport synth, stoke::SynthVolumes(volumes));
+
+  stoke::ConvertOptions convert;
+  convert.source_dir = volumes.out_dir;
+  convert.labels_csv = volumes.out_dir + "/labels.csv";
+  convert.out = dir + "/volumes.parquet";  // one file; a directory gets part files
+  convert.codec = stoke::Codec::kZstd;
+  convert.progress = false;
+  STOKE_ASSIGN_OR_RETURN(stoke::ConvertReport converted, stoke::ConvertSources(convert));
+  STOKE_RETURN_IF_ERROR(example::Expect(converted.rows == synth.files, "a row per file"));
+
+  std::ostringstream description, rows;
+  stoke::InspectFileOptions inspect;
+  inspect.pages = true;  // every page: one per sample in the tensor column
+  STOKE_RETURN_IF_ERROR(stoke::InspectParquetFile(convert.out, inspect, description));
+  stoke::CatOptions cat;
+  cat.columns = {"file", "data"};  // tensor cells print as md5:<hex> len:<bytes>
+  cat.limit = 3;
+  cat.format = stoke::RowFormat::kCsv;
+  STOKE_RETURN_IF_ERROR(stoke::CatParquetFile(convert.out, cat, rows));
+  return example::Expect(rows.str().find("md5:") != std::string::npos, "tensor cells as md5");
+}
+
+int main() { return example::Run(Example); }
