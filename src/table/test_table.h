@@ -37,11 +37,13 @@ inline std::string TensorOf(int64_t id, int64_t len = 16) {
 
 // Writes a data file of TestColumns(tensor_len) with rows [first, first + n) (label = id % 3, name
 // null when id % 4 == 0, tensor = TensorOf(id, tensor_len)) in row groups of `per_group` rows, without
-// committing it.
+// committing it. `sync` false skips the fsync at close (tests that write 100,000s of files).
 inline delta::AddFile WriteDataFile(const std::string& dir, const std::string& name, int64_t first, int64_t n,
-                                    int64_t per_group, int64_t tensor_len = 16) {
+                                    int64_t per_group, int64_t tensor_len = 16, bool sync = true) {
   const auto cols = TestColumns(tensor_len);
-  auto w = ParquetFileWriter::Create(LocalStorage(), dir + "/" + name, cols, WriterOptions{});
+  WriterOptions options;
+  options.sync_on_close = sync;
+  auto w = ParquetFileWriter::Create(LocalStorage(), dir + "/" + name, cols, options);
   EXPECT_TRUE(w.ok()) << w.status().ToString();
   RowGroupEncoder enc((*w)->columns(), (*w)->options());
   for (int64_t g = first; g < first + n; g += per_group) {
