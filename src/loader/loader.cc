@@ -1429,13 +1429,20 @@ void Loader::Impl::CompleterLoop() {
       }
       reads[live++] = &read;
     }
-    // Reads this small (a batch of 512-byte samples from the page cache) are decoded here: a header,
-    // a CRC and a copy cost less than waking a worker, and at 10,000s of batches a second the
-    // hand-offs were what bounded the loader.
+    // Uncompressed reads this small (a batch of 512-byte samples from the page cache) are decoded
+    // here: a header, a CRC and a copy cost less than waking a worker, and at 10,000s of batches a
+    // second the hand-offs were what bounded the loader. Anything to decompress or transform goes
+    // to the workers, on every core.
     constexpr uint64_t kInlineBytes = 32 << 10;
     uint64_t live_bytes = 0;
-    for (size_t k = 0; k < live; ++k) live_bytes += reads[k]->length;
-    if (live_bytes <= kInlineBytes) {
+    bool plain = true;
+    for (size_t k = 0; k < live && plain; ++k) {
+      live_bytes += reads[k]->length;
+      for (const ReadMember& m : reads[k]->members) {
+        plain = plain && m.codec == parquet::Codec::kUncompressed && tensors_[m.column].direct();
+      }
+    }
+    if (plain && live_bytes <= kInlineBytes) {
       for (size_t k = 0; k < live; ++k) DecodeRead(*reads[k]);
       continue;
     }
