@@ -156,6 +156,10 @@ class SampleIndex {
   size_t num_files() const { return file_paths_.size(); }
   // REQUIRES: 0 <= row < num_rows(), tensor_column < tensor_columns().size().
   Location Find(int64_t row, size_t tensor_column) const;
+  // Find for each of rows[0..n), into out[0..n): the same answers, with the memory of all n
+  // lookups fetched together (a batch's rows are random, and each Find's three dependent loads
+  // from a large index missed the cache one after another).
+  void FindMany(const int64_t* rows, size_t n, size_t tensor_column, Location* out) const;
   // REQUIRES: file < num_files(). The data file's absolute path and size in bytes.
   const std::string& FilePath(uint32_t file) const { return file_paths_[file]; }
   uint64_t file_size(uint32_t file) const;

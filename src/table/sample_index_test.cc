@@ -124,6 +124,32 @@ TEST(SampleIndex, LocatesEveryRowsPage) {
   EXPECT_LT(idx->Find(3000, 0).rows_in_page, 10000u);
 }
 
+// FindMany answers as Find does, for rows in any order (repeated, across files and pages).
+TEST(SampleIndex, FindManyAnswersAsFindDoes) {
+  TestTable t;
+  MakeThreeFileTable(t);
+  auto idx = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < 13000; i += 7) rows.push_back((i * 7919) % 13000);
+  rows.push_back(0);
+  rows.push_back(12999);
+  rows.push_back(12999);
+  std::vector<SampleIndex::Location> many(rows.size());
+  idx->FindMany(rows.data(), rows.size(), 0, many.data());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SampleIndex::Location one = idx->Find(rows[i], 0);
+    EXPECT_EQ(many[i].file, one.file) << rows[i];
+    EXPECT_EQ(many[i].offset, one.offset) << rows[i];
+    EXPECT_EQ(many[i].length, one.length) << rows[i];
+    EXPECT_EQ(many[i].row_in_page, one.row_in_page) << rows[i];
+    EXPECT_EQ(many[i].rows_in_page, one.rows_in_page) << rows[i];
+    EXPECT_EQ(many[i].row_in_file, one.row_in_file) << rows[i];
+    EXPECT_EQ(many[i].codec, one.codec) << rows[i];
+  }
+  idx->FindMany(rows.data(), 0, 0, many.data());  // nothing to find
+}
+
 // A blob column (encoded images: values of any length, one per page) is indexed page per row as a
 // tensor column is, so that the loader can read one image with one read.
 TEST(SampleIndex, IndexesBlobColumnsPagePerRow) {
