@@ -280,7 +280,26 @@ class Loader::Impl {
   bool index_from_cache() const { return index_->from_cache(); }
 
  private:
+  // Open's steps. Sets up tensors_, scalars_ and column_order_ for the `selected` columns (indices in
+  // view.columns; `image_columns`: the blob columns holding images); returns the scalar ones' indices.
+  Result<std::vector<size_t>> SetUpColumns(const TableView& view, const std::vector<size_t>& selected,
+                                           const std::vector<std::string>& image_columns);
+  // The column `spec` (a tensor, or an image column when it is a blob) with its transforms; image
+  // pipelines are made once the rows are known (CreateImagePipelines).
+  Result<TensorColumn> MakeTensorColumn(const ColumnSpec& spec) const;
   Status ReadScalars(const TableView& view, const std::vector<size_t>& scalar_cols, std::optional<Predicate>& where);
+  // Sets threads_ (o_.threads, or one per core) and max_decoded_bytes_.
+  void SizeWorkers();
+  // The blocks for block shuffle: the table's files, counted in selected rows (one empty block when
+  // there are none). REQUIRES: ReadScalars succeeded.
+  std::vector<int64_t> BlockSizes() const;
+  // Creates sampler_ over BlockSizes(), and keeps its blocks and options for MeasureShuffle.
+  Status CreateSampler();
+  // Divides prefetch_bytes: sets max_slots_ and page_cache_, and returns the bytes that reads in
+  // flight may take. REQUIRES: the tensor columns' output sizes are known (CreateImagePipelines).
+  int64_t DivideMemoryBudget();
+  // Opens fetcher_ over the sample index's data files, when a tensor column is selected.
+  Status OpenFetcher(const TableView& view, int64_t fetch_budget);
   void StartRun() EXCLUDES(mu_);
   void StopRun() EXCLUDES(mu_);
   void ProducerLoop(int64_t run) EXCLUDES(mu_);
@@ -544,76 +563,146 @@ std::vector<std::pair<uint64_t, uint64_t>> ColumnChunkRanges(const ParquetReader
   return ranges;
 }
 
-}  // namespace
 
-Status Loader::Impl::Open() {
-  if (o_.batch_size < 1) return Status::InvalidArgument(fmt::format("batch_size must be >= 1, got {}", o_.batch_size));
-  if (o_.prefetch_bytes < 1) return Status::InvalidArgument(fmt::format("prefetch_bytes must be >= 1, got {}", o_.prefetch_bytes));
-  if (o_.threads < 0) return Status::InvalidArgument(fmt::format("threads must be >= 0, got {}", o_.threads));
-  if (o_.queue_depth < 0 || o_.queue_depth > 4096) {
+// InvalidArgument naming the first of `o`'s sizes, counts and coalescing limits that is out of range.
+Status CheckLoaderOptions(const LoaderOptions& o) {
+  if (o.batch_size < 1) return Status::InvalidArgument(fmt::format("batch_size must be >= 1, got {}", o.batch_size));
+  if (o.prefetch_bytes < 1) return Status::InvalidArgument(fmt::format("prefetch_bytes must be >= 1, got {}", o.prefetch_bytes));
+  if (o.threads < 0) return Status::InvalidArgument(fmt::format("threads must be >= 0, got {}", o.threads));
+  if (o.queue_depth < 0 || o.queue_depth > 4096) {
     return Status::InvalidArgument(fmt::format("queue_depth must be in [1, 4096], or 0 for the default, got {}",
-                                               o_.queue_depth));
+                                               o.queue_depth));
   }
-  for (const auto& [name, value] : {std::pair{"coalesce_bytes", o_.coalesce_bytes},
-                                    std::pair{"remote_coalesce_bytes", o_.remote_coalesce_bytes},
-                                    std::pair{"remote_coalesce_gap_bytes", o_.remote_coalesce_gap_bytes}}) {
+  for (const auto& [name, value] : {std::pair{"coalesce_bytes", o.coalesce_bytes},
+                                    std::pair{"remote_coalesce_bytes", o.remote_coalesce_bytes},
+                                    std::pair{"remote_coalesce_gap_bytes", o.remote_coalesce_gap_bytes}}) {
     if (value < 0 || value > kMaxCoalesceBytes) {
       return Status::InvalidArgument(fmt::format("{} must be in [0, {}] (1 GiB), got {}", name, kMaxCoalesceBytes, value));
     }
   }
-  if (o_.cache_bytes < 1) return Status::InvalidArgument(fmt::format("cache_bytes must be >= 1, got {}", o_.cache_bytes));
-  if (o_.world_size < 1 || o_.rank < 0 || o_.rank >= o_.world_size) {
-    return Status::InvalidArgument(fmt::format("rank {} is not in [0, world_size {})", o_.rank, o_.world_size));
+  if (o.cache_bytes < 1) return Status::InvalidArgument(fmt::format("cache_bytes must be >= 1, got {}", o.cache_bytes));
+  if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size) {
+    return Status::InvalidArgument(fmt::format("rank {} is not in [0, world_size {})", o.rank, o.world_size));
   }
+  return Status::OK();
+}
 
+// The indices in view.columns of the columns `names` asks for, in its order (every column, in table
+// order, when it is empty). NotFound for a name the table lacks, InvalidArgument for one listed twice.
+Result<std::vector<size_t>> SelectColumns(const TableView& view, const std::vector<std::string>& names) {
+  std::vector<size_t> selected;
+  if (names.empty()) {
+    for (size_t c = 0; c < view.columns.size(); ++c) selected.push_back(c);
+    return selected;
+  }
+  for (const auto& name : names) {
+    auto it = std::find_if(view.columns.begin(), view.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
+    if (it == view.columns.end()) {
+      std::vector<std::string> all;
+      for (const auto& c : view.columns) all.push_back(c.name);
+      return Status::NotFound(fmt::format("columns: unknown column '{}' (the table has: {})", name, fmt::join(all, ", ")));
+    }
+    const size_t c = static_cast<size_t>(it - view.columns.begin());
+    if (std::find(selected.begin(), selected.end(), c) != selected.end()) {
+      return Status::InvalidArgument(fmt::format("columns: '{}' is listed twice", name));
+    }
+    selected.push_back(c);
+  }
+  return selected;
+}
+
+// The image columns: blob columns named in the table's stoke.images (docs/format.md). Corruption,
+// naming `dir`, when that configuration is not a JSON object.
+Result<std::vector<std::string>> ImageColumnNames(const TableView& view, const std::string& dir) {
+  std::vector<std::string> image_columns;
+  const auto& config = view.snapshot.metadata.configuration;
+  auto it = config.find(kImagesMetadataKey);
+  if (it == config.end()) return image_columns;
+  const auto images = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  if (!images.is_object()) {
+    return Status::Corruption(fmt::format("{}: the table's {} configuration is not a JSON object", dir, kImagesMetadataKey));
+  }
+  for (auto e = images.begin(); e != images.end(); ++e) image_columns.push_back(e.key());
+  return image_columns;
+}
+
+// The predicate `where` bound to `columns`; nullopt when `where` is empty.
+Result<std::optional<Predicate>> BindWhere(const std::string& where, const std::vector<ColumnSpec>& columns) {
+  std::optional<Predicate> predicate;
+  if (where.empty()) return predicate;
+  auto parsed = Predicate::Parse(where);
+  if (!parsed.ok()) return parsed.status();
+  predicate = std::move(*parsed);
+  STOKE_RETURN_IF_ERROR(predicate->Bind(columns));
+  return predicate;
+}
+
+// Whether the table at `dir` is on an object store (its location is a URI).
+bool OnObjectStore(const std::string& dir) {
+  auto location = ParseStorageUri(dir);
+  return location.ok() && location->scheme != StorageScheme::kLocal;
+}
+
+// The data files' modification times by path (as the sample index joins it to the table's URI),
+// which name their bytes for the read cache with the URI and size.
+std::map<std::string, int64_t> DataFileModificationTimes(const TableView& view, const std::string& dir) {
+  std::map<std::string, int64_t> file_mtimes;
+  for (const auto& add : view.snapshot.files) {
+    auto rel = delta::DecodePath(add.path);
+    file_mtimes[JoinPath(dir, rel.ok() ? *rel : add.path)] = add.modification_time;
+  }
+  return file_mtimes;
+}
+
+// The sampler's options from the loader's.
+SamplerOptions SamplerOptionsFor(const LoaderOptions& o) {
+  SamplerOptions so;
+  so.shuffle = o.shuffle == LoaderOptions::Shuffle::kNone    ? SamplerOptions::Shuffle::kNone
+               : o.shuffle == LoaderOptions::Shuffle::kBlock ? SamplerOptions::Shuffle::kBlock
+                                                             : SamplerOptions::Shuffle::kGlobal;
+  so.seed = o.seed;
+  so.rank = o.rank;
+  so.world_size = o.world_size;
+  so.drop_last = o.drop_last;
+  so.shuffle_buffer = o.shuffle_buffer;
+  return so;
+}
+
+}  // namespace
+
+Status Loader::Impl::Open() {
+  STOKE_RETURN_IF_ERROR(CheckLoaderOptions(o_));
   // Tables of many files: the fetcher sizes its descriptor cache from the soft limit.
   RaiseOpenFileLimitOnce();
   AllocationFaults::Instance().Check();
   STOKE_ASSIGN_OR_RETURN(TableView view, OpenTableView(dir_, o_.version));
   STOKE_ASSIGN_OR_RETURN(SampleIndex index, SampleIndex::Open(dir_, view.snapshot.version));
-  auto location = ParseStorageUri(dir_);
-  remote_ = location.ok() && location->scheme != StorageScheme::kLocal;
+  remote_ = OnObjectStore(dir_);
   index_ = std::make_unique<SampleIndex>(std::move(index));
   queue_depth_ = o_.queue_depth > 0 ? o_.queue_depth : remote_ ? kRemoteQueueDepth : kLocalQueueDepth;
 
-  // Columns.
-  std::vector<size_t> selected_cols;
-  if (o_.columns.empty()) {
-    for (size_t c = 0; c < view.columns.size(); ++c) selected_cols.push_back(c);
-  } else {
-    for (const auto& name : o_.columns) {
-      auto it = std::find_if(view.columns.begin(), view.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
-      if (it == view.columns.end()) {
-        std::vector<std::string> names;
-        for (const auto& c : view.columns) names.push_back(c.name);
-        return Status::NotFound(fmt::format("columns: unknown column '{}' (the table has: {})", name, fmt::join(names, ", ")));
-      }
-      const size_t c = static_cast<size_t>(it - view.columns.begin());
-      if (std::find(selected_cols.begin(), selected_cols.end(), c) != selected_cols.end()) {
-        return Status::InvalidArgument(fmt::format("columns: '{}' is listed twice", name));
-      }
-      selected_cols.push_back(c);
-    }
-  }
-  // The image columns: blob columns named in stoke.images (docs/format.md).
-  std::vector<std::string> image_columns;
-  {
-    const auto& config = view.snapshot.metadata.configuration;
-    auto it = config.find(kImagesMetadataKey);
-    if (it != config.end()) {
-      const auto images = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
-      if (!images.is_object()) {
-        return Status::Corruption(fmt::format("{}: the table's {} configuration is not a JSON object", dir_,
-                                              kImagesMetadataKey));
-      }
-      for (auto e = images.begin(); e != images.end(); ++e) image_columns.push_back(e.key());
-    }
-  }
+  STOKE_ASSIGN_OR_RETURN(std::vector<size_t> selected_cols, SelectColumns(view, o_.columns));
+  STOKE_ASSIGN_OR_RETURN(std::vector<std::string> image_columns, ImageColumnNames(view, dir_));
   if (o_.image_channels != 1 && o_.image_channels != 3 && o_.image_channels != 4) {
     return Status::InvalidArgument(fmt::format("image_channels must be 1, 3 or 4, got {}", o_.image_channels));
   }
+  STOKE_ASSIGN_OR_RETURN(std::vector<size_t> scalar_cols, SetUpColumns(view, selected_cols, image_columns));
+  STOKE_ASSIGN_OR_RETURN(std::optional<Predicate> where, BindWhere(o_.where, view.columns));
+  // Scalar columns and the filter, file by file (in parallel: footers are small, latency-bound reads).
+  STOKE_RETURN_IF_ERROR(ReadScalars(view, scalar_cols, where));
+  SizeWorkers();
+  STOKE_RETURN_IF_ERROR(CreateImagePipelines());
+  STOKE_RETURN_IF_ERROR(CreateSampler());
+  const int64_t fetch_budget = DivideMemoryBudget();
+  STOKE_RETURN_IF_ERROR(OpenFetcher(view, fetch_budget));
+  workers_ = std::make_unique<ThreadPool>(threads_);
+  return Status::OK();
+}
+
+Result<std::vector<size_t>> Loader::Impl::SetUpColumns(const TableView& view, const std::vector<size_t>& selected,
+                                                       const std::vector<std::string>& image_columns) {
   std::vector<size_t> scalar_cols;
-  for (size_t c : selected_cols) {
+  for (size_t c : selected) {
     const ColumnSpec& spec = view.columns[c];
     column_order_.push_back(spec.name);
     if (spec.blob && std::find(image_columns.begin(), image_columns.end(), spec.name) == image_columns.end()) {
@@ -622,35 +711,7 @@ Status Loader::Impl::Open() {
                                              spec.name));
     }
     if (spec.tensor || spec.blob) {
-      const auto& names = index_->tensor_columns();
-      auto it = std::find(names.begin(), names.end(), spec.name);
-      if (it == names.end()) return Status::Internal(fmt::format("tensor column '{}' is not in the sample index", spec.name));
-      TensorColumn t;
-      t.name = spec.name;
-      t.index_column = static_cast<size_t>(it - names.begin());
-      if (spec.blob) {
-        t.encoded_image = true;  // the pipeline is made once the rows are known (CreateImagePipelines)
-        tensors_.push_back(std::move(t));
-        continue;
-      }
-      t.in = *spec.tensor;
-      t.in_bytes = static_cast<size_t>(t.in.num_bytes());
-      if (ImagePipeline::HasImageTransforms(o_.transforms)) {
-        if (t.in.dtype != DType::kUInt8) {
-          return Status::InvalidArgument(fmt::format("column '{}': image transforms need images: an image column or a "
-                                                     "uint8 [H, W, C] tensor column, not {}", spec.name,
-                                                     DTypeName(t.in.dtype)));
-        }
-        t.use_image = true;  // made in CreateImagePipelines too
-        tensors_.push_back(std::move(t));
-        continue;
-      }
-      auto pipeline = TransformPipeline::Create(o_.transforms, t.in.dtype, t.in.shape);
-      if (!pipeline.ok()) return pipeline.status().WithContext(fmt::format("column '{}'", spec.name));
-      t.transforms = std::move(*pipeline);
-      t.out_bytes = t.transforms.out_bytes();
-      t.out_dtype = t.transforms.out_dtype();
-      t.out_shape = t.transforms.out_shape();
+      STOKE_ASSIGN_OR_RETURN(TensorColumn t, MakeTensorColumn(spec));
       tensors_.push_back(std::move(t));
     } else {
       STOKE_ASSIGN_OR_RETURN(DType dt, ScalarDType(spec));
@@ -662,100 +723,117 @@ Status Loader::Impl::Open() {
       scalar_cols.push_back(c);
     }
   }
+  return scalar_cols;
+}
 
-  std::optional<Predicate> where;
-  if (!o_.where.empty()) {
-    auto parsed = Predicate::Parse(o_.where);
-    if (!parsed.ok()) return parsed.status();
-    where = std::move(*parsed);
-    STOKE_RETURN_IF_ERROR(where->Bind(view.columns));
+Result<TensorColumn> Loader::Impl::MakeTensorColumn(const ColumnSpec& spec) const {
+  const auto& names = index_->tensor_columns();
+  auto it = std::find(names.begin(), names.end(), spec.name);
+  if (it == names.end()) return Status::Internal(fmt::format("tensor column '{}' is not in the sample index", spec.name));
+  TensorColumn t;
+  t.name = spec.name;
+  t.index_column = static_cast<size_t>(it - names.begin());
+  if (spec.blob) {
+    t.encoded_image = true;  // the pipeline is made once the rows are known (CreateImagePipelines)
+    return t;
   }
-  // Scalar columns and the filter, file by file (in parallel: footers are small, latency-bound reads).
-  STOKE_RETURN_IF_ERROR(ReadScalars(view, scalar_cols, where));
-  // Data files' modification times, which name their bytes for the read cache with URI and size.
-  std::map<std::string, int64_t> file_mtimes;
-  if (remote_ && !o_.cache_dir.empty()) {
-    for (const auto& add : view.snapshot.files) {
-      auto rel = delta::DecodePath(add.path);  // as the sample index joins it to the table's URI
-      file_mtimes[JoinPath(dir_, rel.ok() ? *rel : add.path)] = add.modification_time;
+  t.in = *spec.tensor;
+  t.in_bytes = static_cast<size_t>(t.in.num_bytes());
+  if (ImagePipeline::HasImageTransforms(o_.transforms)) {
+    if (t.in.dtype != DType::kUInt8) {
+      return Status::InvalidArgument(fmt::format("column '{}': image transforms need images: an image column or a "
+                                                 "uint8 [H, W, C] tensor column, not {}", spec.name,
+                                                 DTypeName(t.in.dtype)));
     }
+    t.use_image = true;  // made in CreateImagePipelines too
+    return t;
   }
+  auto pipeline = TransformPipeline::Create(o_.transforms, t.in.dtype, t.in.shape);
+  if (!pipeline.ok()) return pipeline.status().WithContext(fmt::format("column '{}'", spec.name));
+  t.transforms = std::move(*pipeline);
+  t.out_bytes = t.transforms.out_bytes();
+  t.out_dtype = t.transforms.out_dtype();
+  t.out_shape = t.transforms.out_shape();
+  return t;
+}
+
+void Loader::Impl::SizeWorkers() {
   threads_ = o_.threads > 0 ? static_cast<size_t>(o_.threads) : std::max<size_t>(1, std::thread::hardware_concurrency());
   // Each worker holds at most one decoded image: a quarter of the budget shared by the workers, but
   // never less than a 64 MiB image (a 20-megapixel RGB photo).
   max_decoded_bytes_ = std::max<int64_t>(o_.prefetch_bytes / 4 / static_cast<int64_t>(threads_), int64_t{64} << 20);
-  STOKE_RETURN_IF_ERROR(CreateImagePipelines());
-  // Blocks for block shuffle: the table's files, counted in selected rows.
+}
+
+std::vector<int64_t> Loader::Impl::BlockSizes() const {
   std::vector<int64_t> block_sizes;
-  {
-    size_t next = 0;
-    for (uint32_t f = 0; f < index_->num_files(); ++f) {
-      const int64_t first = index_->file_first_row(f), end = first + index_->file_num_rows(f);
-      if (identity_) {
-        block_sizes.push_back(end - first);
-        continue;
-      }
-      int64_t count = 0;
-      while (next < selected_.size() && selected_[next] < end) ++next, ++count;
-      block_sizes.push_back(count);
+  size_t next = 0;
+  for (uint32_t f = 0; f < index_->num_files(); ++f) {
+    const int64_t first = index_->file_first_row(f), end = first + index_->file_num_rows(f);
+    if (identity_) {
+      block_sizes.push_back(end - first);
+      continue;
     }
+    int64_t count = 0;
+    while (next < selected_.size() && selected_[next] < end) ++next, ++count;
+    block_sizes.push_back(count);
   }
   if (block_sizes.empty()) block_sizes.push_back(0);
+  return block_sizes;
+}
 
-  SamplerOptions so;
-  so.shuffle = o_.shuffle == LoaderOptions::Shuffle::kNone   ? SamplerOptions::Shuffle::kNone
-               : o_.shuffle == LoaderOptions::Shuffle::kBlock ? SamplerOptions::Shuffle::kBlock
-                                                              : SamplerOptions::Shuffle::kGlobal;
-  so.seed = o_.seed;
-  so.rank = o_.rank;
-  so.world_size = o_.world_size;
-  so.drop_last = o_.drop_last;
-  so.shuffle_buffer = o_.shuffle_buffer;
+Status Loader::Impl::CreateSampler() {
+  std::vector<int64_t> block_sizes = BlockSizes();
+  SamplerOptions so = SamplerOptionsFor(o_);
   block_sizes_ = block_sizes;
   sampler_options_ = so;
   auto sampler = Sampler::Create(block_sizes, so);
   if (!sampler.ok()) return sampler.status();
   sampler_ = std::make_unique<Sampler>(std::move(*sampler));
+  return Status::OK();
+}
 
-  // Memory: batch slots take at most half the budget (at least 2 slots), reads in flight (and read
-  // results waiting for a decode worker) a quarter; the last quarter is headroom for the fetcher's
-  // pooled idle buffers, decode scratch and allocator slack, so the whole process stays near the
-  // budget (measured: docs/benchmarks.md).
+int64_t Loader::Impl::DivideMemoryBudget() {
+  // Batch slots take at most half the budget (at least 2 slots), reads in flight (and read results
+  // waiting for a decode worker) a quarter; the last quarter is headroom for the fetcher's pooled
+  // idle buffers, decode scratch and allocator slack, so the whole process stays near the budget
+  // (measured: docs/benchmarks.md).
   size_t batch_bytes = 0;
   for (const auto& t : tensors_) batch_bytes += t.out_bytes * static_cast<size_t>(o_.batch_size);
   batch_bytes = std::max<size_t>(batch_bytes, 1);
   max_slots_ = std::clamp<size_t>(static_cast<size_t>(o_.prefetch_bytes / 2) / batch_bytes, 2, 64);
   const int64_t fetch_budget = std::max<int64_t>(o_.prefetch_bytes / 4, int64_t{8} << 20);
   page_cache_ = std::make_unique<PageCache>(static_cast<size_t>(o_.prefetch_bytes / 4));
+  return fetch_budget;
+}
 
-  if (!tensors_.empty()) {
-    std::vector<std::string> files;
-    for (uint32_t f = 0; f < index_->num_files(); ++f) files.push_back(index_->FilePath(f));
-    FetcherOptions fo;
-    fo.backend = o_.backend == LoaderOptions::Backend::kIoUring ? FetcherOptions::Backend::kIoUring
-                 : o_.backend == LoaderOptions::Backend::kPread ? FetcherOptions::Backend::kPread
-                                                                : FetcherOptions::Backend::kAuto;
-    fo.queue_depth = queue_depth_;
-    fo.max_bytes_in_flight = fetch_budget;
-    fo.direct = o_.direct;
-    if (remote_) {
-      // Sizes from the log: no HEAD per data file.
-      for (uint32_t f = 0; f < index_->num_files(); ++f) fo.file_sizes.push_back(index_->file_size(f));
-      if (!o_.cache_dir.empty()) {
-        ReadCacheOptions co;
-        co.dir = o_.cache_dir;
-        co.capacity_bytes = static_cast<uint64_t>(o_.cache_bytes);
-        co.max_fetch_bytes = static_cast<uint64_t>(std::max<int64_t>(o_.prefetch_bytes / kCacheFetchBudgetDivisor, 1));
-        STOKE_ASSIGN_OR_RETURN(fo.cache, ReadCache::Open(co));
-        for (uint32_t f = 0; f < index_->num_files(); ++f) {
-          auto it = file_mtimes.find(index_->FilePath(f));
-          fo.file_versions.push_back(it == file_mtimes.end() ? "" : fmt::format("mtime={}", it->second));
-        }
+Status Loader::Impl::OpenFetcher(const TableView& view, int64_t fetch_budget) {
+  if (tensors_.empty()) return Status::OK();
+  std::vector<std::string> files;
+  for (uint32_t f = 0; f < index_->num_files(); ++f) files.push_back(index_->FilePath(f));
+  FetcherOptions fo;
+  fo.backend = o_.backend == LoaderOptions::Backend::kIoUring ? FetcherOptions::Backend::kIoUring
+               : o_.backend == LoaderOptions::Backend::kPread ? FetcherOptions::Backend::kPread
+                                                              : FetcherOptions::Backend::kAuto;
+  fo.queue_depth = queue_depth_;
+  fo.max_bytes_in_flight = fetch_budget;
+  fo.direct = o_.direct;
+  if (remote_) {
+    // Sizes from the log: no HEAD per data file.
+    for (uint32_t f = 0; f < index_->num_files(); ++f) fo.file_sizes.push_back(index_->file_size(f));
+    if (!o_.cache_dir.empty()) {
+      ReadCacheOptions co;
+      co.dir = o_.cache_dir;
+      co.capacity_bytes = static_cast<uint64_t>(o_.cache_bytes);
+      co.max_fetch_bytes = static_cast<uint64_t>(std::max<int64_t>(o_.prefetch_bytes / kCacheFetchBudgetDivisor, 1));
+      STOKE_ASSIGN_OR_RETURN(fo.cache, ReadCache::Open(co));
+      const std::map<std::string, int64_t> file_mtimes = DataFileModificationTimes(view, dir_);
+      for (uint32_t f = 0; f < index_->num_files(); ++f) {
+        auto it = file_mtimes.find(index_->FilePath(f));
+        fo.file_versions.push_back(it == file_mtimes.end() ? "" : fmt::format("mtime={}", it->second));
       }
     }
-    STOKE_ASSIGN_OR_RETURN(fetcher_, Fetcher::Open(std::move(files), fo));
   }
-  workers_ = std::make_unique<ThreadPool>(threads_);
+  STOKE_ASSIGN_OR_RETURN(fetcher_, Fetcher::Open(std::move(files), fo));
   return Status::OK();
 }
 
