@@ -70,6 +70,21 @@ struct ScalarColumn {
   std::vector<std::string> strings;  // string columns: num_rows ("" where null)
 };
 
+// The rows of a run of consecutive data files (snapshot order), as ReadScalars reads them.
+struct FilePart {
+  std::vector<ScalarColumn> cols;  // the selected scalar columns of the run's rows
+  std::vector<uint8_t> keep;       // per row: the filter keeps it
+  int64_t rows = 0;
+};
+
+// What ReadScalars reads of every data file: the selected scalar columns and the filter's columns.
+struct ScalarScan {
+  const TableView& view;
+  const std::vector<size_t>& scalar_cols;  // indices in view.columns, in scalars_' order
+  const std::optional<Predicate>& where;   // bound to view.columns
+  std::vector<std::string> where_cols;     // where's columns (sorted), or none
+};
+
 // A tensor column, or an image column (a blob column named in `stoke.images`: one encoded JPEG/PNG
 // per cell, decoded and transformed by `image`).
 struct TensorColumn {
@@ -288,6 +303,18 @@ class Loader::Impl {
   // pipelines are made once the rows are known (CreateImagePipelines).
   Result<TensorColumn> MakeTensorColumn(const ColumnSpec& spec) const;
   Status ReadScalars(const TableView& view, const std::vector<size_t>& scalar_cols, std::optional<Predicate>& where);
+  // ReadScalars' steps. Appends the rows of data file `add` to `part`: whether the filter keeps each,
+  // and the selected scalar columns' values; opens the file only when its statistics do not give
+  // them. Called on several threads at once.
+  Status ReadFileScalars(const ScalarScan& scan, const delta::AddFile& add, AddStatsReader& stats_reader,
+                         FilePart& part) const;
+  // Opens data file `add` for the scan (on object stores, fetching its footer and the scan's column
+  // chunks ahead in few requests).
+  Result<std::unique_ptr<ParquetReader>> OpenForScalars(const ScalarScan& scan, const delta::AddFile& add) const;
+  // Moves the parts' rows into scalars_ in snapshot order (the sample index's row order) and, when
+  // `filtered`, collects the rows the filter keeps into selected_. Corruption when the parts do not
+  // hold the index's rows.
+  Status ConcatenateParts(std::vector<FilePart>& parts, bool filtered);
   // Sets threads_ (o_.threads, or one per core) and max_decoded_bytes_.
   void SizeWorkers();
   // The blocks for block shuffle: the table's files, counted in selected rows (one empty block when
@@ -668,6 +695,83 @@ SamplerOptions SamplerOptionsFor(const LoaderOptions& o) {
   return so;
 }
 
+
+// The columns whose statistics the scan reads: the selected scalar columns and the filter's.
+std::vector<ColumnSpec> StatColumns(const ScalarScan& scan) {
+  std::vector<ColumnSpec> stat_columns;
+  for (size_t c = 0; c < scan.view.columns.size(); ++c) {
+    const bool selected = std::find(scan.scalar_cols.begin(), scan.scalar_cols.end(), c) != scan.scalar_cols.end();
+    if (selected || std::binary_search(scan.where_cols.begin(), scan.where_cols.end(), scan.view.columns[c].name)) {
+      stat_columns.push_back(scan.view.columns[c]);
+    }
+  }
+  return stat_columns;
+}
+
+// Appends a file's `records` rows to `part` from its statistics alone, when they give every selected
+// scalar column exactly (ConstantFromStats); the filter keeps them unless `skip_file`. False, with
+// `part` unchanged, when the file must be read.
+bool AppendRowsFromStats(const ScalarScan& scan, const std::map<std::string, Predicate::ColumnStats>& stats,
+                         int64_t records, bool skip_file, FilePart& part) {
+  std::vector<ColumnValues> constants;
+  for (size_t k = 0; k < scan.scalar_cols.size(); ++k) {
+    const ColumnSpec& spec = scan.view.columns[scan.scalar_cols[k]];
+    auto it = stats.find(spec.name);
+    if (it == stats.end()) return false;
+    std::optional<ColumnValues> c = ConstantFromStats(spec, it->second, records);
+    if (!c) return false;
+    constants.push_back(std::move(*c));
+  }
+  part.rows += records;
+  part.keep.insert(part.keep.end(), static_cast<size_t>(records), skip_file ? 0 : 1);
+  for (size_t k = 0; k < scan.scalar_cols.size(); ++k) {
+    AppendScalarValues(constants[k], static_cast<size_t>(records), &part.cols[k]);
+  }
+  return true;
+}
+
+// Appends the rows of data file `add`, open in `reader`, to `part`, row group by row group: whether
+// the filter keeps each (none when `skip_file`, or when the row group's statistics rule it out), and
+// the selected scalar columns' values.
+Status AppendRowGroups(const ScalarScan& scan, const delta::AddFile& add, const ParquetReader& reader, bool skip_file,
+                       FilePart& part) {
+  const TableView& view = scan.view;
+  const std::optional<Predicate>& where = scan.where;
+  const auto& starts = reader.row_group_starts();
+  const int64_t file_rows = starts.empty() ? 0 : starts.back();
+  const size_t first = part.keep.size();  // this file's first row in the part
+  part.rows += file_rows;
+  part.keep.insert(part.keep.end(), static_cast<size_t>(file_rows), skip_file ? 0 : 1);
+  for (int g = 0; g < reader.num_row_groups(); ++g) {
+    const int64_t rows = reader.metadata().row_groups[g].num_rows;
+    std::map<std::string, ColumnValues> decoded;
+    auto decode = [&](const ColumnSpec& spec) -> Result<const ColumnValues*> {
+      auto it = decoded.find(spec.name);
+      if (it != decoded.end()) return &it->second;
+      STOKE_ASSIGN_OR_RETURN(ColumnValues v, ReadRowGroupColumn(view, add, reader, g, spec));
+      return &decoded.emplace(spec.name, std::move(v)).first->second;
+    };
+    const auto keep_begin = part.keep.begin() + static_cast<std::ptrdiff_t>(first) + starts[g];
+    if (where && !skip_file && where->MayMatch(RowGroupStats(view, add, reader, g), rows)) {
+      std::map<std::string, const ColumnValues*> cols;
+      for (const auto& name : scan.where_cols) {
+        auto it = std::find_if(view.columns.begin(), view.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
+        STOKE_ASSIGN_OR_RETURN(cols[name], decode(*it));
+      }
+      std::vector<uint8_t> keep;
+      STOKE_RETURN_IF_ERROR(where->Evaluate(cols, static_cast<size_t>(rows), &keep));
+      std::copy(keep.begin(), keep.end(), keep_begin);
+    } else if (where) {
+      std::fill(keep_begin, keep_begin + rows, 0);
+    }
+    for (size_t k = 0; k < scan.scalar_cols.size(); ++k) {
+      STOKE_ASSIGN_OR_RETURN(const ColumnValues* v, decode(view.columns[scan.scalar_cols[k]]));
+      AppendScalarValues(*v, static_cast<size_t>(rows), &part.cols[k]);
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status Loader::Impl::Open() {
@@ -894,134 +998,77 @@ Status Loader::Impl::CreateImagePipelines() {
 
 Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t>& scalar_cols,
                                  std::optional<Predicate>& where) {
-  const auto& adds = view.snapshot.files;
-  // The rows of a run of consecutive files (snapshot order). Files are taken in chunks so that a
-  // table of 100,000s of one-row files costs a few thousand of these, not one each.
-  struct FilePart {
-    std::vector<ScalarColumn> cols;  // the chunk's rows
-    std::vector<uint8_t> keep;       // per row (filter)
-    int64_t rows = 0;
-  };
-  std::vector<std::string> where_cols = where ? where->columns() : std::vector<std::string>{};
+  const ScalarScan scan{view, scalar_cols, where, where ? where->columns() : std::vector<std::string>{}};
   if (scalar_cols.empty() && !where) {
     identity_ = true;
     return Status::OK();
   }
+  const auto& adds = view.snapshot.files;
   // Statistics are read for the predicate's columns and the selected scalar columns only.
-  std::vector<ColumnSpec> stat_columns;
-  for (size_t c = 0; c < view.columns.size(); ++c) {
-    const bool selected = std::find(scalar_cols.begin(), scalar_cols.end(), c) != scalar_cols.end();
-    if (selected || std::binary_search(where_cols.begin(), where_cols.end(), view.columns[c].name)) {
-      stat_columns.push_back(view.columns[c]);
-    }
-  }
+  const std::vector<ColumnSpec> stat_columns = StatColumns(scan);
+  // Files are taken in chunks, one FilePart each, so that a table of 100,000s of one-row files costs
+  // a few thousand parts, not one per file.
   const size_t chunk_files = std::clamp<size_t>(adds.size() / 64, 1, 256);
   const size_t chunks = (adds.size() + chunk_files - 1) / chunk_files;
   std::vector<FilePart> parts(chunks);
-  const uint64_t gap = static_cast<uint64_t>(o_.remote_coalesce_gap_bytes);
-  // Appends file `i`'s rows to `part`.
-  auto read_file = [&](size_t i, AddStatsReader& stats_reader, FilePart& part) -> Status {
-    const auto& add = adds[i];
-    int64_t records = -1;
-    const auto stats = FileStats(add, stats_reader, &records);
-    const bool skip_file = where && !where->MayMatch(stats, records);
-    // A file whose statistics decide the filter for all its rows and give each selected scalar
-    // column exactly (a table of one-row files: every file) is not opened.
-    if (records >= 0 && (!where || skip_file || where->MustMatch(stats, records))) {
-      std::vector<ColumnValues> constants;
-      for (size_t k = 0; k < scalar_cols.size(); ++k) {
-        const ColumnSpec& spec = view.columns[scalar_cols[k]];
-        auto it = stats.find(spec.name);
-        if (it == stats.end()) break;
-        std::optional<ColumnValues> c = ConstantFromStats(spec, it->second, records);
-        if (!c) break;
-        constants.push_back(std::move(*c));
-      }
-      if (constants.size() == scalar_cols.size()) {
-        part.rows += records;
-        part.keep.insert(part.keep.end(), static_cast<size_t>(records), skip_file ? 0 : 1);
-        for (size_t k = 0; k < scalar_cols.size(); ++k) {
-          AppendScalarValues(constants[k], static_cast<size_t>(records), &part.cols[k]);
-        }
-        return Status::OK();
-      }
-    }
-    // The size comes from the log: on object stores, no HEAD per file.
-    const uint64_t size = static_cast<uint64_t>(add.size);
-    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
-                           view.storage->OpenForReadWithSize(view.FilePath(add), size));
-    // On object stores every read is a request: the footer's two reads (the magic at 0, the tail) are
-    // fetched together, and the chunks of the columns needed below in as few GETs as the gap allows.
-    PrefetchingFile* prefetch = nullptr;
-    if (remote_) {
-      auto p = std::make_unique<PrefetchingFile>(std::move(file));
-      prefetch = p.get();
-      const uint64_t tail = std::min(size, kFooterTailBytes);
-      STOKE_RETURN_IF_ERROR(prefetch->Prefetch({{0, 4}, {size - tail, tail}}, gap));
-      file = std::move(p);
-    }
-    auto reader_or = ParquetReader::Open(std::move(file));
-    if (!reader_or.ok()) return reader_or.status();
-    const ParquetReader& reader = **reader_or;
-    if (prefetch != nullptr) {
-      std::vector<std::string> needed = where_cols;
-      for (size_t c : scalar_cols) needed.push_back(view.columns[c].name);
-      STOKE_RETURN_IF_ERROR(prefetch->Prefetch(ColumnChunkRanges(reader, needed), gap));
-    }
-    const auto& starts = reader.row_group_starts();
-    const int64_t file_rows = starts.empty() ? 0 : starts.back();
-    const size_t first = part.keep.size();  // this file's first row in the part
-    part.rows += file_rows;
-    part.keep.insert(part.keep.end(), static_cast<size_t>(file_rows), skip_file ? 0 : 1);
-    for (int g = 0; g < reader.num_row_groups(); ++g) {
-      const int64_t rows = reader.metadata().row_groups[g].num_rows;
-      std::map<std::string, ColumnValues> decoded;
-      auto decode = [&](const ColumnSpec& spec) -> Result<const ColumnValues*> {
-        auto it = decoded.find(spec.name);
-        if (it != decoded.end()) return &it->second;
-        STOKE_ASSIGN_OR_RETURN(ColumnValues v, ReadRowGroupColumn(view, add, reader, g, spec));
-        return &decoded.emplace(spec.name, std::move(v)).first->second;
-      };
-      const auto keep_begin = part.keep.begin() + static_cast<std::ptrdiff_t>(first) + starts[g];
-      if (where && !skip_file && where->MayMatch(RowGroupStats(view, add, reader, g), rows)) {
-        std::map<std::string, const ColumnValues*> cols;
-        for (const auto& name : where_cols) {
-          auto it = std::find_if(view.columns.begin(), view.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
-          STOKE_ASSIGN_OR_RETURN(cols[name], decode(*it));
-        }
-        std::vector<uint8_t> keep;
-        STOKE_RETURN_IF_ERROR(where->Evaluate(cols, static_cast<size_t>(rows), &keep));
-        std::copy(keep.begin(), keep.end(), keep_begin);
-      } else if (where) {
-        std::fill(keep_begin, keep_begin + rows, 0);
-      }
-      for (size_t k = 0; k < scalar_cols.size(); ++k) {
-        STOKE_ASSIGN_OR_RETURN(const ColumnValues* v, decode(view.columns[scalar_cols[k]]));
-        AppendScalarValues(*v, static_cast<size_t>(rows), &part.cols[k]);
-      }
-    }
-    return Status::OK();
-  };
   ThreadPool pool(std::min<size_t>(8, std::max<size_t>(1, chunks)));
   Status st = ParallelFor(pool, chunks, [&](size_t c) -> Status {
     FilePart& part = parts[c];
     for (size_t k = 0; k < scalar_cols.size(); ++k) part.cols.push_back(scalars_[k]);  // empty, typed
     AddStatsReader stats_reader(stat_columns);
     for (size_t i = c * chunk_files; i < std::min(adds.size(), (c + 1) * chunk_files); ++i) {
-      STOKE_RETURN_IF_ERROR(read_file(i, stats_reader, part));
+      STOKE_RETURN_IF_ERROR(ReadFileScalars(scan, adds[i], stats_reader, part));
     }
     return Status::OK();
   });
   if (!st.ok()) return st;
+  return ConcatenateParts(parts, where.has_value());
+}
 
-  // Concatenate in snapshot order (the sample index's row order) and collect the selected rows.
+Status Loader::Impl::ReadFileScalars(const ScalarScan& scan, const delta::AddFile& add, AddStatsReader& stats_reader,
+                                     FilePart& part) const {
+  const std::optional<Predicate>& where = scan.where;
+  int64_t records = -1;
+  const auto stats = FileStats(add, stats_reader, &records);
+  const bool skip_file = where && !where->MayMatch(stats, records);
+  // A file whose statistics decide the filter for all its rows and give each selected scalar
+  // column exactly (a table of one-row files: every file) is not opened.
+  if (records >= 0 && (!where || skip_file || where->MustMatch(stats, records)) &&
+      AppendRowsFromStats(scan, stats, records, skip_file, part)) {
+    return Status::OK();
+  }
+  STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> reader, OpenForScalars(scan, add));
+  return AppendRowGroups(scan, add, *reader, skip_file, part);
+}
+
+Result<std::unique_ptr<ParquetReader>> Loader::Impl::OpenForScalars(const ScalarScan& scan, const delta::AddFile& add) const {
+  // The size comes from the log: on object stores, no HEAD per file.
+  const uint64_t size = static_cast<uint64_t>(add.size);
+  STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                         scan.view.storage->OpenForReadWithSize(scan.view.FilePath(add), size));
+  if (!remote_) return ParquetReader::Open(std::move(file));
+  // On object stores every read is a request: the footer's two reads (the magic at 0, the tail) are
+  // fetched together, and the chunks of the columns the scan reads in as few GETs as the gap allows.
+  const uint64_t gap = static_cast<uint64_t>(o_.remote_coalesce_gap_bytes);
+  auto prefetching = std::make_unique<PrefetchingFile>(std::move(file));
+  PrefetchingFile* prefetch = prefetching.get();
+  const uint64_t tail = std::min(size, kFooterTailBytes);
+  STOKE_RETURN_IF_ERROR(prefetch->Prefetch({{0, 4}, {size - tail, tail}}, gap));
+  STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> reader, ParquetReader::Open(std::move(prefetching)));
+  std::vector<std::string> needed = scan.where_cols;
+  for (size_t c : scan.scalar_cols) needed.push_back(scan.view.columns[c].name);
+  STOKE_RETURN_IF_ERROR(prefetch->Prefetch(ColumnChunkRanges(*reader, needed), gap));
+  return reader;
+}
+
+Status Loader::Impl::ConcatenateParts(std::vector<FilePart>& parts, bool filtered) {
   int64_t total = 0;
   for (const auto& p : parts) total += p.rows;
   if (total != index_->num_rows()) {
     return Status::Corruption(fmt::format("{}: the data files hold {} rows, the sample index {}", dir_, total,
                                           index_->num_rows()));
   }
-  identity_ = !where;
+  identity_ = !filtered;
   int64_t base = 0;
   std::vector<bool> dst_tracks_nulls(scalars_.size(), false);
   for (auto& p : parts) {
@@ -1047,7 +1094,7 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
       }
       src = ScalarColumn{};
     }
-    if (where) {
+    if (filtered) {
       for (int64_t r = 0; r < p.rows; ++r) {
         if (p.keep[static_cast<size_t>(r)]) selected_.push_back(base + r);
       }
