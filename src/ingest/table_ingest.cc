@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -239,174 +240,226 @@ void WriteSampleIndex(const std::string& table, int64_t version, const delta::Sn
   }
 }
 
-// One attempt: read the table's latest version, write the data files, commit. The commit is
-// exclusive (it fails if anyone committed after the version read), because what it writes depends
-// on that version: the ids continue the table's, and files already in it are skipped.
-Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& planned, const WriterOptions& wopts) {
-  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
-  Storage& fs = *where.storage;
-  const std::string& table_dir = where.path;  // o.table_dir in messages
-  Stopwatch watch;
-  IngestReport report;
-  delta::DeltaLog log(fs, table_dir);
-  STOKE_ASSIGN_OR_RETURN(int64_t read_version, log.LatestVersion());
-  const bool overwrite = o.mode == IngestMode::kOverwrite;
+// Which source files this ingest may add: all of them, or its shard's contiguous range of the listing.
+struct ShardPlan {
+  bool sharded = false;
+  std::string run;                      // ShardRunId when sharded, else ""
+  size_t begin = 0, end = 0;            // the source files [begin, end) of the sorted listing
+  std::vector<std::string> candidates;  // their names, sorted
+};
 
-  // Appending relabels images to the table's classes (and merges the image formats): `sources` is the
-  // plan as this version of the table sees it.
-  const SourceSet* source_view = &planned;
-  std::optional<SourceSet> merged;
-  const bool sharded = o.shard_count > 1;
-  const std::string run = sharded ? ShardRunId(o, planned) : "";
-  const auto [shard_begin, shard_end] = ShardRange(planned.files.size(), o.shard_index, o.shard_count);
-  std::vector<std::string> candidates;  // the source names this ingest may add, sorted
-  for (size_t i = shard_begin; i < shard_end; ++i) candidates.push_back(planned.files[i].name);
-  report.source_files = static_cast<int64_t>(candidates.size());
+// The files of `planned` that o's shard (--shard index/count) may add.
+ShardPlan PlanShard(const IngestOptions& o, const SourceSet& planned) {
+  ShardPlan shard;
+  shard.sharded = o.shard_count > 1;
+  shard.run = shard.sharded ? ShardRunId(o, planned) : "";
+  std::tie(shard.begin, shard.end) = ShardRange(planned.files.size(), o.shard_index, o.shard_count);
+  for (size_t i = shard.begin; i < shard.end; ++i) shard.candidates.push_back(planned.files[i].name);
+  return shard;
+}
 
-  std::optional<delta::Snapshot> snap;
-  std::set<std::string> ingested;
-  int64_t max_id = -1;
-  bool schema_changes = read_version < 0;
-  if (read_version >= 0) {
-    STOKE_ASSIGN_OR_RETURN(snap, log.ReadSnapshot(read_version));
-    STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::ColumnsFromMetadata(snap->metadata, o.table_dir));
-    Status same = CheckAppendSchema(table_columns, planned.columns, o.table_dir, planned.FilePath(0));
-    if (!overwrite) {
-      STOKE_RETURN_IF_ERROR(same);
-      STOKE_ASSIGN_OR_RETURN(merged, MergeImageMetadata(snap->metadata.configuration, planned));
-      if (merged) source_view = &*merged;
-      // New classes or image formats change the table's configuration.
-      for (const auto& [key, value] : source_view->metadata) {
-        auto it = snap->metadata.configuration.find(key);
-        if (it == snap->metadata.configuration.end() || it->second != value) schema_changes = true;
-      }
-      STOKE_RETURN_IF_ERROR(ReadIngestedFiles(fs, *snap, table_dir, candidates, run, &ingested, &max_id));
-    } else {
-      // An overwrite also records its codec (OPTIMIZE rewrites with the table's codec).
-      auto codec = snap->metadata.configuration.find(kCodecPolicyKey);
-      schema_changes = !same.ok() || codec == snap->metadata.configuration.end() || codec->second != CodecName(o.codec);
-    }
+// The table's latest version as one attempt reads it, and what it means for the sources.
+struct TableState {
+  int64_t read_version = -1;            // -1: there is no table yet
+  std::optional<delta::Snapshot> snap;  // the snapshot at read_version, when there is one
+  std::optional<SourceSet> merged;      // appending images: the plan relabelled to the table's classes
+  std::set<std::string> ingested;       // appending: the candidates already in the table
+  int64_t max_id = -1;                  // appending: the largest id outside this shard's run
+  bool schema_changes = false;          // the commit writes a metaData action (and a protocol, creating)
+};
+
+// Reads the table's latest version. Appending: the source's schema must be the table's (else
+// InvalidArgument), images are relabelled to the table's classes, and the candidates already in the
+// table and the largest id are read (ReadIngestedFiles). Overwriting: only schema_changes is set.
+Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const IngestOptions& o, const SourceSet& planned,
+                                  const ShardPlan& shard) {
+  TableState table;
+  STOKE_ASSIGN_OR_RETURN(table.read_version, log.LatestVersion());
+  table.schema_changes = table.read_version < 0;
+  if (table.read_version < 0) return table;
+  STOKE_ASSIGN_OR_RETURN(table.snap, log.ReadSnapshot(table.read_version));
+  const delta::Metadata& metadata = table.snap->metadata;
+  STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::ColumnsFromMetadata(metadata, o.table_dir));
+  Status same = CheckAppendSchema(table_columns, planned.columns, o.table_dir, planned.FilePath(0));
+  if (o.mode == IngestMode::kOverwrite) {
+    // An overwrite also records its codec (OPTIMIZE rewrites with the table's codec) and its
+    // partitioning (--partition-by alone).
+    auto codec = metadata.configuration.find(kCodecPolicyKey);
+    std::vector<std::string> partitioning;
+    if (!o.partition_by.empty()) partitioning.push_back(o.partition_by);
+    table.schema_changes = !same.ok() || codec == metadata.configuration.end() || codec->second != CodecName(o.codec) ||
+                           partitioning != metadata.partition_columns;
+    return table;
   }
+  STOKE_RETURN_IF_ERROR(same);
+  STOKE_ASSIGN_OR_RETURN(table.merged, MergeImageMetadata(metadata.configuration, planned));
+  // New classes or image formats change the table's configuration.
+  for (const auto& [key, value] : (table.merged ? *table.merged : planned).metadata) {
+    auto it = metadata.configuration.find(key);
+    if (it == metadata.configuration.end() || it->second != value) table.schema_changes = true;
+  }
+  STOKE_RETURN_IF_ERROR(
+      ReadIngestedFiles(fs, *table.snap, log.table_dir(), shard.candidates, shard.run, &table.ingested, &table.max_id));
+  return table;
+}
 
-  const SourceSet& sources = *source_view;
+// The column an ingest partitions by, and the labels column that holds its values.
+struct PartitionColumn {
+  std::string name;             // "" when not partitioned
+  std::optional<size_t> label;  // in sources.labels; set when partitioned
+};
 
-  // Partitioning: by --partition-by, or by the table's partition column when appending.
-  std::string partition = o.partition_by;
-  if (snap && !overwrite) {
-    const auto& pc = snap->metadata.partition_columns;
+// --partition-by, or when appending the table's partition column (--partition-by must then name it:
+// InvalidArgument; Unsupported for more than one). It must be a labels column of `sources`.
+Result<PartitionColumn> ChoosePartitionColumn(const IngestOptions& o, const TableState& table, const SourceSet& sources) {
+  PartitionColumn partition{o.partition_by, std::nullopt};
+  if (table.snap && o.mode != IngestMode::kOverwrite) {
+    const auto& pc = table.snap->metadata.partition_columns;
     if (pc.size() > 1) return Status::Unsupported(fmt::format("ingest into '{}': more than one partition column", o.table_dir));
     std::string table_partition = pc.empty() ? "" : pc[0];
-    if (partition.empty()) partition = table_partition;
-    if (partition != table_partition) {
+    if (partition.name.empty()) partition.name = table_partition;
+    if (partition.name != table_partition) {
       return Status::InvalidArgument(fmt::format("ingest: table '{}' is {}; --partition-by '{}' does not match", o.table_dir,
                                                  table_partition.empty() ? "not partitioned" : "partitioned by '" + table_partition + "'",
-                                                 partition));
+                                                 partition.name));
     }
   }
-  if (snap && overwrite) {
-    std::vector<std::string> wanted;
-    if (!partition.empty()) wanted.push_back(partition);
-    if (wanted != snap->metadata.partition_columns) schema_changes = true;
+  if (partition.name.empty()) return partition;
+  std::vector<std::string> names;
+  for (size_t l = 0; l < sources.labels.size(); ++l) {
+    names.push_back(sources.labels[l].spec.name);
+    if (sources.labels[l].spec.name == partition.name) partition.label = l;
   }
-  std::optional<size_t> partition_label;
-  if (!partition.empty()) {
-    std::vector<std::string> names;
-    for (size_t l = 0; l < sources.labels.size(); ++l) {
-      names.push_back(sources.labels[l].spec.name);
-      if (sources.labels[l].spec.name == partition) partition_label = l;
-    }
-    if (!partition_label) {
-      return Status::InvalidArgument(fmt::format("ingest: --partition-by '{}' is not a labels column (labels: {})", partition,
-                                                 names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
-    }
+  if (!partition.label) {
+    return Status::InvalidArgument(fmt::format("ingest: --partition-by '{}' is not a labels column (labels: {})", partition.name,
+                                               names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
   }
+  return partition;
+}
 
-  // The items of the files not in the table yet: a file's samples are always written together.
+// The items of the shard's source files not in the table yet (a file's samples are always written
+// together); counts the files skipped and the bytes read in `report`.
+std::vector<int64_t> NewItems(const SourceSet& sources, const ShardPlan& shard, const std::set<std::string>& ingested,
+                              IngestReport* report) {
   std::vector<int64_t> rows;
-  for (size_t i = shard_begin; i < shard_end; ++i) {
+  for (size_t i = shard.begin; i < shard.end; ++i) {
     if (ingested.count(sources.files[i].name)) {
-      ++report.skipped;
+      ++report->skipped;
     } else {
       for (int64_t k = sources.item_starts[i]; k < sources.item_starts[i + 1]; ++k) rows.push_back(k);
-      report.bytes_in += static_cast<int64_t>(sources.files[i].size);
+      report->bytes_in += static_cast<int64_t>(sources.files[i].size);
     }
   }
-  if (rows.empty() && !overwrite) {
-    report.version = read_version;
-    report.seconds = watch.Seconds();
-    return report;  // nothing new: the table already holds every source file
-  }
+  return rows;
+}
 
-  FileSetLayout layout = LayoutForSizes(sources.sample_bytes, static_cast<int64_t>(rows.size()), o.row_group_bytes,
+// Rows of one partition value (all rows without partitioning); ids follow the source order.
+struct Partition {
+  std::optional<std::string> value;
+  std::string dir;  // relative to the table
+  std::vector<int64_t> rows, ids;
+};
+
+// `rows` (items of `sources`) by partition value ("" is null), with their ids. Unsharded: ids
+// continue the table's (after `max_id`), dense. Sharded: id = base + the sample's index in the whole
+// sorted listing's items, where base follows the largest id outside this run, so every shard (and a
+// re-run of a killed one) computes the same ids without talking to the others: unique always, dense
+// over the run when the table held none of its files before.
+std::map<std::string, Partition> GroupByPartition(const SourceSet& sources, const std::vector<int64_t>& rows,
+                                                  const PartitionColumn& partition, int64_t max_id, bool sharded) {
+  std::map<std::string, Partition> partitions;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    std::string value = partition.label ? sources.labels[*partition.label].cells[sources.item(rows[k]).file] : "";
+    Partition& part = partitions[value];
+    if (part.rows.empty() && partition.label) {
+      part.dir = PartitionDirectory(partition.name, value);
+      if (!value.empty()) part.value = value;
+    }
+    part.rows.push_back(rows[k]);
+    part.ids.push_back(max_id + 1 + (sharded ? rows[k] : static_cast<int64_t>(k)));
+  }
+  return partitions;
+}
+
+// A data file this ingest wrote, and its partition.
+struct Written {
+  WrittenFile file;
+  const Partition* partition;
+};
+
+// The data files of one attempt, and the tensor columns whose pages they list for the sample index.
+struct DataFiles {
+  std::vector<Written> written;
+  std::vector<std::string> index_columns;
+};
+
+// Deletes the files of `written`, ignoring errors (VACUUM removes what is left).
+void DeleteDataFiles(Storage& fs, const std::vector<Written>& written) {
+  for (const auto& w : written) (void)fs.Delete(w.file.path);
+}
+
+// Writes the rows of each of `partitions` as data files under `table_dir` (under their final names:
+// they are found only through the commit), without the partition column. On an error the files
+// written are deleted.
+Result<DataFiles> WriteDataFiles(Storage& fs, const std::string& table_dir, const IngestOptions& o, const SourceSet& sources,
+                                 const PartitionColumn& partition, const std::map<std::string, Partition>& partitions,
+                                 const WriterOptions& wopts) {
+  size_t num_rows = 0;
+  for (const auto& [value, part] : partitions) num_rows += part.rows.size();
+  FileSetLayout layout = LayoutForSizes(sources.sample_bytes, static_cast<int64_t>(num_rows), o.row_group_bytes,
                                         o.target_file_bytes);
   if (o.rows_per_file > 0) {
     layout.rows_per_file = o.rows_per_file;
     layout.rows_per_group = std::min(layout.rows_per_group, o.rows_per_file);
   }
-  // Rows per partition value (one group without partitioning); ids follow the source order.
-  struct Partition {
-    std::optional<std::string> value;
-    std::string dir;  // relative to the table
-    std::vector<int64_t> rows, ids;
-  };
-  std::map<std::string, Partition> partitions;  // by value; "" is null
-  for (size_t k = 0; k < rows.size(); ++k) {
-    std::string value = partition_label ? sources.labels[*partition_label].cells[sources.item(rows[k]).file] : "";
-    Partition& part = partitions[value];
-    if (part.rows.empty() && partition_label) {
-      part.dir = PartitionDirectory(partition, value);
-      if (!value.empty()) part.value = value;
-    }
-    part.rows.push_back(rows[k]);
-    // Unsharded: ids continue the table's, dense. Sharded: id = base + the sample's index in the whole
-    // sorted listing's items, where base follows the largest id outside this run, so every shard (and
-    // a re-run of a killed one) computes the same ids without talking to the others: unique always,
-    // dense over the run when the table held none of its files before.
-    part.ids.push_back(max_id + 1 + (sharded ? rows[k] : static_cast<int64_t>(k)));
-  }
   std::optional<SourceSet> without_partition;
-  if (partition_label) without_partition = WithoutLabel(sources, *partition_label);
+  if (partition.label) without_partition = WithoutLabel(sources, *partition.label);
   const SourceSet& file_sources = without_partition ? *without_partition : sources;
-  ProgressBar bar("ingest", rows.size(), "samples", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
-  struct Written {
-    WrittenFile file;
-    const Partition* partition;
-  };
-  std::vector<Written> written;
+  ProgressBar bar("ingest", num_rows, "samples", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
+  DataFiles out;
   // At 650,000 one-row files, growing these vectors by doubling held two copies (hundreds of MB).
-  written.reserve(static_cast<size_t>((static_cast<int64_t>(rows.size()) + layout.rows_per_file - 1) / layout.rows_per_file) +
-                  partitions.size());
+  out.written.reserve(static_cast<size_t>((static_cast<int64_t>(num_rows) + layout.rows_per_file - 1) / layout.rows_per_file) +
+                      partitions.size());
   Status write_status;
-  // The sample index of the version committed below is written from the files' pages as written.
-  std::vector<std::string> index_columns;
+  // The sample index of the version committed is written from the files' pages as written.
   for (const ColumnSpec& c : file_sources.columns) {
-    if (c.paged()) index_columns.push_back(c.name);
+    if (c.paged()) out.index_columns.push_back(c.name);
   }
   for (const auto& [value, part] : partitions) {
     FileSetLayout l = layout;
     l.storage = &fs;
-    l.write_in_place = true;  // data files are found only through the commit below
+    l.write_in_place = true;  // data files are found only through the commit
     l.dir = part.dir.empty() ? table_dir : JoinPath(table_dir, part.dir);
     l.index_root = table_dir;
-    l.index_columns = index_columns;
+    l.index_columns = out.index_columns;
     auto files = WriteSourceRows(file_sources, part.rows, part.ids, l, wopts, o.threads, &bar);
     if (!files.ok()) {
       write_status = files.status();
       break;
     }
-    for (auto& f : *files) written.push_back({std::move(f), &part});
+    for (auto& f : *files) out.written.push_back({std::move(f), &part});
   }
   bar.Finish();
   if (!write_status.ok()) {
-    for (const auto& w : written) (void)fs.Delete(w.file.path);
+    DeleteDataFiles(fs, out.written);
     return write_status;
   }
+  return out;
+}
 
+// The commit's actions: a protocol (creating the table) and a metaData when the schema changes, a
+// remove of every file of the table when overwriting, and an add per data file (its statistics moved
+// out of `written`). Counts the files and rows in `report`.
+std::vector<delta::Action> WriteActions(const IngestOptions& o, const SourceSet& sources, const TableState& table,
+                                        const PartitionColumn& partition, const ShardPlan& shard,
+                                        std::vector<Written>& written, IngestReport* report) {
+  const bool overwrite = o.mode == IngestMode::kOverwrite;
+  const std::optional<delta::Snapshot>& snap = table.snap;
   std::vector<delta::Action> actions;
   actions.reserve(written.size() + (overwrite && snap ? snap->files.size() : 0) + 2);
-  if (schema_changes) {
-    if (read_version < 0) actions.push_back(delta::Protocol{});
-    actions.push_back(NewTableMetadata(o, sources, partition, snap ? &*snap : nullptr));
+  if (table.schema_changes) {
+    if (table.read_version < 0) actions.push_back(delta::Protocol{});
+    actions.push_back(NewTableMetadata(o, sources, partition.name, snap ? &*snap : nullptr));
   }
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch()).count();
@@ -420,7 +473,7 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& plan
       r.partition_values = f.partition_values;
       r.size = f.size;
       actions.push_back(std::move(r));
-      ++report.files_removed;
+      ++report->files_removed;
     }
   }
   for (auto& [w, part] : written) {
@@ -428,59 +481,97 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& plan
     std::string rel = std::filesystem::path(w.path).filename().string();
     if (!part->dir.empty()) rel = part->dir + "/" + rel;
     a.path = delta::EncodePath(rel);
-    if (partition_label) a.partition_values[partition] = part->value;
+    if (partition.label) a.partition_values[partition.name] = part->value;
     a.size = static_cast<int64_t>(w.bytes);
     a.modification_time = w.modification_time_ms;
     a.data_change = true;
     a.stats = std::move(w.stats);
-    if (sharded) a.tags[kIngestRunTag] = run;
+    if (shard.sharded) a.tags[kIngestRunTag] = shard.run;
     actions.push_back(std::move(a));
-    report.rows += w.rows;
-    report.bytes_out += static_cast<int64_t>(w.bytes);
-    ++report.files_added;
+    report->rows += w.rows;
+    report->bytes_out += static_cast<int64_t>(w.bytes);
+    ++report->files_added;
   }
-  nlohmann::json params = {{"mode", overwrite ? "Overwrite" : "Append"},
-                           {"partitionBy", delta::JsonArrayText(partition)},
-                           {"source", o.source_dir}};
-  std::function<bool(const std::vector<delta::Action>&)> other_shard;
-  if (sharded) {
-    const std::string shard = fmt::format("{}/{}", o.shard_index, o.shard_count);
-    const std::string base = std::to_string(max_id + 1);
-    params["shard"] = shard;
-    params["ingestRun"] = run;
-    params["idBase"] = base;
-    // A winner that is another shard of this run, with the same id base, added other source files
-    // with other ids: this commit stays valid on top of it. Anything else re-plans.
-    other_shard = [run, base, shard](const std::vector<delta::Action>& winner) {
-      for (const auto& a : winner) {
-        const auto* info = std::get_if<delta::CommitInfo>(&a);
-        if (info == nullptr) continue;
-        const auto& p = info->value.value("operationParameters", nlohmann::json::object());
-        auto str = [&](const char* key) { return p.is_object() && p.contains(key) && p[key].is_string() ? p[key].get<std::string>() : ""; };
-        return str("ingestRun") == run && str("idBase") == base && !str("shard").empty() && str("shard") != shard;
-      }
-      return false;
-    };
+  return actions;
+}
+
+// The WRITE commit's operationParameters, and which winners it may be committed on top of.
+struct WriteCommit {
+  nlohmann::json params;
+  std::function<bool(const std::vector<delta::Action>&)> exclusive_allows;  // null unless sharded
+};
+
+// A sharded ingest records its shard, run and id base; a winner that is another shard of the same run,
+// with the same id base, added other source files with other ids: the commit stays valid on top of
+// it. Anything else re-plans.
+WriteCommit WriteCommitParameters(const IngestOptions& o, const std::string& partition, const ShardPlan& shard,
+                                  int64_t max_id) {
+  WriteCommit commit;
+  commit.params = {{"mode", o.mode == IngestMode::kOverwrite ? "Overwrite" : "Append"},
+                   {"partitionBy", delta::JsonArrayText(partition)},
+                   {"source", o.source_dir}};
+  if (!shard.sharded) return commit;
+  const std::string shard_name = fmt::format("{}/{}", o.shard_index, o.shard_count);
+  const std::string base = std::to_string(max_id + 1);
+  commit.params["shard"] = shard_name;
+  commit.params["ingestRun"] = shard.run;
+  commit.params["idBase"] = base;
+  commit.exclusive_allows = [run = shard.run, base, shard_name](const std::vector<delta::Action>& winner) {
+    for (const auto& a : winner) {
+      const auto* info = std::get_if<delta::CommitInfo>(&a);
+      if (info == nullptr) continue;
+      const auto& p = info->value.value("operationParameters", nlohmann::json::object());
+      auto str = [&](const char* key) { return p.is_object() && p.contains(key) && p[key].is_string() ? p[key].get<std::string>() : ""; };
+      return str("ingestRun") == run && str("idBase") == base && !str("shard").empty() && str("shard") != shard_name;
+    }
+    return false;
+  };
+  return commit;
+}
+
+// One attempt: read the table's latest version, write the data files, commit. The commit is
+// exclusive (it fails if anyone committed after the version read), because what it writes depends
+// on that version: the ids continue the table's, and files already in it are skipped.
+Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& planned, const WriterOptions& wopts) {
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
+  Storage& fs = *where.storage;
+  Stopwatch watch;
+  IngestReport report;
+  delta::DeltaLog log(fs, where.path);  // where.path is o.table_dir in messages
+  const ShardPlan shard = PlanShard(o, planned);
+  report.source_files = static_cast<int64_t>(shard.candidates.size());
+  STOKE_ASSIGN_OR_RETURN(TableState table, ReadTableState(fs, log, o, planned, shard));
+  // Appending relabels images to the table's classes (and merges the image formats): `sources` is the
+  // plan as this version of the table sees it.
+  const SourceSet& sources = table.merged ? *table.merged : planned;
+  STOKE_ASSIGN_OR_RETURN(PartitionColumn partition, ChoosePartitionColumn(o, table, sources));
+  const std::vector<int64_t> rows = NewItems(sources, shard, table.ingested, &report);
+  if (rows.empty() && o.mode != IngestMode::kOverwrite) {
+    report.version = table.read_version;
+    report.seconds = watch.Seconds();
+    return report;  // nothing new: the table already holds every source file
   }
+  const std::map<std::string, Partition> partitions = GroupByPartition(sources, rows, partition, table.max_id, shard.sharded);
+  STOKE_ASSIGN_OR_RETURN(DataFiles files, WriteDataFiles(fs, where.path, o, sources, partition, partitions, wopts));
+  std::vector<delta::Action> actions = WriteActions(o, sources, table, partition, shard, files.written, &report);
+  WriteCommit commit = WriteCommitParameters(o, partition.name, shard, table.max_id);
   // The snapshot moves into the commit and comes back as the committed version's (for its index).
-  delta::Snapshot state = snap ? std::move(*snap) : delta::Snapshot{};
-  snap.reset();
-  auto version = log.Commit(read_version, std::move(actions), delta::CommitKind::kExclusive, "WRITE", params,
-                            /*max_attempts=*/100, std::move(other_shard), &state);
+  delta::Snapshot state = table.snap ? std::move(*table.snap) : delta::Snapshot{};
+  table.snap.reset();
+  auto version = log.Commit(table.read_version, std::move(actions), delta::CommitKind::kExclusive, "WRITE", commit.params,
+                            /*max_attempts=*/100, std::move(commit.exclusive_allows), &state);
   if (!version.ok()) {
     // Nothing references the new files: remove them rather than leave orphans for VACUUM. Except
     // after an I/O error, which may have hit the commit's own put after it took effect (a local
     // directory sync after the link, a PUT whose response was lost): the files then stay, and
     // VACUUM removes them if the commit did not happen.
-    if (version.status().code() != StatusCode::kIOError) {
-      for (const auto& w : written) (void)fs.Delete(w.file.path);
-    }
+    if (version.status().code() != StatusCode::kIOError) DeleteDataFiles(fs, files.written);
     return version.status().WithContext(fmt::format("ingest into '{}'", o.table_dir));
   }
   report.version = *version;
   STOKE_LOG(kInfo, "ingest.committed", "table={} version={} files={} rows={}", o.table_dir, *version, report.files_added,
             report.rows);
-  WriteSampleIndex(o.table_dir, *version, state, std::move(index_columns), written);
+  WriteSampleIndex(o.table_dir, *version, state, std::move(files.index_columns), files.written);
   report.seconds = watch.Seconds();
   return report;
 }

@@ -72,6 +72,21 @@ struct ScalarColumn {
   std::vector<std::string> strings;  // string columns: num_rows ("" where null)
 };
 
+// The rows of a run of consecutive data files (snapshot order), as ReadScalars reads them.
+struct FilePart {
+  std::vector<ScalarColumn> cols;  // the selected scalar columns of the run's rows
+  std::vector<uint8_t> keep;       // per row: the filter keeps it
+  int64_t rows = 0;
+};
+
+// What ReadScalars reads of every data file: the selected scalar columns and the filter's columns.
+struct ScalarScan {
+  const TableView& view;
+  const std::vector<size_t>& scalar_cols;  // indices in view.columns, in scalars_' order
+  const std::optional<Predicate>& where;   // bound to view.columns
+  std::vector<std::string> where_cols;     // where's columns (sorted), or none
+};
+
 // A tensor column, or an image column (a blob column named in `stoke.images`: one encoded JPEG/PNG
 // per cell, decoded and transformed by `image`).
 struct TensorColumn {
@@ -283,7 +298,38 @@ class Loader::Impl {
   bool index_from_cache() const { return index_->from_cache(); }
 
  private:
+  // Open's steps. Sets up tensors_, scalars_ and column_order_ for the `selected` columns (indices in
+  // view.columns; `image_columns`: the blob columns holding images); returns the scalar ones' indices.
+  Result<std::vector<size_t>> SetUpColumns(const TableView& view, const std::vector<size_t>& selected,
+                                           const std::vector<std::string>& image_columns);
+  // The column `spec` (a tensor, or an image column when it is a blob) with its transforms; image
+  // pipelines are made once the rows are known (CreateImagePipelines).
+  Result<TensorColumn> MakeTensorColumn(const ColumnSpec& spec) const;
   Status ReadScalars(const TableView& view, const std::vector<size_t>& scalar_cols, std::optional<Predicate>& where);
+  // ReadScalars' steps. Appends the rows of data file `add` to `part`: whether the filter keeps each,
+  // and the selected scalar columns' values; opens the file only when its statistics do not give
+  // them. Called on several threads at once.
+  Status ReadFileScalars(const ScalarScan& scan, const delta::AddFile& add, AddStatsReader& stats_reader,
+                         FilePart& part) const;
+  // Opens data file `add` for the scan (on object stores, fetching its footer and the scan's column
+  // chunks ahead in few requests).
+  Result<std::unique_ptr<ParquetReader>> OpenForScalars(const ScalarScan& scan, const delta::AddFile& add) const;
+  // Moves the parts' rows into scalars_ in snapshot order (the sample index's row order) and, when
+  // `filtered`, collects the rows the filter keeps into selected_. Corruption when the parts do not
+  // hold the index's rows.
+  Status ConcatenateParts(std::vector<FilePart>& parts, bool filtered);
+  // Sets threads_ (o_.threads, or one per core) and max_decoded_bytes_.
+  void SizeWorkers();
+  // The blocks for block shuffle: the table's files, counted in selected rows (one empty block when
+  // there are none). REQUIRES: ReadScalars succeeded.
+  std::vector<int64_t> BlockSizes() const;
+  // Creates sampler_ over BlockSizes(), and keeps its blocks and options for MeasureShuffle.
+  Status CreateSampler();
+  // Divides prefetch_bytes: sets max_slots_ and page_cache_, and returns the bytes that reads in
+  // flight may take. REQUIRES: the tensor columns' output sizes are known (CreateImagePipelines).
+  int64_t DivideMemoryBudget();
+  // Opens fetcher_ over the sample index's data files, when a tensor column is selected.
+  Status OpenFetcher(const TableView& view, int64_t fetch_budget);
   void StartRun() EXCLUDES(mu_);
   void StopRun() EXCLUDES(mu_);
   void ProducerLoop(int64_t run) EXCLUDES(mu_);
@@ -551,76 +597,223 @@ std::vector<std::pair<uint64_t, uint64_t>> ColumnChunkRanges(const ParquetReader
   return ranges;
 }
 
-}  // namespace
 
-Status Loader::Impl::Open() {
-  if (o_.batch_size < 1) return Status::InvalidArgument(fmt::format("batch_size must be >= 1, got {}", o_.batch_size));
-  if (o_.prefetch_bytes < 1) return Status::InvalidArgument(fmt::format("prefetch_bytes must be >= 1, got {}", o_.prefetch_bytes));
-  if (o_.threads < 0) return Status::InvalidArgument(fmt::format("threads must be >= 0, got {}", o_.threads));
-  if (o_.queue_depth < 0 || o_.queue_depth > 4096) {
+// InvalidArgument naming the first of `o`'s sizes, counts and coalescing limits that is out of range.
+Status CheckLoaderOptions(const LoaderOptions& o) {
+  if (o.batch_size < 1) return Status::InvalidArgument(fmt::format("batch_size must be >= 1, got {}", o.batch_size));
+  if (o.prefetch_bytes < 1) return Status::InvalidArgument(fmt::format("prefetch_bytes must be >= 1, got {}", o.prefetch_bytes));
+  if (o.threads < 0) return Status::InvalidArgument(fmt::format("threads must be >= 0, got {}", o.threads));
+  if (o.queue_depth < 0 || o.queue_depth > 4096) {
     return Status::InvalidArgument(fmt::format("queue_depth must be in [1, 4096], or 0 for the default, got {}",
-                                               o_.queue_depth));
+                                               o.queue_depth));
   }
-  for (const auto& [name, value] : {std::pair{"coalesce_bytes", o_.coalesce_bytes},
-                                    std::pair{"remote_coalesce_bytes", o_.remote_coalesce_bytes},
-                                    std::pair{"remote_coalesce_gap_bytes", o_.remote_coalesce_gap_bytes}}) {
+  for (const auto& [name, value] : {std::pair{"coalesce_bytes", o.coalesce_bytes},
+                                    std::pair{"remote_coalesce_bytes", o.remote_coalesce_bytes},
+                                    std::pair{"remote_coalesce_gap_bytes", o.remote_coalesce_gap_bytes}}) {
     if (value < 0 || value > kMaxCoalesceBytes) {
       return Status::InvalidArgument(fmt::format("{} must be in [0, {}] (1 GiB), got {}", name, kMaxCoalesceBytes, value));
     }
   }
-  if (o_.cache_bytes < 1) return Status::InvalidArgument(fmt::format("cache_bytes must be >= 1, got {}", o_.cache_bytes));
-  if (o_.world_size < 1 || o_.rank < 0 || o_.rank >= o_.world_size) {
-    return Status::InvalidArgument(fmt::format("rank {} is not in [0, world_size {})", o_.rank, o_.world_size));
+  if (o.cache_bytes < 1) return Status::InvalidArgument(fmt::format("cache_bytes must be >= 1, got {}", o.cache_bytes));
+  if (o.world_size < 1 || o.rank < 0 || o.rank >= o.world_size) {
+    return Status::InvalidArgument(fmt::format("rank {} is not in [0, world_size {})", o.rank, o.world_size));
   }
+  return Status::OK();
+}
 
+// The indices in view.columns of the columns `names` asks for, in its order (every column, in table
+// order, when it is empty). NotFound for a name the table lacks, InvalidArgument for one listed twice.
+Result<std::vector<size_t>> SelectColumns(const TableView& view, const std::vector<std::string>& names) {
+  std::vector<size_t> selected;
+  if (names.empty()) {
+    for (size_t c = 0; c < view.columns.size(); ++c) selected.push_back(c);
+    return selected;
+  }
+  for (const auto& name : names) {
+    auto it = std::find_if(view.columns.begin(), view.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
+    if (it == view.columns.end()) {
+      std::vector<std::string> all;
+      for (const auto& c : view.columns) all.push_back(c.name);
+      return Status::NotFound(fmt::format("columns: unknown column '{}' (the table has: {})", name, fmt::join(all, ", ")));
+    }
+    const size_t c = static_cast<size_t>(it - view.columns.begin());
+    if (std::find(selected.begin(), selected.end(), c) != selected.end()) {
+      return Status::InvalidArgument(fmt::format("columns: '{}' is listed twice", name));
+    }
+    selected.push_back(c);
+  }
+  return selected;
+}
+
+// The image columns: blob columns named in the table's stoke.images (docs/format.md). Corruption,
+// naming `dir`, when that configuration is not a JSON object.
+Result<std::vector<std::string>> ImageColumnNames(const TableView& view, const std::string& dir) {
+  std::vector<std::string> image_columns;
+  const auto& config = view.snapshot.metadata.configuration;
+  auto it = config.find(kImagesMetadataKey);
+  if (it == config.end()) return image_columns;
+  const auto images = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  if (!images.is_object()) {
+    return Status::Corruption(fmt::format("{}: the table's {} configuration is not a JSON object", dir, kImagesMetadataKey));
+  }
+  for (auto e = images.begin(); e != images.end(); ++e) image_columns.push_back(e.key());
+  return image_columns;
+}
+
+// The predicate `where` bound to `columns`; nullopt when `where` is empty.
+Result<std::optional<Predicate>> BindWhere(const std::string& where, const std::vector<ColumnSpec>& columns) {
+  std::optional<Predicate> predicate;
+  if (where.empty()) return predicate;
+  auto parsed = Predicate::Parse(where);
+  if (!parsed.ok()) return parsed.status();
+  predicate = std::move(*parsed);
+  STOKE_RETURN_IF_ERROR(predicate->Bind(columns));
+  return predicate;
+}
+
+// Whether the table at `dir` is on an object store (its location is a URI).
+bool OnObjectStore(const std::string& dir) {
+  auto location = ParseStorageUri(dir);
+  return location.ok() && location->scheme != StorageScheme::kLocal;
+}
+
+// The data files' modification times by path (as the sample index joins it to the table's URI),
+// which name their bytes for the read cache with the URI and size.
+std::map<std::string, int64_t> DataFileModificationTimes(const TableView& view, const std::string& dir) {
+  std::map<std::string, int64_t> file_mtimes;
+  for (const auto& add : view.snapshot.files) {
+    auto rel = delta::DecodePath(add.path);
+    file_mtimes[JoinPath(dir, rel.ok() ? *rel : add.path)] = add.modification_time;
+  }
+  return file_mtimes;
+}
+
+// The sampler's options from the loader's.
+SamplerOptions SamplerOptionsFor(const LoaderOptions& o) {
+  SamplerOptions so;
+  so.shuffle = o.shuffle == LoaderOptions::Shuffle::kNone    ? SamplerOptions::Shuffle::kNone
+               : o.shuffle == LoaderOptions::Shuffle::kBlock ? SamplerOptions::Shuffle::kBlock
+                                                             : SamplerOptions::Shuffle::kGlobal;
+  so.seed = o.seed;
+  so.rank = o.rank;
+  so.world_size = o.world_size;
+  so.drop_last = o.drop_last;
+  so.shuffle_buffer = o.shuffle_buffer;
+  return so;
+}
+
+
+// The columns whose statistics the scan reads: the selected scalar columns and the filter's.
+std::vector<ColumnSpec> StatColumns(const ScalarScan& scan) {
+  std::vector<ColumnSpec> stat_columns;
+  for (size_t c = 0; c < scan.view.columns.size(); ++c) {
+    const bool selected = std::find(scan.scalar_cols.begin(), scan.scalar_cols.end(), c) != scan.scalar_cols.end();
+    if (selected || std::binary_search(scan.where_cols.begin(), scan.where_cols.end(), scan.view.columns[c].name)) {
+      stat_columns.push_back(scan.view.columns[c]);
+    }
+  }
+  return stat_columns;
+}
+
+// Appends a file's `records` rows to `part` from its statistics alone, when they give every selected
+// scalar column exactly (ConstantFromStats); the filter keeps them unless `skip_file`. False, with
+// `part` unchanged, when the file must be read.
+bool AppendRowsFromStats(const ScalarScan& scan, const std::map<std::string, Predicate::ColumnStats>& stats,
+                         int64_t records, bool skip_file, FilePart& part) {
+  std::vector<ColumnValues> constants;
+  for (size_t k = 0; k < scan.scalar_cols.size(); ++k) {
+    const ColumnSpec& spec = scan.view.columns[scan.scalar_cols[k]];
+    auto it = stats.find(spec.name);
+    if (it == stats.end()) return false;
+    std::optional<ColumnValues> c = ConstantFromStats(spec, it->second, records);
+    if (!c) return false;
+    constants.push_back(std::move(*c));
+  }
+  part.rows += records;
+  part.keep.insert(part.keep.end(), static_cast<size_t>(records), skip_file ? 0 : 1);
+  for (size_t k = 0; k < scan.scalar_cols.size(); ++k) {
+    AppendScalarValues(constants[k], static_cast<size_t>(records), &part.cols[k]);
+  }
+  return true;
+}
+
+// Appends the rows of data file `add`, open in `reader`, to `part`, row group by row group: whether
+// the filter keeps each (none when `skip_file`, or when the row group's statistics rule it out), and
+// the selected scalar columns' values.
+Status AppendRowGroups(const ScalarScan& scan, const delta::AddFile& add, const ParquetReader& reader, bool skip_file,
+                       FilePart& part) {
+  const TableView& view = scan.view;
+  const std::optional<Predicate>& where = scan.where;
+  const auto& starts = reader.row_group_starts();
+  const int64_t file_rows = starts.empty() ? 0 : starts.back();
+  const size_t first = part.keep.size();  // this file's first row in the part
+  part.rows += file_rows;
+  part.keep.insert(part.keep.end(), static_cast<size_t>(file_rows), skip_file ? 0 : 1);
+  for (int g = 0; g < reader.num_row_groups(); ++g) {
+    const int64_t rows = reader.metadata().row_groups[g].num_rows;
+    std::map<std::string, ColumnValues> decoded;
+    auto decode = [&](const ColumnSpec& spec) -> Result<const ColumnValues*> {
+      auto it = decoded.find(spec.name);
+      if (it != decoded.end()) return &it->second;
+      STOKE_ASSIGN_OR_RETURN(ColumnValues v, ReadRowGroupColumn(view, add, reader, g, spec));
+      return &decoded.emplace(spec.name, std::move(v)).first->second;
+    };
+    const auto keep_begin = part.keep.begin() + static_cast<std::ptrdiff_t>(first) + starts[g];
+    if (where && !skip_file && where->MayMatch(RowGroupStats(view, add, reader, g), rows)) {
+      std::map<std::string, const ColumnValues*> cols;
+      for (const auto& name : scan.where_cols) {
+        auto it = std::find_if(view.columns.begin(), view.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
+        STOKE_ASSIGN_OR_RETURN(cols[name], decode(*it));
+      }
+      std::vector<uint8_t> keep;
+      STOKE_RETURN_IF_ERROR(where->Evaluate(cols, static_cast<size_t>(rows), &keep));
+      std::copy(keep.begin(), keep.end(), keep_begin);
+    } else if (where) {
+      std::fill(keep_begin, keep_begin + rows, 0);
+    }
+    for (size_t k = 0; k < scan.scalar_cols.size(); ++k) {
+      STOKE_ASSIGN_OR_RETURN(const ColumnValues* v, decode(view.columns[scan.scalar_cols[k]]));
+      AppendScalarValues(*v, static_cast<size_t>(rows), &part.cols[k]);
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status Loader::Impl::Open() {
+  STOKE_RETURN_IF_ERROR(CheckLoaderOptions(o_));
   // Tables of many files: the fetcher sizes its descriptor cache from the soft limit.
   RaiseOpenFileLimitOnce();
   AllocationFaults::Instance().Check();
   STOKE_ASSIGN_OR_RETURN(TableView view, OpenTableView(dir_, o_.version));
   STOKE_ASSIGN_OR_RETURN(SampleIndex index, SampleIndex::Open(dir_, view.snapshot.version));
-  auto location = ParseStorageUri(dir_);
-  remote_ = location.ok() && location->scheme != StorageScheme::kLocal;
+  remote_ = OnObjectStore(dir_);
   index_ = std::make_unique<SampleIndex>(std::move(index));
   queue_depth_ = o_.queue_depth > 0 ? o_.queue_depth : remote_ ? kRemoteQueueDepth : kLocalQueueDepth;
 
-  // Columns.
-  std::vector<size_t> selected_cols;
-  if (o_.columns.empty()) {
-    for (size_t c = 0; c < view.columns.size(); ++c) selected_cols.push_back(c);
-  } else {
-    for (const auto& name : o_.columns) {
-      auto it = std::find_if(view.columns.begin(), view.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
-      if (it == view.columns.end()) {
-        std::vector<std::string> names;
-        for (const auto& c : view.columns) names.push_back(c.name);
-        return Status::NotFound(fmt::format("columns: unknown column '{}' (the table has: {})", name, fmt::join(names, ", ")));
-      }
-      const size_t c = static_cast<size_t>(it - view.columns.begin());
-      if (std::find(selected_cols.begin(), selected_cols.end(), c) != selected_cols.end()) {
-        return Status::InvalidArgument(fmt::format("columns: '{}' is listed twice", name));
-      }
-      selected_cols.push_back(c);
-    }
-  }
-  // The image columns: blob columns named in stoke.images (docs/format.md).
-  std::vector<std::string> image_columns;
-  {
-    const auto& config = view.snapshot.metadata.configuration;
-    auto it = config.find(kImagesMetadataKey);
-    if (it != config.end()) {
-      const auto images = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
-      if (!images.is_object()) {
-        return Status::Corruption(fmt::format("{}: the table's {} configuration is not a JSON object", dir_,
-                                              kImagesMetadataKey));
-      }
-      for (auto e = images.begin(); e != images.end(); ++e) image_columns.push_back(e.key());
-    }
-  }
+  STOKE_ASSIGN_OR_RETURN(std::vector<size_t> selected_cols, SelectColumns(view, o_.columns));
+  STOKE_ASSIGN_OR_RETURN(std::vector<std::string> image_columns, ImageColumnNames(view, dir_));
   if (o_.image_channels != 1 && o_.image_channels != 3 && o_.image_channels != 4) {
     return Status::InvalidArgument(fmt::format("image_channels must be 1, 3 or 4, got {}", o_.image_channels));
   }
+  STOKE_ASSIGN_OR_RETURN(std::vector<size_t> scalar_cols, SetUpColumns(view, selected_cols, image_columns));
+  STOKE_ASSIGN_OR_RETURN(std::optional<Predicate> where, BindWhere(o_.where, view.columns));
+  // Scalar columns and the filter, file by file (in parallel: footers are small, latency-bound reads).
+  STOKE_RETURN_IF_ERROR(ReadScalars(view, scalar_cols, where));
+  SizeWorkers();
+  STOKE_RETURN_IF_ERROR(CreateImagePipelines());
+  STOKE_RETURN_IF_ERROR(CreateSampler());
+  const int64_t fetch_budget = DivideMemoryBudget();
+  STOKE_RETURN_IF_ERROR(OpenFetcher(view, fetch_budget));
+  workers_ = std::make_unique<ThreadPool>(threads_);
+  return Status::OK();
+}
+
+Result<std::vector<size_t>> Loader::Impl::SetUpColumns(const TableView& view, const std::vector<size_t>& selected,
+                                                       const std::vector<std::string>& image_columns) {
   std::vector<size_t> scalar_cols;
-  for (size_t c : selected_cols) {
+  for (size_t c : selected) {
     const ColumnSpec& spec = view.columns[c];
     column_order_.push_back(spec.name);
     if (spec.blob && std::find(image_columns.begin(), image_columns.end(), spec.name) == image_columns.end()) {
@@ -629,35 +822,7 @@ Status Loader::Impl::Open() {
                                              spec.name));
     }
     if (spec.tensor || spec.blob) {
-      const auto& names = index_->tensor_columns();
-      auto it = std::find(names.begin(), names.end(), spec.name);
-      if (it == names.end()) return Status::Internal(fmt::format("tensor column '{}' is not in the sample index", spec.name));
-      TensorColumn t;
-      t.name = spec.name;
-      t.index_column = static_cast<size_t>(it - names.begin());
-      if (spec.blob) {
-        t.encoded_image = true;  // the pipeline is made once the rows are known (CreateImagePipelines)
-        tensors_.push_back(std::move(t));
-        continue;
-      }
-      t.in = *spec.tensor;
-      t.in_bytes = static_cast<size_t>(t.in.num_bytes());
-      if (ImagePipeline::HasImageTransforms(o_.transforms)) {
-        if (t.in.dtype != DType::kUInt8) {
-          return Status::InvalidArgument(fmt::format("column '{}': image transforms need images: an image column or a "
-                                                     "uint8 [H, W, C] tensor column, not {}", spec.name,
-                                                     DTypeName(t.in.dtype)));
-        }
-        t.use_image = true;  // made in CreateImagePipelines too
-        tensors_.push_back(std::move(t));
-        continue;
-      }
-      auto pipeline = TransformPipeline::Create(o_.transforms, t.in.dtype, t.in.shape);
-      if (!pipeline.ok()) return pipeline.status().WithContext(fmt::format("column '{}'", spec.name));
-      t.transforms = std::move(*pipeline);
-      t.out_bytes = t.transforms.out_bytes();
-      t.out_dtype = t.transforms.out_dtype();
-      t.out_shape = t.transforms.out_shape();
+      STOKE_ASSIGN_OR_RETURN(TensorColumn t, MakeTensorColumn(spec));
       tensors_.push_back(std::move(t));
     } else {
       STOKE_ASSIGN_OR_RETURN(DType dt, ScalarDType(spec));
@@ -669,100 +834,117 @@ Status Loader::Impl::Open() {
       scalar_cols.push_back(c);
     }
   }
+  return scalar_cols;
+}
 
-  std::optional<Predicate> where;
-  if (!o_.where.empty()) {
-    auto parsed = Predicate::Parse(o_.where);
-    if (!parsed.ok()) return parsed.status();
-    where = std::move(*parsed);
-    STOKE_RETURN_IF_ERROR(where->Bind(view.columns));
+Result<TensorColumn> Loader::Impl::MakeTensorColumn(const ColumnSpec& spec) const {
+  const auto& names = index_->tensor_columns();
+  auto it = std::find(names.begin(), names.end(), spec.name);
+  if (it == names.end()) return Status::Internal(fmt::format("tensor column '{}' is not in the sample index", spec.name));
+  TensorColumn t;
+  t.name = spec.name;
+  t.index_column = static_cast<size_t>(it - names.begin());
+  if (spec.blob) {
+    t.encoded_image = true;  // the pipeline is made once the rows are known (CreateImagePipelines)
+    return t;
   }
-  // Scalar columns and the filter, file by file (in parallel: footers are small, latency-bound reads).
-  STOKE_RETURN_IF_ERROR(ReadScalars(view, scalar_cols, where));
-  // Data files' modification times, which name their bytes for the read cache with URI and size.
-  std::map<std::string, int64_t> file_mtimes;
-  if (remote_ && !o_.cache_dir.empty()) {
-    for (const auto& add : view.snapshot.files) {
-      auto rel = delta::DecodePath(add.path);  // as the sample index joins it to the table's URI
-      file_mtimes[JoinPath(dir_, rel.ok() ? *rel : add.path)] = add.modification_time;
+  t.in = *spec.tensor;
+  t.in_bytes = static_cast<size_t>(t.in.num_bytes());
+  if (ImagePipeline::HasImageTransforms(o_.transforms)) {
+    if (t.in.dtype != DType::kUInt8) {
+      return Status::InvalidArgument(fmt::format("column '{}': image transforms need images: an image column or a "
+                                                 "uint8 [H, W, C] tensor column, not {}", spec.name,
+                                                 DTypeName(t.in.dtype)));
     }
+    t.use_image = true;  // made in CreateImagePipelines too
+    return t;
   }
+  auto pipeline = TransformPipeline::Create(o_.transforms, t.in.dtype, t.in.shape);
+  if (!pipeline.ok()) return pipeline.status().WithContext(fmt::format("column '{}'", spec.name));
+  t.transforms = std::move(*pipeline);
+  t.out_bytes = t.transforms.out_bytes();
+  t.out_dtype = t.transforms.out_dtype();
+  t.out_shape = t.transforms.out_shape();
+  return t;
+}
+
+void Loader::Impl::SizeWorkers() {
   threads_ = o_.threads > 0 ? static_cast<size_t>(o_.threads) : std::max<size_t>(1, std::thread::hardware_concurrency());
   // Each worker holds at most one decoded image: a quarter of the budget shared by the workers, but
   // never less than a 64 MiB image (a 20-megapixel RGB photo).
   max_decoded_bytes_ = std::max<int64_t>(o_.prefetch_bytes / 4 / static_cast<int64_t>(threads_), int64_t{64} << 20);
-  STOKE_RETURN_IF_ERROR(CreateImagePipelines());
-  // Blocks for block shuffle: the table's files, counted in selected rows.
+}
+
+std::vector<int64_t> Loader::Impl::BlockSizes() const {
   std::vector<int64_t> block_sizes;
-  {
-    size_t next = 0;
-    for (uint32_t f = 0; f < index_->num_files(); ++f) {
-      const int64_t first = index_->file_first_row(f), end = first + index_->file_num_rows(f);
-      if (identity_) {
-        block_sizes.push_back(end - first);
-        continue;
-      }
-      int64_t count = 0;
-      while (next < selected_.size() && selected_[next] < end) ++next, ++count;
-      block_sizes.push_back(count);
+  size_t next = 0;
+  for (uint32_t f = 0; f < index_->num_files(); ++f) {
+    const int64_t first = index_->file_first_row(f), end = first + index_->file_num_rows(f);
+    if (identity_) {
+      block_sizes.push_back(end - first);
+      continue;
     }
+    int64_t count = 0;
+    while (next < selected_.size() && selected_[next] < end) ++next, ++count;
+    block_sizes.push_back(count);
   }
   if (block_sizes.empty()) block_sizes.push_back(0);
+  return block_sizes;
+}
 
-  SamplerOptions so;
-  so.shuffle = o_.shuffle == LoaderOptions::Shuffle::kNone   ? SamplerOptions::Shuffle::kNone
-               : o_.shuffle == LoaderOptions::Shuffle::kBlock ? SamplerOptions::Shuffle::kBlock
-                                                              : SamplerOptions::Shuffle::kGlobal;
-  so.seed = o_.seed;
-  so.rank = o_.rank;
-  so.world_size = o_.world_size;
-  so.drop_last = o_.drop_last;
-  so.shuffle_buffer = o_.shuffle_buffer;
+Status Loader::Impl::CreateSampler() {
+  std::vector<int64_t> block_sizes = BlockSizes();
+  SamplerOptions so = SamplerOptionsFor(o_);
   block_sizes_ = block_sizes;
   sampler_options_ = so;
   auto sampler = Sampler::Create(block_sizes, so);
   if (!sampler.ok()) return sampler.status();
   sampler_ = std::make_unique<Sampler>(std::move(*sampler));
+  return Status::OK();
+}
 
-  // Memory: batch slots take at most half the budget (at least 2 slots), reads in flight (and read
-  // results waiting for a decode worker) a quarter; the last quarter is headroom for the fetcher's
-  // pooled idle buffers, decode scratch and allocator slack, so the whole process stays near the
-  // budget (measured: docs/benchmarks.md).
+int64_t Loader::Impl::DivideMemoryBudget() {
+  // Batch slots take at most half the budget (at least 2 slots), reads in flight (and read results
+  // waiting for a decode worker) a quarter; the last quarter is headroom for the fetcher's pooled
+  // idle buffers, decode scratch and allocator slack, so the whole process stays near the budget
+  // (measured: docs/benchmarks.md).
   size_t batch_bytes = 0;
   for (const auto& t : tensors_) batch_bytes += t.out_bytes * static_cast<size_t>(o_.batch_size);
   batch_bytes = std::max<size_t>(batch_bytes, 1);
   max_slots_ = std::clamp<size_t>(static_cast<size_t>(o_.prefetch_bytes / 2) / batch_bytes, 2, 64);
   const int64_t fetch_budget = std::max<int64_t>(o_.prefetch_bytes / 4, int64_t{8} << 20);
   page_cache_ = std::make_unique<PageCache>(static_cast<size_t>(o_.prefetch_bytes / 4));
+  return fetch_budget;
+}
 
-  if (!tensors_.empty()) {
-    std::vector<std::string> files;
-    for (uint32_t f = 0; f < index_->num_files(); ++f) files.push_back(index_->FilePath(f));
-    FetcherOptions fo;
-    fo.backend = o_.backend == LoaderOptions::Backend::kIoUring ? FetcherOptions::Backend::kIoUring
-                 : o_.backend == LoaderOptions::Backend::kPread ? FetcherOptions::Backend::kPread
-                                                                : FetcherOptions::Backend::kAuto;
-    fo.queue_depth = queue_depth_;
-    fo.max_bytes_in_flight = fetch_budget;
-    fo.direct = o_.direct;
-    if (remote_) {
-      // Sizes from the log: no HEAD per data file.
-      for (uint32_t f = 0; f < index_->num_files(); ++f) fo.file_sizes.push_back(index_->file_size(f));
-      if (!o_.cache_dir.empty()) {
-        ReadCacheOptions co;
-        co.dir = o_.cache_dir;
-        co.capacity_bytes = static_cast<uint64_t>(o_.cache_bytes);
-        co.max_fetch_bytes = static_cast<uint64_t>(std::max<int64_t>(o_.prefetch_bytes / kCacheFetchBudgetDivisor, 1));
-        STOKE_ASSIGN_OR_RETURN(fo.cache, ReadCache::Open(co));
-        for (uint32_t f = 0; f < index_->num_files(); ++f) {
-          auto it = file_mtimes.find(index_->FilePath(f));
-          fo.file_versions.push_back(it == file_mtimes.end() ? "" : fmt::format("mtime={}", it->second));
-        }
+Status Loader::Impl::OpenFetcher(const TableView& view, int64_t fetch_budget) {
+  if (tensors_.empty()) return Status::OK();
+  std::vector<std::string> files;
+  for (uint32_t f = 0; f < index_->num_files(); ++f) files.push_back(index_->FilePath(f));
+  FetcherOptions fo;
+  fo.backend = o_.backend == LoaderOptions::Backend::kIoUring ? FetcherOptions::Backend::kIoUring
+               : o_.backend == LoaderOptions::Backend::kPread ? FetcherOptions::Backend::kPread
+                                                              : FetcherOptions::Backend::kAuto;
+  fo.queue_depth = queue_depth_;
+  fo.max_bytes_in_flight = fetch_budget;
+  fo.direct = o_.direct;
+  if (remote_) {
+    // Sizes from the log: no HEAD per data file.
+    for (uint32_t f = 0; f < index_->num_files(); ++f) fo.file_sizes.push_back(index_->file_size(f));
+    if (!o_.cache_dir.empty()) {
+      ReadCacheOptions co;
+      co.dir = o_.cache_dir;
+      co.capacity_bytes = static_cast<uint64_t>(o_.cache_bytes);
+      co.max_fetch_bytes = static_cast<uint64_t>(std::max<int64_t>(o_.prefetch_bytes / kCacheFetchBudgetDivisor, 1));
+      STOKE_ASSIGN_OR_RETURN(fo.cache, ReadCache::Open(co));
+      const std::map<std::string, int64_t> file_mtimes = DataFileModificationTimes(view, dir_);
+      for (uint32_t f = 0; f < index_->num_files(); ++f) {
+        auto it = file_mtimes.find(index_->FilePath(f));
+        fo.file_versions.push_back(it == file_mtimes.end() ? "" : fmt::format("mtime={}", it->second));
       }
     }
-    STOKE_ASSIGN_OR_RETURN(fetcher_, Fetcher::Open(std::move(files), fo));
   }
-  workers_ = std::make_unique<ThreadPool>(threads_);
+  STOKE_ASSIGN_OR_RETURN(fetcher_, Fetcher::Open(std::move(files), fo));
   return Status::OK();
 }
 
@@ -823,134 +1005,77 @@ Status Loader::Impl::CreateImagePipelines() {
 
 Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t>& scalar_cols,
                                  std::optional<Predicate>& where) {
-  const auto& adds = view.snapshot.files;
-  // The rows of a run of consecutive files (snapshot order). Files are taken in chunks so that a
-  // table of 100,000s of one-row files costs a few thousand of these, not one each.
-  struct FilePart {
-    std::vector<ScalarColumn> cols;  // the chunk's rows
-    std::vector<uint8_t> keep;       // per row (filter)
-    int64_t rows = 0;
-  };
-  std::vector<std::string> where_cols = where ? where->columns() : std::vector<std::string>{};
+  const ScalarScan scan{view, scalar_cols, where, where ? where->columns() : std::vector<std::string>{}};
   if (scalar_cols.empty() && !where) {
     identity_ = true;
     return Status::OK();
   }
+  const auto& adds = view.snapshot.files;
   // Statistics are read for the predicate's columns and the selected scalar columns only.
-  std::vector<ColumnSpec> stat_columns;
-  for (size_t c = 0; c < view.columns.size(); ++c) {
-    const bool selected = std::find(scalar_cols.begin(), scalar_cols.end(), c) != scalar_cols.end();
-    if (selected || std::binary_search(where_cols.begin(), where_cols.end(), view.columns[c].name)) {
-      stat_columns.push_back(view.columns[c]);
-    }
-  }
+  const std::vector<ColumnSpec> stat_columns = StatColumns(scan);
+  // Files are taken in chunks, one FilePart each, so that a table of 100,000s of one-row files costs
+  // a few thousand parts, not one per file.
   const size_t chunk_files = std::clamp<size_t>(adds.size() / 64, 1, 256);
   const size_t chunks = (adds.size() + chunk_files - 1) / chunk_files;
   std::vector<FilePart> parts(chunks);
-  const uint64_t gap = static_cast<uint64_t>(o_.remote_coalesce_gap_bytes);
-  // Appends file `i`'s rows to `part`.
-  auto read_file = [&](size_t i, AddStatsReader& stats_reader, FilePart& part) -> Status {
-    const auto& add = adds[i];
-    int64_t records = -1;
-    const auto stats = FileStats(add, stats_reader, &records);
-    const bool skip_file = where && !where->MayMatch(stats, records);
-    // A file whose statistics decide the filter for all its rows and give each selected scalar
-    // column exactly (a table of one-row files: every file) is not opened.
-    if (records >= 0 && (!where || skip_file || where->MustMatch(stats, records))) {
-      std::vector<ColumnValues> constants;
-      for (size_t k = 0; k < scalar_cols.size(); ++k) {
-        const ColumnSpec& spec = view.columns[scalar_cols[k]];
-        auto it = stats.find(spec.name);
-        if (it == stats.end()) break;
-        std::optional<ColumnValues> c = ConstantFromStats(spec, it->second, records);
-        if (!c) break;
-        constants.push_back(std::move(*c));
-      }
-      if (constants.size() == scalar_cols.size()) {
-        part.rows += records;
-        part.keep.insert(part.keep.end(), static_cast<size_t>(records), skip_file ? 0 : 1);
-        for (size_t k = 0; k < scalar_cols.size(); ++k) {
-          AppendScalarValues(constants[k], static_cast<size_t>(records), &part.cols[k]);
-        }
-        return Status::OK();
-      }
-    }
-    // The size comes from the log: on object stores, no HEAD per file.
-    const uint64_t size = static_cast<uint64_t>(add.size);
-    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
-                           view.storage->OpenForReadWithSize(view.FilePath(add), size));
-    // On object stores every read is a request: the footer's two reads (the magic at 0, the tail) are
-    // fetched together, and the chunks of the columns needed below in as few GETs as the gap allows.
-    PrefetchingFile* prefetch = nullptr;
-    if (remote_) {
-      auto p = std::make_unique<PrefetchingFile>(std::move(file));
-      prefetch = p.get();
-      const uint64_t tail = std::min(size, kFooterTailBytes);
-      STOKE_RETURN_IF_ERROR(prefetch->Prefetch({{0, 4}, {size - tail, tail}}, gap));
-      file = std::move(p);
-    }
-    auto reader_or = ParquetReader::Open(std::move(file));
-    if (!reader_or.ok()) return reader_or.status();
-    const ParquetReader& reader = **reader_or;
-    if (prefetch != nullptr) {
-      std::vector<std::string> needed = where_cols;
-      for (size_t c : scalar_cols) needed.push_back(view.columns[c].name);
-      STOKE_RETURN_IF_ERROR(prefetch->Prefetch(ColumnChunkRanges(reader, needed), gap));
-    }
-    const auto& starts = reader.row_group_starts();
-    const int64_t file_rows = starts.empty() ? 0 : starts.back();
-    const size_t first = part.keep.size();  // this file's first row in the part
-    part.rows += file_rows;
-    part.keep.insert(part.keep.end(), static_cast<size_t>(file_rows), skip_file ? 0 : 1);
-    for (int g = 0; g < reader.num_row_groups(); ++g) {
-      const int64_t rows = reader.metadata().row_groups[g].num_rows;
-      std::map<std::string, ColumnValues> decoded;
-      auto decode = [&](const ColumnSpec& spec) -> Result<const ColumnValues*> {
-        auto it = decoded.find(spec.name);
-        if (it != decoded.end()) return &it->second;
-        STOKE_ASSIGN_OR_RETURN(ColumnValues v, ReadRowGroupColumn(view, add, reader, g, spec));
-        return &decoded.emplace(spec.name, std::move(v)).first->second;
-      };
-      const auto keep_begin = part.keep.begin() + static_cast<std::ptrdiff_t>(first) + starts[g];
-      if (where && !skip_file && where->MayMatch(RowGroupStats(view, add, reader, g), rows)) {
-        std::map<std::string, const ColumnValues*> cols;
-        for (const auto& name : where_cols) {
-          auto it = std::find_if(view.columns.begin(), view.columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
-          STOKE_ASSIGN_OR_RETURN(cols[name], decode(*it));
-        }
-        std::vector<uint8_t> keep;
-        STOKE_RETURN_IF_ERROR(where->Evaluate(cols, static_cast<size_t>(rows), &keep));
-        std::copy(keep.begin(), keep.end(), keep_begin);
-      } else if (where) {
-        std::fill(keep_begin, keep_begin + rows, 0);
-      }
-      for (size_t k = 0; k < scalar_cols.size(); ++k) {
-        STOKE_ASSIGN_OR_RETURN(const ColumnValues* v, decode(view.columns[scalar_cols[k]]));
-        AppendScalarValues(*v, static_cast<size_t>(rows), &part.cols[k]);
-      }
-    }
-    return Status::OK();
-  };
   ThreadPool pool(std::min<size_t>(8, std::max<size_t>(1, chunks)));
   Status st = ParallelFor(pool, chunks, [&](size_t c) -> Status {
     FilePart& part = parts[c];
     for (size_t k = 0; k < scalar_cols.size(); ++k) part.cols.push_back(scalars_[k]);  // empty, typed
     AddStatsReader stats_reader(stat_columns);
     for (size_t i = c * chunk_files; i < std::min(adds.size(), (c + 1) * chunk_files); ++i) {
-      STOKE_RETURN_IF_ERROR(read_file(i, stats_reader, part));
+      STOKE_RETURN_IF_ERROR(ReadFileScalars(scan, adds[i], stats_reader, part));
     }
     return Status::OK();
   });
   if (!st.ok()) return st;
+  return ConcatenateParts(parts, where.has_value());
+}
 
-  // Concatenate in snapshot order (the sample index's row order) and collect the selected rows.
+Status Loader::Impl::ReadFileScalars(const ScalarScan& scan, const delta::AddFile& add, AddStatsReader& stats_reader,
+                                     FilePart& part) const {
+  const std::optional<Predicate>& where = scan.where;
+  int64_t records = -1;
+  const auto stats = FileStats(add, stats_reader, &records);
+  const bool skip_file = where && !where->MayMatch(stats, records);
+  // A file whose statistics decide the filter for all its rows and give each selected scalar
+  // column exactly (a table of one-row files: every file) is not opened.
+  if (records >= 0 && (!where || skip_file || where->MustMatch(stats, records)) &&
+      AppendRowsFromStats(scan, stats, records, skip_file, part)) {
+    return Status::OK();
+  }
+  STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> reader, OpenForScalars(scan, add));
+  return AppendRowGroups(scan, add, *reader, skip_file, part);
+}
+
+Result<std::unique_ptr<ParquetReader>> Loader::Impl::OpenForScalars(const ScalarScan& scan, const delta::AddFile& add) const {
+  // The size comes from the log: on object stores, no HEAD per file.
+  const uint64_t size = static_cast<uint64_t>(add.size);
+  STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                         scan.view.storage->OpenForReadWithSize(scan.view.FilePath(add), size));
+  if (!remote_) return ParquetReader::Open(std::move(file));
+  // On object stores every read is a request: the footer's two reads (the magic at 0, the tail) are
+  // fetched together, and the chunks of the columns the scan reads in as few GETs as the gap allows.
+  const uint64_t gap = static_cast<uint64_t>(o_.remote_coalesce_gap_bytes);
+  auto prefetching = std::make_unique<PrefetchingFile>(std::move(file));
+  PrefetchingFile* prefetch = prefetching.get();
+  const uint64_t tail = std::min(size, kFooterTailBytes);
+  STOKE_RETURN_IF_ERROR(prefetch->Prefetch({{0, 4}, {size - tail, tail}}, gap));
+  STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> reader, ParquetReader::Open(std::move(prefetching)));
+  std::vector<std::string> needed = scan.where_cols;
+  for (size_t c : scan.scalar_cols) needed.push_back(scan.view.columns[c].name);
+  STOKE_RETURN_IF_ERROR(prefetch->Prefetch(ColumnChunkRanges(*reader, needed), gap));
+  return reader;
+}
+
+Status Loader::Impl::ConcatenateParts(std::vector<FilePart>& parts, bool filtered) {
   int64_t total = 0;
   for (const auto& p : parts) total += p.rows;
   if (total != index_->num_rows()) {
     return Status::Corruption(fmt::format("{}: the data files hold {} rows, the sample index {}", dir_, total,
                                           index_->num_rows()));
   }
-  identity_ = !where;
+  identity_ = !filtered;
   int64_t base = 0;
   std::vector<bool> dst_tracks_nulls(scalars_.size(), false);
   for (auto& p : parts) {
@@ -976,7 +1101,7 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
       }
       src = ScalarColumn{};
     }
-    if (where) {
+    if (filtered) {
       for (int64_t r = 0; r < p.rows; ++r) {
         if (p.keep[static_cast<size_t>(r)]) selected_.push_back(base + r);
       }

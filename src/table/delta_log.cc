@@ -560,6 +560,255 @@ Status CheckConcurrentCommit(const CommitClaims& mine, const std::vector<Action>
   return Status::OK();
 }
 
+namespace {
+
+// A commit's actions once checked, and what they claim.
+struct CheckedActions {
+  CommitClaims claims;           // with the effective kind
+  bool has_commit_info = false;  // the actions carry their own commitInfo
+};
+
+// Collects what `actions`, committed on top of `read_version`, claim (decoded add and remove paths,
+// txn application ids) and checks them (else InvalidArgument): every path decodes to a non-empty
+// one, at most one commitInfo, and creating the table (read_version -1) needs a protocol and a
+// metaData action. A metaData without an id gets one, and when creating the table its creation time.
+// The effective kind is kExclusive, without exclusive_allows, for a commit that creates the table or
+// carries protocol or metaData; kRewrite for a kBlindAppend that removes files; else `kind`.
+Result<CheckedActions> CheckActions(std::vector<Action>& actions, int64_t read_version, CommitKind kind,
+                                    std::function<bool(const std::vector<Action>&)> exclusive_allows,
+                                    const std::string& table_dir) {
+  CheckedActions checked;
+  CommitClaims& claims = checked.claims;
+  claims.read_version = read_version;
+  bool has_protocol = false, has_metadata = false;
+  int commit_infos = 0;
+  for (Action& a : actions) {
+    if (auto* add = std::get_if<AddFile>(&a)) {
+      auto p = DecodePath(add->path);
+      if (!p.ok() || p->empty()) return Status::InvalidArgument(fmt::format("Commit: bad add path '{}'", add->path));
+      claims.adds.insert(*p);
+    } else if (auto* rm = std::get_if<RemoveFile>(&a)) {
+      auto p = DecodePath(rm->path);
+      if (!p.ok() || p->empty()) return Status::InvalidArgument(fmt::format("Commit: bad remove path '{}'", rm->path));
+      claims.removes.insert(*p);
+    } else if (std::holds_alternative<Protocol>(a)) {
+      has_protocol = true;
+    } else if (auto* m = std::get_if<Metadata>(&a)) {
+      has_metadata = true;
+      if (m->id.empty()) m->id = RandomUuid();
+      if (!m->created_time && read_version == -1) m->created_time = NowMillis();
+    } else if (auto* t = std::get_if<Txn>(&a)) {
+      claims.app_ids.insert(t->app_id);
+    } else if (std::holds_alternative<CommitInfo>(a)) {
+      ++commit_infos;
+    }
+  }
+  if (commit_infos > 1) return Status::InvalidArgument("Commit: at most one commitInfo action per commit");
+  if (read_version == -1 && (!has_protocol || !has_metadata)) {
+    return Status::InvalidArgument(
+        fmt::format("Commit: creating the table at '{}' needs a protocol and a metaData action", table_dir));
+  }
+  claims.kind = kind;
+  if (read_version == -1 || has_protocol || has_metadata) {
+    claims.kind = CommitKind::kExclusive;
+    exclusive_allows = nullptr;  // creating the table or changing metadata never goes on top of a winner
+  } else if (kind == CommitKind::kBlindAppend && !claims.removes.empty()) {
+    claims.kind = CommitKind::kRewrite;
+  }
+  claims.exclusive_allows = std::move(exclusive_allows);
+  checked.has_commit_info = commit_infos == 1;
+  return checked;
+}
+
+// The commitInfo of a commit whose actions carry none: timestamp, operation, operationParameters
+// (each value a JSON string, as Spark writes them; InvalidArgument unless they are an object or
+// null), readVersion (unless creating the table), isBlindAppend and engineInfo.
+Result<CommitInfo> NewCommitInfo(const std::string& operation, const json& operation_parameters, int64_t read_version,
+                                 CommitKind effective) {
+  json params = json::object();
+  if (!operation_parameters.is_null()) {
+    if (!operation_parameters.is_object()) {
+      return Status::InvalidArgument("Commit: operation_parameters must be a JSON object");
+    }
+    for (auto it = operation_parameters.begin(); it != operation_parameters.end(); ++it) {
+      params[it.key()] = it->is_string() ? it->get<std::string>() : Dump(*it);
+    }
+  }
+  json info = json::object();
+  info["timestamp"] = NowMillis();
+  info["operation"] = operation;
+  info["operationParameters"] = std::move(params);
+  if (read_version >= 0) info["readVersion"] = read_version;
+  info["isBlindAppend"] = effective == CommitKind::kBlindAppend;
+  info["engineInfo"] = kEngineInfo;
+  return CommitInfo{std::move(info)};
+}
+
+// Readies `log` for a commit on top of `read_version`: creates the log directory for a new table
+// (read_version -1), else NotFound unless that version exists.
+Status PrepareLogFor(Storage& storage, const DeltaLog& log, int64_t read_version) {
+  if (read_version == -1) return storage.CreateDirectories(log.log_dir());
+  auto st = storage.Stat(log.CommitPath(read_version));
+  if (!st.ok()) {
+    if (st.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound(
+          fmt::format("Commit: table '{}' has no version {} to commit on top of", log.table_dir(), read_version));
+    }
+    return st.status();
+  }
+  return Status::OK();
+}
+
+// A commit's JSON until it is published, serialised one action at a time, each freed once written,
+// so that a commit of 100,000s of files is never held twice. Where files can be linked (local disks)
+// it goes to a temporary file in the log directory, synced, and published under the version's name
+// by PublishIfAbsent, so it is never in memory whole (322 MB at 650,000 adds); the temporary file is
+// deleted with the CommitFile unless published. On object stores, where a temporary object would
+// cost two more requests, it is built in memory and PUT with PutIfAbsent.
+class CommitFile {
+ public:
+  CommitFile(Storage& storage, std::string log_dir)
+      : storage_(storage), log_dir_(std::move(log_dir)), staged_(!storage.CreateIsAtomic()) {}
+  ~CommitFile() {
+    if (!staged_path_.empty()) (void)storage_.Delete(staged_path_);
+  }
+  CommitFile(const CommitFile&) = delete;
+  CommitFile& operator=(const CommitFile&) = delete;
+
+  // Writes `commit_info` (when set) as the first line, then `actions` in order, freeing each action
+  // (or moving it into `replay`, when given) once written, and then `actions` itself. REQUIRES: the
+  // actions' paths were checked (CheckActions), so the replay cannot fail.
+  Status Write(std::optional<Action>& commit_info, std::vector<Action>& actions, Replayer* replay,
+               const std::string& table_dir) {
+    auto write_lines = [&](auto&& line) -> Status {
+      auto one = [&](Action& a) -> Status {
+        std::string text = Dump(ActionJson(a));
+        text += '\n';
+        STOKE_RETURN_IF_ERROR(line(text));
+        if (replay != nullptr) (void)replay->Apply(a, table_dir);
+        a = CommitInfo{};
+        return Status::OK();
+      };
+      if (commit_info) STOKE_RETURN_IF_ERROR(one(*commit_info));
+      for (Action& a : actions) STOKE_RETURN_IF_ERROR(one(a));
+      std::vector<Action>().swap(actions);
+      return Status::OK();
+    };
+    if (!staged_) {
+      return write_lines([&](const std::string& line) {
+        bytes_ += line;
+        return Status::OK();
+      });
+    }
+    staged_path_ = JoinPath(log_dir_, fmt::format(".commit-{}.json.tmp", RandomUuid()));
+    STOKE_ASSIGN_OR_RETURN(auto file, storage_.Create(staged_path_, /*exclusive=*/true));
+    constexpr size_t kFlushBytes = 1 << 20;
+    STOKE_RETURN_IF_ERROR(write_lines([&](const std::string& line) -> Status {
+      bytes_ += line;
+      if (bytes_.size() < kFlushBytes) return Status::OK();
+      Status appended = file->Append(AsBytes(bytes_));
+      bytes_.clear();
+      return appended;
+    }));
+    if (!bytes_.empty()) STOKE_RETURN_IF_ERROR(file->Append(AsBytes(bytes_)));
+    std::string().swap(bytes_);
+    STOKE_RETURN_IF_ERROR(file->Sync());
+    return file->Close();
+  }
+
+  // Publishes the commit as `path` unless a file is there (AlreadyExists); once published, holds
+  // nothing more.
+  Status PublishAs(const std::string& path) {
+    STOKE_RETURN_IF_ERROR(staged_ ? storage_.PublishIfAbsent(staged_path_, path) : storage_.PutIfAbsent(path, AsBytes(bytes_)));
+    staged_path_.clear();       // published: nothing to delete
+    std::string().swap(bytes_);  // the commit's JSON (322 MB at 650,000 adds) is not held any longer
+    return Status::OK();
+  }
+
+ private:
+  Storage& storage_;
+  const std::string log_dir_;
+  const bool staged_;
+  std::string staged_path_;  // staged: the temporary file, until published
+  std::string bytes_;        // in memory: the commit; staged: lines not appended yet
+};
+
+// OK when none of the winning commits `first`..`last` conflicts with `claims` (CheckConcurrentCommit);
+// Corruption when one of them is missing.
+Status CheckWinners(Storage& storage, const DeltaLog& log, const CommitClaims& claims, int64_t first, int64_t last) {
+  for (int64_t w = first; w <= last; ++w) {
+    const std::string path = log.CommitPath(w);
+    auto text = ReadFileToString(storage, path);
+    if (!text.ok()) {
+      if (text.status().code() == StatusCode::kNotFound) {
+        return Status::Corruption(fmt::format("{}: winning commit {} is missing", log.log_dir(), w));
+      }
+      return text.status();
+    }
+    STOKE_ASSIGN_OR_RETURN(auto winner, ParseCommit(*text, path));
+    STOKE_RETURN_IF_ERROR(CheckConcurrentCommit(claims, winner, w, log.table_dir()));
+  }
+  return Status::OK();
+}
+
+// Publishes `file` as the version after claims.read_version; when another writer took it, checks the
+// winners since (CheckWinners) and tries the version after the latest, up to `max_attempts` times.
+// Returns the version published. Conflict when a winner conflicts, when a kExclusive commit without
+// exclusive_allows loses, or after max_attempts; the storage's other errors as they are. `claims` is
+// freed on return (100,000s of paths).
+Result<int64_t> PublishWithRetries(Storage& storage, const DeltaLog& log, CommitFile& file, CommitClaims claims,
+                                   int max_attempts) {
+  const int64_t read_version = claims.read_version;
+  int64_t version = read_version + 1;
+  int64_t checked = read_version;  // winners up to here hold nothing that conflicts
+  for (int attempt = 1; attempt <= max_attempts; ++attempt) {
+    Status s = file.PublishAs(log.CommitPath(version));
+    if (s.ok()) return version;
+    if (s.code() != StatusCode::kAlreadyExists) return s;
+    if (claims.kind == CommitKind::kExclusive && !claims.exclusive_allows) {
+      return Status::Conflict(fmt::format(
+          "table '{}': version {} was committed by another writer first; a {} commit cannot be retried on top of it",
+          log.table_dir(), version, read_version == -1 ? "table-creating" : "metadata-changing"));
+    }
+    STOKE_ASSIGN_OR_RETURN(int64_t latest, log.LatestVersion());
+    latest = std::max(latest, version);
+    STOKE_RETURN_IF_ERROR(CheckWinners(storage, log, claims, checked + 1, latest));
+    checked = latest;
+    version = latest + 1;
+  }
+  return Status::Conflict(fmt::format("table '{}': gave up after {} attempts lost to concurrent writers (last tried version {})",
+                                      log.table_dir(), max_attempts, version));
+}
+
+// Sets *state to the snapshot at `version`, just committed: the replay's (consumed) when the commit
+// went right on top of the version read, else read from the log; an empty Snapshot, logged, when
+// that fails.
+void SetStateAfterCommit(const DeltaLog& log, std::optional<Replayer>& replay, int64_t read_version, int64_t version,
+                         std::optional<int64_t> commit_time, Snapshot* state) {
+  Result<Snapshot> now = version == read_version + 1
+                             ? std::move(*replay).Finish(version, commit_time.value_or(NowMillis()), log.log_dir())
+                             : log.ReadSnapshot(version);
+  replay.reset();
+  if (now.ok()) {
+    *state = std::move(*now);
+  } else {
+    STOKE_LOG(kWarn, "delta.state_unknown", "table={} version={} error=\"{}\"", log.table_dir(), version, now.status().ToString());
+    *state = Snapshot{};
+  }
+}
+
+// A checkpoint every kCheckpointInterval versions, and after a commit of very many actions, keeps
+// opening fast: writes the one due after committing `version` of `num_actions` actions, from `state`
+// when it is that version's, else from the log. It only speeds up reads, so a failure is logged.
+void CheckpointIfDue(Storage& storage, const DeltaLog& log, int64_t version, size_t num_actions, const Snapshot* state) {
+  if (!((version > 0 && version % kCheckpointInterval == 0) || num_actions > kCheckpointAfterActions)) return;
+  Status cs = state != nullptr && state->version == version ? WriteCheckpoint(storage, log.log_dir(), *state)
+                                                            : log.Checkpoint(version);
+  if (!cs.ok()) STOKE_LOG(kWarn, "delta.checkpoint_failed", "table={} version={} error=\"{}\"", log.table_dir(), version, cs.ToString());
+}
+
+}  // namespace
+
 Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actions, CommitKind kind,
                                  const std::string& operation, const nlohmann::json& operation_parameters,
                                  int max_attempts, std::function<bool(const std::vector<Action>&)> exclusive_allows,
@@ -570,210 +819,33 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
     return Status::InvalidArgument(fmt::format("Commit: the state given is version {}, not the read version {}",
                                                state->version, read_version));
   }
-
-  // What this commit touches, for the conflict checks.
-  CommitClaims claims;
-  claims.read_version = read_version;
-  std::set<std::string>& adds = claims.adds;
-  std::set<std::string>& removes = claims.removes;
-  std::set<std::string>& app_ids = claims.app_ids;
-  bool has_protocol = false, has_metadata = false;
-  int commit_infos = 0;
-  for (Action& a : actions) {
-    if (auto* add = std::get_if<AddFile>(&a)) {
-      auto p = DecodePath(add->path);
-      if (!p.ok() || p->empty()) return Status::InvalidArgument(fmt::format("Commit: bad add path '{}'", add->path));
-      adds.insert(*p);
-    } else if (auto* rm = std::get_if<RemoveFile>(&a)) {
-      auto p = DecodePath(rm->path);
-      if (!p.ok() || p->empty()) return Status::InvalidArgument(fmt::format("Commit: bad remove path '{}'", rm->path));
-      removes.insert(*p);
-    } else if (std::holds_alternative<Protocol>(a)) {
-      has_protocol = true;
-    } else if (auto* m = std::get_if<Metadata>(&a)) {
-      has_metadata = true;
-      if (m->id.empty()) m->id = RandomUuid();
-      if (!m->created_time && read_version == -1) m->created_time = NowMillis();
-    } else if (auto* t = std::get_if<Txn>(&a)) {
-      app_ids.insert(t->app_id);
-    } else if (std::holds_alternative<CommitInfo>(a)) {
-      ++commit_infos;
-    }
-  }
-  if (commit_infos > 1) return Status::InvalidArgument("Commit: at most one commitInfo action per commit");
-  if (read_version == -1 && (!has_protocol || !has_metadata)) {
-    return Status::InvalidArgument(
-        fmt::format("Commit: creating the table at '{}' needs a protocol and a metaData action", table_dir_));
-  }
-  CommitKind effective = kind;
-  if (read_version == -1 || has_protocol || has_metadata) {
-    effective = CommitKind::kExclusive;
-    exclusive_allows = nullptr;  // creating the table or changing metadata never goes on top of a winner
-  } else if (kind == CommitKind::kBlindAppend && !removes.empty()) {
-    effective = CommitKind::kRewrite;
-  }
-  claims.kind = effective;
-  claims.exclusive_allows = std::move(exclusive_allows);
-
+  STOKE_ASSIGN_OR_RETURN(CheckedActions checked,
+                         CheckActions(actions, read_version, kind, std::move(exclusive_allows), table_dir_));
   // The commitInfo this commit adds, written as its first line (readers look for the timestamp
   // there); kept apart rather than inserted before 100,000s of actions, which reallocated them all.
   std::optional<Action> commit_info;
-  if (commit_infos == 0) {
-    json params = json::object();
-    if (!operation_parameters.is_null()) {
-      if (!operation_parameters.is_object()) {
-        return Status::InvalidArgument("Commit: operation_parameters must be a JSON object");
-      }
-      // Spark writes every parameter value as a JSON string.
-      for (auto it = operation_parameters.begin(); it != operation_parameters.end(); ++it) {
-        params[it.key()] = it->is_string() ? it->get<std::string>() : Dump(*it);
-      }
-    }
-    json info = json::object();
-    info["timestamp"] = NowMillis();
-    info["operation"] = operation;
-    info["operationParameters"] = std::move(params);
-    if (read_version >= 0) info["readVersion"] = read_version;
-    info["isBlindAppend"] = effective == CommitKind::kBlindAppend;
-    info["engineInfo"] = kEngineInfo;
-    commit_info = CommitInfo{std::move(info)};
+  if (!checked.has_commit_info) {
+    STOKE_ASSIGN_OR_RETURN(commit_info, NewCommitInfo(operation, operation_parameters, read_version, checked.claims.kind));
   }
-  if (read_version == -1) {
-    STOKE_RETURN_IF_ERROR(storage_.CreateDirectories(log_dir()));
-  } else {
-    auto st = storage_.Stat(CommitPath(read_version));
-    if (!st.ok()) {
-      if (st.status().code() == StatusCode::kNotFound) {
-        return Status::NotFound(
-            fmt::format("Commit: table '{}' has no version {} to commit on top of", table_dir_, read_version));
-      }
-      return st.status();
-    }
-  }
-
+  STOKE_RETURN_IF_ERROR(PrepareLogFor(storage_, *this, read_version));
   if (storage_.CreateIsAtomic()) STOKE_RETURN_IF_ERROR(CheckConditionalCommits(storage_, table_dir_));
 
-  // The commit's JSON, serialised one action at a time, each freed once written, so that a commit of
-  // 100,000s of files is never held twice; from here on only the claims are needed. Where files can
-  // be linked (local disks) it goes to a temporary file in the log directory, synced, and published
-  // under the version's name by PublishIfAbsent, so it is never in memory whole (322 MB at 650,000
-  // adds). On object stores, where a temporary object would cost two more requests, it is built in
-  // memory and PUT with PutIfAbsent.
   const size_t num_actions = actions.size() + (commit_info ? 1 : 0);
-  const bool staged = !storage_.CreateIsAtomic();
+  const std::optional<int64_t> commit_time =
+      commit_info ? CommitTimestamp(std::get<CommitInfo>(*commit_info)) : CommitTimestamp(actions);
   // With `state`, the actions move into a replay on top of it as they are written: the state at the
   // committed version is then known without reading the log (nor holding the actions twice).
   std::optional<Replayer> replay;
-  const std::optional<int64_t> commit_time =
-      commit_info ? CommitTimestamp(std::get<CommitInfo>(*commit_info)) : CommitTimestamp(actions);
   if (state != nullptr) {
     replay.emplace(std::move(*state));
-    replay->ReserveAdds(claims.adds.size());
+    replay->ReserveAdds(checked.claims.adds.size());
   }
-  // Serialises every action in order (the commitInfo first), each freed (or moved into the replay)
-  // once written; `line` receives each action's line.
-  auto write_lines = [&](auto&& line) -> Status {
-    auto one = [&](Action& a) -> Status {
-      std::string text = Dump(ActionJson(a));
-      text += '\n';
-      STOKE_RETURN_IF_ERROR(line(text));
-      if (replay) (void)replay->Apply(a, table_dir_);  // paths were checked above: cannot fail
-      a = CommitInfo{};
-      return Status::OK();
-    };
-    if (commit_info) STOKE_RETURN_IF_ERROR(one(*commit_info));
-    for (Action& a : actions) STOKE_RETURN_IF_ERROR(one(a));
-    std::vector<Action>().swap(actions);
-    return Status::OK();
-  };
-  std::string bytes;
-  std::string staged_path;  // staged: the temporary file, until published
-  struct DeleteUnpublished {
-    Storage& storage;
-    const std::string& path;
-    ~DeleteUnpublished() {
-      if (!path.empty()) (void)storage.Delete(path);
-    }
-  } delete_unpublished{storage_, staged_path};
-  if (staged) {
-    staged_path = JoinPath(log_dir(), fmt::format(".commit-{}.json.tmp", RandomUuid()));
-    STOKE_ASSIGN_OR_RETURN(auto file, storage_.Create(staged_path, /*exclusive=*/true));
-    constexpr size_t kFlushBytes = 1 << 20;
-    STOKE_RETURN_IF_ERROR(write_lines([&](const std::string& line) -> Status {
-      bytes += line;
-      if (bytes.size() < kFlushBytes) return Status::OK();
-      Status appended = file->Append(AsBytes(bytes));
-      bytes.clear();
-      return appended;
-    }));
-    if (!bytes.empty()) STOKE_RETURN_IF_ERROR(file->Append(AsBytes(bytes)));
-    std::string().swap(bytes);
-    STOKE_RETURN_IF_ERROR(file->Sync());
-    STOKE_RETURN_IF_ERROR(file->Close());
-  } else {
-    STOKE_RETURN_IF_ERROR(write_lines([&](const std::string& line) {
-      bytes += line;
-      return Status::OK();
-    }));
-  }
-
-  int64_t version = read_version + 1;
-  int64_t checked = read_version;  // winners up to here hold nothing that conflicts
-  for (int attempt = 1; attempt <= max_attempts; ++attempt) {
-    Status s = staged ? storage_.PublishIfAbsent(staged_path, CommitPath(version))
-                      : storage_.PutIfAbsent(CommitPath(version), AsBytes(bytes));
-    if (s.ok()) {
-      staged_path.clear();  // published: nothing to delete
-      std::string().swap(bytes);  // the commit's JSON (322 MB at 650,000 adds) is not held any longer
-      claims = CommitClaims{};
-      if (replay) {
-        // On top of the version read, the replay is the new state; after other writers' commits the
-        // log is read.
-        Result<Snapshot> now = version == read_version + 1
-                                   ? std::move(*replay).Finish(version, commit_time.value_or(NowMillis()), log_dir())
-                                   : ReadSnapshot(version);
-        replay.reset();
-        if (now.ok()) {
-          *state = std::move(*now);
-        } else {
-          STOKE_LOG(kWarn, "delta.state_unknown", "table={} version={} error=\"{}\"", table_dir_, version, now.status().ToString());
-          *state = Snapshot{};
-        }
-      }
-      // A checkpoint every kCheckpointInterval versions, and after a commit of very many actions,
-      // keeps opening fast. It only speeds up reads, so failing to write one does not fail the commit.
-      if ((version > 0 && version % kCheckpointInterval == 0) || num_actions > kCheckpointAfterActions) {
-        Status cs = state != nullptr && state->version == version ? WriteCheckpoint(storage_, log_dir(), *state)
-                                                                  : Checkpoint(version);
-        if (!cs.ok()) STOKE_LOG(kWarn, "delta.checkpoint_failed", "table={} version={} error=\"{}\"", table_dir_, version, cs.ToString());
-      }
-      return version;
-    }
-    if (s.code() != StatusCode::kAlreadyExists) return s;
-    if (effective == CommitKind::kExclusive && !claims.exclusive_allows) {
-      return Status::Conflict(fmt::format(
-          "table '{}': version {} was committed by another writer first; a {} commit cannot be retried on top of it",
-          table_dir_, version, read_version == -1 ? "table-creating" : "metadata-changing"));
-    }
-    STOKE_ASSIGN_OR_RETURN(int64_t latest, LatestVersion());
-    latest = std::max(latest, version);
-    for (int64_t w = checked + 1; w <= latest; ++w) {
-      const std::string path = CommitPath(w);
-      auto text = ReadFileToString(storage_, path);
-      if (!text.ok()) {
-        if (text.status().code() == StatusCode::kNotFound) {
-          return Status::Corruption(fmt::format("{}: winning commit {} is missing", log_dir(), w));
-        }
-        return text.status();
-      }
-      STOKE_ASSIGN_OR_RETURN(auto winner, ParseCommit(*text, path));
-      STOKE_RETURN_IF_ERROR(CheckConcurrentCommit(claims, winner, w, table_dir_));
-      checked = w;
-    }
-    version = latest + 1;
-  }
-  return Status::Conflict(fmt::format("table '{}': gave up after {} attempts lost to concurrent writers (last tried version {})",
-                                      table_dir_, max_attempts, version));
+  CommitFile file(storage_, log_dir());
+  STOKE_RETURN_IF_ERROR(file.Write(commit_info, actions, replay ? &*replay : nullptr, table_dir_));
+  STOKE_ASSIGN_OR_RETURN(int64_t version, PublishWithRetries(storage_, *this, file, std::move(checked.claims), max_attempts));
+  if (replay) SetStateAfterCommit(*this, replay, read_version, version, commit_time, state);
+  CheckpointIfDue(storage_, *this, version, num_actions, state);
+  return version;
 }
 
 }  // namespace stoke::delta

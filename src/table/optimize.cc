@@ -291,45 +291,49 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
   return out;
 }
 
-}  // namespace
-
-Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
-  if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0) {
-    return Status::InvalidArgument("optimize: --target-file-size and --row-group-size must be positive");
-  }
-  Stopwatch watch;
-  STOKE_ASSIGN_OR_RETURN(TableView t, OpenTableView(o.table_dir));
-  // The table's own codec unless one is asked for, so that compaction keeps what ingest chose.
+// The writer options of the rewritten files: the table's own codec unless `o` asks for one, so that
+// compaction keeps what ingest chose, and what ingest put in every file's footer besides stoke.tensors
+// and stoke.blobs (which the writer adds): the image formats and class names, kept in the table's
+// configuration.
+Result<WriterOptions> RewriteWriterOptions(const TableView& t, const OptimizeOptions& o) {
+  const auto& config = t.snapshot.metadata.configuration;
   std::string codec(o.codec ? CodecName(*o.codec) : "");
   if (codec.empty()) {
-    auto it = t.snapshot.metadata.configuration.find(kCodecPolicyKey);
-    codec = it != t.snapshot.metadata.configuration.end() ? it->second : "auto";
+    auto it = config.find(kCodecPolicyKey);
+    codec = it != config.end() ? it->second : "auto";
   }
   WriterOptions wopts;
   STOKE_RETURN_IF_ERROR(SetCodecPolicy(codec, &wopts));
-  // What ingest put in every file's footer besides stoke.tensors and stoke.blobs (which the writer
-  // adds): the image formats and class names, kept in the table's configuration.
   for (const char* key : {kImagesMetadataKey, kClassesMetadataKey}) {
-    auto it = t.snapshot.metadata.configuration.find(key);
-    if (it != t.snapshot.metadata.configuration.end()) wopts.key_value_metadata.push_back({key, it->second});
+    auto it = config.find(key);
+    if (it != config.end()) wopts.key_value_metadata.push_back({key, it->second});
   }
-  std::optional<Predicate> where;
-  if (!o.where.empty()) {
-    STOKE_ASSIGN_OR_RETURN(where, Predicate::Parse(o.where));
-    STOKE_RETURN_IF_ERROR(where->Bind(t.columns));
-  }
-  if (!o.sort_by.empty()) {
-    auto it = std::find_if(t.columns.begin(), t.columns.end(), [&](const ColumnSpec& c) { return c.name == o.sort_by; });
-    if (it == t.columns.end() || it->paged() || t.IsPartitionColumn(o.sort_by)) {
-      return Status::InvalidArgument(fmt::format("optimize: --sort-by '{}' must be a scalar, non-partition column of the table",
-                                                 o.sort_by));
-    }
-  }
-  OptimizeReport report;
-  report.files_before = static_cast<int64_t>(t.snapshot.files.size());
+  return wopts;
+}
 
-  // Candidates, in table order: small files, and files not in stoke's layout.
-  std::vector<const delta::AddFile*> candidates;
+// The predicate `where` bound to the table's columns; nullopt when `where` is empty.
+Result<std::optional<Predicate>> BindWhere(const TableView& t, const std::string& where) {
+  std::optional<Predicate> predicate;
+  if (where.empty()) return predicate;
+  STOKE_ASSIGN_OR_RETURN(predicate, Predicate::Parse(where));
+  STOKE_RETURN_IF_ERROR(predicate->Bind(t.columns));
+  return predicate;
+}
+
+// InvalidArgument unless `sort_by` is empty or names a scalar, non-partition column of the table.
+Status CheckSortColumn(const TableView& t, const std::string& sort_by) {
+  if (sort_by.empty()) return Status::OK();
+  auto it = std::find_if(t.columns.begin(), t.columns.end(), [&](const ColumnSpec& c) { return c.name == sort_by; });
+  if (it == t.columns.end() || it->paged() || t.IsPartitionColumn(sort_by)) {
+    return Status::InvalidArgument(fmt::format("optimize: --sort-by '{}' must be a scalar, non-partition column of the table",
+                                               sort_by));
+  }
+  return Status::OK();
+}
+
+// The bytes of one row, for sizing row groups: a tensor's bytes, 8 for any other column; with blob
+// columns, which vary in size, at least the table's mean bytes per row.
+int64_t BytesPerRow(const TableView& t) {
   int64_t sample_bytes = 0;
   bool has_blobs = false;
   for (const auto& c : t.columns) {
@@ -337,12 +341,19 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
     has_blobs = has_blobs || c.blob;
   }
   if (has_blobs) {
-    // Blobs vary in size: the table's mean bytes per row stands for them.
     int64_t bytes = 0;
     for (const auto& f : t.snapshot.files) bytes += f.size;
     const int64_t rows = t.snapshot.num_records();
     if (rows > 0) sample_bytes = std::max(sample_bytes, bytes / rows);
   }
+  return sample_bytes;
+}
+
+// The files to rewrite, in table order: of those `where` may match (by their statistics), the small
+// ones (every one with --sort-by) and those not in stoke's layout (opening the others to see).
+Result<std::vector<const delta::AddFile*>> ChooseCandidates(const TableView& t, const OptimizeOptions& o,
+                                                            const std::optional<Predicate>& where) {
+  std::vector<const delta::AddFile*> candidates;
   std::vector<ColumnSpec> where_columns;  // only the predicate's columns' statistics are read
   for (const auto& c : t.columns) {
     if (where && std::binary_search(where->columns().begin(), where->columns().end(), c.name)) where_columns.push_back(c);
@@ -362,24 +373,34 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
     }
     candidates.push_back(&f);
   }
-  // Greedy bins of about the target size, never across partitions (stable: table order within
-  // one); a bin of one file that is already in stoke's layout would only be copied, so it is left
-  // alone.
+  return candidates;
+}
+
+// Input files rewritten together into one new file, in order.
+using Bin = std::vector<const delta::AddFile*>;
+
+// Greedy bins of about `target_bytes`, never across partitions (stable: table order within one).
+std::vector<Bin> PackBins(std::vector<const delta::AddFile*> candidates, int64_t target_bytes) {
   std::stable_sort(candidates.begin(), candidates.end(), [](const delta::AddFile* a, const delta::AddFile* b) {
     return a->partition_values < b->partition_values;
   });
-  std::vector<std::vector<const delta::AddFile*>> bins;
+  std::vector<Bin> bins;
   int64_t bin_bytes = 0;
   for (const auto* f : candidates) {
-    if (bins.empty() || bin_bytes + f->size > o.target_file_bytes ||
-        bins.back().front()->partition_values != f->partition_values) {
+    if (bins.empty() || bin_bytes + f->size > target_bytes || bins.back().front()->partition_values != f->partition_values) {
       bins.emplace_back();
       bin_bytes = 0;
     }
     bins.back().push_back(f);
     bin_bytes += f->size;
   }
-  std::vector<std::vector<const delta::AddFile*>> work;
+  return bins;
+}
+
+// The bins worth rewriting: every one with --sort-by; else a bin of one file that is already in
+// stoke's layout would only be copied, so it is left alone (which opens that file).
+Result<std::vector<Bin>> BinsToRewrite(const TableView& t, const OptimizeOptions& o, std::vector<Bin> bins) {
+  std::vector<Bin> work;
   for (auto& b : bins) {
     if (b.size() > 1 || !o.sort_by.empty()) {
       work.push_back(std::move(b));
@@ -390,45 +411,55 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
     STOKE_ASSIGN_OR_RETURN(bool stoke_layout, InStokeLayout(**reader));
     if (!stoke_layout) work.push_back(std::move(b));
   }
-  if (work.empty()) {
-    report.files_after = report.files_before;
-    report.seconds = watch.Seconds();
-    return report;
-  }
+  return work;
+}
 
-  const int64_t rows_per_group = std::max<int64_t>(1, std::min(o.row_group_bytes, o.target_file_bytes) / std::max<int64_t>(sample_bytes, 1));
+// The new file of each bin; nullopt where it was not written.
+using NewFiles = std::vector<std::optional<WrittenBin>>;
+
+// Rewrites each bin of `work` into one new file (sorted by --sort-by when given), bins in parallel on
+// o.threads threads. (*written)[i] is bin i's file when it was written, also when another bin failed.
+Status RewriteBins(const TableView& t, const OptimizeOptions& o, const std::vector<Bin>& work, const WriterOptions& wopts,
+                   int64_t rows_per_group, NewFiles* written) {
   size_t inputs = 0;
   for (const auto& b : work) inputs += b.size();
   ProgressBar bar("optimize", inputs, "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
-  std::vector<std::optional<WrittenBin>> results(work.size());
+  written->resize(work.size());
   ThreadPool pool(o.threads);
   Status s = ParallelFor(pool, work.size(), [&](size_t i) -> Status {
     STOKE_ASSIGN_OR_RETURN(auto w, o.sort_by.empty()
                                        ? RewriteBin(t, work[i], wopts, rows_per_group, &bar)
                                        : RewriteBinSorted(t, work[i], wopts, rows_per_group, o.sort_by, &bar));
-    results[i] = std::move(w);
+    (*written)[i] = std::move(w);
     return Status::OK();
   });
   bar.Finish();
-  auto cleanup = [&] {
-    for (const auto& r : results) {
-      if (r) (void)t.storage->Delete(r->path);
-    }
-  };
-  // The renames published the new files; sync their directories so that a power loss cannot undo
-  // them once the commit refers to them.
-  std::set<std::string> dirs;
-  for (const auto& r : results) {
-    if (r) dirs.insert(ParentPath(r->path));
-  }
-  for (const auto& d : dirs) {
-    if (s.ok()) s = t.storage->SyncDirectory(d);
-  }
-  if (!s.ok()) {
-    cleanup();
-    return s;
-  }
+  return s;
+}
 
+// Syncs the directories of the new files: the renames published them, and a power loss must not undo
+// them once the commit refers to them. Stops at the first error.
+Status SyncNewFileDirectories(Storage& fs, const NewFiles& written) {
+  std::set<std::string> dirs;
+  for (const auto& w : written) {
+    if (w) dirs.insert(ParentPath(w->path));
+  }
+  for (const auto& d : dirs) STOKE_RETURN_IF_ERROR(fs.SyncDirectory(d));
+  return Status::OK();
+}
+
+// Deletes the new files, ignoring errors (VACUUM removes what is left).
+void DeleteNewFiles(Storage& fs, const NewFiles& written) {
+  for (const auto& w : written) {
+    if (w) (void)fs.Delete(w->path);
+  }
+}
+
+// The OPTIMIZE commit's actions, all with dataChange=false: a remove of every input file, then an add
+// of each bin's new file (statistics from its footer). REQUIRES: every bin's file was written.
+// Counts them in `report`.
+std::vector<delta::Action> OptimizeActions(const TableView& t, const std::vector<Bin>& work, const NewFiles& written,
+                                           OptimizeReport* report) {
   const int64_t now = NowMs();
   std::vector<delta::Action> actions;
   for (const auto& b : work) {
@@ -441,24 +472,58 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
       r.partition_values = f->partition_values;
       r.size = f->size;
       actions.push_back(std::move(r));
-      ++report.files_removed;
-      report.bytes_rewritten += f->size;
+      ++report->files_removed;
+      report->bytes_rewritten += f->size;
     }
   }
-  for (size_t i = 0; i < results.size(); ++i) {
-    const auto& r = results[i];
+  for (size_t i = 0; i < written.size(); ++i) {
+    const auto& w = written[i];
     delta::AddFile a;
-    a.path = delta::EncodePath(std::filesystem::path(r->path).lexically_relative(t.dir).generic_string());
+    a.path = delta::EncodePath(std::filesystem::path(w->path).lexically_relative(t.dir).generic_string());
     a.partition_values = work[i][0]->partition_values;
-    a.size = static_cast<int64_t>(r->bytes);
-    auto st = t.storage->Stat(r->path);
+    a.size = static_cast<int64_t>(w->bytes);
+    auto st = t.storage->Stat(w->path);
     a.modification_time = st.ok() ? st->modification_time_ms : now;
     a.data_change = false;
-    a.stats = delta::StatsJsonFromFooter(r->footer, t.FileColumns());
+    a.stats = delta::StatsJsonFromFooter(w->footer, t.FileColumns());
     actions.push_back(std::move(a));
-    ++report.files_added;
-    report.rows_rewritten += r->rows;
+    ++report->files_added;
+    report->rows_rewritten += w->rows;
   }
+  return actions;
+}
+
+}  // namespace
+
+Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
+  if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0) {
+    return Status::InvalidArgument("optimize: --target-file-size and --row-group-size must be positive");
+  }
+  Stopwatch watch;
+  STOKE_ASSIGN_OR_RETURN(TableView t, OpenTableView(o.table_dir));
+  STOKE_ASSIGN_OR_RETURN(WriterOptions wopts, RewriteWriterOptions(t, o));
+  STOKE_ASSIGN_OR_RETURN(std::optional<Predicate> where, BindWhere(t, o.where));
+  STOKE_RETURN_IF_ERROR(CheckSortColumn(t, o.sort_by));
+  OptimizeReport report;
+  report.files_before = static_cast<int64_t>(t.snapshot.files.size());
+  STOKE_ASSIGN_OR_RETURN(std::vector<const delta::AddFile*> candidates, ChooseCandidates(t, o, where));
+  STOKE_ASSIGN_OR_RETURN(std::vector<Bin> work, BinsToRewrite(t, o, PackBins(std::move(candidates), o.target_file_bytes)));
+  if (work.empty()) {
+    report.files_after = report.files_before;
+    report.seconds = watch.Seconds();
+    return report;
+  }
+
+  const int64_t rows_per_group =
+      std::max<int64_t>(1, std::min(o.row_group_bytes, o.target_file_bytes) / std::max<int64_t>(BytesPerRow(t), 1));
+  NewFiles written;
+  Status s = RewriteBins(t, o, work, wopts, rows_per_group, &written);
+  if (s.ok()) s = SyncNewFileDirectories(*t.storage, written);
+  if (!s.ok()) {
+    DeleteNewFiles(*t.storage, written);
+    return s;
+  }
+  std::vector<delta::Action> actions = OptimizeActions(t, work, written, &report);
   delta::DeltaLog log(*t.storage, t.dir);
   nlohmann::json params = {{"predicate", delta::JsonArrayText(o.where)},
                            {"targetSize", std::to_string(o.target_file_bytes)},
@@ -466,7 +531,7 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   auto version = log.Commit(t.snapshot.version, std::move(actions), delta::CommitKind::kRewrite, "OPTIMIZE", params);
   if (!version.ok()) {
     // After an I/O error the commit may have taken effect all the same (see IngestSources): keep the files.
-    if (version.status().code() != StatusCode::kIOError) cleanup();
+    if (version.status().code() != StatusCode::kIOError) DeleteNewFiles(*t.storage, written);
     return version.status().WithContext(fmt::format("optimize '{}'", o.table_dir));
   }
   report.version = *version;
