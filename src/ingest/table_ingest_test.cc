@@ -154,7 +154,9 @@ class IngestIndexTest : public IngestTest {
     w.use_cache = false;
     EXPECT_TRUE(SampleIndex::Open(table_, version, w).ok());
     std::string built = CacheBytes(version);
-    if (!kept.empty()) EXPECT_TRUE(WriteFileAtomically(LocalStorage(), path, AsBytes(kept)).ok());
+    if (!kept.empty()) {
+      EXPECT_TRUE(WriteFileAtomically(LocalStorage(), path, AsBytes(kept)).ok());
+    }
     return built;
   }
 };

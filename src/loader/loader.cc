@@ -385,8 +385,10 @@ class Loader::Impl {
   }
   // Names the thread in traces and, as "stoke-<name>" (cut to 15 bytes), for top, perf and gdb.
   void NameThisThread(std::string_view name) const noexcept {
-    char os_name[16];
-    std::snprintf(os_name, sizeof(os_name), "stoke-%.*s", static_cast<int>(name.size()), name.data());
+    char os_name[16] = "stoke-";  // the kernel keeps 15 bytes
+    const size_t n = std::min(name.size(), sizeof(os_name) - 7);
+    std::memcpy(os_name + 6, name.data(), n);
+    os_name[6 + n] = '\0';
     pthread_setname_np(pthread_self(), os_name);
     try {
       trace_.SetThreadName(name);

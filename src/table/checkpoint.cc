@@ -551,12 +551,25 @@ Result<CheckpointActions> ReadCheckpoint(Storage& storage, const std::string& lo
   if (files.empty()) return Status::NotFound(fmt::format("{}: no complete checkpoint at version {}", log_dir, version));
   // The parts of a multi-part checkpoint are read in parallel, each into its own list.
   std::vector<CheckpointActions> part_actions(files.size());
+  // Every add and remove path decodes (checked here, on the part's thread: the replay takes them as
+  // they are). A path without '%' or NUL decodes to itself and is checked without a copy.
+  auto check_paths = [](const CheckpointActions& part, const std::string& path) -> Status {
+    auto check = [&](const std::string& p) -> Status {
+      if (p.find_first_of(std::string_view("%\0", 2)) == std::string::npos) return Status::OK();
+      auto decoded = DecodePath(p);
+      if (!decoded.ok()) return Status::Corruption(fmt::format("{}: {}", path, decoded.status().message()));
+      return Status::OK();
+    };
+    for (const AddFile& a : part.adds) STOKE_RETURN_IF_ERROR(check(a.path));
+    for (const RemoveFile& r : part.removes) STOKE_RETURN_IF_ERROR(check(r.path));
+    return Status::OK();
+  };
   auto read_part = [&](size_t k) -> Status {
     const std::string path = JoinPath(log_dir, files[k]);
     CheckpointActions& out = part_actions[k];
     STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(storage, path));
     Status columnar = ReadCheckpointColumns(*reader, &out);
-    if (columnar.ok()) return Status::OK();
+    if (columnar.ok()) return check_paths(out, path);
     if (columnar.code() != StatusCode::kUnsupported) return columnar;
     out = CheckpointActions{};  // the generic reader starts this file again
     STOKE_ASSIGN_OR_RETURN(auto rows, ReadNestedParquet(*reader));
@@ -576,7 +589,7 @@ Result<CheckpointActions> ReadCheckpoint(Storage& storage, const std::string& lo
         if (parsed) out.Add(std::move(*parsed));
       }
     }
-    return Status::OK();
+    return check_paths(out, path);
   };
   if (files.size() == 1) {
     STOKE_RETURN_IF_ERROR(read_part(0));

@@ -44,7 +44,8 @@ struct CheckpointActions {
 };
 
 // The actions of the checkpoint at `version` (all of its parts). NotFound when there is none,
-// Corruption naming the file when one is malformed, Unsupported for V2 checkpoints with sidecars.
+// Corruption naming the file when one is malformed (a path that does not decode included),
+// Unsupported for V2 checkpoints with sidecars.
 Result<CheckpointActions> ReadCheckpoint(Storage& storage, const std::string& log_dir, int64_t version);
 
 // The actions of one checkpoint file read column by column, with no JSON in between (what

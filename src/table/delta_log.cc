@@ -146,9 +146,8 @@ class Replayer {
   }
 
   // The actions of the checkpoint (before any commit), moved.
-  Status ApplyCheckpoint(CheckpointActions&& checkpoint, const std::string& file) {
-    for (const AddFile& add : checkpoint.adds) STOKE_RETURN_IF_ERROR(CheckPath(add.path, file));
-    for (const RemoveFile& rm : checkpoint.removes) STOKE_RETURN_IF_ERROR(CheckPath(rm.path, file));
+  // REQUIRES: every path decodes (ReadCheckpoint checks them, on the parts' threads).
+  void ApplyCheckpoint(CheckpointActions&& checkpoint) {
     for (const Action& action : checkpoint.others) ApplyState(action);
     adds_ = std::move(checkpoint.adds);
     superseded_.assign(adds_.size(), 0);
@@ -156,7 +155,6 @@ class Replayer {
     checkpoint = CheckpointActions{};
     checkpoint_adds_ = adds_.size();
     checkpoint_tombstones_ = tombstones_.size();
-    return Status::OK();
   }
 
   // Room for `n` more adds of commits (no doubling of 100,000s of them).
@@ -241,12 +239,7 @@ class Replayer {
     if (!decoded.ok()) return Status::Corruption(fmt::format("{}: {}", file, decoded.status().message()));
     return std::move(decoded).value();
   }
-  // A path that decodes to itself (no escape, no NUL) is checked without a copy.
-  static Status CheckPath(const std::string& path, const std::string& file) {
-    if (path.find_first_of(std::string_view("%\0", 2)) == std::string::npos) return Status::OK();
-    return DecodedPath(path, file).status();
-  }
-  // Whether a commit added or removed the checkpoint's `path`. REQUIRES: CheckPath(path) succeeded.
+  // Whether a commit added or removed the checkpoint's `path` (which decodes: see ApplyCheckpoint).
   bool Replaced(const std::string& path) const {
     if (path.find('%') == std::string::npos) return replaced_.count(std::string_view(path)) > 0;
     auto decoded = DecodePath(path);
@@ -416,7 +409,7 @@ Result<Snapshot> DeltaLog::ReadSnapshot(std::optional<int64_t> version) const {
       continue;
     }
     checkpoint_path = JoinPath(dir, fmt::format("{:020d}.checkpoint.parquet", cp));
-    STOKE_RETURN_IF_ERROR(replayer.ApplyCheckpoint(std::move(*actions), checkpoint_path));
+    replayer.ApplyCheckpoint(std::move(*actions));
     start = cp + 1;
     break;
   }
