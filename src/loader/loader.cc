@@ -85,6 +85,16 @@ struct ScalarScan {
   const std::vector<size_t>& scalar_cols;  // indices in view.columns, in scalars_' order
   const std::optional<Predicate>& where;   // bound to view.columns
   std::vector<std::string> where_cols;     // where's columns (sorted), or none
+  std::vector<ColumnSpec> stat_columns;    // the columns whose statistics are read (StatColumns)
+  std::vector<size_t> stat_of_scalar;      // per scalar column, its position in stat_columns
+};
+
+// What one thread of ReadScalars reuses from file to file: the statistics reader and its results.
+struct StatsScratch {
+  explicit StatsScratch(const std::vector<ColumnSpec>& columns) : reader(columns) {}
+  AddStatsReader reader;
+  std::vector<Predicate::ColumnStats> stats;  // by stat column
+  std::vector<ColumnValues> constants;        // by scalar column
 };
 
 // A tensor column, or an image column (a blob column named in `stoke.images`: one encoded JPEG/PNG
@@ -309,8 +319,7 @@ class Loader::Impl {
   // ReadScalars' steps. Appends the rows of data file `add` to `part`: whether the filter keeps each,
   // and the selected scalar columns' values; opens the file only when its statistics do not give
   // them. Called on several threads at once.
-  Status ReadFileScalars(const ScalarScan& scan, const delta::AddFile& add, AddStatsReader& stats_reader,
-                         FilePart& part) const;
+  Status ReadFileScalars(const ScalarScan& scan, const delta::AddFile& add, StatsScratch& scratch, FilePart& part) const;
   // Opens data file `add` for the scan (on object stores, fetching its footer and the scan's column
   // chunks ahead in few requests).
   Result<std::unique_ptr<ParquetReader>> OpenForScalars(const ScalarScan& scan, const delta::AddFile& add) const;
@@ -705,36 +714,37 @@ SamplerOptions SamplerOptionsFor(const LoaderOptions& o) {
 }
 
 
-// The columns whose statistics the scan reads: the selected scalar columns and the filter's.
-std::vector<ColumnSpec> StatColumns(const ScalarScan& scan) {
-  std::vector<ColumnSpec> stat_columns;
-  for (size_t c = 0; c < scan.view.columns.size(); ++c) {
-    const bool selected = std::find(scan.scalar_cols.begin(), scan.scalar_cols.end(), c) != scan.scalar_cols.end();
-    if (selected || std::binary_search(scan.where_cols.begin(), scan.where_cols.end(), scan.view.columns[c].name)) {
-      stat_columns.push_back(scan.view.columns[c]);
+// The columns whose statistics the scan reads (the selected scalar columns and the filter's, in
+// table order), and where each selected scalar column is among them.
+void StatColumns(ScalarScan* scan) {
+  for (size_t c = 0; c < scan->view.columns.size(); ++c) {
+    const bool selected = std::find(scan->scalar_cols.begin(), scan->scalar_cols.end(), c) != scan->scalar_cols.end();
+    if (selected || std::binary_search(scan->where_cols.begin(), scan->where_cols.end(), scan->view.columns[c].name)) {
+      scan->stat_columns.push_back(scan->view.columns[c]);
     }
   }
-  return stat_columns;
+  for (size_t c : scan->scalar_cols) {
+    const auto it = std::find_if(scan->stat_columns.begin(), scan->stat_columns.end(),
+                                 [&](const ColumnSpec& s) { return s.name == scan->view.columns[c].name; });
+    scan->stat_of_scalar.push_back(static_cast<size_t>(it - scan->stat_columns.begin()));
+  }
 }
 
-// Appends a file's `records` rows to `part` from its statistics alone, when they give every selected
-// scalar column exactly (ConstantFromStats); the filter keeps them unless `skip_file`. False, with
-// `part` unchanged, when the file must be read.
-bool AppendRowsFromStats(const ScalarScan& scan, const std::map<std::string, Predicate::ColumnStats>& stats,
-                         int64_t records, bool skip_file, FilePart& part) {
-  std::vector<ColumnValues> constants;
+// Appends a file's `records` rows to `part` from its statistics alone (scratch.stats), when they
+// give every selected scalar column exactly (ConstantFromStats); the filter keeps them unless
+// `skip_file`. False, with `part` unchanged, when the file must be read.
+bool AppendRowsFromStats(const ScalarScan& scan, StatsScratch& scratch, int64_t records, bool skip_file, FilePart& part) {
+  scratch.constants.resize(scan.scalar_cols.size());
   for (size_t k = 0; k < scan.scalar_cols.size(); ++k) {
     const ColumnSpec& spec = scan.view.columns[scan.scalar_cols[k]];
-    auto it = stats.find(spec.name);
-    if (it == stats.end()) return false;
-    std::optional<ColumnValues> c = ConstantFromStats(spec, it->second, records);
+    std::optional<ColumnValues> c = ConstantFromStats(spec, scratch.stats[scan.stat_of_scalar[k]], records);
     if (!c) return false;
-    constants.push_back(std::move(*c));
+    scratch.constants[k] = std::move(*c);
   }
   part.rows += records;
   part.keep.insert(part.keep.end(), static_cast<size_t>(records), skip_file ? 0 : 1);
   for (size_t k = 0; k < scan.scalar_cols.size(); ++k) {
-    AppendScalarValues(constants[k], static_cast<size_t>(records), &part.cols[k]);
+    AppendScalarValues(scratch.constants[k], static_cast<size_t>(records), &part.cols[k]);
   }
   return true;
 }
@@ -1007,14 +1017,14 @@ Status Loader::Impl::CreateImagePipelines() {
 
 Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t>& scalar_cols,
                                  std::optional<Predicate>& where) {
-  const ScalarScan scan{view, scalar_cols, where, where ? where->columns() : std::vector<std::string>{}};
+  ScalarScan scan{view, scalar_cols, where, where ? where->columns() : std::vector<std::string>{}, {}, {}};
   if (scalar_cols.empty() && !where) {
     identity_ = true;
     return Status::OK();
   }
   const auto& adds = view.snapshot.files;
   // Statistics are read for the predicate's columns and the selected scalar columns only.
-  const std::vector<ColumnSpec> stat_columns = StatColumns(scan);
+  StatColumns(&scan);
   // Files are taken in chunks, one FilePart each, so that a table of 100,000s of one-row files costs
   // a few thousand parts, not one per file.
   const size_t chunk_files = std::clamp<size_t>(adds.size() / 64, 1, 256);
@@ -1024,9 +1034,9 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
   Status st = ParallelFor(pool, chunks, [&](size_t c) -> Status {
     FilePart& part = parts[c];
     for (size_t k = 0; k < scalar_cols.size(); ++k) part.cols.push_back(scalars_[k]);  // empty, typed
-    AddStatsReader stats_reader(stat_columns);
+    StatsScratch scratch(scan.stat_columns);
     for (size_t i = c * chunk_files; i < std::min(adds.size(), (c + 1) * chunk_files); ++i) {
-      STOKE_RETURN_IF_ERROR(ReadFileScalars(scan, adds[i], stats_reader, part));
+      STOKE_RETURN_IF_ERROR(ReadFileScalars(scan, adds[i], scratch, part));
     }
     return Status::OK();
   });
@@ -1034,18 +1044,21 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
   return ConcatenateParts(parts, where.has_value());
 }
 
-Status Loader::Impl::ReadFileScalars(const ScalarScan& scan, const delta::AddFile& add, AddStatsReader& stats_reader,
+Status Loader::Impl::ReadFileScalars(const ScalarScan& scan, const delta::AddFile& add, StatsScratch& scratch,
                                      FilePart& part) const {
   const std::optional<Predicate>& where = scan.where;
   int64_t records = -1;
-  const auto stats = FileStats(add, stats_reader, &records);
-  const bool skip_file = where && !where->MayMatch(stats, records);
+  FileStatsInto(add, scratch.reader, &scratch.stats, &records);
+  bool skip_file = false, decided = true;
+  if (where) {  // the predicate takes the statistics by name
+    std::map<std::string, Predicate::ColumnStats> by_name;
+    for (size_t c = 0; c < scratch.stats.size(); ++c) by_name[scan.stat_columns[c].name] = scratch.stats[c];
+    skip_file = !where->MayMatch(by_name, records);
+    decided = skip_file || where->MustMatch(by_name, records);
+  }
   // A file whose statistics decide the filter for all its rows and give each selected scalar
   // column exactly (a table of one-row files: every file) is not opened.
-  if (records >= 0 && (!where || skip_file || where->MustMatch(stats, records)) &&
-      AppendRowsFromStats(scan, stats, records, skip_file, part)) {
-    return Status::OK();
-  }
+  if (records >= 0 && decided && AppendRowsFromStats(scan, scratch, records, skip_file, part)) return Status::OK();
   STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> reader, OpenForScalars(scan, add));
   return AppendRowGroups(scan, add, *reader, skip_file, part);
 }

@@ -142,22 +142,28 @@ Result<TableView> OpenTableView(const std::string& table_dir, std::optional<int6
   return t;
 }
 
-std::map<std::string, Predicate::ColumnStats> FileStats(const delta::AddFile& add, AddStatsReader& reader,
-                                                        int64_t* num_records) {
+void FileStatsInto(const delta::AddFile& add, AddStatsReader& reader, std::vector<Predicate::ColumnStats>* stats,
+                   int64_t* num_records) {
   const std::vector<ColumnSpec>& columns = reader.columns();
-  std::map<std::string, Predicate::ColumnStats> out;
   *num_records = -1;
-  std::vector<Predicate::ColumnStats> stats;
   if (add.stats) {
-    (void)reader.Read(*add.stats, &stats, num_records);  // malformed: nothing known, nothing skipped
+    (void)reader.Read(*add.stats, stats, num_records);  // malformed: nothing known, nothing skipped
   } else {
-    stats.resize(columns.size());
+    stats->assign(columns.size(), Predicate::ColumnStats{});
   }
+  if (add.partition_values.empty()) return;
   for (size_t c = 0; c < columns.size(); ++c) {
     auto it = add.partition_values.find(columns[c].name);
-    out[columns[c].name] = it != add.partition_values.end() ? PartitionStats(columns[c], it->second, *num_records)
-                                                             : std::move(stats[c]);
+    if (it != add.partition_values.end()) (*stats)[c] = PartitionStats(columns[c], it->second, *num_records);
   }
+}
+
+std::map<std::string, Predicate::ColumnStats> FileStats(const delta::AddFile& add, AddStatsReader& reader,
+                                                        int64_t* num_records) {
+  std::vector<Predicate::ColumnStats> stats;
+  FileStatsInto(add, reader, &stats, num_records);
+  std::map<std::string, Predicate::ColumnStats> out;
+  for (size_t c = 0; c < stats.size(); ++c) out[reader.columns()[c].name] = std::move(stats[c]);
   return out;
 }
 

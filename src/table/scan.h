@@ -46,6 +46,9 @@ Result<TableView> OpenTableView(const std::string& table, std::optional<int64_t>
 // (a scan that needs a few columns reads only those). *num_records is -1 when unknown.
 std::map<std::string, Predicate::ColumnStats> FileStats(const delta::AddFile& add, AddStatsReader& reader,
                                                         int64_t* num_records);
+// The same as a vector, (*stats)[c] for reader.columns()[c] (reused between calls: no map per file).
+void FileStatsInto(const delta::AddFile& add, AddStatsReader& reader, std::vector<Predicate::ColumnStats>* stats,
+                   int64_t* num_records);
 // The same for `columns`, with a reader of its own (one call; loops keep a reader per thread).
 std::map<std::string, Predicate::ColumnStats> FileStats(const delta::AddFile& add, const std::vector<ColumnSpec>& columns,
                                                         int64_t* num_records);
