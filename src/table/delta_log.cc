@@ -139,6 +139,7 @@ class Replayer {
     tombstones_ = std::move(base.tombstones);
     checkpoint_adds_ = adds_.size();
     checkpoint_tombstones_ = tombstones_.size();
+    own_begin_ = adds_.size();
     has_protocol_ = has_metadata_ = base.version >= 0;
     snapshot_ = std::move(base);
     snapshot_.files.clear();
@@ -189,11 +190,24 @@ class Replayer {
     return Status::OK();
   }
 
+  // A commit on top of the base went in after other writers' commits: their actions, applied from
+  // here on (after the commit's own), come first in the snapshot's file order, as in the log.
+  void BeginEarlierCommits() {
+    if (earlier_begin_ == kNone) earlier_begin_ = adds_.size();
+  }
+
   Result<Snapshot> Finish(int64_t version, int64_t timestamp, const std::string& log_dir) && {
     if (!has_protocol_) return Status::Corruption(fmt::format("{}: no protocol action in versions 0..{}", log_dir, version));
     if (!has_metadata_) return Status::Corruption(fmt::format("{}: no metaData action in versions 0..{}", log_dir, version));
     snapshot_.version = version;
     snapshot_.timestamp = timestamp;
+    if (earlier_begin_ != kNone) {  // [own_begin_, earlier_begin_) were this commit's adds
+      std::rotate(adds_.begin() + static_cast<std::ptrdiff_t>(own_begin_),
+                  adds_.begin() + static_cast<std::ptrdiff_t>(earlier_begin_), adds_.end());
+      std::rotate(superseded_.begin() + static_cast<std::ptrdiff_t>(own_begin_),
+                  superseded_.begin() + static_cast<std::ptrdiff_t>(earlier_begin_), superseded_.end());
+      std::unordered_map<std::string, size_t>().swap(live_);  // indices before the rotation
+    }
     // The checkpoint's adds and tombstones of paths a later commit added or removed.
     if (!replaced_.empty()) {
       for (size_t i = 0; i < checkpoint_adds_; ++i) {
@@ -255,6 +269,9 @@ class Replayer {
   std::vector<char> superseded_;                      // per entry of adds_: 1 once removed or added again
   std::vector<RemoveFile> tombstones_;                // the checkpoint's
   size_t checkpoint_adds_ = 0, checkpoint_tombstones_ = 0;
+  static constexpr size_t kNone = SIZE_MAX;
+  size_t own_begin_ = 0;           // a commit on top of a base: where its adds start
+  size_t earlier_begin_ = kNone;   // where the adds of commits that went in before it start
   std::unordered_map<std::string, size_t> live_;      // decoded path -> index in adds_, commits' adds only
   std::map<std::string, RemoveFile> commit_tombstones_;  // decoded path -> the commits' latest remove
   std::unordered_set<std::string, PathHash, std::equal_to<>> replaced_;  // decoded paths a commit added or removed
@@ -728,7 +745,11 @@ class CommitFile {
 
 // OK when none of the winning commits `first`..`last` conflicts with `claims` (CheckConcurrentCommit);
 // Corruption when one of them is missing.
-Status CheckWinners(Storage& storage, const DeltaLog& log, const CommitClaims& claims, int64_t first, int64_t last) {
+// With `replay` (a commit that keeps its state, see DeltaLog::Commit), each winner's actions are
+// applied to it too, as commits that went in before this one; *replayed_through is then the last
+// version applied (a failure to apply one leaves it where it was: the state is read from the log).
+Status CheckWinners(Storage& storage, const DeltaLog& log, const CommitClaims& claims, int64_t first, int64_t last,
+                    Replayer* replay, int64_t* replayed_through) {
   for (int64_t w = first; w <= last; ++w) {
     const std::string path = log.CommitPath(w);
     auto text = ReadFileToString(storage, path);
@@ -739,7 +760,15 @@ Status CheckWinners(Storage& storage, const DeltaLog& log, const CommitClaims& c
       return text.status();
     }
     STOKE_ASSIGN_OR_RETURN(auto winner, ParseCommit(*text, path));
+    text->clear();
+    text->shrink_to_fit();
     STOKE_RETURN_IF_ERROR(CheckConcurrentCommit(claims, winner, w, log.table_dir()));
+    if (replay != nullptr && *replayed_through == w - 1) {
+      replay->BeginEarlierCommits();
+      bool applied = true;
+      for (Action& a : winner) applied = applied && replay->Apply(a, path).ok();
+      if (applied) *replayed_through = w;
+    }
   }
   return Status::OK();
 }
@@ -750,7 +779,7 @@ Status CheckWinners(Storage& storage, const DeltaLog& log, const CommitClaims& c
 // exclusive_allows loses, or after max_attempts; the storage's other errors as they are. `claims` is
 // freed on return (100,000s of paths).
 Result<int64_t> PublishWithRetries(Storage& storage, const DeltaLog& log, CommitFile& file, CommitClaims claims,
-                                   int max_attempts) {
+                                   int max_attempts, Replayer* replay, int64_t* replayed_through) {
   const int64_t read_version = claims.read_version;
   int64_t version = read_version + 1;
   int64_t checked = read_version;  // winners up to here hold nothing that conflicts
@@ -765,7 +794,7 @@ Result<int64_t> PublishWithRetries(Storage& storage, const DeltaLog& log, Commit
     }
     STOKE_ASSIGN_OR_RETURN(int64_t latest, log.LatestVersion());
     latest = std::max(latest, version);
-    STOKE_RETURN_IF_ERROR(CheckWinners(storage, log, claims, checked + 1, latest));
+    STOKE_RETURN_IF_ERROR(CheckWinners(storage, log, claims, checked + 1, latest, replay, replayed_through));
     checked = latest;
     version = latest + 1;
   }
@@ -773,12 +802,12 @@ Result<int64_t> PublishWithRetries(Storage& storage, const DeltaLog& log, Commit
                                       log.table_dir(), max_attempts, version));
 }
 
-// Sets *state to the snapshot at `version`, just committed: the replay's (consumed) when the commit
-// went right on top of the version read, else read from the log; an empty Snapshot, logged, when
-// that fails.
-void SetStateAfterCommit(const DeltaLog& log, std::optional<Replayer>& replay, int64_t read_version, int64_t version,
+// Sets *state to the snapshot at `version`, just committed: the replay's (consumed) when it holds
+// every commit up to the one before (the version read, and the winners applied while retrying),
+// else read from the log; an empty Snapshot, logged, when that fails.
+void SetStateAfterCommit(const DeltaLog& log, std::optional<Replayer>& replay, int64_t replayed_through, int64_t version,
                          std::optional<int64_t> commit_time, Snapshot* state) {
-  Result<Snapshot> now = version == read_version + 1
+  Result<Snapshot> now = version == replayed_through + 1
                              ? std::move(*replay).Finish(version, commit_time.value_or(NowMillis()), log.log_dir())
                              : log.ReadSnapshot(version);
   replay.reset();
@@ -835,8 +864,10 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
   }
   CommitFile file(storage_, log_dir());
   STOKE_RETURN_IF_ERROR(file.Write(commit_info, actions, replay ? &*replay : nullptr, table_dir_));
-  STOKE_ASSIGN_OR_RETURN(int64_t version, PublishWithRetries(storage_, *this, file, std::move(checked.claims), max_attempts));
-  if (replay) SetStateAfterCommit(*this, replay, read_version, version, commit_time, state);
+  int64_t replayed_through = read_version;  // the replay holds every commit up to this one
+  STOKE_ASSIGN_OR_RETURN(int64_t version, PublishWithRetries(storage_, *this, file, std::move(checked.claims), max_attempts,
+                                                             replay ? &*replay : nullptr, &replayed_through));
+  if (replay) SetStateAfterCommit(*this, replay, replayed_through, version, commit_time, state);
   CheckpointIfDue(storage_, *this, version, num_actions, state);
   return version;
 }

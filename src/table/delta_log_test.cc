@@ -641,6 +641,36 @@ TEST_F(DeltaLogTest, TwoBlindAppendsFromTheSameReadVersionBothSucceed) {
   EXPECT_EQ(std::get<CommitInfo>((*actions)[0]).value["readVersion"], 0);
 }
 
+// A commit given its state keeps it to the version it wrote, also when it went in after other
+// writers' commits: the winners' actions come before its own, as a read of the log has them.
+TEST_F(DeltaLogTest, ACommitAfterWinnersKnowsTheStateTheLogGives) {
+  DeltaLog log = CreateTable();
+  ASSERT_TRUE(log.Commit(0, {NewAdd("base-a"), NewAdd("base-b"), NewAdd("base-c")}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  auto state = log.ReadSnapshot(1);
+  ASSERT_TRUE(state.ok());
+  // Two writers commit on top of version 1 first: one appends, one replaces base-b.
+  ASSERT_EQ(*log.Commit(1, {NewAdd("w1-a"), NewAdd("w1-b")}, CommitKind::kBlindAppend, "WRITE", {}), 2);
+  ASSERT_EQ(*log.Commit(2, {NewRemove("base-b"), NewAdd("w2")}, CommitKind::kRewrite, "OPTIMIZE", {}), 3);
+  // This writer read version 1; its blind append goes in as version 4.
+  auto v = log.Commit(1, {NewAdd("mine-a"), NewRemove("base-c"), NewAdd("mine-b")}, CommitKind::kRewrite, "WRITE", {}, 100,
+                      nullptr, &*state);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(*v, 4);
+  auto read = log.ReadSnapshot(4);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(state->version, 4);
+  EXPECT_EQ(FilePaths(*state), (std::vector<std::string>{"base-a", "w1-a", "w1-b", "w2", "mine-a", "mine-b"}));
+  EXPECT_EQ(FilePaths(*state), FilePaths(*read));
+  std::vector<std::string> a, b;
+  for (const auto& r : state->tombstones) a.push_back(r.path);
+  for (const auto& r : read->tombstones) b.push_back(r.path);
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a, (std::vector<std::string>{"base-b", "base-c"}));
+  EXPECT_EQ(state->num_records(), read->num_records());
+}
+
 TEST_F(DeltaLogTest, RewriteLosesWhenTheWinnerRemovedTheSameFile) {
   DeltaLog log = CreateTable();
   ASSERT_TRUE(log.Commit(0, {NewAdd("a"), NewAdd("b")}, CommitKind::kBlindAppend, "WRITE", {}).ok());
