@@ -528,7 +528,11 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   nlohmann::json params = {{"predicate", delta::JsonArrayText(o.where)},
                            {"targetSize", std::to_string(o.target_file_bytes)},
                            {"sortBy", delta::JsonArrayText(o.sort_by)}};
-  auto version = log.Commit(t.snapshot.version, std::move(actions), delta::CommitKind::kRewrite, "OPTIMIZE", params);
+  // The snapshot moves into the commit (the bins' pointers into it are not used after this): the
+  // checkpoint after a commit of 100,000s of removes is written from it, not from the log read back.
+  const int64_t read_version = t.snapshot.version;
+  auto version = log.Commit(read_version, std::move(actions), delta::CommitKind::kRewrite, "OPTIMIZE", params,
+                            /*max_attempts=*/100, nullptr, &t.snapshot);
   if (!version.ok()) {
     // After an I/O error the commit may have taken effect all the same (see IngestSources): keep the files.
     if (version.status().code() != StatusCode::kIOError) DeleteNewFiles(*t.storage, written);
