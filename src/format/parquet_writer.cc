@@ -111,6 +111,11 @@ void AppendPlain(const ValueVector& values, size_t begin, size_t end, std::strin
       values);
 }
 
+// At least the size of the header DataPageHeaderFor makes, serialised: 4 int32 fields (up to 6
+// bytes each with their field headers), the nested data page header (4 int32 fields and a stop) and
+// the stop byte come to at most 38 bytes in the compact protocol.
+constexpr int64_t kMaxPageHeaderBytes = 48;
+
 parquet::PageHeader DataPageHeaderFor(int32_t num_values, size_t uncompressed, size_t stored, uint32_t crc) {
   parquet::PageHeader h;
   h.type = PageType::kDataPage;
@@ -323,6 +328,19 @@ void RowGroupEncoder::ResetTensor(size_t column) {
 }
 
 RowGroupEncoder::~RowGroupEncoder() = default;
+
+void RowGroupEncoder::ReserveRows(int64_t rows) {
+  if (rows <= 0) return;
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    if (!columns_[i].tensor) continue;  // blobs vary in size
+    TensorState& t = tensors_[i];
+    // A page body holds 4 + num_bytes per row and is closed once it reaches small_tensor_page_bytes.
+    const int64_t row_bytes = columns_[i].tensor->num_bytes() + 4;
+    const int64_t rows_per_page = std::max<int64_t>(1, (options_.small_tensor_page_bytes + row_bytes - 1) / row_bytes);
+    const int64_t pages = (rows + rows_per_page - 1) / rows_per_page;
+    t.chunk.bytes.Reserve(t.chunk.bytes.size() + static_cast<size_t>(rows * row_bytes + pages * kMaxPageHeaderBytes));
+  }
+}
 
 int64_t RowGroupEncoder::tensor_rows(size_t column) const { return tensors_[column].rows; }
 

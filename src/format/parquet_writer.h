@@ -108,6 +108,11 @@ class RowGroupEncoder {
   // first_row_index counts records. Levels are RLE (repetition levels first in a v1 page). The chunk's
   // statistics hold null_count only (entries below max_def) and it has no ColumnIndex.
   Status SetLeveledColumn(size_t column, LeveledValues leveled);
+  // Sizes each fixed-size tensor column's chunk buffer for `rows` more rows (their pages, headers
+  // included), so that a row group's chunk is allocated once instead of growing by doubling: at
+  // 128 MiB row groups the doubling held the old and the new copy at once, and up to twice the bytes
+  // the chunk needed. A hint: a chunk that turns out larger (a codec that expands) still grows.
+  void ReserveRows(int64_t rows);
   // Rows appended to tensor or blob column `column` so far.
   int64_t tensor_rows(size_t column) const;
   // Encoded bytes so far (tensor pages; scalars are encoded in Finish).

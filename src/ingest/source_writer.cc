@@ -72,6 +72,7 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   BufferPool page_buffers;
   auto encode = [&](const Group& g) -> Result<EncodedRowGroup> {
     RowGroupEncoder enc(s.columns, options, &page_buffers);
+    enc.ReserveRows(g.end - g.begin);
     std::vector<SourceItem> items;
     items.reserve(static_cast<size_t>(g.end - g.begin));
     for (int64_t k = g.begin; k < g.end; ++k) items.push_back(s.item(rows[static_cast<size_t>(k)]));
