@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <span>
 #include <thread>
 #include <tuple>
 #include <unistd.h>
@@ -79,8 +80,13 @@ constexpr char kIngestRunTag[] = "stoke.ingestRun";
 // holds a candidate name (so the shards of one sharded ingest do not read each other's files);
 // the files that must be read are read in parallel.
 Status ReadIngestedFiles(Storage& fs, const delta::Snapshot& snap, const std::string& table_dir,
-                         const std::vector<std::string>& candidates, const std::string& run, std::set<std::string>* names,
+                         std::span<const DirEntry> candidates, const std::string& run, std::set<std::string>* names,
                          int64_t* max_id) {
+  const auto by_name = [](const DirEntry& e, std::string_view name) { return e.name < name; };
+  // The first candidate not before `name`.
+  const auto first_from = [&](std::string_view name) {
+    return std::lower_bound(candidates.begin(), candidates.end(), name, by_name);
+  };
   *max_id = -1;
   std::vector<size_t> to_open;
   std::vector<bool> needs_ids(snap.files.size(), true);
@@ -109,8 +115,8 @@ Status ReadIngestedFiles(Storage& fs, const delta::Snapshot& snap, const std::st
     }
     bool may_hold_candidate = true;
     if (lo != nullptr && hi != nullptr) {
-      auto it = std::lower_bound(candidates.begin(), candidates.end(), *lo);
-      may_hold_candidate = it != candidates.end() && *it <= *hi;
+      auto it = first_from(*lo);
+      may_hold_candidate = it != candidates.end() && it->name <= *hi;
     }
     if (may_hold_candidate || needs_ids[i]) to_open.push_back(i);
   }
@@ -130,7 +136,7 @@ Status ReadIngestedFiles(Storage& fs, const delta::Snapshot& snap, const std::st
     }
     MutexLock lock(&mu);
     for (auto& f : std::get<std::vector<std::string>>(files.values)) {
-      if (std::binary_search(candidates.begin(), candidates.end(), f)) names->insert(std::move(f));
+      if (auto it = first_from(f); it != candidates.end() && it->name == f) names->insert(std::move(f));
     }
     *max_id = std::max(*max_id, file_max);
     return Status::OK();
@@ -245,7 +251,7 @@ struct ShardPlan {
   bool sharded = false;
   std::string run;                      // ShardRunId when sharded, else ""
   size_t begin = 0, end = 0;            // the source files [begin, end) of the sorted listing
-  std::vector<std::string> candidates;  // their names, sorted
+  std::span<const DirEntry> candidates;  // those files (sorted by name), in the plan's listing
 };
 
 // The files of `planned` that o's shard (--shard index/count) may add.
@@ -254,7 +260,7 @@ ShardPlan PlanShard(const IngestOptions& o, const SourceSet& planned) {
   shard.sharded = o.shard_count > 1;
   shard.run = shard.sharded ? ShardRunId(o, planned) : "";
   std::tie(shard.begin, shard.end) = ShardRange(planned.files.size(), o.shard_index, o.shard_count);
-  for (size_t i = shard.begin; i < shard.end; ++i) shard.candidates.push_back(planned.files[i].name);
+  shard.candidates = std::span<const DirEntry>(planned.files).subspan(shard.begin, shard.end - shard.begin);
   return shard;
 }
 
