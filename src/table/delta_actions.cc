@@ -275,15 +275,16 @@ ordered_json ActionJson(const Action& action) {
           if (a.min_reader_version >= 3 || !a.reader_features.empty()) o["readerFeatures"] = a.reader_features;
           if (a.min_writer_version >= 7 || !a.writer_features.empty()) o["writerFeatures"] = a.writer_features;
           line["protocol"] = std::move(o);
-        } else if constexpr (std::is_same_v<T, Metadata>) {
-          o["id"] = a.id;
-          if (a.name) o["name"] = *a.name;
-          if (a.description) o["description"] = *a.description;
-          o["format"] = ordered_json{{"provider", a.format_provider}, {"options", StringMapJson(a.format_options)}};
-          o["schemaString"] = a.schema_string;
-          o["partitionColumns"] = a.partition_columns;
-          o["configuration"] = StringMapJson(a.configuration);
-          if (a.created_time) o["createdTime"] = *a.created_time;
+        } else if constexpr (std::is_same_v<T, Boxed<Metadata>>) {
+          const Metadata& m = *a;
+          o["id"] = m.id;
+          if (m.name) o["name"] = *m.name;
+          if (m.description) o["description"] = *m.description;
+          o["format"] = ordered_json{{"provider", m.format_provider}, {"options", StringMapJson(m.format_options)}};
+          o["schemaString"] = m.schema_string;
+          o["partitionColumns"] = m.partition_columns;
+          o["configuration"] = StringMapJson(m.configuration);
+          if (m.created_time) o["createdTime"] = *m.created_time;
           line["metaData"] = std::move(o);
         } else if constexpr (std::is_same_v<T, AddFile>) {
           o["path"] = a.path;

@@ -51,7 +51,7 @@ TEST(DeltaCommitFile, SerializeAndParseRoundTripEveryActionKind) {
   EXPECT_EQ(p2.min_writer_version, 7);
   EXPECT_TRUE(p2.reader_features.empty());
   EXPECT_EQ(p2.writer_features, std::vector<std::string>{"appendOnly"});
-  const auto& m2 = std::get<Metadata>((*parsed)[2]);
+  const Metadata& m2 = *std::get<Boxed<Metadata>>((*parsed)[2]);
   EXPECT_EQ(m2.id, m.id);
   EXPECT_EQ(m2.name, m.name);
   EXPECT_EQ(m2.description, m.description);

@@ -46,6 +46,9 @@ constexpr size_t kVersionDigits = 20;
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 std::string Dump(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
 
+// The hash of a decoded path that PathClaims and the replay's index of live adds use.
+uint64_t PathHash64(std::string_view path) { return std::hash<std::string_view>{}(path); }
+
 int64_t NowMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -168,17 +171,19 @@ class Replayer {
   Status Apply(Action& action, const std::string& file) {
     if (auto* add = std::get_if<AddFile>(&action)) {
       STOKE_ASSIGN_OR_RETURN(std::string key, DecodedPath(add->path, file));
-      auto it = live_.find(key);
-      if (it != live_.end()) Supersede(it->second);
+      if (auto it = FindLive(key); it != live_.end()) {
+        Supersede(it->second);
+        it->second = adds_.size();
+      } else {
+        live_.emplace(PathHash64(key), adds_.size());
+      }
       if (checkpoint_adds_ + checkpoint_tombstones_ > 0) replaced_.insert(key);
-      commit_tombstones_.erase(key);
-      live_[std::move(key)] = adds_.size();
+      if (!commit_tombstones_.empty()) commit_tombstones_.erase(key);
       adds_.push_back(std::move(*add));
       superseded_.push_back(0);
     } else if (auto* rm = std::get_if<RemoveFile>(&action)) {
       STOKE_ASSIGN_OR_RETURN(std::string key, DecodedPath(rm->path, file));
-      auto it = live_.find(key);
-      if (it != live_.end()) {
+      if (auto it = FindLive(key); it != live_.end()) {
         Supersede(it->second);
         live_.erase(it);
       }
@@ -206,7 +211,7 @@ class Replayer {
                   adds_.begin() + static_cast<std::ptrdiff_t>(earlier_begin_), adds_.end());
       std::rotate(superseded_.begin() + static_cast<std::ptrdiff_t>(own_begin_),
                   superseded_.begin() + static_cast<std::ptrdiff_t>(earlier_begin_), superseded_.end());
-      std::unordered_map<std::string, size_t>().swap(live_);  // indices before the rotation
+      LiveAdds().swap(live_);  // indices before the rotation
     }
     // The checkpoint's adds and tombstones of paths a later commit added or removed.
     if (!replaced_.empty()) {
@@ -234,8 +239,8 @@ class Replayer {
     if (const auto* p = std::get_if<Protocol>(&action)) {
       snapshot_.protocol = *p;
       has_protocol_ = true;
-    } else if (const auto* m = std::get_if<Metadata>(&action)) {
-      snapshot_.metadata = *m;
+    } else if (const auto* m = std::get_if<Boxed<Metadata>>(&action)) {
+      snapshot_.metadata = **m;
       has_metadata_ = true;
     } else if (const auto* t = std::get_if<Txn>(&action)) {
       auto [it, inserted] = snapshot_.app_versions.emplace(t->app_id, t->version);
@@ -248,6 +253,21 @@ class Replayer {
     adds_[i] = AddFile{};  // frees its strings now
   }
 
+  using LiveAdds = std::unordered_multimap<uint64_t, size_t>;
+  // The entry of live_ for decoded path `key`: an entry whose hash matches is checked against the
+  // path of the add it points to (live adds keep theirs: only superseded ones are emptied).
+  LiveAdds::iterator FindLive(const std::string& key) {
+    auto [it, end] = live_.equal_range(PathHash64(key));
+    for (; it != end; ++it) {
+      const std::string& path = adds_[it->second].path;
+      if (path.find('%') == std::string::npos) {
+        if (path == key) return it;
+      } else if (auto decoded = DecodePath(path); decoded.ok() && *decoded == key) {
+        return it;
+      }
+    }
+    return live_.end();
+  }
   static Result<std::string> DecodedPath(const std::string& path, const std::string& file) {
     auto decoded = DecodePath(path);
     if (!decoded.ok()) return Status::Corruption(fmt::format("{}: {}", file, decoded.status().message()));
@@ -272,7 +292,9 @@ class Replayer {
   static constexpr size_t kNone = SIZE_MAX;
   size_t own_begin_ = 0;           // a commit on top of a base: where its adds start
   size_t earlier_begin_ = kNone;   // where the adds of commits that went in before it start
-  std::unordered_map<std::string, size_t> live_;      // decoded path -> index in adds_, commits' adds only
+  // Hash of the decoded path -> index in adds_, the commits' live adds only. Keyed by hash, not by the
+  // path (a commit of 650,000 files held 85 MB of key strings); FindLive compares the paths.
+  LiveAdds live_;
   std::map<std::string, RemoveFile> commit_tombstones_;  // decoded path -> the commits' latest remove
   std::unordered_set<std::string, PathHash, std::equal_to<>> replaced_;  // decoded paths a commit added or removed
   bool has_protocol_ = false;
@@ -543,6 +565,28 @@ Status CheckConditionalCommits(Storage& storage, const std::string& table_dir) {
 
 }  // namespace
 
+PathClaims::PathClaims(std::initializer_list<std::string_view> paths) {
+  for (std::string_view p : paths) Insert(p);
+  Seal();
+}
+
+void PathClaims::Insert(std::string_view path) {
+  const uint64_t h = PathHash64(path);
+  sorted_ = sorted_ && (hashes_.empty() || hashes_.back() <= h);
+  hashes_.push_back(h);
+}
+
+void PathClaims::Seal() {
+  if (!sorted_) std::sort(hashes_.begin(), hashes_.end());
+  sorted_ = true;
+}
+
+bool PathClaims::Contains(std::string_view path) const {
+  const uint64_t h = PathHash64(path);
+  if (!sorted_) return std::find(hashes_.begin(), hashes_.end(), h) != hashes_.end();
+  return std::binary_search(hashes_.begin(), hashes_.end(), h);
+}
+
 Status CheckConcurrentCommit(const CommitClaims& mine, const std::vector<Action>& winner, int64_t winner_version,
                              std::string_view table_dir) {
   auto conflict = [&](std::string_view why) {
@@ -554,17 +598,17 @@ Status CheckConcurrentCommit(const CommitClaims& mine, const std::vector<Action>
   }
   for (const Action& a : winner) {
     if (std::holds_alternative<Protocol>(a)) return conflict("changed the protocol");
-    if (std::holds_alternative<Metadata>(a)) return conflict("changed the table metadata");
+    if (std::holds_alternative<Boxed<Metadata>>(a)) return conflict("changed the table metadata");
     if (const auto* t = std::get_if<Txn>(&a); t && mine.app_ids.count(t->app_id)) {
       return conflict(fmt::format("carries a transaction of the same application '{}'", t->app_id));
     }
     if (const auto* add = std::get_if<AddFile>(&a)) {
       auto p = DecodePath(add->path);
-      if (p.ok() && mine.adds.count(*p)) return conflict(fmt::format("added the same file '{}'", *p));
+      if (p.ok() && mine.adds.Contains(*p)) return conflict(fmt::format("added the same file '{}'", *p));
     }
     if (const auto* rm = std::get_if<RemoveFile>(&a)) {
       auto p = DecodePath(rm->path);
-      if (p.ok() && mine.removes.count(*p)) return conflict(fmt::format("removed '{}', which this commit removes", *p));
+      if (p.ok() && mine.removes.Contains(*p)) return conflict(fmt::format("removed '{}', which this commit removes", *p));
     }
   }
   return Status::OK();
@@ -596,14 +640,15 @@ Result<CheckedActions> CheckActions(std::vector<Action>& actions, int64_t read_v
     if (auto* add = std::get_if<AddFile>(&a)) {
       auto p = DecodePath(add->path);
       if (!p.ok() || p->empty()) return Status::InvalidArgument(fmt::format("Commit: bad add path '{}'", add->path));
-      claims.adds.insert(*p);
+      claims.adds.Insert(*p);
     } else if (auto* rm = std::get_if<RemoveFile>(&a)) {
       auto p = DecodePath(rm->path);
       if (!p.ok() || p->empty()) return Status::InvalidArgument(fmt::format("Commit: bad remove path '{}'", rm->path));
-      claims.removes.insert(*p);
+      claims.removes.Insert(*p);
     } else if (std::holds_alternative<Protocol>(a)) {
       has_protocol = true;
-    } else if (auto* m = std::get_if<Metadata>(&a)) {
+    } else if (auto* boxed = std::get_if<Boxed<Metadata>>(&a)) {
+      Metadata* m = &**boxed;
       has_metadata = true;
       if (m->id.empty()) m->id = RandomUuid();
       if (!m->created_time && read_version == -1) m->created_time = NowMillis();
@@ -613,6 +658,8 @@ Result<CheckedActions> CheckActions(std::vector<Action>& actions, int64_t read_v
       ++commit_infos;
     }
   }
+  claims.adds.Seal();
+  claims.removes.Seal();
   if (commit_infos > 1) return Status::InvalidArgument("Commit: at most one commitInfo action per commit");
   if (read_version == -1 && (!has_protocol || !has_metadata)) {
     return Status::InvalidArgument(

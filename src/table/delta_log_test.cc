@@ -105,7 +105,7 @@ TEST_F(DeltaLogTest, ForEachCommitActionReadsInChunksAsParseCommitDoes) {
 // Conflict rules, one winner at a time.
 
 TEST(DeltaConflicts, EachRuleDecidesAsTheProtocolSays) {
-  auto claims = [](CommitKind kind, std::set<std::string> adds, std::set<std::string> removes,
+  auto claims = [](CommitKind kind, PathClaims adds, PathClaims removes,
                    std::set<std::string> apps = {}) {
     CommitClaims c;
     c.read_version = 3;
@@ -309,6 +309,51 @@ TEST_F(DeltaLogTest, RemoveMatchesAddByDecodedPath) {
   EXPECT_TRUE(snap->files.empty());
   ASSERT_EQ(snap->tombstones.size(), 1u);
   EXPECT_NE(FindTombstone(*snap, "dir/a-b c.parquet"), nullptr);
+}
+
+TEST_F(DeltaLogTest, AnAddOfAFileAlreadyAddedReplacesItWhateverTheEscaping) {
+  DeltaLog log = CreateTable();
+  AddFile first = NewAdd("x");
+  first.path = "dir/a%2Db.parquet";
+  first.size = 1;
+  AddFile again = NewAdd("x");
+  again.path = "dir/a-b.parquet";
+  again.size = 2;
+  AddFile other = NewAdd("dir/c.parquet");
+  // Within one commit and across commits, replayed from the log and kept as a commit's state.
+  ASSERT_TRUE(log.Commit(0, {first, other, again}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  auto state = log.ReadSnapshot(1);
+  ASSERT_TRUE(state.ok());
+  ASSERT_EQ(state->files.size(), 2u);
+  EXPECT_EQ(state->files[0].path, "dir/c.parquet");
+  EXPECT_EQ(state->files[1].size, 2);
+  first.size = 3;
+  ASSERT_TRUE(log.Commit(1, {first}, CommitKind::kBlindAppend, "WRITE", {}, 100, nullptr, &*state).ok());
+  for (const Snapshot& s : {*state, *log.ReadSnapshot(2)}) {
+    ASSERT_EQ(s.files.size(), 2u);
+    EXPECT_EQ(s.files[1].path, "dir/a%2Db.parquet");
+    EXPECT_EQ(s.files[1].size, 3);
+  }
+  RemoveFile r;
+  r.path = "dir/a-b.parquet";
+  ASSERT_TRUE(log.Commit(2, {r}, CommitKind::kRewrite, "DELETE", {}).ok());
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(FilePaths(*snap), (std::vector<std::string>{"dir/c.parquet"}));
+}
+
+TEST(PathClaimsTest, ContainsWhatWasInsertedBeforeAndAfterSealing) {
+  PathClaims claims;
+  for (int i = 999; i >= 0; --i) claims.Insert("part-" + std::to_string(i) + ".parquet");
+  EXPECT_TRUE(claims.Contains("part-17.parquet"));
+  EXPECT_FALSE(claims.Contains("part-1000.parquet"));
+  claims.Seal();
+  EXPECT_EQ(claims.size(), 1000u);
+  for (int i = 0; i < 1000; ++i) EXPECT_TRUE(claims.Contains("part-" + std::to_string(i) + ".parquet")) << i;
+  for (int i = 1000; i < 2000; ++i) EXPECT_FALSE(claims.Contains("part-" + std::to_string(i) + ".parquet")) << i;
+  EXPECT_FALSE(claims.Contains(""));
+  EXPECT_TRUE(PathClaims({"a", "b"}).Contains("b"));
+  EXPECT_TRUE(PathClaims().empty());
 }
 
 TEST_F(DeltaLogTest, LastMetadataAndProtocolWinAndTxnKeepsHighestVersion) {
