@@ -329,6 +329,9 @@ def test_concurrent_appends_of_the_same_source(stoke, tmp_path):
         assert any(rc == 0 for rc, _, _ in results), results
         stoke(*ingest_args(src, table))  # finish whatever a loser left out
         check_complete(stoke, table, names)
+        # A loser deletes the data files it wrote: every file on disk is in the table.
+        live = sorted(Path(f["path"]).name for f in stoke.inspect(table)["data_files"])
+        assert parquet_files(table) == live
 
 
 def params(history_entry):

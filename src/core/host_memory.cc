@@ -1,6 +1,9 @@
 #include "core/host_memory.h"
 
 #include <cstdlib>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <new>
 #include <utility>
 
@@ -15,6 +18,12 @@ bool BuiltWithCuda() {
   return true;
 #else
   return false;
+#endif
+}
+
+void ReleaseFreeHeapMemory() {
+#if defined(__GLIBC__)
+  (void)malloc_trim(0);
 #endif
 }
 

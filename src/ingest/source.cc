@@ -130,6 +130,13 @@ SourceItem SourceSet::item(int64_t k) const {
 
 std::string SourceSet::FilePath(uint32_t file) const { return JoinPath(root, files[file].name); }
 
+void SourceSet::ReleaseItems() {
+  std::vector<DirEntry>().swap(files);
+  std::vector<int64_t>{0}.swap(item_starts);
+  for (LabelColumn& l : labels) std::vector<std::string>().swap(l.cells);
+  items_released = true;
+}
+
 Result<std::vector<LabelColumn>> JoinLabelsCsv(const std::string& labels_csv, const std::vector<DirEntry>& files,
                                                const std::vector<std::string>& taken) {
   std::vector<LabelColumn> labels;

@@ -98,6 +98,12 @@ struct SourceSet {
   std::vector<std::string> classes;
   std::shared_ptr<const SourceReader> reader;
 
+  // Frees what the plan holds per source file once its rows are written: the listing, the item
+  // numbering and the labels' cells (about 230 bytes a file: 150 MB at 650,000 files), keeping the
+  // columns, metadata and classes. Only planning again gives the items back (num_items() is then 0).
+  void ReleaseItems();
+  bool items_released = false;            // ReleaseItems was called
+
   int64_t num_items() const { return item_starts.back(); }
   SourceItem item(int64_t k) const;       // REQUIRES: 0 <= k < num_items()
   size_t first_label_column() const { return has_index ? 3 : 2; }

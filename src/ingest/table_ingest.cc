@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <set>
 #include <span>
 #include <thread>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/host_memory.h"
 #include "core/mutex.h"
 #include "core/thread_pool.h"
 #include "core/random.h"
@@ -224,15 +226,9 @@ std::string PartitionDirectory(const std::string& column, const std::string& val
 // at 650,000 files reading them took 20 s or more. Skipped when some other file's footer would have
 // to be read (a table never loaded since an earlier ingest; another shard's files not indexed yet).
 // A failure is logged, never an error: the commit stands, and a loader builds the index itself.
-template <typename Written>
 void WriteSampleIndex(const std::string& table, int64_t version, const delta::Snapshot& state,
-                      std::vector<std::string> index_columns, std::vector<Written>& written) {
-  if (index_columns.empty()) return;
-  SampleIndex::WrittenFiles files{std::move(index_columns), {}};
-  files.files.reserve(written.size());
-  for (auto& w : written) {
-    if (!w.file.pages.rel_path.empty()) files.files.push_back(std::move(w.file.pages));
-  }
+                      const SampleIndex::WrittenFiles& files) {
+  if (files.tensor_columns.empty()) return;
   SampleIndex::Options options;
   options.written = &files;
   options.read_footers = false;  // other files come from an older index, or the loader reads them
@@ -387,21 +383,52 @@ std::map<std::string, Partition> GroupByPartition(const SourceSet& sources, cons
   return partitions;
 }
 
-// A data file this ingest wrote, and its partition.
-struct Written {
-  WrittenFile file;
-  const Partition* partition;
-};
-
-// The data files of one attempt, and the tensor columns whose pages they list for the sample index.
+// The data files of one attempt, each with its partition, and the tensor columns whose pages they
+// list for the sample index.
 struct DataFiles {
-  std::vector<Written> written;
+  std::vector<WrittenFile> written;
+  std::vector<const Partition*> partition_of;  // per entry of `written`
   std::vector<std::string> index_columns;
 };
 
 // Deletes the files of `written`, ignoring errors (VACUUM removes what is left).
-void DeleteDataFiles(Storage& fs, const std::vector<Written>& written) {
-  for (const auto& w : written) (void)fs.Delete(w.file.path);
+void DeleteDataFiles(Storage& fs, const std::vector<WrittenFile>& written) {
+  for (const auto& w : written) (void)fs.Delete(w.path);
+}
+
+// What the commit's caller keeps of the data files it wrote, once their add actions are made: their
+// pages, for the sample index of the version committed, and their paths, to delete them if the
+// commit fails. About 150 bytes a file where the WrittenFile entries took 330 (100 MB less at
+// 650,000 files, during the commit and its checkpoint).
+struct AfterCommit {
+  SampleIndex::WrittenFiles index;
+  std::string paths;  // the files' paths, each followed by a NUL (no path holds one)
+
+  void DeleteFiles(Storage& fs) const {
+    for (size_t at = 0; at < paths.size();) {
+      const size_t end = paths.find('\0', at);
+      (void)fs.Delete(paths.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+};
+
+// Moves what AfterCommit keeps out of `files`, and frees the rest.
+AfterCommit KeepForAfterCommit(DataFiles&& files) {
+  AfterCommit kept;
+  kept.index.tensor_columns = std::move(files.index_columns);
+  kept.index.files.reserve(kept.index.tensor_columns.empty() ? 0 : files.written.size());
+  size_t bytes = 0;
+  for (const WrittenFile& w : files.written) bytes += w.path.size() + 1;
+  kept.paths.reserve(bytes);
+  for (WrittenFile& w : files.written) {
+    if (!kept.index.tensor_columns.empty() && !w.pages.rel_path.empty()) kept.index.files.push_back(std::move(w.pages));
+    kept.paths += w.path;
+    kept.paths += '\0';
+  }
+  std::vector<WrittenFile>().swap(files.written);
+  std::vector<const Partition*>().swap(files.partition_of);
+  return kept;
 }
 
 // Writes the rows of each of `partitions` as data files under `table_dir` (under their final names:
@@ -423,9 +450,12 @@ Result<DataFiles> WriteDataFiles(Storage& fs, const std::string& table_dir, cons
   const SourceSet& file_sources = without_partition ? *without_partition : sources;
   ProgressBar bar("ingest", num_rows, "samples", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
   DataFiles out;
-  // At 650,000 one-row files, growing these vectors by doubling held two copies (hundreds of MB).
-  out.written.reserve(static_cast<size_t>((static_cast<int64_t>(num_rows) + layout.rows_per_file - 1) / layout.rows_per_file) +
-                      partitions.size());
+  // At 650,000 one-row files, growing these vectors by doubling held two copies (hundreds of MB); a
+  // single partition's files are moved in whole.
+  const size_t max_files =
+      static_cast<size_t>((static_cast<int64_t>(num_rows) + layout.rows_per_file - 1) / layout.rows_per_file) + partitions.size();
+  if (partitions.size() > 1) out.written.reserve(max_files);
+  out.partition_of.reserve(max_files);
   Status write_status;
   // The sample index of the version committed is written from the files' pages as written.
   for (const ColumnSpec& c : file_sources.columns) {
@@ -443,7 +473,12 @@ Result<DataFiles> WriteDataFiles(Storage& fs, const std::string& table_dir, cons
       write_status = files.status();
       break;
     }
-    for (auto& f : *files) out.written.push_back({std::move(f), &part});
+    out.partition_of.insert(out.partition_of.end(), files->size(), &part);
+    if (out.written.empty()) {
+      out.written = std::move(*files);
+    } else {
+      std::move(files->begin(), files->end(), std::back_inserter(out.written));
+    }
   }
   bar.Finish();
   if (!write_status.ok()) {
@@ -458,7 +493,8 @@ Result<DataFiles> WriteDataFiles(Storage& fs, const std::string& table_dir, cons
 // out of `written`). Counts the files and rows in `report`.
 std::vector<delta::Action> WriteActions(const IngestOptions& o, const SourceSet& sources, const TableState& table,
                                         const PartitionColumn& partition, const ShardPlan& shard,
-                                        std::vector<Written>& written, IngestReport* report) {
+                                        std::vector<WrittenFile>& written, const std::vector<const Partition*>& partition_of,
+                                        IngestReport* report) {
   const bool overwrite = o.mode == IngestMode::kOverwrite;
   const std::optional<delta::Snapshot>& snap = table.snap;
   std::vector<delta::Action> actions;
@@ -482,7 +518,9 @@ std::vector<delta::Action> WriteActions(const IngestOptions& o, const SourceSet&
       ++report->files_removed;
     }
   }
-  for (auto& [w, part] : written) {
+  for (size_t i = 0; i < written.size(); ++i) {
+    WrittenFile& w = written[i];
+    const Partition* part = partition_of[i];
     delta::AddFile a;
     std::string rel = std::filesystem::path(w.path).filename().string();
     if (!part->dir.empty()) rel = part->dir + "/" + rel;
@@ -538,7 +576,10 @@ WriteCommit WriteCommitParameters(const IngestOptions& o, const std::string& par
 // One attempt: read the table's latest version, write the data files, commit. The commit is
 // exclusive (it fails if anyone committed after the version read), because what it writes depends
 // on that version: the ids continue the table's, and files already in it are skipped.
-Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& planned, const WriterOptions& wopts) {
+// Once the data files are written, the plan's items are released (SourceSet::ReleaseItems): the
+// commit, its state and its checkpoint are the peak of a large ingest, and the listing and labels
+// would only add to it. The caller plans again before another attempt.
+Result<IngestReport> IngestAttempt(const IngestOptions& o, SourceSet& planned, const WriterOptions& wopts) {
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
   Storage& fs = *where.storage;
   Stopwatch watch;
@@ -551,15 +592,29 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& plan
   // plan as this version of the table sees it.
   const SourceSet& sources = table.merged ? *table.merged : planned;
   STOKE_ASSIGN_OR_RETURN(PartitionColumn partition, ChoosePartitionColumn(o, table, sources));
-  const std::vector<int64_t> rows = NewItems(sources, shard, table.ingested, &report);
+  std::vector<int64_t> rows = NewItems(sources, shard, table.ingested, &report);
   if (rows.empty() && o.mode != IngestMode::kOverwrite) {
     report.version = table.read_version;
     report.seconds = watch.Seconds();
     return report;  // nothing new: the table already holds every source file
   }
-  const std::map<std::string, Partition> partitions = GroupByPartition(sources, rows, partition, table.max_id, shard.sharded);
-  STOKE_ASSIGN_OR_RETURN(DataFiles files, WriteDataFiles(fs, where.path, o, sources, partition, partitions, wopts));
-  std::vector<delta::Action> actions = WriteActions(o, sources, table, partition, shard, files.written, &report);
+  std::map<std::string, Partition> partitions = GroupByPartition(sources, rows, partition, table.max_id, shard.sharded);
+  DataFiles files;
+  {
+    auto written = WriteDataFiles(fs, where.path, o, sources, partition, partitions, wopts);
+    planned.ReleaseItems();
+    if (table.merged) table.merged->ReleaseItems();
+    std::vector<int64_t>().swap(rows);
+    for (auto& [value, part] : partitions) {
+      std::vector<int64_t>().swap(part.rows);
+      std::vector<int64_t>().swap(part.ids);
+    }
+    if (!written.ok()) return written.status();
+    files = std::move(*written);
+  }
+  std::vector<delta::Action> actions = WriteActions(o, sources, table, partition, shard, files.written, files.partition_of, &report);
+  const AfterCommit kept = KeepForAfterCommit(std::move(files));
+  ReleaseFreeHeapMemory();  // the plan's items and the written files' entries
   WriteCommit commit = WriteCommitParameters(o, partition.name, shard, table.max_id);
   // The snapshot moves into the commit and comes back as the committed version's (for its index).
   delta::Snapshot state = table.snap ? std::move(*table.snap) : delta::Snapshot{};
@@ -571,13 +626,13 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, const SourceSet& plan
     // after an I/O error, which may have hit the commit's own put after it took effect (a local
     // directory sync after the link, a PUT whose response was lost): the files then stay, and
     // VACUUM removes them if the commit did not happen.
-    if (version.status().code() != StatusCode::kIOError) DeleteDataFiles(fs, files.written);
+    if (version.status().code() != StatusCode::kIOError) kept.DeleteFiles(fs);
     return version.status().WithContext(fmt::format("ingest into '{}'", o.table_dir));
   }
   report.version = *version;
   STOKE_LOG(kInfo, "ingest.committed", "table={} version={} files={} rows={}", o.table_dir, *version, report.files_added,
             report.rows);
-  WriteSampleIndex(o.table_dir, *version, state, std::move(files.index_columns), files.written);
+  WriteSampleIndex(o.table_dir, *version, state, kept.index);
   report.seconds = watch.Seconds();
   return report;
 }
@@ -598,7 +653,9 @@ Result<IngestReport> IngestSources(const IngestOptions& o) {
   if (o.shard_count > 1 && o.mode != IngestMode::kAppend) {
     return Status::InvalidArgument("ingest: --shard needs --mode append (an overwrite cannot be split between processes)");
   }
-  STOKE_ASSIGN_OR_RETURN(SourceSet sources, PlanSources(SourceOptionsOf(o), "ingest"));
+  const SourceOptions plan_options = SourceOptionsOf(o);
+  STOKE_ASSIGN_OR_RETURN(SourceSet sources, PlanSources(plan_options, "ingest"));
+  ReleaseFreeHeapMemory();  // what listing and joining the labels freed (hundreds of MB at 650,000 files)
   STOKE_RETURN_IF_ERROR(CreateContainerFor(o.table_dir));
   if (o.shard_count > 1) STOKE_RETURN_IF_ERROR(CreateTableForShards(o, sources));
   // Another writer committing between our read and our commit makes us re-plan from its version
@@ -606,6 +663,9 @@ Result<IngestReport> IngestSources(const IngestOptions& o) {
   constexpr int kMaxAttempts = 50;
   Rng jitter(static_cast<uint64_t>(NowNanos()) ^ static_cast<uint64_t>(::getpid()));
   for (int attempt = 1;; ++attempt) {
+    if (sources.items_released) {
+      STOKE_ASSIGN_OR_RETURN(sources, PlanSources(plan_options, "ingest"));
+    }
     auto r = IngestAttempt(o, sources, wopts);
     if (r.ok() || r.status().code() != StatusCode::kConflict || attempt == kMaxAttempts) return r;
     STOKE_LOG(kInfo, "ingest.retry", "table={} attempt={} cause=\"{}\"", o.table_dir, attempt, r.status().message());
