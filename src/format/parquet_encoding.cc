@@ -11,6 +11,15 @@
 namespace stoke::parquet {
 namespace {
 
+// Room for `more` values after those `out` holds, growing geometrically: a column chunk is decoded one
+// page at a time into the same vector, and reserving exactly size + count per page moved every value
+// decoded so far again at each page (quadratic in the pages of a chunk).
+template <typename T>
+void ReserveMore(std::vector<T>* out, size_t more) {
+  const size_t needed = out->size() + more;
+  if (needed > out->capacity()) out->reserve(std::max(needed, 2 * out->capacity()));
+}
+
 constexpr std::string_view kRle = "RLE";
 constexpr std::string_view kRleDictionary = "RLE_DICTIONARY";
 constexpr std::string_view kPlain = "PLAIN";
@@ -457,7 +466,7 @@ Status DecodePlainBoolean(ByteView data, size_t count, std::vector<uint8_t>* out
 
 Status DecodePlainByteArray(ByteView data, size_t count, std::vector<std::string>* out, size_t* consumed) {
   // Each value takes at least its 4-byte length, which bounds the reservation by the bytes present.
-  out->reserve(out->size() + std::min(count, data.size() / sizeof(uint32_t)));
+  ReserveMore(out, std::min(count, data.size() / sizeof(uint32_t)));
   size_t pos = 0;
   for (size_t i = 0; i < count; ++i) {
     if (data.size() - pos < sizeof(uint32_t)) {
@@ -484,7 +493,7 @@ Status DecodePlainFixedLenByteArray(ByteView data, size_t count, int type_length
   if (count > data.size() / width) {
     return Corrupt(kPlain, 0, "expected {} values of {} bytes, {} bytes present", count, width, data.size());
   }
-  out->reserve(out->size() + count);
+  ReserveMore(out, count);
   for (size_t i = 0; i < count; ++i) out->emplace_back(reinterpret_cast<const char*>(data.data() + i * width), width);
   *consumed = count * width;
   return Status::OK();
@@ -536,7 +545,7 @@ Status DecodeDeltaLengthByteArray(ByteView data, size_t count, std::vector<std::
   std::vector<int32_t> lengths;
   STOKE_RETURN_IF_ERROR(DecodeLengthsAt(data, &pos, count, kDeltaLengthByteArray, "lengths", &lengths));
   STOKE_RETURN_IF_ERROR(CheckValueBytes(data, pos, lengths, kDeltaLengthByteArray));
-  out->reserve(out->size() + count);
+  ReserveMore(out, count);
   for (int32_t length : lengths) {
     out->emplace_back(reinterpret_cast<const char*>(data.data() + pos), static_cast<size_t>(length));
     pos += static_cast<size_t>(length);
@@ -595,7 +604,7 @@ Status DecodeByteStreamSplitFixedLenByteArray(ByteView data, size_t count, int t
   }
   const size_t width = static_cast<size_t>(type_length);
   STOKE_RETURN_IF_ERROR(CheckStreams(data, count, width));
-  out->reserve(out->size() + count);
+  ReserveMore(out, count);
   for (size_t i = 0; i < count; ++i) {
     std::string& value = out->emplace_back(width, '\0');
     for (size_t k = 0; k < width; ++k) value[k] = static_cast<char>(data[k * count + i]);

@@ -177,8 +177,11 @@ class Replayer {
       } else {
         live_.emplace(PathHash64(key), adds_.size());
       }
-      if (checkpoint_adds_ + checkpoint_tombstones_ > 0) replaced_.insert(key);
-      if (!commit_tombstones_.empty()) commit_tombstones_.erase(key);
+      if (auto it = FindTombstone(key); it != removed_.end()) {  // removed by a commit, now added again
+        commit_tombstones_[it->second] = RemoveFile{};
+        tombstone_dropped_[it->second] = 1;
+        removed_.erase(it);
+      }
       adds_.push_back(std::move(*add));
       superseded_.push_back(0);
     } else if (auto* rm = std::get_if<RemoveFile>(&action)) {
@@ -187,8 +190,13 @@ class Replayer {
         Supersede(it->second);
         live_.erase(it);
       }
-      if (checkpoint_adds_ + checkpoint_tombstones_ > 0) replaced_.insert(key);
-      commit_tombstones_[std::move(key)] = std::move(*rm);
+      if (auto it = FindTombstone(key); it != removed_.end()) {  // the latest remove of a path is kept
+        commit_tombstones_[it->second] = std::move(*rm);
+      } else {
+        removed_.emplace(PathHash64(key), commit_tombstones_.size());
+        commit_tombstones_.push_back(std::move(*rm));
+        tombstone_dropped_.push_back(0);
+      }
     } else {
       ApplyState(action);
     }
@@ -206,19 +214,20 @@ class Replayer {
     if (!has_metadata_) return Status::Corruption(fmt::format("{}: no metaData action in versions 0..{}", log_dir, version));
     snapshot_.version = version;
     snapshot_.timestamp = timestamp;
+    // The checkpoint's adds and tombstones of paths a later commit added or removed (before the
+    // rotation below, which moves only commits' adds and would leave live_'s indices stale).
+    if (checkpoint_adds_ + checkpoint_tombstones_ > 0 && !(live_.empty() && removed_.empty())) {
+      for (size_t i = 0; i < checkpoint_adds_; ++i) {
+        if (Replaced(adds_[i].path)) Supersede(i);
+      }
+      std::erase_if(tombstones_, [&](const RemoveFile& r) { return Replaced(r.path); });
+    }
+    LiveAdds().swap(live_);
     if (earlier_begin_ != kNone) {  // [own_begin_, earlier_begin_) were this commit's adds
       std::rotate(adds_.begin() + static_cast<std::ptrdiff_t>(own_begin_),
                   adds_.begin() + static_cast<std::ptrdiff_t>(earlier_begin_), adds_.end());
       std::rotate(superseded_.begin() + static_cast<std::ptrdiff_t>(own_begin_),
                   superseded_.begin() + static_cast<std::ptrdiff_t>(earlier_begin_), superseded_.end());
-      LiveAdds().swap(live_);  // indices before the rotation
-    }
-    // The checkpoint's adds and tombstones of paths a later commit added or removed.
-    if (!replaced_.empty()) {
-      for (size_t i = 0; i < checkpoint_adds_; ++i) {
-        if (Replaced(adds_[i].path)) Supersede(i);
-      }
-      std::erase_if(tombstones_, [&](const RemoveFile& r) { return Replaced(r.path); });
     }
     // The live adds, compacted in place (no second vector of them).
     size_t kept = 0;
@@ -229,7 +238,12 @@ class Replayer {
     }
     adds_.resize(kept);
     snapshot_.files = std::move(adds_);
-    for (auto& [key, rm] : commit_tombstones_) tombstones_.push_back(std::move(rm));
+    PathIndex().swap(removed_);
+    tombstones_.reserve(tombstones_.size() + commit_tombstones_.size());
+    for (size_t i = 0; i < commit_tombstones_.size(); ++i) {
+      if (!tombstone_dropped_[i]) tombstones_.push_back(std::move(commit_tombstones_[i]));
+    }
+    std::vector<RemoveFile>().swap(commit_tombstones_);
     snapshot_.tombstones = std::move(tombstones_);
     return std::move(snapshot_);
   }
@@ -253,36 +267,45 @@ class Replayer {
     adds_[i] = AddFile{};  // frees its strings now
   }
 
-  using LiveAdds = std::unordered_multimap<uint64_t, size_t>;
-  // The entry of live_ for decoded path `key`: an entry whose hash matches is checked against the
-  // path of the add it points to (live adds keep theirs: only superseded ones are emptied).
-  LiveAdds::iterator FindLive(const std::string& key) {
-    auto [it, end] = live_.equal_range(PathHash64(key));
-    for (; it != end; ++it) {
-      const std::string& path = adds_[it->second].path;
-      if (path.find('%') == std::string::npos) {
-        if (path == key) return it;
-      } else if (auto decoded = DecodePath(path); decoded.ok() && *decoded == key) {
-        return it;
-      }
-    }
-    return live_.end();
+  // Hash of a decoded path -> an index (into adds_ or commit_tombstones_): indexes by path without
+  // holding the paths again (a commit of 650,000 files held 85 MB of key strings in each).
+  using PathIndex = std::unordered_multimap<uint64_t, size_t>;
+  using LiveAdds = PathIndex;
+  // Whether `encoded` (an action's path) decodes to `key`.
+  static bool SamePath(const std::string& encoded, const std::string& key) {
+    if (encoded.find('%') == std::string::npos) return encoded == key;
+    auto decoded = DecodePath(encoded);
+    return decoded.ok() && *decoded == key;
   }
+  // The entry of `index` for decoded path `key`: entries whose hash matches are checked against the
+  // path of the action they point to (the entries' actions keep their paths while indexed).
+  template <typename Actions>
+  static PathIndex::iterator Find(PathIndex& index, const Actions& actions, const std::string& key) {
+    auto [it, end] = index.equal_range(PathHash64(key));
+    for (; it != end; ++it) {
+      if (SamePath(actions[it->second].path, key)) return it;
+    }
+    return index.end();
+  }
+  PathIndex::iterator FindLive(const std::string& key) { return Find(live_, adds_, key); }
+  PathIndex::iterator FindTombstone(const std::string& key) { return Find(removed_, commit_tombstones_, key); }
   static Result<std::string> DecodedPath(const std::string& path, const std::string& file) {
     auto decoded = DecodePath(path);
     if (!decoded.ok()) return Status::Corruption(fmt::format("{}: {}", file, decoded.status().message()));
     return std::move(decoded).value();
   }
-  // Whether a commit added or removed the checkpoint's `path` (which decodes: see ApplyCheckpoint).
-  bool Replaced(const std::string& path) const {
-    if (path.find('%') == std::string::npos) return replaced_.count(std::string_view(path)) > 0;
-    auto decoded = DecodePath(path);
-    return decoded.ok() && replaced_.count(std::string_view(*decoded)) > 0;
+  // Whether a commit added or removed the checkpoint's `path` (which decodes: see ApplyCheckpoint): a
+  // path a commit touched is in live_ (added last) or in removed_ (removed last).
+  bool Replaced(const std::string& path) {
+    std::string decoded;
+    if (path.find('%') != std::string::npos) {
+      auto d = DecodePath(path);
+      if (!d.ok()) return false;
+      decoded = std::move(*d);
+    }
+    const std::string& key = decoded.empty() ? path : decoded;
+    return FindLive(key) != live_.end() || FindTombstone(key) != removed_.end();
   }
-  struct PathHash {  // lookups by string_view, with no string made
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
 
   Snapshot snapshot_;
   std::vector<AddFile> adds_;                         // in the order added: the checkpoint's, then the commits'
@@ -292,11 +315,10 @@ class Replayer {
   static constexpr size_t kNone = SIZE_MAX;
   size_t own_begin_ = 0;           // a commit on top of a base: where its adds start
   size_t earlier_begin_ = kNone;   // where the adds of commits that went in before it start
-  // Hash of the decoded path -> index in adds_, the commits' live adds only. Keyed by hash, not by the
-  // path (a commit of 650,000 files held 85 MB of key strings); FindLive compares the paths.
-  LiveAdds live_;
-  std::map<std::string, RemoveFile> commit_tombstones_;  // decoded path -> the commits' latest remove
-  std::unordered_set<std::string, PathHash, std::equal_to<>> replaced_;  // decoded paths a commit added or removed
+  PathIndex live_;                            // the commits' live adds: decoded path hash -> index in adds_
+  std::vector<RemoveFile> commit_tombstones_;  // the commits' latest remove of each path, in order
+  std::vector<char> tombstone_dropped_;        // per entry of commit_tombstones_: 1 once added again
+  PathIndex removed_;                          // decoded path hash -> index in commit_tombstones_ (not dropped)
   bool has_protocol_ = false;
   bool has_metadata_ = false;
 };
