@@ -321,6 +321,7 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::vector<std::string> paths, F
   const size_t max_open = o.max_open_files > 0 ? o.max_open_files : DerivedMaxOpenFiles(o.queue_depth);
   std::unique_ptr<Fetcher> f(new Fetcher(std::move(files), o, max_open));
   f->remote_ = remote;
+  if (o.direct && o.huge_page_buffers) f->huge_pages_ = HugePageBlocks::Create();
   if (remote) {
     f->backend_ = std::make_unique<StorageBackend>(f.get());
     return f;
@@ -465,6 +466,7 @@ Status Fetcher::SubmitOne(const FetchRequest& r, PendingStarts* pending) {
   try {
     AllocationFaults::Instance().Check();
     s.buffer = pool_.Take(s.buffered());  // cleared: Resize copies nothing when it has to grow
+    if (huge_pages_ != nullptr && s.buffer.capacity() < s.buffered()) s.buffer = huge_pages_->Take(s.buffered());
     s.buffer.Resize(s.buffered());
   } catch (const std::bad_alloc&) {
     CompleteSlot(i, OutOfMemoryError("a " + std::to_string(s.buffered()) + "-byte buffer for the read of " +

@@ -274,11 +274,14 @@ TEST(FetcherTest, AutoBackendPicksIoUringWhenAvailable) {
   EXPECT_STREQ(f->backend_name(), UringAvailable() ? "io_uring" : "pread");
 }
 
-// O_DIRECT reads through each backend; skipped where no candidate directory supports O_DIRECT.
+// O_DIRECT reads through each backend, into huge-page buffers and ordinary ones; skipped where no
+// candidate directory supports O_DIRECT.
 TEST(FetcherTest, DirectReadsAreWidenedAndTrimmedBack) {
   int backends_run = 0;
-  for (Backend backend : {Backend::kPread, Backend::kIoUring}) {
+  for (auto [backend, huge] : {std::pair{Backend::kPread, true}, std::pair{Backend::kIoUring, true},
+                               std::pair{Backend::kIoUring, false}}) {
     if (backend == Backend::kIoUring && !UringAvailable()) continue;
+    SCOPED_TRACE(huge ? "huge-page buffers" : "heap buffers");
     bool ran = false;
     for (std::string dir : {::testing::TempDir(), std::string(".")}) {
       // An odd size, so the last block is partial and widened reads run into the end of the file.
@@ -287,6 +290,7 @@ TEST(FetcherTest, DirectReadsAreWidenedAndTrimmedBack) {
       FetcherOptions o;
       o.backend = backend;
       o.direct = true;
+      o.huge_page_buffers = huge;
       o.max_bytes_in_flight = 4 << 20;
       auto f = Fetcher::Open({file.path()}, o);
       if (!f.ok()) {
