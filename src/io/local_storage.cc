@@ -11,7 +11,10 @@
 #include <cstring>
 #include <set>
 #include <filesystem>
+#include <memory>
+#include <new>
 
+#include "core/huge_pages.h"
 #include "core/random.h"
 #include "io/storage.h"
 
@@ -104,6 +107,7 @@ class LocalWritableFile final : public WritableFile {
     }
     while (!data.empty()) {
       const size_t take = std::min(data.size(), kStagingBytes - staging_.size());
+      if (huge_pages_ == nullptr && staging_.size() + take > kHugeStagingFrom) MoveStagingToHugePages();
       staging_.Append(data.data(), take);
       data = data.subspan(take);
       if (staging_.size() == kStagingBytes) STOKE_RETURN_IF_ERROR(FlushStaging(/*all=*/false));
@@ -134,6 +138,26 @@ class LocalWritableFile final : public WritableFile {
   static constexpr size_t kStagingBytes = 4 << 20;      // 4 MiB: a multiple of every block size
   static constexpr size_t kInitialStagingBytes = 64 << 10;  // doubled as appends need, up to kStagingBytes
   static constexpr size_t kBlock = 4096;                // O_DIRECT's alignment of offsets and lengths
+  // Staging past this moves into huge pages (a file this large is likely to reach kStagingBytes and
+  // be written with O_DIRECT).
+  static constexpr size_t kHugeStagingFrom = size_t{2} << 20;
+
+  // A direct write of 4 MiB from ordinary pages is about a thousand scatter-gather entries: a virtio
+  // disk without indirect descriptors splits it into requests that each fill its ring, one after the
+  // other. From huge pages it is one request of a few entries (src/core/huge_pages.h; fio's 4 MiB
+  // direct writes here: 0.66-0.74 GB/s from ordinary pages, 1.6-1.8 GB/s from huge pages). Where
+  // the memory cannot be mapped the staging stays on the heap.
+  void MoveStagingToHugePages() {
+    try {
+      huge_pages_ = HugePageBlocks::Create();
+      AlignedBuffer moved = huge_pages_->Take(kStagingBytes);
+      moved.Resize(staging_.size());
+      if (!staging_.empty()) std::memcpy(moved.data(), staging_.data(), staging_.size());
+      staging_ = std::move(moved);
+    } catch (const std::bad_alloc&) {
+      // Not mapped: the heap staging goes on (huge_pages_ stays set, so this is not tried again).
+    }
+  }
 
   // Writes `data` at the end of the file (bytes_written_).
   Status WriteAll(ByteView data) {
@@ -189,6 +213,7 @@ class LocalWritableFile final : public WritableFile {
   bool staging_mode_ = true;        // appends are staged (until the first Sync or Close, or O_DIRECT is refused)
   bool direct_ = false;             // O_DIRECT is set on fd_
   bool direct_refused_ = false;     // a direct write failed with EINVAL: never tried again
+  std::shared_ptr<HugePageBlocks> huge_pages_;  // the staging buffer's memory once it passed kHugeStagingFrom
   AlignedBuffer staging_;           // staging_mode_: bytes appended but not yet written (< kStagingBytes)
   uint64_t bytes_written_ = 0;      // bytes written to the file
   uint64_t writeback_started_ = 0;  // !staging_mode_: bytes before this offset have had writeback started
