@@ -7,6 +7,8 @@
 #include <new>
 #include <utility>
 
+#include "core/huge_pages.h"
+
 #ifdef STOKE_WITH_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -57,6 +59,12 @@ HostBuffer::HostBuffer(size_t size, bool pinned) : size_(size) {
   }
 #endif
   (void)pinned;
+  if (alloc >= kHugePageBytes) {  // a batch slot: in huge pages (see MapHugePageRegion)
+    data_ = MapHugePageRegion(alloc);
+    if (data_ == nullptr) throw std::bad_alloc();
+    mapped_ = true;
+    return;
+  }
   void* p = std::aligned_alloc(4096, (alloc + 4095) / 4096 * 4096);
   if (p == nullptr) throw std::bad_alloc();
   data_ = static_cast<uint8_t*>(p);
@@ -65,7 +73,10 @@ HostBuffer::HostBuffer(size_t size, bool pinned) : size_(size) {
 HostBuffer::~HostBuffer() { Free(); }
 
 HostBuffer::HostBuffer(HostBuffer&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), pinned_(std::exchange(o.pinned_, false)) {}
+    : data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)),
+      pinned_(std::exchange(o.pinned_, false)),
+      mapped_(std::exchange(o.mapped_, false)) {}
 
 HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
   if (this != &o) {
@@ -73,6 +84,7 @@ HostBuffer& HostBuffer::operator=(HostBuffer&& o) noexcept {
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
     pinned_ = std::exchange(o.pinned_, false);
+    mapped_ = std::exchange(o.mapped_, false);
   }
   return *this;
 }
@@ -86,7 +98,12 @@ void HostBuffer::Free() {
     return;
   }
 #endif
-  std::free(data_);
+  if (mapped_) {
+    UnmapHugePageRegion(data_, size_ == 0 ? 1 : size_);
+    mapped_ = false;
+  } else {
+    std::free(data_);
+  }
   data_ = nullptr;
 }
 

@@ -24,7 +24,8 @@ class HostBuffer {
  public:
   HostBuffer() = default;
   // `size` bytes (at least 1 is allocated), pinned when `pinned` is requested and possible (see
-  // pinned()), else aligned to 4096 bytes. Contents are uninitialised. Aborts on allocation failure,
+  // pinned()), else aligned to 4096 bytes, and from 2 MiB up mapped in transparent huge pages
+  // (MapHugePageRegion). Contents are uninitialised. Throws std::bad_alloc on allocation failure,
   // like operator new.
   HostBuffer(size_t size, bool pinned);
   ~HostBuffer();
@@ -43,6 +44,7 @@ class HostBuffer {
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool pinned_ = false;
+  bool mapped_ = false;  // data_ is a MapHugePageRegion of size_ bytes
 };
 
 }  // namespace stoke

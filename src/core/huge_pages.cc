@@ -34,6 +34,12 @@ uint8_t* MapAligned(size_t bytes) {
 
 }  // namespace
 
+uint8_t* MapHugePageRegion(size_t bytes) { return MapAligned(RoundUp(std::max<size_t>(bytes, 1), kPageBytes)); }
+
+void UnmapHugePageRegion(uint8_t* p, size_t bytes) {
+  if (p != nullptr) ::munmap(p, RoundUp(std::max<size_t>(bytes, 1), kPageBytes));
+}
+
 std::shared_ptr<HugePageBlocks> HugePageBlocks::Create() {
   return std::shared_ptr<HugePageBlocks>(new HugePageBlocks());
 }

@@ -24,6 +24,14 @@ namespace stoke {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
+// `bytes` (rounded up to 4 KiB) of anonymous memory starting on a huge-page boundary, advised
+// MADV_HUGEPAGE, for a large buffer of its own; nullptr when it cannot be mapped. Free it with
+// UnmapHugePageRegion(p, bytes). Large buffers filled by the CPU gain too: a huge page is one fault
+// where 4 KiB pages were 512 (faults cost several microseconds in a virtual machine: the loader's
+// first batches, which touch its slots for the first time, were mostly page faults here).
+uint8_t* MapHugePageRegion(size_t bytes);
+void UnmapHugePageRegion(uint8_t* p, size_t bytes);
+
 // Hands out buffers carved out of memory mapped on 2 MiB boundaries and advised MADV_HUGEPAGE.
 // Buffers below 2 MiB are rounded up to a size class (a multiple of 64 KiB) and packed several to a
 // huge page (five of 384 KiB: 94 % of it used); larger ones get a region of their own, aligned to a
