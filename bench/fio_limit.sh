@@ -35,6 +35,7 @@ out=$(mktemp)
 # are in flight at the device (3-8 of 64 with ordinary pages, all 64 with huge ones), so fio with its
 # default buffers would not be the disk's limit. Elsewhere fio keeps its default buffers; the JSON's
 # "mem" says which.
+# FIO_MEM=malloc keeps fio's default buffers (for a comparison in one run).
 mem=malloc
 hugepages_file=/proc/sys/vm/nr_hugepages
 old_hugepages=
@@ -43,7 +44,7 @@ restore() {
   rm -f "$out"
 }
 trap restore EXIT
-if [ "$direct" = 1 ] && [ -w "$hugepages_file" ]; then
+if [ "$direct" = 1 ] && [ "${FIO_MEM:-}" != malloc ] && [ -w "$hugepages_file" ]; then
   need=$(( (qd * bs + 2097151) / 2097152 + 2 ))
   old_hugepages=$(cat "$hugepages_file")
   echo $(( old_hugepages + need )) >"$hugepages_file" 2>/dev/null || true

@@ -10,7 +10,9 @@
 #   - cold: `stoke bench load --cold` (O_DIRECT) and fio DIRECT=1 (block size rounded up to 4 KiB)
 #     in alternation, BENCH_COLD_REPS pairs (default 3; the page cache is dropped before each stoke
 #     run, which needs root; otherwise the cold stoke rows are skipped), each fio run as long as the
-#     stoke run before it, reported as the median of the per-pair ratios;
+#     stoke run before it, reported as the median of the per-pair ratios. fio's buffers are in huge
+#     pages where they can be reserved (bench/fio_limit.sh), as stoke's are; fio with its default
+#     buffers runs after each pair too, shown as "fio-malloc";
 #   - peak RSS of the warm stoke run (/usr/bin/time) against prefetch_bytes + 150 MB.
 # At the seed size also PyTorch's DataLoader over the .npy files (bench/torch_dataloader.py,
 # num_workers 0 and 2, warm), the naive way.
@@ -91,6 +93,18 @@ print(max(20, math.ceil(secs * sps / b)))' "$(jget "$probe" samples_per_s)" "$se
 
   note "$size: warm ($batches batches)"
   r=$(/usr/bin/time -v -o "$work/time.txt" "${load[@]}" | last_json)
+  # The probe's rate includes the loader's start (its first batches fault in their slots), so its
+  # estimate can give a run of a second or so: measured again, longer, when the run was under half
+  # the target length.
+  more=$("$py" -c 'import math, sys
+wall, secs, b = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+print(math.ceil(b * secs / max(wall, 1e-3)) if wall < secs / 2 else 0)' "$(jget "$r" wall_s)" "$seconds" "$batches")
+  if [ "$more" -gt 0 ]; then
+    batches=$more
+    load=("$stoke" bench load "$table" --batch-size "$batch" --shuffle global --batches "$batches" --warmup-batches 4 --json)
+    note "$size: warm again ($batches batches)"
+    r=$(/usr/bin/time -v -o "$work/time.txt" "${load[@]}" | last_json)
+  fi
   record "$size" "warm stoke" "$r"
   rss_kb=$(awk -F': *' '/Maximum resident set size/ {print $2}' "$work/time.txt")
   page=$(jget "$r" page_bytes_mean)
@@ -113,6 +127,9 @@ print(max(20, math.ceil(secs * sps / b)))' "$(jget "$probe" samples_per_s)" "$se
     fi
     drop_caches
     record "$size" "cold fio #$i" "$(bash bench/fio_limit.sh "$table" "$bs_cold" "$qd" 1 "$fio_seconds")"
+    # fio with its default buffers (4 KiB pages), the limit as earlier runs measured it.
+    drop_caches
+    record "$size" "cold fio-malloc #$i" "$(FIO_MEM=malloc bash bench/fio_limit.sh "$table" "$bs_cold" "$qd" 1 "$fio_seconds")"
   done
 
   if [ "$size" = 360k ]; then
@@ -142,11 +159,17 @@ print(fmt.format("sample", "rows", "data codec", "warm st/s", "warm fio/s", "war
 for s in sizes:
     w, f, m = one(s, "warm stoke"), one(s, "warm fio"), one(s, "memory")
     pairs = []
+    malloc = []
+    mem = "-"
     i = 1
     while one(s, f"cold fio #{i}"):
         st, fi = one(s, f"cold stoke #{i}"), one(s, f"cold fio #{i}")
+        mem = fi.get("mem", "malloc")
         if st:
             pairs.append((st["samples_per_s"], fi["samples_per_s"]))
+        fm = one(s, f"cold fio-malloc #{i}")
+        if fm:
+            malloc.append(fm["samples_per_s"])
         i += 1
     cold_st = statistics.median(p[0] for p in pairs) if pairs else float("nan")
     cold_fio = statistics.median(p[1] for p in pairs) if pairs else float("nan")
@@ -155,7 +178,11 @@ for s in sizes:
                      f"{100 * w['samples_per_s'] / f['samples_per_s']:.0f} %", f"{cold_st:,.0f}", f"{cold_fio:,.0f}",
                      f"{cold_pct:.0f} %", f"{m['max_rss_bytes'] / 1e6:.0f}", f"{m['budget_bytes'] / 1e6:.0f}"))
     if pairs:
-        print(" " * 7 + "cold pairs (stoke/fio): " + ", ".join(f"{a:,.0f}/{b:,.0f}" for a, b in pairs))
+        print(" " * 7 + f"cold pairs (stoke/fio, fio buffers: {mem}): " + ", ".join(f"{a:,.0f}/{b:,.0f}" for a, b in pairs))
+    if malloc:
+        print(" " * 7 + "cold fio with default buffers (malloc): " + ", ".join(f"{m:,.0f}" for m in malloc) +
+              (f"; stoke / it, median: {statistics.median(100 * a / m for (a, _), m in zip(pairs, malloc)):.0f} %"
+               if len(pairs) == len(malloc) and pairs else ""))
 t0, t2, st = one("360k", "warm torch w0"), one("360k", "warm torch w2"), one("360k", "warm stoke")
 if t0 and t2 and st:
     best = max(t0["samples_per_s"], t2["samples_per_s"])
