@@ -50,7 +50,7 @@ HugePageBlocks::~HugePageBlocks() {
 }
 
 size_t HugePageBlocks::CapacityFor(size_t size) {
-  return size < kHugePageBytes ? RoundUp(std::max<size_t>(size, 1), kClassBytes) : RoundUp(size, kPageBytes);
+  return size < kHugePageBytes ? RoundUp(std::max<size_t>(size, 1), kClassBytes) : RoundUp(size, kHugePageBytes);
 }
 
 AlignedBuffer HugePageBlocks::Take(size_t size) {
@@ -72,16 +72,32 @@ AlignedBuffer HugePageBlocks::Take(size_t size) {
       mapped_ += bytes;
       c.blocks += blocks;
       for (size_t at = 0; at + capacity <= bytes; at += capacity) c.free.push_back(region + at);
+      if (capacity >= kHugePageBytes) idle_large_ += capacity;  // in the free list until taken below
     }
     block = c.free.back();
     c.free.pop_back();
+    if (capacity >= kHugePageBytes) idle_large_ -= capacity;
   }
   return AlignedBuffer::Borrowed(block, capacity, shared_from_this());
 }
 
 void HugePageBlocks::Return(uint8_t* data, size_t capacity) {
-  MutexLock lock(&mu_);
-  classes_.find(capacity)->second.free.push_back(data);  // its class exists, with room for every block
+  {
+    MutexLock lock(&mu_);
+    SizeClass& c = classes_.find(capacity)->second;  // its class exists
+    if (capacity < kHugePageBytes || idle_large_ + capacity <= kMaxIdleLargeBytes) {
+      c.free.push_back(data);  // with room for every block
+      if (capacity >= kHugePageBytes) idle_large_ += capacity;
+      return;
+    }
+    // A region of its own, beyond what is kept idle: unmapped.
+    --c.blocks;
+    mapped_ -= capacity;
+    auto it = std::find(regions_.begin(), regions_.end(), std::pair<uint8_t*, size_t>(data, capacity));
+    *it = regions_.back();
+    regions_.pop_back();
+  }
+  ::munmap(data, capacity);
 }
 
 size_t HugePageBlocks::mapped_bytes() const {

@@ -34,10 +34,14 @@ void UnmapHugePageRegion(uint8_t* p, size_t bytes);
 
 // Hands out buffers carved out of memory mapped on 2 MiB boundaries and advised MADV_HUGEPAGE.
 // Buffers below 2 MiB are rounded up to a size class (a multiple of 64 KiB) and packed several to a
-// huge page (five of 384 KiB: 94 % of it used); larger ones get a region of their own, aligned to a
-// huge page. A returned buffer goes back to its class's free list for the next Take; memory is
-// unmapped only when the last buffer and the owner have let go of the HugePageBlocks (each buffer
-// holds a reference). Thread-safe.
+// huge page (five of 384 KiB: 94 % of it used); larger ones are rounded up to whole huge pages (a
+// partly written huge page takes all of its 2 MiB anyway) and get a region of their own. A returned
+// buffer goes back to its class's free list for the next Take. Memory stays bounded by what is in
+// use at once: there are at most 31 classes below 2 MiB, each as large as its own peak, and returned
+// regions of 2 MiB and more are kept only up to kMaxIdleLargeBytes in all (the rest is unmapped at
+// once), so reads of ever new large sizes do not pile up memory. The rest is unmapped when the
+// last buffer and the owner have let go of the HugePageBlocks (each buffer holds a reference).
+// Thread-safe.
 class HugePageBlocks final : public BufferMemory, public std::enable_shared_from_this<HugePageBlocks> {
  public:
   static std::shared_ptr<HugePageBlocks> Create();
@@ -50,10 +54,13 @@ class HugePageBlocks final : public BufferMemory, public std::enable_shared_from
   AlignedBuffer Take(size_t size) EXCLUDES(mu_);
   void Return(uint8_t* data, size_t capacity) override EXCLUDES(mu_);
 
-  // Bytes mapped so far (all classes, free or handed out).
+  // Bytes mapped now (all classes, free or handed out).
   size_t mapped_bytes() const EXCLUDES(mu_);
-  // The capacity Take(size) gives: the size class below 2 MiB, else size rounded up to 4 KiB.
+  // The capacity Take(size) gives: the size class below 2 MiB, else size rounded up to 2 MiB.
   static size_t CapacityFor(size_t size);
+
+  // Returned buffers of 2 MiB and more kept for reuse, in bytes, at most.
+  static constexpr size_t kMaxIdleLargeBytes = size_t{64} << 20;
 
  private:
   HugePageBlocks() = default;
@@ -67,6 +74,7 @@ class HugePageBlocks final : public BufferMemory, public std::enable_shared_from
   std::map<size_t, SizeClass> classes_ GUARDED_BY(mu_);  // by capacity
   std::vector<std::pair<uint8_t*, size_t>> regions_ GUARDED_BY(mu_);  // every mapping, for the destructor
   size_t mapped_ GUARDED_BY(mu_) = 0;
+  size_t idle_large_ GUARDED_BY(mu_) = 0;  // bytes in the free lists of classes from 2 MiB up
 };
 
 }  // namespace stoke

@@ -17,7 +17,7 @@ TEST(HugePageBlocks, SmallBuffersArePackedIntoOneHugePageInSizeClasses) {
   auto blocks = HugePageBlocks::Create();
   EXPECT_EQ(HugePageBlocks::CapacityFor(360031 + 4096), 384u << 10);
   EXPECT_EQ(HugePageBlocks::CapacityFor(1), 64u << 10);
-  EXPECT_EQ(HugePageBlocks::CapacityFor(kHugePageBytes + 1), kHugePageBytes + 4096);
+  EXPECT_EQ(HugePageBlocks::CapacityFor(kHugePageBytes + 1), 2 * kHugePageBytes);
   std::vector<AlignedBuffer> taken;
   for (int i = 0; i < 5; ++i) taken.push_back(blocks->Take(364544));  // five 384 KiB blocks fit a huge page
   std::set<uint8_t*> starts;
@@ -59,11 +59,33 @@ TEST(HugePageBlocks, LargeBuffersStartOnAHugePageOfTheirOwn) {
   AlignedBuffer b = blocks->Take((4 << 20) + 31);
   for (auto* buf : {&a, &b}) {
     EXPECT_EQ(reinterpret_cast<uintptr_t>(buf->data()) % kHugePageBytes, 0u);
-    EXPECT_EQ(buf->capacity(), (4u << 20) + 4096);
+    EXPECT_EQ(buf->capacity(), 3 * kHugePageBytes);
     buf->Resize(buf->capacity());
     std::memset(buf->data(), 0xab, buf->size());
   }
   EXPECT_NE(a.data(), b.data());
+}
+
+TEST(HugePageBlocks, LargeBuffersOfEverNewSizesDoNotPileUp) {
+  // Pages of other writers' files, or blobs, come in many sizes; each read's buffer is returned
+  // before the next is taken, as a loader at a low queue depth would.
+  auto blocks = HugePageBlocks::Create();
+  size_t largest = 0;
+  for (size_t i = 0; i < 300; ++i) {
+    const size_t size = kHugePageBytes + i * 123457;
+    AlignedBuffer b = blocks->Take(size);
+    ASSERT_GE(b.capacity(), size);
+    b.Resize(size);
+    b.data()[size - 1] = static_cast<uint8_t>(i);
+    largest = std::max(largest, b.capacity());
+  }
+  EXPECT_LE(blocks->mapped_bytes(), HugePageBlocks::kMaxIdleLargeBytes + largest);
+  // What is kept is taken again: the same sizes map nothing more.
+  const size_t mapped = blocks->mapped_bytes();
+  for (int round = 0; round < 3; ++round) {
+    AlignedBuffer b = blocks->Take(3 * kHugePageBytes);
+  }
+  EXPECT_EQ(blocks->mapped_bytes(), mapped);
 }
 
 TEST(HugePageBlocks, BuffersOutliveTheOwnersReferenceAndGrowOntoTheHeap) {
