@@ -50,7 +50,7 @@ HugePageBlocks::~HugePageBlocks() {
 }
 
 size_t HugePageBlocks::CapacityFor(size_t size) {
-  return size < kHugePageBytes ? RoundUp(std::max<size_t>(size, 1), kClassBytes) : RoundUp(size, kHugePageBytes);
+  return size < kHugePageBytes ? RoundUp(std::max<size_t>(size, 1), kClassBytes) : RoundUp(size, kPageBytes);
 }
 
 AlignedBuffer HugePageBlocks::Take(size_t size) {

@@ -34,12 +34,13 @@ void UnmapHugePageRegion(uint8_t* p, size_t bytes);
 
 // Hands out buffers carved out of memory mapped on 2 MiB boundaries and advised MADV_HUGEPAGE.
 // Buffers below 2 MiB are rounded up to a size class (a multiple of 64 KiB) and packed several to a
-// huge page (five of 384 KiB: 94 % of it used); larger ones are rounded up to whole huge pages (a
-// partly written huge page takes all of its 2 MiB anyway) and get a region of their own. A returned
-// buffer goes back to its class's free list for the next Take. Memory stays bounded by what is in
-// use at once: there are at most 31 classes below 2 MiB, each as large as its own peak, and returned
-// regions of 2 MiB and more are kept only up to kMaxIdleLargeBytes in all (the rest is unmapped at
-// once), so reads of ever new large sizes do not pile up memory. The rest is unmapped when the
+// huge page (five of 384 KiB: 94 % of it used); larger ones get a region of their own, aligned to a
+// huge page and rounded up to 4 KiB only (a region that ended on a whole huge page would take all
+// of its last 2 MiB as soon as that page is touched). A returned buffer goes back to its class's
+// free list for the next Take. Memory stays bounded by what is in use at once: there are at most 31
+// classes below 2 MiB, each as large as its own peak, and returned regions of 2 MiB and more are
+// kept only up to kMaxIdleLargeBytes in all (the rest is unmapped at once), so reads of ever new
+// large sizes do not pile up memory. The rest is unmapped when the
 // last buffer and the owner have let go of the HugePageBlocks (each buffer holds a reference).
 // Thread-safe.
 class HugePageBlocks final : public BufferMemory, public std::enable_shared_from_this<HugePageBlocks> {
@@ -56,7 +57,7 @@ class HugePageBlocks final : public BufferMemory, public std::enable_shared_from
 
   // Bytes mapped now (all classes, free or handed out).
   size_t mapped_bytes() const EXCLUDES(mu_);
-  // The capacity Take(size) gives: the size class below 2 MiB, else size rounded up to 2 MiB.
+  // The capacity Take(size) gives: the size class below 2 MiB, else size rounded up to 4 KiB.
   static size_t CapacityFor(size_t size);
 
   // Returned buffers of 2 MiB and more kept for reuse, in bytes, at most.
