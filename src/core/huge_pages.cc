@@ -90,8 +90,8 @@ void HugePageBlocks::Return(uint8_t* data, size_t capacity) {
       if (capacity >= kHugePageBytes) idle_large_ += capacity;
       return;
     }
-    // A region of its own, beyond what is kept idle: unmapped.
-    --c.blocks;
+    // A region of its own, beyond what is kept idle: unmapped (with its class, when that is empty).
+    if (--c.blocks == 0) classes_.erase(capacity);
     mapped_ -= capacity;
     auto it = std::find(regions_.begin(), regions_.end(), std::pair<uint8_t*, size_t>(data, capacity));
     *it = regions_.back();

@@ -40,9 +40,8 @@ void UnmapHugePageRegion(uint8_t* p, size_t bytes);
 // free list for the next Take. Memory stays bounded by what is in use at once: there are at most 31
 // classes below 2 MiB, each as large as its own peak, and returned regions of 2 MiB and more are
 // kept only up to kMaxIdleLargeBytes in all (the rest is unmapped at once), so reads of ever new
-// large sizes do not pile up memory. The rest is unmapped when the
-// last buffer and the owner have let go of the HugePageBlocks (each buffer holds a reference).
-// Thread-safe.
+// large sizes do not pile up memory. The rest is unmapped when the last buffer and the owner have
+// let go of the HugePageBlocks (each buffer holds a reference). Thread-safe.
 class HugePageBlocks final : public BufferMemory, public std::enable_shared_from_this<HugePageBlocks> {
  public:
   static std::shared_ptr<HugePageBlocks> Create();
