@@ -99,7 +99,7 @@ void HostBuffer::Free() {
   }
 #endif
   if (mapped_) {
-    UnmapHugePageRegion(data_, size_ == 0 ? 1 : size_);
+    UnmapHugePageRegion(data_, size_);  // rounds 0 up to the page mapped for it
     mapped_ = false;
   } else {
     std::free(data_);
