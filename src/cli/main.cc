@@ -5,8 +5,11 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/huge_page_heap.h"
 
 int main(int argc, char** argv) {
+  // Before anything else: this may start the program again (core/huge_page_heap.h).
+  stoke::ReexecWithHugePageHeap(argv);
   CLI::App app{"stoke: many small array files in, Delta tables of Parquet out, laid out so that one sample is one read."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "stoke 0.1.0");
