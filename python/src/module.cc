@@ -581,11 +581,12 @@ std::string History(const std::string& table_dir, int64_t limit) {
   return out.str();
 }
 
-std::string Inspect(const std::string& table_dir, std::optional<int64_t> version) {
+std::string Inspect(const std::string& table_dir, std::optional<int64_t> version, bool data_files) {
   std::ostringstream out;
   stoke::InspectTableOptions o;
   o.version = version;
   o.json = true;
+  o.json_data_files = data_files;
   RunTool([&] { return stoke::InspectTable(table_dir, o, out); });
   return out.str();
 }
@@ -699,7 +700,9 @@ PYBIND11_MODULE(_stoke, m) {
   m.def("history", &History, py::arg("table_dir"), py::kw_only(), py::arg("limit") = 0,
         "One JSON object per version, newest first (as `stoke history --json`).");
   m.def("inspect", &Inspect, py::arg("table_dir"), py::kw_only(), py::arg("version") = py::none(),
-        "The table's description as JSON (as `stoke inspect DIR --json`).");
+        py::arg("data_files") = true,
+        "The table's description as JSON (as `stoke inspect DIR --json`; data_files=False leaves out the list of "
+        "data files).");
   m.def("checkpoint", [](const std::string& table_dir, std::optional<int64_t> version) {
     RunTool([&] { return stoke::CheckpointTable(table_dir, version); });
   }, py::arg("table_dir"), py::kw_only(), py::arg("version") = py::none());

@@ -122,10 +122,12 @@ class Table:
         """The number of rows matching `where` (and the table's own `where`)."""
         return int(_stoke.query(self.path, where=self._where(where), version=self.version, count_only=True)["rows"])
 
-    def info(self) -> Dict[str, Any]:
+    def info(self, data_files: bool = False) -> Dict[str, Any]:
         """Version, timestamp, schema (with tensor dtypes and shapes), files, rows and bytes of the
-        table version, as `stoke inspect DIR --json`."""
-        return json.loads(_stoke.inspect(self.path, version=self.version))
+        table version, as `stoke inspect DIR --json`. data_files=True adds "data_files", the list of
+        every data file (path, size, modificationTime, stats) that the command prints: at 650,000
+        files that list is 270 MB of JSON and takes Python ~20 s to build."""
+        return json.loads(_stoke.inspect(self.path, version=self.version, data_files=data_files))
 
     def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """The table's versions, newest first: version, timestamp (ms), operation, files_added,

@@ -126,6 +126,10 @@ def test_info_history_optimize_vacuum_time_travel(tmp_path, data):
     assert info["version"] == 0 and info["rows"] == N and info["files"] == N // 10
     tensor = [c for c in info["schema"] if c["name"] == "data"][0]["tensor"]
     assert tensor == {"dtype": "float32", "shape": [3, 3, 2, 2]}
+    assert "data_files" not in info
+    listed = t.info(data_files=True)["data_files"]
+    assert len(listed) == N // 10 and sum(f["stats"]["numRecords"] for f in listed) == N
+    assert all((table / f["path"]).is_file() and f["size"] == (table / f["path"]).stat().st_size for f in listed)
 
     # Appending again resumes: nothing new.
     again = stoke.ingest(data["src"], table, labels=data["labels"], progress=False)

@@ -167,16 +167,31 @@ Status InspectTable(const std::string& table_dir, const InspectTableOptions& opt
   for (const auto& [name, c] : codecs) j["column_codecs"][name] = {{"chunks", c.chunks}, {"why", c.why}};
   j["column_codecs_from_files"] = codec_files;
   if (options.json) {
-    j["data_files"] = nlohmann::ordered_json::array();
-    for (const auto& f : snap.files) {
-      nlohmann::ordered_json jf = {{"path", f.path}, {"size", f.size}, {"modificationTime", f.modification_time}};
-      if (f.stats) {
-        auto stats = nlohmann::ordered_json::parse(*f.stats, nullptr, false);
-        if (!stats.is_discarded()) jf["stats"] = stats;
-      }
-      j["data_files"].push_back(jf);
+    // The data files are written as they are listed, one compact object a line, each file's stats
+    // JSON as the log holds it (when it is valid JSON): built as one document, 650,000 files took
+    // 2.3 GB and 14 s.
+    std::string head = j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    if (!options.json_data_files) {
+      out << head << "\n";
+      return Status::OK();
     }
-    out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    head.resize(head.size() - 2);  // the closing "\n}"
+    out << head << ",\n  \"data_files\": [";
+    std::string line;
+    for (size_t i = 0; i < snap.files.size(); ++i) {
+      const auto& f = snap.files[i];
+      line.assign(i == 0 ? "\n    " : ",\n    ");
+      line += fmt::format("{{\"path\":{},\"size\":{},\"modificationTime\":{}",
+                          nlohmann::json(f.path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), f.size,
+                          f.modification_time);
+      if (f.stats && nlohmann::json::accept(*f.stats)) {
+        line += ",\"stats\":";
+        line += *f.stats;
+      }
+      line += '}';
+      out << line;
+    }
+    out << (snap.files.empty() ? "]\n}\n" : "\n  ]\n}\n");
     return Status::OK();
   }
   out << fmt::format("table       {}\n", table_dir);

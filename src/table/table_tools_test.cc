@@ -1,0 +1,66 @@
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+#include <string>
+
+#include "stoke/table.h"
+#include "table/test_table.h"
+
+namespace stoke {
+namespace {
+
+using testing_support::CommitAdds;
+using testing_support::TestTable;
+using testing_support::WriteDataFile;
+
+nlohmann::json InspectJson(const std::string& dir) {
+  InspectTableOptions options;
+  options.json = true;
+  std::ostringstream out;
+  Status st = InspectTable(dir, options, out);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  auto doc = nlohmann::json::parse(out.str(), nullptr, false);
+  EXPECT_FALSE(doc.is_discarded()) << out.str();
+  return doc;
+}
+
+// --json lists every data file with its statistics as the log holds them; statistics that are not
+// JSON are left out (the file is still listed).
+TEST(InspectTable, JsonListsEveryDataFileWithItsStatistics) {
+  TestTable table;
+  delta::AddFile good = WriteDataFile(table.dir(), "part-a.parquet", 0, 5, 5);
+  delta::AddFile bad = WriteDataFile(table.dir(), "part-b.parquet", 5, 3, 3);
+  bad.stats = "{\"numRecords\": 3, \"minValues\": {";  // cut short
+  delta::AddFile none = WriteDataFile(table.dir(), "part-c.parquet", 8, 2, 2);
+  none.stats.reset();
+  const std::string good_stats = *good.stats;
+  CommitAdds(table, {good, bad, none});
+
+  nlohmann::json doc = InspectJson(table.dir());
+  EXPECT_EQ(doc["files"], 3);
+  ASSERT_TRUE(doc["data_files"].is_array());
+  ASSERT_EQ(doc["data_files"].size(), 3u);
+  const auto& files = doc["data_files"];
+  EXPECT_EQ(files[0]["path"], "part-a.parquet");
+  EXPECT_EQ(files[0]["size"], good.size);
+  EXPECT_EQ(files[0]["modificationTime"], 1);
+  EXPECT_EQ(files[0]["stats"], nlohmann::json::parse(good_stats));
+  EXPECT_EQ(files[0]["stats"]["numRecords"], 5);
+  EXPECT_EQ(files[1]["path"], "part-b.parquet");
+  EXPECT_FALSE(files[1].contains("stats"));
+  EXPECT_EQ(files[2]["path"], "part-c.parquet");
+  EXPECT_FALSE(files[2].contains("stats"));
+  EXPECT_EQ(doc["rows"], -1) << "a file without statistics: the count is unknown";
+}
+
+TEST(InspectTable, JsonOfATableWithoutFilesHasAnEmptyList) {
+  TestTable table;
+  CommitAdds(table, {});
+  nlohmann::json doc = InspectJson(table.dir());
+  EXPECT_EQ(doc["files"], 0);
+  EXPECT_EQ(doc["data_files"], nlohmann::json::array());
+}
+
+}  // namespace
+}  // namespace stoke
