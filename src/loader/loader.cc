@@ -799,7 +799,11 @@ Status Loader::Impl::Open() {
   RaiseOpenFileLimitOnce();
   AllocationFaults::Instance().Check();
   STOKE_ASSIGN_OR_RETURN(TableView view, OpenTableView(dir_, o_.version));
-  STOKE_ASSIGN_OR_RETURN(SampleIndex index, SampleIndex::Open(dir_, view.snapshot.version));
+  // An index built here (none cached for this version) takes the files from this snapshot: opened
+  // again, the log's second copy took 3 s and 500 MB at 650,000 files.
+  SampleIndex::Options index_options;
+  index_options.snapshot = &view.snapshot;
+  STOKE_ASSIGN_OR_RETURN(SampleIndex index, SampleIndex::Open(dir_, view.snapshot.version, index_options));
   remote_ = OnObjectStore(dir_);
   index_ = std::make_unique<SampleIndex>(std::move(index));
   queue_depth_ = o_.queue_depth > 0 ? o_.queue_depth : remote_ ? kRemoteQueueDepth : kLocalQueueDepth;
