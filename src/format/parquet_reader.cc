@@ -318,14 +318,22 @@ Status ParquetReader::ReadFooter() {
   if (size < 12) {
     return Status::Corruption(fmt::format("{}: {} bytes is too short for a Parquet file (at least 12)", path, size));
   }
+  // The last 64 KiB (a small file whole) in one read: the footer, and in stoke's files and most
+  // others the page indexes before it, which ReadRange then serves from memory.
+  const uint64_t tail_size = std::min<uint64_t>(size, kFooterReadAhead);
+  tail_ = AlignedBuffer(tail_size);
+  tail_offset_ = size - tail_size;
+  STOKE_RETURN_IF_ERROR(file_->ReadAt(tail_offset_, tail_.mutable_view()));
   uint8_t head[4];
-  STOKE_RETURN_IF_ERROR(file_->ReadAt(0, MutableByteView(head, 4)));
+  if (tail_offset_ == 0) {
+    std::memcpy(head, tail_.data(), 4);
+  } else {
+    STOKE_RETURN_IF_ERROR(file_->ReadAt(0, MutableByteView(head, 4)));
+  }
   if (std::memcmp(head, parquet::kMagic, 4) != 0) {
     return Status::Corruption(fmt::format("{}: offset 0: not a Parquet file (no PAR1 magic)", path));
   }
-  uint64_t tail_size = std::min<uint64_t>(size, kFooterReadAhead);
-  AlignedBuffer tail(tail_size);
-  STOKE_RETURN_IF_ERROR(file_->ReadAt(size - tail_size, tail.mutable_view()));
+  const AlignedBuffer& tail = tail_;
   const uint8_t* trailer = tail.data() + tail_size - 8;
   if (std::memcmp(trailer + 4, parquet::kMagic, 4) != 0) {
     if (std::memcmp(trailer + 4, "PARE", 4) == 0) {
@@ -519,7 +527,7 @@ Result<std::vector<PageInfo>> ParquetReader::ListPages(int row_group, size_t col
       if (fresh && (win_start + win_size >= range.second || win_size >= kMaxHeaderRead)) return parsed;
       const int64_t n = std::min(range.second - pos, fresh ? std::min(win_size * 4, kMaxHeaderRead) : next_read);
       window.Resize(static_cast<size_t>(n));
-      STOKE_RETURN_IF_ERROR(file_->ReadAt(static_cast<uint64_t>(pos), window.mutable_view()));
+      STOKE_RETURN_IF_ERROR(ReadRange(static_cast<uint64_t>(pos), window.mutable_view()));
       win_start = pos;
       win_size = n;
       continue;
@@ -553,7 +561,7 @@ Status ParquetReader::WalkColumnChunk(int row_group, size_t column, const std::f
   }
   STOKE_ASSIGN_OR_RETURN(auto range, ChunkRange(row_group, column));
   AlignedBuffer chunk(static_cast<size_t>(range.second - range.first));
-  STOKE_RETURN_IF_ERROR(file_->ReadAt(static_cast<uint64_t>(range.first), chunk.mutable_view()));
+  STOKE_RETURN_IF_ERROR(ReadRange(static_cast<uint64_t>(range.first), chunk.mutable_view()));
 
   std::optional<ValueVector> dict;
   AlignedBuffer scratch;
@@ -665,6 +673,14 @@ Result<ColumnValues> ParquetReader::ReadColumn(size_t column) const {
   return all;
 }
 
+Status ParquetReader::ReadRange(uint64_t offset, MutableByteView dst) const {
+  if (offset >= tail_offset_ && dst.size() <= tail_.size() && offset - tail_offset_ <= tail_.size() - dst.size()) {
+    if (!dst.empty()) std::memcpy(dst.data(), tail_.data() + (offset - tail_offset_), dst.size());
+    return Status::OK();
+  }
+  return file_->ReadAt(offset, dst);
+}
+
 Result<std::optional<parquet::OffsetIndex>> ParquetReader::ReadOffsetIndex(int row_group, size_t column) const {
   const auto& cc = metadata_.row_groups.at(row_group).columns.at(column);
   if (!cc.offset_index_offset || !cc.offset_index_length) return std::optional<parquet::OffsetIndex>();
@@ -673,7 +689,7 @@ Result<std::optional<parquet::OffsetIndex>> ParquetReader::ReadOffsetIndex(int r
     return Status::Corruption(fmt::format("{}: OffsetIndex range [{}, +{}) lies outside the file", Context(row_group, column), off, len));
   }
   AlignedBuffer buf(static_cast<size_t>(len));
-  STOKE_RETURN_IF_ERROR(file_->ReadAt(static_cast<uint64_t>(off), buf.mutable_view()));
+  STOKE_RETURN_IF_ERROR(ReadRange(static_cast<uint64_t>(off), buf.mutable_view()));
   parquet::OffsetIndex oi;
   STOKE_RETURN_IF_ERROR(parquet::ParseOffsetIndex(buf.view(), Context(row_group, column) + " OffsetIndex", off, &oi));
   STOKE_ASSIGN_OR_RETURN(auto range, ChunkRange(row_group, column));
@@ -700,7 +716,7 @@ Result<std::optional<parquet::ColumnIndex>> ParquetReader::ReadColumnIndex(int r
     return Status::Corruption(fmt::format("{}: ColumnIndex range [{}, +{}) lies outside the file", Context(row_group, column), off, len));
   }
   AlignedBuffer buf(static_cast<size_t>(len));
-  STOKE_RETURN_IF_ERROR(file_->ReadAt(static_cast<uint64_t>(off), buf.mutable_view()));
+  STOKE_RETURN_IF_ERROR(ReadRange(static_cast<uint64_t>(off), buf.mutable_view()));
   parquet::ColumnIndex ci;
   STOKE_RETURN_IF_ERROR(parquet::ParseColumnIndex(buf.view(), Context(row_group, column) + " ColumnIndex", off, &ci));
   return std::optional<parquet::ColumnIndex>(std::move(ci));
@@ -744,7 +760,7 @@ Status ParquetReader::ReadBinaryCell(int64_t row, size_t column, AlignedBuffer* 
     const parquet::PageLocation& loc = *(it - 1);
     // One positioned read: page header and body together.
     AlignedBuffer page(static_cast<size_t>(loc.compressed_page_size));
-    STOKE_RETURN_IF_ERROR(file_->ReadAt(static_cast<uint64_t>(loc.offset), page.mutable_view()));
+    STOKE_RETURN_IF_ERROR(ReadRange(static_cast<uint64_t>(loc.offset), page.mutable_view()));
     parquet::PageHeader h;
     size_t consumed = 0;
     STOKE_RETURN_IF_ERROR(parquet::ParsePageHeader(page.view(), ctx + " page header", loc.offset, &h, &consumed));

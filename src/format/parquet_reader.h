@@ -88,6 +88,8 @@ class ParquetReader {
  private:
   explicit ParquetReader(std::unique_ptr<RandomAccessFile> file) : file_(std::move(file)) {}
   Status ReadFooter();
+  // Bytes of the file at `offset`: from the tail ReadFooter read when they lie in it, else read.
+  Status ReadRange(uint64_t offset, MutableByteView dst) const;
   Status BuildColumns();
   Status ValidateRowGroups();
   // The byte range [start, end) of a column chunk's pages.
@@ -106,6 +108,8 @@ class ParquetReader {
   std::unique_ptr<RandomAccessFile> file_;
   parquet::FileMetaData metadata_;
   uint64_t footer_size_ = 0;
+  AlignedBuffer tail_;        // the file's last min(size, 64 KiB) bytes, read with the footer
+  uint64_t tail_offset_ = 0;  // where they start
   std::vector<LeafColumn> columns_;
   std::vector<int64_t> row_group_starts_;
   mutable Mutex cache_mu_;

@@ -187,6 +187,48 @@ TEST(ParquetLayout, ReadingASampleIsOnePositionedRead) {
   }
 }
 
+// Opening reads the file's last 64 KiB once: a file that small is read whole by that read, and its
+// page indexes, column chunks and cells come from memory after it. A larger file takes one more
+// read for its leading magic, and its pages are read from the file.
+TEST(ParquetLayout, OpeningReadsTheTailOnceAndServesWhatLiesInIt) {
+  TempDir dir;
+  auto open_counting = [](const std::string& path, CountingFile** counter) {
+    auto file = LocalStorage().OpenForRead(path);
+    EXPECT_TRUE(file.ok());
+    auto counting = std::make_unique<CountingFile>(std::move(*file));
+    *counter = counting.get();
+    auto r = ParquetReader::Open(std::move(counting));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return std::move(*r);
+  };
+  const std::string small = dir.File("small.parquet");
+  auto data = WriteTensorFile(small, TensorSpec{DType::kUInt8, {100}}, Codec::kUncompressed, 20, 10);
+  CountingFile* counter = nullptr;
+  auto r = open_counting(small, &counter);
+  EXPECT_EQ(counter->reads.load(), 1) << "the whole file, once";
+  auto oi = r->ReadOffsetIndex(1, 1);
+  ASSERT_TRUE(oi.ok()) << oi.status().ToString();
+  ASSERT_TRUE(oi->has_value());
+  auto ids = r->ReadColumnChunk(1, 0);
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  EXPECT_EQ(std::get<std::vector<int64_t>>(ids->values).front(), 10);
+  AlignedBuffer cell;
+  for (int row = 0; row < 20; ++row) {
+    ASSERT_TRUE(r->ReadBinaryCell(row, 1, &cell).ok());
+    EXPECT_EQ(AsChars(cell.view()), data[row]) << "row " << row;
+  }
+  EXPECT_EQ(counter->reads.load(), 1) << "nothing read again";
+
+  const std::string big = dir.File("big.parquet");
+  data = WriteTensorFile(big, TensorSpec{DType::kUInt8, {40000}}, Codec::kUncompressed, 6, 3);
+  r = open_counting(big, &counter);
+  EXPECT_EQ(counter->reads.load(), 2) << "the tail, then the leading magic";
+  for (int row = 0; row < 6; ++row) {
+    ASSERT_TRUE(r->ReadBinaryCell(row, 1, &cell).ok());
+    EXPECT_EQ(AsChars(cell.view()), data[row]) << "row " << row;
+  }
+}
+
 TEST(ParquetScalars, RoundTripWithNullsStatisticsAndColumnIndex) {
   TempDir dir;
   std::string path = dir.File("s.parquet");
