@@ -267,6 +267,32 @@ def test_later_epochs_and_other_processes_read_from_the_cache(store, tmp_path):
     assert out["samples"] == 60 and out["cache"] is True
 
 
+def test_optimize_reads_each_small_data_file_with_one_request(store, tmp_path):
+    """OPTIMIZE of one-row files reads each input whole in one GET (no HEAD: the size is the log's),
+    and the rows come out byte-equal."""
+    prefix, env = store
+    src, table = f"{prefix}/opt-src", f"{prefix}/opt-t"
+    run(env, "synth", "volumes", "--samples", 20, "--shape", "4,4,2", "--channels", 2, "--seed", 3, "--out", src)
+    run(env, "ingest", src, "--table", table, "--tensor-column", "volume", "--rows-per-file", 1)
+    with in_process_env(env):
+        t = stoke.open_table(table)
+        before = t.query(columns=["id", "volume"])
+        inputs = [f["path"] for f in t.info(data_files=True)["data_files"]]
+    assert len(inputs) == 20
+    proxy(env, "set?methods=GET")
+    run(env, "optimize", table)
+    reqs = proxy(env, "requests")
+    per_file = {name: [r for r in reqs if f"/{name}" in r] for name in inputs}
+    assert all(len(rs) == 1 and rs[0].startswith("GET ") for rs in per_file.values()), per_file
+    with in_process_env(env):
+        t = stoke.open_table(table)
+        assert t.info()["files"] == 1
+        after = t.query(columns=["id", "volume"])
+    order = np.argsort(after["id"])
+    np.testing.assert_array_equal(after["id"][order], np.sort(before["id"]))
+    np.testing.assert_array_equal(after["volume"][order], before["volume"][np.argsort(before["id"])])
+
+
 @pytest.mark.parametrize("cache", [False, True], ids=["plain", "cache+merging"])
 def test_loading_through_503s_and_resets_loses_and_repeats_nothing(store, tmp_path, cache):
     """1 % of the GETs answered 503 and 1 % reset mid-body: every sample still arrives exactly once

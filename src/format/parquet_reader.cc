@@ -305,14 +305,18 @@ Result<std::unique_ptr<ParquetReader>> ParquetReader::Open(Storage& storage, con
 }
 
 Result<std::unique_ptr<ParquetReader>> ParquetReader::Open(std::unique_ptr<RandomAccessFile> file) {
+  return Open(std::move(file), kFooterReadAhead);
+}
+
+Result<std::unique_ptr<ParquetReader>> ParquetReader::Open(std::unique_ptr<RandomAccessFile> file, uint64_t read_ahead) {
   std::unique_ptr<ParquetReader> r(new ParquetReader(std::move(file)));
-  STOKE_RETURN_IF_ERROR(r->ReadFooter());
+  STOKE_RETURN_IF_ERROR(r->ReadFooter(std::max(read_ahead, kFooterReadAhead)));
   STOKE_RETURN_IF_ERROR(r->BuildColumns());
   STOKE_RETURN_IF_ERROR(r->ValidateRowGroups());
   return r;
 }
 
-Status ParquetReader::ReadFooter() {
+Status ParquetReader::ReadFooter(uint64_t read_ahead) {
   const uint64_t size = file_->size();
   const std::string& path = file_->path();
   if (size < 12) {
@@ -320,7 +324,7 @@ Status ParquetReader::ReadFooter() {
   }
   // The last 64 KiB (a small file whole) in one read: the footer, and in stoke's files and most
   // others the page indexes before it, which ReadRange then serves from memory.
-  const uint64_t tail_size = std::min<uint64_t>(size, kFooterReadAhead);
+  const uint64_t tail_size = std::min<uint64_t>(size, read_ahead);
   tail_ = AlignedBuffer(tail_size);
   tail_offset_ = size - tail_size;
   STOKE_RETURN_IF_ERROR(file_->ReadAt(tail_offset_, tail_.mutable_view()));

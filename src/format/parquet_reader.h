@@ -53,6 +53,10 @@ class ParquetReader {
  public:
   static Result<std::unique_ptr<ParquetReader>> Open(std::unique_ptr<RandomAccessFile> file);
   static Result<std::unique_ptr<ParquetReader>> Open(Storage& storage, const std::string& path);
+  // Reads the file's last `read_ahead` bytes with the footer (at least the default 64 KiB), and
+  // serves every later read that lies in them from memory: a file no larger than `read_ahead` is
+  // read once, whole (one request on an object store), for a reader that will read all of it.
+  static Result<std::unique_ptr<ParquetReader>> Open(std::unique_ptr<RandomAccessFile> file, uint64_t read_ahead);
 
   const std::string& path() const { return file_->path(); }
   uint64_t file_size() const { return file_->size(); }
@@ -87,7 +91,7 @@ class ParquetReader {
 
  private:
   explicit ParquetReader(std::unique_ptr<RandomAccessFile> file) : file_(std::move(file)) {}
-  Status ReadFooter();
+  Status ReadFooter(uint64_t read_ahead);
   // Bytes of the file at `offset`: from the tail ReadFooter read when they lie in it, else read.
   Status ReadRange(uint64_t offset, MutableByteView dst) const;
   Status BuildColumns();
@@ -108,7 +112,7 @@ class ParquetReader {
   std::unique_ptr<RandomAccessFile> file_;
   parquet::FileMetaData metadata_;
   uint64_t footer_size_ = 0;
-  AlignedBuffer tail_;        // the file's last min(size, 64 KiB) bytes, read with the footer
+  AlignedBuffer tail_;        // the file's last min(size, read ahead) bytes, read with the footer
   uint64_t tail_offset_ = 0;  // where they start
   std::vector<LeafColumn> columns_;
   std::vector<int64_t> row_group_starts_;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/clock.h"
@@ -84,6 +85,82 @@ std::vector<ColumnSpec> ColumnsToWrite(const TableView& t) {
 }
 
 // Rewrites the rows of `inputs` (in order) into one new data file under the table.
+// Appends the rows of one input file (open in `reader`) to the bin's output: scalars gathered in
+// `scalars`, tensors appended to `enc`, a row group flushed whenever rows_per_group are pending.
+template <typename Flush>
+Status RewriteInput(const TableView& t, const delta::AddFile& add, const ParquetReader& reader,
+                    const std::vector<ColumnSpec>& cols, int64_t rows_per_group, RowGroupEncoder& enc,
+                    std::vector<ColumnValues>& scalars, int64_t& pending_rows, WrittenBin& out, Flush& flush) {
+  Status status;
+  // The file's columns by table column (files written by other tools may order them differently).
+  std::vector<size_t> map(cols.size());
+  for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
+    auto idx = reader.FindColumn(cols[c].name);
+    if (!idx.ok()) status = idx.status();
+    else map[c] = *idx;
+  }
+  for (int g = 0; g < reader.num_row_groups() && status.ok(); ++g) {
+    std::vector<ColumnValues> values(cols.size());
+    for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
+      auto v = reader.ReadColumnChunk(g, map[c]);
+      if (!v.ok()) {
+        status = v.status();
+        break;
+      }
+      if (v->values.index() != EmptyValuesFor(cols[c].type).index()) {
+        status = Status::Corruption(fmt::format("{}: column '{}' does not have the table's type", t.FilePath(add), cols[c].name));
+        break;
+      }
+      values[c] = std::move(*v);
+    }
+    if (!status.ok()) break;
+    const int64_t rows = reader.metadata().row_groups[g].num_rows;
+    // Feed the rows in slices that end exactly at row-group boundaries of the output.
+    for (int64_t r = 0; r < rows && status.ok();) {
+      int64_t take = std::min(rows - r, rows_per_group - pending_rows);
+      for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
+        if (cols[c].paged()) {
+          const auto& def = values[c].defined;
+          if (std::find(def.begin(), def.end(), 0) != def.end()) {
+            status = Status::Corruption(fmt::format("{}: {} column '{}' has null rows (row {} of row group {})",
+                                                    t.FilePath(add), cols[c].tensor ? "tensor" : "blob", cols[c].name,
+                                                    std::find(def.begin(), def.end(), 0) - def.begin(), g));
+            break;
+          }
+          const auto& blobs = std::get<std::vector<std::string>>(values[c].values);
+          for (int64_t k = r; k < r + take && status.ok(); ++k) status = enc.AppendTensor(c, AsBytes(blobs[k]));
+        } else {
+          // The slice [r, r + take) of this column: present values before r are skipped.
+          ColumnValues part{EmptyValuesFor(cols[c].type), {}};
+          const auto& def = values[c].defined;
+          size_t first = def.empty() ? static_cast<size_t>(r) : static_cast<size_t>(std::count(def.begin(), def.begin() + r, 1));
+          size_t count = def.empty() ? static_cast<size_t>(take)
+                                     : static_cast<size_t>(std::count(def.begin() + r, def.begin() + r + take, 1));
+          if (!def.empty()) part.defined.assign(def.begin() + r, def.begin() + r + take);
+          std::visit([&](auto& dst) {
+            const auto& src = std::get<std::decay_t<decltype(dst)>>(values[c].values);
+            dst.assign(src.begin() + first, src.begin() + first + count);
+          }, part.values);
+          if (!cols[c].optional && !part.defined.empty()) {
+            if (std::count(part.defined.begin(), part.defined.end(), 0) > 0) {
+              status = Status::Corruption(fmt::format("{}: column '{}' has nulls but the table declares it non-nullable",
+                                                      t.FilePath(add), cols[c].name));
+              break;
+            }
+            part.defined.clear();
+          }
+          AppendColumnValues(&scalars[c], std::move(part));
+        }
+      }
+      pending_rows += take;
+      r += take;
+      out.rows += take;
+      if (pending_rows == rows_per_group && status.ok()) status = flush();
+    }
+  }
+  return status;
+}
+
 Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
                               const WriterOptions& wopts, int64_t rows_per_group, ProgressBar* bar) {
   Storage& fs = *t.storage;
@@ -109,81 +186,42 @@ Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta:
     return writer->WriteRowGroup(std::move(rg));
   };
 
+  // An input no larger than kWholeFileBytes is read whole in one request (ParquetReader serves its
+  // column chunks from memory), and on an object store the inputs are opened a window at a time, in
+  // parallel: reading a one-row file from one took about 9 requests (size, magic, tail, each column
+  // chunk) one after another, 20 ms each behind the test proxy. Local files are opened one at a
+  // time: in parallel, 100,000 one-row files from the page cache took 3.9-4.5 s against 3.4 s.
+  const size_t window_files = fs.CreateIsAtomic() ? 16 : 1;
+  constexpr uint64_t kWholeFileBytes = uint64_t{16} << 20;
+  constexpr uint64_t kWindowBytes = uint64_t{64} << 20;  // whole-file reads held at once, at most
+  std::optional<ThreadPool> openers;
+  if (window_files > 1 && inputs.size() > 1) openers.emplace(std::min(inputs.size(), window_files));
+  std::vector<std::unique_ptr<ParquetReader>> window;
   Status status;
-  for (const auto* add : inputs) {
-    auto reader = ParquetReader::Open(fs, t.FilePath(*add));
-    if (!reader.ok()) {
-      status = reader.status();
-      break;
+  for (size_t begin = 0, end = 0; begin < inputs.size() && status.ok(); begin = end) {
+    uint64_t window_bytes = 0;
+    for (end = begin; end < inputs.size() && end - begin < window_files; ++end) {
+      const uint64_t size = static_cast<uint64_t>(inputs[end]->size);
+      const uint64_t whole = size <= kWholeFileBytes ? size : 0;
+      if (end > begin && window_bytes + whole > kWindowBytes) break;
+      window_bytes += whole;
     }
-    // The file's columns by table column (files written by other tools may order them differently).
-    std::vector<size_t> map(cols.size());
-    for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
-      auto idx = (*reader)->FindColumn(cols[c].name);
-      if (!idx.ok()) status = idx.status();
-      else map[c] = *idx;
+    window.clear();
+    window.resize(end - begin);
+    auto open = [&](size_t k) -> Status {
+      const delta::AddFile& add = *inputs[begin + k];
+      const uint64_t size = static_cast<uint64_t>(add.size);  // from the log: no request for it
+      STOKE_ASSIGN_OR_RETURN(auto file, fs.OpenForReadWithSize(t.FilePath(add), size));
+      STOKE_ASSIGN_OR_RETURN(window[k], ParquetReader::Open(std::move(file), size <= kWholeFileBytes ? size : 0));
+      return Status::OK();
+    };
+    status = openers ? ParallelFor(*openers, window.size(), open) : open(0);
+    for (size_t k = 0; k < window.size() && status.ok(); ++k) {
+      const delta::AddFile* add = inputs[begin + k];
+      std::unique_ptr<ParquetReader> reader = std::move(window[k]);  // freed after its rows
+      status = RewriteInput(t, *add, *reader, cols, rows_per_group, enc, scalars, pending_rows, out, flush);
+      if (status.ok() && bar) bar->Add(1, static_cast<uint64_t>(add->size));
     }
-    for (int g = 0; g < (*reader)->num_row_groups() && status.ok(); ++g) {
-      std::vector<ColumnValues> values(cols.size());
-      for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
-        auto v = (*reader)->ReadColumnChunk(g, map[c]);
-        if (!v.ok()) {
-          status = v.status();
-          break;
-        }
-        if (v->values.index() != EmptyValuesFor(cols[c].type).index()) {
-          status = Status::Corruption(fmt::format("{}: column '{}' does not have the table's type", t.FilePath(*add), cols[c].name));
-          break;
-        }
-        values[c] = std::move(*v);
-      }
-      if (!status.ok()) break;
-      const int64_t rows = (*reader)->metadata().row_groups[g].num_rows;
-      // Feed the rows in slices that end exactly at row-group boundaries of the output.
-      for (int64_t r = 0; r < rows && status.ok();) {
-        int64_t take = std::min(rows - r, rows_per_group - pending_rows);
-        for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
-          if (cols[c].paged()) {
-            const auto& def = values[c].defined;
-            if (std::find(def.begin(), def.end(), 0) != def.end()) {
-              status = Status::Corruption(fmt::format("{}: {} column '{}' has null rows (row {} of row group {})",
-                                                      t.FilePath(*add), cols[c].tensor ? "tensor" : "blob", cols[c].name,
-                                                      std::find(def.begin(), def.end(), 0) - def.begin(), g));
-              break;
-            }
-            const auto& blobs = std::get<std::vector<std::string>>(values[c].values);
-            for (int64_t k = r; k < r + take && status.ok(); ++k) status = enc.AppendTensor(c, AsBytes(blobs[k]));
-          } else {
-            // The slice [r, r + take) of this column: present values before r are skipped.
-            ColumnValues part{EmptyValuesFor(cols[c].type), {}};
-            const auto& def = values[c].defined;
-            size_t first = def.empty() ? static_cast<size_t>(r) : static_cast<size_t>(std::count(def.begin(), def.begin() + r, 1));
-            size_t count = def.empty() ? static_cast<size_t>(take)
-                                       : static_cast<size_t>(std::count(def.begin() + r, def.begin() + r + take, 1));
-            if (!def.empty()) part.defined.assign(def.begin() + r, def.begin() + r + take);
-            std::visit([&](auto& dst) {
-              const auto& src = std::get<std::decay_t<decltype(dst)>>(values[c].values);
-              dst.assign(src.begin() + first, src.begin() + first + count);
-            }, part.values);
-            if (!cols[c].optional && !part.defined.empty()) {
-              if (std::count(part.defined.begin(), part.defined.end(), 0) > 0) {
-                status = Status::Corruption(fmt::format("{}: column '{}' has nulls but the table declares it non-nullable",
-                                                        t.FilePath(*add), cols[c].name));
-                break;
-              }
-              part.defined.clear();
-            }
-            AppendColumnValues(&scalars[c], std::move(part));
-          }
-        }
-        pending_rows += take;
-        r += take;
-        out.rows += take;
-        if (pending_rows == rows_per_group && status.ok()) status = flush();
-      }
-    }
-    if (!status.ok()) break;
-    if (bar) bar->Add(1, static_cast<uint64_t>(add->size));
   }
   if (status.ok()) status = flush();
   STOKE_RETURN_IF_ERROR(FinishBinFile(fs, status, std::move(writer), tmp, &out));
