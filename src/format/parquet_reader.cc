@@ -322,8 +322,9 @@ Status ParquetReader::ReadFooter(uint64_t read_ahead) {
   if (size < 12) {
     return Status::Corruption(fmt::format("{}: {} bytes is too short for a Parquet file (at least 12)", path, size));
   }
-  // The last 64 KiB (a small file whole) in one read: the footer, and in stoke's files and most
-  // others the page indexes before it, which ReadRange then serves from memory.
+  // The last `read_ahead` bytes (at least 64 KiB; a small file whole) in one read: the footer, and
+  // in stoke's files and most others the page indexes before it, which ReadRange then serves from
+  // memory.
   const uint64_t tail_size = std::min<uint64_t>(size, read_ahead);
   tail_ = AlignedBuffer(tail_size);
   tail_offset_ = size - tail_size;

@@ -84,7 +84,6 @@ std::vector<ColumnSpec> ColumnsToWrite(const TableView& t) {
   return cols;
 }
 
-// Rewrites the rows of `inputs` (in order) into one new data file under the table.
 // Appends the rows of one input file (open in `reader`) to the bin's output: scalars gathered in
 // `scalars`, tensors appended to `enc`, a row group flushed whenever rows_per_group are pending.
 template <typename Flush>
@@ -161,6 +160,7 @@ Status RewriteInput(const TableView& t, const delta::AddFile& add, const Parquet
   return status;
 }
 
+// Rewrites the rows of `inputs` (in order) into one new data file under the table.
 Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
                               const WriterOptions& wopts, int64_t rows_per_group, ProgressBar* bar) {
   Storage& fs = *t.storage;
