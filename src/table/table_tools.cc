@@ -181,8 +181,7 @@ Status InspectTable(const std::string& table_dir, const InspectTableOptions& opt
     for (size_t i = 0; i < snap.files.size(); ++i) {
       const auto& f = snap.files[i];
       line.assign(i == 0 ? "\n    " : ",\n    ");
-      line += fmt::format("{{\"path\":{},\"size\":{},\"modificationTime\":{}",
-                          nlohmann::json(f.path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), f.size,
+      line += fmt::format("{{\"path\":{},\"size\":{},\"modificationTime\":{}", Dump(nlohmann::json(f.path)), f.size,
                           f.modification_time);
       if (f.stats && nlohmann::json::accept(*f.stats)) {
         line += ",\"stats\":";
