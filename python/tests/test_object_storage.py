@@ -267,30 +267,64 @@ def test_later_epochs_and_other_processes_read_from_the_cache(store, tmp_path):
     assert out["samples"] == 60 and out["cache"] is True
 
 
-def test_optimize_reads_each_small_data_file_with_one_request(store, tmp_path):
-    """OPTIMIZE of one-row files reads each input whole in one GET (no HEAD: the size is the log's),
-    and the rows come out byte-equal."""
-    prefix, env = store
-    src, table = f"{prefix}/opt-src", f"{prefix}/opt-t"
-    run(env, "synth", "volumes", "--samples", 20, "--shape", "4,4,2", "--channels", 2, "--seed", 3, "--out", src)
+def one_row_files(env, prefix, name, samples=20, shape="4,4,2"):
+    """A table of `samples` one-row files on the store: (table, rows by id, the data files' names)."""
+    src, table = f"{prefix}/{name}-src", f"{prefix}/{name}"
+    run(env, "synth", "volumes", "--samples", samples, "--shape", shape, "--channels", 2, "--seed", 3, "--out", src)
     run(env, "ingest", src, "--table", table, "--tensor-column", "volume", "--rows-per-file", 1)
     with in_process_env(env):
         t = stoke.open_table(table)
         before = t.query(columns=["id", "volume"])
         inputs = [f["path"] for f in t.info(data_files=True)["data_files"]]
-    assert len(inputs) == 20
-    proxy(env, "set?methods=GET")
-    run(env, "optimize", table)
+    assert len(inputs) == samples
+    return table, before, inputs
+
+
+@pytest.mark.parametrize("sort_by", [None, "id"], ids=["in-order", "sort-by"])
+def test_optimize_reads_each_small_data_file_with_one_request(store, tmp_path, sort_by):
+    """OPTIMIZE of one-row files reads each input whole in one GET (no HEAD: the size is the log's),
+    several at once; sorted, a second GET reads the rows' tensors in the new order. The rows come
+    out byte-equal."""
+    prefix, env = store
+    table, before, inputs = one_row_files(env, prefix, f"opt-{sort_by}")
+    proxy(env, "set?methods=GET&delay_ms=20")
+    run(env, "optimize", table, *(["--sort-by", sort_by] if sort_by else []))
     reqs = proxy(env, "requests")
+    stats = proxy(env, "stats")
+    proxy(env, "set?methods=GET")
     per_file = {name: [r for r in reqs if f"/{name}" in r] for name in inputs}
-    assert all(len(rs) == 1 and rs[0].startswith("GET ") for rs in per_file.values()), per_file
+    gets = 2 if sort_by else 1
+    assert all(len(rs) == gets and all(r.startswith("GET ") for r in rs) for rs in per_file.values()), per_file
+    assert stats["max_in_flight"] > 1, stats  # the inputs are read in parallel
     with in_process_env(env):
         t = stoke.open_table(table)
         assert t.info()["files"] == 1
         after = t.query(columns=["id", "volume"])
+    if sort_by:
+        np.testing.assert_array_equal(after["id"], np.sort(before["id"]))
     order = np.argsort(after["id"])
     np.testing.assert_array_equal(after["id"][order], np.sort(before["id"]))
     np.testing.assert_array_equal(after["volume"][order], before["volume"][np.argsort(before["id"])])
+
+
+def test_optimize_reads_only_the_footer_of_files_it_leaves(store, tmp_path):
+    """Files at the target size are opened to see whether they are in stoke's layout: one GET of
+    the footer each (the files are larger than that read: no second one for the leading magic),
+    several at once, no HEAD; files in the layout are left as they are."""
+    prefix, env = store
+    # 128 KiB samples: each file is larger than the 64 KiB a footer read takes.
+    table, _, inputs = one_row_files(env, prefix, "opt-large", samples=12, shape="64,64,4")
+    proxy(env, "set?methods=GET&delay_ms=20")
+    # Every one-row file is at least 3/4 of a 1,000-byte target: none is small.
+    out = run(env, "optimize", table, "--target-file-size", 1000)
+    reqs = proxy(env, "requests")
+    stats = proxy(env, "stats")
+    proxy(env, "set?methods=GET")
+    per_file = {name: [r for r in reqs if f"/{name}" in r] for name in inputs}
+    assert all(len(rs) == 1 and rs[0].startswith("GET ") for rs in per_file.values()), per_file
+    assert stats["max_in_flight"] > 1, stats
+    with in_process_env(env):
+        assert stoke.open_table(table).info()["files"] == len(inputs), out
 
 
 @pytest.mark.parametrize("cache", [False, True], ids=["plain", "cache+merging"])

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "core/random.h"
 #include "format/codec.h"
@@ -32,20 +33,22 @@ class TempDir {
   std::string path_;
 };
 
-// Counts positioned reads, to check the one-read-per-sample promise.
+// Counts positioned reads, to check the one-read-per-sample promise; `remote` says what remote() does.
 class CountingFile : public RandomAccessFile {
  public:
-  explicit CountingFile(std::unique_ptr<RandomAccessFile> f) : f_(std::move(f)) {}
+  explicit CountingFile(std::unique_ptr<RandomAccessFile> f, bool remote = false) : f_(std::move(f)), remote_(remote) {}
   Status ReadAt(uint64_t offset, MutableByteView dst) const override {
     ++reads;
     return f_->ReadAt(offset, dst);
   }
   uint64_t size() const override { return f_->size(); }
   const std::string& path() const override { return f_->path(); }
+  bool remote() const override { return remote_; }
   mutable std::atomic<int> reads{0};
 
  private:
   std::unique_ptr<RandomAccessFile> f_;
+  const bool remote_;
 };
 
 std::string RandomBytes(Rng& rng, size_t n) {
@@ -189,13 +192,14 @@ TEST(ParquetLayout, ReadingASampleIsOnePositionedRead) {
 
 // Opening reads the file's last 64 KiB once: a file that small is read whole by that read, and its
 // page indexes, column chunks and cells come from memory after it. A larger file takes one more
-// read for its leading magic, and its pages are read from the file.
+// read for its leading magic, except on an object store (a request each), and its pages are read
+// from the file.
 TEST(ParquetLayout, OpeningReadsTheTailOnceAndServesWhatLiesInIt) {
   TempDir dir;
-  auto open_counting = [](const std::string& path, CountingFile** counter) {
+  auto open_counting = [](const std::string& path, CountingFile** counter, bool remote = false) {
     auto file = LocalStorage().OpenForRead(path);
     EXPECT_TRUE(file.ok());
-    auto counting = std::make_unique<CountingFile>(std::move(*file));
+    auto counting = std::make_unique<CountingFile>(std::move(*file), remote);
     *counter = counting.get();
     auto r = ParquetReader::Open(std::move(counting));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -226,6 +230,32 @@ TEST(ParquetLayout, OpeningReadsTheTailOnceAndServesWhatLiesInIt) {
   for (int row = 0; row < 6; ++row) {
     ASSERT_TRUE(r->ReadBinaryCell(row, 1, &cell).ok());
     EXPECT_EQ(AsChars(cell.view()), data[row]) << "row " << row;
+  }
+  r = open_counting(big, &counter, /*remote=*/true);
+  EXPECT_EQ(counter->reads.load(), 1) << "the tail only";
+  for (int row = 0; row < 6; ++row) {
+    ASSERT_TRUE(r->ReadBinaryCell(row, 1, &cell).ok());
+    EXPECT_EQ(AsChars(cell.view()), data[row]) << "row " << row;
+  }
+
+  // A damaged leading magic: refused where it is read; on an object store the file opens, as it
+  // does in Arrow and parquet-mr.
+  {
+    std::fstream f(big, std::ios::in | std::ios::out | std::ios::binary);
+    f.write("PAR0", 4);
+  }
+  for (bool remote : {false, true}) {
+    auto file = LocalStorage().OpenForRead(big);
+    ASSERT_TRUE(file.ok());
+    auto opened = ParquetReader::Open(std::make_unique<CountingFile>(std::move(*file), remote));
+    if (remote) {
+      EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    } else {
+      ASSERT_FALSE(opened.ok());
+      EXPECT_EQ(opened.status().code(), StatusCode::kCorruption);
+      EXPECT_NE(opened.status().message().find("offset 0: not a Parquet file"), std::string::npos)
+          << opened.status().message();
+    }
   }
 }
 

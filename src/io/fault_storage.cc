@@ -57,6 +57,7 @@ class FaultyReadFile final : public RandomAccessFile {
   }
   uint64_t size() const override { return base_->size(); }
   const std::string& path() const override { return base_->path(); }
+  bool remote() const override { return base_->remote(); }
 
  private:
   FaultInjectingStorage* owner_;
@@ -120,6 +121,7 @@ class ThrottledReadFile final : public RandomAccessFile {
   }
   uint64_t size() const override { return base_->size(); }
   const std::string& path() const override { return base_->path(); }
+  bool remote() const override { return base_->remote(); }
 
  private:
   ThrottledStorage* owner_;

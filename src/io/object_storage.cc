@@ -38,6 +38,7 @@ class ObjectRandomAccessFile final : public RandomAccessFile {
   }
   uint64_t size() const override { return size_; }
   const std::string& path() const override { return path_; }
+  bool remote() const override { return true; }
 
  private:
   std::shared_ptr<ObjectStoreClient> client_;

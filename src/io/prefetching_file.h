@@ -30,6 +30,7 @@ class PrefetchingFile final : public RandomAccessFile {
   Status ReadAt(uint64_t offset, MutableByteView dst) const override EXCLUDES(mu_);
   uint64_t size() const override { return base_->size(); }
   const std::string& path() const override { return base_->path(); }
+  bool remote() const override { return base_->remote(); }
 
   // Reads made of the base (Prefetch's included), for tests.
   uint64_t base_reads() const EXCLUDES(mu_);

@@ -269,6 +269,7 @@ class ReadCache::CachedFile final : public RandomAccessFile {
 
   uint64_t size() const override { return base_->size(); }
   const std::string& path() const override { return base_->path(); }
+  bool remote() const override { return base_->remote(); }
 
   const RandomAccessFile& base() const { return *base_; }
   const std::string& identity() const { return identity_; }

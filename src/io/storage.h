@@ -33,6 +33,9 @@ class RandomAccessFile {
   }
   virtual uint64_t size() const = 0;
   virtual const std::string& path() const = 0;
+  // Whether each read is a request to a remote service (an object store): readers then leave out
+  // reads they can do without. Wrappers answer for the file they wrap.
+  virtual bool remote() const { return false; }
 };
 
 // A file being written sequentially. Not thread-safe. Close() must be called to learn whether

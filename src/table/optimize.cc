@@ -6,13 +6,16 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
 #include "core/clock.h"
 #include "core/host_memory.h"
 #include "core/log.h"
+#include "core/mutex.h"
 #include "core/progress.h"
 #include "core/text.h"
 #include "core/thread_pool.h"
@@ -83,6 +86,101 @@ std::vector<ColumnSpec> ColumnsToWrite(const TableView& t) {
   }
   return cols;
 }
+
+// Inputs of up to this size are read whole in one request, and ParquetReader serves their column
+// chunks from memory: on an object store, reading a one-row file piece by piece took about 9
+// requests (size, magic, tail, each column chunk) one after another, 20 ms each behind the test proxy.
+constexpr uint64_t kWholeFileBytes = uint64_t{16} << 20;
+// Whole-file reads held at once by ForEachInputInOrder, at most.
+constexpr uint64_t kWindowBytes = uint64_t{64} << 20;
+// Requests in flight at once on an object store (opening inputs, reading cells, checking footers).
+// Local files are read one at a time: in parallel, 100,000 one-row files from the page cache took
+// 3.9-4.5 s against 3.4 s (docs/benchmarks.md).
+constexpr size_t kRemoteParallelReads = 16;
+
+// The threads that read a table's data files in parallel for one task of `n` reads: none (read on the
+// calling thread) on local storage or for a single read.
+std::unique_ptr<ThreadPool> ReadersFor(const TableView& t, size_t n) {
+  if (!t.storage->CreateIsAtomic() || n <= 1) return nullptr;
+  return std::make_unique<ThreadPool>(std::min(n, kRemoteParallelReads));
+}
+
+// fn(0..n), on `pool` when there is one, else in order on this thread.
+Status ForEachIndex(ThreadPool* pool, size_t n, const std::function<Status(size_t)>& fn) {
+  if (pool && n > 1) return ParallelFor(*pool, n, fn);
+  for (size_t i = 0; i < n; ++i) STOKE_RETURN_IF_ERROR(fn(i));
+  return Status::OK();
+}
+
+// A data file of the table opened for reading, with its size from the log (no request for it): read
+// whole in one request when it is no larger than `whole_file_bytes`, else its footer's tail.
+Result<std::unique_ptr<ParquetReader>> OpenInput(const TableView& t, const delta::AddFile& add, uint64_t whole_file_bytes) {
+  const uint64_t size = static_cast<uint64_t>(add.size);
+  STOKE_ASSIGN_OR_RETURN(auto file, t.storage->OpenForReadWithSize(t.FilePath(add), size));
+  return ParquetReader::Open(std::move(file), size <= whole_file_bytes ? size : 0);
+}
+
+// visit(k, reader of inputs[k]) for every input in order, each opened with OpenInput (whole when no
+// larger than `whole_file_bytes`, at most kWholeFileBytes). On an object store a window of up to
+// kRemoteParallelReads inputs (kWindowBytes of whole-file reads at most) is opened in parallel before
+// it is visited.
+Status ForEachInputInOrder(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
+                           uint64_t whole_file_bytes,
+                           const std::function<Status(size_t, std::unique_ptr<ParquetReader>)>& visit) {
+  whole_file_bytes = std::min(whole_file_bytes, kWholeFileBytes);
+  std::unique_ptr<ThreadPool> openers = ReadersFor(t, inputs.size());
+  const size_t window_files = openers ? kRemoteParallelReads : 1;
+  std::vector<std::unique_ptr<ParquetReader>> window;
+  for (size_t begin = 0, end = 0; begin < inputs.size(); begin = end) {
+    uint64_t window_bytes = 0;
+    for (end = begin; end < inputs.size() && end - begin < window_files; ++end) {
+      const uint64_t size = static_cast<uint64_t>(inputs[end]->size);
+      const uint64_t whole = size <= whole_file_bytes ? size : 0;
+      if (end > begin && window_bytes + whole > kWindowBytes) break;
+      window_bytes += whole;
+    }
+    window.clear();
+    window.resize(end - begin);
+    STOKE_RETURN_IF_ERROR(ForEachIndex(openers.get(), window.size(), [&](size_t k) -> Status {
+      STOKE_ASSIGN_OR_RETURN(window[k], OpenInput(t, *inputs[begin + k], whole_file_bytes));
+      return Status::OK();
+    }));
+    for (size_t k = 0; k < window.size(); ++k) {
+      STOKE_RETURN_IF_ERROR(visit(begin + k, std::move(window[k])));  // each reader freed after its rows
+    }
+  }
+  return Status::OK();
+}
+
+// Readers of a bin's inputs for reading cells in any order, shared by the threads that read them. At
+// most `capacity` stay open (the lowest input index is closed first); each is opened with its footer's
+// tail only, which holds the whole of a small file.
+class InputReaders {
+ public:
+  InputReaders(const TableView& t, const std::vector<const delta::AddFile*>& inputs, size_t capacity)
+      : t_(t), inputs_(inputs), capacity_(capacity) {}
+
+  Result<std::shared_ptr<const ParquetReader>> Get(size_t input) EXCLUDES(mu_) {
+    {
+      MutexLock l(&mu_);
+      if (auto it = open_.find(input); it != open_.end()) return it->second;
+    }
+    // Opened without the lock; when two threads open the same input, the first one kept wins.
+    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> opened, OpenInput(t_, *inputs_[input], 0));
+    std::shared_ptr<const ParquetReader> reader = std::move(opened);
+    MutexLock l(&mu_);
+    auto [it, added] = open_.emplace(input, reader);
+    if (added && open_.size() > capacity_) open_.erase(open_.begin() == it ? std::next(open_.begin()) : open_.begin());
+    return it->second;
+  }
+
+ private:
+  const TableView& t_;
+  const std::vector<const delta::AddFile*>& inputs_;
+  const size_t capacity_;
+  Mutex mu_;
+  std::map<size_t, std::shared_ptr<const ParquetReader>> open_ GUARDED_BY(mu_);
+};
 
 // Appends the rows of one input file (open in `reader`) to the bin's output: scalars gathered in
 // `scalars`, tensors appended to `enc`, a row group flushed whenever rows_per_group are pending.
@@ -186,43 +284,12 @@ Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta:
     return writer->WriteRowGroup(std::move(rg));
   };
 
-  // An input no larger than kWholeFileBytes is read whole in one request (ParquetReader serves its
-  // column chunks from memory), and on an object store the inputs are opened a window at a time, in
-  // parallel: reading a one-row file from one took about 9 requests (size, magic, tail, each column
-  // chunk) one after another, 20 ms each behind the test proxy. Local files are opened one at a
-  // time: in parallel, 100,000 one-row files from the page cache took 3.9-4.5 s against 3.4 s.
-  const size_t window_files = fs.CreateIsAtomic() ? 16 : 1;
-  constexpr uint64_t kWholeFileBytes = uint64_t{16} << 20;
-  constexpr uint64_t kWindowBytes = uint64_t{64} << 20;  // whole-file reads held at once, at most
-  std::optional<ThreadPool> openers;
-  if (window_files > 1 && inputs.size() > 1) openers.emplace(std::min(inputs.size(), window_files));
-  std::vector<std::unique_ptr<ParquetReader>> window;
-  Status status;
-  for (size_t begin = 0, end = 0; begin < inputs.size() && status.ok(); begin = end) {
-    uint64_t window_bytes = 0;
-    for (end = begin; end < inputs.size() && end - begin < window_files; ++end) {
-      const uint64_t size = static_cast<uint64_t>(inputs[end]->size);
-      const uint64_t whole = size <= kWholeFileBytes ? size : 0;
-      if (end > begin && window_bytes + whole > kWindowBytes) break;
-      window_bytes += whole;
-    }
-    window.clear();
-    window.resize(end - begin);
-    auto open = [&](size_t k) -> Status {
-      const delta::AddFile& add = *inputs[begin + k];
-      const uint64_t size = static_cast<uint64_t>(add.size);  // from the log: no request for it
-      STOKE_ASSIGN_OR_RETURN(auto file, fs.OpenForReadWithSize(t.FilePath(add), size));
-      STOKE_ASSIGN_OR_RETURN(window[k], ParquetReader::Open(std::move(file), size <= kWholeFileBytes ? size : 0));
-      return Status::OK();
-    };
-    status = openers ? ParallelFor(*openers, window.size(), open) : open(0);
-    for (size_t k = 0; k < window.size() && status.ok(); ++k) {
-      const delta::AddFile* add = inputs[begin + k];
-      std::unique_ptr<ParquetReader> reader = std::move(window[k]);  // freed after its rows
-      status = RewriteInput(t, *add, *reader, cols, rows_per_group, enc, scalars, pending_rows, out, flush);
-      if (status.ok() && bar) bar->Add(1, static_cast<uint64_t>(add->size));
-    }
-  }
+  Status status = ForEachInputInOrder(t, inputs, kWholeFileBytes, [&](size_t k, std::unique_ptr<ParquetReader> reader) -> Status {
+    const delta::AddFile* add = inputs[k];
+    STOKE_RETURN_IF_ERROR(RewriteInput(t, *add, *reader, cols, rows_per_group, enc, scalars, pending_rows, out, flush));
+    if (bar) bar->Add(1, static_cast<uint64_t>(add->size));
+    return Status::OK();
+  });
   if (status.ok()) status = flush();
   STOKE_RETURN_IF_ERROR(FinishBinFile(fs, status, std::move(writer), tmp, &out));
   return out;
@@ -230,15 +297,19 @@ Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta:
 
 // The bin's rows ordered by `sort_by` (ascending, nulls last, stable) in one new file. Scalar columns
 // of the whole bin are decoded into memory (they are small); tensors are then fetched row by row in
-// the new order, one positioned read each, so memory stays bounded by the scalars and one row group.
+// the new order, one positioned read each, so memory stays bounded by the scalars, one row group and
+// the cells read ahead of it (on an object store, kRemoteParallelReads reads in flight, up to
+// kSortedCellBytes of cells held).
 Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
-                                    const WriterOptions& wopts, int64_t rows_per_group, const std::string& sort_by,
-                                    ProgressBar* bar) {
+                                    const WriterOptions& wopts, int64_t rows_per_group, int64_t row_bytes,
+                                    const std::string& sort_by, ProgressBar* bar) {
   Storage& fs = *t.storage;
   const std::vector<ColumnSpec> cols = ColumnsToWrite(t);
   auto key_it = std::find_if(cols.begin(), cols.end(), [&](const ColumnSpec& c) { return c.name == sort_by; });
   const size_t key = static_cast<size_t>(key_it - cols.begin());
-  // Pass 1: scalars of every input row, and where each row's tensors are.
+  // Pass 1: scalars of every input row, and where each row's tensors are. A file of up to
+  // kSortedWholeFileBytes is read whole (one request); of a larger one, the tensors would be read
+  // twice, so only its footer and scalar column chunks are.
   struct Source {
     size_t input;
     int64_t row;  // file-global row
@@ -247,22 +318,25 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
   std::vector<ColumnValues> scalars(cols.size());
   for (size_t c = 0; c < cols.size(); ++c) scalars[c] = ColumnValues{EmptyValuesFor(cols[c].type), {}};
   std::vector<std::vector<size_t>> file_columns(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(fs, t.FilePath(*inputs[i])));
-    for (const auto& c : cols) {
-      STOKE_ASSIGN_OR_RETURN(size_t idx, reader->FindColumn(c.name));
-      file_columns[i].push_back(idx);
-    }
-    for (size_t c = 0; c < cols.size(); ++c) {
-      if (cols[c].paged()) continue;
-      STOKE_ASSIGN_OR_RETURN(auto v, reader->ReadColumn(file_columns[i][c]));
-      if (v.values.index() != scalars[c].values.index()) {
-        return Status::Corruption(fmt::format("{}: column '{}' does not have the table's type", t.FilePath(*inputs[i]), cols[c].name));
-      }
-      AppendColumnValues(&scalars[c], std::move(v));
-    }
-    for (int64_t r = 0; r < reader->num_rows(); ++r) sources.push_back({i, r});
-  }
+  constexpr uint64_t kSortedWholeFileBytes = uint64_t{1} << 20;
+  STOKE_RETURN_IF_ERROR(ForEachInputInOrder(
+      t, inputs, kSortedWholeFileBytes, [&](size_t i, std::unique_ptr<ParquetReader> reader) -> Status {
+        for (const auto& c : cols) {
+          STOKE_ASSIGN_OR_RETURN(size_t idx, reader->FindColumn(c.name));
+          file_columns[i].push_back(idx);
+        }
+        for (size_t c = 0; c < cols.size(); ++c) {
+          if (cols[c].paged()) continue;
+          STOKE_ASSIGN_OR_RETURN(auto v, reader->ReadColumn(file_columns[i][c]));
+          if (v.values.index() != scalars[c].values.index()) {
+            return Status::Corruption(
+                fmt::format("{}: column '{}' does not have the table's type", t.FilePath(*inputs[i]), cols[c].name));
+          }
+          AppendColumnValues(&scalars[c], std::move(v));
+        }
+        for (int64_t r = 0; r < reader->num_rows(); ++r) sources.push_back({i, r});
+        return Status::OK();
+      }));
   // The order: stable sort of row indices by the key, nulls last.
   std::vector<int64_t> key_value(sources.size(), -1);  // index of each row's key among present values
   {
@@ -283,15 +357,20 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
       },
       scalars[key].values);
 
-  // Pass 2: row groups in the new order; tensors read where they are, through a few open readers.
+  // Pass 2: row groups in the new order; tensors read where they are, through a few open readers, a
+  // run of cells at a time (in parallel on an object store), appended in order.
   WrittenBin out;
   out.path = NewDataFilePath(t, *inputs[0]);
   const std::string tmp = InProgressPath(fs, out.path);
   STOKE_ASSIGN_OR_RETURN(auto writer, ParquetFileWriter::Create(fs, tmp, cols, wopts));
   RowGroupEncoder enc(writer->columns(), writer->options());
-  std::map<size_t, std::unique_ptr<ParquetReader>> open;  // at most kOpenReaders, evicted oldest input first
   constexpr size_t kOpenReaders = 64;
-  AlignedBuffer cell;
+  InputReaders readers(t, inputs, kOpenReaders);
+  std::unique_ptr<ThreadPool> fetchers = ReadersFor(t, order.size());
+  constexpr int64_t kSortedCellBytes = int64_t{32} << 20;
+  const size_t run_rows =
+      fetchers ? static_cast<size_t>(std::clamp<int64_t>(kSortedCellBytes / std::max<int64_t>(row_bytes, 1), 1, 256)) : 1;
+  std::vector<AlignedBuffer> cells(run_rows);
   Status status;
   for (size_t begin = 0; begin < order.size() && status.ok(); begin += static_cast<size_t>(rows_per_group)) {
     const size_t end = std::min(order.size(), begin + static_cast<size_t>(rows_per_group));
@@ -301,21 +380,14 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
         status = enc.SetScalars(c, TakeRows(scalars[c], group));
         continue;
       }
-      for (size_t r : group) {
-        const Source& src = sources[r];
-        auto it = open.find(src.input);
-        if (it == open.end()) {
-          if (open.size() >= kOpenReaders) open.erase(open.begin());
-          auto reader = ParquetReader::Open(fs, t.FilePath(*inputs[src.input]));
-          if (!reader.ok()) {
-            status = reader.status();
-            break;
-          }
-          it = open.emplace(src.input, std::move(*reader)).first;
-        }
-        status = it->second->ReadBinaryCell(src.row, file_columns[src.input][c], &cell);
-        if (status.ok()) status = enc.AppendTensor(c, cell.view());
-        if (!status.ok()) break;
+      for (size_t from = 0; from < group.size() && status.ok(); from += run_rows) {
+        const size_t n = std::min(run_rows, group.size() - from);
+        status = ForEachIndex(fetchers.get(), n, [&](size_t k) -> Status {
+          const Source& src = sources[group[from + k]];
+          STOKE_ASSIGN_OR_RETURN(std::shared_ptr<const ParquetReader> reader, readers.Get(src.input));
+          return reader->ReadBinaryCell(src.row, file_columns[src.input][c], &cells[k]);
+        });
+        for (size_t k = 0; k < n && status.ok(); ++k) status = enc.AppendTensor(c, cells[k].view());
       }
     }
     if (!status.ok()) break;
@@ -388,11 +460,26 @@ int64_t BytesPerRow(const TableView& t) {
   return sample_bytes;
 }
 
+// Whether each of `files` is in stoke's layout, from its footer (its size from the log; on an object
+// store kRemoteParallelReads footers are read at once).
+Result<std::vector<char>> InStokeLayout(const TableView& t, const std::vector<const delta::AddFile*>& files) {
+  std::vector<char> in_layout(files.size(), 0);
+  std::unique_ptr<ThreadPool> pool = ReadersFor(t, files.size());
+  STOKE_RETURN_IF_ERROR(ForEachIndex(pool.get(), files.size(), [&](size_t i) -> Status {
+    STOKE_ASSIGN_OR_RETURN(auto reader, OpenInput(t, *files[i], 0));
+    STOKE_ASSIGN_OR_RETURN(bool yes, InStokeLayout(*reader));
+    in_layout[i] = yes;
+    return Status::OK();
+  }));
+  return in_layout;
+}
+
 // The files to rewrite, in table order: of those `where` may match (by their statistics), the small
 // ones (every one with --sort-by) and those not in stoke's layout (opening the others to see).
 Result<std::vector<const delta::AddFile*>> ChooseCandidates(const TableView& t, const OptimizeOptions& o,
                                                             const std::optional<Predicate>& where) {
   std::vector<const delta::AddFile*> candidates;
+  std::vector<size_t> large;      // of candidates: those to open, to see whether they are in the layout
   std::vector<ColumnSpec> where_columns;  // only the predicate's columns' statistics are read
   for (const auto& c : t.columns) {
     if (where && std::binary_search(where->columns().begin(), where->columns().end(), c.name)) where_columns.push_back(c);
@@ -404,14 +491,21 @@ Result<std::vector<const delta::AddFile*>> ChooseCandidates(const TableView& t, 
       auto stats = FileStats(f, stats_reader, &records);
       if (!where->MayMatch(stats, records)) continue;
     }
-    bool small = f.size < o.target_file_bytes / 4 * 3 || !o.sort_by.empty();
-    if (!small) {
-      STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*t.storage, t.FilePath(f)));
-      STOKE_ASSIGN_OR_RETURN(bool stoke_layout, InStokeLayout(*reader));
-      if (stoke_layout) continue;
-    }
+    const bool small = f.size < o.target_file_bytes / 4 * 3 || !o.sort_by.empty();
+    if (!small) large.push_back(candidates.size());
     candidates.push_back(&f);
   }
+  if (large.empty()) return candidates;
+  std::vector<const delta::AddFile*> to_open;
+  for (size_t i : large) to_open.push_back(candidates[i]);
+  STOKE_ASSIGN_OR_RETURN(std::vector<char> in_layout, InStokeLayout(t, to_open));
+  std::vector<char> keep(candidates.size(), 1);
+  for (size_t k = 0; k < large.size(); ++k) keep[large[k]] = !in_layout[k];
+  size_t kept = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (keep[i]) candidates[kept++] = candidates[i];
+  }
+  candidates.resize(kept);
   return candidates;
 }
 
@@ -439,16 +533,20 @@ std::vector<Bin> PackBins(std::vector<const delta::AddFile*> candidates, int64_t
 // The bins worth rewriting: every one with --sort-by; else a bin of one file that is already in
 // stoke's layout would only be copied, so it is left alone (which opens that file).
 Result<std::vector<Bin>> BinsToRewrite(const TableView& t, const OptimizeOptions& o, std::vector<Bin> bins) {
-  std::vector<Bin> work;
-  for (auto& b : bins) {
-    if (b.size() > 1 || !o.sort_by.empty()) {
-      work.push_back(std::move(b));
-      continue;
+  std::vector<size_t> single;  // bins of one file whose layout decides
+  std::vector<const delta::AddFile*> to_open;
+  for (size_t i = 0; i < bins.size(); ++i) {
+    if (bins[i].size() == 1 && o.sort_by.empty()) {
+      single.push_back(i);
+      to_open.push_back(bins[i][0]);
     }
-    auto reader = ParquetReader::Open(*t.storage, t.FilePath(*b[0]));
-    if (!reader.ok()) return reader.status();
-    STOKE_ASSIGN_OR_RETURN(bool stoke_layout, InStokeLayout(**reader));
-    if (!stoke_layout) work.push_back(std::move(b));
+  }
+  STOKE_ASSIGN_OR_RETURN(std::vector<char> in_layout, InStokeLayout(t, to_open));
+  std::vector<char> keep(bins.size(), 1);
+  for (size_t k = 0; k < single.size(); ++k) keep[single[k]] = !in_layout[k];
+  std::vector<Bin> work;
+  for (size_t i = 0; i < bins.size(); ++i) {
+    if (keep[i]) work.push_back(std::move(bins[i]));
   }
   return work;
 }
@@ -459,7 +557,7 @@ using NewFiles = std::vector<std::optional<WrittenBin>>;
 // Rewrites each bin of `work` into one new file (sorted by --sort-by when given), bins in parallel on
 // o.threads threads. (*written)[i] is bin i's file when it was written, also when another bin failed.
 Status RewriteBins(const TableView& t, const OptimizeOptions& o, const std::vector<Bin>& work, const WriterOptions& wopts,
-                   int64_t rows_per_group, NewFiles* written) {
+                   int64_t rows_per_group, int64_t row_bytes, NewFiles* written) {
   size_t inputs = 0;
   for (const auto& b : work) inputs += b.size();
   ProgressBar bar("optimize", inputs, "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
@@ -468,7 +566,7 @@ Status RewriteBins(const TableView& t, const OptimizeOptions& o, const std::vect
   Status s = ParallelFor(pool, work.size(), [&](size_t i) -> Status {
     STOKE_ASSIGN_OR_RETURN(auto w, o.sort_by.empty()
                                        ? RewriteBin(t, work[i], wopts, rows_per_group, &bar)
-                                       : RewriteBinSorted(t, work[i], wopts, rows_per_group, o.sort_by, &bar));
+                                       : RewriteBinSorted(t, work[i], wopts, rows_per_group, row_bytes, o.sort_by, &bar));
     (*written)[i] = std::move(w);
     return Status::OK();
   });
@@ -556,10 +654,10 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
     return report;
   }
 
-  const int64_t rows_per_group =
-      std::max<int64_t>(1, std::min(o.row_group_bytes, o.target_file_bytes) / std::max<int64_t>(BytesPerRow(t), 1));
+  const int64_t row_bytes = std::max<int64_t>(BytesPerRow(t), 1);
+  const int64_t rows_per_group = std::max<int64_t>(1, std::min(o.row_group_bytes, o.target_file_bytes) / row_bytes);
   NewFiles written;
-  Status s = RewriteBins(t, o, work, wopts, rows_per_group, &written);
+  Status s = RewriteBins(t, o, work, wopts, rows_per_group, row_bytes, &written);
   if (s.ok()) s = SyncNewFileDirectories(*t.storage, written);
   if (!s.ok()) {
     DeleteNewFiles(*t.storage, written);
