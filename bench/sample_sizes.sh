@@ -6,17 +6,19 @@
 #   - `stoke synth volumes` writes the .npy files, `stoke ingest` (no options) makes the table;
 #   - warm: the table's files are read once (cat), then `stoke bench load` (batches of 32, global
 #     shuffle) and fio's random reads of one mean page at queue depth 64 (bench/fio_limit.sh,
-#     DIRECT=0, block size = the mean page rounded up to 512 B);
+#     DIRECT=0, block size = the mean page rounded up to 512 B) in alternation, BENCH_WARM_REPS pairs
+#     (default 3), reported as the median of the per-pair ratios: fio alone moves by up to a third
+#     from one warm run to the next on this machine;
 #   - cold: `stoke bench load --cold` (O_DIRECT) and fio DIRECT=1 (block size rounded up to 4 KiB)
 #     in alternation, BENCH_COLD_REPS pairs (default 3; the page cache is dropped before each stoke
 #     run, which needs root; otherwise the cold stoke rows are skipped), each fio run as long as the
 #     stoke run before it, reported as the median of the per-pair ratios. fio's buffers are in huge
 #     pages where they can be reserved (bench/fio_limit.sh), as stoke's are; fio with its default
 #     buffers runs after each pair too, shown as "fio-malloc";
-#   - peak RSS of the warm stoke run (/usr/bin/time) against prefetch_bytes + 150 MB.
+#   - peak RSS of the warm stoke runs (/usr/bin/time; the highest) against prefetch_bytes + 150 MB.
 # At the seed size also PyTorch's DataLoader over the .npy files (bench/torch_dataloader.py,
 # num_workers 0 and 2, warm), the naive way.
-#   bench/sample_sizes.sh [STOKE_BIN]   env: BENCH_DIR (default build/bench-sizes), BENCH_COLD_REPS,
+#   bench/sample_sizes.sh [STOKE_BIN]   env: BENCH_DIR (default build/bench-sizes), BENCH_WARM_REPS, BENCH_COLD_REPS,
 #   BENCH_SIZES (a subset of "512 16k 115k 360k 4m"), BENCH_SCALE (divides the sample counts, for a
 #   quick check of the script), BENCH_KEEP=1 keeps the data (reused next time).
 # Raw JSON lines go to BENCH_DIR/results.jsonl; the table goes to stdout.
@@ -25,6 +27,7 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 stoke=${1:-build/stoke}
 work=${BENCH_DIR:-build/bench-sizes}
+warm_reps=${BENCH_WARM_REPS:-3}
 cold_reps=${BENCH_COLD_REPS:-3}
 sizes=${BENCH_SIZES:-"512 16k 115k 360k 4m"}
 py=/usr/bin/python3
@@ -95,7 +98,7 @@ print(max(20, math.ceil(secs * sps / b)))' "$(jget "$probe" samples_per_s)" "$se
   r=$(/usr/bin/time -v -o "$work/time.txt" "${load[@]}" | last_json)
   # The probe's rate includes the loader's start (its first batches fault in their slots), so its
   # estimate can give a run of a second or so: measured again, longer, when the run was under half
-  # the target length.
+  # the target length (the short run is then dropped).
   more=$("$py" -c 'import math, sys
 wall, secs, b = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 print(math.ceil(b * secs / max(wall, 1e-3)) if wall < secs / 2 else 0)' "$(jget "$r" wall_s)" "$seconds" "$batches")
@@ -105,12 +108,17 @@ print(math.ceil(b * secs / max(wall, 1e-3)) if wall < secs / 2 else 0)' "$(jget 
     note "$size: warm again ($batches batches)"
     r=$(/usr/bin/time -v -o "$work/time.txt" "${load[@]}" | last_json)
   fi
-  record "$size" "warm stoke" "$r"
-  rss_kb=$(awk -F': *' '/Maximum resident set size/ {print $2}' "$work/time.txt")
   page=$(jget "$r" page_bytes_mean)
   bs_warm=$("$py" -c 'import math, sys; print(math.ceil(float(sys.argv[1]) / 512) * 512)' "$page")
   bs_cold=$("$py" -c 'import math, sys; print(math.ceil(float(sys.argv[1]) / 4096) * 4096)' "$page")
-  record "$size" "warm fio" "$(bash bench/fio_limit.sh "$table" "$bs_warm" "$qd" 0 "$seconds")"
+  rss_kb=0
+  for i in $(seq 1 "$warm_reps"); do
+    note "$size: warm pair $i"
+    if [ "$i" -gt 1 ]; then r=$(/usr/bin/time -v -o "$work/time.txt" "${load[@]}" | last_json); fi
+    record "$size" "warm stoke #$i" "$r"
+    rss_kb=$(awk -F': *' -v max="$rss_kb" '/Maximum resident set size/ {print ($2 > max ? $2 : max)}' "$work/time.txt")
+    record "$size" "warm fio #$i" "$(bash bench/fio_limit.sh "$table" "$bs_warm" "$qd" 0 "$seconds")"
+  done
   printf '{"size":"%s","run":"memory","max_rss_bytes":%d,"budget_bytes":%d,"codecs":"%s","samples":%d}\n' \
     "$size" "$((rss_kb * 1024))" "$((prefetch + 150000000))" "$codecs" "$n" >>"$results"
 
@@ -153,11 +161,27 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 sizes = list(dict.fromkeys(r["size"] for r in rows))
 def one(size, run):
     return next((r for r in rows if r["size"] == size and r["run"] == run), None)
-fmt = "{:<6} {:>7} {:<14} {:>11} {:>11} {:>7} {:>11} {:>11} {:>15} {:>9} {:>9}"
-print(fmt.format("sample", "rows", "data codec", "warm st/s", "warm fio/s", "warm %", "cold st/s", "cold fio/s",
-                 "cold % (median)", "RSS MB", "budget MB"))
+def pairs_of(size, kind):
+    """(stoke, fio) samples/s of the numbered pairs of `kind` (warm or cold) where both ran."""
+    out, i = [], 1
+    while one(size, f"{kind} fio #{i}"):
+        st, fi = one(size, f"{kind} stoke #{i}"), one(size, f"{kind} fio #{i}")
+        if st:
+            out.append((st["samples_per_s"], fi["samples_per_s"]))
+        i += 1
+    return out
+def medians(pairs):
+    if not pairs:
+        return float("nan"), float("nan"), float("nan")
+    return (statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs),
+            statistics.median(100 * a / b for a, b in pairs))
+fmt = "{:<6} {:>7} {:<14} {:>11} {:>11} {:>15} {:>11} {:>11} {:>15} {:>9} {:>9}"
+print(fmt.format("sample", "rows", "data codec", "warm st/s", "warm fio/s", "warm % (median)", "cold st/s",
+                 "cold fio/s", "cold % (median)", "RSS MB", "budget MB"))
 for s in sizes:
-    w, f, m = one(s, "warm stoke"), one(s, "warm fio"), one(s, "memory")
+    m = one(s, "memory")
+    warm = pairs_of(s, "warm")
+    warm_st, warm_fio, warm_pct = medians(warm)
     pairs = []
     malloc = []
     mem = "-"
@@ -171,22 +195,23 @@ for s in sizes:
         if fm:
             malloc.append(fm["samples_per_s"])
         i += 1
-    cold_st = statistics.median(p[0] for p in pairs) if pairs else float("nan")
-    cold_fio = statistics.median(p[1] for p in pairs) if pairs else float("nan")
-    cold_pct = statistics.median(100 * a / b for a, b in pairs) if pairs else float("nan")
-    print(fmt.format(s, m["samples"], m["codecs"], f"{w['samples_per_s']:,.0f}", f"{f['samples_per_s']:,.0f}",
-                     f"{100 * w['samples_per_s'] / f['samples_per_s']:.0f} %", f"{cold_st:,.0f}", f"{cold_fio:,.0f}",
-                     f"{cold_pct:.0f} %", f"{m['max_rss_bytes'] / 1e6:.0f}", f"{m['budget_bytes'] / 1e6:.0f}"))
+    cold_st, cold_fio, cold_pct = medians(pairs)
+    print(fmt.format(s, m["samples"], m["codecs"], f"{warm_st:,.0f}", f"{warm_fio:,.0f}", f"{warm_pct:.0f} %",
+                     f"{cold_st:,.0f}", f"{cold_fio:,.0f}", f"{cold_pct:.0f} %", f"{m['max_rss_bytes'] / 1e6:.0f}",
+                     f"{m['budget_bytes'] / 1e6:.0f}"))
+    if warm:
+        print(" " * 7 + "warm pairs (stoke/fio): " + ", ".join(f"{a:,.0f}/{b:,.0f}" for a, b in warm))
     if pairs:
         print(" " * 7 + f"cold pairs (stoke/fio, fio buffers: {mem}): " + ", ".join(f"{a:,.0f}/{b:,.0f}" for a, b in pairs))
     if malloc:
         print(" " * 7 + "cold fio with default buffers (malloc): " + ", ".join(f"{m:,.0f}" for m in malloc) +
               (f"; stoke / it, median: {statistics.median(100 * a / m for (a, _), m in zip(pairs, malloc)):.0f} %"
                if len(pairs) == len(malloc) and pairs else ""))
-t0, t2, st = one("360k", "warm torch w0"), one("360k", "warm torch w2"), one("360k", "warm stoke")
+t0, t2, st = one("360k", "warm torch w0"), one("360k", "warm torch w2"), pairs_of("360k", "warm")
 if t0 and t2 and st:
     best = max(t0["samples_per_s"], t2["samples_per_s"])
-    print(f"seed volumes (360 KB), warm: stoke {st['samples_per_s']:,.0f} samples/s; PyTorch DataLoader w0 "
+    stoke_sps = statistics.median(p[0] for p in st)
+    print(f"seed volumes (360 KB), warm: stoke {stoke_sps:,.0f} samples/s (median); PyTorch DataLoader w0 "
           f"{t0['samples_per_s']:,.0f}, w2 {t2['samples_per_s']:,.0f}: stoke / best DataLoader = "
-          f"{st['samples_per_s'] / best:.2f}x")
+          f"{stoke_sps / best:.2f}x")
 PY
