@@ -327,6 +327,24 @@ def test_optimize_reads_only_the_footer_of_files_it_leaves(store, tmp_path):
         assert stoke.open_table(table).info()["files"] == len(inputs), out
 
 
+def test_loader_open_does_not_read_the_leading_magic(store, tmp_path):
+    """Opening a loader on data files larger than a footer read (20 rows of 128 KiB each) fetches
+    each footer's tail and the scalar chunks, never the leading PAR1 (bytes 0-3) of a data file."""
+    prefix, env = store
+    src, table = f"{prefix}/magic-src", f"{prefix}/magic"
+    run(env, "synth", "volumes", "--samples", 40, "--shape", "64,64,4", "--channels", 2, "--seed", 4, "--out", src)
+    run(env, "ingest", src, "--table", table, "--tensor-column", "volume", "--rows-per-file", 20)
+    proxy(env, "set?methods=GET")
+    with in_process_env(env):
+        t = stoke.open_table(table)
+        with stoke.Loader(t, batch_size=4, seed=1, columns=["id", "volume"], to="numpy") as loader:
+            assert len(next(iter(loader))["id"]) == 4
+    reqs = proxy(env, "requests")
+    data = [r for r in reqs if ".parquet" in r and "_delta_log" not in r and "/magic/" in r]
+    assert data, reqs
+    assert not [r for r in data if r.endswith("bytes=0-3")], data
+
+
 @pytest.mark.parametrize("cache", [False, True], ids=["plain", "cache+merging"])
 def test_loading_through_503s_and_resets_loses_and_repeats_nothing(store, tmp_path, cache):
     """1 % of the GETs answered 503 and 1 % reset mid-body: every sample still arrives exactly once

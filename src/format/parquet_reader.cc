@@ -685,8 +685,12 @@ Result<ColumnValues> ParquetReader::ReadColumn(size_t column) const {
   return all;
 }
 
+bool ParquetReader::HoldsRange(uint64_t offset, uint64_t length) const {
+  return offset >= tail_offset_ && length <= tail_.size() && offset - tail_offset_ <= tail_.size() - length;
+}
+
 Status ParquetReader::ReadRange(uint64_t offset, MutableByteView dst) const {
-  if (offset >= tail_offset_ && dst.size() <= tail_.size() && offset - tail_offset_ <= tail_.size() - dst.size()) {
+  if (HoldsRange(offset, dst.size())) {
     if (!dst.empty()) std::memcpy(dst.data(), tail_.data() + (offset - tail_offset_), dst.size());
     return Status::OK();
   }

@@ -88,6 +88,9 @@ class ParquetReader {
   // With an OffsetIndex and a non-dictionary page this is one positioned read of the page holding the
   // row; otherwise the column chunk is decoded. A null cell is NotFound.
   Status ReadBinaryCell(int64_t row, size_t column, AlignedBuffer* out) const;
+  // Whether the bytes [offset, offset + length) of the file lie in the tail read with the footer, so
+  // that reading them (a column chunk, a page index, a cell) reads nothing from the file.
+  bool HoldsRange(uint64_t offset, uint64_t length) const;
 
  private:
   explicit ParquetReader(std::unique_ptr<RandomAccessFile> file) : file_(std::move(file)) {}

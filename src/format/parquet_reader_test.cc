@@ -210,6 +210,8 @@ TEST(ParquetLayout, OpeningReadsTheTailOnceAndServesWhatLiesInIt) {
   CountingFile* counter = nullptr;
   auto r = open_counting(small, &counter);
   EXPECT_EQ(counter->reads.load(), 1) << "the whole file, once";
+  EXPECT_TRUE(r->HoldsRange(0, r->file_size()));
+  EXPECT_FALSE(r->HoldsRange(1, r->file_size()));
   auto oi = r->ReadOffsetIndex(1, 1);
   ASSERT_TRUE(oi.ok()) << oi.status().ToString();
   ASSERT_TRUE(oi->has_value());
@@ -227,6 +229,9 @@ TEST(ParquetLayout, OpeningReadsTheTailOnceAndServesWhatLiesInIt) {
   data = WriteTensorFile(big, TensorSpec{DType::kUInt8, {40000}}, Codec::kUncompressed, 6, 3);
   r = open_counting(big, &counter);
   EXPECT_EQ(counter->reads.load(), 2) << "the tail, then the leading magic";
+  EXPECT_FALSE(r->HoldsRange(0, 4));
+  EXPECT_TRUE(r->HoldsRange(r->file_size() - (64 << 10), 64 << 10));
+  EXPECT_FALSE(r->HoldsRange(r->file_size() - (64 << 10) - 1, 2));
   for (int row = 0; row < 6; ++row) {
     ASSERT_TRUE(r->ReadBinaryCell(row, 1, &cell).ok());
     EXPECT_EQ(AsChars(cell.view()), data[row]) << "row " << row;

@@ -587,7 +587,8 @@ std::optional<ColumnValues> ConstantFromStats(const ColumnSpec& spec, const Pred
 // The byte ranges (offset, length) of the column chunks of `columns` (by name; names not in the
 // file, such as partition columns, are skipped) in every row group of `reader`'s file: where the
 // decoding of those columns will read. A hint: chunks whose metadata is odd are left out, and the
-// reader checks them when it reads them.
+// reader checks them when it reads them; so are chunks the reader holds in the tail it read with the
+// footer (the whole of a small file), which it serves without a read.
 std::vector<std::pair<uint64_t, uint64_t>> ColumnChunkRanges(const ParquetReader& reader,
                                                              const std::vector<std::string>& columns) {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
@@ -602,6 +603,7 @@ std::vector<std::pair<uint64_t, uint64_t>> ColumnChunkRanges(const ParquetReader
         start = *m.dictionary_page_offset;
       }
       if (start < 0 || m.total_compressed_size <= 0) continue;
+      if (reader.HoldsRange(static_cast<uint64_t>(start), static_cast<uint64_t>(m.total_compressed_size))) continue;
       ranges.emplace_back(static_cast<uint64_t>(start), static_cast<uint64_t>(m.total_compressed_size));
     }
   }
@@ -1073,13 +1075,14 @@ Result<std::unique_ptr<ParquetReader>> Loader::Impl::OpenForScalars(const Scalar
   STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
                          scan.view.storage->OpenForReadWithSize(scan.view.FilePath(add), size));
   if (!remote_) return ParquetReader::Open(std::move(file));
-  // On object stores every read is a request: the footer's two reads (the magic at 0, the tail) are
-  // fetched together, and the chunks of the columns the scan reads in as few GETs as the gap allows.
+  // On object stores every read is a request: the footer's tail is fetched first (the reader does not
+  // read the leading magic there unless the tail holds it), then the chunks of the columns the scan
+  // reads in as few GETs as the gap allows.
   const uint64_t gap = static_cast<uint64_t>(o_.remote_coalesce_gap_bytes);
   auto prefetching = std::make_unique<PrefetchingFile>(std::move(file));
   PrefetchingFile* prefetch = prefetching.get();
   const uint64_t tail = std::min(size, kFooterTailBytes);
-  STOKE_RETURN_IF_ERROR(prefetch->Prefetch({{0, 4}, {size - tail, tail}}, gap));
+  STOKE_RETURN_IF_ERROR(prefetch->Prefetch({{size - tail, tail}}, gap));
   STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> reader, ParquetReader::Open(std::move(prefetching)));
   std::vector<std::string> needed = scan.where_cols;
   for (size_t c : scan.scalar_cols) needed.push_back(scan.view.columns[c].name);
