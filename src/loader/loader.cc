@@ -122,9 +122,6 @@ constexpr int64_t kMaxCoalesceBytes = int64_t{1} << 30;
 constexpr uint32_t kCachedPageBytes = 256 << 10;
 // Readers of files without OffsetIndexes (the slow path) kept open at once; each holds a descriptor.
 constexpr size_t kMaxSlowPathReaders = 16;
-// ParquetReader reads a file's last 64 KiB first (the footer, usually whole); on object stores that
-// read and the one of the magic at offset 0 are fetched ahead together.
-constexpr uint64_t kFooterTailBytes = 64 << 10;
 // Default queue depths (LoaderOptions::queue_depth = 0): local reads complete in microseconds to a
 // millisecond, so 64 keep a disk (or the page cache's copies) busy; object-store GETs wait tens of
 // milliseconds each, so it takes hundreds in flight to fill a link (256 x 360 KB every 20 ms is
@@ -1075,14 +1072,12 @@ Result<std::unique_ptr<ParquetReader>> Loader::Impl::OpenForScalars(const Scalar
   STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
                          scan.view.storage->OpenForReadWithSize(scan.view.FilePath(add), size));
   if (!remote_) return ParquetReader::Open(std::move(file));
-  // On object stores every read is a request: the footer's tail is fetched first (the reader does not
+  // On object stores every read is a request: the reader's one read of the footer's tail (it does not
   // read the leading magic there unless the tail holds it), then the chunks of the columns the scan
-  // reads in as few GETs as the gap allows.
+  // reads, fetched ahead in as few GETs as the gap allows.
   const uint64_t gap = static_cast<uint64_t>(o_.remote_coalesce_gap_bytes);
   auto prefetching = std::make_unique<PrefetchingFile>(std::move(file));
   PrefetchingFile* prefetch = prefetching.get();
-  const uint64_t tail = std::min(size, kFooterTailBytes);
-  STOKE_RETURN_IF_ERROR(prefetch->Prefetch({{size - tail, tail}}, gap));
   STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> reader, ParquetReader::Open(std::move(prefetching)));
   std::vector<std::string> needed = scan.where_cols;
   for (size_t c : scan.scalar_cols) needed.push_back(scan.view.columns[c].name);
