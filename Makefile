@@ -68,6 +68,7 @@ bench: build
 	@bash bench/load_vs_baselines.sh $(BUILD)/stoke
 	@bash bench/sample_sizes.sh $(BUILD)/stoke
 	@bash bench/blob_storage.sh $(BUILD)/stoke
+	@bash bench/optimize_blob.sh $(BUILD)/stoke
 	@bash bench/scale.sh $(BUILD)/stoke
 	@bash bench/loader_open.sh $(BUILD)/stoke
 	@node bench/foreign_file.mjs $(BUILD)/stoke

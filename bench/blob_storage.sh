@@ -32,13 +32,8 @@ shuffle_buffer=${BENCH_SHUFFLE_BUFFER:-32}
 gap=${BENCH_GAP:-1MiB}
 py=/usr/bin/python3
 [ -x "$stoke" ] || { echo "blob_storage: no stoke binary at '$stoke'" >&2; exit 1; }
-source tests/servers/servers.sh
-start_test_server azurite azurite
-start_test_server proxy proxy "$port"
-proxy_port=$port
-proxy="http://127.0.0.1:$proxy_port/__fault"
-AZURE_STORAGE_CONNECTION_STRING=$(azurite_connection_string "$proxy_port")
-export AZURE_STORAGE_CONNECTION_STRING
+source bench/common.sh
+start_blob_storage_behind_proxy
 cache_dir=$(mktemp -d)
 trap 'rm -rf "$cache_dir"; stop_test_servers' EXIT
 last_json() { grep -E '^\{' | tail -1; }

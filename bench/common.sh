@@ -1,5 +1,6 @@
 # Sourced by the benchmark scripts: the seed data set shared by load_vs_baselines.sh and
-# train_volumes.sh (both default to BENCH_DIR=build/bench-load), reused when it is already there.
+# train_volumes.sh (both default to BENCH_DIR=build/bench-load), reused when it is already there, and
+# the emulated blob storage of blob_storage.sh and optimize_blob.sh.
 
 # volumes_and_table STOKE VOL TABLE N CODEC: N volumes (seed 0) in VOL, written unless VOL holds
 # exactly N .npy files, and their table in TABLE (tensor column `data`, page codec CODEC), ingested
@@ -17,4 +18,17 @@ volumes_and_table() {
     rm -rf "$table"
     "$stoke" --no-progress ingest "$vol" --labels "$vol/labels.csv" --table "$table" --codec "$codec" >/dev/null
   fi
+}
+
+# start_blob_storage_behind_proxy: Azurite and the fault proxy in front of it (tests/servers), stopped
+# by stop_test_servers (the caller's EXIT trap). Sets proxy_port, proxy (the proxy's control URL) and
+# exports AZURE_STORAGE_CONNECTION_STRING pointing at the proxy.
+start_blob_storage_behind_proxy() {
+  source tests/servers/servers.sh
+  start_test_server azurite azurite
+  start_test_server proxy proxy "$port"
+  proxy_port=$port
+  proxy="http://127.0.0.1:$proxy_port/__fault"
+  AZURE_STORAGE_CONNECTION_STRING=$(azurite_connection_string "$proxy_port")
+  export AZURE_STORAGE_CONNECTION_STRING
 }

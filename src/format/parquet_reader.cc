@@ -748,8 +748,14 @@ Result<std::shared_ptr<const parquet::OffsetIndex>> ParquetReader::CachedOffsetI
   std::shared_ptr<const parquet::OffsetIndex> p;
   if (oi) p = std::make_shared<const parquet::OffsetIndex>(std::move(*oi));
   MutexLock lock(&cache_mu_);
-  offset_index_cache_[{row_group, column}] = p;
-  return p;
+  auto [it, added] = offset_index_cache_.emplace(std::make_pair(row_group, column), p);
+  if (added && p) offset_index_cache_bytes_ += sizeof(parquet::OffsetIndex) + p->page_locations.size() * sizeof(parquet::PageLocation);
+  return it->second;  // another thread's, when it cached the same index first
+}
+
+uint64_t ParquetReader::memory_bytes() const {
+  MutexLock lock(&cache_mu_);
+  return tail_.size() + 2 * footer_size_ + offset_index_cache_bytes_;
 }
 
 Status ParquetReader::ReadBinaryCell(int64_t row, size_t column, AlignedBuffer* out) const {

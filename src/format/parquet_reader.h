@@ -91,6 +91,11 @@ class ParquetReader {
   // Whether the bytes [offset, offset + length) of the file lie in the tail read with the footer, so
   // that reading them (a column chunk, a page index, a cell) reads nothing from the file.
   bool HoldsRange(uint64_t offset, uint64_t length) const;
+  // The memory this reader holds, roughly: the bytes read with the footer (the whole of a file read
+  // whole), its decoded metadata (counted as twice the footer's encoded size) and the OffsetIndexes
+  // it has decoded so far (ReadBinaryCell keeps them: it grows as cells are read). For caches of open
+  // readers that keep to a byte budget.
+  uint64_t memory_bytes() const EXCLUDES(cache_mu_);
 
  private:
   explicit ParquetReader(std::unique_ptr<RandomAccessFile> file) : file_(std::move(file)) {}
@@ -122,6 +127,7 @@ class ParquetReader {
   mutable Mutex cache_mu_;
   mutable std::map<std::pair<int, size_t>, std::shared_ptr<const parquet::OffsetIndex>> offset_index_cache_
       GUARDED_BY(cache_mu_);
+  mutable uint64_t offset_index_cache_bytes_ GUARDED_BY(cache_mu_) = 0;
 };
 
 }  // namespace stoke

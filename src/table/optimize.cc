@@ -13,6 +13,7 @@
 #include <set>
 
 #include "core/clock.h"
+#include "core/fd_limit.h"
 #include "core/host_memory.h"
 #include "core/log.h"
 #include "core/mutex.h"
@@ -22,6 +23,7 @@
 #include "format/codec.h"
 #include "format/parquet_writer.h"
 #include "stoke/maintenance.h"
+#include "table/input_readers.h"
 #include "table/scan.h"
 
 namespace stoke {
@@ -97,6 +99,15 @@ constexpr uint64_t kWindowBytes = uint64_t{64} << 20;
 // Local files are read one at a time: in parallel, 100,000 one-row files from the page cache took
 // 3.9-4.5 s against 3.4 s (docs/benchmarks.md).
 constexpr size_t kRemoteParallelReads = 16;
+// Open readers a sorted rewrite keeps for its second pass (InputReaders), in all and per bin at least.
+// A reader holds its footer's tail (the whole of a file read whole) and decoded footer.
+constexpr uint64_t kSortedReaderBytes = uint64_t{256} << 20;
+constexpr uint64_t kMinSortedReaderBytes = uint64_t{16} << 20;
+// On local storage, where a reader holds a descriptor: readers per bin at most. Opening a small local
+// file again costs less than holding thousands of readers: a sort of 20,000 one-row files (8 KB) took
+// 2.8-3.7 s holding up to 5,000 against 2.7-2.8 s holding 64 (2.5-3.2 s before readers were kept
+// between the passes), with 60 MB more peak RSS.
+constexpr uint64_t kMaxSortedReaders = 64;
 
 // The threads that read a table's data files in parallel for one task of `n` reads: none (read on the
 // calling thread) on local storage or for a single read.
@@ -112,21 +123,14 @@ Status ForEachIndex(ThreadPool* pool, size_t n, const std::function<Status(size_
   return Status::OK();
 }
 
-// A data file of the table opened for reading, with its size from the log (no request for it): read
-// whole in one request when it is no larger than `whole_file_bytes`, else its footer's tail.
-Result<std::unique_ptr<ParquetReader>> OpenInput(const TableView& t, const delta::AddFile& add, uint64_t whole_file_bytes) {
-  const uint64_t size = static_cast<uint64_t>(add.size);
-  STOKE_ASSIGN_OR_RETURN(auto file, t.storage->OpenForReadWithSize(t.FilePath(add), size));
-  return ParquetReader::Open(std::move(file), size <= whole_file_bytes ? size : 0);
-}
-
 // visit(k, reader of inputs[k]) for every input in order, each opened with OpenInput (whole when no
-// larger than `whole_file_bytes`, at most kWholeFileBytes). On an object store a window of up to
-// kRemoteParallelReads inputs (kWindowBytes of whole-file reads at most) is opened in parallel before
-// it is visited.
+// larger than `whole_file_bytes`, at most kWholeFileBytes) and then handed to `prepare` (when given),
+// which may read more of it. On an object store a window of up to kRemoteParallelReads inputs
+// (kWindowBytes of whole-file reads at most) is opened and prepared in parallel before it is visited.
 Status ForEachInputInOrder(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
                            uint64_t whole_file_bytes,
-                           const std::function<Status(size_t, std::unique_ptr<ParquetReader>)>& visit) {
+                           const std::function<Status(size_t, std::unique_ptr<ParquetReader>)>& visit,
+                           const std::function<Status(size_t, const ParquetReader&)>& prepare = {}) {
   whole_file_bytes = std::min(whole_file_bytes, kWholeFileBytes);
   std::unique_ptr<ThreadPool> openers = ReadersFor(t, inputs.size());
   const size_t window_files = openers ? kRemoteParallelReads : 1;
@@ -143,7 +147,7 @@ Status ForEachInputInOrder(const TableView& t, const std::vector<const delta::Ad
     window.resize(end - begin);
     STOKE_RETURN_IF_ERROR(ForEachIndex(openers.get(), window.size(), [&](size_t k) -> Status {
       STOKE_ASSIGN_OR_RETURN(window[k], OpenInput(t, *inputs[begin + k], whole_file_bytes));
-      return Status::OK();
+      return prepare ? prepare(begin + k, *window[k]) : Status::OK();
     }));
     for (size_t k = 0; k < window.size(); ++k) {
       STOKE_RETURN_IF_ERROR(visit(begin + k, std::move(window[k])));  // each reader freed after its rows
@@ -151,36 +155,6 @@ Status ForEachInputInOrder(const TableView& t, const std::vector<const delta::Ad
   }
   return Status::OK();
 }
-
-// Readers of a bin's inputs for reading cells in any order, shared by the threads that read them. At
-// most `capacity` stay open (the lowest input index is closed first); each is opened with its footer's
-// tail only, which holds the whole of a small file.
-class InputReaders {
- public:
-  InputReaders(const TableView& t, const std::vector<const delta::AddFile*>& inputs, size_t capacity)
-      : t_(t), inputs_(inputs), capacity_(capacity) {}
-
-  Result<std::shared_ptr<const ParquetReader>> Get(size_t input) EXCLUDES(mu_) {
-    {
-      MutexLock l(&mu_);
-      if (auto it = open_.find(input); it != open_.end()) return it->second;
-    }
-    // Opened without the lock; when two threads open the same input, the first one kept wins.
-    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> opened, OpenInput(t_, *inputs_[input], 0));
-    std::shared_ptr<const ParquetReader> reader = std::move(opened);
-    MutexLock l(&mu_);
-    auto [it, added] = open_.emplace(input, reader);
-    if (added && open_.size() > capacity_) open_.erase(open_.begin() == it ? std::next(open_.begin()) : open_.begin());
-    return it->second;
-  }
-
- private:
-  const TableView& t_;
-  const std::vector<const delta::AddFile*>& inputs_;
-  const size_t capacity_;
-  Mutex mu_;
-  std::map<size_t, std::shared_ptr<const ParquetReader>> open_ GUARDED_BY(mu_);
-};
 
 // Appends the rows of one input file (open in `reader`) to the bin's output: scalars gathered in
 // `scalars`, tensors appended to `enc`, a row group flushed whenever rows_per_group are pending.
@@ -297,19 +271,22 @@ Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta:
 
 // The bin's rows ordered by `sort_by` (ascending, nulls last, stable) in one new file. Scalar columns
 // of the whole bin are decoded into memory (they are small); tensors are then fetched row by row in
-// the new order, one positioned read each, so memory stays bounded by the scalars, one row group and
-// the cells read ahead of it (on an object store, kRemoteParallelReads reads in flight, up to
-// kSortedCellBytes of cells held).
+// the new order, one positioned read each, so memory stays bounded by the scalars, one row group, the
+// cells read ahead of it (on an object store, kRemoteParallelReads reads in flight, up to
+// kSortedCellBytes of cells held) and the open readers (`reader_bytes` and `max_readers`, see
+// InputReaders). The progress bar (input files) advances with the rows written.
 Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
                                     const WriterOptions& wopts, int64_t rows_per_group, int64_t row_bytes,
-                                    const std::string& sort_by, ProgressBar* bar) {
+                                    uint64_t reader_bytes, size_t max_readers, const std::string& sort_by,
+                                    ProgressBar* bar) {
   Storage& fs = *t.storage;
   const std::vector<ColumnSpec> cols = ColumnsToWrite(t);
   auto key_it = std::find_if(cols.begin(), cols.end(), [&](const ColumnSpec& c) { return c.name == sort_by; });
   const size_t key = static_cast<size_t>(key_it - cols.begin());
   // Pass 1: scalars of every input row, and where each row's tensors are. A file of up to
   // kSortedWholeFileBytes is read whole (one request); of a larger one, the tensors would be read
-  // twice, so only its footer and scalar column chunks are.
+  // twice, so only its footer and scalar column chunks are. Their readers go to pass 2 (as many as
+  // `reader_bytes` and `max_readers` allow), which then reads a whole-read file's cells from memory.
   struct Source {
     size_t input;
     int64_t row;  // file-global row
@@ -318,25 +295,42 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
   std::vector<ColumnValues> scalars(cols.size());
   for (size_t c = 0; c < cols.size(); ++c) scalars[c] = ColumnValues{EmptyValuesFor(cols[c].type), {}};
   std::vector<std::vector<size_t>> file_columns(inputs.size());
+  size_t paged_columns = 0;
+  for (const auto& c : cols) paged_columns += c.paged() ? 1 : 0;
+  InputReaders readers(t, inputs, reader_bytes, max_readers);
   constexpr uint64_t kSortedWholeFileBytes = uint64_t{1} << 20;
+  // Each input's scalar columns, read where its reader is opened (in parallel on an object store: a
+  // file read in parts takes a request per column chunk), appended in input order.
+  std::vector<std::vector<ColumnValues>> input_scalars(inputs.size());
+  const auto read_scalars = [&](size_t i, const ParquetReader& reader) -> Status {
+    for (const auto& c : cols) {
+      STOKE_ASSIGN_OR_RETURN(size_t idx, reader.FindColumn(c.name));
+      file_columns[i].push_back(idx);
+    }
+    input_scalars[i].resize(cols.size());
+    for (size_t c = 0; c < cols.size(); ++c) {
+      if (cols[c].paged()) continue;
+      STOKE_ASSIGN_OR_RETURN(input_scalars[i][c], reader.ReadColumn(file_columns[i][c]));
+      if (input_scalars[i][c].values.index() != EmptyValuesFor(cols[c].type).index()) {
+        return Status::Corruption(
+            fmt::format("{}: column '{}' does not have the table's type", t.FilePath(*inputs[i]), cols[c].name));
+      }
+    }
+    return Status::OK();
+  };
   STOKE_RETURN_IF_ERROR(ForEachInputInOrder(
-      t, inputs, kSortedWholeFileBytes, [&](size_t i, std::unique_ptr<ParquetReader> reader) -> Status {
-        for (const auto& c : cols) {
-          STOKE_ASSIGN_OR_RETURN(size_t idx, reader->FindColumn(c.name));
-          file_columns[i].push_back(idx);
-        }
+      t, inputs, kSortedWholeFileBytes,
+      [&](size_t i, std::unique_ptr<ParquetReader> reader) -> Status {
         for (size_t c = 0; c < cols.size(); ++c) {
-          if (cols[c].paged()) continue;
-          STOKE_ASSIGN_OR_RETURN(auto v, reader->ReadColumn(file_columns[i][c]));
-          if (v.values.index() != scalars[c].values.index()) {
-            return Status::Corruption(
-                fmt::format("{}: column '{}' does not have the table's type", t.FilePath(*inputs[i]), cols[c].name));
-          }
-          AppendColumnValues(&scalars[c], std::move(v));
+          if (!cols[c].paged()) AppendColumnValues(&scalars[c], std::move(input_scalars[i][c]));
         }
+        std::vector<ColumnValues>().swap(input_scalars[i]);
         for (int64_t r = 0; r < reader->num_rows(); ++r) sources.push_back({i, r});
+        const int64_t cells = reader->num_rows() * static_cast<int64_t>(paged_columns);
+        readers.Keep(i, std::move(reader), cells);
         return Status::OK();
-      }));
+      },
+      read_scalars));
   // The order: stable sort of row indices by the key, nulls last.
   std::vector<int64_t> key_value(sources.size(), -1);  // index of each row's key among present values
   {
@@ -357,20 +351,31 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
       },
       scalars[key].values);
 
-  // Pass 2: row groups in the new order; tensors read where they are, through a few open readers, a
-  // run of cells at a time (in parallel on an object store), appended in order.
+  // Pass 2: row groups in the new order; tensors read where they are, through the readers held, a run
+  // of cells at a time (in parallel on an object store), appended in order.
   WrittenBin out;
   out.path = NewDataFilePath(t, *inputs[0]);
   const std::string tmp = InProgressPath(fs, out.path);
   STOKE_ASSIGN_OR_RETURN(auto writer, ParquetFileWriter::Create(fs, tmp, cols, wopts));
   RowGroupEncoder enc(writer->columns(), writer->options());
-  constexpr size_t kOpenReaders = 64;
-  InputReaders readers(t, inputs, kOpenReaders);
   std::unique_ptr<ThreadPool> fetchers = ReadersFor(t, order.size());
   constexpr int64_t kSortedCellBytes = int64_t{32} << 20;
   const size_t run_rows =
       fetchers ? static_cast<size_t>(std::clamp<int64_t>(kSortedCellBytes / std::max<int64_t>(row_bytes, 1), 1, 256)) : 1;
   std::vector<AlignedBuffer> cells(run_rows);
+  uint64_t bin_bytes = 0;
+  for (const auto* f : inputs) bin_bytes += static_cast<uint64_t>(std::max<int64_t>(f->size, 0));
+  uint64_t shown_files = 0, shown_bytes = 0;
+  const auto show_progress = [&](size_t rows_written) {
+    if (!bar) return;
+    const bool all = rows_written >= order.size();
+    const double part = all ? 1.0 : static_cast<double>(rows_written) / static_cast<double>(order.size());
+    const uint64_t files = all ? inputs.size() : static_cast<uint64_t>(part * static_cast<double>(inputs.size()));
+    const uint64_t bytes = all ? bin_bytes : static_cast<uint64_t>(part * static_cast<double>(bin_bytes));
+    bar->Add(files - shown_files, bytes - shown_bytes);
+    shown_files = files;
+    shown_bytes = bytes;
+  };
   Status status;
   for (size_t begin = 0; begin < order.size() && status.ok(); begin += static_cast<size_t>(rows_per_group)) {
     const size_t end = std::min(order.size(), begin + static_cast<size_t>(rows_per_group));
@@ -384,8 +389,7 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
         const size_t n = std::min(run_rows, group.size() - from);
         status = ForEachIndex(fetchers.get(), n, [&](size_t k) -> Status {
           const Source& src = sources[group[from + k]];
-          STOKE_ASSIGN_OR_RETURN(std::shared_ptr<const ParquetReader> reader, readers.Get(src.input));
-          return reader->ReadBinaryCell(src.row, file_columns[src.input][c], &cells[k]);
+          return readers.ReadCell(src.input, src.row, file_columns[src.input][c], &cells[k]);
         });
         for (size_t k = 0; k < n && status.ok(); ++k) status = enc.AppendTensor(c, cells[k].view());
       }
@@ -394,11 +398,10 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
     auto rg = enc.Finish();
     status = rg.ok() ? writer->WriteRowGroup(std::move(*rg)) : rg.status();
     out.rows += static_cast<int64_t>(group.size());
+    if (status.ok() && end < order.size()) show_progress(end);
   }
   STOKE_RETURN_IF_ERROR(FinishBinFile(fs, status, std::move(writer), tmp, &out));
-  if (bar) {
-    for (const auto* f : inputs) bar->Add(1, static_cast<uint64_t>(f->size));
-  }
+  show_progress(order.size());
   return out;
 }
 
@@ -563,10 +566,20 @@ Status RewriteBins(const TableView& t, const OptimizeOptions& o, const std::vect
   ProgressBar bar("optimize", inputs, "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
   written->resize(work.size());
   ThreadPool pool(o.threads);
+  // The readers a sorted rewrite keeps open, shared out among the bins rewritten at once (but
+  // kMinSortedReaderBytes per bin at least); on local storage, where each holds a descriptor, a quarter
+  // of the descriptors in all and kMaxSortedReaders per bin at most.
+  const size_t at_once = std::max<size_t>(1, std::min(pool.size(), work.size()));
+  const uint64_t reader_bytes = std::max(kSortedReaderBytes / at_once, kMinSortedReaderBytes);
+  size_t max_readers = SIZE_MAX;
+  if (!o.sort_by.empty() && !t.storage->CreateIsAtomic()) {
+    const uint64_t descriptors = RaiseOpenFileLimitOnce();
+    max_readers = static_cast<size_t>(std::min<uint64_t>(descriptors / 4 / at_once, kMaxSortedReaders));
+  }
   Status s = ParallelFor(pool, work.size(), [&](size_t i) -> Status {
-    STOKE_ASSIGN_OR_RETURN(auto w, o.sort_by.empty()
-                                       ? RewriteBin(t, work[i], wopts, rows_per_group, &bar)
-                                       : RewriteBinSorted(t, work[i], wopts, rows_per_group, row_bytes, o.sort_by, &bar));
+    STOKE_ASSIGN_OR_RETURN(auto w, o.sort_by.empty() ? RewriteBin(t, work[i], wopts, rows_per_group, &bar)
+                                                     : RewriteBinSorted(t, work[i], wopts, rows_per_group, row_bytes,
+                                                                        reader_bytes, max_readers, o.sort_by, &bar));
     (*written)[i] = std::move(w);
     return Status::OK();
   });
