@@ -46,6 +46,13 @@ class InputReadersTest : public ::testing::Test {
     ASSERT_GT(reader_bytes_, 0u);
   }
 
+  // Opens `input` (its footer's tail, which holds these small files) and hands the reader to `readers`.
+  void KeepOpened(InputReaders& readers, size_t input) {
+    auto reader = OpenInput(view_, *inputs_[input], 0);
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    readers.Keep(input, std::move(*reader), kRowsPerFile);
+  }
+
   // Reads cell `row` of input `input` and checks its bytes.
   void ExpectCell(InputReaders& readers, size_t input, int64_t row) {
     AlignedBuffer cell;
@@ -85,17 +92,13 @@ TEST_F(InputReadersTest, KeptReadersServeEveryCellWithoutReadingAgainAndCloseAft
 
 TEST_F(InputReadersTest, CountsWhatAReaderDecodesAsItReads) {
   InputReaders readers(view_, inputs_, uint64_t{64} << 20);
-  auto reader = OpenInput(view_, *inputs_[0], 0);
-  ASSERT_TRUE(reader.ok());
-  readers.Keep(0, std::move(*reader), kRowsPerFile);
+  KeepOpened(readers, 0);
   EXPECT_EQ(readers.held_bytes(), reader_bytes_);
   ExpectCell(readers, 0, 0);  // decodes the first row group's OffsetIndex, which the reader keeps
   EXPECT_GT(readers.held_bytes(), reader_bytes_);
   // A budget that held the reader when it was kept, but not once it has grown: it is closed.
   InputReaders tight(view_, inputs_, reader_bytes_);
-  auto again = OpenInput(view_, *inputs_[0], 0);
-  ASSERT_TRUE(again.ok());
-  tight.Keep(0, std::move(*again), kRowsPerFile);
+  KeepOpened(tight, 0);
   EXPECT_EQ(tight.held(), 1u);
   ExpectCell(tight, 0, 0);
   EXPECT_EQ(tight.held(), 0u);
@@ -167,14 +170,10 @@ TEST_F(InputReadersTest, ClosesTheLeastRecentlyUsedToStayWithinItsBudget) {
 
 TEST_F(InputReadersTest, KeepsNothingWithoutABudgetAndNothingForASingleCell) {
   InputReaders none(view_, inputs_, 0);
-  auto reader = OpenInput(view_, *inputs_[0], 0);
-  ASSERT_TRUE(reader.ok());
-  none.Keep(0, std::move(*reader), kRowsPerFile);
+  KeepOpened(none, 0);
   EXPECT_EQ(none.held(), 0u);
   InputReaders no_descriptors(view_, inputs_, uint64_t{64} << 20, /*max_readers=*/0);
-  auto another = OpenInput(view_, *inputs_[1], 0);
-  ASSERT_TRUE(another.ok());
-  no_descriptors.Keep(1, std::move(*another), kRowsPerFile);
+  KeepOpened(no_descriptors, 1);
   EXPECT_EQ(no_descriptors.held(), 0u);
   ExpectCell(no_descriptors, 1, 0);
   EXPECT_EQ(no_descriptors.held(), 0u);
