@@ -28,8 +28,9 @@ Result<std::unique_ptr<ParquetReader>> OpenInput(const TableView& t, const delta
 // Readers are held up to `budget_bytes` in all (ParquetReader::memory_bytes, counted again after each
 // read, as a reader keeps the page indexes it decoded) and `max_readers` at once (a local file's
 // reader holds a descriptor): one is closed once the last of its input's cells has been read, and the
-// least recently used first when a reader opened here, or grown, needs room. An input not held is opened with its footer's tail only (OpenInput), which holds the
-// whole of a small file. Thread-safe; `t` and `inputs` must outlive it.
+// least recently used first when a reader opened here, or grown, needs room. An input not held is
+// opened with its footer's tail only (OpenInput), which holds the whole of a small file. Thread-safe;
+// `t` and `inputs` must outlive it.
 class InputReaders {
  public:
   InputReaders(const TableView& t, const std::vector<const delta::AddFile*>& inputs, uint64_t budget_bytes,
