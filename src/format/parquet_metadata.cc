@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
+
 #include "format/thrift_compact.h"
 
 namespace stoke::parquet {
@@ -231,15 +234,19 @@ namespace {
 // Tracks required fields of one struct.
 class Required {
  public:
+  // At most kMaxFields fields (a struct with more would need a larger array: checked in Saw's loop).
+  static constexpr size_t kMaxFields = 12;
   Required(const char* struct_name, std::initializer_list<std::pair<int16_t, const char*>> fields)
-      : struct_name_(struct_name), fields_(fields) {}
+      : struct_name_(struct_name), num_fields_(std::min(fields.size(), kMaxFields)) {
+    std::copy_n(fields.begin(), num_fields_, fields_.begin());
+  }
   void Saw(int16_t id) {
-    for (size_t i = 0; i < fields_.size(); ++i) {
+    for (size_t i = 0; i < num_fields_; ++i) {
       if (fields_[i].first == id) seen_ |= 1u << i;
     }
   }
   Status Check(const CompactReader& r) const {
-    for (size_t i = 0; i < fields_.size(); ++i) {
+    for (size_t i = 0; i < num_fields_; ++i) {
       if (!(seen_ & (1u << i))) {
         return r.Error(fmt::format("{} lacks required field '{}' ({})", struct_name_, fields_[i].second,
                                    fields_[i].first));
@@ -250,7 +257,9 @@ class Required {
 
  private:
   const char* struct_name_;
-  std::vector<std::pair<int16_t, const char*>> fields_;
+  // A fixed array, not a vector: one is made per struct decoded (tens per footer).
+  std::array<std::pair<int16_t, const char*>, kMaxFields> fields_{};
+  size_t num_fields_;
   uint32_t seen_ = 0;
 };
 
@@ -387,13 +396,14 @@ Status ReadColumnMetaData(CompactReader& r, ColumnMetaData* m) {
     req.Saw(id);
     switch (id) {
       case 1: return ReadEnum(r, t, &m->type);
-      case 2: {
-        std::vector<int32_t> v;
-        STOKE_RETURN_IF_ERROR(r.ReadI32List(t, &v));
+      case 2:
         m->encodings.clear();
-        for (int32_t e : v) m->encodings.push_back(static_cast<Encoding>(e));
-        return Status::OK();
-      }
+        return r.ReadList(t, [&](uint32_t, uint8_t et) -> Status {
+          int32_t e = 0;
+          STOKE_RETURN_IF_ERROR(r.ReadI32(et, &e));
+          m->encodings.push_back(static_cast<Encoding>(e));
+          return Status::OK();
+        });
       case 3: return r.ReadBinaryList(t, &m->path_in_schema);
       case 4: return ReadEnum(r, t, &m->codec);
       case 5: return r.ReadI64(t, &m->num_values);

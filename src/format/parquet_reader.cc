@@ -18,7 +18,7 @@ using parquet::Type;
 namespace {
 
 // The footer is read with one read of the file's tail; most footers fit.
-constexpr uint64_t kFooterReadAhead = 64 << 10;
+constexpr uint64_t kFooterReadAhead = ParquetReader::kDefaultReadAhead;
 // Upper bound for one page (header + body) and for a decoded page, against hostile sizes.
 constexpr int64_t kMaxPageBytes = int64_t{1} << 31;
 // Values in one data page. Writers stay far below (parquet-mr 20,000 rows per page, Arrow and DuckDB
@@ -316,6 +316,29 @@ Result<std::unique_ptr<ParquetReader>> ParquetReader::Open(std::unique_ptr<Rando
   return r;
 }
 
+Result<std::unique_ptr<ParquetReader>> ParquetReader::OpenWithEnds(std::unique_ptr<RandomAccessFile> file,
+                                                                  AlignedBuffer tail, ByteView head) {
+  std::unique_ptr<ParquetReader> r(new ParquetReader(std::move(file)));
+  const uint64_t size = r->file_->size();
+  if (tail.size() > size) {
+    return Status::InvalidArgument(fmt::format("{}: a tail of {} bytes given for a file of {}", r->path(), tail.size(),
+                                               size));
+  }
+  if (size < 12) {
+    return Status::Corruption(fmt::format("{}: {} bytes is too short for a Parquet file (at least 12)", r->path(), size));
+  }
+  if (tail.size() < 8) {
+    return Status::InvalidArgument(fmt::format("{}: a tail of {} bytes given (the trailer alone is 8)", r->path(),
+                                               tail.size()));
+  }
+  r->tail_offset_ = size - tail.size();
+  r->tail_ = std::move(tail);
+  STOKE_RETURN_IF_ERROR(r->ParseFooter(head));
+  STOKE_RETURN_IF_ERROR(r->BuildColumns());
+  STOKE_RETURN_IF_ERROR(r->ValidateRowGroups());
+  return r;
+}
+
 Status ParquetReader::ReadFooter(uint64_t read_ahead) {
   const uint64_t size = file_->size();
   const std::string& path = file_->path();
@@ -329,6 +352,13 @@ Status ParquetReader::ReadFooter(uint64_t read_ahead) {
   tail_ = AlignedBuffer(tail_size);
   tail_offset_ = size - tail_size;
   STOKE_RETURN_IF_ERROR(file_->ReadAt(tail_offset_, tail_.mutable_view()));
+  return ParseFooter(ByteView());
+}
+
+Status ParquetReader::ParseFooter(ByteView given_head) {
+  const uint64_t size = file_->size();
+  const std::string& path = file_->path();
+  const uint64_t tail_size = tail_.size();
   // The leading magic: from the tail when it holds it, else read, except on an object store. There,
   // as Arrow and parquet-mr always do, only the trailing magic and the footer are checked: reading
   // the 4 bytes would be a second request per file (opening 360 KB one-sample blobs for the sample
@@ -338,6 +368,8 @@ Status ParquetReader::ReadFooter(uint64_t read_ahead) {
     uint8_t head[4];
     if (tail_offset_ == 0) {
       std::memcpy(head, tail_.data(), 4);
+    } else if (given_head.size() >= 4) {
+      std::memcpy(head, given_head.data(), 4);
     } else {
       STOKE_RETURN_IF_ERROR(file_->ReadAt(0, MutableByteView(head, 4)));
     }

@@ -57,6 +57,15 @@ class ParquetReader {
   // serves every later read that lies in them from memory: a file no larger than `read_ahead` is
   // read once, whole (one request on an object store), for a reader that will read all of it.
   static Result<std::unique_ptr<ParquetReader>> Open(std::unique_ptr<RandomAccessFile> file, uint64_t read_ahead);
+  // How many of a file's last bytes Open reads with the footer.
+  static constexpr uint64_t kDefaultReadAhead = 64 << 10;
+  // Open with the file's ends already read (Storage::ReadFileEnds), reading nothing to open: `tail`
+  // holds the file's last tail.size() bytes (at least its footer and trailer; with the default read
+  // ahead, min(size, kDefaultReadAhead) of them), served from memory as Open's read ahead is, and
+  // `head` its first 4 bytes, checked for the magic where `tail` does not start at offset 0 (empty:
+  // read then, except on object stores, as Open does).
+  static Result<std::unique_ptr<ParquetReader>> OpenWithEnds(std::unique_ptr<RandomAccessFile> file, AlignedBuffer tail,
+                                                             ByteView head);
 
   const std::string& path() const { return file_->path(); }
   uint64_t file_size() const { return file_->size(); }
@@ -100,6 +109,9 @@ class ParquetReader {
  private:
   explicit ParquetReader(std::unique_ptr<RandomAccessFile> file) : file_(std::move(file)) {}
   Status ReadFooter(uint64_t read_ahead);
+  // ReadFooter's checks and decoding, of the tail_ at tail_offset_; `head`: the first 4 bytes, when
+  // the caller has them.
+  Status ParseFooter(ByteView head);
   // Bytes of the file at `offset`: from the tail ReadFooter read when they lie in it, else read.
   Status ReadRange(uint64_t offset, MutableByteView dst) const;
   Status BuildColumns();

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -261,6 +262,64 @@ TEST(ParquetLayout, OpeningReadsTheTailOnceAndServesWhatLiesInIt) {
       EXPECT_NE(opened.status().message().find("offset 0: not a Parquet file"), std::string::npos)
           << opened.status().message();
     }
+  }
+}
+
+// OpenWithEnds: given the tail (and the leading magic of a file larger than it), opening reads
+// nothing, and the reader answers as one opened by reading; reads outside the tail go to the file.
+// A wrong leading magic, a tail that is not the file's end, or a tail too short are refused.
+TEST(ParquetLayout, OpenWithEndsReadsNothingToOpen) {
+  TempDir dir;
+  for (const int tensor_bytes : {100, 40000}) {
+    const std::string path = dir.File("f" + std::to_string(tensor_bytes) + ".parquet");
+    auto data = WriteTensorFile(path, TensorSpec{DType::kUInt8, {static_cast<int64_t>(tensor_bytes)}},
+                                Codec::kUncompressed, 6, 3);
+    auto whole = ReadFileToString(LocalStorage(), path);
+    ASSERT_TRUE(whole.ok());
+    const std::string& bytes = *whole;
+    const size_t tail_size = std::min<size_t>(bytes.size(), ParquetReader::kDefaultReadAhead);
+    auto ends = [&](size_t n, size_t skip_end = 0) {
+      AlignedBuffer tail(n);
+      std::memcpy(tail.data(), bytes.data() + bytes.size() - skip_end - n, n);
+      return tail;
+    };
+    auto counting_file = [&](CountingFile** counter) {
+      auto file = LocalStorage().OpenForRead(path);
+      EXPECT_TRUE(file.ok());
+      auto counting = std::make_unique<CountingFile>(std::move(*file));
+      *counter = counting.get();
+      return counting;
+    };
+    CountingFile* counter = nullptr;
+    auto r = ParquetReader::OpenWithEnds(counting_file(&counter), ends(tail_size), AsBytes(bytes.substr(0, 4)));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(counter->reads.load(), 0) << "nothing read to open";
+    auto read = ParquetReader::Open(LocalStorage(), path);
+    ASSERT_TRUE(read.ok());
+    EXPECT_EQ((*r)->num_rows(), (*read)->num_rows());
+    EXPECT_EQ((*r)->footer_size(), (*read)->footer_size());
+    EXPECT_EQ((*r)->row_group_starts(), (*read)->row_group_starts());
+    AlignedBuffer cell;
+    for (int row = 0; row < 6; ++row) {
+      ASSERT_TRUE((*r)->ReadBinaryCell(row, 1, &cell).ok());
+      EXPECT_EQ(AsChars(cell.view()), data[row]) << "row " << row;
+    }
+    EXPECT_EQ(counter->reads.load() > 0, bytes.size() > tail_size) << "only rows outside the tail are read";
+
+    if (bytes.size() > tail_size) {
+      auto bad = ParquetReader::OpenWithEnds(counting_file(&counter), ends(tail_size), AsBytes(std::string("PAR0")));
+      ASSERT_FALSE(bad.ok());
+      EXPECT_NE(bad.status().message().find("offset 0: not a Parquet file"), std::string::npos) << bad.status().ToString();
+      // Without the head, a local file's magic is read, as Open does.
+      auto no_head = ParquetReader::OpenWithEnds(counting_file(&counter), ends(tail_size), ByteView());
+      ASSERT_TRUE(no_head.ok()) << no_head.status().ToString();
+      EXPECT_EQ(counter->reads.load(), 1);
+    }
+    auto shifted = ParquetReader::OpenWithEnds(counting_file(&counter), ends(tail_size - 3, 3), AsBytes(bytes.substr(0, 4)));
+    ASSERT_FALSE(shifted.ok());
+    EXPECT_EQ(shifted.status().code(), StatusCode::kCorruption) << shifted.status().ToString();
+    auto tiny = ParquetReader::OpenWithEnds(counting_file(&counter), ends(5), AsBytes(bytes.substr(0, 4)));
+    EXPECT_EQ(tiny.status().code(), StatusCode::kInvalidArgument) << tiny.status().ToString();
   }
 }
 

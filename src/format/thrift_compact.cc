@@ -59,7 +59,7 @@ Status CompactReader::Expect(uint8_t type, uint8_t expected, std::string_view na
                            TypeCodeName(type), type));
 }
 
-Status CompactReader::ReadStruct(const std::function<Status(int16_t, uint8_t)>& on_field) {
+Status CompactReader::ReadStruct(FunctionRef<Status(int16_t, uint8_t)> on_field) {
   if (++depth_ > kMaxDepth) {
     --depth_;
     return Error(fmt::format("structs nested deeper than {}", kMaxDepth));
@@ -172,7 +172,7 @@ Status CompactReader::ReadListHeader(uint8_t* elem_type, uint32_t* size) {
   return Status::OK();
 }
 
-Status CompactReader::ReadList(uint8_t type, const std::function<Status(uint32_t, uint8_t)>& on_element) {
+Status CompactReader::ReadList(uint8_t type, FunctionRef<Status(uint32_t, uint8_t)> on_element) {
   if (type != kList && type != kSet) return Expect(type, kList, "list field");
   uint8_t elem_type;
   uint32_t n;

@@ -5,12 +5,12 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/function_ref.h"
 #include "stoke/status.h"
 
 namespace stoke::thrift {
@@ -48,7 +48,7 @@ class CompactReader {
 
   // Reads a struct: calls on_field(id, type) for each field; on_field must consume the value
   // (with the Read* calls below, or Skip(type)). Missing-required-field checks are the caller's.
-  Status ReadStruct(const std::function<Status(int16_t id, uint8_t type)>& on_field);
+  Status ReadStruct(FunctionRef<Status(int16_t id, uint8_t type)> on_field);
 
   // Field values; `type` is the field's wire type, checked against the expected one. A bool
   // struct field has no value byte: its type code (1 true, 2 false) is the value.
@@ -60,7 +60,7 @@ class CompactReader {
   Status ReadDouble(uint8_t type, double* out);
   Status ReadBinary(uint8_t type, std::string* out);
   // Reads a list header and calls on_element(index, elem_type) `size` times.
-  Status ReadList(uint8_t type, const std::function<Status(uint32_t index, uint8_t elem_type)>& on_element);
+  Status ReadList(uint8_t type, FunctionRef<Status(uint32_t index, uint8_t elem_type)> on_element);
   // Convenience for lists of scalars.
   Status ReadI32List(uint8_t type, std::vector<int32_t>* out);
   Status ReadI64List(uint8_t type, std::vector<int64_t>* out);

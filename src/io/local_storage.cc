@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <liburing.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,7 +13,9 @@
 #include <set>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <new>
+#include <span>
 
 #include "core/huge_pages.h"
 #include "core/random.h"
@@ -228,8 +231,190 @@ DirEntry EntryFromStat(std::string name, const struct stat& st) {
   return e;
 }
 
+// Storage::ReadFileEnds on local disks: a thread's io_uring with kEndsBatch direct-descriptor slots.
+// Each file is one linked chain: open into slot k, read its head, read its tail, close slot k. The
+// reads are hard-linked, so the close runs even when a read fails; a failed open cancels the rest of
+// its chain (nothing to close then). The whole batch goes in with one io_uring_enter, which runs
+// what it can at once (cached opens and reads); the rest is waited for. Rings live as long as their
+// threads (a few KiB each).
+constexpr unsigned kEndsBatch = 64;
+constexpr size_t kEndsAlignment = 64;  // the read buffers' alignment (a page would waste most of a small tail)
+constexpr uint64_t kMaxEndBytes = uint64_t{1} << 30;
+enum EndsOp : uint64_t { kEndsOpen = 0, kEndsHead = 1, kEndsTail = 2, kEndsClose = 3 };
+
+// Set once io_uring or its direct opens (Linux 5.19 for the sparse file table) turn out to be
+// unavailable: later batches answer Unsupported at once.
+std::atomic<bool> g_ends_unsupported{false};
+
+class EndsRing {
+ public:
+  EndsRing() = default;
+  EndsRing(const EndsRing&) = delete;
+  EndsRing& operator=(const EndsRing&) = delete;
+  ~EndsRing() {
+    if (ok_) io_uring_queue_exit(&ring_);
+  }
+
+  // This thread's ring, made at its first use; Unsupported when io_uring cannot be used here.
+  static Result<EndsRing*> ForThisThread() {
+    if (t_ring_) return t_ring_.get();
+    if (g_ends_unsupported.load(std::memory_order_relaxed)) return Status::Unsupported("io_uring direct opens");
+    auto r = std::make_unique<EndsRing>();
+    int rc = io_uring_queue_init(kEndsBatch * 4, &r->ring_, 0);
+    if (rc < 0) return Unavailable("io_uring_queue_init", rc);
+    r->ok_ = true;
+    rc = io_uring_register_files_sparse(&r->ring_, kEndsBatch);
+    if (rc < 0) return Unavailable("io_uring_register_files_sparse", rc);
+    t_ring_ = std::move(r);
+    return t_ring_.get();
+  }
+  // Closes this thread's ring after a failure that left it unusable; the next batch makes another.
+  static void DropForThisThread() { t_ring_.reset(); }
+
+  // REQUIRES: files.size() <= kEndsBatch.
+  Status Read(std::span<FileEnds> files) {
+    for (size_t k = 0; k < files.size(); ++k) Prepare(files[k], static_cast<unsigned>(k));
+    // Submits everything prepared; a partial submission is retried (the kernel keeps the rest).
+    unsigned in_flight = 0;
+    Status submit_error;
+    while (io_uring_sq_ready(&ring_) > 0) {
+      int r = io_uring_submit(&ring_);
+      if (r == -EINTR) continue;
+      if (r <= 0) {
+        submit_error = Status::IOError(fmt::format("io_uring_submit: {}", std::strerror(r < 0 ? -r : EAGAIN)));
+        break;
+      }
+      in_flight += static_cast<unsigned>(r);
+    }
+    // Every submitted operation completes once (a cancelled one with -ECANCELED); the buffers must
+    // outlive them all.
+    bool direct_opens_refused = false;
+    for (unsigned seen = 0; seen < in_flight; ++seen) {
+      io_uring_cqe* cqe = nullptr;
+      int r = io_uring_wait_cqe(&ring_, &cqe);
+      if (r == -EINTR) {
+        --seen;
+        continue;
+      }
+      if (r < 0) {
+        // The ring no longer reports completions: the kernel may still write into the buffers, so
+        // they are left to it (never freed) and this thread's ring is not used again.
+        AbandonBuffers(files);
+        broken_ = true;
+        return Status::IOError(fmt::format("io_uring_wait_cqe: {}", std::strerror(-r)));
+      }
+      const uint64_t data = io_uring_cqe_get_data64(cqe);
+      const int res = cqe->res;
+      io_uring_cqe_seen(&ring_, cqe);
+      FileEnds& f = files[data >> 2];
+      Complete(f, static_cast<EndsOp>(data & 3), res);
+      if ((data & 3) == kEndsOpen && res == -EINVAL) direct_opens_refused = true;
+    }
+    if (!submit_error.ok()) {
+      // What was never submitted must not be: a fresh ring for the next batch.
+      broken_ = true;
+      for (FileEnds& f : files) {
+        if (f.status.ok()) f.status = submit_error;
+      }
+    }
+    if (direct_opens_refused) {  // a kernel that refuses direct opens: the caller reads each file itself
+      g_ends_unsupported = true;
+      return Status::Unsupported("io_uring direct opens");
+    }
+    return Status::OK();
+  }
+
+  bool broken() const { return broken_; }
+
+ private:
+  static Status Unavailable(const char* what, int rc) {
+    g_ends_unsupported = true;
+    return Status::Unsupported(fmt::format("{}: {}", what, std::strerror(-rc)));
+  }
+
+  void Prepare(FileEnds& f, unsigned slot) {
+    f.status = Status::OK();
+    if (f.tail_bytes > f.size || f.head_bytes > f.size || f.tail_bytes > kMaxEndBytes || f.head_bytes > kMaxEndBytes) {
+      f.status = Status::InvalidArgument(fmt::format("'{}': ends of {} and {} bytes do not fit a file of {} bytes (or "
+                                                     "exceed 1 GiB)", f.path, f.head_bytes, f.tail_bytes, f.size));
+      return;
+    }
+    f.head = AlignedBuffer(f.head_bytes, kEndsAlignment);
+    f.tail = AlignedBuffer(f.tail_bytes, kEndsAlignment);
+    const uint64_t tag = uint64_t{slot} << 2;
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);  // room for 4 per slot
+    io_uring_prep_openat_direct(sqe, AT_FDCWD, f.path.c_str(), O_RDONLY, 0, slot);
+    sqe->flags |= IOSQE_IO_LINK;
+    io_uring_sqe_set_data64(sqe, tag | kEndsOpen);
+    if (f.head_bytes > 0) {
+      sqe = io_uring_get_sqe(&ring_);
+      io_uring_prep_read(sqe, static_cast<int>(slot), f.head.data(), static_cast<unsigned>(f.head_bytes), 0);
+      sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+      io_uring_sqe_set_data64(sqe, tag | kEndsHead);
+    }
+    if (f.tail_bytes > 0) {
+      sqe = io_uring_get_sqe(&ring_);
+      io_uring_prep_read(sqe, static_cast<int>(slot), f.tail.data(), static_cast<unsigned>(f.tail_bytes),
+                         f.size - f.tail_bytes);
+      sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+      io_uring_sqe_set_data64(sqe, tag | kEndsTail);
+    }
+    sqe = io_uring_get_sqe(&ring_);
+    io_uring_prep_close_direct(sqe, slot);
+    io_uring_sqe_set_data64(sqe, tag | kEndsClose);
+  }
+
+  // Records the first failure of a file's chain. A failed open cancels the chain's reads, whose
+  // completions may come first: the open's error replaces theirs.
+  static void Complete(FileEnds& f, EndsOp op, int res) {
+    if (op == kEndsClose) return;  // a failed close of a file only read loses nothing
+    if (op == kEndsOpen && res < 0) {
+      f.status = ErrnoStatus("open", f.path, -res);
+      return;
+    }
+    if (!f.status.ok()) return;
+    if (res < 0) {
+      f.status = res == -ECANCELED ? Status::IOError(fmt::format("read of '{}' cancelled", f.path))
+                                   : ErrnoStatus("read", f.path, -res);
+      return;
+    }
+    const uint64_t want = op == kEndsHead ? f.head_bytes : op == kEndsTail ? f.tail_bytes : 0;
+    if (op != kEndsOpen && static_cast<uint64_t>(res) != want) {
+      const uint64_t offset = op == kEndsHead ? 0 : f.size - f.tail_bytes;
+      f.status = Status::IOError(fmt::format("unexpected end of '{}' at offset {} (read {} of {} bytes: the file is "
+                                             "shorter than the {} bytes expected)", f.path, offset + res, res, want,
+                                             f.size));
+    }
+  }
+
+  static void AbandonBuffers(std::span<FileEnds> files) {
+    for (FileEnds& f : files) {
+      new AlignedBuffer(std::move(f.head));  // NOLINT: deliberately leaked, see the caller
+      new AlignedBuffer(std::move(f.tail));  // NOLINT
+      f.status = Status::IOError(fmt::format("'{}': io_uring stopped reporting completions", f.path));
+    }
+  }
+
+  static thread_local std::unique_ptr<EndsRing> t_ring_;
+  io_uring ring_{};
+  bool ok_ = false;
+  bool broken_ = false;
+};
+thread_local std::unique_ptr<EndsRing> EndsRing::t_ring_;
+
 class LocalFileSystem final : public Storage {
  public:
+  Status ReadFileEnds(std::span<FileEnds> files) override {
+    while (!files.empty()) {
+      STOKE_ASSIGN_OR_RETURN(EndsRing * ring, EndsRing::ForThisThread());
+      const size_t n = std::min<size_t>(files.size(), kEndsBatch);
+      STOKE_RETURN_IF_ERROR(ring->Read(files.first(n)));
+      if (ring->broken()) EndsRing::DropForThisThread();
+      files = files.subspan(n);
+    }
+    return Status::OK();
+  }
+
   Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) override {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return ErrnoStatus("open", path, errno);
@@ -405,6 +590,55 @@ Result<std::string> Storage::ReadFile(const std::string& path) {
   std::string out(file->size(), '\0');
   STOKE_RETURN_IF_ERROR(file->ReadAt(0, MutableByteView(reinterpret_cast<uint8_t*>(out.data()), out.size())));
   return out;
+}
+
+namespace {
+
+class OpenOnFirstReadFile final : public RandomAccessFile {
+ public:
+  OpenOnFirstReadFile(std::shared_ptr<Storage> storage, std::string path, uint64_t size, bool remote)
+      : storage_(std::move(storage)), path_(std::move(path)), size_(size), remote_(remote) {}
+  Status ReadAt(uint64_t offset, MutableByteView dst) const override {
+    STOKE_ASSIGN_OR_RETURN(const RandomAccessFile* file, File());
+    return file->ReadAt(offset, dst);
+  }
+  void ReadAtAsync(uint64_t offset, MutableByteView dst, ReadCallback done) const override {
+    auto file = File();
+    if (!file.ok()) return done(file.status());
+    (*file)->ReadAtAsync(offset, dst, std::move(done));
+  }
+  uint64_t size() const override { return size_; }
+  const std::string& path() const override { return path_; }
+  bool remote() const override { return remote_; }
+
+ private:
+  Result<const RandomAccessFile*> File() const {
+    std::call_once(opened_, [this] {
+      auto f = storage_->OpenForReadWithSize(path_, size_);
+      if (f.ok()) {
+        file_ = std::move(*f);
+      } else {
+        open_status_ = f.status();
+      }
+    });
+    if (!open_status_.ok()) return open_status_;
+    return file_.get();
+  }
+
+  std::shared_ptr<Storage> storage_;
+  std::string path_;
+  uint64_t size_;
+  bool remote_;
+  mutable std::once_flag opened_;
+  mutable std::unique_ptr<RandomAccessFile> file_;  // set once, inside opened_
+  mutable Status open_status_;                      // likewise
+};
+
+}  // namespace
+
+std::unique_ptr<RandomAccessFile> OpenOnFirstRead(std::shared_ptr<Storage> storage, std::string path, uint64_t size,
+                                                  bool remote) {
+  return std::make_unique<OpenOnFirstReadFile>(std::move(storage), std::move(path), size, remote);
 }
 
 Result<std::string> ReadFileToString(Storage& storage, const std::string& path) { return storage.ReadFile(path); }

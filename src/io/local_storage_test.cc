@@ -108,6 +108,113 @@ TEST_F(LocalStorageTest, ErrorsHaveTheRightCodes) {
   EXPECT_EQ(fs_.Delete(JoinPath(dir_, "missing")).code(), StatusCode::kNotFound);
 }
 
+// Writes `n` bytes of a pattern that differs at every offset (mod 251) to `path`.
+std::string WritePattern(Storage& fs, const std::string& path, size_t n, uint8_t seed) {
+  std::string bytes(n, '\0');
+  for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>((i + seed) % 251);
+  EXPECT_TRUE(WriteFileAtomically(fs, path, AsBytes(bytes)).ok());
+  return bytes;
+}
+
+std::string Text(const AlignedBuffer& b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
+
+// More files than one io_uring batch (64), from 1 byte to 200 KB: tails of part of a file and of a
+// whole file, heads of 0 to 4 bytes. Each file's ends come back byte-equal; a missing file, one
+// shorter than its size says, a directory and ends larger than the file fail alone.
+TEST_F(LocalStorageTest, ReadFileEndsReadsEachFilesEndsAndFailsFilesAlone) {
+  if (fs_.ReadFileEnds({}).code() == StatusCode::kUnsupported) GTEST_SKIP() << "no batched reads on this storage";
+  std::vector<FileEnds> ends;
+  std::vector<std::string> contents;
+  for (size_t i = 0; i < 150; ++i) {
+    const size_t n = 1 + (i * 7919) % 200000;
+    const std::string path = JoinPath(dir_, "f" + std::to_string(i));
+    contents.push_back(WritePattern(fs_, path, n, static_cast<uint8_t>(i)));
+    FileEnds& e = ends.emplace_back();
+    e.path = path;
+    e.size = n;
+    e.tail_bytes = std::min<uint64_t>(n, 65536);
+    e.head_bytes = i % 3 == 0 ? 0 : std::min<uint64_t>(n, 4);
+  }
+  ends[10].path = JoinPath(dir_, "missing");
+  ends[20].size += 100;  // the file is shorter than the log says
+  ends[20].tail_bytes = std::min<uint64_t>(ends[20].size, 65536);
+  ends[30].path = dir_;  // a directory
+  ends[30].size = 4096;
+  ends[30].tail_bytes = 100;
+  ends[40].tail_bytes = ends[40].size + 1;  // more than the file holds
+  ASSERT_TRUE(fs_.ReadFileEnds(ends).ok());
+  for (size_t i = 0; i < ends.size(); ++i) {
+    const FileEnds& e = ends[i];
+    if (i == 10) {
+      EXPECT_EQ(e.status.code(), StatusCode::kNotFound) << e.status.ToString();
+      EXPECT_NE(e.status.message().find("missing"), std::string::npos) << e.status.ToString();
+    } else if (i == 20) {
+      EXPECT_EQ(e.status.code(), StatusCode::kIOError) << e.status.ToString();
+      EXPECT_NE(e.status.message().find("shorter than"), std::string::npos) << e.status.ToString();
+    } else if (i == 30) {
+      EXPECT_FALSE(e.status.ok());
+    } else if (i == 40) {
+      EXPECT_EQ(e.status.code(), StatusCode::kInvalidArgument) << e.status.ToString();
+    } else {
+      ASSERT_TRUE(e.status.ok()) << i << ": " << e.status.ToString();
+      EXPECT_EQ(Text(e.tail), contents[i].substr(contents[i].size() - e.tail_bytes)) << i;
+      EXPECT_EQ(Text(e.head), contents[i].substr(0, e.head_bytes)) << i;
+    }
+  }
+}
+
+// Batches from many threads at once (each has its own ring), again and again: every byte right.
+TEST_F(LocalStorageTest, ReadFileEndsFromManyThreads) {
+  if (fs_.ReadFileEnds({}).code() == StatusCode::kUnsupported) GTEST_SKIP() << "no batched reads on this storage";
+  std::vector<std::string> contents;
+  for (size_t i = 0; i < 40; ++i) {
+    contents.push_back(WritePattern(fs_, JoinPath(dir_, "g" + std::to_string(i)), 100 + i * 1000, static_cast<uint8_t>(i)));
+  }
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round) {
+        std::vector<FileEnds> ends(contents.size());
+        for (size_t i = 0; i < ends.size(); ++i) {
+          ends[i].path = JoinPath(dir_, "g" + std::to_string(i));
+          ends[i].size = contents[i].size();
+          ends[i].tail_bytes = std::min<uint64_t>(ends[i].size, 512 + t * 100);
+          ends[i].head_bytes = 4;
+        }
+        if (!fs_.ReadFileEnds(ends).ok()) ++bad;
+        for (size_t i = 0; i < ends.size(); ++i) {
+          if (!ends[i].status.ok() || Text(ends[i].tail) != contents[i].substr(contents[i].size() - ends[i].tail_bytes) ||
+              Text(ends[i].head) != contents[i].substr(0, 4)) {
+            ++bad;
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+// A file opened at its first read: nothing opened before (a missing file is no error until then),
+// then reads as the file, and a failed open fails every read.
+TEST_F(LocalStorageTest, OpenOnFirstReadOpensAtTheFirstRead) {
+  const std::string path = JoinPath(dir_, "later");
+  auto file = OpenOnFirstRead(std::shared_ptr<Storage>(&fs_, [](Storage*) {}), path, 1000, false);
+  EXPECT_EQ(file->size(), 1000u);
+  EXPECT_EQ(file->path(), path);
+  EXPECT_FALSE(file->remote());
+  const std::string bytes = WritePattern(fs_, path, 1000, 7);  // created after the file object
+  std::string got(10, '\0');
+  ASSERT_TRUE(file->ReadAt(990, MutableByteView(reinterpret_cast<uint8_t*>(got.data()), 10)).ok());
+  EXPECT_EQ(got, bytes.substr(990));
+  auto missing = OpenOnFirstRead(std::shared_ptr<Storage>(&fs_, [](Storage*) {}), JoinPath(dir_, "none"), 10, false);
+  for (int i = 0; i < 2; ++i) {
+    Status st = missing->ReadAt(0, MutableByteView(reinterpret_cast<uint8_t*>(got.data()), 4));
+    EXPECT_EQ(st.code(), StatusCode::kNotFound) << st.ToString();
+  }
+}
+
 TEST(JoinPath, PutsExactlyOneSlash) {
   EXPECT_EQ(JoinPath("a", "b"), "a/b");
   EXPECT_EQ(JoinPath("a/", "b"), "a/b");

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,17 @@ class WritableFile {
   virtual const std::string& path() const = 0;
 };
 
+// One file of a Storage::ReadFileEnds batch: which bytes to read, and (out) what was read.
+struct FileEnds {
+  std::string path;
+  uint64_t size = 0;        // the file's size as the caller knows it (a Delta add action's): reads are placed by it
+  uint64_t tail_bytes = 0;  // read the last tail_bytes bytes (at most size)
+  uint64_t head_bytes = 0;  // and the first head_bytes bytes (at most size; 0: none)
+  AlignedBuffer tail;       // out: the last tail_bytes bytes
+  AlignedBuffer head;       // out: the first head_bytes bytes
+  Status status;            // out: this file's outcome; the buffers hold its bytes only when OK
+};
+
 struct DirEntry {
   std::string name;  // file name only, not the full path
   bool is_directory = false;
@@ -71,10 +83,24 @@ class Storage {
     (void)size;
     return OpenForRead(path);
   }
-  // Creates (or truncates) a file. exclusive=true fails with AlreadyExists if it exists.
+  // Reads the ends of many files whose sizes the caller knows, as one batch: for readers that open
+  // thousands of small files only for their footers. Each file's outcome is in its `status`: a
+  // missing file is NotFound; a file shorter than its `size` is an IOError (a short read); one
+  // longer than it yields other bytes than its ends, which a reader checking them reports. The
+  // batch as a whole is Unsupported, with nothing read, where the storage has no batched path (the
+  // default, and local disks without io_uring): callers then open each file. An empty batch asks
+  // whether the storage has one at all (OK where it may). Local disks: io_uring, each file's open,
+  // reads and close one linked chain on a direct descriptor (no process file descriptor, nothing
+  // counted against RLIMIT_NOFILE), 64 files per system call. Read one by one with open, fstat,
+  // pread and close, the tails of 650,000 one-row files took 2.4 to 2.8 times as long here.
+  virtual Status ReadFileEnds(std::span<FileEnds> files) {
+    (void)files;
+    return Status::Unsupported("batched reads of file ends");
+  }
   // The whole file (ReadFileToString). The default opens the file and reads it; object stores make
   // one GET (no HEAD for the size first).
   virtual Result<std::string> ReadFile(const std::string& path);
+  // Creates (or truncates) a file. exclusive=true fails with AlreadyExists if it exists.
   virtual Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive = false) = 0;
   // The entries of a directory, sorted by name.
   virtual Result<std::vector<DirEntry>> List(const std::string& dir) = 0;
@@ -120,6 +146,13 @@ std::string InProgressPath(const Storage& storage, const std::string& path);
 
 // The local file system (pread/write). A stateless, process-wide instance.
 Storage& LocalStorage();
+
+// A file of `storage` that is opened (OpenForReadWithSize) only at its first read, for readers given
+// the bytes they expect to need beforehand (Storage::ReadFileEnds) that may never read the file
+// itself. size() is `size`; remote() is `remote` (the storage's files' answer). A failed open is
+// the failure of that read and of every later one.
+std::unique_ptr<RandomAccessFile> OpenOnFirstRead(std::shared_ptr<Storage> storage, std::string path, uint64_t size,
+                                                  bool remote);
 
 // Reads a whole file into memory.
 Result<std::string> ReadFileToString(Storage& storage, const std::string& path);

@@ -145,14 +145,9 @@ struct IndexedTable {
   }
 };
 
-Status ReadFilePages(const IndexedTable& view, const delta::AddFile& add, const std::vector<std::string>& tensor_columns,
-                     bool map_pages, BuiltFile* out) {
-  auto rel = delta::DecodePath(add.path);
-  out->rel_path = rel.ok() ? *rel : add.path;
-  const std::string path = view.FilePath(add);
-  // The size comes from the log: on object stores, no HEAD per data file.
-  STOKE_ASSIGN_OR_RETURN(auto file, view.storage->OpenForReadWithSize(path, static_cast<uint64_t>(add.size)));
-  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(std::move(file)));
+// The pages of the data file `reader` reads (at `path`).
+Status MapFilePages(const ParquetReader* reader, const std::string& path, const std::vector<std::string>& tensor_columns,
+                    bool map_pages, BuiltFile* out) {
   out->size = reader->file_size();
   out->num_rows = static_cast<uint64_t>(reader->num_rows());
   const auto& starts = reader->row_group_starts();
@@ -200,6 +195,66 @@ Status ReadFilePages(const IndexedTable& view, const delta::AddFile& add, const 
       // ReadOffsetIndex checked the entries: inside the chunk, sizes > 0, first rows increasing from 0.
       AppendOffsetIndexPages(oi->page_locations, rg_first, rg_rows, flags, pages);
     }
+  }
+  return Status::OK();
+}
+
+std::string RelativePath(const delta::AddFile& add) {
+  auto rel = delta::DecodePath(add.path);
+  return rel.ok() ? *rel : add.path;
+}
+
+Status ReadFilePages(const IndexedTable& view, const delta::AddFile& add, const std::vector<std::string>& tensor_columns,
+                     bool map_pages, BuiltFile* out) {
+  out->rel_path = RelativePath(add);
+  const std::string path = view.FilePath(add);
+  // The size comes from the log: on object stores, no HEAD per data file.
+  STOKE_ASSIGN_OR_RETURN(auto file, view.storage->OpenForReadWithSize(path, static_cast<uint64_t>(add.size)));
+  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(std::move(file)));
+  return MapFilePages(reader.get(), path, tensor_columns, map_pages, out);
+}
+
+// Files whose footers are read in one Storage::ReadFileEnds batch (on local disks, one system call).
+constexpr size_t kFooterBatch = 64;
+
+// ReadFilePages of the files adds[todo[k]], their ends read in one batch where the storage can. A
+// file whose batched read or decoding fails is read again alone, which gives its error.
+Status ReadFilePagesBatch(const IndexedTable& view, const std::vector<delta::AddFile>& adds,
+                          const std::vector<size_t>& todo, const std::vector<std::string>& tensor_columns,
+                          bool map_pages, std::vector<BuiltFile>& read) {
+  std::vector<FileEnds> ends;
+  ends.reserve(todo.size());
+  std::vector<size_t> batched;  // indexes into `todo` of the files in `ends`
+  for (size_t k = 0; k < todo.size(); ++k) {
+    const delta::AddFile& add = adds[todo[k]];
+    if (add.size < 12) continue;  // not a Parquet file's size: read alone, which says so
+    FileEnds& e = ends.emplace_back();
+    e.path = view.FilePath(add);
+    e.size = static_cast<uint64_t>(add.size);
+    e.tail_bytes = std::min(e.size, ParquetReader::kDefaultReadAhead);
+    e.head_bytes = e.size > e.tail_bytes ? 4 : 0;
+    batched.push_back(k);
+  }
+  std::vector<bool> done(todo.size(), false);
+  if (!ends.empty() && view.storage->ReadFileEnds(ends).ok()) {
+    const bool remote = view.storage->CreateIsAtomic();
+    for (size_t j = 0; j < ends.size(); ++j) {
+      FileEnds& e = ends[j];
+      if (!e.status.ok()) continue;
+      BuiltFile& out = read[todo[batched[j]]];
+      auto reader = ParquetReader::OpenWithEnds(OpenOnFirstRead(view.storage, e.path, e.size, remote),
+                                                std::move(e.tail), e.head.view());
+      if (!reader.ok()) continue;
+      out.rel_path = RelativePath(adds[todo[batched[j]]]);
+      if (MapFilePages(reader->get(), e.path, tensor_columns, map_pages, &out).ok()) {
+        done[batched[j]] = true;
+      } else {
+        out = BuiltFile{};
+      }
+    }
+  }
+  for (size_t k = 0; k < todo.size(); ++k) {
+    if (!done[k]) STOKE_RETURN_IF_ERROR(ReadFilePages(view, adds[todo[k]], tensor_columns, map_pages, &read[todo[k]]));
   }
   return Status::OK();
 }
@@ -401,22 +456,32 @@ Result<std::string> BuildIndexBytes(const std::string& table_dir, int64_t versio
   // empty entries at 650,000 files).
   std::vector<BuiltFile> read(options.read_footers ? adds.size() : 0);
   std::atomic<size_t> reused_files{0};
+  // Whether the footers are read in batches (an empty batch asks the storage: local disks can),
+  // else one file per task (object stores, whose reads overlap across the pool's threads).
+  const bool batches = view.storage->ReadFileEnds({}).ok();
+  const size_t per_task = batches ? kFooterBatch : 1;
   ThreadPool pool(threads);
-  STOKE_RETURN_IF_ERROR(ParallelFor(pool, adds.size(), [&](size_t i) -> Status {
-    if (!known.empty()) {
-      auto rel = delta::DecodePath(adds[i].path);
-      auto it = known.find(rel.ok() ? std::string_view(*rel) : std::string_view(adds[i].path));
-      if (it != known.end() && adds[i].size >= 0 && it->second->size == static_cast<uint64_t>(adds[i].size)) {
-        files[i] = it->second;
-        ++reused_files;
-        return Status::OK();
+  STOKE_RETURN_IF_ERROR(ParallelFor(pool, (adds.size() + per_task - 1) / per_task, [&](size_t task) -> Status {
+    std::vector<size_t> todo;
+    for (size_t i = task * per_task; i < std::min(adds.size(), (task + 1) * per_task); ++i) {
+      if (!known.empty()) {
+        auto rel = delta::DecodePath(adds[i].path);
+        auto it = known.find(rel.ok() ? std::string_view(*rel) : std::string_view(adds[i].path));
+        if (it != known.end() && adds[i].size >= 0 && it->second->size == static_cast<uint64_t>(adds[i].size)) {
+          files[i] = it->second;
+          ++reused_files;
+          continue;
+        }
       }
+      if (!options.read_footers) {
+        return Status::NotFound(fmt::format("{}: not indexed yet (its footer would be read)", view.FilePath(adds[i])));
+      }
+      files[i] = &read[i];
+      todo.push_back(i);
     }
-    if (!options.read_footers) {
-      return Status::NotFound(fmt::format("{}: not indexed yet (its footer would be read)", view.FilePath(adds[i])));
-    }
-    files[i] = &read[i];
-    return ReadFilePages(view, adds[i], *tensor_columns, options.map_pages, &read[i]);
+    if (todo.empty()) return Status::OK();
+    if (!batches) return ReadFilePages(view, adds[todo[0]], *tensor_columns, options.map_pages, &read[todo[0]]);
+    return ReadFilePagesBatch(view, adds, todo, *tensor_columns, options.map_pages, read);
   }));
   *reused = reused_files;
   return Serialize(version, stamp, *tensor_columns, files);

@@ -124,6 +124,50 @@ TEST(SampleIndex, LocatesEveryRowsPage) {
   EXPECT_LT(idx->Find(3000, 0).rows_in_page, 10000u);
 }
 
+// A table of more files than one batch of footer reads (64), small ones read whole and larger ones
+// (rows of 40 KiB: files over the 64 KiB read ahead, whose leading magic comes with the batch),
+// including files the batch cannot serve: one whose size in the log is larger than the file (a
+// short read) and one whose log size is smaller (the tail read ends before the file's trailer).
+// Each of those is read again alone; every row is located, as in a table without them.
+TEST(SampleIndex, FootersReadInBatchesAndFilesTheBatchCannotServe) {
+  for (const int64_t tensor_len : {int64_t{16}, int64_t{40 << 10}}) {
+    TestTable t(tensor_len);
+    std::vector<delta::AddFile> adds;
+    for (int64_t i = 0; i < 150; ++i) {
+      adds.push_back(WriteDataFile(t.dir(), "part-" + std::to_string(i) + ".parquet", i * 2, 2, 1000, tensor_len));
+    }
+    adds[7].size += 10;
+    adds[100].size -= 3;
+    CommitAdds(t, adds);
+    SampleIndex::Options options;
+    options.use_cache = false;
+    auto idx = SampleIndex::Open(t.dir(), std::nullopt, options);
+    ASSERT_TRUE(idx.ok()) << idx.status().ToString();
+    EXPECT_EQ(idx->num_files(), 150u);
+    ASSERT_EQ(idx->num_rows(), 300);
+    for (int64_t r = 0; r < 300; ++r) {
+      const SampleIndex::Location loc = idx->Find(r, 0);
+      ASSERT_EQ(loc.file, static_cast<size_t>(r / 2)) << r;
+      ASSERT_EQ(TensorAt(*idx, r), TensorOf(r, tensor_len)) << "row " << r;
+    }
+  }
+}
+
+// A missing data file fails the build with an error naming it, as when footers are read one by one.
+TEST(SampleIndex, MissingDataFileAmongManyIsNamed) {
+  TestTable t;
+  std::vector<delta::AddFile> adds;
+  for (int64_t i = 0; i < 80; ++i) adds.push_back(WriteDataFile(t.dir(), "p" + std::to_string(i) + ".parquet", i, 1, 1));
+  CommitAdds(t, adds);
+  std::filesystem::remove(t.dir() + "/p70.parquet");
+  SampleIndex::Options options;
+  options.use_cache = false;
+  auto idx = SampleIndex::Open(t.dir(), std::nullopt, options);
+  ASSERT_FALSE(idx.ok());
+  EXPECT_EQ(idx.status().code(), StatusCode::kNotFound) << idx.status().ToString();
+  EXPECT_NE(idx.status().message().find("p70.parquet"), std::string::npos) << idx.status().ToString();
+}
+
 // FindMany answers as Find does, for rows in any order (repeated, across files and pages).
 TEST(SampleIndex, FindManyAnswersAsFindDoes) {
   TestTable t;
