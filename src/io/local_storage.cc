@@ -260,13 +260,16 @@ class EndsRing {
     if (t_ring_) return t_ring_.get();
     if (g_ends_unsupported.load(std::memory_order_relaxed)) return Status::Unsupported("io_uring direct opens");
     auto r = std::make_unique<EndsRing>();
-    int rc = io_uring_queue_init(kEndsBatch * 4, &r->ring_, 0);
-    if (rc < 0) return Unavailable("io_uring_queue_init", rc);
-    r->ok_ = true;
-    rc = io_uring_register_files_sparse(&r->ring_, kEndsBatch);
-    if (rc < 0) return Unavailable("io_uring_register_files_sparse", rc);
+    STOKE_RETURN_IF_ERROR(r->Init());
     t_ring_ = std::move(r);
     return t_ring_.get();
+  }
+  // Whether rings can be made here: probed once per process with a ring of its own (made and
+  // closed), so that an empty batch can say Unsupported without making a ring on the asking thread.
+  static bool Available() {
+    static std::once_flag probed;
+    std::call_once(probed, [] { (void)std::make_unique<EndsRing>()->Init(); });
+    return !g_ends_unsupported.load(std::memory_order_relaxed);
   }
   // Closes this thread's ring after a failure that left it unusable; the next batch makes another.
   static void DropForThisThread() { t_ring_.reset(); }
@@ -327,6 +330,15 @@ class EndsRing {
   bool broken() const { return broken_; }
 
  private:
+  Status Init() {
+    int rc = io_uring_queue_init(kEndsBatch * 4, &ring_, 0);
+    if (rc < 0) return Unavailable("io_uring_queue_init", rc);
+    ok_ = true;
+    rc = io_uring_register_files_sparse(&ring_, kEndsBatch);
+    if (rc < 0) return Unavailable("io_uring_register_files_sparse", rc);
+    return Status::OK();
+  }
+
   static Status Unavailable(const char* what, int rc) {
     g_ends_unsupported = true;
     return Status::Unsupported(fmt::format("{}: {}", what, std::strerror(-rc)));
@@ -405,6 +417,7 @@ thread_local std::unique_ptr<EndsRing> EndsRing::t_ring_;
 class LocalFileSystem final : public Storage {
  public:
   Status ReadFileEnds(std::span<FileEnds> files) override {
+    if (files.empty() && !EndsRing::Available()) return Status::Unsupported("io_uring direct opens");
     while (!files.empty()) {
       STOKE_ASSIGN_OR_RETURN(EndsRing * ring, EndsRing::ForThisThread());
       const size_t n = std::min<size_t>(files.size(), kEndsBatch);
