@@ -92,7 +92,7 @@ class Storage {
   // whether the storage has one at all (OK where it may). Local disks: io_uring, each file's open,
   // reads and close one linked chain on a direct descriptor (no process file descriptor, nothing
   // counted against RLIMIT_NOFILE), 64 files per system call. Read one by one with open, fstat,
-  // pread and close, the tails of 650,000 one-row files took 2.4 to 2.8 times as long here.
+  // pread and close, the tails of 650,000 one-row files took 2.4 and 2.6 times as long here.
   virtual Status ReadFileEnds(std::span<FileEnds> files) {
     (void)files;
     return Status::Unsupported("batched reads of file ends");
