@@ -131,6 +131,9 @@ constexpr int kRemoteQueueDepth = 256;
 // The read cache's blocks being fetched take at most this share of prefetch_bytes (from the quarter
 // left as headroom; see Open).
 constexpr int64_t kCacheFetchBudgetDivisor = 8;
+// Opened from a log of at least this many data files, the loader gives the heap's free pages back
+// once it no longer needs the log (a few ms; for small tables it is not worth the page faults after).
+constexpr size_t kReleaseHeapAfterFiles = 10000;
 
 // One sample's cell inside a read.
 struct ReadMember {
@@ -334,8 +337,9 @@ class Loader::Impl {
   // Divides prefetch_bytes: sets max_slots_ and page_cache_, and returns the bytes that reads in
   // flight may take. REQUIRES: the tensor columns' output sizes are known (CreateImagePipelines).
   int64_t DivideMemoryBudget();
-  // Opens fetcher_ over the sample index's data files, when a tensor column is selected.
-  Status OpenFetcher(const TableView& view, int64_t fetch_budget);
+  // Opens fetcher_ over the sample index's data files, when a tensor column is selected;
+  // `file_versions` (ReadCacheFileVersions) name their bytes in the read cache, when there is one.
+  Status OpenFetcher(std::vector<std::string> file_versions, int64_t fetch_budget);
   void StartRun() EXCLUDES(mu_);
   void StopRun() EXCLUDES(mu_);
   void ProducerLoop(int64_t run) EXCLUDES(mu_);
@@ -687,15 +691,23 @@ bool OnObjectStore(const std::string& dir) {
   return location.ok() && location->scheme != StorageScheme::kLocal;
 }
 
-// The data files' modification times by path (as the sample index joins it to the table's URI),
-// which name their bytes for the read cache with the URI and size.
-std::map<std::string, int64_t> DataFileModificationTimes(const TableView& view, const std::string& dir) {
+// For the read cache, the version of each of the sample index's data files (`index_paths`, joined to
+// the table's URI as the index joins them): its modification time in the log, which with the URI
+// and size names the file's bytes; "" for a file the log does not list.
+std::vector<std::string> ReadCacheFileVersions(const TableView& view, const std::string& dir,
+                                               const std::vector<std::string>& index_paths) {
   std::map<std::string, int64_t> file_mtimes;
   for (const auto& add : view.snapshot.files) {
     auto rel = delta::DecodePath(add.path);
     file_mtimes[JoinPath(dir, rel.ok() ? *rel : add.path)] = add.modification_time;
   }
-  return file_mtimes;
+  std::vector<std::string> versions;
+  versions.reserve(index_paths.size());
+  for (const auto& path : index_paths) {
+    auto it = file_mtimes.find(path);
+    versions.push_back(it == file_mtimes.end() ? "" : fmt::format("mtime={}", it->second));
+  }
+  return versions;
 }
 
 // The sampler's options from the loader's.
@@ -816,11 +828,21 @@ Status Loader::Impl::Open() {
   STOKE_ASSIGN_OR_RETURN(std::optional<Predicate> where, BindWhere(o_.where, view.columns));
   // Scalar columns and the filter, file by file (in parallel: footers are small, latency-bound reads).
   STOKE_RETURN_IF_ERROR(ReadScalars(view, scalar_cols, where));
+  std::vector<std::string> file_versions;
+  if (remote_ && !o_.cache_dir.empty() && !tensors_.empty()) {
+    file_versions = ReadCacheFileVersions(view, dir_, index_->file_paths());
+  }
+  // Nothing below uses the log. A table of 650,000 files holds about 350 MB of add actions (paths,
+  // statistics, slots): released here, with the heap's free pages, the fetcher's per-file state, the
+  // sampler's blocks and the batch slots take their place instead of adding to them.
+  const bool large_log = view.snapshot.files.size() >= kReleaseHeapAfterFiles;
+  view = TableView{};
+  if (large_log) ReleaseFreeHeapMemory();
   SizeWorkers();
   STOKE_RETURN_IF_ERROR(CreateImagePipelines());
   STOKE_RETURN_IF_ERROR(CreateSampler());
   const int64_t fetch_budget = DivideMemoryBudget();
-  STOKE_RETURN_IF_ERROR(OpenFetcher(view, fetch_budget));
+  STOKE_RETURN_IF_ERROR(OpenFetcher(std::move(file_versions), fetch_budget));
   workers_ = std::make_unique<ThreadPool>(threads_);
   return Status::OK();
 }
@@ -932,10 +954,8 @@ int64_t Loader::Impl::DivideMemoryBudget() {
   return fetch_budget;
 }
 
-Status Loader::Impl::OpenFetcher(const TableView& view, int64_t fetch_budget) {
+Status Loader::Impl::OpenFetcher(std::vector<std::string> file_versions, int64_t fetch_budget) {
   if (tensors_.empty()) return Status::OK();
-  std::vector<std::string> files;
-  for (uint32_t f = 0; f < index_->num_files(); ++f) files.push_back(index_->FilePath(f));
   FetcherOptions fo;
   fo.backend = o_.backend == LoaderOptions::Backend::kIoUring ? FetcherOptions::Backend::kIoUring
                : o_.backend == LoaderOptions::Backend::kPread ? FetcherOptions::Backend::kPread
@@ -952,14 +972,10 @@ Status Loader::Impl::OpenFetcher(const TableView& view, int64_t fetch_budget) {
       co.capacity_bytes = static_cast<uint64_t>(o_.cache_bytes);
       co.max_fetch_bytes = static_cast<uint64_t>(std::max<int64_t>(o_.prefetch_bytes / kCacheFetchBudgetDivisor, 1));
       STOKE_ASSIGN_OR_RETURN(fo.cache, ReadCache::Open(co));
-      const std::map<std::string, int64_t> file_mtimes = DataFileModificationTimes(view, dir_);
-      for (uint32_t f = 0; f < index_->num_files(); ++f) {
-        auto it = file_mtimes.find(index_->FilePath(f));
-        fo.file_versions.push_back(it == file_mtimes.end() ? "" : fmt::format("mtime={}", it->second));
-      }
+      fo.file_versions = std::move(file_versions);
     }
   }
-  STOKE_ASSIGN_OR_RETURN(fetcher_, Fetcher::Open(std::move(files), fo));
+  STOKE_ASSIGN_OR_RETURN(fetcher_, Fetcher::Open(index_->file_paths(), fo));
   return Status::OK();
 }
 
@@ -1093,6 +1109,15 @@ Status Loader::Impl::ConcatenateParts(std::vector<FilePart>& parts, bool filtere
                                           index_->num_rows()));
   }
   identity_ = !filtered;
+  // Every column ends with `total` rows: reserved, the columns are not grown by doubling (at 650,000
+  // rows a string column's growth held 120 MB of old and new arrays at once).
+  for (ScalarColumn& dst : scalars_) {
+    if (dst.is_string) {
+      dst.strings.reserve(static_cast<size_t>(total));
+    } else {
+      dst.values.reserve(static_cast<size_t>(total) * DTypeSize(dst.dtype));
+    }
+  }
   int64_t base = 0;
   std::vector<bool> dst_tracks_nulls(scalars_.size(), false);
   for (auto& p : parts) {

@@ -162,6 +162,7 @@ class SampleIndex {
   void FindMany(const int64_t* rows, size_t n, size_t tensor_column, Location* out) const;
   // REQUIRES: file < num_files(). The data file's absolute path and size in bytes.
   const std::string& FilePath(uint32_t file) const { return file_paths_[file]; }
+  const std::vector<std::string>& file_paths() const { return file_paths_; }
   uint64_t file_size(uint32_t file) const;
   // REQUIRES: file < num_files(). The file's rows are [file_first_row, + file_num_rows) of the table:
   // files tile the rows in snapshot order.
