@@ -17,8 +17,12 @@ using parquet::Type;
 
 namespace {
 
-// The footer is read with one read of the file's tail; most footers fit.
-constexpr uint64_t kFooterReadAhead = ParquetReader::kDefaultReadAhead;
+// A Parquet file holds at least its two magics and the footer length: 12 bytes.
+Status CheckFileSize(const std::string& path, uint64_t size) {
+  if (size >= 12) return Status::OK();
+  return Status::Corruption(fmt::format("{}: {} bytes is too short for a Parquet file (at least 12)", path, size));
+}
+
 // Upper bound for one page (header + body) and for a decoded page, against hostile sizes.
 constexpr int64_t kMaxPageBytes = int64_t{1} << 31;
 // Values in one data page. Writers stay far below (parquet-mr 20,000 rows per page, Arrow and DuckDB
@@ -305,12 +309,12 @@ Result<std::unique_ptr<ParquetReader>> ParquetReader::Open(Storage& storage, con
 }
 
 Result<std::unique_ptr<ParquetReader>> ParquetReader::Open(std::unique_ptr<RandomAccessFile> file) {
-  return Open(std::move(file), kFooterReadAhead);
+  return Open(std::move(file), kDefaultReadAhead);
 }
 
 Result<std::unique_ptr<ParquetReader>> ParquetReader::Open(std::unique_ptr<RandomAccessFile> file, uint64_t read_ahead) {
   std::unique_ptr<ParquetReader> r(new ParquetReader(std::move(file)));
-  STOKE_RETURN_IF_ERROR(r->ReadFooter(std::max(read_ahead, kFooterReadAhead)));
+  STOKE_RETURN_IF_ERROR(r->ReadFooter(std::max(read_ahead, kDefaultReadAhead)));
   STOKE_RETURN_IF_ERROR(r->BuildColumns());
   STOKE_RETURN_IF_ERROR(r->ValidateRowGroups());
   return r;
@@ -324,9 +328,7 @@ Result<std::unique_ptr<ParquetReader>> ParquetReader::OpenWithEnds(std::unique_p
     return Status::InvalidArgument(fmt::format("{}: a tail of {} bytes given for a file of {}", r->path(), tail.size(),
                                                size));
   }
-  if (size < 12) {
-    return Status::Corruption(fmt::format("{}: {} bytes is too short for a Parquet file (at least 12)", r->path(), size));
-  }
+  STOKE_RETURN_IF_ERROR(CheckFileSize(r->path(), size));
   if (tail.size() < 8) {
     return Status::InvalidArgument(fmt::format("{}: a tail of {} bytes given (the trailer alone is 8)", r->path(),
                                                tail.size()));
@@ -342,9 +344,7 @@ Result<std::unique_ptr<ParquetReader>> ParquetReader::OpenWithEnds(std::unique_p
 Status ParquetReader::ReadFooter(uint64_t read_ahead) {
   const uint64_t size = file_->size();
   const std::string& path = file_->path();
-  if (size < 12) {
-    return Status::Corruption(fmt::format("{}: {} bytes is too short for a Parquet file (at least 12)", path, size));
-  }
+  STOKE_RETURN_IF_ERROR(CheckFileSize(path, size));
   // The last `read_ahead` bytes (at least 64 KiB; a small file whole) in one read: the footer, and
   // in stoke's files and most others the page indexes before it, which ReadRange then serves from
   // memory.
