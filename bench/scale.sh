@@ -22,7 +22,18 @@ if [ ! -d "$src" ] || [ "$(find "$src" -maxdepth 1 -name '*.npy' | wc -l)" -ne "
   echo "scale: writing $n volumes of 4 KB to $src" >&2
   "$stoke" --no-progress synth volumes --samples "$n" --shape 16,16,4 --channels 1 --out "$src" >/dev/null
 fi
+# settle: after deleting many files, waits until ext4 may reuse their inodes. Without a journal, ext4
+# does not reuse an inode within 60 s of its deletion (360 s while its inode table block is not yet
+# written back), and to find a free one it looks each skipped inode up in turn: creating files in
+# the minutes after 100,000s were deleted took 2-3x as long, whatever wrote them. `sync` writes the
+# blocks back; the wait covers the 60 s. BENCH_SETTLE_S=0 skips it (a journaled file system).
+settle() {
+  sync
+  sleep "${BENCH_SETTLE_S:-65}"
+}
+
 rm -rf "$work"/t_* "$work"/shard_*
+settle
 
 rows=()
 # step NAME CMD...: runs CMD under /usr/bin/time, records wall seconds and peak RSS (MB).
@@ -64,18 +75,17 @@ files_after=$("$stoke" inspect "$work/t_files" --json | /usr/bin/python3 -c 'imp
 step "vacuum --retain 0 ($n removed files)" "$stoke" --no-progress vacuum "$work/t_files" --retain 0
 
 # Sharded ingest: 1 process against 4 processes (--shard i/4), same source, same options, run in
-# the order 1, 4, 4, 1, each into a new table after a sync: creating files on a disk that has just
-# created or deleted 100,000s of them can be 2-3x slower for minutes, so one pair would mostly
-# measure which of the two ran first. The ratio is of the sums.
+# the order 1, 4, 4, 1, each into a new table after the deleted files settle (see settle), so that
+# neither pays for the deletions before it more than the other. The ratio is of the sums.
 one_process() {
   rm -rf "$work/shard_1"
-  sync
+  settle
   step "ingest --rows-per-file 1, 1 process (run $1 of 1,4,4,1)" "$stoke" --no-progress ingest "$src" \
     --labels "$labels" --table "$work/shard_1" --rows-per-file 1
 }
 four_processes() {
   rm -rf "$work/shard_4"
-  sync
+  settle
   local t0 t1 pids=() i
   t0=$(date +%s.%N)
   for i in 0 1 2 3; do

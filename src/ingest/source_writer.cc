@@ -31,6 +31,10 @@ int64_t NowMillis() {
 // A row group holds at most this many rows, so that its OffsetIndex stays under the one million
 // list elements that Arrow's Thrift reader accepts.
 constexpr int64_t kMaxRowsPerRowGroup = 1'000'000;
+// Whole files written by one task (see write_whole_files): at most this many, and few enough that
+// each thread gets about kRunsPerThread runs (so that a small call still spreads over the threads).
+constexpr size_t kMaxFilesPerRun = 16;
+constexpr size_t kRunsPerThread = 64;
 
 }  // namespace
 
@@ -125,12 +129,15 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   std::deque<Finishing> finishing;
   std::vector<std::string> cleanup;  // on failure: files of this call that may exist
   Status finish_status;
+  auto log_written = [](const WrittenFile& w) {
+    STOKE_LOG(kInfo, "ingest.file_written", "path={} rows={} bytes={}", w.path, w.rows, w.bytes);
+  };
   auto collect_oldest = [&] {
     Finishing f = std::move(finishing.front());
     finishing.pop_front();
     Result<WrittenFile> r = f.done.get();
     if (r.ok()) {
-      STOKE_LOG(kInfo, "ingest.file_written", "path={} rows={} bytes={}", r->path, r->rows, r->bytes);
+      log_written(*r);
       written.push_back(std::move(*r));
     } else {
       if (finish_status.ok()) finish_status = r.status();
@@ -143,26 +150,32 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   if (in_place) file_options.sync_on_close = false;
   auto temporary_path = [&](const std::string& path) { return in_place ? path : InProgressPath(fs, path); };
   const bool index_pages = !layout.index_root.empty() && !layout.index_columns.empty();
+  // What the commit and the sample index need of a closed file, now at `final_path`.
+  auto describe = [&s, &layout, index_pages](const ParquetFileWriter& w, const std::string& final_path) {
+    WrittenFile out{final_path, w.num_rows(), w.bytes_written(), delta::StatsJsonFromFooter(w.metadata(), s.columns),
+                    NowMillis(), {}};
+    // The path under the table root (layout.dir is the root or a partition directory in it).
+    const std::string& root = layout.index_root;
+    const bool under_root = final_path.size() > root.size() && final_path.compare(0, root.size(), root) == 0 &&
+                            (root.back() == '/' || final_path[root.size()] == '/');
+    if (index_pages && under_root) {
+      auto pages = SampleIndex::PagesOfWrittenFile(final_path.substr(root.size() + (root.back() == '/' ? 0 : 1)),
+                                                   w.bytes_written(), w.metadata(), w.offset_indexes(),
+                                                   layout.index_columns);
+      if (pages.ok()) out.pages = std::move(*pages);
+    }
+    return out;
+  };
+  auto part_path = [&](size_t file) {
+    return JoinPath(layout.dir, fmt::format("part-{:05}-{}.parquet", file, RandomUuid()));
+  };
   auto finish_file = [&]() -> Status {
     if (!writer) return Status::OK();
     auto task = std::make_shared<std::packaged_task<Result<WrittenFile>()>>(
-        [&fs, &s, &layout, index_pages, w = std::shared_ptr<ParquetFileWriter>(std::move(writer)),
-         final_path]() -> Result<WrittenFile> {
+        [&fs, &describe, w = std::shared_ptr<ParquetFileWriter>(std::move(writer)), final_path]() -> Result<WrittenFile> {
           STOKE_RETURN_IF_ERROR(w->Close());
           if (w->path() != final_path) STOKE_RETURN_IF_ERROR(fs.Rename(w->path(), final_path));
-          WrittenFile out{final_path, w->num_rows(), w->bytes_written(), delta::StatsJsonFromFooter(w->metadata(), s.columns),
-                          NowMillis(), {}};
-          // The path under the table root (layout.dir is the root or a partition directory in it).
-          const std::string& root = layout.index_root;
-          const bool under_root = final_path.size() > root.size() && final_path.compare(0, root.size(), root) == 0 &&
-                                  (root.back() == '/' || final_path[root.size()] == '/');
-          if (index_pages && under_root) {
-            auto pages = SampleIndex::PagesOfWrittenFile(final_path.substr(root.size() + (root.back() == '/' ? 0 : 1)),
-                                                         w->bytes_written(), w->metadata(), w->offset_indexes(),
-                                                         layout.index_columns);
-            if (pages.ok()) out.pages = std::move(*pages);
-          }
-          return out;
+          return describe(*w, final_path);
         });
     finishing.push_back({temporary_path(final_path), final_path, task->get_future()});
     finish_pool.Submit([task] { (*task)(); });
@@ -170,9 +183,65 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
     return finish_status;
   };
 
+  // Files of one row group each written in place on a local disk (a table of one sample per file):
+  // each task encodes, writes and closes a run of whole files, so the files are created on every
+  // encoding thread (not all on this one, which creating them kept busy), and work changes threads
+  // once per run instead of three times per file. Elsewhere (object stores, where a file's Close is
+  // its upload, which wants many in flight; files of several row groups; renamed files) the row
+  // groups come back here in order and files are finished on the finishing threads.
+  const bool whole_files = in_place && !fs.CreateIsAtomic() && per_file <= layout.rows_per_group;
+  auto write_whole_files = [&]() -> Status {
+    struct Run {
+      std::vector<WrittenFile> files;  // written, in order (deleted by the caller on failure)
+      Status status;
+    };
+    const size_t files = groups.size();
+    const size_t per_run = std::clamp<size_t>(files / (pool.size() * kRunsPerThread), 1, kMaxFilesPerRun);
+    const size_t runs = (files + per_run - 1) / per_run;
+    auto write_run = [&](size_t r) {
+      Run out;
+      for (size_t i = r * per_run; i < std::min(files, (r + 1) * per_run) && out.status.ok(); ++i) {
+        Result<EncodedRowGroup> rg = encode(groups[i]);
+        if (!rg.ok()) {
+          out.status = rg.status();
+          break;
+        }
+        const std::string path = part_path(groups[i].file);
+        auto w = ParquetFileWriter::Create(fs, path, s.columns, file_options);
+        out.status = w.ok() ? (*w)->WriteRowGroup(std::move(*rg), &page_buffers) : w.status();
+        if (out.status.ok()) out.status = (*w)->Close();
+        if (out.status.ok()) {
+          out.files.push_back(describe(**w, path));
+        } else {
+          (void)fs.Delete(path);
+        }
+      }
+      return out;
+    };
+    std::deque<std::future<Run>> in_flight;
+    Status status;
+    for (size_t next = 0; next < runs || !in_flight.empty();) {
+      for (; status.ok() && next < runs && in_flight.size() < 2 * pool.size(); ++next) {
+        auto task = std::make_shared<std::packaged_task<Run()>>([&write_run, next] { return write_run(next); });
+        in_flight.push_back(task->get_future());
+        pool.Submit([task] { (*task)(); });
+      }
+      if (in_flight.empty()) break;
+      Run run = in_flight.front().get();
+      in_flight.pop_front();
+      for (auto& f : run.files) {
+        log_written(f);
+        written.push_back(std::move(f));
+      }
+      if (status.ok()) status = run.status;
+    }
+    return status;
+  };
+
   Status status;
   size_t current_file = SIZE_MAX;
-  for (size_t i = 0; i < groups.size() && status.ok(); ++i) {
+  if (whole_files) status = write_whole_files();
+  for (size_t i = 0; !whole_files && i < groups.size() && status.ok(); ++i) {
     submit_up_to(i + window);
     Result<EncodedRowGroup> rg = pending[i].get();
     if (!rg.ok()) {
@@ -183,9 +252,7 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
       status = finish_file();
       if (!status.ok()) break;
       current_file = groups[i].file;
-      final_path = !layout.single_file.empty()
-                       ? layout.single_file
-                       : JoinPath(layout.dir, fmt::format("part-{:05}-{}.parquet", current_file, RandomUuid()));
+      final_path = !layout.single_file.empty() ? layout.single_file : part_path(current_file);
       // Written under a temporary name and renamed when complete (or, on object stores, visible
       // only once complete): a crash never leaves a truncated file under a final name. In place:
       // nothing refers to the name until a commit, made after every file is durable.

@@ -58,8 +58,10 @@ FileSetLayout LayoutForSizes(int64_t sample_bytes, int64_t rows, int64_t row_gro
 // ids `ids` (one per item): row groups are encoded on `threads` threads (0 = one per core) while
 // this thread appends them in order, at most threads + 1 row groups in memory. Every file's footer
 // carries sources.metadata. Files are written as "<name>.inprogress" and renamed when complete
-// (finished on a small pool of threads, so that many small files sync in parallel); on error every
-// file of this call is deleted. The result is in file order.
+// (finished on a small pool of threads, so that many small files sync in parallel), or in place
+// (layout.write_in_place); files of one row group written in place on a local disk are each encoded,
+// written and closed whole by one of the `threads` threads, a run of up to 16 files per task. On
+// error every file of this call is deleted. The result is in file order.
 Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& sources, const std::vector<int64_t>& items,
                                                  const std::vector<int64_t>& ids, const FileSetLayout& layout,
                                                  const WriterOptions& options, size_t threads, ProgressBar* progress);

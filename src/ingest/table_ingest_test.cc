@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -236,6 +237,39 @@ TEST_F(IngestTest, RowsPerFileOneWritesAFilePerSource) {
   EXPECT_EQ(r->files_added, 7);
   EXPECT_EQ(DataFilesOnDisk(), 7u);
   EXPECT_EQ(Rows().size(), 7u);
+}
+
+TEST_F(IngestTest, OneRowFilesInRunsKeepEveryIdWithItsSource) {
+  // 300 one-row files on one thread: runs of 4 whole files per task (files / (threads * 64)).
+  AddSources(0, 300);
+  auto o = Options();
+  o.rows_per_file = 1;
+  o.threads = 1;
+  auto r = IngestSources(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->files_added, 300);
+  EXPECT_EQ(DataFilesOnDisk(), 300u);
+  auto rows = Rows();
+  ASSERT_EQ(rows.size(), 300u);
+  for (int64_t i = 0; i < 300; ++i) {
+    EXPECT_EQ(rows[static_cast<size_t>(i)], std::make_pair(i, fmt::format("s_{:03d}.npy", i)));
+  }
+}
+
+TEST_F(IngestTest, OneRowFileFailingMidRunLeavesNoFileAndNoVersion) {
+  // Source 151 has another shape: its row fails when it is encoded, the last of a run of 4 (148-151)
+  // whose first three files are written by then, while later runs are queued.
+  AddSources(0, 151);
+  AddSources(151, 1, {2, 32});
+  AddSources(152, 148);
+  auto o = Options();
+  o.rows_per_file = 1;
+  o.threads = 1;
+  auto r = IngestSources(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("s_151.npy"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(DataFilesOnDisk(), 0u);
+  EXPECT_FALSE(fsys::exists(table_ + "/_delta_log/00000000000000000000.json"));
 }
 
 // The codec of every column chunk of every live data file: column name -> codecs seen.
