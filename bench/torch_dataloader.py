@@ -112,7 +112,8 @@ def main():
         "batches": batches,
         "wall_s": round(wall_s, 6),
         "samples_per_s": round(samples / wall_s, 1),
-        "mb_per_s": round(payload_bytes / wall_s / 1e6, 1),
+        # 6 places: small samples read slowly are kilobytes a second, which one place rounds to 0.
+        "mb_per_s": round(payload_bytes / wall_s / 1e6, 6),
         "wait_share": round(wait_s / wall_s, 4),
         "utilisation": round(compute_s / wall_s, 4),
         "compute_ms": a.compute_ms,
