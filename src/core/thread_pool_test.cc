@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "stoke/status.h"
 
@@ -36,6 +38,56 @@ TEST(ThreadPool, DestructorRunsQueuedTasks) {
     for (int i = 0; i < 50; ++i) pool.Submit([&] { ran++; });
   }
   EXPECT_EQ(ran.load(), 50);
+}
+
+TEST(OrderedTasks, HandsResultsBackInIndexOrderWithinTheWindow) {
+  ThreadPool pool(4);
+  std::atomic<size_t> started{0};
+  constexpr size_t kWindow = 3;
+  OrderedTasks<size_t> tasks(pool, 200, kWindow, [&](size_t i) {
+    started++;
+    // Later indices finish first now and then: the order must not come from timing.
+    if (i % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    return i * 10;
+  });
+  size_t taken = 0;
+  while (tasks.HasNext()) {
+    EXPECT_EQ(tasks.Next(), taken * 10);
+    ++taken;
+    EXPECT_LE(started.load(), taken - 1 + kWindow) << "more than the window started before result " << taken - 1;
+  }
+  EXPECT_EQ(taken, 200u);
+  EXPECT_EQ(started.load(), 200u);
+}
+
+TEST(OrderedTasks, StopStartsNoMoreButHandsBackThoseStarted) {
+  ThreadPool pool(2);
+  std::atomic<size_t> started{0};
+  OrderedTasks<size_t> tasks(pool, 100, 5, [&](size_t i) {
+    started++;
+    return i;
+  });
+  for (size_t i = 0; i < 10; ++i) ASSERT_EQ(tasks.Next(), i);
+  tasks.Stop();
+  size_t next = 10;
+  while (tasks.HasNext()) EXPECT_EQ(tasks.Next(), next++);
+  // Next(9) had started 9..13; nothing after Stop.
+  EXPECT_EQ(next, 14u);
+  EXPECT_EQ(started.load(), 14u);
+}
+
+TEST(OrderedTasks, DestructorWaitsForStartedTasks) {
+  ThreadPool pool(2);
+  std::atomic<int> finished{0};
+  {
+    OrderedTasks<int> tasks(pool, 50, 4, [&](size_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      finished++;
+      return 0;
+    });
+    ASSERT_TRUE(tasks.HasNext());  // starts the first 4
+  }
+  EXPECT_EQ(finished.load(), 4);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <deque>
 #include <future>
+#include <optional>
 #include <set>
 
 #include "core/buffer_pool.h"
@@ -101,17 +102,10 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   };
 
   ThreadPool pool(threads);
-  const size_t window = pool.size() + 1;
-  std::vector<std::future<Result<EncodedRowGroup>>> pending(groups.size());
-  size_t submitted = 0;
-  auto submit_up_to = [&](size_t limit) {
-    for (; submitted < std::min(limit, groups.size()); ++submitted) {
-      auto task = std::make_shared<std::packaged_task<Result<EncodedRowGroup>()>>(
-          [&encode, g = groups[submitted]] { return encode(g); });
-      pending[submitted] = task->get_future();
-      pool.Submit([task] { (*task)(); });
-    }
-  };
+  const bool in_place = layout.write_in_place && layout.single_file.empty();
+  // Files of one row group each written in place on a local disk (a table of one sample per file)
+  // take write_whole_files below; everything else the loop over row groups at the end.
+  const bool whole_files = in_place && !fs.CreateIsAtomic() && per_file <= layout.rows_per_group;
 
   std::unique_ptr<ParquetFileWriter> writer;
   std::string final_path;
@@ -121,7 +115,8 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   // files wait to be finished (each holds at most its staging buffer).
   const size_t finish_threads = fs.CreateIsAtomic() ? 16 : 8;
   const size_t kMaxFinishing = 2 * finish_threads;
-  ThreadPool finish_pool(finish_threads);
+  std::optional<ThreadPool> finish_pool;  // only for the loop over row groups
+  if (!whole_files) finish_pool.emplace(finish_threads);
   struct Finishing {
     std::string tmp, final;
     std::future<Result<WrittenFile>> done;
@@ -145,7 +140,6 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
       cleanup.push_back(f.final);
     }
   };
-  const bool in_place = layout.write_in_place && layout.single_file.empty();
   WriterOptions file_options = options;
   if (in_place) file_options.sync_on_close = false;
   auto temporary_path = [&](const std::string& path) { return in_place ? path : InProgressPath(fs, path); };
@@ -178,18 +172,17 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
           return describe(*w, final_path);
         });
     finishing.push_back({temporary_path(final_path), final_path, task->get_future()});
-    finish_pool.Submit([task] { (*task)(); });
+    finish_pool->Submit([task] { (*task)(); });
     while (finishing.size() > kMaxFinishing || (!finishing.empty() && IsReady(finishing.front().done))) collect_oldest();
     return finish_status;
   };
 
-  // Files of one row group each written in place on a local disk (a table of one sample per file):
-  // each task encodes, writes and closes a run of whole files, so the files are created on every
-  // encoding thread (not all on this one, which creating them kept busy), and work changes threads
-  // once per run instead of three times per file. Elsewhere (object stores, where a file's Close is
-  // its upload, which wants many in flight; files of several row groups; renamed files) the row
-  // groups come back here in order and files are finished on the finishing threads.
-  const bool whole_files = in_place && !fs.CreateIsAtomic() && per_file <= layout.rows_per_group;
+  // Files of one row group each written in place on a local disk: each task encodes, writes and
+  // closes a run of whole files, so the files are created on every encoding thread (not all on this
+  // one, which creating them kept busy), and work changes threads once per run instead of three
+  // times per file. Elsewhere (object stores, where a file's Close is its upload, which wants many in
+  // flight; files of several row groups; renamed files) the row groups come back here in order and
+  // files are finished on the finishing threads.
   auto write_whole_files = [&]() -> Status {
     struct Run {
       std::vector<WrittenFile> files;  // written, in order (deleted by the caller on failure)
@@ -218,22 +211,19 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
       }
       return out;
     };
-    std::deque<std::future<Run>> in_flight;
+    // After a failure, the runs already started are still collected: their files are deleted.
+    OrderedTasks<Run> in_order(pool, runs, 2 * pool.size(), write_run);
     Status status;
-    for (size_t next = 0; next < runs || !in_flight.empty();) {
-      for (; status.ok() && next < runs && in_flight.size() < 2 * pool.size(); ++next) {
-        auto task = std::make_shared<std::packaged_task<Run()>>([&write_run, next] { return write_run(next); });
-        in_flight.push_back(task->get_future());
-        pool.Submit([task] { (*task)(); });
-      }
-      if (in_flight.empty()) break;
-      Run run = in_flight.front().get();
-      in_flight.pop_front();
+    while (in_order.HasNext()) {
+      Run run = in_order.Next();
       for (auto& f : run.files) {
         log_written(f);
         written.push_back(std::move(f));
       }
-      if (status.ok()) status = run.status;
+      if (status.ok() && !run.status.ok()) {
+        status = run.status;
+        in_order.Stop();
+      }
     }
     return status;
   };
@@ -241,9 +231,11 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   Status status;
   size_t current_file = SIZE_MAX;
   if (whole_files) status = write_whole_files();
+  // At most threads + 1 row groups encoded and not yet written (the one waited for included).
+  OrderedTasks<Result<EncodedRowGroup>> encoded(pool, whole_files ? 0 : groups.size(), pool.size() + 1,
+                                               [&encode, &groups](size_t i) { return encode(groups[i]); });
   for (size_t i = 0; !whole_files && i < groups.size() && status.ok(); ++i) {
-    submit_up_to(i + window);
-    Result<EncodedRowGroup> rg = pending[i].get();
+    Result<EncodedRowGroup> rg = encoded.Next();
     if (!rg.ok()) {
       status = rg.status();
       break;
@@ -267,10 +259,7 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
     status = writer->WriteRowGroup(std::move(*rg), &page_buffers);
   }
   if (status.ok()) status = finish_file();
-  // Tasks reference this frame: wait for every submitted one before returning.
-  for (size_t i = 0; i < submitted; ++i) {
-    if (pending[i].valid()) pending[i].wait();
-  }
+  encoded.Stop();  // after a failure: the encodes started are waited for when `encoded` goes
   while (!finishing.empty()) collect_oldest();
   if (status.ok()) status = finish_status;
   if (!status.ok()) {
