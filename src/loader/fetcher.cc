@@ -54,12 +54,10 @@ size_t DerivedMaxOpenFiles(int queue_depth) {
 int OpenFlags(bool direct) { return O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0); }
 }  // namespace
 
-// A file of the list. `path` is immutable; its descriptor is in Fetcher::descriptors_.
+// An object-store file of the list (local files have a Descriptor in Fetcher::descriptors_ instead):
+// opened by the first read's Start (no request when the size is known), then shared by every read
+// of the file. The producer thread's alone (the reads' completions do not touch it).
 struct Fetcher::File {
-  std::string path;
-  // Object-store files: opened by the first read's Start (no request when the size is known), then
-  // shared by every read of the file. The producer thread's alone (the reads' completions do not
-  // touch it).
   std::unique_ptr<RandomAccessFile> remote;
   bool open_tried = false;
   Status open_status;
@@ -294,7 +292,13 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
   std::thread reaper_;
 };
 
-Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::vector<std::string> paths, FetcherOptions o) {
+Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::vector<std::string> files, FetcherOptions o) {
+  return Open(std::make_shared<const std::vector<std::string>>(std::move(files)), std::move(o));
+}
+
+Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::shared_ptr<const std::vector<std::string>> files, FetcherOptions o) {
+  if (files == nullptr) files = std::make_shared<const std::vector<std::string>>();
+  const std::vector<std::string>& paths = *files;
   if (o.queue_depth < 1) return Status::InvalidArgument("FetcherOptions.queue_depth must be >= 1");
   if (o.max_bytes_in_flight < 1) return Status::InvalidArgument("FetcherOptions.max_bytes_in_flight must be >= 1");
   if (paths.size() >= kNoFile) {
@@ -316,11 +320,8 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::vector<std::string> paths, F
   auto first = paths.empty() ? Result<StorageUri>(StorageUri{}) : ParseStorageUri(paths[0]);
   const bool remote = first.ok() && first->scheme != StorageScheme::kLocal;
   if (remote && o.direct) o.direct = false;  // no page cache between us and an object store
-  std::vector<File> files(paths.size());
-  for (size_t i = 0; i < paths.size(); ++i) files[i].path = std::move(paths[i]);
   const size_t max_open = o.max_open_files > 0 ? o.max_open_files : DerivedMaxOpenFiles(o.queue_depth);
-  std::unique_ptr<Fetcher> f(new Fetcher(std::move(files), o, max_open));
-  f->remote_ = remote;
+  std::unique_ptr<Fetcher> f(new Fetcher(std::move(files), remote, o, max_open));
   if (o.direct && o.huge_page_buffers) f->huge_pages_ = HugePageBlocks::Create();
   if (remote) {
     f->backend_ = std::make_unique<StorageBackend>(f.get());
@@ -339,13 +340,16 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::vector<std::string> paths, F
   return f;
 }
 
-Fetcher::Fetcher(std::vector<File> files, FetcherOptions o, size_t max_open_files)
-    : files_(std::move(files)),
+Fetcher::Fetcher(std::shared_ptr<const std::vector<std::string>> paths, bool remote, FetcherOptions o,
+                 size_t max_open_files)
+    : paths_(std::move(paths)),
+      remote_(remote),
+      files_(remote ? paths_->size() : 0),
       options_(o),
       max_open_files_(max_open_files),
       pool_(static_cast<size_t>(o.queue_depth) * 2),
       slots_(static_cast<size_t>(o.queue_depth)),
-      descriptors_(files_.size()) {
+      descriptors_(remote ? 0 : paths_->size()) {
   free_slots_.reserve(slots_.size());
   prepared_.reserve(slots_.size());
   for (int i = o.queue_depth - 1; i >= 0; --i) free_slots_.push_back(i);
@@ -398,9 +402,9 @@ bool Fetcher::SubmitBlockedLocked(int64_t charge) const {
 }
 
 Status Fetcher::SubmitOne(const FetchRequest& r, PendingStarts* pending) {
-  if (r.file >= files_.size()) {
+  if (r.file >= paths_->size()) {
     return Status::InvalidArgument("fetch request names file " + std::to_string(r.file) + " but the fetcher has " +
-                                   std::to_string(files_.size()));
+                                   std::to_string(paths_->size()));
   }
   if (r.tail != nullptr && (options_.direct || remote_ || r.head_length > r.length)) {
     return Status::InvalidArgument(options_.direct ? "split fetch requests cannot be used with O_DIRECT"
@@ -470,7 +474,7 @@ Status Fetcher::SubmitOne(const FetchRequest& r, PendingStarts* pending) {
     s.buffer.Resize(s.buffered());
   } catch (const std::bad_alloc&) {
     CompleteSlot(i, OutOfMemoryError("a " + std::to_string(s.buffered()) + "-byte buffer for the read of " +
-                                     files_[r.file].path + " at offset " + std::to_string(r.offset)),
+                                     path(r.file) + " at offset " + std::to_string(r.offset)),
                  /*out_of_memory=*/true);
     return Status::OK();
   }
@@ -487,7 +491,7 @@ Result<const RandomAccessFile*> Fetcher::OpenRemoteFile(uint32_t f) {
   if (!file.open_tried) {
     file.open_tried = true;
     file.open_status = [&]() -> Status {
-      STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(file.path));
+      STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(path(f)));
       std::unique_ptr<RandomAccessFile> opened;
       if (f < options_.file_sizes.size()) {
         STOKE_ASSIGN_OR_RETURN(opened, where.storage->OpenForReadWithSize(where.path, options_.file_sizes[f]));
@@ -495,7 +499,7 @@ Result<const RandomAccessFile*> Fetcher::OpenRemoteFile(uint32_t f) {
         STOKE_ASSIGN_OR_RETURN(opened, where.storage->OpenForRead(where.path));
       }
       if (options_.cache != nullptr) {
-        std::string identity = file.path;
+        std::string identity = path(f);
         if (f < options_.file_versions.size()) identity += " " + options_.file_versions[f];
         opened = options_.cache->Wrap(std::move(opened), std::move(identity));
       }
@@ -538,7 +542,7 @@ Status Fetcher::PinFile(int i, PendingStarts* pending) {
   if (victim >= 0) ::close(victim);
   int fd, err;
   for (;;) {
-    fd = ::open(files_[f].path.c_str(), OpenFlags(options_.direct));
+    fd = ::open(path(f).c_str(), OpenFlags(options_.direct));
     err = errno;
     if (fd >= 0 || (err != EMFILE && err != ENFILE)) break;
     // The process ran out of descriptors (the rest of it holds more than max_open_files_ left it):
@@ -654,25 +658,25 @@ bool Fetcher::ShortDirectReadHitEnd(const Slot& s) const {
 }
 
 Status Fetcher::EndOfFileError(const Slot& s) const {
-  return Status::IOError("read past end of file " + files_[s.request.file].path + ": offset " +
+  return Status::IOError("read past end of file " + path(s.request.file) + ": offset " +
                          std::to_string(s.request.offset) + " length " + std::to_string(s.request.length) +
                          ", file ends at " + std::to_string(s.read_offset + s.done));
 }
 
 Status Fetcher::OpenError(uint32_t f, int err) const {
-  const std::string& path = files_[f].path;
-  if (options_.direct && err == EINVAL) return Status::Unsupported("O_DIRECT refused for " + path);
-  if (err == ENOENT) return Status::NotFound("cannot open " + path + ": " + std::strerror(err));
+  const std::string& name = path(f);
+  if (options_.direct && err == EINVAL) return Status::Unsupported("O_DIRECT refused for " + name);
+  if (err == ENOENT) return Status::NotFound("cannot open " + name + ": " + std::strerror(err));
   if (err == EMFILE || err == ENFILE) {
-    return Status::IOError("cannot open " + path + ": " + std::strerror(err) + " (the fetcher holds at most " +
+    return Status::IOError("cannot open " + name + ": " + std::strerror(err) + " (the fetcher holds at most " +
                                std::to_string(max_open_files_) + " files open; the process limit is ulimit -n)",
                            /*retryable=*/true);
   }
-  return Status::IOError("cannot open " + path + ": " + std::strerror(err));
+  return Status::IOError("cannot open " + name + ": " + std::strerror(err));
 }
 
 Status Fetcher::ReadError(const Slot& s, int err) const {
-  return Status::IOError("read of " + files_[s.request.file].path + " at offset " + std::to_string(s.request.offset) +
+  return Status::IOError("read of " + path(s.request.file) + " at offset " + std::to_string(s.request.offset) +
                              " length " + std::to_string(s.request.length) + " failed: " + std::strerror(err),
                          /*retryable=*/err == EINTR || err == EAGAIN);
 }

@@ -107,6 +107,9 @@ class Fetcher {
  public:
   // Opens no file (except the first one with O_DIRECT, to probe support). Errors opening a file arrive
   // in the FetchResult::status of the reads of that file (NotFound or IOError, naming the file).
+  // `files` may be shared with the caller (a table's sample index keeps the same list, which is tens
+  // of MB at hundreds of thousands of files).
+  static Result<std::unique_ptr<Fetcher>> Open(std::shared_ptr<const std::vector<std::string>> files, FetcherOptions o);
   static Result<std::unique_ptr<Fetcher>> Open(std::vector<std::string> files, FetcherOptions o);
   ~Fetcher();
   Fetcher(const Fetcher&) = delete;
@@ -157,7 +160,8 @@ class Fetcher {
   class StorageBackend;
   class UringBackend;
 
-  Fetcher(std::vector<File> files, FetcherOptions o, size_t max_open_files);
+  Fetcher(std::shared_ptr<const std::vector<std::string>> paths, bool remote, FetcherOptions o, size_t max_open_files);
+  const std::string& path(uint32_t file) const { return (*paths_)[file]; }
   // The reads a batch Submit has prepared but not yet started, and how many requests it accepted and
   // reported to its on_started. Producer thread only.
   struct PendingStarts {
@@ -214,7 +218,13 @@ class Fetcher {
 
   static constexpr uint32_t kNoFile = ~uint32_t{0};
 
-  std::vector<File> files_;  // what each file is; immutable, or set once (see File)
+  const std::shared_ptr<const std::vector<std::string>> paths_;  // the files, by FetchRequest::file
+  // True when the files are object-store URIs (az://, s3://, ...): reads go through Storage's
+  // RandomAccessFile::ReadAtAsync (ranged GETs with retries, on the HTTP client's event loop), and
+  // the descriptor LRU is not used (a remote file holds no descriptor). Split reads and O_DIRECT do
+  // not apply.
+  const bool remote_;
+  std::vector<File> files_;  // remote_: each file's opened state (see File); else empty
   const FetcherOptions options_;
   const size_t max_open_files_;
   BufferPool pool_;
@@ -235,7 +245,7 @@ class Fetcher {
   std::vector<FetchResult> done_ GUARDED_BY(mu_);
   size_t done_head_ GUARDED_BY(mu_) = 0;
   size_t done_count_ GUARDED_BY(mu_) = 0;
-  // The descriptor cache: per file its descriptor, pins and LRU links. open_count_ counts files open or
+  // The descriptor cache (local files; empty when remote_): per file its descriptor, pins and LRU links. open_count_ counts files open or
   // being opened by Submit; the LRU list links the open files that no read in flight uses (eviction
   // candidates), oldest first.
   std::vector<Descriptor> descriptors_ GUARDED_BY(mu_);
@@ -243,11 +253,6 @@ class Fetcher {
   uint32_t lru_head_ GUARDED_BY(mu_) = kNoFile;
   uint32_t lru_tail_ GUARDED_BY(mu_) = kNoFile;
 
-  // True when the files are object-store URIs (az://, s3://, ...): reads go through Storage's
-  // RandomAccessFile::ReadAtAsync (ranged GETs with retries, on the HTTP client's event loop), and
-  // the descriptor LRU is not used (a remote file holds no descriptor). Split reads and O_DIRECT do
-  // not apply.
-  bool remote_ = false;
   std::unique_ptr<Backend> backend_;  // last: destroyed first (the destructor also stops it explicitly)
 };
 

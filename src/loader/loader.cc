@@ -830,7 +830,7 @@ Status Loader::Impl::Open() {
   STOKE_RETURN_IF_ERROR(ReadScalars(view, scalar_cols, where));
   std::vector<std::string> file_versions;
   if (remote_ && !o_.cache_dir.empty() && !tensors_.empty()) {
-    file_versions = ReadCacheFileVersions(view, dir_, index_->file_paths());
+    file_versions = ReadCacheFileVersions(view, dir_, *index_->file_paths());
   }
   // Nothing below uses the log. A table of 650,000 files holds about 350 MB of add actions (paths,
   // statistics, slots): released here, with the heap's free pages, the fetcher's per-file state, the

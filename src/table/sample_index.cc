@@ -686,11 +686,13 @@ Result<SampleIndex> SampleIndex::FromBytes(std::unique_ptr<Mapping> bytes, const
   const uint64_t num_files = U32(b, kOffNumFiles), ncols = U32(b, kOffNumColumns);
   auto string_at = [&](uint64_t off, uint32_t len) { return CacheString(b, off, len); };
   s.files_ = b.data() + kHeaderSize;
-  s.file_paths_.reserve(num_files);
+  std::vector<std::string> paths;
+  paths.reserve(num_files);
   for (uint64_t i = 0; i < num_files; ++i) {
     const uint8_t* r = s.files_ + kFileRecordSize * i;
-    s.file_paths_.push_back(JoinPath(table_dir, string_at(LoadLE<uint64_t>(r + 24), LoadLE<uint32_t>(r + 32))));
+    paths.push_back(JoinPath(table_dir, string_at(LoadLE<uint64_t>(r + 24), LoadLE<uint32_t>(r + 32))));
   }
+  s.file_paths_ = std::make_shared<const std::vector<std::string>>(std::move(paths));
   const uint8_t* cols = b.data() + U64(b, kOffColumns);
   for (uint64_t c = 0; c < ncols; ++c) {
     const uint8_t* r = cols + kColumnRecordSize * c;

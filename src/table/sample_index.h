@@ -153,7 +153,7 @@ class SampleIndex {
   int64_t num_rows() const { return static_cast<int64_t>(num_rows_); }
   // The indexed columns, tensor and blob columns in schema order (partition columns left out).
   const std::vector<std::string>& tensor_columns() const { return tensor_columns_; }
-  size_t num_files() const { return file_paths_.size(); }
+  size_t num_files() const { return file_paths_->size(); }
   // REQUIRES: 0 <= row < num_rows(), tensor_column < tensor_columns().size().
   Location Find(int64_t row, size_t tensor_column) const;
   // Find for each of rows[0..n), into out[0..n): the same answers, with the memory of all n
@@ -161,8 +161,10 @@ class SampleIndex {
   // from a large index missed the cache one after another).
   void FindMany(const int64_t* rows, size_t n, size_t tensor_column, Location* out) const;
   // REQUIRES: file < num_files(). The data file's absolute path and size in bytes.
-  const std::string& FilePath(uint32_t file) const { return file_paths_[file]; }
-  const std::vector<std::string>& file_paths() const { return file_paths_; }
+  const std::string& FilePath(uint32_t file) const { return (*file_paths_)[file]; }
+  // Every data file's absolute path, by file index; shared, so a reader of the files can keep the
+  // list without a copy.
+  const std::shared_ptr<const std::vector<std::string>>& file_paths() const { return file_paths_; }
   uint64_t file_size(uint32_t file) const;
   // REQUIRES: file < num_files(). The file's rows are [file_first_row, + file_num_rows) of the table:
   // files tile the rows in snapshot order.
@@ -181,7 +183,7 @@ class SampleIndex {
   int64_t version_ = -1;
   uint64_t num_rows_ = 0;
   std::vector<std::string> tensor_columns_;
-  std::vector<std::string> file_paths_;  // absolute
+  std::shared_ptr<const std::vector<std::string>> file_paths_ = std::make_shared<const std::vector<std::string>>();
   const uint8_t* files_ = nullptr;       // views into bytes_
   const uint8_t* pages_ = nullptr;
   const uint8_t* rows_ = nullptr;
