@@ -59,7 +59,9 @@ struct IngestOptions {
   // `shard_count`, a contiguous range of the sorted source listing, and commits it concurrently with
   // the other shards through the log's optimistic concurrency (no coordinator). Ids are base + the
   // file's index in the whole listing, so they are unique, and dense over the run when the table held
-  // none of its files. Each shard resumes on its own. Needs mode kAppend.
+  // none of its files. Each shard resumes on its own, and writes its data files in a directory of its
+  // own, "shard-<index>-of-<count>" under the table root (or the partition's directory). Needs mode
+  // kAppend.
   int64_t shard_index = 0;
   int64_t shard_count = 1;                // default 1: no sharding
   size_t threads = 0;                     // default 0: one encoding thread per core

@@ -208,7 +208,8 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
     shard: (index, count) to ingest only shard `index` of `count`, a contiguous part of the sorted
       source listing, as `stoke ingest --shard index/count`: `count` processes (on any machines)
       ingest into one table concurrently with no coordinator, each resumable on its own; ids are
-      the samples' places in the sorted listing after the table's existing ids. Needs mode "append".
+      the samples' places in the sorted listing after the table's existing ids; each shard's data
+      files go in the table's directory `shard-<index>-of-<count>`. Needs mode "append".
 
     Returns the report: version (the version committed; when every source file is already in the
     table, the current one with files_added 0), source_files, skipped, rows, files_added,

@@ -352,7 +352,7 @@ def test_sharded_ingest_four_processes_one_killed_and_rerun(stoke, tmp_path):
     p = subprocess.Popen(stoke.argv(*args(1)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and p.poll() is None:
-        if len(list(Path(table).glob("part-*.parquet"))) >= 20:
+        if len(list(Path(table, "shard-1-of-4").glob("part-*.parquet"))) >= 20:
             break
         time.sleep(0.002)
     assert p.poll() is None, "shard 1 finished before it could be killed"
@@ -374,6 +374,10 @@ def test_sharded_ingest_four_processes_one_killed_and_rerun(stoke, tmp_path):
     hist = stoke.history(table)
     shards = sorted(params(h)["shard"] for h in hist if "shard" in params(h))
     assert shards == ["0/4", "1/4", "2/4", "3/4"], hist
+    # Each shard created its files in a directory of its own (no shared directory lock).
+    assert sorted(p.name for p in Path(table).iterdir() if p.name.startswith("shard-")) == [
+        f"shard-{i}-of-4" for i in range(4)]
+    assert list(Path(table).glob("part-*.parquet")) == []
 
     # Re-running any shard finds nothing to do.
     r = stoke(*args(2))

@@ -185,7 +185,7 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
   ingest->add_option("--shard", shard,
                      "INDEX/COUNT: ingest only shard INDEX (0-based) of COUNT, a contiguous part of the sorted source "
                      "listing; COUNT processes (on any machines) ingest into one table concurrently, each resumable "
-                     "on its own")
+                     "on its own, each writing its data files in the table's directory shard-INDEX-of-COUNT")
       ->check([](const std::string& v) -> std::string {
         long long i = 0, n = 0;
         char extra = 0;

@@ -221,6 +221,12 @@ std::string PartitionDirectory(const std::string& column, const std::string& val
   return escape(column) + "=" + escape(value);
 }
 
+// A data file's directory under the table root: the partition's, then the shard's ("" for the root).
+std::string DataFileDirectory(const std::string& partition_dir, const std::string& shard_subdir) {
+  if (partition_dir.empty()) return shard_subdir;
+  return shard_subdir.empty() ? partition_dir : partition_dir + "/" + shard_subdir;
+}
+
 // Writes the sample index of `version` (what a loader opening it would build) from the pages of
 // the files this process wrote and an older cached index, so that the first load reads no footer:
 // at 650,000 files reading them took 20 s or more. Skipped when some other file's footer would have
@@ -246,6 +252,13 @@ void WriteSampleIndex(const std::string& table, int64_t version, const delta::Sn
 struct ShardPlan {
   bool sharded = false;
   std::string run;                      // ShardRunId when sharded, else ""
+  // Where the shard's data files go, under the table root or the partition's directory:
+  // "shard-<index>-of-<count>" when sharded, else "" (the directory itself). Shards that created
+  // their files in one directory queued on that directory's lock (ext4's waiters spin on the CPU,
+  // and parallel file systems serialise creations in one directory across clients): four shards of
+  // 100,000 one-row files on 2 cores, alternated, took 10.4-15.8 s and 18-27 CPU-seconds in their
+  // own directories against 14.3-21.8 s and 25-41 CPU-seconds in one.
+  std::string subdir;
   size_t begin = 0, end = 0;            // the source files [begin, end) of the sorted listing
   std::span<const DirEntry> candidates;  // those files (sorted by name), in the plan's listing
 };
@@ -255,6 +268,7 @@ ShardPlan PlanShard(const IngestOptions& o, const SourceSet& planned) {
   ShardPlan shard;
   shard.sharded = o.shard_count > 1;
   shard.run = shard.sharded ? ShardRunId(o, planned) : "";
+  shard.subdir = shard.sharded ? fmt::format("shard-{}-of-{}", o.shard_index, o.shard_count) : "";
   std::tie(shard.begin, shard.end) = ShardRange(planned.files.size(), o.shard_index, o.shard_count);
   shard.candidates = std::span<const DirEntry>(planned.files).subspan(shard.begin, shard.end - shard.begin);
   return shard;
@@ -436,7 +450,7 @@ AfterCommit KeepForAfterCommit(DataFiles&& files) {
 // written are deleted.
 Result<DataFiles> WriteDataFiles(Storage& fs, const std::string& table_dir, const IngestOptions& o, const SourceSet& sources,
                                  const PartitionColumn& partition, const std::map<std::string, Partition>& partitions,
-                                 const WriterOptions& wopts) {
+                                 const std::string& shard_subdir, const WriterOptions& wopts) {
   size_t num_rows = 0;
   for (const auto& [value, part] : partitions) num_rows += part.rows.size();
   FileSetLayout layout = LayoutForSizes(sources.sample_bytes, static_cast<int64_t>(num_rows), o.row_group_bytes,
@@ -465,7 +479,7 @@ Result<DataFiles> WriteDataFiles(Storage& fs, const std::string& table_dir, cons
     FileSetLayout l = layout;
     l.storage = &fs;
     l.write_in_place = true;  // data files are found only through the commit
-    l.dir = part.dir.empty() ? table_dir : JoinPath(table_dir, part.dir);
+    l.dir = JoinPath(table_dir, DataFileDirectory(part.dir, shard_subdir));
     l.index_root = table_dir;
     l.index_columns = out.index_columns;
     auto files = WriteSourceRows(file_sources, part.rows, part.ids, l, wopts, o.threads, &bar);
@@ -522,9 +536,9 @@ std::vector<delta::Action> WriteActions(const IngestOptions& o, const SourceSet&
     WrittenFile& w = written[i];
     const Partition* part = partition_of[i];
     delta::AddFile a;
-    std::string rel = std::filesystem::path(w.path).filename().string();
-    if (!part->dir.empty()) rel = part->dir + "/" + rel;
-    a.path = delta::EncodePath(rel);
+    const std::string dir = DataFileDirectory(part->dir, shard.subdir);
+    const std::string name = std::filesystem::path(w.path).filename().string();
+    a.path = delta::EncodePath(dir.empty() ? name : dir + "/" + name);
     if (partition.label) a.partition_values[partition.name] = part->value;
     a.size = static_cast<int64_t>(w.bytes);
     a.modification_time = w.modification_time_ms;
@@ -601,7 +615,7 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, SourceSet& planned, c
   std::map<std::string, Partition> partitions = GroupByPartition(sources, rows, partition, table.max_id, shard.sharded);
   DataFiles files;
   {
-    auto written = WriteDataFiles(fs, where.path, o, sources, partition, partitions, wopts);
+    auto written = WriteDataFiles(fs, where.path, o, sources, partition, partitions, shard.subdir, wopts);
     planned.ReleaseItems();
     if (table.merged) table.merged->ReleaseItems();
     std::vector<int64_t>().swap(rows);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -413,6 +414,51 @@ TEST_F(IngestTest, PartitionsByALabelColumnAndKeepsPartitionsThroughOptimize) {
   ASSERT_TRUE(QueryTable(q, count).ok());
   EXPECT_EQ(count.str(), "8\n");
   EXPECT_EQ(Rows().size(), 16u);
+}
+
+TEST_F(IngestTest, ShardsWriteTheirFilesInTheirOwnDirectoryUnderEachPartition) {
+  AddSources(0, 12);  // label = i % 2
+  auto o = Options();
+  o.partition_by = "label";
+  o.rows_per_file = 1;
+  o.shard_count = 2;
+  for (int64_t shard : {1, 0}) {
+    o.shard_index = shard;
+    auto r = IngestSources(o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->files_added, 6);
+  }
+  delta::DeltaLog log(LocalStorage(), table_);
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  ASSERT_EQ(snap->files.size(), 12u);
+  std::map<std::string, int> per_directory;
+  for (const auto& f : snap->files) {
+    const std::string path = *delta::DecodePath(f.path);
+    ++per_directory[path.substr(0, path.rfind('/'))];
+    EXPECT_TRUE(fsys::is_regular_file(table_ + "/" + path)) << path;
+  }
+  // Sources 0-5 are shard 0's, 6-11 shard 1's; each has three of either label.
+  EXPECT_EQ(per_directory, (std::map<std::string, int>{{"label=0/shard-0-of-2", 3}, {"label=0/shard-1-of-2", 3},
+                                                        {"label=1/shard-0-of-2", 3}, {"label=1/shard-1-of-2", 3}}));
+  std::vector<std::pair<int64_t, std::string>> expected;
+  for (int i = 0; i < 12; ++i) expected.push_back({i, fmt::format("s_{:03}.npy", i)});
+  EXPECT_EQ(Rows(), expected);
+  // The table compacts and vacuums like any other: files in the shards' directories are found.
+  OptimizeOptions opt;
+  opt.table_dir = table_;
+  opt.progress = false;
+  auto optimized = OptimizeTable(opt);
+  ASSERT_TRUE(optimized.ok()) << optimized.status().ToString();
+  EXPECT_EQ(optimized->files_after, 2);
+  VacuumOptions vac;
+  vac.table_dir = table_;
+  vac.retain_hours = 0;
+  vac.progress = false;
+  auto vacuumed = VacuumTable(vac);
+  ASSERT_TRUE(vacuumed.ok()) << vacuumed.status().ToString();
+  EXPECT_EQ(vacuumed->files.size(), 12u);
+  EXPECT_EQ(Rows(), expected);
 }
 
 }  // namespace
