@@ -1,7 +1,7 @@
 // Cross-tool tests of the tables stoke ingests from images and HDF5 files: DuckDB reads the files of
 // the current version, the md5 of every `image` cell equals the md5 of its source file, and the
 // scalar columns of an HDF5-derived table (datasets along axis 0, root attributes) hold what the
-// files hold.
+// files hold. Also a sharded, partitioned table, whose data files lie in per-shard directories.
 //
 //   cd tests/interop && npm ci && node --test        (or: node --test tests/interop/)
 //
@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { md5, queryRows, runStoke, sqlList } from './support.mjs';
+import { md5, npyPayload, queryRows, runStoke, sqlList, sqlStr } from './support.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..', '..');
@@ -155,4 +155,40 @@ describe('DuckDB reads an HDF5-derived table', () => {
       assert.equal(num(s.n), 3);
       assert.equal(num(s.s), [0, 1, 2].reduce((a, f) => a + Array.from({ length: 5 + f }, (_, i) => 10 * f + i).reduce((x, y) => x + y, 0), 0));
     });
+});
+
+describe('DuckDB reads a sharded, partitioned table', () => {
+  test('files in <partition>/shard-<i>-of-<N>/: through the log and through a recursive glob', async () => {
+    const src = path.join(TMP, 'vols');
+    const table = path.join(TMP, 'sharded');
+    stoke(['synth', 'volumes', '--samples', 24, '--shape', '4,4,2', '--channels', 1, '--out', src, '--seed', 3]);
+    for (let i = 0; i < 3; i++) {
+      stoke(['ingest', src, '--labels', path.join(src, 'labels.csv'), '--table', table, '--partition-by', 'label',
+        '--rows-per-file', 2, '--tensor-column', 'volume', '--shard', `${i}/3`]);
+    }
+    const live = liveFiles(table);
+    assert.ok(live.length >= 12, `${live.length} files for 24 rows of at most 2 per file`);
+    const shards = new Set();
+    for (const f of live) {
+      const m = path.relative(table, f).match(/^label=\d+\/(shard-[0-2]-of-3)\/part-[^/]+\.parquet$/);
+      assert.ok(m, f);
+      shards.add(m[1]);
+    }
+    assert.deepEqual([...shards].sort(), ['shard-0-of-3', 'shard-1-of-3', 'shard-2-of-3']);
+    const names = fs.readdirSync(src).filter((n) => n.endsWith('.npy')).sort();
+    assert.equal(names.length, 24);
+    const want = new Map(names.map((n) => [n, md5(npyPayload(fs.readFileSync(path.join(src, n))))]));
+    const check = async (from, what) => {
+      const got = await rows(`SELECT id, file, md5(volume) AS m FROM ${from} ORDER BY id`);
+      assert.equal(got.length, 24, what);
+      for (const [i, r] of got.entries()) {
+        assert.equal(num(r.id), i, `${what}: ids follow the sorted listing`);
+        assert.equal(r.file, names[i], what);
+        assert.equal(r.m, want.get(r.file), `${what}: ${r.file}`);
+      }
+    };
+    await check(`read_parquet(${sqlList(live)})`, 'the files the log names');
+    await check(`read_parquet(${sqlStr(path.join(table, '**', '*.parquet'))}, hive_partitioning = true)`,
+      'a recursive glob');
+  });
 });
