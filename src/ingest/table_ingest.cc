@@ -32,6 +32,7 @@
 #include "table/add_stats.h"
 #include "table/delta_log.h"
 #include "table/sample_index.h"
+#include "table/scan.h"
 
 namespace stoke {
 namespace {
@@ -268,7 +269,7 @@ ShardPlan PlanShard(const IngestOptions& o, const SourceSet& planned) {
   ShardPlan shard;
   shard.sharded = o.shard_count > 1;
   shard.run = shard.sharded ? ShardRunId(o, planned) : "";
-  shard.subdir = shard.sharded ? fmt::format("shard-{}-of-{}", o.shard_index, o.shard_count) : "";
+  shard.subdir = shard.sharded ? ShardDirectoryName(o.shard_index, o.shard_count) : "";
   std::tie(shard.begin, shard.end) = ShardRange(planned.files.size(), o.shard_index, o.shard_count);
   shard.candidates = std::span<const DirEntry>(planned.files).subspan(shard.begin, shard.end - shard.begin);
   return shard;

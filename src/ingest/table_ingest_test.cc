@@ -451,6 +451,13 @@ TEST_F(IngestTest, ShardsWriteTheirFilesInTheirOwnDirectoryUnderEachPartition) {
   auto optimized = OptimizeTable(opt);
   ASSERT_TRUE(optimized.ok()) << optimized.status().ToString();
   EXPECT_EQ(optimized->files_after, 2);
+  // A compacted file merges shards: it goes in its partition's directory, not in a shard's.
+  auto compacted = log.ReadSnapshot();
+  ASSERT_TRUE(compacted.ok());
+  for (const auto& f : compacted->files) {
+    const std::string path = *delta::DecodePath(f.path);
+    EXPECT_EQ(path.substr(0, path.rfind('/')), "label=" + *f.partition_values.at("label")) << path;
+  }
   VacuumOptions vac;
   vac.table_dir = table_;
   vac.retain_hours = 0;

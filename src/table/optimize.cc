@@ -55,10 +55,13 @@ struct WrittenBin {
   parquet::FileMetaData footer;
 };
 
-// A fresh data file name where `input` lies: the table root or its partition directory.
+// A fresh data file name where `input` lies: the table root or its partition directory. A bin
+// merges the files of several shards, so a shard's directory (sharded ingest) is left out.
 std::string NewDataFilePath(const TableView& t, const delta::AddFile& input) {
   auto rel = delta::DecodePath(input.path);
-  std::string dir = rel.ok() ? std::filesystem::path(*rel).parent_path().string() : "";
+  std::filesystem::path parent = rel.ok() ? std::filesystem::path(*rel).parent_path() : std::filesystem::path();
+  if (IsShardDirectoryName(parent.filename().string())) parent = parent.parent_path();
+  const std::string dir = parent.string();
   return JoinPath(dir.empty() ? t.dir : JoinPath(t.dir, dir), fmt::format("part-00000-{}.parquet", RandomUuid()));
 }
 

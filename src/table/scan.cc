@@ -126,6 +126,23 @@ std::vector<ColumnSpec> TableView::FileColumns() const {
   return out;
 }
 
+std::string ShardDirectoryName(int64_t index, int64_t count) { return fmt::format("shard-{}-of-{}", index, count); }
+
+bool IsShardDirectoryName(std::string_view name) {
+  // shard-<digits>-of-<digits>
+  auto digits = [&name](size_t from, size_t* end) {
+    size_t i = from;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9') ++i;
+    *end = i;
+    return i > from;
+  };
+  constexpr std::string_view kPrefix = "shard-", kMiddle = "-of-";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return false;
+  size_t end = 0;
+  if (!digits(kPrefix.size(), &end) || name.substr(end, kMiddle.size()) != kMiddle) return false;
+  return digits(end + kMiddle.size(), &end) && end == name.size();
+}
+
 std::string TableView::FilePath(const delta::AddFile& add) const {
   auto rel = delta::DecodePath(add.path);
   return JoinPath(dir, rel.ok() ? *rel : add.path);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "format/parquet_reader.h"
@@ -25,6 +26,12 @@ struct TableView {
   // The columns stored in the data files (all but the partition columns).
   std::vector<ColumnSpec> FileColumns() const;
 };
+
+// The directory a shard of a sharded ingest writes its data files in, under the table root or the
+// partition's directory: "shard-<index>-of-<count>".
+std::string ShardDirectoryName(int64_t index, int64_t count);
+// Whether `name` (one path component) is such a directory.
+bool IsShardDirectoryName(std::string_view name);
 
 // A partition value (add.partitionValues holds text) as a value of the column's type; nullopt for a
 // null partition or text that does not parse as the type.

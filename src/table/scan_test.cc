@@ -7,6 +7,16 @@
 namespace stoke {
 namespace {
 
+TEST(Scan, ShardDirectoryNamesReadBackAndNothingElseIsOne) {
+  EXPECT_EQ(ShardDirectoryName(3, 16), "shard-3-of-16");
+  EXPECT_TRUE(IsShardDirectoryName(ShardDirectoryName(0, 4)));
+  EXPECT_TRUE(IsShardDirectoryName("shard-12-of-128"));
+  for (std::string_view other : {"", "shard-", "shard-1", "shard-1-of-", "shard--of-4", "shard-a-of-4", "shard-1-of-4x",
+                                 "xshard-1-of-4", "label=1", "shard-1-of-4/", "Shard-1-of-4"}) {
+    EXPECT_FALSE(IsShardDirectoryName(other)) << other;
+  }
+}
+
 TEST(Scan, FileStatsReadDeltaStatisticsByColumnType) {
   auto cols = testing_support::TestColumns();
   delta::AddFile add;
