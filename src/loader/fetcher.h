@@ -245,9 +245,9 @@ class Fetcher {
   std::vector<FetchResult> done_ GUARDED_BY(mu_);
   size_t done_head_ GUARDED_BY(mu_) = 0;
   size_t done_count_ GUARDED_BY(mu_) = 0;
-  // The descriptor cache (local files; empty when remote_): per file its descriptor, pins and LRU links. open_count_ counts files open or
-  // being opened by Submit; the LRU list links the open files that no read in flight uses (eviction
-  // candidates), oldest first.
+  // The descriptor cache (local files; empty when remote_): per file its descriptor, pins and LRU
+  // links. open_count_ counts files open or being opened by Submit; the LRU list links the open files
+  // that no read in flight uses (eviction candidates), oldest first.
   std::vector<Descriptor> descriptors_ GUARDED_BY(mu_);
   size_t open_count_ GUARDED_BY(mu_) = 0;
   uint32_t lru_head_ GUARDED_BY(mu_) = kNoFile;

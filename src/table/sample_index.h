@@ -153,7 +153,7 @@ class SampleIndex {
   int64_t num_rows() const { return static_cast<int64_t>(num_rows_); }
   // The indexed columns, tensor and blob columns in schema order (partition columns left out).
   const std::vector<std::string>& tensor_columns() const { return tensor_columns_; }
-  size_t num_files() const { return file_paths_->size(); }
+  size_t num_files() const { return file_paths_ != nullptr ? file_paths_->size() : 0; }  // 0 when moved from
   // REQUIRES: 0 <= row < num_rows(), tensor_column < tensor_columns().size().
   Location Find(int64_t row, size_t tensor_column) const;
   // Find for each of rows[0..n), into out[0..n): the same answers, with the memory of all n
