@@ -255,10 +255,10 @@ struct ShardPlan {
   std::string run;                      // ShardRunId when sharded, else ""
   // Where the shard's data files go, under the table root or the partition's directory:
   // "shard-<index>-of-<count>" when sharded, else "" (the directory itself). Shards that created
-  // their files in one directory queued on that directory's lock (ext4's waiters spin on the CPU,
-  // and parallel file systems serialise creations in one directory across clients): four shards of
-  // 100,000 one-row files on 2 cores, alternated, took 10.4-15.8 s and 18-27 CPU-seconds in their
-  // own directories against 14.3-21.8 s and 25-41 CPU-seconds in one.
+  // their files in one directory queued on that directory's lock (the kernel's waiters spin while
+  // its holder runs, and parallel file systems serialise creations in one directory across
+  // clients): four shards of 100,000 one-row files on 2 cores, alternated, took 10.4-15.8 s and
+  // 18-27 CPU-seconds in their own directories against 14.3-21.8 s and 25-41 CPU-seconds in one.
   std::string subdir;
   size_t begin = 0, end = 0;            // the source files [begin, end) of the sorted listing
   std::span<const DirEntry> candidates;  // those files (sorted by name), in the plan's listing
