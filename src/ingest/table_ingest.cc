@@ -222,12 +222,6 @@ std::string PartitionDirectory(const std::string& column, const std::string& val
   return escape(column) + "=" + escape(value);
 }
 
-// A data file's directory under the table root: the partition's, then the shard's ("" for the root).
-std::string DataFileDirectory(const std::string& partition_dir, const std::string& shard_subdir) {
-  if (partition_dir.empty()) return shard_subdir;
-  return shard_subdir.empty() ? partition_dir : partition_dir + "/" + shard_subdir;
-}
-
 // Writes the sample index of `version` (what a loader opening it would build) from the pages of
 // the files this process wrote and an older cached index, so that the first load reads no footer:
 // at 650,000 files reading them took 20 s or more. Skipped when some other file's footer would have
@@ -480,7 +474,7 @@ Result<DataFiles> WriteDataFiles(Storage& fs, const std::string& table_dir, cons
     FileSetLayout l = layout;
     l.storage = &fs;
     l.write_in_place = true;  // data files are found only through the commit
-    l.dir = JoinPath(table_dir, DataFileDirectory(part.dir, shard_subdir));
+    l.dir = JoinPath(JoinPath(table_dir, part.dir), shard_subdir);  // JoinPath skips an empty part
     l.index_root = table_dir;
     l.index_columns = out.index_columns;
     auto files = WriteSourceRows(file_sources, part.rows, part.ids, l, wopts, o.threads, &bar);
@@ -537,9 +531,8 @@ std::vector<delta::Action> WriteActions(const IngestOptions& o, const SourceSet&
     WrittenFile& w = written[i];
     const Partition* part = partition_of[i];
     delta::AddFile a;
-    const std::string dir = DataFileDirectory(part->dir, shard.subdir);
     const std::string name = std::filesystem::path(w.path).filename().string();
-    a.path = delta::EncodePath(dir.empty() ? name : dir + "/" + name);
+    a.path = delta::EncodePath(JoinPath(JoinPath(part->dir, shard.subdir), name));
     if (partition.label) a.partition_values[partition.name] = part->value;
     a.size = static_cast<int64_t>(w.bytes);
     a.modification_time = w.modification_time_ms;
