@@ -294,6 +294,10 @@ class Batch {
   std::unique_ptr<Impl> impl_;
 };
 
+// True when this stoke was built with the CUDA runtime (STOKE_WITH_CUDA): batch buffers are then
+// page-locked (LoaderOptions::pin_memory, Batch::pinned) whenever the runtime reports a device.
+bool BuiltWithCuda();
+
 // What a loader has done since it was opened (Loader::stats).
 struct LoaderStats {
   int64_t batches = 0;                // batches delivered

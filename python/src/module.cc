@@ -675,6 +675,8 @@ PYBIND11_MODULE(_stoke, m) {
     m.attr("NotFoundError") = py::handle(g_not_found_error);
   }
 
+  m.def("built_with_cuda", &stoke::BuiltWithCuda,
+        "True when stoke was built with the CUDA runtime: batch buffers are page-locked when a device is present.");
   m.def("is_table", &stoke::IsTableDirectory, py::arg("path"), "True when `path` is a directory holding a Delta log.");
 
   m.def("ingest", &Ingest, py::arg("source_dir"), py::arg("table_dir"), py::kw_only(), py::arg("labels") = "",

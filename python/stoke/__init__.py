@@ -45,10 +45,17 @@ __all__ = [
     "Table", "open_table", "ingest", "synth_volumes", "synth_images", "Loader", "NotFoundError",
     "Transform", "Cast", "Normalize", "RandomFlip", "RandomRot90", "RandomCrop", "CenterCrop",
     "ChannelsFirst", "ChannelsLast", "RandomResizedCrop", "Resize", "RandomHorizontalFlip", "ColorJitter",
-    "ToTensor", "transform_image", "image_transform_choices",
+    "ToTensor", "transform_image", "image_transform_choices", "built_with_cuda",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def built_with_cuda() -> bool:
+    """True when this stoke was built with the CUDA runtime. Its batch buffers are then page-locked
+    (pinned) host memory whenever a CUDA device is present, so Loader(device="cuda") copies them to
+    the GPU asynchronously; otherwise they are ordinary memory and torch copies synchronously."""
+    return _stoke.built_with_cuda()
 
 
 # ---------------------------------------------------------------------------
@@ -625,14 +632,13 @@ class Loader:
 
     def _batches(self) -> Iterator[Batch]:
         cuda = self.to == "torch" and self.device != "cpu"
-        copy_done = None  # CUDA event after the previous batch's host-to-device copies
+        # With device="cuda": the raw batch (whose arrays hold its pinned host buffer) of each copy
+        # that may still run, with the CUDA event recorded after it. A buffer goes back to the loader
+        # only after its copy finished; the wait for the previous batch's copy comes after the next
+        # batch was taken, so that copy runs while the loader delivers the next one.
+        in_flight: List[Tuple[Dict[str, Any], Any]] = []
         try:
             while True:
-                if copy_done is not None:
-                    # The pinned host buffer of the previous batch may be reused by the loader once its
-                    # arrays are gone: let the asynchronous copy out of it finish first.
-                    copy_done.synchronize()
-                    copy_done = None
                 raw = self._loader.next()
                 if raw is None:
                     return
@@ -641,11 +647,15 @@ class Loader:
                     continue
                 batch = self._to_torch(raw)
                 if cuda:
-                    batch, copy_done = self._to_device(batch)
+                    batch, done = self._to_device(batch)
+                    for _, earlier in in_flight:
+                        earlier.synchronize()
+                    in_flight = [(raw, done)]
+                raw = None
                 yield batch
         finally:
-            if copy_done is not None:
-                copy_done.synchronize()
+            for _, done in in_flight:
+                done.synchronize()
 
     def next_batch(self) -> Optional[Batch]:
         """The next batch of the current position without starting a new epoch, or None at
@@ -678,10 +688,13 @@ class Loader:
 
     def _to_device(self, batch: Batch) -> Tuple[Batch, Any]:
         torch = self._torch
-        out = {k: (v.to(self.device, non_blocking=True) if isinstance(v, torch.Tensor) else v)
+        device = torch.device(self.device)
+        out = {k: (v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v)
                for k, v in batch.items()}
+        # The copies run on the target device's current stream (not the current device's, when
+        # device names another GPU): the event that says they are done is recorded there.
         done = torch.cuda.Event()
-        done.record()
+        done.record(torch.cuda.current_stream(device))
         return out, done
 
     def __len__(self) -> int:
