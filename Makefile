@@ -74,6 +74,7 @@ bench: build
 	@node bench/foreign_file.mjs $(BUILD)/stoke
 	@bash bench/python_overhead.sh $(BUILD)/stoke
 	@bash bench/train_volumes.sh $(BUILD)/stoke
+	@bash bench/gpu_feed.sh $(BUILD)/stoke
 	@bash bench/images.sh $(BUILD)/stoke
 	@# The published experiments at their default scale (docs/experiments.md), reports in $(BUILD)/experiments:
 	@# deepiq about 10 min, shuffle about 16-19 min, batch about 12 min on 2 cores.

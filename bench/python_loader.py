@@ -11,7 +11,10 @@ buffer; to="numpy": numpy arrays) and dropped before the next. Prints samples/s 
 
     PYTHONPATH=build/python /usr/bin/python3 bench/python_loader.py TABLE [--to torch|numpy]
         [--batches N | --epochs E] [--warmup-batches K] [--batch-size B] [--where PRED]
-        [--threads T] [--json]
+        [--threads T] [--device cpu|cuda] [--json]
+
+--device cuda: the loader copies each batch to the GPU (asynchronously from its pinned buffers);
+the clock stops after a final torch.cuda.synchronize().
 """
 
 import argparse
@@ -32,12 +35,16 @@ def main():
     ap.add_argument("--warmup-batches", type=int, default=0)
     ap.add_argument("--where", default="")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--device", default="cpu", help="cpu (default), or cuda / cuda:N (needs --to torch)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    cuda = a.device != "cpu"
+    if cuda:
+        import torch
 
     t_open = time.perf_counter()
     loader = stoke.Loader(stoke.open_table(a.table, where=a.where), batch_size=a.batch_size, shuffle="global",
-                          seed=0, to=a.to, threads=a.threads, rank=0, world_size=1)
+                          seed=0, to=a.to, threads=a.threads, rank=0, world_size=1, device=a.device)
     open_s = time.perf_counter() - t_open
     warm_left, batches, samples, epoch = a.warmup_batches, 0, 0, 0
     t_start = time.perf_counter() if warm_left == 0 else None
@@ -61,11 +68,13 @@ def main():
         epoch += 1
         if not a.batches and epoch >= a.epochs:
             done = True
+    if cuda:
+        torch.cuda.synchronize()
     wall = time.perf_counter() - t_start if t_start is not None else 0.0
     stats = loader.stats()
     loader.close()
     mb = (stats["bytes_read"] - (bytes_at_start or 0)) / 1e6
-    out = {"tool": f"stoke-python-{a.to}", "samples": samples, "batches": batches, "wall_s": round(wall, 6),
+    out = {"tool": f"stoke-python-{a.to}" + ("-cuda" if cuda else ""), "samples": samples, "batches": batches, "wall_s": round(wall, 6),
            "samples_per_s": round(samples / wall, 3) if wall > 0 else 0.0,
            "mb_per_s": round(mb / wall, 3) if wall > 0 else 0.0, "open_s": round(open_s, 6),
            "batch_size": a.batch_size}

@@ -5,13 +5,16 @@ A map-style Dataset over the sorted .npy files of DIR: __getitem__ does np.load(
 (torch.from_numpy(array), label), the label joined from DIR/labels.csv (columns `file`, `label`).
 DataLoader(batch_size=B, shuffle=True, num_workers=W, drop_last=False) with a seeded generator
 (persistent workers when W > 0, as training scripts set). The consumer sleeps --compute-ms per batch
-to stand in for an accelerator.
+to stand in for an accelerator. With --device cuda the DataLoader pins its batches (pin_memory=True)
+and each batch is copied to the GPU with .to(device, non_blocking=True), as PyTorch's guides advise;
+the clock stops after a final torch.cuda.synchronize().
 
 Measured after --warmup-batches batches: wall time, the time blocked in next() (wait), samples/s,
 MB/s of payload (tensor bytes; the .npy headers are not counted), utilisation = compute / wall.
 
     /usr/bin/python3 bench/torch_dataloader.py DIR [--num-workers W] [--batch-size B]
-        [--batches N | --epochs E] [--compute-ms X] [--warmup-batches K] [--seed S] [--json]
+        [--batches N | --epochs E] [--compute-ms X] [--warmup-batches K] [--seed S]
+        [--device cpu|cuda] [--json]
 
 With --json prints one line: {"tool":"torch-dataloader-wW","samples":...,"batches":...,"wall_s":...,
 "samples_per_s":...,"mb_per_s":...,"wait_share":...,"utilisation":...,"compute_ms":...,
@@ -74,8 +77,11 @@ def main():
     ap.add_argument("--compute-ms", type=float, default=0.0, help="emulated compute: sleep per batch (default 0)")
     ap.add_argument("--warmup-batches", type=int, default=0, help="batches taken before timing starts (default 0)")
     ap.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
+    ap.add_argument("--device", default="cpu", help="cpu (default), or cuda / cuda:N: pinned batches copied there")
     ap.add_argument("--json", action="store_true", help="print one line of JSON")
     a = ap.parse_args()
+    device = torch.device(a.device)
+    cuda = device.type == "cuda"
     if a.num_workers < 0 or a.batch_size < 1 or a.batches < 0 or a.epochs < 1 or a.compute_ms < 0 or a.warmup_batches < 0:
         ap.error("counts must be positive (--num-workers, --batches, --warmup-batches and --compute-ms may be 0)")
 
@@ -83,7 +89,7 @@ def main():
     g = torch.Generator()
     g.manual_seed(a.seed)
     loader = DataLoader(ds, batch_size=a.batch_size, shuffle=True, num_workers=a.num_workers, drop_last=False,
-                        generator=g, persistent_workers=a.num_workers > 0)
+                        generator=g, persistent_workers=a.num_workers > 0, pin_memory=cuda)
     measured = a.batches if a.batches > 0 else a.epochs * len(loader)
 
     it = endless(loader)
@@ -95,6 +101,9 @@ def main():
     for _ in range(measured):
         t0 = time.perf_counter()
         volumes, labels = next(it)
+        if cuda:
+            volumes = volumes.to(device, non_blocking=True)
+            labels = labels.to(device, non_blocking=True)
         t1 = time.perf_counter()
         wait_s += t1 - t0
         if a.compute_ms > 0:
@@ -103,11 +112,13 @@ def main():
         samples += len(labels)
         batches += 1
         payload_bytes += volumes.element_size() * volumes.nelement()
+    if cuda:
+        torch.cuda.synchronize(device)
     wall_s = time.perf_counter() - start
     del it  # shuts the workers down before the interpreter exits
 
     r = {
-        "tool": f"torch-dataloader-w{a.num_workers}",
+        "tool": f"torch-dataloader-w{a.num_workers}" + ("-cuda" if cuda else ""),
         "samples": samples,
         "batches": batches,
         "wall_s": round(wall_s, 6),
