@@ -191,10 +191,13 @@ struct LoaderOptions {
   int queue_depth = 0;
   // Default false. O_DIRECT reads (bypass the page cache), e.g. for cold-cache benchmarks.
   bool direct = false;
-  // How local files are read: kAuto, kIoUring (io_uring, failing where the kernel refuses it) or
+  // How local files are read: kAuto, kIoUring (io_uring only, failing where the kernel refuses it) or
   // kPread (a thread pool of pread calls).
   enum class Backend { kAuto, kIoUring, kPread };
-  Backend backend = Backend::kAuto;  // Default: io_uring when the kernel allows it, else pread.
+  // Default: io_uring when the kernel allows it, else pread. Without O_DIRECT, kAuto also reads pages
+  // of 64 KiB up to 1 MiB on threads of their own (one more than the cores), which copy cached pages
+  // in parallel and checksum a sample while it is in their cache.
+  Backend backend = Backend::kAuto;
   // Default 1 MiB. Local files: reads of pages adjacent in one file are merged up to this size (0: never).
   int64_t coalesce_bytes = int64_t{1} << 20;
   // Object stores. Default 8 MiB. Pages of one object needed by a batch whose ranges are at most
@@ -317,7 +320,8 @@ struct LoaderStats {
   // Busy seconds per stage (summed over threads): "fetch" (reads, from submission to completion,
   // overlapping), "decode", "transform", "collate", "wait".
   std::vector<std::pair<std::string, double>> stage_seconds;
-  const char* backend = "";           // "io_uring" or "pread"; "storage" on object stores
+  // "io_uring", "io_uring+pread" (kAuto without O_DIRECT) or "pread"; "storage" on object stores.
+  const char* backend = "";
 };
 
 // How well an epoch's order mixes the table (Sampler::MeasureQuality), for comparing block shuffle

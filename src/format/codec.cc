@@ -188,4 +188,8 @@ uint32_t Crc32(ByteView data, uint32_t crc) {
   return crc32_gzip_refl(crc, data.data(), data.size());
 }
 
+uint32_t Crc32Combine(uint32_t crc_a, uint32_t crc_b, uint64_t length_b) {
+  return static_cast<uint32_t>(crc32_combine64(crc_a, crc_b, static_cast<z_off64_t>(length_b)));
+}
+
 }  // namespace stoke

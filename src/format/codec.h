@@ -27,5 +27,8 @@ Status Decompress(parquet::Codec codec, ByteView in, MutableByteView out);
 // CRC-32 (the zlib/gzip polynomial, as Parquet's page CRC) of `data`, continuing from `crc`.
 // Uses ISA-L's PCLMUL implementation.
 uint32_t Crc32(ByteView data, uint32_t crc = 0);
+// The CRC-32 of A followed by B, from crc_a = Crc32(A), crc_b = Crc32(B) and B's length (zlib's
+// crc32_combine): lets a CRC be taken in pieces on different threads.
+uint32_t Crc32Combine(uint32_t crc_a, uint32_t crc_b, uint64_t length_b);
 
 }  // namespace stoke

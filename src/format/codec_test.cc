@@ -78,5 +78,19 @@ TEST(Crc32, MatchesZlib) {
   EXPECT_EQ(Crc32(AsBytes("123456789")), 0xCBF43926u);  // the standard check value
 }
 
+TEST(Crc32, CombinedFromPiecesEqualsTheWhole) {
+  auto v = SampleBytes(100003);
+  const ByteView all(v);
+  for (size_t split : {size_t{0}, size_t{1}, size_t{4}, size_t{4096}, size_t{99999}, v.size()}) {
+    const ByteView a = all.first(split), b = all.subspan(split);
+    EXPECT_EQ(Crc32Combine(Crc32(a), Crc32(b), b.size()), Crc32(all)) << split;
+    EXPECT_EQ(Crc32Combine(Crc32(a), Crc32(b), b.size()), Crc32(b, Crc32(a))) << split;
+  }
+  // A flipped byte in either piece changes the combination.
+  std::vector<uint8_t> w = v;
+  w[70000] ^= 0x10;
+  EXPECT_NE(Crc32Combine(Crc32(ByteView(w).first(4)), Crc32(ByteView(w).subspan(4)), w.size() - 4), Crc32(all));
+}
+
 }  // namespace
 }  // namespace stoke

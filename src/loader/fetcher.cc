@@ -15,6 +15,7 @@
 
 #include "core/fd_limit.h"
 #include "core/thread_pool.h"
+#include "format/codec.h"
 #include "io/read_cache.h"
 #include "io/storage.h"
 #include "io/uri.h"
@@ -32,6 +33,10 @@ constexpr uint64_t kStopUserData = ~uint64_t{0};
 // pages in parallel; smaller ones are copied inline by io_uring_enter, on the producer thread, which
 // costs less than waking a worker (docs/benchmarks.md, "Small samples: hand-offs per batch").
 constexpr uint64_t kAsyncReadBytes = uint64_t{1} << 20;
+// kAuto: buffered reads from this size up to kAsyncReadBytes go to the reading threads (HybridBackend).
+// Copied inline, a 115 KB or 360 KB page kept the submitting thread copying while the other cores
+// idled; below this size the hand-off to a thread costs more than the copy (16 KiB pages: no gain).
+constexpr uint64_t kParallelReadBytes = uint64_t{64} << 10;
 // Resubmissions of one read after ECANCELED before its error is reported.
 constexpr int kMaxResubmits = 16;
 // Derived max_open_files: the share of the soft RLIMIT_NOFILE the fetcher takes (the rest of the
@@ -49,6 +54,12 @@ size_t DerivedMaxOpenFiles(int queue_depth) {
   const uint64_t wanted = static_cast<uint64_t>(queue_depth) + 4;  // one per read in flight, and a few to reuse
   n = std::max(n, std::min(wanted, soft > kReservedDescriptors ? soft - kReservedDescriptors : 1));
   return static_cast<size_t>(std::clamp<uint64_t>(n, 1, kMaxDerivedOpenFiles));
+}
+
+size_t ParallelReadThreads(const FetcherOptions& o) {
+  if (o.parallel_read_threads > 0) return o.parallel_read_threads;
+  const size_t cores = std::max<size_t>(std::thread::hardware_concurrency(), 1);
+  return std::clamp<size_t>(cores + 1, 1, static_cast<size_t>(std::max(o.queue_depth, 1)));
 }
 
 int OpenFlags(bool direct) { return O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0); }
@@ -85,6 +96,7 @@ struct Fetcher::Slot {
   int fd = -1;               // the file's descriptor, pinned open for this read (reads use this copy)
   bool pinned = false;       // whether this read holds a pin on its file
   iovec iov[2] = {};         // destinations of the bytes not yet read (kept here for io_uring)
+  std::optional<uint32_t> tail_crc;  // FetchResult::tail_crc
   uint64_t needed() const { return head + request.length; }
   // Bytes of the range that land in `buffer` (the rest goes to request.tail).
   uint64_t buffered() const { return request.tail != nullptr ? request.head_length : read_length; }
@@ -292,6 +304,45 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
   std::thread reaper_;
 };
 
+// kAuto over a working ring: buffered reads of kParallelReadBytes up to kAsyncReadBytes go to reading
+// threads, which copy cached pages on every core and take a split read's tail CRC while it is in
+// their cache; the rest go to the ring (smaller reads copied inline, larger ones by the kernel's
+// workers). Not used with O_DIRECT, where the ring keeps every read in flight at the device.
+class Fetcher::HybridBackend final : public Fetcher::Backend {
+ public:
+  HybridBackend(Fetcher* f, std::unique_ptr<Backend> uring, size_t threads)
+      : f_(f), uring_(std::move(uring)), pread_(f, threads) {}
+  void Start(int i) override {
+    if (Parallel(i)) {
+      pread_.Start(i);
+    } else {
+      uring_->Start(i);
+    }
+  }
+  void Start(const std::vector<int>& slots) override {
+    rest_.clear();
+    for (int i : slots) {
+      if (Parallel(i)) {
+        pread_.Start(i);
+      } else {
+        rest_.push_back(i);
+      }
+    }
+    if (!rest_.empty()) uring_->Start(rest_);
+  }
+  const char* name() const override { return "io_uring+pread"; }
+
+ private:
+  bool Parallel(int i) const {
+    const Slot& s = f_->slots_[i];
+    return s.read_length >= kParallelReadBytes && s.read_length < kAsyncReadBytes;
+  }
+  Fetcher* f_;
+  std::unique_ptr<Backend> uring_;
+  PreadBackend pread_;
+  std::vector<int> rest_;  // the ring's share of a Start; producer thread only
+};
+
 Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::vector<std::string> files, FetcherOptions o) {
   return Open(std::make_shared<const std::vector<std::string>>(std::move(files)), std::move(o));
 }
@@ -332,6 +383,9 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::shared_ptr<const std::vector
     auto uring = UringBackend::Create(f.get(), o.queue_depth);
     if (uring.ok()) {
       f->backend_ = std::move(uring).value();
+      if (o.backend == B::kAuto && !o.direct) {
+        f->backend_ = std::make_unique<HybridBackend>(f.get(), std::move(f->backend_), ParallelReadThreads(o));
+      }
     } else if (o.backend == B::kIoUring) {
       return uring.status();
     }
@@ -637,6 +691,9 @@ Status Fetcher::ReadSlotWithPread(Slot& s) {
     s.done += static_cast<uint64_t>(n);
     if (ShortDirectReadHitEnd(s)) return EndOfFileError(s);
   }
+  if (s.request.tail != nullptr && options_.checksum_tails) {
+    s.tail_crc = Crc32(ByteView(s.request.tail, static_cast<size_t>(s.read_length - s.request.head_length)));
+  }
   return Status::OK();
 }
 
@@ -697,6 +754,7 @@ FetchResult Fetcher::TakeResult(int i, Status status, bool out_of_memory) {
   s.buffer = AlignedBuffer();
   result.status = std::move(status);
   result.out_of_memory = out_of_memory;
+  result.tail_crc = std::exchange(s.tail_crc, std::nullopt);
   return result;
 }
 

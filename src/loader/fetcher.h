@@ -53,12 +53,18 @@ struct FetchResult {
   size_t length = 0;     // requested bytes held in `data`: length, or head_length for a split read
   Status status;         // why the read failed (names the file path, offset and length)
   bool out_of_memory = false;  // the failure was an allocation failure, not the file's fault
+  // With FetcherOptions::checksum_tails, a split read done by a thread of its own: the CRC-32 of the
+  // bytes written to the request's tail (Crc32). Unset otherwise (then the caller takes it).
+  std::optional<uint32_t> tail_crc;
   ByteView bytes() const { return ByteView(data.data() + offset, length); }
 };
 
 struct FetcherOptions {
   enum class Backend {
-    kAuto,     // io_uring when io_uring_queue_init works here, else kPread
+    // io_uring when io_uring_queue_init works here, else kPread; with io_uring, buffered reads of
+    // 64 KiB up to 1 MiB go to a pool of reading threads (parallel_read_threads), so
+    // that cached pages are copied on every core instead of inline on the submitting thread.
+    kAuto,
     kIoUring,  // io_uring only: Open fails with kUnsupported when the kernel or sandbox refuses it
     kPread,    // a pool of threads calling pread(2)
   };
@@ -79,6 +85,13 @@ struct FetcherOptions {
   // 360 KB samples: 3-8 reads in flight at the device before, 57-64 with them).
   bool huge_page_buffers = true;
   size_t pread_threads = 4;  // Default: 4. Threads of the kPread backend.
+  // Default: 0 = derived: the number of cores + 1, at most queue_depth. Threads of kAuto's reading
+  // pool (above). One more than the cores: a copying thread waits now and then (a lock, a wake-up).
+  size_t parallel_read_threads = 0;
+  // Default: false. Split reads done by a thread of their own (kAuto's reading pool, kPread) also
+  // take the CRC-32 of the tail right after reading it, while it is in that thread's cache, and
+  // return it in FetchResult::tail_crc. For a caller that checks a checksum over the tail.
+  bool checksum_tails = false;
   // Default: 0 = derived from the soft RLIMIT_NOFILE at Open: half of it (the rest of the process keeps
   // the other half), at least min(queue_depth + 4, soft limit - 16) and 1, at most 65536. The most files
   // held open at once. A file is opened by the Submit of its first read and stays open while a read of
@@ -146,7 +159,7 @@ class Fetcher {
   // unresized.
   void Release(AlignedBuffer buffer) EXCLUDES(mu_);
 
-  const char* backend_name() const;  // "io_uring" or "pread"
+  const char* backend_name() const;  // "io_uring", "io_uring+pread" (kAuto, buffered) or "pread"
   int64_t bytes_in_flight() const EXCLUDES(mu_);  // bytes currently charged to the budget
   size_t max_open_files() const { return max_open_files_; }
   size_t open_files() const EXCLUDES(mu_);       // descriptors currently open
@@ -157,6 +170,7 @@ class Fetcher {
   struct Slot;
   class Backend;
   class PreadBackend;
+  class HybridBackend;
   class StorageBackend;
   class UringBackend;
 

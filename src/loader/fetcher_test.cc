@@ -20,6 +20,7 @@
 
 #include "io/read_cache.h"
 #include "io/storage.h"
+#include "format/codec.h"
 #include "io/uri.h"
 #include "loader/out_of_memory.h"
 #include "stoke/status.h"
@@ -50,6 +51,10 @@ class RandomFile {
   std::vector<uint8_t> bytes_;
   bool ok_ = false;
 };
+
+const char* backend_label(Backend b) {
+  return b == Backend::kAuto ? "auto" : b == Backend::kPread ? "pread" : "io_uring";
+}
 
 bool UringAvailable() {
   io_uring ring;
@@ -271,7 +276,61 @@ TEST(FetcherTest, AutoBackendPicksIoUringWhenAvailable) {
   ASSERT_TRUE(file.ok());
   auto f = OpenOrDie({file.path()}, FetcherOptions{});
   ASSERT_NE(f, nullptr);
-  EXPECT_STREQ(f->backend_name(), UringAvailable() ? "io_uring" : "pread");
+  // Buffered: the ring, and reading threads for cached pages of 64 KiB up to 1 MiB.
+  EXPECT_STREQ(f->backend_name(), UringAvailable() ? "io_uring+pread" : "pread");
+}
+
+// The reads kAuto hands to its reading threads (64 KiB up to 1 MiB), and every split read of kPread,
+// come back with the CRC-32 of their tail when checksum_tails is set; the ring's reads, and every read
+// without checksum_tails, without one. The bytes are exact either way.
+TEST(FetcherTest, ReadingThreadsChecksumTheTailsTheyRead) {
+  RandomFile file(::testing::TempDir(), 3 << 20, 9);
+  ASSERT_TRUE(file.ok());
+  for (Backend backend : {Backend::kAuto, Backend::kPread, Backend::kIoUring}) {
+    if (backend == Backend::kIoUring && !UringAvailable()) continue;
+    for (bool checksum : {true, false}) {
+      FetcherOptions o;
+      o.backend = backend;
+      o.queue_depth = 8;
+      o.checksum_tails = checksum;
+      auto f = OpenOrDie({file.path()}, o);
+      ASSERT_NE(f, nullptr);
+      const bool threads = std::string(f->backend_name()) != "io_uring";
+      std::mt19937_64 rng(5);
+      // Around the thresholds: below 64 KiB, from 64 KiB, up to and from 1 MiB.
+      const std::vector<uint32_t> lengths = {1000, 65535, 65536, 70000, 360030, (1u << 20) - 1, 1u << 20, 2u << 20};
+      std::vector<std::vector<uint8_t>> tails(lengths.size());
+      std::vector<FetchRequest> requests;
+      for (size_t i = 0; i < lengths.size(); ++i) {
+        const uint32_t head = 30;
+        const uint64_t offset = rng() % (file.bytes().size() - lengths[i] + 1);
+        tails[i].assign(lengths[i] - head, 0);
+        requests.push_back(FetchRequest{.file = 0, .offset = offset, .length = lengths[i], .tag = i,
+                                        .tail = tails[i].data(), .head_length = head});
+      }
+      for (const auto& q : requests) ASSERT_TRUE(f->Submit(q).ok());
+      for (size_t received = 0; received < requests.size();) {
+        auto r = f->Next();
+        if (!r) {
+          std::this_thread::yield();
+          continue;
+        }
+        ++received;
+        const FetchRequest& q = requests[r->tag];
+        ASSERT_TRUE(r->status.ok()) << r->status.ToString();
+        const ByteView want(file.bytes().data() + q.offset + q.head_length, q.length - q.head_length);
+        EXPECT_EQ(0, std::memcmp(tails[r->tag].data(), want.data(), want.size())) << q.length;
+        const bool by_thread = threads && (backend == Backend::kPread || (q.length >= 65536 && q.length < (1u << 20)));
+        if (checksum && by_thread) {
+          ASSERT_TRUE(r->tail_crc.has_value()) << backend_label(backend) << " " << q.length;
+          EXPECT_EQ(*r->tail_crc, Crc32(want)) << q.length;
+        } else {
+          EXPECT_FALSE(r->tail_crc.has_value()) << backend_label(backend) << " " << q.length;
+        }
+        f->Release(std::move(r->data));
+      }
+    }
+  }
 }
 
 // O_DIRECT reads through each backend, into huge-page buffers and ordinary ones; skipped where no

@@ -167,6 +167,7 @@ struct Read {
   std::vector<ReadMember> members;
   AlignedBuffer data;  // the completed read's buffer, until its samples are decoded
   ByteView bytes;      // the read's bytes within `data` (FetchResult::bytes())
+  std::optional<uint32_t> tail_crc;  // FetchResult::tail_crc
   Status status;
   bool out_of_memory = false;  // status is an allocation failure: fails the batch even with on_error=skip
   Read* next_in_task = nullptr;  // the next read of the same decode task (set by the completer)
@@ -183,6 +184,7 @@ struct Read {
     members.clear();
     data = AlignedBuffer();
     bytes = ByteView();
+    tail_crc.reset();
     status = Status::OK();
     out_of_memory = false;
   }
@@ -963,6 +965,9 @@ Status Loader::Impl::OpenFetcher(std::vector<std::string> file_versions, int64_t
   fo.queue_depth = queue_depth_;
   fo.max_bytes_in_flight = fetch_budget;
   fo.direct = o_.direct;
+  // A sample read straight into its batch row by a reading thread is checksummed there, while in that
+  // thread's cache (DecodeMember combines it with the page's length prefix).
+  fo.checksum_tails = o_.verify_crc;
   if (remote_) {
     // Sizes from the log: no HEAD per data file.
     for (uint32_t f = 0; f < index_->num_files(); ++f) fo.file_sizes.push_back(index_->file_size(f));
@@ -1600,6 +1605,7 @@ void Loader::Impl::CompleterLoop() {
       read.status = std::move(r.status);
       read.out_of_memory = r.out_of_memory;
       read.bytes = r.bytes();  // the buffer's memory does not move with it
+      read.tail_crc = r.tail_crc;
       read.data = std::move(r.data);
       read.next_in_task = nullptr;
       if (stop_) {
@@ -1716,7 +1722,7 @@ Status Loader::Impl::DecodeMember(Slot* s, const Read& r, const ReadMember& m) {
   PageDecodeOptions po;
   po.verify_crc = o_.verify_crc;
   if (r.tail != nullptr) {  // the sample is already in its batch row: check the header and the CRC
-    Status st = CheckSplitSample(r.bytes, ByteView(r.tail, t.in_bytes), po, "page");
+    Status st = CheckSplitSample(r.bytes, ByteView(r.tail, t.in_bytes), po, "page", r.tail_crc);
     Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
     return st;
   }

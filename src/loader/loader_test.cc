@@ -420,6 +420,41 @@ TEST(Loader, FlippedByteInASmallSampleNamesFileAndRow) {
   EXPECT_EQ(std::count(rows.begin(), rows.end(), 13), 0);
 }
 
+// A 100,000-byte sample read from the page cache with the default backend is copied into its batch
+// row by a reading thread, which takes the sample's CRC there (FetcherOptions::checksum_tails): a
+// flipped byte in it is still reported naming the file and row, its neighbours load with their bytes,
+// and with verify_crc off the flipped byte is delivered as read.
+TEST(Loader, FlippedByteInASampleCopiedByAReadingThreadNamesFileAndRow) {
+  constexpr int64_t kLen = 100000;
+  TestTable t(kLen, parquet::Codec::kUncompressed);
+  t.AppendFile(0, 24, 24);
+  auto index = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(index.ok());
+  const auto loc = index->Find(9, 0);
+  ASSERT_EQ(loc.rows_in_page, 1u);  // a page of its own, read whole: header, length prefix, sample
+  ASSERT_LT(loc.length, kLen + 64);
+  CorruptRow(t.dir(), 9);
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.shuffle = LoaderOptions::Shuffle::kNone;
+  auto l = OpenOrDie(t.dir(), o);
+  Status error = FirstError(*l);
+  EXPECT_EQ(error.code(), StatusCode::kCorruption) << error.ToString();
+  EXPECT_NE(error.message().find("part-0.parquet row 9 (table row 9)"), std::string::npos) << error.message();
+  EXPECT_NE(error.message().find("CRC mismatch"), std::string::npos) << error.message();
+  const std::string backend = l->stats().backend;
+  EXPECT_TRUE(backend == "io_uring+pread" || backend == "pread") << backend;
+  o.on_error = LoaderOptions::OnError::kSkip;
+  auto s = OpenOrDie(t.dir(), o);
+  auto rows = Drain(*s, kLen);  // checks every delivered sample's bytes
+  EXPECT_EQ(rows.size(), 23u);
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), 9), 0);
+  o.on_error = LoaderOptions::OnError::kRaise;
+  o.verify_crc = false;
+  auto unchecked = OpenOrDie(t.dir(), o);
+  EXPECT_TRUE(FirstError(*unchecked).ok());
+}
+
 TEST(Loader, CorruptPageNamesFileAndRowOrIsSkipped) {
   constexpr int64_t kLen = 70000;
   TestTable t(kLen);

@@ -225,7 +225,8 @@ Result<ByteView> DecodeBlobFromPage(ByteView page, Codec codec, uint32_t row_in_
                      options, context);
 }
 
-Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions& options, std::string_view context) {
+Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions& options, std::string_view context,
+                        std::optional<uint32_t> sample_crc) {
   parquet::PageHeader h;
   size_t header_size = 0;
   const uint64_t page_size = uint64_t{head.size()} + sample.size();
@@ -241,7 +242,9 @@ Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions&
                                           context, header_size, len, sample.size()));
   }
   if (options.verify_crc && h.crc) {
-    const uint32_t computed = Crc32(sample, Crc32(head.subspan(header_size)));
+    const uint32_t prefix = Crc32(head.subspan(header_size));
+    const uint32_t computed =
+        sample_crc.has_value() ? Crc32Combine(prefix, *sample_crc, sample.size()) : Crc32(sample, prefix);
     if (computed != static_cast<uint32_t>(*h.crc)) {
       return Status::Corruption(fmt::format("{}: offset {}: CRC mismatch over {} body bytes (stored {:08x}, computed {:08x})",
                                             context, header_size, kLengthPrefixBytes + sample.size(),

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -76,7 +77,10 @@ Result<ByteView> DecodeBlobFromPage(ByteView page, parquet::Codec codec, uint32_
 // user code. Checks what DecodeSampleFromPage checks for such a page (header, sizes, PLAIN V1 data
 // page with one value, the length prefix, and the CRC over prefix + sample unless turned off); the
 // caller must only pass pages of an uncompressed column chunk. Errors as DecodeSampleFromPage.
-Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions& options, std::string_view context);
+// `sample_crc`, when given, is Crc32(sample), taken by whoever read the sample (it is combined with the
+// prefix's instead of reading the sample again).
+Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions& options, std::string_view context,
+                        std::optional<uint32_t> sample_crc = std::nullopt);
 
 }  // namespace stoke
 

@@ -487,12 +487,17 @@ TEST(PageDecoderSplitTest, SplitUncompressedPageChecksLikeTheWholePage) {
     std::string sample = bytes.substr(bytes.size() - value);
     EXPECT_EQ(sample, col.rows[p]);
     EXPECT_TRUE(CheckSplitSample(AsBytes(head), AsBytes(sample), {}, "ctx").ok());
+    // The sample's CRC taken by its reader is combined with the prefix's: the same verdicts.
+    EXPECT_TRUE(CheckSplitSample(AsBytes(head), AsBytes(sample), {}, "ctx", Crc32(AsBytes(sample))).ok());
     // A flipped byte in the sample part fails the CRC (continued from the prefix)...
     sample[value / 3] ^= 0x01;
     Status s = CheckSplitSample(AsBytes(head), AsBytes(sample), {}, "t.parquet row 1");
     EXPECT_EQ(s.code(), StatusCode::kCorruption);
     EXPECT_NE(s.message().find("CRC mismatch"), std::string::npos) << s.ToString();
     EXPECT_NE(s.message().find("t.parquet row 1"), std::string::npos) << s.ToString();
+    Status combined = CheckSplitSample(AsBytes(head), AsBytes(sample), {}, "t.parquet row 1", Crc32(AsBytes(sample)));
+    EXPECT_EQ(combined.code(), StatusCode::kCorruption);
+    EXPECT_EQ(combined.message(), s.message());
     // ...and passes without verification.
     PageDecodeOptions no_crc;
     no_crc.verify_crc = false;

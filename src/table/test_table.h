@@ -37,12 +37,15 @@ inline std::string TensorOf(int64_t id, int64_t len = 16) {
 
 // Writes a data file of TestColumns(tensor_len) with rows [first, first + n) (label = id % 3, name
 // null when id % 4 == 0, tensor = TensorOf(id, tensor_len)) in row groups of `per_group` rows, without
-// committing it. `sync` false skips the fsync at close (tests that write 100,000s of files).
+// committing it. `sync` false skips the fsync at close (tests that write 100,000s of files). `codec`:
+// the writer's (with its default choice: chunks it does not shrink by 10 % stay uncompressed).
 inline delta::AddFile WriteDataFile(const std::string& dir, const std::string& name, int64_t first, int64_t n,
-                                    int64_t per_group, int64_t tensor_len = 16, bool sync = true) {
+                                    int64_t per_group, int64_t tensor_len = 16, bool sync = true,
+                                    parquet::Codec codec = parquet::Codec::kZstd) {
   const auto cols = TestColumns(tensor_len);
   WriterOptions options;
   options.sync_on_close = sync;
+  options.codec = codec;
   auto w = ParquetFileWriter::Create(LocalStorage(), dir + "/" + name, cols, options);
   EXPECT_TRUE(w.ok()) << w.status().ToString();
   RowGroupEncoder enc((*w)->columns(), (*w)->options());
@@ -80,7 +83,8 @@ inline int64_t CommitAdds(const TestTable& table, std::vector<delta::AddFile> ad
 class TestTable {
  public:
   // tensor_len: bytes per tensor cell; rows of 64 KiB and more get one page each.
-  explicit TestTable(int64_t tensor_len = 16) : tensor_len_(tensor_len) {
+  explicit TestTable(int64_t tensor_len = 16, parquet::Codec codec = parquet::Codec::kZstd)
+      : tensor_len_(tensor_len), codec_(codec) {
     std::string tmpl = std::filesystem::temp_directory_path() / "stoke_table_XXXXXX";
     dir_ = mkdtemp(tmpl.data());
   }
@@ -92,12 +96,13 @@ class TestTable {
   // the table on first use). Returns the version.
   int64_t AppendFile(int64_t first, int64_t n, int64_t per_group = 1000) {
     return CommitAdds(*this, {WriteDataFile(dir_, "part-" + std::to_string(first) + ".parquet", first, n, per_group,
-                                            tensor_len_)});
+                                            tensor_len_, /*sync=*/true, codec_)});
   }
   int64_t tensor_len() const { return tensor_len_; }
 
  private:
   int64_t tensor_len_;
+  parquet::Codec codec_;
   std::string dir_;
 };
 
