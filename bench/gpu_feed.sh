@@ -9,7 +9,7 @@
 # Also stoke into host memory (device="cpu") for reference. Where torch sees no CUDA device the
 # script says so and exits 0 (make bench runs it everywhere).
 #   bench/gpu_feed.sh [STOKE_BIN]   env: BENCH_SAMPLES (default 8000), BENCH_DIR (default
-#   build/bench-gpu), BENCH_WORKERS (DataLoader worker counts, default "2 N/2 N" for N cores),
+#   build/bench-gpu), BENCH_WORKERS (DataLoader worker counts, default 2, N/2 and N for N cores, each once),
 #   BENCH_BATCHES (measured batches per run, default 600, after 40 warm-up batches), BENCH_REPS
 #   (default 3), BENCH_PYTHON (default /usr/bin/python3), STOKE_PYTHONPATH (default: the python
 #   directory next to STOKE_BIN), BENCH_KEEP=1 keeps the data.
@@ -26,7 +26,7 @@ reps=${BENCH_REPS:-3}
 py=${BENCH_PYTHON:-/usr/bin/python3}
 pypath=${STOKE_PYTHONPATH:-$(dirname "$stoke")/python}
 cores=$(nproc)
-workers=${BENCH_WORKERS:-"2 $((cores / 2)) $cores"}
+workers=${BENCH_WORKERS:-$(printf '%s\n' 2 $((cores / 2)) "$cores" | sort -nu | paste -sd' ')}
 warmup=40
 
 die() { echo "gpu_feed: $*" >&2; exit 1; }
@@ -44,7 +44,7 @@ table=$work/table
 mkdir -p "$work"
 volumes_and_table "$stoke" "$vol" "$table" "$samples" auto
 if [ "${BENCH_KEEP:-0}" != 1 ]; then trap 'rm -rf "$vol" "$table"' EXIT; fi
-cat "$vol"/*.npy "$table"/*.parquet >/dev/null  # warm: both in the page cache
+find "$vol" "$table" \( -name '*.npy' -o -name '*.parquet' \) -print0 | xargs -0 cat >/dev/null  # warm: both cached
 
 results=$work/results.jsonl
 : >"$results"

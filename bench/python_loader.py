@@ -57,6 +57,8 @@ def main():
             if warm_left > 0:
                 warm_left -= 1
                 if warm_left == 0:
+                    if cuda:
+                        torch.cuda.synchronize(a.device)
                     bytes_at_start = loader.stats()["bytes_read"]
                     t_start = time.perf_counter()
                 continue
@@ -69,7 +71,7 @@ def main():
         if not a.batches and epoch >= a.epochs:
             done = True
     if cuda:
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(a.device)
     wall = time.perf_counter() - t_start if t_start is not None else 0.0
     stats = loader.stats()
     loader.close()

@@ -109,6 +109,10 @@ class Dist:
 
     def close(self) -> None:
         if self.enabled:
+            # Every rank's collectives finished (and their tensors released by gloo's threads) before
+            # the group goes: torch 1.13's ProcessGroupGloo destructor joins those threads holding the
+            # GIL, and one still freeing a Python-owned tensor would wait for the GIL forever.
+            dist.barrier()
             dist.destroy_process_group()
 
 
@@ -412,6 +416,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   f"data wait {summary['wait_share']:.1%} of training time, "
                   f"final val acc {summary['final_val_accuracy'] or 0:.3f}")
     data.close()
+    del model, opt  # DistributedDataParallel's reducer holds the process group: release it first
     d.close()
     return 0
 

@@ -196,7 +196,7 @@ struct LoaderOptions {
   enum class Backend { kAuto, kIoUring, kPread };
   // Default: io_uring when the kernel allows it, else pread. Without O_DIRECT, kAuto also reads pages
   // of 64 KiB up to 1 MiB on threads of their own (one more than the cores), which copy cached pages
-  // in parallel and checksum a sample while it is in their cache.
+  // in parallel and checksum a sample while it is in their cache; pages not cached go to io_uring.
   Backend backend = Backend::kAuto;
   // Default 1 MiB. Local files: reads of pages adjacent in one file are merged up to this size (0: never).
   int64_t coalesce_bytes = int64_t{1} << 20;

@@ -648,9 +648,10 @@ class Loader:
                 batch = self._to_torch(raw)
                 if cuda:
                     batch, done = self._to_device(batch)
-                    for _, earlier in in_flight:
-                        earlier.synchronize()
-                    in_flight = [(raw, done)]
+                    in_flight.append((raw, done))  # before any wait: an interrupted wait still covers it
+                    while len(in_flight) > 1:
+                        in_flight[0][1].synchronize()
+                        del in_flight[0]
                 raw = None
                 yield batch
         finally:
@@ -666,7 +667,11 @@ class Loader:
         batch = self._to_torch(raw)
         if self.device != "cpu":
             batch, done = self._to_device(batch)
-            done.synchronize()
+            try:
+                done.synchronize()
+            except BaseException:  # e.g. KeyboardInterrupt: the copies must end before `raw` is freed
+                self._torch.cuda.synchronize(self._torch.device(self.device))
+                raise
         return batch
 
     def _to_torch(self, raw: Dict[str, Any]) -> Batch:
@@ -689,8 +694,14 @@ class Loader:
     def _to_device(self, batch: Batch) -> Tuple[Batch, Any]:
         torch = self._torch
         device = torch.device(self.device)
-        out = {k: (v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v)
-               for k, v in batch.items()}
+        try:
+            out = {k: (v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v)
+                   for k, v in batch.items()}
+        except BaseException:
+            # The copies of this batch queued before the failure read its host buffer: they must end
+            # before the caller lets the buffer go back to the loader.
+            torch.cuda.synchronize(device)
+            raise
         # The copies run on the target device's current stream (not the current device's, when
         # device names another GPU): the event that says they are done is recorded there.
         done = torch.cuda.Event()

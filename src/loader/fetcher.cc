@@ -305,16 +305,18 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
 };
 
 // kAuto over a working ring: buffered reads of kParallelReadBytes up to kAsyncReadBytes go to reading
-// threads, which copy cached pages on every core and take a split read's tail CRC while it is in
-// their cache; the rest go to the ring (smaller reads copied inline, larger ones by the kernel's
-// workers). Not used with O_DIRECT, where the ring keeps every read in flight at the device.
+// threads, which copy what the page cache holds on every core and take a split read's tail CRC while
+// it is in their cache; what is not cached goes on to the ring, whose workers wait for the disk with
+// the whole queue depth in flight (a reading thread never waits for the disk). The other reads go to
+// the ring as before: smaller ones copied inline, larger ones by the kernel's workers. Not used with
+// O_DIRECT, where the ring keeps every read in flight at the device.
 class Fetcher::HybridBackend final : public Fetcher::Backend {
  public:
   HybridBackend(Fetcher* f, std::unique_ptr<Backend> uring, size_t threads)
-      : f_(f), uring_(std::move(uring)), pread_(f, threads) {}
+      : f_(f), uring_(std::move(uring)), pool_(std::max<size_t>(threads, 1)) {}
   void Start(int i) override {
     if (Parallel(i)) {
-      pread_.Start(i);
+      StartOnAThread(i);
     } else {
       uring_->Start(i);
     }
@@ -323,7 +325,7 @@ class Fetcher::HybridBackend final : public Fetcher::Backend {
     rest_.clear();
     for (int i : slots) {
       if (Parallel(i)) {
-        pread_.Start(i);
+        StartOnAThread(i);
       } else {
         rest_.push_back(i);
       }
@@ -337,10 +339,21 @@ class Fetcher::HybridBackend final : public Fetcher::Backend {
     const Slot& s = f_->slots_[i];
     return s.read_length >= kParallelReadBytes && s.read_length < kAsyncReadBytes;
   }
+  // The lambda captures two words, so std::function keeps it inline: no allocation per read.
+  void StartOnAThread(int i) {
+    pool_.Submit([this, i] {
+      Status st;
+      if (f_->ReadCachedSlot(f_->slots_[i], &st)) {
+        f_->CompleteSlot(i, std::move(st));
+      } else {
+        uring_->Start(i);  // the uncached rest, from slot.done on (the ring serialises its submitters)
+      }
+    });
+  }
   Fetcher* f_;
   std::unique_ptr<Backend> uring_;
-  PreadBackend pread_;
   std::vector<int> rest_;  // the ring's share of a Start; producer thread only
+  ThreadPool pool_;        // declared last: its destructor runs the reads queued (they may use uring_), then joins
 };
 
 Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::vector<std::string> files, FetcherOptions o) {
@@ -736,6 +749,30 @@ Status Fetcher::ReadError(const Slot& s, int err) const {
   return Status::IOError("read of " + path(s.request.file) + " at offset " + std::to_string(s.request.offset) +
                              " length " + std::to_string(s.request.length) + " failed: " + std::strerror(err),
                          /*retryable=*/err == EINTR || err == EAGAIN);
+}
+
+bool Fetcher::ReadCachedSlot(Slot& s, Status* status) {
+  while (s.done < s.needed()) {
+    const int iovcnt = PrepareIovecs(s);
+    ssize_t n = ::preadv2(s.fd, s.iov, iovcnt, static_cast<off_t>(s.read_offset + s.done), RWF_NOWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      // EAGAIN: not (all) in the page cache; EOPNOTSUPP: a file system that cannot tell.
+      if (errno == EAGAIN || errno == EOPNOTSUPP) return false;
+      *status = ReadError(s, errno);
+      return true;
+    }
+    if (n == 0) {
+      *status = EndOfFileError(s);
+      return true;
+    }
+    s.done += static_cast<uint64_t>(n);
+  }
+  if (s.request.tail != nullptr && options_.checksum_tails) {
+    s.tail_crc = Crc32(ByteView(s.request.tail, static_cast<size_t>(s.read_length - s.request.head_length)));
+  }
+  *status = Status::OK();
+  return true;
 }
 
 FetchResult Fetcher::TakeResult(int i, Status status, bool out_of_memory) {

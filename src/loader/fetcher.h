@@ -62,8 +62,9 @@ struct FetchResult {
 struct FetcherOptions {
   enum class Backend {
     // io_uring when io_uring_queue_init works here, else kPread; with io_uring, buffered reads of
-    // 64 KiB up to 1 MiB go to a pool of reading threads (parallel_read_threads), so
-    // that cached pages are copied on every core instead of inline on the submitting thread.
+    // 64 KiB up to 1 MiB go first to a pool of reading threads (parallel_read_threads), which copy
+    // what the page cache holds on every core instead of inline on the submitting thread, and hand
+    // what is not cached on to the ring (preadv2 with RWF_NOWAIT: they never wait for the disk).
     kAuto,
     kIoUring,  // io_uring only: Open fails with kUnsupported when the kernel or sandbox refuses it
     kPread,    // a pool of threads calling pread(2)
@@ -206,6 +207,10 @@ class Fetcher {
   int EvictLruLocked() REQUIRES(mu_);
   // Reads a slot synchronously (pread backend); returns the status of the whole read.
   Status ReadSlotWithPread(Slot& slot);
+  // Reads what the page cache holds of a slot's remaining range without waiting for the disk
+  // (preadv2 with RWF_NOWAIT). True when the read is over (*status says how); false when the rest is
+  // not cached, or the file system cannot say (slot.done tells how far it got).
+  bool ReadCachedSlot(Slot& slot, Status* status);
   // Object-store files (remote_): file `f`'s RandomAccessFile (through the cache when there is one),
   // opened by the first call. Producer thread.
   Result<const RandomAccessFile*> OpenRemoteFile(uint32_t f);
