@@ -22,7 +22,10 @@ status=0
 # sanitizers (and libc) is in the library is reported as the library's (its input kept under
 # $build/fuzz-artifacts/), while any other fails the run.
 declare -A library_of=([hdf5_fuzz]=libhdf5)
-sanitizer_frame='__interceptor_|__asan|__lsan|__sanitizer|fuzzer::|RunMallocHooks|\(/[^ ]*/libc\.so| in (malloc|calloc|realloc|free|strdup|strndup|memcpy|memmove|memset|strlen|strcmp|operator new|operator delete)'
+# libc's own frames: by its path, by the public name, or by the name and source of the variant it
+# picked at run time (" in __memcpy_avx512_unaligned_erms string/../sysdeps/...", when libc's debug
+# symbols are installed).
+sanitizer_frame='__interceptor_|__asan|__lsan|__sanitizer|fuzzer::|RunMallocHooks|\(/[^ ]*/libc\.so| in (malloc|calloc|realloc|free|strdup|strndup|memcpy|memmove|memset|strlen|strcmp|operator new|operator delete)| in __(mem|str|stp|wmem)[a-z]*_[a-z0-9_]* [^ ]*sysdeps/'
 
 for target in "$build"/*_fuzz; do
   name=$(basename "$target")
