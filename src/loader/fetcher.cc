@@ -704,9 +704,7 @@ Status Fetcher::ReadSlotWithPread(Slot& s) {
     s.done += static_cast<uint64_t>(n);
     if (ShortDirectReadHitEnd(s)) return EndOfFileError(s);
   }
-  if (s.request.tail != nullptr && options_.checksum_tails) {
-    s.tail_crc = Crc32(ByteView(s.request.tail, static_cast<size_t>(s.read_length - s.request.head_length)));
-  }
+  ChecksumTail(s);
   return Status::OK();
 }
 
@@ -751,6 +749,12 @@ Status Fetcher::ReadError(const Slot& s, int err) const {
                          /*retryable=*/err == EINTR || err == EAGAIN);
 }
 
+void Fetcher::ChecksumTail(Slot& s) const {
+  if (s.request.tail != nullptr && options_.checksum_tails) {
+    s.tail_crc = Crc32(ByteView(s.request.tail, static_cast<size_t>(s.read_length - s.request.head_length)));
+  }
+}
+
 bool Fetcher::ReadCachedSlot(Slot& s, Status* status) {
   while (s.done < s.needed()) {
     const int iovcnt = PrepareIovecs(s);
@@ -768,9 +772,7 @@ bool Fetcher::ReadCachedSlot(Slot& s, Status* status) {
     }
     s.done += static_cast<uint64_t>(n);
   }
-  if (s.request.tail != nullptr && options_.checksum_tails) {
-    s.tail_crc = Crc32(ByteView(s.request.tail, static_cast<size_t>(s.read_length - s.request.head_length)));
-  }
+  ChecksumTail(s);
   *status = Status::OK();
   return true;
 }

@@ -211,6 +211,9 @@ class Fetcher {
   // (preadv2 with RWF_NOWAIT). True when the read is over (*status says how); false when the rest is
   // not cached, or the file system cannot say (slot.done tells how far it got).
   bool ReadCachedSlot(Slot& slot, Status* status);
+  // After a whole split read on the thread that did it: the tail's CRC-32 into slot.tail_crc, when
+  // checksum_tails asks for it.
+  void ChecksumTail(Slot& slot) const;
   // Object-store files (remote_): file `f`'s RandomAccessFile (through the cache when there is one),
   // opened by the first call. Producer thread.
   Result<const RandomAccessFile*> OpenRemoteFile(uint32_t f);

@@ -391,6 +391,28 @@ Status FirstError(Loader& l) {
   }
 }
 
+// Flips a byte of `row`'s sample in the table at `dir` (`rows` rows of `len`-byte tensors), then:
+// a loader reports a CRC mismatch naming the file and row, and with on_error=skip delivers every other
+// row with its bytes. Returns the raising loader's backend.
+std::string ExpectFlippedByteReportedAndSkipped(const std::string& dir, int64_t row, int64_t rows, int64_t len) {
+  CorruptRow(dir, row);
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.shuffle = LoaderOptions::Shuffle::kNone;
+  auto l = OpenOrDie(dir, o);
+  Status error = FirstError(*l);
+  EXPECT_EQ(error.code(), StatusCode::kCorruption) << error.ToString();
+  const std::string where = fmt::format("part-0.parquet row {} (table row {})", row, row);
+  EXPECT_NE(error.message().find(where), std::string::npos) << error.message();
+  EXPECT_NE(error.message().find("CRC mismatch"), std::string::npos) << error.message();
+  o.on_error = LoaderOptions::OnError::kSkip;
+  auto s = OpenOrDie(dir, o);
+  auto delivered = Drain(*s, len);  // checks every delivered sample's bytes
+  EXPECT_EQ(delivered.size(), static_cast<size_t>(rows - 1));
+  EXPECT_EQ(std::count(delivered.begin(), delivered.end(), row), 0);
+  return l->stats().backend;
+}
+
 // A 512-byte sample is a page of its own (the writer's default), so its read is its own bytes and
 // the page CRC covers exactly them: a flipped byte in it is reported naming the file and row, and
 // its neighbours load.
@@ -405,19 +427,7 @@ TEST(Loader, FlippedByteInASmallSampleNamesFileAndRow) {
     EXPECT_EQ(loc.rows_in_page, 1u) << "row " << r;
     EXPECT_LT(loc.length, kLen + 64) << "row " << r;  // the sample, its length prefix and a page header
   }
-  CorruptRow(t.dir(), 13);
-  LoaderOptions o;
-  o.batch_size = 4;
-  o.shuffle = LoaderOptions::Shuffle::kNone;
-  auto l = OpenOrDie(t.dir(), o);
-  Status error = FirstError(*l);
-  EXPECT_EQ(error.code(), StatusCode::kCorruption) << error.ToString();
-  EXPECT_NE(error.message().find("part-0.parquet row 13 (table row 13)"), std::string::npos) << error.message();
-  o.on_error = LoaderOptions::OnError::kSkip;
-  auto s = OpenOrDie(t.dir(), o);
-  auto rows = Drain(*s, kLen);
-  EXPECT_EQ(rows.size(), 39u);
-  EXPECT_EQ(std::count(rows.begin(), rows.end(), 13), 0);
+  ExpectFlippedByteReportedAndSkipped(t.dir(), 13, 40, kLen);
 }
 
 // A 100,000-byte sample read from the page cache with the default backend is copied into its batch
@@ -433,23 +443,11 @@ TEST(Loader, FlippedByteInASampleCopiedByAReadingThreadNamesFileAndRow) {
   const auto loc = index->Find(9, 0);
   ASSERT_EQ(loc.rows_in_page, 1u);  // a page of its own, read whole: header, length prefix, sample
   ASSERT_LT(loc.length, kLen + 64);
-  CorruptRow(t.dir(), 9);
+  const std::string backend = ExpectFlippedByteReportedAndSkipped(t.dir(), 9, 24, kLen);
+  EXPECT_TRUE(backend == "io_uring+pread" || backend == "pread") << backend;
   LoaderOptions o;
   o.batch_size = 4;
   o.shuffle = LoaderOptions::Shuffle::kNone;
-  auto l = OpenOrDie(t.dir(), o);
-  Status error = FirstError(*l);
-  EXPECT_EQ(error.code(), StatusCode::kCorruption) << error.ToString();
-  EXPECT_NE(error.message().find("part-0.parquet row 9 (table row 9)"), std::string::npos) << error.message();
-  EXPECT_NE(error.message().find("CRC mismatch"), std::string::npos) << error.message();
-  const std::string backend = l->stats().backend;
-  EXPECT_TRUE(backend == "io_uring+pread" || backend == "pread") << backend;
-  o.on_error = LoaderOptions::OnError::kSkip;
-  auto s = OpenOrDie(t.dir(), o);
-  auto rows = Drain(*s, kLen);  // checks every delivered sample's bytes
-  EXPECT_EQ(rows.size(), 23u);
-  EXPECT_EQ(std::count(rows.begin(), rows.end(), 9), 0);
-  o.on_error = LoaderOptions::OnError::kRaise;
   o.verify_crc = false;
   auto unchecked = OpenOrDie(t.dir(), o);
   EXPECT_TRUE(FirstError(*unchecked).ok());
