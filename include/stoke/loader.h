@@ -194,9 +194,12 @@ struct LoaderOptions {
   // How local files are read: kAuto, kIoUring (io_uring only, failing where the kernel refuses it) or
   // kPread (a thread pool of pread calls).
   enum class Backend { kAuto, kIoUring, kPread };
-  // Default: io_uring when the kernel allows it, else pread. Without O_DIRECT, kAuto also reads pages
-  // of 64 KiB up to 1 MiB on threads of their own (one more than the cores), which copy cached pages
-  // in parallel and checksum a sample while it is in their cache; pages not cached go to io_uring.
+  // Default: io_uring when the kernel allows it, else pread. Without O_DIRECT, kAuto also reads cached
+  // pages of uncompressed samples below 64 KiB at once, on the loader's producer thread and on the
+  // thread waiting in Next() for their batch (no hand-off per read: LoaderStats::reads_at_once), and
+  // pages of 64 KiB up to 1 MiB on threads of their own (one more than the cores), which copy cached
+  // pages in parallel and checksum a sample while it is in their cache; pages not cached go to
+  // io_uring.
   Backend backend = Backend::kAuto;
   // Default 1 MiB. Local files: reads of pages adjacent in one file are merged up to this size (0: never).
   int64_t coalesce_bytes = int64_t{1} << 20;
@@ -312,6 +315,10 @@ struct LoaderStats {
   // page read: rows of other writers' dictionary-encoded or V2 pages (see SampleIndex). 0 for
   // stoke's own files and for other writers' PLAIN pages.
   int64_t cells_decoded = 0;
+  // Reads done at once by the loader's producer and consumer threads instead of through the fetcher:
+  // small pages (below 64 KiB) of uncompressed samples that the page cache held, with the default
+  // backend (kAuto) and without O_DIRECT. 0 with the io_uring or pread backend.
+  int64_t reads_at_once = 0;
   double wall_seconds = 0;            // since the first Next() of the loader
   double wait_seconds = 0;            // time Next() blocked waiting for data
   double samples_per_second = 0;     // samples / wall_seconds

@@ -222,6 +222,7 @@ py::dict StatsToDict(const stoke::LoaderStats& s) {
   d["samples"] = s.samples;
   d["samples_skipped"] = s.samples_skipped;
   d["cells_decoded"] = s.cells_decoded;
+  d["reads_at_once"] = s.reads_at_once;
   d["bytes_read"] = s.bytes_read;
   d["sample_bytes"] = s.sample_bytes;
   d["wall_seconds"] = s.wall_seconds;

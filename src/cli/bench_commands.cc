@@ -111,7 +111,7 @@ void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command
       ->transform(CLI::AsSizeValue(false))
       ->default_str("16GiB");
   bench_load->add_option("--backend", lb_backend,
-                         "auto (io_uring; cached pages of 64 KiB to 1 MiB read on threads of their own), io_uring or pread")
+                         "auto (io_uring; cached pages below 64 KiB read at once by the loader's threads, of 64 KiB to 1 MiB on threads of their own), io_uring or pread")
       ->check(CLI::IsMember({"auto", "io_uring", "pread"}))
       ->capture_default_str();
   bench_load->add_flag("--cold", lb_cold, "O_DIRECT reads: the page cache plays no part");

@@ -580,21 +580,29 @@ Result<const RandomAccessFile*> Fetcher::OpenRemoteFile(uint32_t f) {
 
 Status Fetcher::PinFile(int i, PendingStarts* pending) {
   Slot& s = slots_[i];
-  const uint32_t f = s.request.file;
   if (remote_) return Status::OK();  // opened by the read's Start (OpenRemoteFile)
+  int fd = -1;
+  STOKE_RETURN_IF_ERROR(PinDescriptor(s.request.file, pending, /*wait=*/true, &fd));
+  s.fd = fd;
+  s.pinned = true;
+  return Status::OK();
+}
+
+Status Fetcher::PinDescriptor(uint32_t f, PendingStarts* pending, bool wait, int* pinned_fd) {
+  *pinned_fd = -1;
   int victim = -1;
   for (bool reserved = false; !reserved;) {
     {
       MutexLock lock(&mu_);
       if (Descriptor& d = descriptors_[f]; d.fd >= 0) {
         if (d.pins++ == 0) LruRemoveLocked(f);
-        s.fd = d.fd;
-        s.pinned = true;
+        *pinned_fd = d.fd;
         return Status::OK();
       }
       // Every open descriptor in use by a read in flight: wait for one to complete (reads complete
       // without the consumer's help, so this cannot hang once this batch's reads are started).
       const auto full = [&]() REQUIRES(mu_) { return open_count_ >= max_open_files_ && lru_head_ == kNoFile; };
+      if (!wait && full()) return Status::OK();
       while (full() && !HasPrepared(pending)) space_cv_.Wait(&mu_);
       if (!full()) {
         if (open_count_ >= max_open_files_) victim = EvictLruLocked();
@@ -619,10 +627,10 @@ Status Fetcher::PinFile(int i, PendingStarts* pending) {
     bool start_first = false;
     {
       MutexLock lock(&mu_);
-      while (lru_head_ == kNoFile && open_count_ > 1 && !HasPrepared(pending)) space_cv_.Wait(&mu_);
+      while (wait && lru_head_ == kNoFile && open_count_ > 1 && !HasPrepared(pending)) space_cv_.Wait(&mu_);
       if (lru_head_ != kNoFile) {
         spare = EvictLruLocked();
-      } else if (open_count_ > 1) {
+      } else if (wait && open_count_ > 1) {
         start_first = true;
       }
     }
@@ -639,11 +647,11 @@ Status Fetcher::PinFile(int i, PendingStarts* pending) {
     d.pins = 0;
     --open_count_;
     space_cv_.SignalAll();
+    if (!wait && (err == EMFILE || err == ENFILE)) return Status::OK();  // none free now: not an error yet
     return OpenError(f, err);
   }
   d.fd = fd;
-  s.fd = fd;
-  s.pinned = true;
+  *pinned_fd = fd;
   return Status::OK();
 }
 
@@ -743,9 +751,11 @@ Status Fetcher::OpenError(uint32_t f, int err) const {
   return Status::IOError("cannot open " + name + ": " + std::strerror(err));
 }
 
-Status Fetcher::ReadError(const Slot& s, int err) const {
-  return Status::IOError("read of " + path(s.request.file) + " at offset " + std::to_string(s.request.offset) +
-                             " length " + std::to_string(s.request.length) + " failed: " + std::strerror(err),
+Status Fetcher::ReadError(const Slot& s, int err) const { return ReadError(s.request, err); }
+
+Status Fetcher::ReadError(const FetchRequest& r, int err) const {
+  return Status::IOError("read of " + path(r.file) + " at offset " + std::to_string(r.offset) + " length " +
+                             std::to_string(r.length) + " failed: " + std::strerror(err),
                          /*retryable=*/err == EINTR || err == EAGAIN);
 }
 
@@ -774,6 +784,54 @@ bool Fetcher::ReadCachedSlot(Slot& s, Status* status) {
   }
   ChecksumTail(s);
   *status = Status::OK();
+  return true;
+}
+
+bool Fetcher::read_now() const {
+  return !remote_ && !options_.direct && options_.backend == FetcherOptions::Backend::kAuto;
+}
+
+Result<int> Fetcher::PinForReadNow(uint32_t f) {
+  if (!read_now()) return Status::Unsupported("reads at once need kAuto over local files without O_DIRECT");
+  if (f >= paths_->size()) return Status::InvalidArgument("file index " + std::to_string(f) + " out of range");
+  int fd = -1;
+  STOKE_RETURN_IF_ERROR(PinDescriptor(f, nullptr, /*wait=*/false, &fd));
+  return fd;
+}
+
+void Fetcher::UnpinForReadNow(uint32_t f) {
+  {
+    MutexLock lock(&mu_);
+    if (--descriptors_[f].pins == 0) LruPushBackLocked(f);
+  }
+  space_cv_.SignalAll();  // the file may be evictable now
+}
+
+Result<bool> Fetcher::ReadNow(int fd, const FetchRequest& r, uint8_t* head, bool wait) const {
+  const uint64_t head_length = r.tail != nullptr ? std::min<uint64_t>(r.head_length, r.length) : r.length;
+  uint64_t done = 0;
+  while (done < r.length) {
+    iovec iov[2];
+    int n = 0;
+    if (done < head_length) iov[n++] = iovec{head + done, static_cast<size_t>(head_length - done)};
+    if (r.tail != nullptr) {
+      const uint64_t from = std::max(done, head_length) - head_length;  // within the tail
+      iov[n++] = iovec{r.tail + from, static_cast<size_t>(r.length - head_length - from)};
+    }
+    const ssize_t got = ::preadv2(fd, iov, n, static_cast<off_t>(r.offset + done), wait ? 0 : RWF_NOWAIT);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      // EAGAIN: not (all) in the page cache; EOPNOTSUPP: a file system that cannot tell.
+      if (!wait && (errno == EAGAIN || errno == EOPNOTSUPP)) return false;
+      return ReadError(r, errno);
+    }
+    if (got == 0) {
+      return Status::IOError("read past end of file " + path(r.file) + ": offset " + std::to_string(r.offset) +
+                             " length " + std::to_string(r.length) + ", file ends at " +
+                             std::to_string(r.offset + done));
+    }
+    done += static_cast<uint64_t>(got);
+  }
   return true;
 }
 

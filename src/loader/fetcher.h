@@ -154,6 +154,26 @@ class Fetcher {
   // `max` is 0). One lock for many results: the consumer side of small cached reads.
   size_t Next(FetchResult* out, size_t max) EXCLUDES(mu_);
 
+  // Reads done at once, on the caller's threads, for a caller to whom handing a small read over costs
+  // more than the read itself (a 512-byte sample from the page cache). Only where read_now() is true:
+  // kAuto over local files without O_DIRECT.
+  bool read_now() const;
+  // Opens file `f` if it is not open (as Submit would: within max_open_files, evicting an idle file)
+  // and pins its descriptor, which it returns; -1 where Submit would have to wait for a descriptor
+  // (every one pinned; then Submit the reads). The descriptor stays open until as many
+  // UnpinForReadNow(f) as pins. Submit's thread only (the only one that opens and closes
+  // descriptors); errors as a read's (NotFound, IOError naming the file).
+  Result<int> PinForReadNow(uint32_t f) EXCLUDES(mu_);
+  void UnpinForReadNow(uint32_t f) EXCLUDES(mu_);  // any thread
+  // Reads r's bytes from `fd` (pinned by PinForReadNow(r.file)) on the calling thread, any thread: the
+  // first head_length bytes (all `length` when r.tail is null) to `head`, the rest to r.tail. With
+  // `wait` false it never waits for the disk (preadv2 with RWF_NOWAIT): false when some bytes are not
+  // in the page cache or the file system cannot tell (what was read may be overwritten; read again,
+  // e.g. through Submit). True when every byte was read; an IOError names the file, offset and
+  // length when the read failed or the file ended first. Takes no slot and charges nothing to the
+  // budget.
+  Result<bool> ReadNow(int fd, const FetchRequest& r, uint8_t* head, bool wait) const;
+
   // Gives back a result's buffer the consumer is done with: refunds its size to the budget and keeps
   // the memory for later reads. Any thread, several at once (the budget is refunded under mu_, the
   // memory goes to a thread-safe pool). REQUIRES: `buffer` is a FetchResult::data of this Fetcher,
@@ -197,6 +217,9 @@ class Fetcher {
   // full; sets slot.fd. Producer thread only (it alone opens and closes); takes mu_ briefly, and opens
   // and closes outside it. On failure the file is left closed and unpinned.
   Status PinFile(int i, PendingStarts* pending) EXCLUDES(mu_);
+  // PinFile's work for file `f`: its pinned descriptor into *fd. Without `wait`, *fd is -1 (and the
+  // status OK) where a descriptor would have to be waited for.
+  Status PinDescriptor(uint32_t f, PendingStarts* pending, bool wait, int* fd) EXCLUDES(mu_);
   // Drops slot `i`'s pin on its file (a file left with no pin becomes evictable).
   void UnpinFileLocked(const Slot& slot) REQUIRES(mu_);
   // Removes file `f` from / appends it to the LRU list of idle open files.
@@ -236,6 +259,7 @@ class Fetcher {
   bool ShortDirectReadHitEnd(const Slot& slot) const;
   Status EndOfFileError(const Slot& slot) const;
   Status ReadError(const Slot& slot, int err) const;
+  Status ReadError(const FetchRequest& r, int err) const;
   Status OpenError(uint32_t file, int err) const;
 
   static constexpr uint32_t kNoFile = ~uint32_t{0};

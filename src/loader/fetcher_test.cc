@@ -27,11 +27,13 @@
 #include "io/uri.h"
 #include "loader/out_of_memory.h"
 #include "stoke/status.h"
+#include "table/test_table.h"
 
 namespace stoke {
 namespace {
 
 using Backend = FetcherOptions::Backend;
+using testing_support::DropFromPageCache;
 
 // A file of random bytes, removed when the test ends.
 class RandomFile {
@@ -363,19 +365,7 @@ TEST(FetcherTest, ReadingThreadsHandUncachedPagesToTheRing) {
   constexpr size_t kSize = 32 << 20;
   RandomFile file(::testing::TempDir(), kSize, 11);
   ASSERT_TRUE(file.ok());
-  int fd = ::open(file.path().c_str(), O_RDONLY);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::fdatasync(fd), 0);
-  ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
-  void* map = ::mmap(nullptr, kSize, PROT_READ, MAP_SHARED, fd, 0);
-  ASSERT_NE(map, MAP_FAILED);
-  std::vector<unsigned char> resident(kSize / 4096);
-  ASSERT_EQ(::mincore(map, kSize, resident.data()), 0);
-  ::munmap(map, kSize);
-  ::close(fd);
-  if (std::count_if(resident.begin(), resident.end(), [](unsigned char c) { return c & 1; }) > 16) {
-    GTEST_SKIP() << "the file's pages stay in the page cache here (tmpfs?)";
-  }
+  if (!DropFromPageCache(file.path(), kSize)) GTEST_SKIP() << "the file's pages stay in the page cache here (tmpfs?)";
   FetcherOptions o;
   o.queue_depth = 8;
   o.checksum_tails = true;
@@ -765,6 +755,120 @@ TEST(FetcherTest, SplitReadsPutTheTailInCallerMemory) {
     EXPECT_EQ((*d)->Submit(FetchRequest{.file = 0, .offset = 0, .length = 8, .tail = tail, .head_length = 4}).code(),
               StatusCode::kInvalidArgument);
   }
+}
+
+}  // namespace
+}  // namespace stoke
+
+namespace stoke {
+namespace {
+
+// Reads at once (Fetcher::ReadNow) from a pinned descriptor, on a thread other than the one that
+// pinned it: exact bytes, split between head and tail or all in the head; a read past the end is an
+// error naming the file; once the pages are dropped from the page cache a read that may not wait
+// reports them missing, and one that may wait reads them.
+TEST(FetcherTest, ReadNowReadsCachedPagesOnAnyThreadAndReportsUncachedOnes) {
+  constexpr size_t kSize = 4 << 20;
+  RandomFile file(::testing::TempDir(), kSize, 21);
+  ASSERT_TRUE(file.ok());
+  auto f = OpenOrDie({file.path()}, FetcherOptions{});
+  ASSERT_NE(f, nullptr);
+  ASSERT_TRUE(f->read_now());
+  Result<int> fd = f->PinForReadNow(0);
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  ASSERT_GE(*fd, 0);
+  EXPECT_EQ(f->open_files(), 1u);
+  const std::vector<uint8_t>& want = file.bytes();
+  std::mt19937 rng(5);
+  std::thread other([&] {
+    for (int i = 0; i < 200; ++i) {
+      const uint32_t length = 1 + rng() % 70000;
+      const uint64_t offset = rng() % (kSize - length);
+      const uint32_t head_length = i % 3 == 0 ? length : rng() % std::min<uint32_t>(length, 256);
+      std::vector<uint8_t> head(head_length), tail(length - head_length);
+      FetchRequest q{.file = 0, .offset = offset, .length = length};
+      if (i % 3 != 0) {
+        q.tail = tail.data();
+        q.head_length = head_length;
+      }
+      Result<bool> read = f->ReadNow(*fd, q, head.data(), /*wait=*/false);
+      ASSERT_TRUE(read.ok()) << read.status().ToString();
+      if (!*read) {
+        // RWF_NOWAIT may find a page gone under memory pressure: then waiting reads it.
+        read = f->ReadNow(*fd, q, head.data(), /*wait=*/true);
+        ASSERT_TRUE(read.ok() && *read);
+      }
+      EXPECT_EQ(0, std::memcmp(head.data(), want.data() + offset, head_length)) << "read " << i;
+      EXPECT_EQ(0, std::memcmp(tail.data(), want.data() + offset + head_length, tail.size())) << "read " << i;
+    }
+  });
+  other.join();
+  std::vector<uint8_t> buffer(100);
+  Result<bool> past = f->ReadNow(*fd, FetchRequest{.file = 0, .offset = kSize - 50, .length = 100}, buffer.data(), true);
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.status().message().find(file.path()), std::string::npos) << past.status().ToString();
+  EXPECT_NE(past.status().message().find("end of file"), std::string::npos) << past.status().ToString();
+  if (DropFromPageCache(file.path(), kSize)) {
+    std::vector<uint8_t> page(4096);
+    const FetchRequest q{.file = 0, .offset = 3 << 20, .length = 4096};
+    Result<bool> nowait = f->ReadNow(*fd, q, page.data(), /*wait=*/false);
+    ASSERT_TRUE(nowait.ok()) << nowait.status().ToString();
+    EXPECT_FALSE(*nowait) << "a page dropped from the page cache was read without waiting";
+    Result<bool> waited = f->ReadNow(*fd, q, page.data(), /*wait=*/true);
+    ASSERT_TRUE(waited.ok() && *waited);
+    EXPECT_EQ(0, std::memcmp(page.data(), want.data() + (3 << 20), 4096));
+  }
+  f->UnpinForReadNow(0);
+}
+
+// Reads at once are the default backend's alone (not io_uring's, pread's or O_DIRECT's), and a pin
+// never waits: with one descriptor allowed and pinned, pinning another file gives -1; unpinned, the
+// first file is evicted for the second. A missing file is an error naming it.
+TEST(FetcherTest, PinForReadNowNeverWaitsForADescriptor) {
+  RandomFile a(::testing::TempDir(), 8192, 31), b(::testing::TempDir(), 8192, 32);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::string missing = ::testing::TempDir() + "/fetcher_test_no_such_file";
+  for (Backend backend : {Backend::kPread, Backend::kIoUring}) {
+    if (backend == Backend::kIoUring && !UringAvailable()) continue;
+    FetcherOptions o;
+    o.backend = backend;
+    auto f = OpenOrDie({a.path()}, o);
+    ASSERT_NE(f, nullptr);
+    EXPECT_FALSE(f->read_now()) << backend_label(backend);
+    EXPECT_EQ(f->PinForReadNow(0).status().code(), StatusCode::kUnsupported) << backend_label(backend);
+  }
+  FetcherOptions o;
+  o.max_open_files = 1;
+  auto f = OpenOrDie({a.path(), b.path(), missing}, o);
+  ASSERT_NE(f, nullptr);
+  Result<int> fa = f->PinForReadNow(0);
+  ASSERT_TRUE(fa.ok() && *fa >= 0);
+  Result<int> fb = f->PinForReadNow(1);
+  ASSERT_TRUE(fb.ok()) << fb.status().ToString();
+  EXPECT_EQ(*fb, -1) << "the only descriptor is pinned";
+  Result<int> fa2 = f->PinForReadNow(0);  // a second pin of an open file
+  ASSERT_TRUE(fa2.ok());
+  EXPECT_EQ(*fa2, *fa);
+  f->UnpinForReadNow(0);
+  EXPECT_EQ(*f->PinForReadNow(1), -1) << "file 0 is still pinned once";
+  f->UnpinForReadNow(0);
+  fb = f->PinForReadNow(1);
+  ASSERT_TRUE(fb.ok() && *fb >= 0);
+  EXPECT_EQ(f->open_files(), 1u);
+  std::vector<uint8_t> bytes(8192);
+  Result<bool> read = f->ReadNow(*fb, FetchRequest{.file = 1, .offset = 0, .length = 8192}, bytes.data(), true);
+  ASSERT_TRUE(read.ok() && *read);
+  EXPECT_EQ(bytes, b.bytes());
+  f->UnpinForReadNow(1);
+  Result<int> gone = f->PinForReadNow(2);
+  EXPECT_EQ(gone.status().code(), StatusCode::kNotFound) << gone.status().ToString();
+  EXPECT_NE(gone.status().message().find(missing), std::string::npos) << gone.status().ToString();
+  // Submit still works after pins come and go: file 0 is opened again in the one descriptor.
+  ASSERT_TRUE(f->Submit(FetchRequest{.file = 0, .offset = 100, .length = 1000, .tag = 7}).ok());
+  auto r = f->Next();
+  ASSERT_TRUE(r.has_value() && r->status.ok());
+  EXPECT_EQ(0, std::memcmp(r->bytes().data(), a.bytes().data() + 100, 1000));
+  f->Release(std::move(r->data));
 }
 
 }  // namespace

@@ -120,6 +120,23 @@ struct TensorColumn {
 constexpr int64_t kMaxCoalesceBytes = int64_t{1} << 30;
 // Pages of several rows at least this large go through the decoded-page cache (InPageCache).
 constexpr uint32_t kCachedPageBytes = 256 << 10;
+// Split reads below this size are done at once, by the producer and by a consumer waiting for their
+// batch, when their pages are cached (Loader::Impl::ReadClaimedNow): for a 512-byte sample the
+// hand-offs through the fetcher (a ring completion, a wake-up, a lock per group) cost more than the
+// read. From this size on the fetcher's reading threads copy cached pages on every core.
+constexpr uint32_t kReadNowBytes = 64 << 10;
+// The most head bytes (page header and length prefix, some tens of bytes in stoke's pages) of a read
+// done at once: they land on the reading thread's stack.
+constexpr uint32_t kMaxReadNowHead = 256;
+// Next() waits for a batch awake, spinning, for at most this long when the last wait was no longer: a
+// sleeping consumer costs the thread that finishes each batch a futex wake-up (an inter-processor
+// interrupt, microseconds in a virtual machine: 12 % of the producer's time at 512-byte samples).
+// Batches that come slower than this are waited for asleep.
+constexpr int64_t kSpinWaitNs = 100'000;
+
+// One turn of a wait that spins: gives the core to any other thread ready to run (the caller's
+// other threads, a Python thread waiting for the GIL Next() released) and returns at once otherwise.
+inline void CpuRelax() { std::this_thread::yield(); }
 // Readers of files without OffsetIndexes (the slow path) kept open at once; each holds a descriptor.
 constexpr size_t kMaxSlowPathReaders = 16;
 // Default queue depths (LoaderOptions::queue_depth = 0): local reads complete in microseconds to a
@@ -171,6 +188,8 @@ struct Read {
   Status status;
   bool out_of_memory = false;  // status is an allocation failure: fails the batch even with on_error=skip
   Read* next_in_task = nullptr;  // the next read of the same decode task (set by the completer)
+  bool now = false;   // done at once (Slot::now_reads), not through the fetcher
+  int now_fd = -1;    // its file's descriptor, pinned for the batch (Slot::now_files)
 
   // Readies a reused Read for another batch, keeping the capacity of `members`.
   void Reset(Slot* s, uint32_t f, uint64_t off, uint32_t len) {
@@ -187,6 +206,8 @@ struct Read {
     tail_crc.reset();
     status = Status::OK();
     out_of_memory = false;
+    now = false;
+    now_fd = -1;
   }
 };
 
@@ -216,6 +237,14 @@ struct Slot {
   // capacity) for the slot's next batch, so planning allocates nothing in steady state.
   std::vector<Read> reads;
   size_t num_reads = 0;
+  // Reads done at once instead of through the fetcher (Loader::Impl::ReadClaimedNow): their indices in
+  // `reads`, claimed one at a time (now_next) by the producer and by a consumer waiting for this batch.
+  // now_left counts those not yet read (or handed to the fetcher); the thread that takes it to 0
+  // unpins now_files (one pin per file). Set before the slot is queued, which publishes them.
+  std::vector<uint32_t> now_reads;
+  std::vector<uint32_t> now_files;
+  std::atomic<uint32_t> now_next{0};
+  std::atomic<uint32_t> now_left{0};
   std::vector<PlannedCell> cells;  // planning scratch
   std::vector<SampleIndex::Location> locations;  // planning scratch: [column][sample]
   // Sample-columns not yet decoded, + 1 while the producer plans. The batch is ready when it reaches 0:
@@ -355,6 +384,15 @@ class Loader::Impl {
   void GatherScalars(Slot* s);
   Status PlanReads(Slot* s, std::vector<Read>* slow);
   void DecodeRead(Read& r);
+  // Chooses the batch's reads to do at once (Slot::now_reads: split reads below kReadNowBytes, files
+  // pinned) unless the back-off says the page cache missed lately. Producer thread, before queueing.
+  void PlanReadsNow(Slot* s);
+  // Claims the batch's reads-at-once one by one and reads and decodes each (Fetcher::ReadNow) until
+  // none is left. The producer passes `missed`: when the page cache lacks a read, that read and every
+  // one not yet claimed go there, for the fetcher. A consumer passes null and waits for the disk.
+  void ReadClaimedNow(Slot* s, std::vector<FetchRequest>* missed);
+  // Counts n of the batch's reads-at-once done; the last unpins their files.
+  void FinishReadsNow(Slot* s, uint32_t n);
   Status DecodeMember(Slot* s, const Read& r, const ReadMember& m);
   void DecodeSlow(Slot* s, uint32_t sample, uint32_t column);
   Status ReadSlowCell(const TensorColumn& t, const SampleIndex::Location& loc);
@@ -377,6 +415,15 @@ class Loader::Impl {
   void TaskDone() EXCLUDES(mu_);  // a worker task finished
   // Counts n sample-columns of the batch done; the last one wakes the consumer.
   void FinishPending(Slot* s, int64_t n) EXCLUDES(mu_);
+  // The oldest batch is ready, or none will come.
+  bool FrontReadyLocked() const REQUIRES(mu_) {
+    return queue_.empty() ? producer_done_ : queue_.front()->pending.load(std::memory_order_acquire) == 0;
+  }
+  // The consumer's wait for the oldest batch before it sleeps: it does that batch's reads-at-once
+  // nobody has claimed yet (ReadClaimedNow), and spins until `deadline` (NowNanos; 0: not at all)
+  // for the batch to be ready. Returns when FrontReadyLocked() held, or nothing is left to do
+  // before the deadline: true when the batch was ready at once (no wait).
+  bool WaitAwake(int64_t deadline) EXCLUDES(mu_);
   // "<file> row <r> (table row <row>) column '<name>'" for error messages; formats a string, so it is
   // called only once something failed.
   std::string Context(int64_t row, uint32_t column) const;
@@ -465,6 +512,13 @@ class Loader::Impl {
   int64_t completed_ GUARDED_BY(mu_) = 0;  // reads the completer has taken this run
   int64_t tasks_ GUARDED_BY(mu_) = 0;      // worker tasks not finished
   std::thread producer_, completer_;
+  // PlanReadsNow's back-off (producer thread): after a read-at-once that the page cache could not
+  // serve, the next read_now_skip_ batches go whole to the fetcher, read_now_backoff_ doubling (to 64)
+  // while misses go on, so that a cold table costs a failed attempt per many batches, not per read.
+  int64_t read_now_skip_ = 0;
+  int64_t read_now_backoff_ = 0;
+  bool read_now_tried_ = false;               // the last batch planned had reads-at-once
+  std::atomic<bool> read_now_missed_{false};  // a read-at-once met an uncached page (any thread)
 
   // Position for state(): the run started at global position start_consumed_ of epoch start_epoch_.
   // The consumer thread's alone (Next, SetEpoch, Restore, state: the Loader has one consumer), so not
@@ -476,8 +530,15 @@ class Loader::Impl {
 
   // Statistics.
   int64_t first_next_ns_ = 0;
+  // Counts the events that can make FrontReadyLocked() true or give a waiting consumer reads to do (a
+  // batch queued, a batch ready, the producer done), so that WaitAwake looks again under mu_ only when
+  // something happened.
+  std::atomic<uint64_t> ready_events_{0};
+  // How long the consumer's last wait in Next() for a batch not ready at once took: it spins when
+  // this was short.
+  int64_t last_wait_ns_ = 0;
   std::atomic<int64_t> stat_batches_{0}, stat_samples_{0}, stat_skipped_{0}, stat_bytes_read_{0},
-      stat_sample_bytes_{0}, stat_wait_ns_{0}, stat_cells_decoded_{0};
+      stat_sample_bytes_{0}, stat_wait_ns_{0}, stat_cells_decoded_{0}, stat_reads_at_once_{0};
 };
 
 namespace {
@@ -1399,6 +1460,8 @@ Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vec
   STOKE_ASSIGN_OR_RETURN(Slot* s, AcquireSlot());
   if (s == nullptr) return s;
   auto give_back = [&] {  // the slot was not queued
+    for (uint32_t f : s->now_files) fetcher_->UnpinForReadNow(f);
+    s->now_files.clear();
     {
       MutexLock pl(&pool_->mu);
       pool_->free.push_back(s);  // reserved in AcquireSlot: does not allocate
@@ -1406,6 +1469,8 @@ Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vec
     pool_->cv.SignalAll();
   };
   try {
+    s->now_files.clear();  // nothing pinned yet (give_back unpins what is listed)
+    s->now_reads.clear();
     AllocationFaults::Instance().Check();
     s->run = run;
     s->epoch = sampler_->epoch();
@@ -1428,9 +1493,13 @@ Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vec
       give_back();
       return plan;
     }
+    PlanReadsNow(s);
     Trace(TraceStage::kPlan, t0, NowNanos(), s->index, 0);
-    MutexLock l(&mu_);
-    queue_.push_back(s);  // last: when it throws, the slot was not queued
+    {
+      MutexLock l(&mu_);
+      queue_.push_back(s);  // last: when it throws, the slot was not queued
+    }
+    ready_events_.fetch_add(1, std::memory_order_release);  // a consumer waiting awake may help with its reads
   } catch (const std::bad_alloc&) {
     give_back();
     return OutOfMemory([&] { return fmt::format("planning batch {} ({} samples)", batch_index, n); });
@@ -1483,24 +1552,35 @@ void Loader::Impl::ProducerLoop(int64_t run) {
     const int64_t submit_ns = NowNanos();
     for (size_t g = 0; g < s->num_reads; ++g) {
       Read& r = s->reads[g];
+      if (r.now) continue;  // the consumer may be reading it already
       r.submit_ns = submit_ns;
       requests.push_back(FetchRequest{.file = r.file, .offset = r.offset, .length = r.length,
                                       .tag = (uint64_t{s->id} << 32) | g, .tail = r.tail,
                                       .head_length = r.head_length});
     }
-    for (size_t g = 0; g < requests.size();) {
-      if (stop_) {
-        // Not submitted: account their samples as done so the slot can complete.
-        for (; g < requests.size(); ++g) FinishPending(s, static_cast<int64_t>(s->reads[g].members.size()));
-        break;
+    // The read a request stands for.
+    auto read_of = [s](const FetchRequest& q) -> Read& { return s->reads[static_cast<size_t>(q.tag & 0xFFFFFFFFu)]; };
+    // Twice: the fetcher's reads first, so that they are in flight while this thread reads at once,
+    // then the reads-at-once the page cache could not serve.
+    for (int pass = 0; pass < 2; ++pass) {
+      if (pass == 1) {
+        requests.clear();
+        if (!s->now_reads.empty()) ReadClaimedNow(s, &requests);
       }
-      size_t queued = 0;
-      Status st = fetcher_->Submit(std::span(requests).subspan(g), &queued, on_started);
-      g += queued;
-      if (!st.ok()) {  // out of memory, or a request the planner should not have made: not the sample's fault
-        FailBatch(s, std::move(st));
-        FinishPending(s, static_cast<int64_t>(s->reads[g].members.size()));
-        ++g;
+      for (size_t g = 0; g < requests.size();) {
+        if (stop_) {
+          // Not submitted: account their samples as done so the slot can complete.
+          for (; g < requests.size(); ++g) FinishPending(s, static_cast<int64_t>(read_of(requests[g]).members.size()));
+          break;
+        }
+        size_t queued = 0;
+        Status st = fetcher_->Submit(std::span(requests).subspan(g), &queued, on_started);
+        g += queued;
+        if (!st.ok()) {  // out of memory, or a request the planner should not have made: not the sample's fault
+          FailBatch(s, std::move(st));
+          FinishPending(s, static_cast<int64_t>(read_of(requests[g]).members.size()));
+          ++g;
+        }
       }
     }
     FinishPending(s, 1);  // planning done
@@ -1513,8 +1593,98 @@ void Loader::Impl::ProducerLoop(int64_t run) {
     producer_done_ = true;
     producer_error_ = std::move(error);
   }
+  ready_events_.fetch_add(1, std::memory_order_release);
   cv_.SignalAll();
   completer_cv_.SignalAll();
+}
+
+void Loader::Impl::PlanReadsNow(Slot* s) {
+  s->now_reads.clear();
+  s->now_files.clear();
+  s->now_next.store(0, std::memory_order_relaxed);
+  s->now_left.store(0, std::memory_order_relaxed);
+  if (!fetcher_ || !fetcher_->read_now()) return;
+  if (read_now_missed_.exchange(false, std::memory_order_relaxed)) {
+    read_now_backoff_ = std::min<int64_t>(std::max<int64_t>(1, read_now_backoff_ * 2), 64);
+    read_now_skip_ = read_now_backoff_;
+  } else if (read_now_tried_) {
+    read_now_backoff_ = 0;
+  }
+  read_now_tried_ = false;
+  if (read_now_skip_ > 0) {
+    --read_now_skip_;
+    return;
+  }
+  // Room for every read first: a push below never throws with files pinned.
+  s->now_reads.reserve(s->num_reads);
+  s->now_files.reserve(s->num_reads);
+  const int64_t now = NowNanos();
+  int fd = -1;
+  for (size_t g = 0; g < s->num_reads; ++g) {
+    Read& r = s->reads[g];
+    if (r.tail == nullptr || r.length >= kReadNowBytes || r.head_length > kMaxReadNowHead) continue;
+    // Reads are in file order: one pin per file of the batch.
+    if (s->now_files.empty() || s->now_files.back() != r.file) {
+      Result<int> pinned = fetcher_->PinForReadNow(r.file);  // -1: no descriptor free now
+      fd = pinned.ok() ? *pinned : -1;  // an error comes again from Submit, naming the read
+      if (fd < 0) continue;
+      s->now_files.push_back(r.file);
+    } else if (fd < 0) {
+      continue;
+    }
+    r.now = true;
+    r.now_fd = fd;
+    r.submit_ns = now;
+    s->now_reads.push_back(static_cast<uint32_t>(g));
+  }
+  s->now_left.store(static_cast<uint32_t>(s->now_reads.size()), std::memory_order_relaxed);
+  read_now_tried_ = !s->now_reads.empty();
+}
+
+void Loader::Impl::FinishReadsNow(Slot* s, uint32_t n) {
+  if (s->now_left.fetch_sub(n, std::memory_order_acq_rel) != n) return;
+  for (uint32_t f : s->now_files) fetcher_->UnpinForReadNow(f);
+}
+
+void Loader::Impl::ReadClaimedNow(Slot* s, std::vector<FetchRequest>* missed) {
+  const uint32_t n = static_cast<uint32_t>(s->now_reads.size());
+  auto request = [s](uint32_t k) {
+    const uint32_t g = s->now_reads[k];
+    const Read& r = s->reads[g];
+    return FetchRequest{.file = r.file, .offset = r.offset, .length = r.length, .tag = (uint64_t{s->id} << 32) | g,
+                        .tail = r.tail, .head_length = r.head_length};
+  };
+  for (;;) {
+    const uint32_t k = s->now_next.fetch_add(1, std::memory_order_relaxed);
+    if (k >= n) return;
+    Read& r = s->reads[s->now_reads[k]];
+    const FetchRequest q = request(k);
+    uint8_t head[kMaxReadNowHead];
+    Result<bool> read = fetcher_->ReadNow(r.now_fd, q, head, /*wait=*/false);
+    if (read.ok() && !*read) {  // not all in the page cache
+      read_now_missed_.store(true, std::memory_order_relaxed);
+      if (missed != nullptr) {
+        // The producer: this read and those nobody claimed yet go to the fetcher, which keeps the
+        // queue depth at the disk.
+        const uint32_t rest = std::min(s->now_next.exchange(n, std::memory_order_relaxed), n);
+        missed->push_back(q);
+        for (uint32_t j = rest; j < n; ++j) missed->push_back(request(j));
+        FinishReadsNow(s, 1 + (n - rest));
+        return;
+      }
+      read = fetcher_->ReadNow(r.now_fd, q, head, /*wait=*/true);  // a consumer: this batch is what it waits for
+    }
+    FinishReadsNow(s, 1);  // before the decode counts the samples done: the slot is not handed over yet
+    if (read.ok()) {
+      Trace(TraceStage::kFetch, r.submit_ns, NowNanos(), s->index, r.length);
+      stat_bytes_read_ += r.length;
+      stat_reads_at_once_ += 1;
+      r.bytes = ByteView(head, r.head_length);
+    } else {
+      r.status = read.status();
+    }
+    DecodeRead(r);  // counts the read's samples done: the batch may be handed over after it
+  }
 }
 
 Status Loader::Impl::SubmitDecode(Read* first) {
@@ -1712,7 +1882,7 @@ void Loader::Impl::DecodeRead(Read& r) {
                 }));
     }
   }
-  if (r.status.ok()) fetcher_->Release(std::move(r.data));
+  if (r.status.ok() && r.data.capacity() > 0) fetcher_->Release(std::move(r.data));  // reads at once have none
   FinishPending(s, static_cast<int64_t>(r.members.size()));
 }
 
@@ -1865,6 +2035,7 @@ void Loader::Impl::FailBatch(Slot* s, Status status) {
 
 void Loader::Impl::FinishPending(Slot* s, int64_t n) {
   if (s->pending.fetch_sub(n, std::memory_order_acq_rel) != n) return;
+  ready_events_.fetch_add(1, std::memory_order_release);
   // The batch is ready. A consumer that saw it pending holds mu_ until it sleeps on cv_, so taking mu_
   // here orders this signal after that wait (no lost wake-up). Nothing touches `s` from here on: the
   // consumer may already own it.
@@ -1904,6 +2075,26 @@ void Loader::Impl::CompactSkipped(Slot* s) {
   s->size = static_cast<int64_t>(w);
 }
 
+bool Loader::Impl::WaitAwake(int64_t deadline) {
+  for (bool first = true;; first = false) {
+    const uint64_t seen = ready_events_.load(std::memory_order_acquire);
+    Slot* s = nullptr;
+    {
+      MutexLock l(&mu_);
+      if (FrontReadyLocked()) return first;
+      if (!queue_.empty()) s = queue_.front();  // stays the consumer's to read: only this thread pops the queue
+    }
+    if (s != nullptr && s->now_next.load(std::memory_order_relaxed) < s->now_reads.size()) {
+      ReadClaimedNow(s, nullptr);
+      continue;
+    }
+    while (ready_events_.load(std::memory_order_acquire) == seen) {
+      if (NowNanos() >= deadline) return false;
+      CpuRelax();
+    }
+  }
+}
+
 Result<std::optional<Batch>> Loader::Impl::Next() {
   if (first_next_ns_ == 0) first_next_ns_ = NowNanos();
   {
@@ -1919,12 +2110,12 @@ Result<std::optional<Batch>> Loader::Impl::Next() {
     Status producer_error;
     {
       const int64_t t0 = NowNanos();
+      const bool ready_at_once = WaitAwake(last_wait_ns_ <= kSpinWaitNs ? t0 + kSpinWaitNs : 0);
       MutexLock l(&mu_);
       // The oldest batch is ready (Slot::pending says why acquire suffices), or none will come.
-      while (queue_.empty() ? !producer_done_ : queue_.front()->pending.load(std::memory_order_acquire) != 0) {
-        cv_.Wait(&mu_);
-      }
+      while (!FrontReadyLocked()) cv_.Wait(&mu_);
       const int64_t t1 = NowNanos();
+      if (!ready_at_once) last_wait_ns_ = t1 - t0;
       stat_wait_ns_ += t1 - t0;
       Trace(TraceStage::kWait, t0, t1, next_batch_index_, 0);
       if (queue_.empty()) {
@@ -2042,6 +2233,7 @@ LoaderStats Loader::Impl::stats() const {
   st.samples_skipped = stat_skipped_;
   st.bytes_read = stat_bytes_read_;
   st.cells_decoded = stat_cells_decoded_;
+  st.reads_at_once = stat_reads_at_once_;
   st.sample_bytes = stat_sample_bytes_;
   st.wall_seconds = first_next_ns_ == 0 ? 0 : (NowNanos() - first_next_ns_) * 1e-9;
   st.wait_seconds = stat_wait_ns_ * 1e-9;

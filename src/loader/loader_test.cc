@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -451,6 +452,90 @@ TEST(Loader, FlippedByteInASampleCopiedByAReadingThreadNamesFileAndRow) {
   o.verify_crc = false;
   auto unchecked = OpenOrDie(t.dir(), o);
   EXPECT_TRUE(FirstError(*unchecked).ok());
+}
+
+// Whether reads that must not wait for the disk (RWF_NOWAIT) work on the file system holding `path`:
+// the loader reads cached pages at once only where they do.
+bool NoWaitReadsWork(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return false;
+  uint8_t b;
+  iovec iov{&b, 1};
+  ssize_t n = ::preadv2(fd, &iov, 1, 0, RWF_NOWAIT);
+  if (n < 0 && errno == EAGAIN) n = ::preadv2(fd, &iov, 1, 0, RWF_NOWAIT);  // the first byte, read just now
+  ::close(fd);
+  return n == 1;
+}
+
+// 512-byte uncompressed samples from the page cache are read at once (LoaderStats::reads_at_once) by
+// the producer and by the consumer waiting for its batch, with every byte delivered over two epochs;
+// with the io_uring or pread backend, and with O_DIRECT, none is.
+TEST(Loader, SmallCachedSamplesAreReadAtOnceByteForByte) {
+  constexpr int64_t kLen = 512;
+  TestTable t(kLen, parquet::Codec::kUncompressed);
+  t.AppendFile(0, 300, 100);
+  t.AppendFile(300, 300, 100);
+  using Backend = LoaderOptions::Backend;
+  for (Backend backend : {Backend::kAuto, Backend::kIoUring, Backend::kPread}) {
+    LoaderOptions o;
+    o.batch_size = 16;
+    o.backend = backend;
+    auto opened = Loader::Open(t.dir(), o);
+    if (!opened.ok() && backend == Backend::kIoUring) continue;  // io_uring refused here
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    Loader& l = **opened;
+    for (int64_t epoch = 0; epoch < 2; ++epoch) {
+      ASSERT_TRUE(l.SetEpoch(epoch).ok());
+      auto rows = Drain(l, kLen);
+      std::sort(rows.begin(), rows.end());
+      ASSERT_EQ(rows.size(), 600u);
+      for (int64_t i = 0; i < 600; ++i) EXPECT_EQ(rows[static_cast<size_t>(i)], i);
+    }
+    if (backend != Backend::kAuto) {
+      EXPECT_EQ(l.stats().reads_at_once, 0) << l.stats().backend;
+    } else if (NoWaitReadsWork(t.dir() + "/part-0.parquet")) {
+      EXPECT_GT(l.stats().reads_at_once, 600) << "the cached pages went through the fetcher";
+    }
+  }
+}
+
+// A flipped byte in a 512-byte sample read at once is reported, naming the file and row, and with
+// on_error=skip its neighbours load with their bytes.
+TEST(Loader, FlippedByteInASampleReadAtOnceNamesFileAndRow) {
+  constexpr int64_t kLen = 512;
+  TestTable t(kLen, parquet::Codec::kUncompressed);
+  t.AppendFile(0, 64, 64);
+  ExpectFlippedByteReportedAndSkipped(t.dir(), 21, 64, kLen);
+  if (!NoWaitReadsWork(t.dir() + "/part-0.parquet")) GTEST_SKIP() << "no RWF_NOWAIT reads here: nothing read at once";
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.on_error = LoaderOptions::OnError::kSkip;
+  auto l = OpenOrDie(t.dir(), o);
+  EXPECT_EQ(Drain(*l, kLen).size(), 63u);
+  EXPECT_GT(l->stats().reads_at_once, 0);
+  EXPECT_EQ(l->stats().samples_skipped, 1);
+}
+
+// Small pages the page cache does not hold are not read at once: the producer hands them to the
+// fetcher (a consumer waiting for their batch reads its share waiting for the disk), and every byte
+// arrives.
+TEST(Loader, SmallSamplesOutOfThePageCacheLoadByteForByte) {
+  constexpr int64_t kLen = 512;
+  TestTable t(kLen, parquet::Codec::kUncompressed);
+  t.AppendFile(0, 2000, 1000);
+  const std::string path = t.dir() + "/part-0.parquet";
+  LoaderOptions o;
+  o.batch_size = 16;
+  auto l = OpenOrDie(t.dir(), o);  // the open reads the footer, before the pages are dropped
+  ASSERT_NE(l, nullptr);
+  if (!testing_support::DropFromPageCache(path, std::filesystem::file_size(path))) {
+    GTEST_SKIP() << "the file's pages stay in the page cache here (tmpfs?)";
+  }
+  auto rows = Drain(*l, kLen);
+  std::sort(rows.begin(), rows.end());
+  ASSERT_EQ(rows.size(), 2000u);
+  for (int64_t i = 0; i < 2000; ++i) EXPECT_EQ(rows[static_cast<size_t>(i)], i);
+  EXPECT_LT(l->stats().reads_at_once, 2000) << "pages out of the page cache were read at once";
 }
 
 TEST(Loader, CorruptPageNamesFileAndRowOrIsSkipped) {

@@ -1,8 +1,11 @@
 // Test support: builds small stoke tables with the Parquet writer and the Delta log directly.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -75,6 +78,27 @@ inline delta::AddFile WriteDataFile(const std::string& dir, const std::string& n
   add.modification_time = 1;
   add.stats = delta::StatsJsonFromFooter((*w)->metadata(), cols);
   return add;
+}
+
+// Writes the file's pages back and drops them from the page cache; true when (nearly) none is left
+// there (false on file systems that keep them, such as tmpfs).
+inline bool DropFromPageCache(const std::string& path, size_t size) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  EXPECT_GE(fd, 0) << path;
+  if (fd < 0) return false;
+  bool dropped = false;
+  if (::fdatasync(fd) == 0 && ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0) {
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map != MAP_FAILED) {
+      std::vector<unsigned char> resident((size + 4095) / 4096);
+      if (::mincore(map, size, resident.data()) == 0) {
+        dropped = std::count_if(resident.begin(), resident.end(), [](unsigned char c) { return c & 1; }) <= 16;
+      }
+      ::munmap(map, size);
+    }
+  }
+  ::close(fd);
+  return dropped;
 }
 
 class TestTable;
