@@ -599,8 +599,10 @@ Status Fetcher::PinDescriptor(uint32_t f, PendingStarts* pending, bool wait, int
         *pinned_fd = d.fd;
         return Status::OK();
       }
-      // Every open descriptor in use by a read in flight: wait for one to complete (reads complete
-      // without the consumer's help, so this cannot hang once this batch's reads are started).
+      // Every open descriptor in use by a read in flight or pinned for reads at once: wait for one to
+      // be given back (reads complete without the consumer's help, so this cannot hang once this
+      // batch's reads are started; a caller of PinForReadNow must do or give up its reads at once
+      // before it Submits reads that may wait here).
       const auto full = [&]() REQUIRES(mu_) { return open_count_ >= max_open_files_ && lru_head_ == kNoFile; };
       if (!wait && full()) return Status::OK();
       while (full() && !HasPrepared(pending)) space_cv_.Wait(&mu_);

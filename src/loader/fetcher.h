@@ -162,7 +162,9 @@ class Fetcher {
   // and pins its descriptor, which it returns; -1 where Submit would have to wait for a descriptor
   // (every one pinned; then Submit the reads). The descriptor stays open until as many
   // UnpinForReadNow(f) as pins. Submit's thread only (the only one that opens and closes
-  // descriptors); errors as a read's (NotFound, IOError naming the file).
+  // descriptors); errors as a read's (NotFound, IOError naming the file). Pins held by the caller's
+  // thread can keep Submit waiting for a descriptor forever: do (or give up) the pinned files' reads
+  // before Submitting reads that may need one.
   Result<int> PinForReadNow(uint32_t f) EXCLUDES(mu_);
   void UnpinForReadNow(uint32_t f) EXCLUDES(mu_);  // any thread
   // Reads r's bytes from `fd` (pinned by PinForReadNow(r.file)) on the calling thread, any thread: the

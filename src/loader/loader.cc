@@ -389,8 +389,9 @@ class Loader::Impl {
   void PlanReadsNow(Slot* s);
   // Claims the batch's reads-at-once one by one and reads and decodes each (Fetcher::ReadNow) until
   // none is left. The producer passes `missed`: when the page cache lacks a read, that read and every
-  // one not yet claimed go there, for the fetcher. A consumer passes null and waits for the disk.
-  void ReadClaimedNow(Slot* s, std::vector<FetchRequest>* missed);
+  // one not yet claimed go there, for the fetcher. A consumer passes null: it waits for the disk for
+  // such a read, then stops (returning true) and leaves the rest to the producer.
+  bool ReadClaimedNow(Slot* s, std::vector<FetchRequest>* missed);
   // Counts n of the batch's reads-at-once done; the last unpins their files.
   void FinishReadsNow(Slot* s, uint32_t n);
   Status DecodeMember(Slot* s, const Read& r, const ReadMember& m);
@@ -1558,29 +1559,25 @@ void Loader::Impl::ProducerLoop(int64_t run) {
                                       .tag = (uint64_t{s->id} << 32) | g, .tail = r.tail,
                                       .head_length = r.head_length});
     }
+    // The reads at once first: until they are done their files stay pinned, and a Submit below may
+    // wait for a descriptor (a batch can span more files than max_open_files) that only they free.
+    // Those the page cache cannot serve join the fetcher's.
+    if (!s->now_reads.empty()) ReadClaimedNow(s, &requests);
     // The read a request stands for.
     auto read_of = [s](const FetchRequest& q) -> Read& { return s->reads[static_cast<size_t>(q.tag & 0xFFFFFFFFu)]; };
-    // Twice: the fetcher's reads first, so that they are in flight while this thread reads at once,
-    // then the reads-at-once the page cache could not serve.
-    for (int pass = 0; pass < 2; ++pass) {
-      if (pass == 1) {
-        requests.clear();
-        if (!s->now_reads.empty()) ReadClaimedNow(s, &requests);
+    for (size_t g = 0; g < requests.size();) {
+      if (stop_) {
+        // Not submitted: account their samples as done so the slot can complete.
+        for (; g < requests.size(); ++g) FinishPending(s, static_cast<int64_t>(read_of(requests[g]).members.size()));
+        break;
       }
-      for (size_t g = 0; g < requests.size();) {
-        if (stop_) {
-          // Not submitted: account their samples as done so the slot can complete.
-          for (; g < requests.size(); ++g) FinishPending(s, static_cast<int64_t>(read_of(requests[g]).members.size()));
-          break;
-        }
-        size_t queued = 0;
-        Status st = fetcher_->Submit(std::span(requests).subspan(g), &queued, on_started);
-        g += queued;
-        if (!st.ok()) {  // out of memory, or a request the planner should not have made: not the sample's fault
-          FailBatch(s, std::move(st));
-          FinishPending(s, static_cast<int64_t>(read_of(requests[g]).members.size()));
-          ++g;
-        }
+      size_t queued = 0;
+      Status st = fetcher_->Submit(std::span(requests).subspan(g), &queued, on_started);
+      g += queued;
+      if (!st.ok()) {  // out of memory, or a request the planner should not have made: not the sample's fault
+        FailBatch(s, std::move(st));
+        FinishPending(s, static_cast<int64_t>(read_of(requests[g]).members.size()));
+        ++g;
       }
     }
     FinishPending(s, 1);  // planning done
@@ -1646,7 +1643,7 @@ void Loader::Impl::FinishReadsNow(Slot* s, uint32_t n) {
   for (uint32_t f : s->now_files) fetcher_->UnpinForReadNow(f);
 }
 
-void Loader::Impl::ReadClaimedNow(Slot* s, std::vector<FetchRequest>* missed) {
+bool Loader::Impl::ReadClaimedNow(Slot* s, std::vector<FetchRequest>* missed) {
   const uint32_t n = static_cast<uint32_t>(s->now_reads.size());
   auto request = [s](uint32_t k) {
     const uint32_t g = s->now_reads[k];
@@ -1656,12 +1653,13 @@ void Loader::Impl::ReadClaimedNow(Slot* s, std::vector<FetchRequest>* missed) {
   };
   for (;;) {
     const uint32_t k = s->now_next.fetch_add(1, std::memory_order_relaxed);
-    if (k >= n) return;
+    if (k >= n) return false;
     Read& r = s->reads[s->now_reads[k]];
     const FetchRequest q = request(k);
     uint8_t head[kMaxReadNowHead];
     Result<bool> read = fetcher_->ReadNow(r.now_fd, q, head, /*wait=*/false);
-    if (read.ok() && !*read) {  // not all in the page cache
+    const bool miss = read.ok() && !*read;
+    if (miss) {  // not all in the page cache
       read_now_missed_.store(true, std::memory_order_relaxed);
       if (missed != nullptr) {
         // The producer: this read and those nobody claimed yet go to the fetcher, which keeps the
@@ -1670,7 +1668,7 @@ void Loader::Impl::ReadClaimedNow(Slot* s, std::vector<FetchRequest>* missed) {
         missed->push_back(q);
         for (uint32_t j = rest; j < n; ++j) missed->push_back(request(j));
         FinishReadsNow(s, 1 + (n - rest));
-        return;
+        return true;
       }
       read = fetcher_->ReadNow(r.now_fd, q, head, /*wait=*/true);  // a consumer: this batch is what it waits for
     }
@@ -1684,6 +1682,7 @@ void Loader::Impl::ReadClaimedNow(Slot* s, std::vector<FetchRequest>* missed) {
       r.status = read.status();
     }
     DecodeRead(r);  // counts the read's samples done: the batch may be handed over after it
+    if (miss) return true;  // a consumer: one wait for the disk per batch, the producer does the rest
   }
 }
 
@@ -2076,6 +2075,7 @@ void Loader::Impl::CompactSkipped(Slot* s) {
 }
 
 bool Loader::Impl::WaitAwake(int64_t deadline) {
+  const Slot* missed = nullptr;  // a batch whose reads at once met the disk: left to the producer
   for (bool first = true;; first = false) {
     const uint64_t seen = ready_events_.load(std::memory_order_acquire);
     Slot* s = nullptr;
@@ -2084,8 +2084,8 @@ bool Loader::Impl::WaitAwake(int64_t deadline) {
       if (FrontReadyLocked()) return first;
       if (!queue_.empty()) s = queue_.front();  // stays the consumer's to read: only this thread pops the queue
     }
-    if (s != nullptr && s->now_next.load(std::memory_order_relaxed) < s->now_reads.size()) {
-      ReadClaimedNow(s, nullptr);
+    if (s != nullptr && s != missed && s->now_next.load(std::memory_order_relaxed) < s->now_reads.size()) {
+      if (ReadClaimedNow(s, nullptr)) missed = s;
       continue;
     }
     while (ready_events_.load(std::memory_order_acquire) == seen) {

@@ -666,7 +666,7 @@ void MakeOneRowFiles(TestTable& t, int64_t n, bool sync = true) {
   adds.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     adds.push_back(testing_support::WriteDataFile(t.dir(), "part-" + std::to_string(i) + ".parquet", i, 1, 1,
-                                                  t.tensor_len(), sync));
+                                                  t.tensor_len(), sync, t.codec()));
   }
   testing_support::CommitAdds(t, std::move(adds));
 }
@@ -674,9 +674,11 @@ void MakeOneRowFiles(TestTable& t, int64_t n, bool sync = true) {
 // In a child process: lowers the soft and hard RLIMIT_NOFILE so that `limit` descriptors are left
 // beyond those already open (a child inherits some from its parent, and the sanitizers and the test
 // framework hold a few; the loader cannot raise it), loads every row of the table in `dir` (`rows`
-// one-row files) through each backend, and returns an exit code: 0 when every row arrived once with
-// its bytes.
-int LoadUnderOpenFileLimit(const std::string& dir, rlim_t limit, int64_t rows_expected) {
+// one-row files of `tensor_len`-byte tensors) through each backend in batches of `batch_size`, and
+// returns an exit code: 0 when every row arrived once with its bytes. A hang ends in SIGALRM.
+int LoadUnderOpenFileLimit(const std::string& dir, rlim_t limit, int64_t rows_expected, int64_t tensor_len = 16,
+                           int64_t batch_size = 7) {
+  ::alarm(120);
   std::error_code ec;
   rlim_t open_now = 0;
   for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
@@ -688,7 +690,7 @@ int LoadUnderOpenFileLimit(const std::string& dir, rlim_t limit, int64_t rows_ex
   for (auto backend : {LoaderOptions::Backend::kPread, LoaderOptions::Backend::kAuto}) {
     LoaderOptions o;
     o.backend = backend;
-    o.batch_size = 7;
+    o.batch_size = batch_size;
     o.queue_depth = 64;  // more reads in flight than descriptors the fetcher may cache
     auto l = Loader::Open(dir, o);
     if (!l.ok()) {
@@ -706,8 +708,10 @@ int LoadUnderOpenFileLimit(const std::string& dir, rlim_t limit, int64_t rows_ex
       const BatchColumn* col = (**b).column("t");
       for (int64_t i = 0; i < (**b).size(); ++i) {
         const int64_t row = (**b).row_ids()[static_cast<size_t>(i)];
-        const std::string want = TensorOf(row);
-        if (std::memcmp(static_cast<const uint8_t*>(col->data()) + i * 16, want.data(), 16) != 0) return 5;
+        const std::string want = TensorOf(row, tensor_len);
+        if (std::memcmp(static_cast<const uint8_t*>(col->data()) + i * tensor_len, want.data(), want.size()) != 0) {
+          return 5;
+        }
         rows.push_back(row);
       }
     }
@@ -731,6 +735,19 @@ TEST(Loader, TableWithMoreFilesThanTheOpenFileLimitLoads) {
   // ThreadSanitizer a child forked from a multi-threaded parent may not start threads.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(std::_Exit(LoadUnderOpenFileLimit(t.dir(), 64, kFiles)), ::testing::ExitedWithCode(0), "");  // 300 > 64
+}
+
+// A batch of small uncompressed samples from more files than the process may hold open: the
+// batch's reads at once pin what descriptors they can (never waiting), the producer does them
+// before it submits the rest, whose Submit may wait for a descriptor those pins hold; every row
+// loads, with no hang however long the consumer sleeps.
+TEST(Loader, BatchOverMoreFilesThanDescriptorsLoadsWithReadsAtOnce) {
+  constexpr int64_t kFiles = 300, kLen = 512;
+  TestTable t(kLen, parquet::Codec::kUncompressed);
+  MakeOneRowFiles(t, kFiles);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::_Exit(LoadUnderOpenFileLimit(t.dir(), 64, kFiles, kLen, /*batch_size=*/256)),
+              ::testing::ExitedWithCode(0), "");
 }
 
 // Runs one epoch; returns its error, or OK when every row arrived with its bytes.

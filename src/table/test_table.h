@@ -123,6 +123,7 @@ class TestTable {
                                             tensor_len_, /*sync=*/true, codec_)});
   }
   int64_t tensor_len() const { return tensor_len_; }
+  parquet::Codec codec() const { return codec_; }
 
  private:
   int64_t tensor_len_;
