@@ -1657,8 +1657,23 @@ bool Loader::Impl::ReadClaimedNow(Slot* s, std::vector<FetchRequest>* missed) {
     Read& r = s->reads[s->now_reads[k]];
     const FetchRequest q = request(k);
     uint8_t head[kMaxReadNowHead];
-    Result<bool> read = fetcher_->ReadNow(r.now_fd, q, head, /*wait=*/false);
-    const bool miss = read.ok() && !*read;
+    // False when the page cache lacks some of the bytes (only without `wait`); else the read is over,
+    // failed when `error` says so. Its error message is the one allocation here: without memory for
+    // it the read fails the batch (out of memory, as elsewhere) instead of an exception leaving the
+    // claim unfinished.
+    Status error;
+    auto read_now = [&](bool wait) -> bool {
+      try {
+        Result<bool> got = fetcher_->ReadNow(r.now_fd, q, head, wait);
+        if (got.ok()) return *got;
+        error = got.status();
+      } catch (const std::bad_alloc&) {
+        r.out_of_memory = true;
+        error = OutOfMemory([&] { return fmt::format("the error of a {}-byte read", q.length); });
+      }
+      return true;
+    };
+    const bool miss = !read_now(/*wait=*/false);
     if (miss) {  // not all in the page cache
       read_now_missed_.store(true, std::memory_order_relaxed);
       if (missed != nullptr) {
@@ -1670,16 +1685,16 @@ bool Loader::Impl::ReadClaimedNow(Slot* s, std::vector<FetchRequest>* missed) {
         FinishReadsNow(s, 1 + (n - rest));
         return true;
       }
-      read = fetcher_->ReadNow(r.now_fd, q, head, /*wait=*/true);  // a consumer: this batch is what it waits for
+      read_now(/*wait=*/true);  // a consumer: this batch is what it waits for
     }
     FinishReadsNow(s, 1);  // before the decode counts the samples done: the slot is not handed over yet
-    if (read.ok()) {
+    if (error.ok()) {
       Trace(TraceStage::kFetch, r.submit_ns, NowNanos(), s->index, r.length);
       stat_bytes_read_ += r.length;
       stat_reads_at_once_ += 1;
       r.bytes = ByteView(head, r.head_length);
     } else {
-      r.status = read.status();
+      r.status = std::move(error);
     }
     DecodeRead(r);  // counts the read's samples done: the batch may be handed over after it
     if (miss) return true;  // a consumer: one wait for the disk per batch, the producer does the rest
