@@ -112,11 +112,13 @@ struct FetcherOptions {
 
 // Threading contract: one producer thread calls Submit, one consumer thread calls Next (they may be
 // the same thread only if it never lets Submit block on a budget that only its own Release could
-// free). Release, backend_name, bytes_in_flight, max_open_files and open_files may be called from any
-// thread, concurrently with each other and with Submit and Next (the loader's decode workers release
-// the buffers they decoded, several at once). The destructor must not run concurrently with any other
-// call; it waits for reads in flight to finish and drops results not yet taken. Descriptors are opened and closed only by Submit
-// (the producer thread) and the destructor; completions only unpin them.
+// free). Release, backend_name, bytes_in_flight, max_open_files, open_files, read_now, ReadNow and
+// UnpinForReadNow may be called from any thread, concurrently with each other and with Submit and
+// Next (the loader's decode workers release the buffers they decoded, several at once). The
+// destructor must not run concurrently with any other call; it waits for reads in flight to finish
+// and drops results not yet taken. Descriptors are opened and closed only by Submit and
+// PinForReadNow (the producer thread) and the destructor; completions and UnpinForReadNow only unpin
+// them.
 class Fetcher {
  public:
   // Opens no file (except the first one with O_DIRECT, to probe support). Errors opening a file arrive

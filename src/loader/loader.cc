@@ -128,10 +128,10 @@ constexpr uint32_t kReadNowBytes = 64 << 10;
 // The most head bytes (page header and length prefix, some tens of bytes in stoke's pages) of a read
 // done at once: they land on the reading thread's stack.
 constexpr uint32_t kMaxReadNowHead = 256;
-// Next() waits for a batch awake, spinning, for at most this long when the last wait was no longer: a
-// sleeping consumer costs the thread that finishes each batch a futex wake-up (an inter-processor
-// interrupt, microseconds in a virtual machine: 12 % of the producer's time at 512-byte samples).
-// Batches that come slower than this are waited for asleep.
+// Next() waits for a batch awake, spinning, for at most this long when its last wait for a batch that
+// was not ready at once was no longer: a sleeping consumer costs the thread that finishes each batch
+// a futex wake-up (an inter-processor interrupt, microseconds in a virtual machine: 12 % of the
+// producer's time at 512-byte samples). Batches that come slower than this are waited for asleep.
 constexpr int64_t kSpinWaitNs = 100'000;
 
 // One turn of a wait that spins: gives the core to any other thread ready to run (the caller's
@@ -1616,19 +1616,19 @@ void Loader::Impl::PlanReadsNow(Slot* s) {
   s->now_reads.reserve(s->num_reads);
   s->now_files.reserve(s->num_reads);
   const int64_t now = NowNanos();
+  uint32_t file = std::numeric_limits<uint32_t>::max();  // no file index is this large
   int fd = -1;
   for (size_t g = 0; g < s->num_reads; ++g) {
     Read& r = s->reads[g];
     if (r.tail == nullptr || r.length >= kReadNowBytes || r.head_length > kMaxReadNowHead) continue;
-    // Reads are in file order: one pin per file of the batch.
-    if (s->now_files.empty() || s->now_files.back() != r.file) {
-      Result<int> pinned = fetcher_->PinForReadNow(r.file);  // -1: no descriptor free now
+    // Reads are in file order: one pin (or one attempt) per file of the batch.
+    if (r.file != file) {
+      file = r.file;
+      Result<int> pinned = fetcher_->PinForReadNow(file);  // -1: no descriptor free now
       fd = pinned.ok() ? *pinned : -1;  // an error comes again from Submit, naming the read
-      if (fd < 0) continue;
-      s->now_files.push_back(r.file);
-    } else if (fd < 0) {
-      continue;
+      if (fd >= 0) s->now_files.push_back(file);
     }
+    if (fd < 0) continue;
     r.now = true;
     r.now_fd = fd;
     r.submit_ns = now;
