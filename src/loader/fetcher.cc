@@ -63,6 +63,18 @@ size_t ParallelReadThreads(const FetcherOptions& o) {
 }
 
 int OpenFlags(bool direct) { return O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0); }
+
+// The destinations of bytes [done, length) of a read whose first head_length bytes go to `head` and
+// the rest to `tail` (none when tail is null): into iov[0..n), returns n (at most 2).
+int RangeIovecs(uint8_t* head, uint64_t head_length, uint8_t* tail, uint64_t length, uint64_t done, iovec* iov) {
+  int n = 0;
+  if (done < head_length) iov[n++] = iovec{head + done, static_cast<size_t>(head_length - done)};
+  if (tail != nullptr && done < length) {
+    const uint64_t from = std::max(done, head_length) - head_length;  // within the tail
+    iov[n++] = iovec{tail + from, static_cast<size_t>(length - head_length - from)};
+  }
+  return n;
+}
 }  // namespace
 
 // An object-store file of the list (local files have a Descriptor in Fetcher::descriptors_ instead):
@@ -719,14 +731,7 @@ Status Fetcher::ReadSlotWithPread(Slot& s) {
 }
 
 int Fetcher::PrepareIovecs(Slot& s) const {
-  const uint64_t buffered = s.buffered();
-  int n = 0;
-  if (s.done < buffered) s.iov[n++] = iovec{s.buffer.data() + s.done, static_cast<size_t>(buffered - s.done)};
-  if (s.request.tail != nullptr && s.done < s.read_length) {
-    const uint64_t from = std::max(s.done, buffered) - buffered;  // within the tail
-    s.iov[n++] = iovec{s.request.tail + from, static_cast<size_t>(s.read_length - buffered - from)};
-  }
-  return n;
+  return RangeIovecs(s.buffer.data(), s.buffered(), s.request.tail, s.read_length, s.done, s.iov);
 }
 
 bool Fetcher::ShortDirectReadHitEnd(const Slot& s) const {
@@ -735,10 +740,11 @@ bool Fetcher::ShortDirectReadHitEnd(const Slot& s) const {
   return options_.direct && s.done < s.needed() && s.done % kDirectAlignment != 0;
 }
 
-Status Fetcher::EndOfFileError(const Slot& s) const {
-  return Status::IOError("read past end of file " + path(s.request.file) + ": offset " +
-                         std::to_string(s.request.offset) + " length " + std::to_string(s.request.length) +
-                         ", file ends at " + std::to_string(s.read_offset + s.done));
+Status Fetcher::EndOfFileError(const Slot& s) const { return EndOfFileError(s.request, s.read_offset + s.done); }
+
+Status Fetcher::EndOfFileError(const FetchRequest& r, uint64_t file_end) const {
+  return Status::IOError("read past end of file " + path(r.file) + ": offset " + std::to_string(r.offset) +
+                         " length " + std::to_string(r.length) + ", file ends at " + std::to_string(file_end));
 }
 
 Status Fetcher::OpenError(uint32_t f, int err) const {
@@ -814,12 +820,7 @@ Result<bool> Fetcher::ReadNow(int fd, const FetchRequest& r, uint8_t* head, bool
   uint64_t done = 0;
   while (done < r.length) {
     iovec iov[2];
-    int n = 0;
-    if (done < head_length) iov[n++] = iovec{head + done, static_cast<size_t>(head_length - done)};
-    if (r.tail != nullptr) {
-      const uint64_t from = std::max(done, head_length) - head_length;  // within the tail
-      iov[n++] = iovec{r.tail + from, static_cast<size_t>(r.length - head_length - from)};
-    }
+    const int n = RangeIovecs(head, head_length, r.tail, r.length, done, iov);
     const ssize_t got = ::preadv2(fd, iov, n, static_cast<off_t>(r.offset + done), wait ? 0 : RWF_NOWAIT);
     if (got < 0) {
       if (errno == EINTR) continue;
@@ -827,11 +828,7 @@ Result<bool> Fetcher::ReadNow(int fd, const FetchRequest& r, uint8_t* head, bool
       if (!wait && (errno == EAGAIN || errno == EOPNOTSUPP)) return false;
       return ReadError(r, errno);
     }
-    if (got == 0) {
-      return Status::IOError("read past end of file " + path(r.file) + ": offset " + std::to_string(r.offset) +
-                             " length " + std::to_string(r.length) + ", file ends at " +
-                             std::to_string(r.offset + done));
-    }
+    if (got == 0) return EndOfFileError(r, r.offset + done);
     done += static_cast<uint64_t>(got);
   }
   return true;

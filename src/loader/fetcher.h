@@ -262,6 +262,7 @@ class Fetcher {
   void QueueResultLocked(int slot_index, FetchResult result) REQUIRES(mu_);
   bool ShortDirectReadHitEnd(const Slot& slot) const;
   Status EndOfFileError(const Slot& slot) const;
+  Status EndOfFileError(const FetchRequest& r, uint64_t file_end) const;
   Status ReadError(const Slot& slot, int err) const;
   Status ReadError(const FetchRequest& r, int err) const;
   Status OpenError(uint32_t file, int err) const;

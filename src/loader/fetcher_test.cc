@@ -68,19 +68,6 @@ bool UringAvailable() {
   return true;
 }
 
-// Whether the 4 KiB page of `path` at `offset` is in the page cache (mincore).
-bool PageResident(const std::string& path, size_t offset) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return false;
-  unsigned char in = 0;
-  void* map = ::mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(offset / 4096 * 4096));
-  ::close(fd);
-  if (map == MAP_FAILED) return false;
-  const bool ok = ::mincore(map, 4096, &in) == 0;
-  ::munmap(map, 4096);
-  return ok && (in & 1) != 0;
-}
-
 std::unique_ptr<Fetcher> OpenOrDie(std::vector<std::string> files, FetcherOptions o) {
   auto f = Fetcher::Open(std::move(files), o);
   EXPECT_TRUE(f.ok()) << f.status().ToString();
@@ -821,7 +808,7 @@ TEST(FetcherTest, ReadNowReadsCachedPagesOnAnyThreadAndReportsUncachedOnes) {
   ASSERT_FALSE(past.ok());
   EXPECT_NE(past.status().message().find(file.path()), std::string::npos) << past.status().ToString();
   EXPECT_NE(past.status().message().find("end of file"), std::string::npos) << past.status().ToString();
-  if (DropFromPageCache(file.path(), kSize) && !PageResident(file.path(), 3 << 20)) {
+  if (DropFromPageCache(file.path(), kSize) && testing_support::ResidentPages(file.path(), 3 << 20, 4096) == 0) {
     std::vector<uint8_t> page(4096);
     const FetchRequest q{.file = 0, .offset = 3 << 20, .length = 4096};
     Result<bool> nowait = f->ReadNow(*fd, q, page.data(), /*wait=*/false);

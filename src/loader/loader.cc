@@ -258,6 +258,16 @@ struct Slot {
   int64_t skipped_count GUARDED_BY(mu) = 0;
 };
 
+namespace {
+// The fetcher's request for read g of slot s; its tag is (s.id << 32) | g, by which the completer
+// finds the read again.
+FetchRequest RequestOf(const Slot& s, uint32_t g) {
+  const Read& r = s.reads[g];
+  return FetchRequest{.file = r.file, .offset = r.offset, .length = r.length, .tag = (uint64_t{s.id} << 32) | g,
+                      .tail = r.tail, .head_length = r.head_length};
+}
+}  // namespace
+
 // The slots, shared by the loader and the batches it delivered (which may outlive it).
 struct SlotPool {
   Mutex mu;
@@ -1555,9 +1565,7 @@ void Loader::Impl::ProducerLoop(int64_t run) {
       Read& r = s->reads[g];
       if (r.now) continue;  // the consumer may be reading it already
       r.submit_ns = submit_ns;
-      requests.push_back(FetchRequest{.file = r.file, .offset = r.offset, .length = r.length,
-                                      .tag = (uint64_t{s->id} << 32) | g, .tail = r.tail,
-                                      .head_length = r.head_length});
+      requests.push_back(RequestOf(*s, static_cast<uint32_t>(g)));
     }
     // The reads at once first: until they are done their files stay pinned, and a Submit below may
     // wait for a descriptor (a batch can span more files than max_open_files) that only they free.
@@ -1645,12 +1653,7 @@ void Loader::Impl::FinishReadsNow(Slot* s, uint32_t n) {
 
 bool Loader::Impl::ReadClaimedNow(Slot* s, std::vector<FetchRequest>* missed) {
   const uint32_t n = static_cast<uint32_t>(s->now_reads.size());
-  auto request = [s](uint32_t k) {
-    const uint32_t g = s->now_reads[k];
-    const Read& r = s->reads[g];
-    return FetchRequest{.file = r.file, .offset = r.offset, .length = r.length, .tag = (uint64_t{s->id} << 32) | g,
-                        .tail = r.tail, .head_length = r.head_length};
-  };
+  auto request = [s](uint32_t k) { return RequestOf(*s, s->now_reads[k]); };
   for (;;) {
     const uint32_t k = s->now_next.fetch_add(1, std::memory_order_relaxed);
     if (k >= n) return false;

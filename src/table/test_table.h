@@ -80,25 +80,34 @@ inline delta::AddFile WriteDataFile(const std::string& dir, const std::string& n
   return add;
 }
 
+// How many of the 4 KiB pages of bytes [offset, offset + size) of `path` are in the page cache
+// (mincore); -1 when it cannot tell.
+inline int64_t ResidentPages(const std::string& path, size_t offset, size_t size) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return -1;
+  const size_t start = offset / 4096 * 4096;
+  const size_t length = offset + size - start;
+  void* map = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
+  ::close(fd);
+  if (map == MAP_FAILED) return -1;
+  std::vector<unsigned char> resident((length + 4095) / 4096);
+  const bool ok = ::mincore(map, length, resident.data()) == 0;
+  ::munmap(map, length);
+  if (!ok) return -1;
+  return std::count_if(resident.begin(), resident.end(), [](unsigned char c) { return c & 1; });
+}
+
 // Writes the file's pages back and drops them from the page cache; true when (nearly) none is left
 // there (false on file systems that keep them, such as tmpfs).
 inline bool DropFromPageCache(const std::string& path, size_t size) {
   int fd = ::open(path.c_str(), O_RDONLY);
   EXPECT_GE(fd, 0) << path;
   if (fd < 0) return false;
-  bool dropped = false;
-  if (::fdatasync(fd) == 0 && ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0) {
-    void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (map != MAP_FAILED) {
-      std::vector<unsigned char> resident((size + 4095) / 4096);
-      if (::mincore(map, size, resident.data()) == 0) {
-        dropped = std::count_if(resident.begin(), resident.end(), [](unsigned char c) { return c & 1; }) <= 16;
-      }
-      ::munmap(map, size);
-    }
-  }
+  const bool advised = ::fdatasync(fd) == 0 && ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
   ::close(fd);
-  return dropped;
+  if (!advised) return false;
+  const int64_t left = ResidentPages(path, 0, size);
+  return left >= 0 && left <= 16;
 }
 
 class TestTable;
