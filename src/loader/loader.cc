@@ -400,7 +400,8 @@ class Loader::Impl {
   // Claims the batch's reads-at-once one by one and reads and decodes each (Fetcher::ReadNow) until
   // none is left. The producer passes `missed`: when the page cache lacks a read, that read and every
   // one not yet claimed go there, for the fetcher. A consumer passes null: it waits for the disk for
-  // such a read, then stops (returning true) and leaves the rest to the producer.
+  // such a read, then stops and leaves the rest to the producer. Returns true when a read met the
+  // disk (and the claiming stopped there), false when every read claimed was in the page cache.
   bool ReadClaimedNow(Slot* s, std::vector<FetchRequest>* missed);
   // Counts n of the batch's reads-at-once done; the last unpins their files.
   void FinishReadsNow(Slot* s, uint32_t n);
