@@ -22,6 +22,11 @@ status=0
 # sanitizers (and libc) is in the library is reported as the library's (its input kept under
 # $build/fuzz-artifacts/), while any other fails the run.
 declare -A library_of=([hdf5_fuzz]=libhdf5)
+# A crash is replayed under these limits to find its frames. An input that allocates more than
+# 2 GiB at once stops at that malloc, whose stack libFuzzer prints; the RSS limit is higher than for
+# the run itself so that the RSS watchdog does not end the process (with no stack: the input would
+# then count as a crash outside the library) while that stack is still being symbolised.
+replay_limits=(-rss_limit_mb=8192 -malloc_limit_mb=2048 -timeout=10)
 # libc's own frames: by its path, by the public name, or by the name and source of the variant it
 # picked at run time (" in __memcpy_avx512_unaligned_erms string/../sysdeps/...", when libc's debug
 # symbols are installed).
@@ -48,14 +53,14 @@ for target in "$build"/*_fuzz; do
         echo "fuzz: $name: an input ran past the time limit (kept: $build/fuzz-artifacts/$(basename "$artifact")); check whether the hang is in $lib"
         continue
       fi
-      frame=$("$target" -rss_limit_mb=2048 -timeout=10 "$artifact" 2>&1 | grep -E '^ +#[0-9]+ ' | grep -vE "$sanitizer_frame" | head -1 || true)
+      frame=$("$target" "${replay_limits[@]}" "$artifact" 2>&1 | grep -E '^ +#[0-9]+ ' | grep -vE "$sanitizer_frame" | head -1 || true)
       if [[ "$frame" == *"$lib"* ]]; then
         mkdir -p "$build/fuzz-artifacts"
         cp "$artifact" "$build/fuzz-artifacts/"
         echo "fuzz: $name: crash inside $lib, a library bug on crafted input (kept: $build/fuzz-artifacts/$(basename "$artifact")): $(echo "$frame" | sed -E 's/^ +#[0-9]+ 0x[0-9a-f]+ (in )?//')"
       else
         echo "fuzz: $name FAILED: $(basename "$artifact") crashes outside $lib:" >&2
-        "$target" -rss_limit_mb=2048 -timeout=10 "$artifact" 2>&1 | tail -40 >&2
+        "$target" "${replay_limits[@]}" "$artifact" 2>&1 | tail -40 >&2
         status=1
       fi
     done
