@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -325,47 +326,92 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
 class Fetcher::HybridBackend final : public Fetcher::Backend {
  public:
   HybridBackend(Fetcher* f, std::unique_ptr<Backend> uring, size_t threads)
-      : f_(f), uring_(std::move(uring)), pool_(std::max<size_t>(threads, 1)) {}
+      : f_(f), uring_(std::move(uring)), queue_(f->slots_.size()), pool_(std::max<size_t>(threads, 1)) {}
   void Start(int i) override {
     if (Parallel(i)) {
-      StartOnAThread(i);
+      StartOnThreads(std::span(&i, 1));
     } else {
       uring_->Start(i);
     }
   }
   void Start(const std::vector<int>& slots) override {
     rest_.clear();
-    for (int i : slots) {
-      if (Parallel(i)) {
-        StartOnAThread(i);
-      } else {
-        rest_.push_back(i);
-      }
-    }
+    parallel_.clear();
+    for (int i : slots) (Parallel(i) ? parallel_ : rest_).push_back(i);
+    if (!parallel_.empty()) StartOnThreads(parallel_);
     if (!rest_.empty()) uring_->Start(rest_);
   }
   const char* name() const override { return "io_uring+pread"; }
 
  private:
+  // Completions a runner hands over at once (one lock and one wake-up of the consumer for them all).
+  static constexpr size_t kCompletionsAtOnce = 4;
+
   bool Parallel(int i) const {
     const Slot& s = f_->slots_[i];
     return s.read_length >= kParallelReadBytes && s.read_length < kAsyncReadBytes;
   }
-  // The lambda captures two words, so std::function keeps it inline: no allocation per read.
-  void StartOnAThread(int i) {
-    pool_.Submit([this, i] {
-      Status st;
-      if (f_->ReadCachedSlot(f_->slots_[i], &st)) {
-        f_->CompleteSlot(i, std::move(st));
+  // Queues the reads for the reading threads, and starts runners (up to one per thread and one per
+  // read queued) to take them: a few wake-ups per batch rather than one task and one wake-up per read.
+  void StartOnThreads(std::span<const int> slots) EXCLUDES(mu_) {
+    size_t more = 0;
+    {
+      MutexLock l(&mu_);
+      for (int i : slots) {
+        // A slot is queued at most once at a time and there are as many entries as slots: never full.
+        queue_[(head_ + count_) % queue_.size()] = i;
+        ++count_;
+      }
+      const size_t wanted = std::min(pool_.size(), count_);
+      if (runners_ < wanted) {
+        more = wanted - runners_;
+        runners_ = wanted;
+      }
+    }
+    // The lambda captures one word, so std::function keeps it inline: no allocation per runner.
+    for (size_t k = 0; k < more; ++k) pool_.Submit([this] { Run(); });
+  }
+  // A reading thread's runner: takes queued reads until none is left. What the page cache holds is
+  // copied here; the uncached rest of a read goes on to the ring, whose workers wait for the disk.
+  void Run() EXCLUDES(mu_) {
+    std::array<Completion, kCompletionsAtOnce> done;
+    size_t n = 0;
+    for (;;) {
+      int i = -1;
+      {
+        MutexLock l(&mu_);
+        if (count_ > 0) {
+          i = queue_[head_];
+          head_ = (head_ + 1) % queue_.size();
+          --count_;
+        } else {
+          --runners_;
+        }
+      }
+      // Hand over what is done before waiting for nothing, and every kCompletionsAtOnce reads.
+      if (n > 0 && (i < 0 || n == kCompletionsAtOnce)) {
+        f_->CompleteSlots(std::span(done.data(), n));
+        n = 0;
+      }
+      if (i < 0) return;
+      if (f_->ReadCachedSlot(f_->slots_[i], &done[n].status)) {
+        done[n++].slot = i;
       } else {
         uring_->Start(i);  // the uncached rest, from slot.done on (the ring serialises its submitters)
       }
-    });
+    }
   }
+
   Fetcher* f_;
   std::unique_ptr<Backend> uring_;
-  std::vector<int> rest_;  // the ring's share of a Start; producer thread only
-  ThreadPool pool_;        // declared last: its destructor runs the reads queued (they may use uring_), then joins
+  std::vector<int> rest_;      // the ring's share of a Start; producer thread only
+  std::vector<int> parallel_;  // the reading threads' share of a Start; producer thread only
+  Mutex mu_;
+  std::vector<int> queue_ GUARDED_BY(mu_);  // reads for the runners: a circular queue, one entry per slot
+  size_t head_ GUARDED_BY(mu_) = 0;
+  size_t count_ GUARDED_BY(mu_) = 0;
+  size_t runners_ GUARDED_BY(mu_) = 0;  // runners submitted to pool_ and not yet done
+  ThreadPool pool_;  // declared last: its destructor runs the runners queued (they may use uring_), then joins
 };
 
 Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::vector<std::string> files, FetcherOptions o) {
@@ -455,6 +501,7 @@ Status Fetcher::Submit(std::span<const FetchRequest> requests, size_t* queued,
   *queued = 0;
   Status st;
   for (const FetchRequest& r : requests) {
+    pending.left = requests.size() - pending.accepted;
     st = SubmitOne(r, &pending);
     if (!st.ok()) break;
     ++pending.accepted;
@@ -480,6 +527,15 @@ bool Fetcher::SubmitBlockedLocked(int64_t charge) const {
   return free_slots_.empty() || (bytes_charged_ != 0 && bytes_charged_ + charge > options_.max_bytes_in_flight);
 }
 
+size_t Fetcher::RefillSlots(const PendingStarts* p) const {
+  const size_t left = p != nullptr ? p->left : 1;
+  return std::clamp<size_t>(std::min(left, slots_.size() / 8), 1, slots_.size());
+}
+
+void Fetcher::SignalSpaceLocked() {
+  if (free_slots_.size() >= wake_at_free_slots_ || in_flight_ == 0) space_cv_.SignalAll();
+}
+
 Status Fetcher::SubmitOne(const FetchRequest& r, PendingStarts* pending) {
   if (r.file >= paths_->size()) {
     return Status::InvalidArgument("fetch request names file " + std::to_string(r.file) + " but the fetcher has " +
@@ -502,7 +558,11 @@ Status Fetcher::SubmitOne(const FetchRequest& r, PendingStarts* pending) {
   while (i < 0) {
     {
       MutexLock lock(&mu_);
-      while (SubmitBlockedLocked(charge) && !HasPrepared(pending)) space_cv_.Wait(&mu_);
+      while (SubmitBlockedLocked(charge) && !HasPrepared(pending)) {
+        wake_at_free_slots_ = free_slots_.empty() ? RefillSlots(pending) : 1;
+        space_cv_.Wait(&mu_);
+      }
+      wake_at_free_slots_ = 1;
       if (!SubmitBlockedLocked(charge)) {
         // Room in the result queue for every outstanding read, so that completions never allocate.
         if (done_.size() < static_cast<size_t>(outstanding_) + 1) {
@@ -872,16 +932,20 @@ void Fetcher::CompleteSlot(int i, Status status, bool out_of_memory) {
   QueueResultLocked(i, std::move(result));
   // Notified under the lock: once in_flight_ can read 0 the destructor may run, so nothing here may
   // touch the Fetcher after the unlock.
-  space_cv_.SignalAll();
+  SignalSpaceLocked();
   done_cv_.Signal();
 }
 
 void Fetcher::CompleteSlots(std::vector<Completion>* done) {
-  if (done->empty()) return;
-  MutexLock lock(&mu_);
-  for (Completion& c : *done) QueueResultLocked(c.slot, TakeResult(c.slot, std::move(c.status), false));
+  CompleteSlots(std::span(*done));
   done->clear();
-  space_cv_.SignalAll();  // under the lock, as in CompleteSlot
+}
+
+void Fetcher::CompleteSlots(std::span<Completion> done) {
+  if (done.empty()) return;
+  MutexLock lock(&mu_);
+  for (Completion& c : done) QueueResultLocked(c.slot, TakeResult(c.slot, std::move(c.status), false));
+  SignalSpaceLocked();  // under the lock, as in CompleteSlot
   done_cv_.Signal();
 }
 
@@ -913,11 +977,15 @@ size_t Fetcher::Next(FetchResult* out, size_t max) {
 void Fetcher::Release(AlignedBuffer buffer) {
   const int64_t size = static_cast<int64_t>(buffer.size());
   if (size > 0) {
+    bool wake;
     {
       MutexLock lock(&mu_);
       bytes_charged_ = std::max<int64_t>(0, bytes_charged_ - size);
+      // Only a Submit that has the slots it waits for and waits for the budget can go on; otherwise
+      // the completion that frees them wakes it.
+      wake = !free_slots_.empty() && free_slots_.size() >= wake_at_free_slots_;
     }
-    space_cv_.SignalAll();
+    if (wake) space_cv_.SignalAll();
   }
   try {
     pool_.Give(std::move(buffer));  // may grow the pool's list

@@ -208,6 +208,7 @@ class Fetcher {
     const std::function<void(size_t)>* on_started = nullptr;
     size_t accepted = 0;
     size_t reported = 0;
+    size_t left = 1;  // requests of the Submit not yet accepted, the one in hand included
   };
   static bool HasPrepared(const PendingStarts* p) { return p != nullptr && !p->prepared->empty(); }
   // Starts the prepared reads and reports the accepted requests not yet reported.
@@ -217,6 +218,11 @@ class Fetcher {
   Status SubmitOne(const FetchRequest& r, PendingStarts* pending) EXCLUDES(mu_);
   // No free slot, or `charge` more bytes would exceed the budget.
   bool SubmitBlockedLocked(int64_t charge) const REQUIRES(mu_);
+  // The free slots Submit, blocked with none free, waits for: as many as it has requests left, up to
+  // an eighth of the queue depth (8 of 64), so the depth in flight stays within an eighth of full.
+  size_t RefillSlots(const PendingStarts* p) const;
+  // After a slot was freed or in_flight_ dropped: wakes space_cv_'s waiters when they can go on.
+  void SignalSpaceLocked() REQUIRES(mu_);
   // Makes slot `i`'s file open and pinned for its read, evicting an idle descriptor when the cache is
   // full; sets slot.fd. Producer thread only (it alone opens and closes); takes mu_ briefly, and opens
   // and closes outside it. On failure the file is left closed and unpinned.
@@ -255,6 +261,7 @@ class Fetcher {
   };
   // CompleteSlot for each entry, under one lock and with one notification; clears `done`.
   void CompleteSlots(std::vector<Completion>* done) EXCLUDES(mu_);
+  void CompleteSlots(std::span<Completion> done) EXCLUDES(mu_);  // the same, leaving `done` as it is
   // The slot's result (its buffer moved out, or given back to the pool on error). No lock: the slot
   // is the caller's until it is queued.
   FetchResult TakeResult(int slot_index, Status status, bool out_of_memory);
@@ -288,6 +295,10 @@ class Fetcher {
   CondVar done_cv_;   // signalled when a result is queued
   std::vector<int> free_slots_ GUARDED_BY(mu_);
   int in_flight_ GUARDED_BY(mu_) = 0;  // slots owned by the backend
+  // A completion wakes space_cv_'s waiters once this many slots are free (or none is in flight). It
+  // is 1 but while Submit waits for a slot with more requests to queue: then it waits for a refill
+  // (RefillSlots), one wake-up per several completions instead of one for each.
+  size_t wake_at_free_slots_ GUARDED_BY(mu_) = 1;
   int64_t bytes_charged_ GUARDED_BY(mu_) = 0;
   int64_t outstanding_ GUARDED_BY(mu_) = 0;  // submitted and not yet returned by Next
   // Completed results not yet taken: a circular queue that grows by doubling (in Submit, so that it

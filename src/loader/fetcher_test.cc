@@ -313,6 +313,33 @@ TEST(FetcherTest, AutoBackendPicksIoUringWhenAvailable) {
 // The reads kAuto hands to its reading threads (64 KiB up to 1 MiB), and every split read of kPread,
 // come back with the CRC-32 of their tail when checksum_tails is set; the ring's reads, and every read
 // without checksum_tails, without one. The bytes are exact either way.
+// Groups larger than the queue depth, of reads for kAuto's reading threads (64 KiB up to 1 MiB) and
+// for the ring: a group that finds no slot free waits for a refill of several (an eighth of the depth,
+// at most what it has left to queue), and every read still comes back once and exact, with a budget
+// that blocks some groups on bytes as well.
+TEST(FetcherTest, BatchSubmitWaitingForARefillOfSlotsDeliversEveryRead) {
+  RandomFile file(::testing::TempDir(), 8 << 20, 17);
+  ASSERT_TRUE(file.ok());
+  std::mt19937_64 rng(18);
+  std::vector<FetchRequest> requests;
+  for (uint64_t i = 0; i < 1500; ++i) {
+    const uint32_t length = i % 3 == 0 ? 1 + uint32_t(rng() % 4000) : 65536 + uint32_t(rng() % 200000);
+    requests.push_back(FetchRequest{0, rng() % (file.bytes().size() - length + 1), length, i});
+  }
+  for (int64_t budget : {int64_t{64} << 20, int64_t{1} << 20}) {
+    FetcherOptions o;
+    o.queue_depth = 16;
+    o.max_bytes_in_flight = budget;
+    auto f = OpenOrDie({file.path()}, o);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(0, SubmitAndConsume(*f, requests, true, [&](const FetchRequest& q, const FetchResult& r) {
+                return r.status.ok() && r.bytes().size() == q.length &&
+                       std::memcmp(r.bytes().data(), file.bytes().data() + q.offset, q.length) == 0;
+              }))
+        << f->backend_name() << " budget " << budget;
+  }
+}
+
 TEST(FetcherTest, ReadingThreadsChecksumTheTailsTheyRead) {
   RandomFile file(::testing::TempDir(), 3 << 20, 9);
   ASSERT_TRUE(file.ok());
