@@ -394,6 +394,12 @@ class Loader::Impl {
   void GatherScalars(Slot* s);
   Status PlanReads(Slot* s, std::vector<Read>* slow);
   void DecodeRead(Read& r);
+  // The bytes DecodeRead still has to go through: a split read whose sample's CRC the fetcher took
+  // (or that is not checked) leaves only its head, a few dozen bytes.
+  uint64_t DecodeBytes(const Read& r) const {
+    if (r.tail != nullptr && (r.tail_crc.has_value() || !o_.verify_crc)) return r.bytes.size();
+    return r.length;
+  }
   // Chooses the batch's reads to do at once (Slot::now_reads: split reads below kReadNowBytes, files
   // pinned) unless the back-off says the page cache missed lately. Producer thread, before queueing.
   void PlanReadsNow(Slot* s);
@@ -1759,6 +1765,7 @@ void Loader::Impl::CompleterLoop() {
   constexpr size_t kMaxTaken = 64;
   std::array<FetchResult, kMaxTaken> results;
   std::array<Read*, kMaxTaken> reads{};
+  std::array<Slot*, kMaxTaken> slots{};
   const size_t workers = workers_->size();
   for (;;) {
     size_t wanted;
@@ -1779,14 +1786,14 @@ void Loader::Impl::CompleterLoop() {
     }
     completed_cv_.SignalAll();
     const int64_t now = NowNanos();
+    {
+      MutexLock l(&pool_->mu);  // `all` may grow on the producer thread
+      for (size_t k = 0; k < n; ++k) slots[k] = pool_->all[static_cast<size_t>(results[k].tag >> 32)].get();
+    }
     size_t live = 0;
     for (size_t k = 0; k < n; ++k) {
       FetchResult& r = results[k];
-      Slot* s = nullptr;
-      {
-        MutexLock l(&pool_->mu);
-        s = pool_->all[static_cast<size_t>(r.tag >> 32)].get();
-      }
+      Slot* s = slots[k];
       Read& read = s->reads[static_cast<size_t>(r.tag & 0xFFFFFFFFu)];
       Trace(TraceStage::kFetch, read.submit_ns, now, s->index, read.length);
       stat_bytes_read_ += read.length;
@@ -1803,15 +1810,16 @@ void Loader::Impl::CompleterLoop() {
       }
       reads[live++] = &read;
     }
-    // Uncompressed reads this small (a batch of 512-byte samples from the page cache) are decoded
-    // here: a header, a CRC and a copy cost less than waking a worker, and at 10,000s of batches a
-    // second the hand-offs were what bounded the loader. Anything to decompress or transform goes
-    // to the workers, on every core.
+    // Uncompressed reads that leave this little to do (a batch of 512-byte samples from the page
+    // cache, or split reads whose sample a reading thread already put in its row and checksummed)
+    // are decoded here: a header, a CRC and a copy cost less than waking a worker, and at 10,000s
+    // of batches a second the hand-offs were what bounded the loader. Anything to decompress or
+    // transform goes to the workers, on every core.
     constexpr uint64_t kInlineBytes = 32 << 10;
     uint64_t live_bytes = 0;
     bool plain = true;
     for (size_t k = 0; k < live && plain; ++k) {
-      live_bytes += reads[k]->length;
+      live_bytes += DecodeBytes(*reads[k]);
       for (const ReadMember& m : reads[k]->members) {
         plain = plain && m.codec == parquet::Codec::kUncompressed && tensors_[m.column].direct();
       }
