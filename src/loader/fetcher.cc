@@ -322,7 +322,10 @@ class Fetcher::UringBackend final : public Fetcher::Backend {
 // it is in their cache; what is not cached goes on to the ring, whose workers wait for the disk with
 // the whole queue depth in flight (a reading thread never waits for the disk). The other reads go to
 // the ring as before: smaller ones copied inline, larger ones by the kernel's workers. Not used with
-// O_DIRECT, where the ring keeps every read in flight at the device.
+// O_DIRECT, where the ring keeps every read in flight at the device. The reading threads take reads
+// from one queue and hand completions over in groups: with a task and a wake-up per read, 28-30 % of
+// the loader's CPU samples at 115 KB went to the switches and wake-ups of its threads on a virtual
+// machine (docs/benchmarks.md, "Fewer wake-ups per read").
 class Fetcher::HybridBackend final : public Fetcher::Backend {
  public:
   HybridBackend(Fetcher* f, std::unique_ptr<Backend> uring, size_t threads)
@@ -353,9 +356,9 @@ class Fetcher::HybridBackend final : public Fetcher::Backend {
  private:
   // Completions a runner hands over at once: one lock, and one wake-up of the consumer at most, for
   // them all. Half the queue depth, up to kMaxCompletionsAtOnce: held completions hold their slots,
-  // so the rest of the depth keeps the other runners and the ring busy. Groups of 4, 8, 16 and 32 at
-  // depth 64 gave 1, 1.05-1.14, 1.06-1.08 and 1.07-1.08 times the samples/s of the size before at
-  // 115 KB and 360 KB from the page cache; 64 was no better than 32 (docs/benchmarks.md).
+  // so the rest of the depth keeps the other runners and the ring busy. At depth 64, from the page
+  // cache, each step from groups of 4 to 8, 16 and 32 gave 1.05-1.14x the samples/s at 115 KB and
+  // 360 KB; 64 was no better than 32 (docs/benchmarks.md, "Fewer wake-ups per read").
   static constexpr size_t kMaxCompletionsAtOnce = 32;
 
   bool Parallel(int i) const {
