@@ -310,13 +310,10 @@ TEST(FetcherTest, AutoBackendPicksIoUringWhenAvailable) {
   EXPECT_STREQ(f->backend_name(), UringAvailable() ? "io_uring+pread" : "pread");
 }
 
-// The reads kAuto hands to its reading threads (64 KiB up to 1 MiB), and every split read of kPread,
-// come back with the CRC-32 of their tail when checksum_tails is set; the ring's reads, and every read
-// without checksum_tails, without one. The bytes are exact either way.
 // Groups larger than the queue depth, of reads for kAuto's reading threads (64 KiB up to 1 MiB) and
 // for the ring: a group that finds no slot free waits for a refill of several (an eighth of the depth,
 // at most what it has left to queue), and every read still comes back once and exact, with a budget
-// that blocks some groups on bytes as well.
+// that blocks some groups on bytes as well. It checks the reads, not how often the producer woke.
 TEST(FetcherTest, BatchSubmitWaitingForARefillOfSlotsDeliversEveryRead) {
   RandomFile file(::testing::TempDir(), 8 << 20, 17);
   ASSERT_TRUE(file.ok());
@@ -340,6 +337,9 @@ TEST(FetcherTest, BatchSubmitWaitingForARefillOfSlotsDeliversEveryRead) {
   }
 }
 
+// The reads kAuto hands to its reading threads (64 KiB up to 1 MiB), and every split read of kPread,
+// come back with the CRC-32 of their tail when checksum_tails is set; the ring's reads, and every read
+// without checksum_tails, without one. The bytes are exact either way.
 TEST(FetcherTest, ReadingThreadsChecksumTheTailsTheyRead) {
   RandomFile file(::testing::TempDir(), 3 << 20, 9);
   ASSERT_TRUE(file.ok());
