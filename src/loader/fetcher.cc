@@ -547,8 +547,10 @@ size_t Fetcher::RefillSlots(const PendingStarts* p) const {
   return std::clamp<size_t>(std::min(left, slots_.size() / 8), 1, slots_.size());
 }
 
+bool Fetcher::WaitedForSlotsFreeLocked() const { return free_slots_.size() >= wake_at_free_slots_; }
+
 void Fetcher::SignalSpaceLocked() {
-  if (free_slots_.size() >= wake_at_free_slots_ || in_flight_ == 0) space_cv_.SignalAll();
+  if (WaitedForSlotsFreeLocked() || in_flight_ == 0) space_cv_.SignalAll();
 }
 
 Status Fetcher::SubmitOne(const FetchRequest& r, PendingStarts* pending) {
@@ -998,7 +1000,7 @@ void Fetcher::Release(AlignedBuffer buffer) {
       bytes_charged_ = std::max<int64_t>(0, bytes_charged_ - size);
       // Only a Submit that has the slots it waits for and waits for the budget can go on; otherwise
       // the completion that frees them wakes it.
-      wake = !free_slots_.empty() && free_slots_.size() >= wake_at_free_slots_;
+      wake = WaitedForSlotsFreeLocked();
     }
     if (wake) space_cv_.SignalAll();
   }

@@ -221,6 +221,8 @@ class Fetcher {
   // The free slots Submit, blocked with none free, waits for: as many as it has requests left, up to
   // an eighth of the queue depth (8 of 64), so the depth in flight stays within an eighth of full.
   size_t RefillSlots(const PendingStarts* p) const;
+  // As many slots are free as a waiting Submit waits for (wake_at_free_slots_, at least 1).
+  bool WaitedForSlotsFreeLocked() const REQUIRES(mu_);
   // After a slot was freed or in_flight_ dropped: wakes space_cv_'s waiters when they can go on.
   void SignalSpaceLocked() REQUIRES(mu_);
   // Makes slot `i`'s file open and pinned for its read, evicting an idle descriptor when the cache is
