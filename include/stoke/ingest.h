@@ -64,7 +64,7 @@ struct IngestOptions {
   // kAppend.
   int64_t shard_index = 0;
   int64_t shard_count = 1;                // default 1: no sharding
-  size_t threads = 0;                     // default 0: one encoding thread per core
+  size_t threads = 0;                     // default 0: one encoding thread per available CPU
   bool progress = true;                   // default true: a progress bar when stdout is a terminal
 };
 

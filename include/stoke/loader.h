@@ -184,7 +184,9 @@ struct LoaderOptions {
   // or held by the consumer: batch buffers (at least 2) take at most half of it, reads in flight at
   // most a quarter (at least 8 MiB), the rest is headroom for pooled buffers and decode scratch.
   int64_t prefetch_bytes = int64_t{512} << 20;
-  int threads = 0;                   // Default 0 = one decode/transform worker per core (at least 1).
+  // Default 0 = one decode/transform worker per CPU this process may use: its affinity mask, at most
+  // its cgroup's CPU limit rounded up (at least 1).
+  int threads = 0;
   // Default 0 = by where the table is: 64 reads in flight on local files; 256 ranged GETs on object
   // stores, whose reads are latency-bound (a GET waits tens of milliseconds, and hundreds in flight
   // cost no thread each: they run on the HTTP client's event loop). Else 1 to 4096.
@@ -197,9 +199,9 @@ struct LoaderOptions {
   // Default: io_uring when the kernel allows it, else pread. Without O_DIRECT, kAuto also reads cached
   // pages of uncompressed samples below 64 KiB at once, on the loader's producer thread and on the
   // thread waiting in Next() for their batch (no hand-off per read: LoaderStats::reads_at_once), and
-  // pages of 64 KiB up to 1 MiB on threads of their own (one more than the cores), which copy cached
-  // pages in parallel and checksum a sample while it is in their cache; pages not cached go to
-  // io_uring.
+  // pages of 64 KiB up to 1 MiB on threads of their own (one more than the CPUs the process may use),
+  // which copy cached pages in parallel and checksum a sample while it is in their cache; pages not
+  // cached go to io_uring.
   Backend backend = Backend::kAuto;
   // Default 1 MiB. Local files: reads of pages adjacent in one file are merged up to this size (0: never).
   int64_t coalesce_bytes = int64_t{1} << 20;

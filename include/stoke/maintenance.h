@@ -28,7 +28,7 @@ struct OptimizeOptions {
   // Default (nullopt): the codec the table was written with (its configuration "stoke.codec"; kAuto
   // when it has none). Otherwise this one, as IngestOptions::codec.
   std::optional<Codec> codec;
-  size_t threads = 0;                     // default 0: one thread per core
+  size_t threads = 0;                     // default 0: one thread per available CPU
   bool progress = true;                   // default true: a progress bar when stdout is a terminal
 };
 

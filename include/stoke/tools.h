@@ -23,7 +23,7 @@ struct SynthVolumesOptions {
   int64_t channels = 10;                  // default 10: channels per voxel; arrays are shape + [channels], float32
   uint64_t seed = 0;                      // default 0; same seed, same bytes
   double label_noise = 0.05;              // default 0.05: the fraction of labels flipped at random
-  size_t threads = 0;                     // default 0: one per core
+  size_t threads = 0;                     // default 0: one per available CPU
   bool progress = true;                   // default true: a progress bar when stdout is a terminal
 };
 
@@ -37,7 +37,7 @@ struct SynthImagesOptions {
   int quality = 92;                       // default 92: JPEG quality 1..100 (a ~350 px image is about 110 KB)
   double png_fraction = 0;                // default 0: the share of the images written as PNG instead of JPEG
   uint64_t seed = 0;                      // default 0; same seed, same bytes
-  size_t threads = 0;                     // default 0: one per core
+  size_t threads = 0;                     // default 0: one per available CPU
   bool progress = true;                   // default true: a progress bar when stdout is a terminal
 };
 
@@ -70,7 +70,7 @@ struct ConvertOptions {
   int compression_level = 0;              // default 0: the codec's default level
   int64_t target_file_bytes = int64_t{1} << 30;   // default 1 GiB: the output file size to aim for (directory output)
   int64_t row_group_bytes = int64_t{128} << 20;   // default 128 MiB: the row group size to aim for
-  size_t threads = 0;                     // default 0: one encoding thread per core
+  size_t threads = 0;                     // default 0: one encoding thread per available CPU
   bool progress = true;                   // default true: a progress bar when stdout is a terminal
 };
 

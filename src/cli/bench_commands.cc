@@ -89,7 +89,7 @@ void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command
   bench_load->add_option("--prefetch-bytes", lb.loader.prefetch_bytes, "Memory budget for reads in flight and batch buffers")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  bench_load->add_option("--threads", lb.loader.threads, "Decode/transform workers (0 = one per core)")
+  bench_load->add_option("--threads", lb.loader.threads, "Decode/transform workers (0 = one per available CPU)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   bench_load->add_option("--queue-depth", lb.loader.queue_depth,

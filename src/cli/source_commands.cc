@@ -105,7 +105,7 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
   volumes->add_option("--channels", so.channels, "Channels per voxel (the array is x,y,z,channels)")->capture_default_str();
   volumes->add_option("--seed", so.seed, "Random seed: the same seed gives the same bytes")->capture_default_str();
   volumes->add_option("--label-noise", so.label_noise, "Fraction of labels flipped at random")->capture_default_str();
-  volumes->add_option("--threads", so.threads, "Worker threads (0 = one per core)")->capture_default_str();
+  volumes->add_option("--threads", so.threads, "Worker threads (0 = one per available CPU)")->capture_default_str();
 
   // synth images
   auto* images = synth->add_subcommand(
@@ -118,7 +118,7 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
   images->add_option("--quality", si.quality, "JPEG quality 1..100 (a ~350 px image is about 110 KB at 92)")->capture_default_str();
   images->add_option("--png-fraction", si.png_fraction, "Share of the images written as PNG")->capture_default_str();
   images->add_option("--seed", si.seed, "Random seed: the same seed gives the same bytes")->capture_default_str();
-  images->add_option("--threads", si.threads, "Worker threads (0 = one per core)")->capture_default_str();
+  images->add_option("--threads", si.threads, "Worker threads (0 = one per available CPU)")->capture_default_str();
 
   // convert
   auto* convert = app.add_subcommand("convert", "Convert source files into Parquet with one sample per page");
@@ -149,7 +149,7 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
   npy->add_option("--row-group-size", co.row_group_bytes, "Size of each row group, e.g. 128MiB")
       ->transform(CLI::AsSizeValue(false))
       ->default_str("128MiB");
-  npy->add_option("--threads", co.threads, "Encoding threads (0 = one per core)")->capture_default_str();
+  npy->add_option("--threads", co.threads, "Encoding threads (0 = one per available CPU)")->capture_default_str();
 
   // ingest
   auto* ingest = app.add_subcommand("ingest", std::string("Ingest source files (.npy/.npz, HDF5 or images) into a Delta "
@@ -181,7 +181,7 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
   ingest->add_option("--rows-per-file", ig.rows_per_file, "Exactly N rows per data file (1 = one data file per sample)");
   ingest->add_option("--partition-by", ig.partition_by,
                      "A labels column to partition by (directories <column>=<value>/; appends use the table's)");
-  ingest->add_option("--threads", ig.threads, "Encoding threads (0 = one per core)")->capture_default_str();
+  ingest->add_option("--threads", ig.threads, "Encoding threads (0 = one per available CPU)")->capture_default_str();
   ingest->add_option("--shard", shard,
                      "INDEX/COUNT: ingest only shard INDEX (0-based) of COUNT, a contiguous part of the sorted source "
                      "listing; COUNT processes (on any machines) ingest into one table concurrently, each resumable "

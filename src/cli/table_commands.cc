@@ -91,7 +91,7 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
                        "Order rows by this scalar column within the new files (rewrites every matching file)");
   optimize->add_option("--codec", s->optimize_codec,
                        "Page codec of the new files (default: the table's own, as recorded at ingest; auto when none)");
-  optimize->add_option("--threads", oo.threads, "Threads (0 = one per core)")->capture_default_str();
+  optimize->add_option("--threads", oo.threads, "Threads (0 = one per available CPU)")->capture_default_str();
 
   // vacuum
   auto* vacuum = app.add_subcommand("vacuum", "Delete data files no version inside the retention window references");

@@ -2,10 +2,12 @@
 
 #include <atomic>
 
+#include "core/cpus.h"
+
 namespace stoke {
 
 ThreadPool::ThreadPool(size_t threads) {
-  if (threads == 0) threads = std::max<size_t>(1, std::thread::hardware_concurrency());
+  if (threads == 0) threads = AvailableCpus();
   workers_.reserve(threads);
   for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }

@@ -20,7 +20,7 @@ namespace stoke {
 // The destructor runs every task already submitted, then joins the workers.
 class ThreadPool {
  public:
-  // threads == 0 means std::thread::hardware_concurrency().
+  // threads == 0 means AvailableCpus(): the CPUs this process may use (core/cpus.h).
   explicit ThreadPool(size_t threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

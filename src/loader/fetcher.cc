@@ -14,6 +14,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/cpus.h"
 #include "core/fd_limit.h"
 #include "core/thread_pool.h"
 #include "format/codec.h"
@@ -59,7 +60,7 @@ size_t DerivedMaxOpenFiles(int queue_depth) {
 
 size_t ParallelReadThreads(const FetcherOptions& o) {
   if (o.parallel_read_threads > 0) return o.parallel_read_threads;
-  const size_t cores = std::max<size_t>(std::thread::hardware_concurrency(), 1);
+  const size_t cores = AvailableCpus();
   return std::clamp<size_t>(cores + 1, 1, static_cast<size_t>(std::max(o.queue_depth, 1)));
 }
 

@@ -86,8 +86,8 @@ struct FetcherOptions {
   // 360 KB samples: 3-8 reads in flight at the device before, 57-64 with them).
   bool huge_page_buffers = true;
   size_t pread_threads = 4;  // Default: 4. Threads of the kPread backend.
-  // Default: 0 = derived: the number of cores + 1, at most queue_depth. Threads of kAuto's reading
-  // pool (above). One more than the cores: a copying thread waits now and then (a lock, a wake-up).
+  // Default: 0 = derived: AvailableCpus() + 1, at most queue_depth. Threads of kAuto's reading
+  // pool (above). One more than the CPUs: a copying thread waits now and then (a lock, a wake-up).
   size_t parallel_read_threads = 0;
   // Default: false. Split reads done by a thread of their own (kAuto's reading pool, kPread) also
   // take the CRC-32 of the tail right after reading it, while it is in that thread's cache, and

@@ -37,6 +37,7 @@
 #include <new>
 
 #include "core/clock.h"
+#include "core/cpus.h"
 #include "core/fd_limit.h"
 #include "core/host_memory.h"
 #include "core/log.h"
@@ -368,7 +369,7 @@ class Loader::Impl {
   // `filtered`, collects the rows the filter keeps into selected_. Corruption when the parts do not
   // hold the index's rows.
   Status ConcatenateParts(std::vector<FilePart>& parts, bool filtered);
-  // Sets threads_ (o_.threads, or one per core) and max_decoded_bytes_.
+  // Sets threads_ (o_.threads, or one per available CPU) and max_decoded_bytes_.
   void SizeWorkers();
   // The blocks for block shuffle: the table's files, counted in selected rows (one empty block when
   // there are none). REQUIRES: ReadScalars succeeded.
@@ -987,7 +988,7 @@ Result<TensorColumn> Loader::Impl::MakeTensorColumn(const ColumnSpec& spec) cons
 }
 
 void Loader::Impl::SizeWorkers() {
-  threads_ = o_.threads > 0 ? static_cast<size_t>(o_.threads) : std::max<size_t>(1, std::thread::hardware_concurrency());
+  threads_ = o_.threads > 0 ? static_cast<size_t>(o_.threads) : AvailableCpus();
   // Each worker holds at most one decoded image: a quarter of the budget shared by the workers, but
   // never less than a 64 MiB image (a 20-megapixel RGB photo).
   max_decoded_bytes_ = std::max<int64_t>(o_.prefetch_bytes / 4 / static_cast<int64_t>(threads_), int64_t{64} << 20);

@@ -17,6 +17,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/cpus.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "format/codec.h"
@@ -439,7 +440,7 @@ Result<std::string> BuildIndexBytes(const std::string& table_dir, int64_t versio
   }
   const auto& adds = view.snapshot->files;
   size_t threads = options.threads;
-  if (threads == 0) threads = std::max<size_t>(4, std::thread::hardware_concurrency());
+  if (threads == 0) threads = std::max<size_t>(4, AvailableCpus());
   threads = std::max<size_t>(1, std::min(threads, adds.size()));
   // Pages known without reading a footer: of files a writer has just written, then of files an
   // older index holds. By decoded path; a file of the same path and size has the same pages.
