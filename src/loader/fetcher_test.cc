@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <span>
 #include <string>
@@ -335,6 +336,143 @@ TEST(FetcherTest, BatchSubmitWaitingForARefillOfSlotsDeliversEveryRead) {
               }))
         << f->backend_name() << " budget " << budget;
   }
+}
+
+// A storage whose files' asynchronous reads wait, in the order they were started, until the test
+// finishes them one at a time (synchronous ReadAt and everything else go straight to `base`).
+class GatedStorage final : public Storage {
+ public:
+  explicit GatedStorage(Storage& base) : base_(base) {}
+  // Reads waiting to be finished.
+  size_t waiting() const {
+    std::lock_guard lock(mu_);
+    return held_.size();
+  }
+  // Finishes the oldest waiting read: its bytes from the base file, then its callback (on this thread).
+  void FinishOne() {
+    Held h;
+    {
+      std::lock_guard lock(mu_);
+      ASSERT_FALSE(held_.empty());
+      h = std::move(held_.front());
+      held_.erase(held_.begin());
+    }
+    h.done(h.file->ReadAt(h.offset, h.dst));
+  }
+
+  Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& path) override {
+    STOKE_ASSIGN_OR_RETURN(auto file, base_.OpenForRead(path));
+    return std::unique_ptr<RandomAccessFile>(new File(std::move(file), this));
+  }
+  Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive) override {
+    return base_.Create(path, exclusive);
+  }
+  Result<std::vector<DirEntry>> List(const std::string& dir) override { return base_.List(dir); }
+  Result<std::vector<std::string>> ListNames(const std::string& dir) override { return base_.ListNames(dir); }
+  Result<DirEntry> Stat(const std::string& path) override { return base_.Stat(path); }
+  Status CreateDirectories(const std::string& path) override { return base_.CreateDirectories(path); }
+  Status Rename(const std::string& from, const std::string& to) override { return base_.Rename(from, to); }
+  Status Delete(const std::string& path) override { return base_.Delete(path); }
+  Status PutIfAbsent(const std::string& path, ByteView data) override { return base_.PutIfAbsent(path, data); }
+
+ private:
+  struct Held {
+    const RandomAccessFile* file = nullptr;
+    uint64_t offset = 0;
+    MutableByteView dst;
+    ReadCallback done;
+  };
+  class File final : public RandomAccessFile {
+   public:
+    File(std::unique_ptr<RandomAccessFile> base, GatedStorage* gate) : base_(std::move(base)), gate_(gate) {}
+    Status ReadAt(uint64_t offset, MutableByteView dst) const override { return base_->ReadAt(offset, dst); }
+    void ReadAtAsync(uint64_t offset, MutableByteView dst, ReadCallback done) const override {
+      std::lock_guard lock(gate_->mu_);
+      gate_->held_.push_back(Held{base_.get(), offset, dst, std::move(done)});
+    }
+    uint64_t size() const override { return base_->size(); }
+    const std::string& path() const override { return base_->path(); }
+    bool remote() const override { return true; }
+
+   private:
+    std::unique_ptr<RandomAccessFile> base_;
+    GatedStorage* gate_;
+  };
+
+  Storage& base_;
+  mutable std::mutex mu_;
+  std::vector<Held> held_;  // guarded by mu_
+};
+
+// Waits up to 10 s for `done()`; returns it.
+template <typename Done>
+bool WaitUntil(Done done) {
+  for (int i = 0; i < 10000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return done();
+}
+
+// The refill itself: a batch Submit that found every slot taken is not woken by the first completion,
+// only once an eighth of the queue depth is free (2 of 16), and then starts both reads at once. Every
+// read still comes back exact.
+TEST(FetcherTest, BatchSubmitWaitsForARefillNotForEachCompletion) {
+  RandomFile file(::testing::TempDir(), 1 << 20, 23);
+  ASSERT_TRUE(file.ok());
+  GatedStorage gate(LocalStorage());
+  ScopedStorageRegistration reg("fetcher-gated", gate);
+  FetcherOptions o;
+  o.queue_depth = 16;
+  o.max_bytes_in_flight = 64 << 20;  // never the limit: 40 reads of 4 KiB
+  o.file_sizes = {file.bytes().size()};
+  auto f = OpenOrDie({reg.Uri(file.path())}, o);
+  ASSERT_NE(f, nullptr);
+  ASSERT_STREQ(f->backend_name(), "storage");
+  std::vector<FetchRequest> requests;
+  for (uint64_t i = 0; i < 40; ++i) requests.push_back(FetchRequest{0, i * 20000, 4096, i});
+  std::atomic<size_t> started{0};
+  std::mutex mu;
+  std::vector<size_t> groups;  // each on_started(n), in order
+  const std::function<void(size_t)> on_started = [&](size_t n) {
+    std::lock_guard lock(mu);
+    groups.push_back(n);
+    started += n;
+  };
+  Status submitted;
+  size_t queued = 0;
+  std::thread producer([&] { submitted = f->Submit(requests, &queued, on_started); });
+
+  ASSERT_TRUE(WaitUntil([&] { return gate.waiting() == 16 && started.load() == 16; }));
+  gate.FinishOne();  // one slot free: not yet what the Submit waits for
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(started.load(), 16u) << "the producer was woken by one completion";
+  gate.FinishOne();  // two free: the refill
+  ASSERT_TRUE(WaitUntil([&] { return started.load() == 18; })) << started.load();
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(groups, (std::vector<size_t>{16, 2}));
+  }
+  // The rest, finished as they come; then every result is the file's bytes.
+  while (started.load() < requests.size() || gate.waiting() > 0) {
+    if (gate.waiting() > 0) {
+      gate.FinishOne();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  producer.join();
+  ASSERT_TRUE(submitted.ok()) << submitted.ToString();
+  EXPECT_EQ(queued, requests.size());
+  std::vector<int> seen(requests.size(), 0);
+  for (size_t k = 0; k < requests.size(); ++k) {
+    auto r = f->Next();
+    ASSERT_TRUE(r.has_value());
+    ASSERT_TRUE(r->status.ok()) << r->status.ToString();
+    const FetchRequest& q = requests[r->tag];
+    ++seen[r->tag];
+    EXPECT_EQ(0, std::memcmp(r->bytes().data(), file.bytes().data() + q.offset, q.length)) << r->tag;
+    f->Release(std::move(r->data));
+  }
+  EXPECT_EQ(seen, std::vector<int>(requests.size(), 1));
+  EXPECT_FALSE(f->Next().has_value());
 }
 
 // The reads kAuto hands to its reading threads (64 KiB up to 1 MiB), and every split read of kPread,
