@@ -331,6 +331,11 @@ struct LoaderStats {
   std::vector<std::pair<std::string, double>> stage_seconds;
   // "io_uring", "io_uring+pread" (kAuto without O_DIRECT) or "pread"; "storage" on object stores.
   const char* backend = "";
+  // Decode/transform workers: LoaderOptions::threads, or by default one per CPU the process may use.
+  int64_t workers = 0;
+  // Reading threads for cached pages (kAuto without O_DIRECT on local files: one more than the CPUs
+  // the process may use, at most the queue depth) or kPread's threads; 0 otherwise.
+  int64_t read_threads = 0;
 };
 
 // How well an epoch's order mixes the table (Sampler::MeasureQuality), for comparing block shuffle

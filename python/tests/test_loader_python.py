@@ -262,6 +262,7 @@ def test_torch_dataloader_and_stats(data, tmp_path):
     s = loader.stats()
     assert s["samples"] == N and s["batches"] == 7 and s["samples_per_second"] > 0
     assert {"fetch", "decode", "collate"} <= set(s["stage_seconds"]) and "wait_share" in s
+    assert s["workers"] == 1 and s["read_threads"] >= 0
     loader.trace(tmp_path / "trace.json")
     assert json.loads((tmp_path / "trace.json").read_text())
 

@@ -110,13 +110,15 @@ std::string LoadReportJson(const LoadBenchReport& r) {
       "\"mb_per_s\":{:.3f},\"wait_share\":{:.6f},\"utilisation\":{:.6f},\"compute_ms\":{},\"open_s\":{:.6f},"
       "\"index_from_cache\":{},\"backend\":\"{}\",\"page_bytes_mean\":{:.1f},\"cold\":{},\"batch_size\":{},"
       "\"shuffle\":\"{}\",\"threads\":{},\"queue_depth\":{},\"prefetch_bytes\":{},\"table_rows\":{},"
-      "\"samples_skipped\":{},\"cells_decoded\":{},\"reads_at_once\":{},\"max_rss_mb\":{:.1f},\"mean_jump\":{:.1f},\"distinct_file_fraction\":{:.4f},"
+      "\"samples_skipped\":{},\"cells_decoded\":{},\"reads_at_once\":{},\"workers\":{},\"read_threads\":{},"
+      "\"max_rss_mb\":{:.1f},\"mean_jump\":{:.1f},\"distinct_file_fraction\":{:.4f},"
       "\"global_mean_jump\":{:.1f},\"global_distinct_file_fraction\":{:.4f},\"remote_coalesce_bytes\":{},"
       "\"remote_coalesce_gap_bytes\":{},\"cache\":{},\"transforms\":{},\"stage_seconds\":{{{}}}}}",
       r.samples, r.batches, r.wall_s, r.samples_per_s(), r.mb_per_s(), r.wait_share(), r.utilisation(), r.compute_ms,
       r.open_s, r.index_from_cache ? "true" : "false", r.stats.backend, r.page_bytes_mean, o.direct ? "true" : "false",
       o.batch_size, ShuffleName(o.shuffle), o.threads, o.queue_depth, o.prefetch_bytes, r.table_rows,
-      r.stats.samples_skipped, r.stats.cells_decoded, r.stats.reads_at_once, r.max_rss_bytes / 1e6, r.shuffle.mean_jump, r.shuffle.distinct_file_fraction,
+      r.stats.samples_skipped, r.stats.cells_decoded, r.stats.reads_at_once, r.stats.workers, r.stats.read_threads,
+      r.max_rss_bytes / 1e6, r.shuffle.mean_jump, r.shuffle.distinct_file_fraction,
       r.global_shuffle.mean_jump, r.global_shuffle.distinct_file_fraction, o.remote_coalesce_bytes,
       o.remote_coalesce_gap_bytes, o.cache_dir.empty() ? "false" : "true", o.transforms.size(), stages);
 }
@@ -124,10 +126,12 @@ std::string LoadReportJson(const LoadBenchReport& r) {
 std::string FormatLoadReport(const LoadBenchReport& r) {
   const LoaderOptions& o = r.options.loader;
   std::string s = fmt::format(
-      "bench load: {} rows, opened in {:.3f} s (sample index {}), {} batches of up to {}, shuffle {}, {}, {} reads, "
-      "queue depth {}{}\n",
+      "bench load: {} rows, opened in {:.3f} s (sample index {}), {} batches of up to {}, shuffle {}, {}, {} reads{}, "
+      "{} decode workers, queue depth {}{}\n",
       r.table_rows, r.open_s, r.index_from_cache ? "cached" : "built", r.batches, o.batch_size, ShuffleName(o.shuffle),
       o.direct ? "O_DIRECT (cold)" : "page cache allowed", r.stats.backend,
+      r.stats.read_threads > 0 ? fmt::format(" ({} reading threads)", r.stats.read_threads) : std::string(),
+      r.stats.workers,
       o.queue_depth > 0 ? std::to_string(o.queue_depth) : std::string("default"),
       o.cache_dir.empty() ? "" : ", read cache " + o.cache_dir);
   s += fmt::format("{:>12} {:>10} {:>12} {:>12} {:>12} {:>10}\n", "samples/s", "MB/s", "wait share", "utilisation",

@@ -126,6 +126,8 @@ class Fetcher::Backend {
     for (int i : slots) Start(i);
   }
   virtual const char* name() const = 0;
+  // Threads of the backend's own that do reads (Fetcher::read_threads).
+  virtual size_t threads() const { return 0; }
 };
 
 class Fetcher::PreadBackend final : public Fetcher::Backend {
@@ -136,6 +138,7 @@ class Fetcher::PreadBackend final : public Fetcher::Backend {
     pool_.Submit([f = f_, i] { f->CompleteSlot(i, f->ReadSlotWithPread(f->slots_[i])); });
   }
   const char* name() const override { return "pread"; }
+  size_t threads() const override { return pool_.size(); }
 
  private:
   Fetcher* f_;
@@ -353,6 +356,7 @@ class Fetcher::HybridBackend final : public Fetcher::Backend {
     if (!rest_.empty()) uring_->Start(rest_);
   }
   const char* name() const override { return "io_uring+pread"; }
+  size_t threads() const override { return pool_.size(); }
 
  private:
   // Completions a runner hands over at once: one lock, and one wake-up of the consumer at most, for
@@ -1013,6 +1017,8 @@ void Fetcher::Release(AlignedBuffer buffer) {
 }
 
 const char* Fetcher::backend_name() const { return backend_->name(); }
+
+size_t Fetcher::read_threads() const { return backend_->threads(); }
 
 size_t Fetcher::open_files() const {
   MutexLock lock(&mu_);

@@ -185,6 +185,9 @@ class Fetcher {
   void Release(AlignedBuffer buffer) EXCLUDES(mu_);
 
   const char* backend_name() const;  // "io_uring", "io_uring+pread" (kAuto, buffered) or "pread"
+  // Threads of the fetcher's own that do reads: kAuto's reading threads for cached pages (buffered
+  // local files; parallel_read_threads), kPread's pool; 0 for io_uring alone and object stores.
+  size_t read_threads() const;
   int64_t bytes_in_flight() const EXCLUDES(mu_);  // bytes currently charged to the budget
   size_t max_open_files() const { return max_open_files_; }
   size_t open_files() const EXCLUDES(mu_);       // descriptors currently open

@@ -2275,6 +2275,8 @@ LoaderStats Loader::Impl::stats() const {
     st.stage_seconds.emplace_back(std::string(TraceStageName(static_cast<TraceStage>(k))), totals[k].busy_ns * 1e-9);
   }
   st.backend = fetcher_ ? fetcher_->backend_name() : "none";
+  st.workers = static_cast<int64_t>(threads_);
+  st.read_threads = fetcher_ ? static_cast<int64_t>(fetcher_->read_threads()) : 0;
   return st;
 }
 

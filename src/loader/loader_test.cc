@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -15,9 +16,11 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
+#include "core/cpus.h"
 #include "core/random.h"
 #include "format/image.h"
 #include "format/parquet_reader.h"
@@ -498,6 +501,50 @@ TEST(Loader, SmallCachedSamplesAreReadAtOnceByteForByte) {
       EXPECT_GT(l.stats().reads_at_once, 600) << "the cached pages went through the fetcher";
     }
   }
+}
+
+// LoaderStats says how many threads the loader sized: the workers asked for, or one per CPU the
+// process may use (one, for a loader opened on a thread pinned to one CPU), and the reading threads
+// of kAuto (one more than the CPUs) or kPread, none with io_uring alone.
+TEST(Loader, StatsSayHowManyThreadsTheLoaderSized) {
+  TestTable t(4096, parquet::Codec::kUncompressed);
+  t.AppendFile(0, 64, 64);
+  using Backend = LoaderOptions::Backend;
+  auto open = [&](int threads, Backend backend) {
+    LoaderOptions o;
+    o.threads = threads;
+    o.backend = backend;
+    return Loader::Open(t.dir(), o);
+  };
+  auto three = open(3, Backend::kAuto);
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  EXPECT_EQ((*three)->stats().workers, 3);
+  auto deflt = open(0, Backend::kAuto);
+  ASSERT_TRUE(deflt.ok()) << deflt.status().ToString();
+  const LoaderStats s = (*deflt)->stats();
+  EXPECT_EQ(s.workers, static_cast<int64_t>(AvailableCpus()));
+  if (std::string(s.backend) == "io_uring+pread") {
+    EXPECT_EQ(s.read_threads, std::min<int64_t>(static_cast<int64_t>(AvailableCpus()) + 1, 64));
+  }
+  if (auto ring = open(0, Backend::kIoUring); ring.ok()) EXPECT_EQ((*ring)->stats().read_threads, 0);
+  auto pread = open(0, Backend::kPread);
+  ASSERT_TRUE(pread.ok()) << pread.status().ToString();
+  EXPECT_GT((*pread)->stats().read_threads, 0);
+
+  cpu_set_t all;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(all), &all), 0);
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  LoaderStats pinned;
+  std::thread([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (::sched_setaffinity(0, sizeof(one), &one) != 0) return;
+    if (auto l = open(0, Backend::kAuto); l.ok()) pinned = (*l)->stats();
+  }).join();
+  EXPECT_EQ(pinned.workers, 1);
+  if (std::string(pinned.backend) == "io_uring+pread") EXPECT_EQ(pinned.read_threads, 2);
 }
 
 // A flipped byte in a 512-byte sample read at once is reported, naming the file and row, and with
