@@ -6,8 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
+#include "core/cpus_testing.h"
 #include "core/thread_pool.h"
 
 namespace stoke {
@@ -217,32 +217,16 @@ TEST(Cpus, AvailableCpusFollowsTheThreadsAffinity) {
   const size_t allowed = static_cast<size_t>(CPU_COUNT(&all));
   EXPECT_GE(AvailableCpus(), 1u);
   EXPECT_LE(AvailableCpus(), allowed);
-  int first = 0;
-  while (!CPU_ISSET(first, &all)) ++first;
   size_t pinned = 0;
-  std::thread([&] {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(first, &one);
-    if (::sched_setaffinity(0, sizeof(one), &one) == 0) pinned = AvailableCpus();
-  }).join();
+  ASSERT_TRUE(testing_support::RunOnOneCpu([&] { pinned = AvailableCpus(); }));
   EXPECT_EQ(pinned, 1u);
 }
 
 // Where the calling thread may run on one CPU of several, a default pool has one worker.
 TEST(Cpus, ThreadPoolsDefaultToTheAvailableCpus) {
   EXPECT_EQ(ThreadPool(0).size(), AvailableCpus());
-  cpu_set_t all;
-  ASSERT_EQ(::sched_getaffinity(0, sizeof(all), &all), 0);
-  int first = 0;
-  while (!CPU_ISSET(first, &all)) ++first;
   size_t workers = 0;
-  std::thread([&] {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(first, &one);
-    if (::sched_setaffinity(0, sizeof(one), &one) == 0) workers = ThreadPool(0).size();
-  }).join();
+  ASSERT_TRUE(testing_support::RunOnOneCpu([&] { workers = ThreadPool(0).size(); }));
   EXPECT_EQ(workers, 1u);
 }
 

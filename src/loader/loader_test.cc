@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -16,11 +15,11 @@
 #include <cstring>
 #include <map>
 #include <set>
-#include <thread>
 #include <type_traits>
 #include <utility>
 
 #include "core/cpus.h"
+#include "core/cpus_testing.h"
 #include "core/random.h"
 #include "format/image.h"
 #include "format/parquet_reader.h"
@@ -531,18 +530,10 @@ TEST(Loader, StatsSayHowManyThreadsTheLoaderSized) {
   ASSERT_TRUE(pread.ok()) << pread.status().ToString();
   EXPECT_GT((*pread)->stats().read_threads, 0);
 
-  cpu_set_t all;
-  ASSERT_EQ(::sched_getaffinity(0, sizeof(all), &all), 0);
-  int first = 0;
-  while (!CPU_ISSET(first, &all)) ++first;
   LoaderStats pinned;
-  std::thread([&] {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(first, &one);
-    if (::sched_setaffinity(0, sizeof(one), &one) != 0) return;
+  ASSERT_TRUE(testing_support::RunOnOneCpu([&] {
     if (auto l = open(0, Backend::kAuto); l.ok()) pinned = (*l)->stats();
-  }).join();
+  }));
   EXPECT_EQ(pinned.workers, 1);
   if (std::string(pinned.backend) == "io_uring+pread") EXPECT_EQ(pinned.read_threads, 2);
 }
