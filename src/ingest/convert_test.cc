@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "format/npy.h"
@@ -50,6 +51,48 @@ class ConvertTest : public ::testing::Test {
 
   std::string dir_, src_;
 };
+
+// Only plain decimal numbers are numbers: hex-looking codes and padded cells stay strings, '+5' is an
+// integer, and integers beyond INT64 stay strings rather than lose digits as DOUBLE.
+TEST_F(ConvertTest, LabelCellsAreNumbersOnlyInDecimalNotation) {
+  WriteArrays(3);
+  WriteLabels(
+      "file,code,plus,big,real,padded,special\n"
+      "s_000.npy,0x10,+5,12345678901234567891,+1.5,\" 7\",inf\n"
+      "s_001.npy,0x1A,+6,1,-2e3,8,nan\n"
+      "s_002.npy,0xff,7,2,.5,9,-inf\n");
+  ConvertOptions o;
+  o.source_dir = src_;
+  o.labels_csv = src_ + "/labels.csv";
+  o.out = dir_ + "/out";
+  o.tensor_column = "arr";
+  o.progress = false;
+  auto rep = ConvertSources(o);
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  auto files = ParquetFiles(o.out);
+  ASSERT_EQ(files.size(), 1u);
+  auto r = ParquetReader::Open(LocalStorage(), files[0]);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto& cols = (*r)->columns();
+  ASSERT_EQ(cols.size(), 9u);
+  EXPECT_TRUE(cols[2].is_string);                    // code
+  EXPECT_EQ(cols[3].type, parquet::Type::kInt32);    // plus
+  EXPECT_TRUE(cols[4].is_string);                    // big
+  EXPECT_EQ(cols[5].type, parquet::Type::kDouble);   // real
+  EXPECT_TRUE(cols[6].is_string);                    // padded
+  EXPECT_EQ(cols[7].type, parquet::Type::kDouble);   // special
+  EXPECT_EQ(std::get<std::vector<std::string>>((*r)->ReadColumn(2)->values),
+            (std::vector<std::string>{"0x10", "0x1A", "0xff"}));
+  EXPECT_EQ(std::get<std::vector<int32_t>>((*r)->ReadColumn(3)->values), (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_EQ(std::get<std::vector<std::string>>((*r)->ReadColumn(4)->values),
+            (std::vector<std::string>{"12345678901234567891", "1", "2"}));
+  EXPECT_EQ(std::get<std::vector<double>>((*r)->ReadColumn(5)->values), (std::vector<double>{1.5, -2000, 0.5}));
+  auto special = std::get<std::vector<double>>((*r)->ReadColumn(7)->values);
+  ASSERT_EQ(special.size(), 3u);
+  EXPECT_TRUE(std::isinf(special[0]) && special[0] > 0);
+  EXPECT_TRUE(std::isnan(special[1]));
+  EXPECT_TRUE(std::isinf(special[2]) && special[2] < 0);
+}
 
 TEST_F(ConvertTest, JoinsLabelsInfersTypesAndKeepsEveryByte) {
   auto payloads = WriteArrays(30);

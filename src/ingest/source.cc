@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "core/log.h"
@@ -19,15 +20,32 @@
 namespace stoke {
 namespace {
 
+// A labels cell is a number only in plain decimal notation, as CSV readers (pandas, DuckDB, Spark)
+// take it: an optional sign, digits, for DOUBLE a fraction and exponent, or inf/nan. Hex ("0x1A"),
+// surrounding spaces and the like stay strings.
+std::string_view WithoutPlus(std::string_view s) {
+  return s.size() > 1 && s[0] == '+' && s[1] != '-' && s[1] != '+' ? s.substr(1) : s;
+}
 bool ParseInt(std::string_view s, int64_t* out) {
+  s = WithoutPlus(s);
   auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
-bool ParseDouble(const std::string& s, double* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  *out = std::strtod(s.c_str(), &end);
-  return end == s.c_str() + s.size();
+// [+-]digits: an integer, whether or not it fits in 64 bits.
+bool IsIntegerText(std::string_view s) {
+  s = WithoutPlus(s);
+  if (!s.empty() && s[0] == '-') s.remove_prefix(1);
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+bool ParseDouble(std::string_view s, double* out) {
+  s = WithoutPlus(s);
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *out, std::chars_format::general);
+  // Out of range (1e999) is still a number: from_chars leaves *out alone then, strtod gives +-inf.
+  if (r.ec == std::errc::result_out_of_range && r.ptr == s.data() + s.size()) {
+    *out = std::strtod(std::string(s).c_str(), nullptr);
+    return true;
+  }
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 bool ParseBool(std::string_view s, bool* out) {
   if (s == "true" || s == "True" || s == "TRUE") return *out = true, true;
@@ -36,9 +54,10 @@ bool ParseBool(std::string_view s, bool* out) {
 }
 
 // Integers become INT32 (INT64 when one does not fit), other numbers DOUBLE, true/false BOOLEAN,
-// anything else STRING. An empty cell is null and makes the column OPTIONAL.
+// anything else STRING. Integers of which one does not fit in INT64 stay STRING (as DOUBLE they would
+// lose digits). An empty cell is null and makes the column OPTIONAL.
 ColumnSpec InferLabelColumn(const std::string& name, const std::vector<std::string>& cells) {
-  bool all_int = true, all_double = true, all_bool = true, any_null = false;
+  bool all_int = true, all_int_text = true, all_double = true, all_bool = true, any_null = false;
   int64_t lo = 0, hi = 0;
   for (const auto& c : cells) {
     if (c.empty()) {
@@ -54,6 +73,7 @@ ColumnSpec InferLabelColumn(const std::string& name, const std::vector<std::stri
     } else {
       all_int = false;
     }
+    if (all_int_text && !IsIntegerText(c)) all_int_text = false;
     if (all_double && !ParseDouble(c, &d)) all_double = false;
     if (all_bool && !ParseBool(c, &b)) all_bool = false;
   }
@@ -62,7 +82,7 @@ ColumnSpec InferLabelColumn(const std::string& name, const std::vector<std::stri
   spec.optional = any_null;
   if (all_int) {
     spec.type = (lo >= INT32_MIN && hi <= INT32_MAX) ? parquet::Type::kInt32 : parquet::Type::kInt64;
-  } else if (all_double) {
+  } else if (all_double && !all_int_text) {
     spec.type = parquet::Type::kDouble;
   } else if (all_bool) {
     spec.type = parquet::Type::kBoolean;
