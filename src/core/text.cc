@@ -68,4 +68,12 @@ std::string RandomUuid() {
                      lo & 0xFFFFFFFFFFFFULL);
 }
 
+std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
 }  // namespace stoke

@@ -17,4 +17,7 @@ std::string EscapeNonUtf8(std::string_view s);
 // file names. Thread-safe; distinct across threads and processes.
 std::string RandomUuid();
 
+// `s` with ASCII letters lowercased (other bytes kept): for names matched ignoring case.
+std::string AsciiLower(std::string_view s);
+
 }  // namespace stoke

@@ -1,5 +1,6 @@
 #include "format/codec.h"
 
+#include "core/text.h"
 #include <fmt/format.h>
 #include <isa-l/crc.h>
 #include <lz4.h>
@@ -16,8 +17,7 @@ namespace stoke {
 using parquet::Codec;
 
 Result<Codec> CodecFromName(std::string_view name) {
-  std::string n(name);
-  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string n = AsciiLower(name);
   if (n == "zstd") return Codec::kZstd;
   if (n == "snappy") return Codec::kSnappy;
   if (n == "lz4_raw" || n == "lz4") return Codec::kLz4Raw;

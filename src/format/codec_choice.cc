@@ -6,12 +6,12 @@
 #include <string>
 
 #include "stoke/codec.h"
+#include "core/text.h"
 
 namespace stoke {
 
 Result<Codec> ParseCodec(std::string_view name) {
-  std::string n(name);
-  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string n = AsciiLower(name);
   if (n == "auto") return Codec::kAuto;
   if (n == "zstd") return Codec::kZstd;
   if (n == "lz4_raw" || n == "lz4") return Codec::kLz4Raw;

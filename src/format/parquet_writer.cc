@@ -9,6 +9,7 @@
 #include <set>
 
 #include "format/codec.h"
+#include "core/text.h"
 #include "format/parquet_encoding.h"
 
 namespace stoke {
@@ -282,10 +283,16 @@ bool WritableType(Type type) {
 
 Status ValidateColumns(const std::vector<ColumnSpec>& columns) {
   if (columns.empty()) return Status::InvalidArgument("a Parquet schema needs at least one column");
-  std::set<std::string> names;
+  // Delta (and Spark, DuckDB) match column names ignoring case: 'Id' next to 'id' is a duplicate there.
+  std::map<std::string, std::string> names;  // ASCII-lowercased name -> the name
   for (const auto& c : columns) {
     if (c.name.empty()) return Status::InvalidArgument("column with an empty name");
-    if (!names.insert(c.name).second) return Status::InvalidArgument(fmt::format("duplicate column '{}'", c.name));
+    auto [it, inserted] = names.emplace(AsciiLower(c.name), c.name);
+    if (!inserted) {
+      if (it->second == c.name) return Status::InvalidArgument(fmt::format("duplicate column '{}'", c.name));
+      return Status::InvalidArgument(fmt::format("columns '{}' and '{}' differ only in case (Delta readers match column "
+                                                 "names ignoring case)", it->second, c.name));
+    }
     if (!WritableType(c.type)) {
       return Status::Unsupported(fmt::format("writing column '{}' of type {}", c.name, parquet::TypeName(c.type)));
     }

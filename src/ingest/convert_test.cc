@@ -213,6 +213,16 @@ TEST_F(ConvertTest, RejectsBadLabelFilesAndEmptySources) {
   EXPECT_NE(ConvertSources(o).status().message().find("'file' column"), std::string::npos);
   WriteLabels("file,id\ns_000.npy,1\ns_001.npy,2\n");
   EXPECT_NE(ConvertSources(o).status().message().find("clashes"), std::string::npos);
+  // Delta readers match names ignoring case: 'Id' would be stoke's 'id' to them, 'Arr' the tensor.
+  WriteLabels("file,Id\ns_000.npy,1\ns_001.npy,2\n");
+  EXPECT_NE(ConvertSources(o).status().message().find("'Id' clashes"), std::string::npos);
+  WriteLabels("file,Arr\ns_000.npy,1\ns_001.npy,2\n");
+  o.tensor_column = "arr";
+  EXPECT_NE(ConvertSources(o).status().message().find("'Arr' clashes"), std::string::npos)
+      << ConvertSources(o).status().ToString();
+  WriteLabels("file,Label,LABEL\ns_000.npy,1,2\ns_001.npy,2,3\n");
+  EXPECT_NE(ConvertSources(o).status().message().find("differ only in case"), std::string::npos)
+      << ConvertSources(o).status().ToString();
 }
 
 TEST_F(ConvertTest, NpzMembersBecomeColumns) {

@@ -12,6 +12,7 @@
 
 #include "core/buffer.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "format/image.h"
 #include "format/image_resample.h"
 
@@ -24,8 +25,7 @@ constexpr char kLabelColumn[] = "label";
 // The format a file name promises: .png is PNG, .jpg/.jpeg JPEG.
 ImageFormat FormatOfName(std::string_view name) {
   const size_t dot = name.rfind('.');
-  std::string ext(dot == std::string_view::npos ? "" : name.substr(dot + 1));
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string ext = AsciiLower(dot == std::string_view::npos ? "" : name.substr(dot + 1));
   return ext == "png" ? ImageFormat::kPng : ImageFormat::kJpeg;
 }
 

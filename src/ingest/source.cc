@@ -93,16 +93,10 @@ ColumnSpec InferLabelColumn(const std::string& name, const std::vector<std::stri
   return spec;
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
 }  // namespace
 
 std::optional<SourceKind> SourceKindOfFileName(std::string_view name) {
-  const std::string lower = Lower(name);
+  const std::string lower = AsciiLower(name);
   auto ends = [&](std::string_view suffix) {
     return lower.size() > suffix.size() && lower.compare(lower.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
@@ -189,7 +183,7 @@ Result<std::vector<LabelColumn>> JoinLabelsCsv(const std::string& labels_csv, co
   for (size_t c = 0; c < csv.header.size(); ++c) {
     if (c == fc) continue;
     const std::string& name = csv.header[c];
-    if (std::find(taken.begin(), taken.end(), name) != taken.end()) {
+    if (std::any_of(taken.begin(), taken.end(), [&](const std::string& t) { return AsciiLower(t) == AsciiLower(name); })) {
       return Status::InvalidArgument(fmt::format("{}: column '{}' clashes with a column stoke writes", labels_csv, name));
     }
     LabelColumn lc;
@@ -254,7 +248,7 @@ Status SetColumns(SourceSet* set, bool has_index, std::vector<ColumnSpec> own) {
   // as duplicates; say where they come from.
   for (const auto& l : set->labels) {
     for (size_t c = set->first_source_column; c < columns.size(); ++c) {
-      if (columns[c].name == l.spec.name) {
+      if (AsciiLower(columns[c].name) == AsciiLower(l.spec.name)) {
         return Status::InvalidArgument(fmt::format("labels column '{}' clashes with a column of the {} source", l.spec.name,
                                                    SourceKindName(set->kind)));
       }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/random.h"
+#include "core/text.h"
 #include "io/crypto.h"
 #include "io/signing.h"
 #include "io/xml.h"
@@ -17,12 +18,6 @@ namespace {
 
 int64_t NowSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // The path part of an endpoint URL ("http://h:p/devstoreaccount1" -> "/devstoreaccount1").
@@ -204,7 +199,7 @@ class AzureBlobClient final : public ObjectStoreClient {
     HttpRequest req = Build(method, key, query, std::move(headers), body);
     req.response_buffer = out;
     auto r = http_.Execute(req);
-    if (!r.ok()) return r.status().WithContext(fmt::format("{} {}", Lower(method), Describe(key)));
+    if (!r.ok()) return r.status().WithContext(fmt::format("{} {}", AsciiLower(method), Describe(key)));
     return r;
   }
 
@@ -314,7 +309,7 @@ Result<AzureConnectionString> ParseAzureConnectionString(std::string_view text) 
       return Status::InvalidArgument(
           fmt::format("Azure connection string: element {} (counting from 1) is not Key=Value", element));
     }
-    std::string key = Lower(part.substr(0, eq));
+    std::string key = AsciiLower(part.substr(0, eq));
     std::string value(part.substr(eq + 1));  // base64 keys and SAS tokens contain '='
     if (key == "accountname") out.account_name = value;
     else if (key == "accountkey") out.account_key = value;
@@ -322,7 +317,7 @@ Result<AzureConnectionString> ParseAzureConnectionString(std::string_view text) 
     else if (key == "sharedaccesssignature") out.sas_token = value;
     else if (key == "defaultendpointsprotocol") protocol = value;
     else if (key == "endpointsuffix") suffix = value;
-    else if (key == "usedevelopmentstorage") dev = Lower(value) == "true";
+    else if (key == "usedevelopmentstorage") dev = AsciiLower(value) == "true";
     // Other keys (QueueEndpoint, TableEndpoint, ...) do not concern blobs.
   }
   if (dev) {

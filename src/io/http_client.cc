@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "core/text.h"
 #include "core/log.h"
 #include "core/random.h"
 #include "io/xml.h"
@@ -21,12 +22,6 @@ namespace stoke {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) s.remove_prefix(1);
@@ -65,7 +60,7 @@ bool IsRetryableCurlCode(CURLcode rc) {
 
 bool HasHeader(const KeyValues& headers, std::string_view lowercase_name) {
   for (const auto& [k, v] : headers) {
-    if (Lower(k) == lowercase_name) return true;
+    if (AsciiLower(k) == lowercase_name) return true;
   }
   return false;
 }
@@ -482,7 +477,7 @@ bool ParseHttpHeaderLine(std::string_view line, std::string* name, std::string* 
     unsigned char u = static_cast<unsigned char>(c);
     if (!(std::isalnum(u) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos)) return false;
   }
-  *name = Lower(n);
+  *name = AsciiLower(n);
   *value = std::string(Trim(line.substr(colon + 1)));
   return true;
 }
@@ -516,7 +511,7 @@ std::string RedactUrl(std::string_view url) {
     size_t amp = rest.find('&');
     std::string_view param = rest.substr(0, amp);
     size_t eq = param.find('=');
-    std::string key = Lower(param.substr(0, eq));
+    std::string key = AsciiLower(param.substr(0, eq));
     if (!first) out += '&';
     first = false;
     if (eq != std::string_view::npos &&
@@ -535,7 +530,7 @@ bool IsRetryableHttpStatus(long status) { return status >= 500 || status == 429 
 
 std::string RequestRangeForMessages(const HttpRequest& request) {
   for (const auto& [k, v] : request.headers) {
-    std::string lk = Lower(k);
+    std::string lk = AsciiLower(k);
     if (lk == "range" || lk == "x-ms-range") {
       std::string_view r = v;
       if (r.substr(0, 6) == "bytes=") r.remove_prefix(6);

@@ -1,5 +1,6 @@
 #include "io/signing.h"
 
+#include "core/text.h"
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <time.h>
@@ -12,12 +13,6 @@
 
 namespace stoke {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Trims leading/trailing whitespace and collapses inner runs of spaces (SigV4 and Shared Key both ask it).
 std::string CanonicalHeaderValue(std::string_view v) {
@@ -37,7 +32,7 @@ std::string CanonicalHeaderValue(std::string_view v) {
 
 std::string HeaderValue(const KeyValues& headers, std::string_view name) {
   for (const auto& [k, v] : headers) {
-    if (Lower(k) == name) return v;
+    if (AsciiLower(k) == name) return v;
   }
   return "";
 }
@@ -64,7 +59,7 @@ std::string AzureSharedKeyStringToSign(std::string_view method, std::string_view
   }
   std::map<std::string, std::string> ms;
   for (const auto& [k, v] : headers) {
-    std::string lk = Lower(k);
+    std::string lk = AsciiLower(k);
     if (lk.rfind("x-ms-", 0) == 0) ms[lk] = CanonicalHeaderValue(v);
   }
   for (const auto& [k, v] : ms) s += fmt::format("{}:{}\n", k, v);
@@ -72,7 +67,7 @@ std::string AzureSharedKeyStringToSign(std::string_view method, std::string_view
   s += account;
   s += encoded_path;
   std::map<std::string, std::vector<std::string>> params;
-  for (const auto& [k, v] : query) params[Lower(k)].push_back(v);
+  for (const auto& [k, v] : query) params[AsciiLower(k)].push_back(v);
   for (auto& [k, values] : params) {
     std::sort(values.begin(), values.end());
     s += fmt::format("\n{}:{}", k, fmt::join(values, ","));
@@ -98,7 +93,7 @@ SigV4Signature SignSigV4(std::string_view method, std::string_view encoded_path,
   }
   std::map<std::string, std::string> h;
   for (const auto& [k, v] : headers) {
-    std::string& slot = h[Lower(k)];
+    std::string& slot = h[AsciiLower(k)];
     if (!slot.empty()) slot += ',';
     slot += CanonicalHeaderValue(v);
   }

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "core/mutex.h"
+#include "core/text.h"
 #include "io/azure_storage.h"
 #include "io/object_storage.h"
 #include "io/s3_storage.h"
@@ -57,8 +58,7 @@ bool HasUriScheme(const std::string& s) {
   // (a mistyped "az:/container/t" must not become a local directory named "az:"); anything else,
   // such as "run:1/table", is a local path with a colon in it.
   if (s.compare(colon, 3, "://") == 0) return true;
-  std::string scheme = s.substr(0, colon);
-  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string scheme = AsciiLower(s.substr(0, colon));
   static const char* const kStorageSchemes[] = {"file", "az", "abfs", "abfss", "adl", "wasb", "wasbs", "http", "https",
                                                 "s3", "s3a", "s3n", "gs", "gcs", "hdfs", "test"};
   for (const char* known : kStorageSchemes) {
@@ -75,8 +75,7 @@ Result<StorageUri> ParseStorageUri(const std::string& uri) {
     return out;
   }
   size_t colon = uri.find(':');
-  std::string scheme = uri.substr(0, colon);
-  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string scheme = AsciiLower(uri.substr(0, colon));
   if (uri.compare(colon, 3, "://") != 0) return Malformed(uri, "expected '://' after the scheme");
   std::string rest = uri.substr(colon + 3);
   if (scheme == "file") {
