@@ -185,7 +185,7 @@ struct LoaderOptions {
   // most a quarter (at least 8 MiB), the rest is headroom for pooled buffers and decode scratch.
   int64_t prefetch_bytes = int64_t{512} << 20;
   // Default 0 = one decode/transform worker per CPU this process may use: its affinity mask, at most
-  // its cgroup's CPU limit rounded up (at least 1).
+  // its cgroup's CPU limit rounded up (at least 1). Else 1 to 4096.
   int threads = 0;
   // Default 0 = by where the table is: 64 reads in flight on local files; 256 ranged GETs on object
   // stores, whose reads are latency-bound (a GET waits tens of milliseconds, and hundreds in flight

@@ -493,6 +493,7 @@ class Loader::Impl {
   std::unique_ptr<ThreadPool> workers_;
   std::shared_ptr<SlotPool> pool_ = std::make_shared<SlotPool>();
   size_t max_slots_ = 2;
+  size_t batch_rows_ = 1;  // a batch's most rows: batch_size, at most the rank's samples of an epoch
   size_t threads_ = 1;
   // The most bytes one decode worker may hold for one decoded image (and for a blob page's body).
   int64_t max_decoded_bytes_ = int64_t{64} << 20;
@@ -698,7 +699,10 @@ std::vector<std::pair<uint64_t, uint64_t>> ColumnChunkRanges(const ParquetReader
 Status CheckLoaderOptions(const LoaderOptions& o) {
   if (o.batch_size < 1) return Status::InvalidArgument(fmt::format("batch_size must be >= 1, got {}", o.batch_size));
   if (o.prefetch_bytes < 1) return Status::InvalidArgument(fmt::format("prefetch_bytes must be >= 1, got {}", o.prefetch_bytes));
-  if (o.threads < 0) return Status::InvalidArgument(fmt::format("threads must be >= 0, got {}", o.threads));
+  if (o.threads < 0 || o.threads > 4096) {
+    return Status::InvalidArgument(fmt::format("threads must be in [1, 4096], or 0 for one per available CPU, got {}",
+                                               o.threads));
+  }
   if (o.queue_depth < 0 || o.queue_depth > 4096) {
     return Status::InvalidArgument(fmt::format("queue_depth must be in [1, 4096], or 0 for the default, got {}",
                                                o.queue_depth));
@@ -923,6 +927,9 @@ Status Loader::Impl::Open() {
   SizeWorkers();
   STOKE_RETURN_IF_ERROR(CreateImagePipelines());
   STOKE_RETURN_IF_ERROR(CreateSampler());
+  // A batch never holds more than the rank's samples of an epoch: a batch_size beyond that sizes
+  // nothing (batch buffers, id lists) past what can be filled.
+  batch_rows_ = static_cast<size_t>(std::clamp<int64_t>(sampler_->size(), 1, o_.batch_size));
   const int64_t fetch_budget = DivideMemoryBudget();
   STOKE_RETURN_IF_ERROR(OpenFetcher(std::move(file_versions), fetch_budget));
   workers_ = std::make_unique<ThreadPool>(threads_);
@@ -1028,7 +1035,7 @@ int64_t Loader::Impl::DivideMemoryBudget() {
   // idle buffers, decode scratch and allocator slack, so the whole process stays near the budget
   // (measured: docs/benchmarks.md).
   size_t batch_bytes = 0;
-  for (const auto& t : tensors_) batch_bytes += t.out_bytes * static_cast<size_t>(o_.batch_size);
+  for (const auto& t : tensors_) batch_bytes += t.out_bytes * batch_rows_;
   batch_bytes = std::max<size_t>(batch_bytes, 1);
   max_slots_ = std::clamp<size_t>(static_cast<size_t>(o_.prefetch_bytes / 2) / batch_bytes, 2, 64);
   const int64_t fetch_budget = std::max<int64_t>(o_.prefetch_bytes / 4, int64_t{8} << 20);
@@ -1327,7 +1334,7 @@ Result<Slot*> Loader::Impl::AcquireSlot() {
     // release one while waiting for the next batch): memory over the budget rather than a hang.
     const bool consumer_holds_all = pool_->held_by_consumer >= static_cast<int64_t>(pool_->all.size());
     if (pool_->all.size() < max_slots_ || consumer_holds_all) {
-      const size_t bs = static_cast<size_t>(o_.batch_size);
+      const size_t bs = batch_rows_;
       try {
         if (pool_->all.size() == max_slots_) {
           STOKE_LOG(kWarn, "loader.over_budget", "held_batches={} note=\"the consumer holds every batch buffer; allocating "
@@ -1475,7 +1482,7 @@ Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vec
                                       std::vector<Read>* slow) {
   const int64_t t0 = NowNanos();
   const size_t n = sampler_->NextBatch(ids.data(), ids.size());
-  if (n == 0 || (o_.drop_last && n < ids.size())) return static_cast<Slot*>(nullptr);
+  if (n == 0 || (o_.drop_last && n < static_cast<size_t>(o_.batch_size))) return static_cast<Slot*>(nullptr);
   STOKE_ASSIGN_OR_RETURN(Slot* s, AcquireSlot());
   if (s == nullptr) return s;
   auto give_back = [&] {  // the slot was not queued
@@ -1542,9 +1549,9 @@ void Loader::Impl::ProducerLoop(int64_t run) {
   Status error;
   try {
     AllocationFaults::Instance().Check();
-    ids.resize(static_cast<size_t>(o_.batch_size));
+    ids.resize(batch_rows_);
     // At most one read per cell of a batch.
-    requests.reserve(static_cast<size_t>(o_.batch_size) * std::max<size_t>(tensors_.size(), 1));
+    requests.reserve(batch_rows_ * std::max<size_t>(tensors_.size(), 1));
   } catch (const std::bad_alloc&) {
     error = OutOfMemory([&] { return fmt::format("the sample ids of a batch of {}", o_.batch_size); });
   }

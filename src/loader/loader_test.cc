@@ -156,6 +156,34 @@ TEST(Loader, DeliversEveryRowWithItsValues) {
   EXPECT_GT(st.bytes_read, 0);
 }
 
+// A batch_size far beyond the table (2^60) gives one batch of the whole epoch, or none with
+// drop_last: the batch buffers are sized by what a batch can hold, not by the option.
+TEST(Loader, BatchSizeBeyondTheTableSizesNothingBeyondIt) {
+  TestTable t;
+  MakeTable(t);
+  LoaderOptions o;
+  o.batch_size = int64_t{1} << 60;
+  o.prefetch_bytes = 1 << 20;
+  auto l = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->batches_per_epoch(), 1);
+  auto first = l->Next();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(first->has_value());
+  EXPECT_EQ((*first)->size(), 1000);
+  EXPECT_EQ((*first)->column("t")->shape, (std::vector<int64_t>{1000, 16}));
+  first->reset();
+  auto end = l->Next();
+  ASSERT_TRUE(end.ok());
+  EXPECT_FALSE(end->has_value());
+
+  o.drop_last = true;
+  auto dropped = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(dropped);
+  EXPECT_EQ(dropped->batches_per_epoch(), 0);
+  EXPECT_TRUE(Drain(*dropped).empty());
+}
+
 // Every sample of an epoch exactly once over the ranks (drop_last), or all at least once with
 // fewer than world_size repeats (padding), for several world sizes and shuffles.
 TEST(Loader, ShardsCoverTheEpochForEveryWorldSize) {
@@ -328,6 +356,9 @@ TEST(Loader, OptionErrorsNameTheOption) {
   o = {};
   o.transforms = {TransformSpec::RandomFlip({5})};
   EXPECT_EQ(err(o).code(), StatusCode::kInvalidArgument);
+  o = {};
+  o.threads = 100000;  // more threads than any process gets: an error, not a terminated process
+  EXPECT_NE(err(o).message().find("threads must be in [1, 4096]"), std::string::npos);
   EXPECT_EQ(Loader::Open(t.dir() + "/nope", LoaderOptions{}).status().code(), StatusCode::kNotFound);
 }
 
