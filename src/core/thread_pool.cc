@@ -1,15 +1,26 @@
 #include "core/thread_pool.h"
 
 #include <atomic>
+#include <system_error>
 
 #include "core/cpus.h"
+#include "core/log.h"
 
 namespace stoke {
 
 ThreadPool::ThreadPool(size_t threads) {
   if (threads == 0) threads = AvailableCpus();
   workers_.reserve(threads);
-  for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  for (size_t i = 0; i < threads; ++i) {
+    try {
+      workers_.emplace_back([this] { WorkerLoop(); });
+    } catch (const std::system_error& e) {
+      // The system refused a thread (RLIMIT_NPROC, a container's pids limit, memory for stacks):
+      // the pool works with those it has, or runs tasks on the submitting thread when it has none.
+      STOKE_LOG(kWarn, "thread_pool.short", "threads={} wanted={} error=\"{}\"", workers_.size(), threads, e.what());
+      break;
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -22,6 +33,10 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::Submit(std::function<void()> task) {
+  if (workers_.empty()) {
+    task();
+    return;
+  }
   {
     MutexLock lock(&mu_);
     tasks_.push_back(std::move(task));

@@ -18,6 +18,8 @@ namespace stoke {
 
 // Thread-safe: Submit may be called from any thread, including workers.
 // The destructor runs every task already submitted, then joins the workers.
+// When the system refuses a thread, the pool keeps those it started (size() says how many; a warning
+// is logged); with none, Submit runs each task on the calling thread.
 class ThreadPool {
  public:
   // threads == 0 means AvailableCpus(): the CPUs this process may use (core/cpus.h).

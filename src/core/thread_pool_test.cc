@@ -1,10 +1,14 @@
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "stoke/status.h"
 
@@ -38,6 +42,35 @@ TEST(ThreadPool, DestructorRunsQueuedTasks) {
     for (int i = 0; i < 50; ++i) pool.Submit([&] { ran++; });
   }
   EXPECT_EQ(ran.load(), 50);
+}
+
+// In a process allowed no more threads (RLIMIT_NPROC of 1, as an unprivileged user: root is exempt):
+// a pool gets none and runs every task on the submitting thread. Returns 0, or which check failed.
+int PoolWithoutThreads() {
+  if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) return 3;
+  const rlimit one{1, 1};
+  if (setrlimit(RLIMIT_NPROC, &one) != 0) return 4;
+  ThreadPool pool(4);
+  if (pool.size() != 0) return 5;
+  std::vector<int> hits(100);
+  const Status st = ParallelFor(pool, hits.size(), [&](size_t i) {
+    hits[i]++;
+    return Status::OK();
+  });
+  if (!st.ok()) return 6;
+  if (std::count(hits.begin(), hits.end(), 1) != 100) return 7;
+  OrderedTasks<size_t> tasks(pool, 10, 3, [](size_t i) { return i * i; });
+  for (size_t i = 0; i < 10; ++i) {
+    if (!tasks.HasNext() || tasks.Next() != i * i) return 8;
+  }
+  return 0;
+}
+
+// Before, the refused thread's std::system_error left the pool's other threads joinable, and the
+// process terminated.
+TEST(ThreadPool, WithoutThreadsRunsTasksOnTheCaller) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(_exit(PoolWithoutThreads()), testing::ExitedWithCode(0), "");
 }
 
 TEST(OrderedTasks, HandsResultsBackInIndexOrderWithinTheWindow) {
