@@ -14,6 +14,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -26,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "loader/out_of_memory.h"
 #include "stoke/codec.h"
 #include "stoke/dtype.h"
 #include "stoke/ingest.h"
@@ -169,11 +171,20 @@ py::dtype NumpyDType(stoke::DType dtype) {
 // A batch as {column: ndarray | list[str | None], "<column>.valid": uint8 ndarray (nullable columns
 // with nulls), "__row_ids__": int64 ndarray, "__bfloat16__": [column...], "__epoch__", "__index__"}.
 py::dict BatchToDict(stoke::Batch&& batch) {
-  auto* owned = new stoke::Batch(std::move(batch));
+  struct Owned {
+    stoke::Batch batch;
+    pid_t pid;  // the process whose loader the batch's buffer goes back to
+  };
+  auto* owned = new Owned{std::move(batch), getpid()};
   // Destroyed with the GIL held when the last array referencing it goes; ~Batch only returns the
-  // slot to the pool (a short lock), so that is fine.
-  py::capsule base(owned, [](void* p) { delete static_cast<stoke::Batch*>(p); });
-  stoke::Batch& b = *owned;  // not const: the arrays are writeable views of its buffer
+  // slot to the pool (a short lock), so that is fine. In a child forked after the batch was made,
+  // the pool's lock may have been held by a thread that does not exist there: the child leaves
+  // the batch alone (its memory is the child's copy, freed with the process).
+  py::capsule base(owned, [](void* p) {
+    auto* o = static_cast<Owned*>(p);
+    if (o->pid == getpid()) delete o;
+  });
+  stoke::Batch& b = owned->batch;  // not const: the arrays are writeable views of its buffer
 
   py::dict out;
   py::list bfloat16_columns;
@@ -254,10 +265,15 @@ class PyLoader {
   explicit PyLoader(std::unique_ptr<stoke::Loader> loader) : loader_(std::move(loader)) {}
   ~PyLoader() {
     // pybind11 holds a reference during every call, so no call is in flight here.
-    if (loader_) {
-      py::gil_scoped_release release;  // the destructor waits for the pipeline's threads
-      loader_.reset();
+    if (!loader_) return;
+    if (Forked()) {
+      // The pipeline's threads stayed in the parent: the destructor would wait for them forever.
+      // The child's copy of the loader is left to the end of the process.
+      (void)loader_.release();
+      return;
     }
+    py::gil_scoped_release release;  // the destructor waits for the pipeline's threads
+    loader_.reset();
   }
 
   // Calls f(loader) under the one-consumer guard; `what` names the call in the error.
@@ -269,6 +285,11 @@ class PyLoader {
                                ": another thread is using this Loader (one consumer thread only)");
     }
     if (!loader_) throw py::value_error(std::string("Loader.") + what + ": the Loader is closed");
+    if (Forked()) {
+      throw std::runtime_error(std::string("Loader.") + what + ": this Loader was created in process " +
+                               std::to_string(pid_) +
+                               " before this process forked; its threads stayed there. Create a Loader in this process");
+    }
     return f(*loader_);
   }
 
@@ -301,6 +322,10 @@ class PyLoader {
   // Stops the pipeline and waits for its threads, without the GIL. Batches already delivered stay valid.
   void Close() {
     std::unique_ptr<stoke::Loader> l;
+    if (loader_ && Forked()) {
+      (void)loader_.release();  // as in the destructor
+      return;
+    }
     Use("close", [&](stoke::Loader&) {
       l = std::move(loader_);
       return 0;
@@ -311,6 +336,10 @@ class PyLoader {
   bool closed() const { return loader_ == nullptr; }
 
  private:
+  // Whether this process is a child forked after the loader was opened.
+  bool Forked() const { return getpid() != pid_; }
+
+  pid_t pid_ = getpid();
   mutable std::unique_ptr<stoke::Loader> loader_;
   mutable std::mutex busy_;  // held by the one thread using loader_
 };
@@ -680,6 +709,10 @@ PYBIND11_MODULE(_stoke, m) {
 
   m.def("built_with_cuda", &stoke::BuiltWithCuda,
         "True when stoke was built with the CUDA runtime: batch buffers are page-locked when a device is present.");
+  // A test hook (loader/out_of_memory.h): the n-th allocation the loader checks from now fails as if
+  // the allocator had refused it (0 disarms). Production code never arms it.
+  m.def("_fail_nth_allocation", [](int64_t n) { stoke::AllocationFaults::Instance().FailNth(n); }, py::arg("n"),
+        "Test hook: the n-th allocation the loader's pipeline checks from now fails (0 disarms).");
   m.def("is_table", &stoke::IsTableDirectory, py::arg("path"), "True when `path` is a directory holding a Delta log.");
 
   m.def("ingest", &Ingest, py::arg("source_dir"), py::arg("table_dir"), py::kw_only(), py::arg("labels") = "",

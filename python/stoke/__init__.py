@@ -583,7 +583,8 @@ class Loader:
     Iteration yields this rank's batches of the current epoch. Iterating again
     without set_epoch() or load_state_dict() in between moves to the next epoch
     by itself (what remains of an epoch left early is skipped). Not thread-safe:
-    one consumer thread.
+    one consumer thread. A process forked after the loader was opened cannot use
+    it (RuntimeError): open one there.
     """
 
     def __init__(self, table: Union[Table, PathLike], batch_size: int = 32, shuffle: str = "global",
