@@ -598,6 +598,10 @@ class Loader:
             raise ValueError(f"to: expected 'torch' or 'numpy', got {to!r}")
         if to == "numpy" and device != "cpu":
             raise ValueError("to='numpy' delivers host arrays only (device must be 'cpu')")
+        for fixed in ("where", "version"):
+            if fixed in options:
+                raise TypeError(f"Loader: {fixed}= belongs to the table: open_table(path, {fixed}=...), or "
+                                f"table.{'filter' if fixed == 'where' else 'at'}(...), then Loader(table, ...)")
         if not isinstance(table, Table):
             table = Table(os.fspath(table))
         if rank is None or world_size is None:
@@ -613,6 +617,14 @@ class Loader:
         if to == "torch":
             import torch
             self._torch = torch
+            if device != "cpu":
+                # Checked here, not at the first batch's copy (which would have used up the batch).
+                try:
+                    target = torch.device(device)
+                except RuntimeError as e:
+                    raise ValueError(f"device: {e}") from None
+                if target.type == "cuda" and not torch.cuda.is_available():
+                    raise RuntimeError(f"device {device!r}: torch sees no CUDA device here")
         self._loader = _stoke.Loader(
             table.path, columns=None if columns is None else list(columns), version=table.version,
             where=table.where, batch_size=batch_size, shuffle=shuffle, seed=seed, rank=rank,

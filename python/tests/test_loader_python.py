@@ -155,6 +155,14 @@ def test_bad_options_raise_value_error(data):
         stoke.Loader(data["table"], batch_size=0, to="numpy")
     with pytest.raises(ValueError):  # C++ InvalidArgument: trace was not enabled
         stoke.Loader(data["table"], to="numpy").trace(data["table"] / "t.json")
+    with pytest.raises(TypeError, match=r"open_table\(path, where=...\)"):
+        stoke.Loader(data["table"], where="label = 1", to="numpy")
+    with pytest.raises(TypeError, match=r"table.at\(...\)"):
+        stoke.Loader(data["table"], version=0, to="numpy")
+    with pytest.raises(ValueError, match="device"):  # at construction, not at the first batch
+        stoke.Loader(data["table"], device="banana")
+    with pytest.raises(ValueError, match="threads must be in"):
+        stoke.Loader(data["table"], threads=100000, to="numpy")
 
 
 def test_allocation_failure_is_an_exception_not_an_abort(data):
