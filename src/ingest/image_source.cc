@@ -45,9 +45,11 @@ Status ListTree(Storage& fs, const std::string& dir, const std::string& prefix, 
     if (!kind) continue;
     if (*kind != SourceKind::kImages) {
       if (forced) continue;
-      return Status::InvalidArgument(fmt::format("{}: '{}' mixes source kinds: '{}{}' ({}) among images; use one kind per "
-                                                 "source (or --format images)", what, dir, prefix, e.name,
-                                                 SourceKindName(*kind)));
+      return Status::InvalidArgument(fmt::format("{}: '{}{}' ({}) in a subdirectory of the source: below its top a source "
+                                                 "holds images only (ImageFolder class directories); {} files are read at "
+                                                 "the top of the directory given (give '{}' as the source, or --format "
+                                                 "images to skip them)", what, prefix, e.name, SourceKindName(*kind),
+                                                 SourceKindName(*kind), dir));
     }
     e.name = prefix + e.name;
     out->push_back(std::move(e));

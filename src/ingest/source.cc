@@ -369,6 +369,10 @@ Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
     if (set.kind == SourceKind::kImages) {
       set.files.clear();
       STOKE_RETURN_IF_ERROR(ListImages(o, what, &set));
+    } else if (has_directories) {
+      STOKE_LOG(kWarn, "ingest.subdirectories_not_read", "source={} kind={} note=\"{} sources are read at the top of "
+                "the directory only: files in its subdirectories are not ingested\"", o.source,
+                SourceKindName(set.kind), SourceKindName(set.kind));
     }
     if (set.files.empty()) {
       return Status::InvalidArgument(fmt::format("{}: no {} files in '{}'", what, SourceKindName(set.kind), o.source));

@@ -116,6 +116,15 @@ TEST_F(SourceTest, MixingKindsIsAnErrorNamingTwoFiles) {
   auto tree = Plan(dir_ + "/tree");
   ASSERT_FALSE(tree.ok());
   EXPECT_NE(tree.status().message().find("dog/2.npy"), std::string::npos) << tree.status().message();
+  // Arrays in subdirectories only (train/, val/): the error says array files are read at the top
+  // of the directory given, not that they sit "among images".
+  Npy("split/train/0.npy");
+  Npy("split/val/1.npy");
+  auto split = Plan(dir_ + "/split");
+  ASSERT_FALSE(split.ok());
+  EXPECT_NE(split.status().message().find("npy files are read at the top of the directory given"), std::string::npos)
+      << split.status().message();
+  EXPECT_EQ(split.status().message().find("among images"), std::string::npos) << split.status().message();
 }
 
 TEST_F(SourceTest, OneFileIsASourceToo) {
