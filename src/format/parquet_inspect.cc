@@ -208,6 +208,9 @@ Status CatParquetFile(const std::string& path, const CatOptions& options, std::o
     }
   }
   if (options.offset < 0) return Status::InvalidArgument("cat: --offset must not be negative");
+  if (options.limit < -1) {
+    return Status::InvalidArgument(fmt::format("cat: --limit must be -1 (all) or at least 0, got {}", options.limit));
+  }
   const int64_t begin = std::min(options.offset, reader->num_rows());
   const int64_t end = options.limit < 0 ? reader->num_rows() : std::min(reader->num_rows(), begin + options.limit);
 

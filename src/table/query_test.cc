@@ -125,6 +125,8 @@ TEST(Query, ColumnsHoldTheRowsQueryPrints) {
   std::memcpy(&last, r->columns[0].data.data() + 4 * 8, 8);
   EXPECT_EQ(last, 29);
 
+  q.limit = -5;  // only -1 means all
+  EXPECT_NE(QueryTableColumns(q).status().message().find("--limit must be -1 (all) or at least 0"), std::string::npos);
   q.limit = -1;
   q.where = "id > 1000";
   r = QueryTableColumns(q);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <set>
 
 #include "core/log.h"
@@ -21,7 +22,10 @@
 namespace stoke {
 
 Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
-  if (o.retain_hours < 0) return Status::InvalidArgument("vacuum: --retain must not be negative");
+  if (!(o.retain_hours >= 0) || std::isinf(o.retain_hours)) {  // NaN fails the comparison
+    return Status::InvalidArgument(fmt::format("vacuum: --retain must be a non-negative number of hours, got {}",
+                                               o.retain_hours));
+  }
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
   Storage& fs = *where.storage;
   const std::string& dir = where.path;

@@ -1,7 +1,9 @@
 // VacuumTable: which files it deletes, and that every retained version stays readable.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "stoke/maintenance.h"
 #include "table/test_table.h"
@@ -30,6 +32,10 @@ TEST(Vacuum, NeverDeletesFilesThatRetainedVersionsReference) {
   EXPECT_TRUE(r->files.empty());
   EXPECT_EQ(AllRows(t.dir(), 0).size(), 5u);  // time travel intact
 
+  for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {  // a typo, not "keep all"
+    v.retain_hours = bad;
+    EXPECT_EQ(VacuumTable(v).status().code(), StatusCode::kInvalidArgument) << bad;
+  }
   v.retain_hours = 0;
   v.dry_run = true;
   r = VacuumTable(v);
