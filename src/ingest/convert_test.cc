@@ -231,7 +231,10 @@ TEST_F(ConvertTest, NpzMembersBecomeColumns) {
     NpyArray b{.dtype = DType::kUInt8, .shape = {2, 2}, .data = AlignedBuffer(4)};
     std::memset(a.data.data(), i, 12);
     std::memset(b.data.data(), 100 + i, 4);
-    ASSERT_TRUE(WriteNpzFile(LocalStorage(), src_ + "/f" + std::to_string(i) + ".npz", {{"image", &a}, {"mask", &b}},
+    // Members in either order: an archive is matched by member name, as numpy reads it.
+    std::vector<std::pair<std::string, const NpyArray*>> members = {{"image", &a}, {"mask", &b}};
+    if (i == 1) std::swap(members[0], members[1]);
+    ASSERT_TRUE(WriteNpzFile(LocalStorage(), src_ + "/f" + std::to_string(i) + ".npz", members,
                              /*compress=*/i % 2 == 0).ok());
   }
   ConvertOptions o;
@@ -248,6 +251,32 @@ TEST_F(ConvertTest, NpzMembersBecomeColumns) {
   AlignedBuffer cell;
   ASSERT_TRUE((*r)->ReadBinaryCell(3, 3, &cell).ok());
   EXPECT_EQ(AsChars(cell.view()), std::string(4, static_cast<char>(103)));
+  ASSERT_TRUE((*r)->ReadBinaryCell(1, 2, &cell).ok());  // f1.npz, written mask first
+  EXPECT_EQ(AsChars(cell.view()), std::string(12, static_cast<char>(1)));
+  ASSERT_TRUE((*r)->ReadBinaryCell(1, 3, &cell).ok());
+  EXPECT_EQ(AsChars(cell.view()), std::string(4, static_cast<char>(101)));
+
+  // A member missing, or one the first archive does not have, is named.
+  NpyArray a{.dtype = DType::kFloat32, .shape = {3}, .data = AlignedBuffer(12)};
+  NpyArray c{.dtype = DType::kUInt8, .shape = {1}, .data = AlignedBuffer(1)};
+  ASSERT_TRUE(WriteNpzFile(LocalStorage(), src_ + "/f4.npz", {{"image", &a}}, false).ok());
+  o.out = dir_ + "/z2.parquet";
+  auto missing = ConvertSources(o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("f4.npz: no array 'mask' ('f0.npz' has 'image', 'mask')"), std::string::npos)
+      << missing.status().message();
+  ASSERT_TRUE(WriteNpzFile(LocalStorage(), src_ + "/f4.npz", {{"image", &a}, {"extra", &c}}, false).ok());
+  auto extra = ConvertSources(o);
+  ASSERT_FALSE(extra.ok());
+  EXPECT_NE(extra.status().message().find("f4.npz: array 'extra' is not in 'f0.npz'"), std::string::npos)
+      << extra.status().message();
+  // An archive without arrays gives no tensor column: an error, not a table of ids.
+  std::filesystem::remove_all(src_);
+  std::filesystem::create_directories(src_);
+  ASSERT_TRUE(WriteNpzFile(LocalStorage(), src_ + "/e.npz", {}, false).ok());
+  auto empty = ConvertSources(o);
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("holds no arrays"), std::string::npos) << empty.status().message();
 }
 
 }  // namespace

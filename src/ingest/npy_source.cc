@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/text.h"
 #include "format/npy.h"
 #include "format/npz.h"
 #include "io/object_storage.h"
@@ -36,14 +37,27 @@ class NpyReader final : public SourceReader {
     uint64_t bytes = 0;
     auto append = [&](const SourceItem& item, const std::vector<std::pair<std::string, NpyArray>>& arrays) -> Status {
       const std::string path = set.FilePath(item.file);
-      if (arrays.size() != tensors_.size()) {
-        return Status::InvalidArgument(fmt::format("{}: holds {} arrays, '{}' held {}", path, arrays.size(), set.files[0].name,
-                                                   tensors_.size()));
+      // An archive's members are matched by name (numpy's NpzFile is a mapping), in any order.
+      auto member_names = [&] {
+        std::string names;
+        for (const auto& [n, spec] : tensors_) names += (names.empty() ? "'" : ", '") + n + "'";
+        return names;
+      };
+      for (const auto& [name, arr] : arrays) {
+        if (std::none_of(tensors_.begin(), tensors_.end(), [&](const auto& t) { return t.first == name; })) {
+          return Status::InvalidArgument(fmt::format("{}: array '{}' is not in '{}' (its arrays, the table's tensor "
+                                                     "columns: {})", path, name, set.files[0].name, member_names()));
+        }
       }
       for (size_t t = 0; t < tensors_.size(); ++t) {
-        const auto& [name, arr] = arrays[t];
         const auto& [want_name, want] = tensors_[t];
-        if (name != want_name || arr.dtype != want.dtype || arr.shape != want.shape) {
+        auto found = std::find_if(arrays.begin(), arrays.end(), [&](const auto& a) { return a.first == want_name; });
+        if (found == arrays.end()) {
+          return Status::InvalidArgument(fmt::format("{}: no array '{}' ('{}' has {})", path, want_name,
+                                                     set.files[0].name, member_names()));
+        }
+        const auto& [name, arr] = *found;
+        if (arr.dtype != want.dtype || arr.shape != want.shape) {
           return Status::InvalidArgument(fmt::format("{}: array '{}' is {}{}, but '{}' set the column '{}' to {}{}", path, name,
                                                      DTypeName(arr.dtype), ShapeString(arr.shape), set.files[0].name,
                                                      want_name, DTypeName(want.dtype), ShapeString(want.shape)));
@@ -88,10 +102,11 @@ Status PlanNpy(const SourceOptions& o, std::string_view what, SourceSet* set) {
   {
     STOKE_ASSIGN_OR_RETURN(auto first, ReadArrays(*set->storage, set->FilePath(0), npz, o.npy_column, {}));
     for (auto& [name, arr] : first) tensors.push_back({name, TensorSpec{arr.dtype, arr.shape}});
+    if (tensors.empty()) return Status::InvalidArgument(fmt::format("{}: the archive holds no arrays", set->FilePath(0)));
   }
   std::vector<std::string> taken = {"id", "file"};
   for (const auto& [name, spec] : tensors) {
-    if (std::find(taken.begin(), taken.end(), name) != taken.end()) {
+    if (std::any_of(taken.begin(), taken.end(), [&](const std::string& t) { return AsciiLower(t) == AsciiLower(name); })) {
       return Status::InvalidArgument(fmt::format("{}: array '{}' would be a column named like stoke's own '{}' column "
                                                  "(rename it{})", set->FilePath(0), name, name,
                                                  npz ? " in the archives" : " with --tensor-column"));
