@@ -425,7 +425,8 @@ class Loader {
   int64_t epoch() const;                // the current epoch
   int64_t num_rows() const;             // rows of the table version that pass `where`
   int64_t samples_per_epoch() const;    // this rank's samples in the current epoch (from its start
-                                        // or from the restored position)
+                                        // or from the restored position), the short last batch
+                                        // that drop_last drops included
   int64_t batches_per_epoch() const;    // likewise, in batches
   int64_t table_version() const;        // the version loaded
   bool index_from_cache() const;        // the sample index came from its cache under _stoke/

@@ -541,6 +541,40 @@ def _default_rank_world() -> Tuple[int, int]:
 Batch = Dict[str, Any]
 
 
+def _explain_bad_arguments(what: str, function: Any, kwargs: Mapping[str, Any]) -> str:
+    """Names the keyword argument a pybind11 function refused: one it does not take, or one whose
+    value does not convert to the parameter's type (from the signature in its docstring)."""
+    import re
+    signature = (function.__doc__ or "").split("\n", 1)[0]
+    params = {name: kind.strip() for name, kind in re.findall(r"[(,] (\w+): ([^=,)]+(?:\[[^\]]*\])?)", signature)}
+    unknown = [k for k in kwargs if k not in params]
+    if unknown:
+        return (f"{what}: unknown option {unknown[0]!r} (options: "
+                f"{', '.join(p for p in params if p not in ('self', 'table_dir'))})")
+
+    def fits(kind: str, v: Any) -> bool:
+        if kind.startswith("Optional["):
+            return v is None or fits(kind[len("Optional["):-1], v)
+        if kind == "int":
+            return isinstance(v, int) and not isinstance(v, bool)
+        if kind == "float":
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+        if kind == "bool":
+            return isinstance(v, bool)
+        if kind == "str":
+            return isinstance(v, str)
+        if kind.startswith("List") or kind == "list":
+            return isinstance(v, (list, tuple))
+        return True
+
+    wrong = [f"{k}={v!r} (expected {params[k]})" for k, v in kwargs.items() if not fits(params[k], v)]
+    if wrong:
+        return f"{what}: wrong type: {', '.join(wrong)}"
+    ints = [f"{k}={v!r}" for k, v in kwargs.items() if params[k].endswith("int") and isinstance(v, int) and
+            (v < 0 or v >= 1 << 63)]
+    return f"{what}: a value out of range for its parameter: {', '.join(ints) or kwargs}"
+
+
 class Loader:
     """Batches of a table version, in a seeded shuffled order, sharded over ranks.
 
@@ -625,15 +659,26 @@ class Loader:
                     raise ValueError(f"device: {e}") from None
                 if target.type == "cuda" and not torch.cuda.is_available():
                     raise RuntimeError(f"device {device!r}: torch sees no CUDA device here")
-        self._loader = _stoke.Loader(
-            table.path, columns=None if columns is None else list(columns), version=table.version,
-            where=table.where, batch_size=batch_size, shuffle=shuffle, seed=seed, rank=rank,
-            world_size=world_size, drop_last=drop_last, transforms=_transform_dicts(transforms),
-            prefetch_bytes=prefetch_bytes, cache_dir="" if cache_dir is None else os.fspath(cache_dir),
-            cache_bytes=cache_bytes, **options)
+        kwargs = dict(columns=None if columns is None else list(columns), version=table.version,
+                      where=table.where, batch_size=batch_size, shuffle=shuffle, seed=seed, rank=rank,
+                      world_size=world_size, drop_last=drop_last, transforms=_transform_dicts(transforms),
+                      prefetch_bytes=prefetch_bytes, cache_dir="" if cache_dir is None else os.fspath(cache_dir),
+                      cache_bytes=cache_bytes, **options)
+        try:
+            self._loader = _stoke.Loader(table.path, **kwargs)
+        except TypeError as e:
+            if "incompatible" not in str(e):
+                raise
+            raise TypeError(_explain_bad_arguments("Loader", _stoke.Loader.__init__, kwargs)) from None
         # False once an iteration of the current position has begun: the next __iter__ then
         # starts the following epoch.
         self._fresh = True
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # Also what copy.copy and DataLoader worker processes (spawn, forkserver) go through.
+        raise TypeError("a stoke Loader cannot be pickled, copied or sent to another process: its threads and "
+                        "buffers belong to this one (use DataLoader(..., num_workers=0), or open a Loader in "
+                        "each process)")
 
     # -- iteration
 
@@ -756,6 +801,8 @@ class Loader:
 
     @property
     def samples_per_epoch(self) -> int:
+        """This rank's samples in the current epoch, counting the short last batch that
+        drop_last drops (len(self) batches are delivered)."""
         return self._loader.samples_per_epoch
 
     @property

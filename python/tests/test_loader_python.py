@@ -163,6 +163,25 @@ def test_bad_options_raise_value_error(data):
         stoke.Loader(data["table"], device="banana")
     with pytest.raises(ValueError, match="threads must be in"):
         stoke.Loader(data["table"], threads=100000, to="numpy")
+    with pytest.raises(ValueError, match="shuffle_buffer must be >= 1"):  # also where the shuffle is global
+        stoke.Loader(data["table"], shuffle_buffer=-5, to="numpy")
+    # The refused argument is named, not pybind11's list of the 30 parameters.
+    with pytest.raises(TypeError, match="unknown option 'shufle'"):
+        stoke.Loader(data["table"], shufle="none", to="numpy")
+    with pytest.raises(TypeError, match=r"wrong type: batch_size='32' \(expected int\)"):
+        stoke.Loader(data["table"], batch_size="32", to="numpy")
+    with pytest.raises(TypeError, match="out of range for its parameter: seed=-1"):
+        stoke.Loader(data["table"], seed=-1, to="numpy")
+
+
+def test_a_loader_cannot_be_pickled_or_copied(data):
+    import copy
+    import pickle
+    loader = stoke.Loader(data["table"], to="numpy")
+    for send in (pickle.dumps, copy.copy):
+        with pytest.raises(TypeError, match="cannot be pickled, copied or sent to another process"):
+            send(loader)
+    loader.close()
 
 
 def test_allocation_failure_is_an_exception_not_an_abort(data):

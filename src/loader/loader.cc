@@ -35,6 +35,7 @@
 #include <map>
 #include <thread>
 #include <new>
+#include <system_error>
 
 #include "core/clock.h"
 #include "core/cpus.h"
@@ -382,7 +383,7 @@ class Loader::Impl {
   // Opens fetcher_ over the sample index's data files, when a tensor column is selected;
   // `file_versions` (ReadCacheFileVersions) name their bytes in the read cache, when there is one.
   Status OpenFetcher(std::vector<std::string> file_versions, int64_t fetch_budget);
-  void StartRun() EXCLUDES(mu_);
+  Status StartRun() EXCLUDES(mu_);
   void StopRun() EXCLUDES(mu_);
   void ProducerLoop(int64_t run) EXCLUDES(mu_);
   void CompleterLoop() EXCLUDES(mu_);
@@ -698,6 +699,9 @@ std::vector<std::pair<uint64_t, uint64_t>> ColumnChunkRanges(const ParquetReader
 // InvalidArgument naming the first of `o`'s sizes, counts and coalescing limits that is out of range.
 Status CheckLoaderOptions(const LoaderOptions& o) {
   if (o.batch_size < 1) return Status::InvalidArgument(fmt::format("batch_size must be >= 1, got {}", o.batch_size));
+  if (o.shuffle_buffer < 1) {  // whatever the shuffle: a bad value is a mistake even where unused
+    return Status::InvalidArgument(fmt::format("shuffle_buffer must be >= 1, got {}", o.shuffle_buffer));
+  }
   if (o.prefetch_bytes < 1) return Status::InvalidArgument(fmt::format("prefetch_bytes must be >= 1, got {}", o.prefetch_bytes));
   if (o.threads < 0 || o.threads > 4096) {
     return Status::InvalidArgument(fmt::format("threads must be in [1, 4096], or 0 for one per available CPU, got {}",
@@ -1267,23 +1271,33 @@ Loader::State Loader::Impl::state() const {
   return State{sampler_->epoch(), std::min(n, start_consumed_ + ids_delivered_ * o_.world_size)};
 }
 
-void Loader::Impl::StartRun() {
-  MutexLock l(&mu_);
-  if (running_) return;
-  running_ = true;
-  ++run_;
-  stop_ = false;
-  producer_done_ = false;
-  producer_error_ = Status::OK();
-  submitted_ = taken_ = completed_ = 0;
-  ids_delivered_ = 0;
-  end_reached_ = false;
-  epoch_done_ = false;
-  failed_ = false;
-  next_batch_index_ = 0;
-  const int64_t run = run_;
-  producer_ = std::thread([this, run] { ProducerLoop(run); });
-  if (fetcher_) completer_ = std::thread([this] { CompleterLoop(); });
+Status Loader::Impl::StartRun() {
+  std::string refused;
+  {
+    MutexLock l(&mu_);
+    if (running_) return Status::OK();
+    running_ = true;
+    ++run_;
+    stop_ = false;
+    producer_done_ = false;
+    producer_error_ = Status::OK();
+    submitted_ = taken_ = completed_ = 0;
+    ids_delivered_ = 0;
+    end_reached_ = false;
+    epoch_done_ = false;
+    failed_ = false;
+    next_batch_index_ = 0;
+    const int64_t run = run_;
+    try {
+      producer_ = std::thread([this, run] { ProducerLoop(run); });
+      if (fetcher_) completer_ = std::thread([this] { CompleterLoop(); });
+      return Status::OK();
+    } catch (const std::system_error& e) {  // the system refused a thread (RLIMIT_NPROC, a pids limit)
+      refused = e.what();
+    }
+  }
+  StopRun();  // joins the thread that did start
+  return Status::IOError(fmt::format("the loader could not start its threads: {}", refused), /*retryable=*/true);
 }
 
 void Loader::Impl::StopRun() {
@@ -2139,7 +2153,7 @@ Result<std::optional<Batch>> Loader::Impl::Next() {
     }
     if (epoch_done_) return std::optional<Batch>();
   }
-  StartRun();
+  STOKE_RETURN_IF_ERROR(StartRun());
   for (;;) {
     Slot* s = nullptr;
     Status producer_error;
@@ -2315,6 +2329,9 @@ Result<std::unique_ptr<Loader>> Loader::Open(const std::string& table_dir, Loade
     return std::unique_ptr<Loader>(new Loader(std::move(impl)));
   } catch (const std::bad_alloc&) {
     return OutOfMemory([&] { return fmt::format("opening {} for loading", table_dir); });
+  } catch (const std::system_error& e) {  // a reading thread the system refused
+    return Status::IOError(fmt::format("opening {} for loading: could not start a thread: {}", table_dir, e.what()),
+                           /*retryable=*/true);
   }
 }
 Status Loader::SetEpoch(int64_t epoch) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -906,27 +907,75 @@ TEST(Loader, HundredThousandOneRowFilesLoadUnderALimitOf256Descriptors) {
 #endif
 }
 
-// A batch far larger than memory: the real allocator fails, and Next says so. Not where the kernel
-// grants every allocation (vm.overcommit_memory = 1, as on some GPU machines): there the batch's
-// pages are granted and the process is killed for memory when they are touched.
+// In a process whose address space is capped a little above what it uses (threads with small
+// stacks, so that starting them fits), a loader whose batch buffer does not fit: the real
+// allocator refuses it (or a read buffer), and Next says "out of memory". Returns an exit code.
+int LoadOverAnAddressSpaceLimit(const std::string& dir, int64_t batch_size) {
+  ::alarm(120);
+  pthread_attr_t small;
+  if (pthread_attr_init(&small) != 0 || pthread_attr_setstacksize(&small, 256 << 10) != 0 ||
+      pthread_setattr_default_np(&small) != 0) {
+    return 2;
+  }
+  LoaderOptions o;
+  o.batch_size = batch_size;
+  auto l = Loader::Open(dir, o);
+  if (!l.ok()) return 3;
+  std::ifstream status("/proc/self/status");
+  int64_t vm_kb = -1;
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmSize:", 0) == 0) vm_kb = std::stoll(line.substr(7));
+  }
+  if (vm_kb <= 0) return 4;
+  const rlim_t cap = static_cast<rlim_t>(vm_kb + (32 << 10)) << 10;  // 32 MiB more than now
+  const rlimit rl{cap, cap};
+  if (::setrlimit(RLIMIT_AS, &rl) != 0) return 5;
+  auto b = (*l)->Next();
+  if (b.ok()) return 6;
+  std::fprintf(stderr, "next: %s\n", b.status().ToString().c_str());
+  if (b.status().code() != StatusCode::kIOError || b.status().message().find("out of memory") == std::string::npos) {
+    return 7;
+  }
+  return 0;
+}
+
+// A batch larger than the memory the process may have: the real allocator fails (not an injected
+// fault), and Next says so instead of the process aborting. Not under sanitizers, whose
+// allocators reserve address space of their own.
 TEST(Loader, BatchTooLargeForMemoryIsAnErrorFromNext) {
 #ifdef STOKE_TEST_SANITIZED
-  GTEST_SKIP() << "sanitizer allocators abort on impossible sizes instead of failing them";
+  GTEST_SKIP() << "sanitizer allocators reserve address space of their own";
 #else
-  std::ifstream overcommit("/proc/sys/vm/overcommit_memory");
-  int mode = 0;
-  if (overcommit >> mode && mode == 1) GTEST_SKIP() << "vm.overcommit_memory is 1: no allocation fails here";
-  TestTable t;
-  t.AppendFile(0, 40, 10);
-  LoaderOptions o;
-  o.batch_size = int64_t{1} << 42;  // 64 TiB of 16-byte tensors
-  auto l = OpenOrDie(t.dir(), o);
-  ASSERT_NE(l, nullptr);
-  auto b = l->Next();
-  ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.status().code(), StatusCode::kIOError) << b.status().ToString();
-  EXPECT_NE(b.status().message().find("out of memory"), std::string::npos) << b.status().ToString();
+  TestTable t(int64_t{1} << 20);  // rows of 1 MiB: a batch of 64 needs 64 MiB
+  t.AppendFile(0, 64, 16);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::_Exit(LoadOverAnAddressSpaceLimit(t.dir(), 64)), ::testing::ExitedWithCode(0), "");
 #endif
+}
+
+// A loader opened, then the process allowed no more threads (RLIMIT_NPROC of 1, as an unprivileged
+// user: root is exempt): Next cannot start the producer and says so, instead of the process
+// terminating on std::system_error. Returns an exit code.
+int NextWithoutThreads(const std::string& dir) {
+  ::alarm(120);
+  auto l = Loader::Open(dir, LoaderOptions{});
+  if (!l.ok()) return 2;
+  if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) return 3;
+  const rlimit one{1, 1};
+  if (setrlimit(RLIMIT_NPROC, &one) != 0) return 4;
+  for (int attempt = 0; attempt < 2; ++attempt) {  // and again: the failed start left nothing behind
+    auto b = (*l)->Next();
+    if (b.ok()) return 5;
+    if (b.status().message().find("could not start its threads") == std::string::npos) return 6;
+  }
+  return 0;
+}
+
+TEST(Loader, ThreadsTheSystemRefusesAreAnErrorFromNext) {
+  TestTable t;
+  MakeTable(t);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(std::_Exit(NextWithoutThreads(t.dir())), ::testing::ExitedWithCode(0), "");
 }
 
 // Reads are coalesced up to coalesce_bytes; read lengths are 32-bit, so values past 1 GiB are refused
