@@ -45,6 +45,15 @@ std::optional<DType> DescrToDType(std::string_view descr, bool* big_endian) {
       return c.dtype;
     }
   }
+  // numpy reads a dtype name too (np.dtype("float32")), native byte order; np.save never writes one.
+  if (order == '=') {
+    for (const DescrCode& c : kDescrCodes) {
+      if (DTypeName(c.dtype) == descr) {
+        *big_endian = false;
+        return c.dtype;
+      }
+    }
+  }
   return std::nullopt;
 }
 
@@ -211,6 +220,8 @@ class HeaderDictParser {
       }
       ++pos_;
     }
+    // Python 2's numpy wrote long integers with an 'L' suffix, (2L, 3L); numpy still reads them.
+    if (Peek() == 'L') ++pos_;
     return value;
   }
 

@@ -293,6 +293,30 @@ TEST(Npy, AcceptsAnyKeyOrderQuotingAndSpacing) {
   EXPECT_EQ(one->shape, std::vector<int64_t>{5});
 }
 
+// What numpy also reads: Python 2's long dimensions, (2L, 3L), and a dtype name as the descr.
+TEST(Npy, AcceptsPython2LongDimensionsAndDtypeNames) {
+  const std::string data = Bytes<int64_t>({1, 2, 3, 4, 5, 6});
+  for (std::string_view dict : {"{'descr': '<i8', 'fortran_order': False, 'shape': (2L, 3L), }",
+                                "{'descr': 'int64', 'fortran_order': False, 'shape': (2, 3), }"}) {
+    Result<NpyArray> array = DecodeNpy(AsBytes(NpyImage(dict, data)), "p.npy");
+    ASSERT_TRUE(array.ok()) << dict << ": " << array.status().ToString();
+    EXPECT_EQ(array->dtype, DType::kInt64);
+    EXPECT_EQ(array->shape, (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(Values<int64_t>(*array), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  }
+  Result<NpyHeader> f = ParseNpyHeader(AsBytes(NpyImage("{'descr': 'float32', 'fortran_order': False, 'shape': (6L,), }")),
+                                       "f.npy");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->dtype, DType::kFloat32);
+  // An order character belongs to type codes only; 'LL' is no dimension.
+  EXPECT_EQ(ParseNpyHeader(AsBytes(NpyImage("{'descr': '<float32', 'fortran_order': False, 'shape': (1,), }")), "g.npy")
+                .status()
+                .code(),
+            StatusCode::kUnsupported);
+  EXPECT_FALSE(
+      ParseNpyHeader(AsBytes(NpyImage("{'descr': '<f4', 'fortran_order': False, 'shape': (2LL,), }")), "h.npy").ok());
+}
+
 TEST(Npy, RejectsUnsupportedDtype) {
   for (std::string_view descr : {"<c8", "|O", "<U10", "|S5", "<M8[ns]", "<m8[s]", "|V16", "<f16", "<i3", "f"}) {
     const std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': (1,), }}", descr);
