@@ -645,10 +645,8 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, SourceSet& planned, c
   return report;
 }
 
-}  // namespace
-
-Result<IngestReport> IngestSources(const IngestOptions& o) {
-  if (o.table_dir.empty()) return Status::InvalidArgument("ingest: --table is required");
+// Ingests into o.table_dir (IngestSources, without the clean-up of a directory it created).
+Result<IngestReport> IngestInto(const IngestOptions& o) {
   if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0 || o.rows_per_file < 0) {
     return Status::InvalidArgument("ingest: sizes and --rows-per-file must be positive");
   }
@@ -679,6 +677,21 @@ Result<IngestReport> IngestSources(const IngestOptions& o) {
     STOKE_LOG(kInfo, "ingest.retry", "table={} attempt={} cause=\"{}\"", o.table_dir, attempt, r.status().message());
     std::this_thread::sleep_for(std::chrono::microseconds(1000 + jitter.Below(static_cast<uint64_t>(5000) * std::min(attempt, 10))));
   }
+}
+
+}  // namespace
+
+Result<IngestReport> IngestSources(const IngestOptions& o) {
+  if (o.table_dir.empty()) return Status::InvalidArgument("ingest: --table is required");
+  // A local table directory this call creates and then fails to fill goes again (when it is still
+  // empty: never another writer's files), so that no "table" without a log is left behind.
+  auto location = ParseStorageUri(o.table_dir);
+  std::error_code ec;
+  const bool created_here = location.ok() && location->scheme == StorageScheme::kLocal &&
+                            !std::filesystem::exists(location->path, ec) && !ec;
+  auto r = IngestInto(o);
+  if (!r.ok() && created_here) std::filesystem::remove(location->path, ec);  // only an empty directory
+  return r;
 }
 
 }  // namespace stoke

@@ -78,12 +78,28 @@ class IngestTest : public ::testing::Test {
   }
   size_t DataFilesOnDisk() {
     size_t n = 0;
+    if (!fsys::exists(table_)) return 0;  // a failed first ingest removes the directory it created
     for (const auto& e : fsys::directory_iterator(table_)) n += e.path().extension() == ".parquet";
     return n;
   }
 
   std::string dir_, src_, table_;
 };
+
+// A first ingest that fails after planning (a file of another shape, found while writing) leaves
+// no directory behind: later commands would find a "table" without a log. A directory that
+// existed before is kept.
+TEST_F(IngestTest, AFailedFirstIngestLeavesNoTableDirectory) {
+  AddSources(0, 3);
+  AddSources(3, 1, {4, 16});  // the same bytes, another shape
+  auto r = IngestSources(Options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("s_003.npy"), std::string::npos) << r.status().ToString();
+  EXPECT_FALSE(fsys::exists(table_));
+  ASSERT_TRUE(LocalStorage().CreateDirectories(table_).ok());
+  EXPECT_FALSE(IngestSources(Options()).ok());
+  EXPECT_TRUE(fsys::exists(table_));
+}
 
 TEST_F(IngestTest, CreatesAppendsResumesAndOverwrites) {
   AddSources(0, 10);
