@@ -3,11 +3,13 @@
 // A file is kept when it is live in the latest version, or in any version whose commit is newer
 // than the retention cutoff, or in the last version before the cutoff (that version was the table
 // until the first retained commit, so readers of the cutoff instant still see it). Anything else
-// under the table (outside _delta_log and _stoke) that is older than the cutoff is deleted:
-// removed files and never-committed leftovers alike. Files newer than the cutoff are never
+// under the table that is older than the cutoff is deleted (removed files and never-committed
+// leftovers alike), but for hidden names at any depth (_delta_log, _stoke, '.' files) and tables
+// inside the table. Files newer than the cutoff are never
 // deleted, so a concurrent ingest's not-yet-committed files survive.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <set>
@@ -71,17 +73,31 @@ Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
 
   VacuumReport report;
   report.referenced_kept = static_cast<int64_t>(keep.size());
-  // Every file under the table but the log and stoke's cache, through the storage's listing (a
-  // local directory tree, or the keys under an object-store prefix).
+  // Every file under the table, through the storage's listing (a local directory tree, or the keys
+  // under an object-store prefix), but as Delta's VACUUM: hidden names ('_' or '.' first: the log,
+  // stoke's cache, _SUCCESS, .crc files) are skipped at every depth, except partition directories
+  // (name=value). Beyond Delta, a directory holding a _delta_log of its own is another table: it is
+  // left whole rather than have its data deleted as files this table does not reference.
+  auto hidden = [](const std::string& name) {
+    return (name[0] == '_' || name[0] == '.') && name.find('=') == std::string::npos;
+  };
   std::vector<std::string> pending = {""};  // directories to list, relative to the table
   while (!pending.empty()) {
     const std::string rel_dir = std::move(pending.back());
     pending.pop_back();
     STOKE_ASSIGN_OR_RETURN(auto entries, fs.List(rel_dir.empty() ? dir : JoinPath(dir, rel_dir)));
+    if (!rel_dir.empty() && std::any_of(entries.begin(), entries.end(), [](const auto& e) {
+          return e.is_directory && e.name == delta::kLogDirName;
+        })) {
+      STOKE_LOG(kWarn, "vacuum.nested_table", "table={} dir={} note=\"a table inside the table: left alone\"",
+                o.table_dir, rel_dir);
+      continue;
+    }
     for (const auto& e : entries) {
+      if (e.name.empty() || hidden(e.name)) continue;
       const std::string rel = rel_dir.empty() ? e.name : rel_dir + "/" + e.name;
       if (e.is_directory) {
-        if (rel != delta::kLogDirName && rel != "_stoke") pending.push_back(rel);
+        pending.push_back(rel);
         continue;
       }
       if (keep.count(rel) || e.modification_time_ms > cutoff) continue;

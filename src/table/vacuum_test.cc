@@ -52,5 +52,39 @@ TEST(Vacuum, NeverDeletesFilesThatRetainedVersionsReference) {
   EXPECT_TRUE(std::filesystem::exists(t.dir() + "/_delta_log/00000000000000000000.json"));
 }
 
+// As Delta's VACUUM: hidden names ('_', '.') are skipped at every depth, partition directories
+// (name=value) are not hidden; and a table inside the table is left whole, its data included.
+TEST(Vacuum, SkipsHiddenNamesAtEveryDepthAndTablesInsideTheTable) {
+  TestTable outer;
+  outer.AppendFile(0, 5);
+  TestTable inner;
+  inner.AppendFile(0, 5);
+  const std::string nested = outer.dir() + "/inner";
+  std::filesystem::copy(inner.dir(), nested, std::filesystem::copy_options::recursive);
+  auto put = [&](const std::string& rel) {
+    std::filesystem::create_directories(std::filesystem::path(outer.dir() + "/" + rel).parent_path());
+    ASSERT_TRUE(WriteFileAtomically(LocalStorage(), outer.dir() + "/" + rel, AsBytes("x")).ok());
+  };
+  put("_SUCCESS");
+  put("sub/.part-0.parquet.crc");
+  put("sub/_tmp/part-9.parquet");
+  put("sub/part-orphan.parquet");
+  put("label=_x/part-orphan.parquet");
+  put("_label=1/part-orphan.parquet");
+
+  VacuumOptions v;
+  v.table_dir = outer.dir();
+  v.retain_hours = 0;
+  auto r = VacuumTable(v);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->files, (std::vector<std::string>{"_label=1/part-orphan.parquet", "label=_x/part-orphan.parquet",
+                                                "sub/part-orphan.parquet"}));
+  for (const char* kept : {"_SUCCESS", "sub/.part-0.parquet.crc", "sub/_tmp/part-9.parquet"}) {
+    EXPECT_TRUE(std::filesystem::exists(outer.dir() + "/" + kept)) << kept;
+  }
+  EXPECT_EQ(AllRows(nested).size(), 5u);  // the inner table is whole
+  EXPECT_EQ(AllRows(outer.dir()).size(), 5u);
+}
+
 }  // namespace
 }  // namespace stoke
