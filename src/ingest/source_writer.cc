@@ -265,8 +265,8 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   if (!status.ok()) {
     if (writer) cleanup.push_back(writer->path());
     writer.reset();
-    for (const auto& p : cleanup) (void)fs.Delete(p);
-    for (const auto& w : written) (void)fs.Delete(w.path);
+    for (const auto& w : written) cleanup.push_back(w.path);
+    DeleteLeftovers(fs, cleanup, "a failed write's files");
     return status;
   }
   // The files' data, when each was not synced at its close.
@@ -276,7 +276,7 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
     for (const auto& w : written) paths.push_back(w.path);
     status = fs.SyncFiles(paths);
     if (!status.ok()) {
-      for (const auto& w : written) (void)fs.Delete(w.path);
+      DeleteLeftovers(fs, paths, "a failed write's files");
       return status;
     }
   }
@@ -287,7 +287,9 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   for (const auto& d : dirs) {
     status = fs.SyncDirectory(d);
     if (!status.ok()) {
-      for (const auto& w : written) (void)fs.Delete(w.path);
+      std::vector<std::string> paths;
+      for (const auto& w : written) paths.push_back(w.path);
+      DeleteLeftovers(fs, paths, "a failed write's files");
       return status;
     }
   }

@@ -23,6 +23,26 @@ class WrapperTest : public ::testing::Test {
   std::string dir_;
 };
 
+// A failed write's clean-up: files already gone do not stop it; the first delete that fails does
+// (the storage is most likely unreachable), and what is left is counted.
+TEST_F(WrapperTest, DeleteLeftoversStopsAtTheFirstFailedDelete) {
+  std::vector<std::string> paths;
+  for (int i = 0; i < 5; ++i) {
+    paths.push_back(JoinPath(dir_, fmt::format("f{}.parquet", i)));
+    if (i != 1) ASSERT_TRUE(WriteFileAtomically(LocalStorage(), paths.back(), AsBytes("x")).ok());  // f1: gone already
+  }
+  FaultInjectingStorage fs(LocalStorage());
+  FaultRule r;
+  r.ops = kOpDelete;
+  r.path_substring = "f3.parquet";
+  fs.AddRule(r);
+  EXPECT_EQ(DeleteLeftovers(fs, paths, "a test's files"), 2u);
+  EXPECT_EQ(fs.faults_injected(), 1u);  // f4 was not tried
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(std::filesystem::exists(paths[i]), i >= 3) << i;
+  EXPECT_EQ(DeleteLeftovers(LocalStorage(), paths, "a test's files"), 0u);
+  for (const auto& p : paths) EXPECT_FALSE(std::filesystem::exists(p)) << p;
+}
+
 TEST_F(WrapperTest, FaultsHitChosenOperationsAfterNCalls) {
   FaultInjectingStorage fs(LocalStorage());
   FaultRule r;

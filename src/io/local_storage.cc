@@ -18,6 +18,7 @@
 #include <span>
 
 #include "core/huge_pages.h"
+#include "core/log.h"
 #include "core/random.h"
 #include "io/storage.h"
 
@@ -701,6 +702,18 @@ std::string JoinPath(const std::string& a, const std::string& b) {
   if (a_slash && b_slash) return a + b.substr(1);
   if (a_slash || b_slash) return a + b;
   return a + "/" + b;
+}
+
+size_t DeleteLeftovers(Storage& fs, const std::vector<std::string>& paths, std::string_view what) {
+  for (size_t i = 0; i < paths.size(); ++i) {
+    Status s = fs.Delete(paths[i]);
+    if (s.ok() || s.code() == StatusCode::kNotFound) continue;
+    const size_t left = paths.size() - i;
+    STOKE_LOG(kWarn, "storage.leftovers", "what=\"{}\" left={} first=\"{}\" error=\"{}\" note=\"files no commit "
+              "refers to; vacuum removes them\"", what, left, paths[i], s.message());
+    return left;
+  }
+  return 0;
 }
 
 }  // namespace stoke

@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/buffer.h"
@@ -166,5 +167,12 @@ std::string ParentPath(const std::string& path);
 
 // Joins two path parts with exactly one '/'.
 std::string JoinPath(const std::string& a, const std::string& b);
+
+// Clean-up after a failed write: deletes `paths` in order, best effort. It stops at the first failure
+// other than NotFound: the storage is then most likely unreachable (the reason the write failed),
+// and each further delete would only wait out its own retries, minutes for hundreds of files on an
+// object store. What is left is logged (`what` names the operation) and is never referenced by a
+// commit: VACUUM removes it. Returns how many paths were not deleted.
+size_t DeleteLeftovers(Storage& fs, const std::vector<std::string>& paths, std::string_view what);
 
 }  // namespace stoke

@@ -603,9 +603,11 @@ Status SyncNewFileDirectories(Storage& fs, const NewFiles& written) {
 
 // Deletes the new files, ignoring errors (VACUUM removes what is left).
 void DeleteNewFiles(Storage& fs, const NewFiles& written) {
+  std::vector<std::string> paths;
   for (const auto& w : written) {
-    if (w) (void)fs.Delete(w->path);
+    if (w) paths.push_back(w->path);
   }
+  DeleteLeftovers(fs, paths, "optimize's new files");
 }
 
 // The OPTIMIZE commit's actions, all with dataChange=false: a remove of every input file, then an add
