@@ -167,6 +167,12 @@ def test_missing_container_and_bad_uri_are_clear_errors(store):
                        env=env)
     assert r.returncode != 0
     assert "no-such-container" in r.stderr
+    # The table commands too: not "no Delta table at 't'", which names neither the URI nor the cause.
+    for command in (["history"], ["query", "--count"], ["bench", "load"]):
+        r = subprocess.run([STOKE_BIN, *command, f"{scheme}://no-such-container/t"], capture_output=True, text=True,
+                           env=env)
+        assert r.returncode != 0
+        assert f"{scheme}://no-such-container/t" in r.stderr and "does not exist" in r.stderr, (command, r.stderr)
     r = subprocess.run([STOKE_BIN, "ingest", "/nonexistent", "--table", f"{scheme}:/bad"], capture_output=True,
                        text=True, env=env)
     assert r.returncode != 0

@@ -97,6 +97,9 @@ struct LogListing {
   std::set<int64_t> commits;           // versions with a commit file
   std::set<int64_t> checkpoints;       // versions with a checkpoint file
   std::vector<std::string> checkpoint_names;
+  // Why the log could not be listed when its directory is missing: on an object store, the missing
+  // container or bucket (a prefix without keys lists as empty).
+  std::string missing;
   int64_t latest() const {
     int64_t v = commits.empty() ? -1 : *commits.rbegin();
     if (!checkpoints.empty()) v = std::max(v, *checkpoints.rbegin());
@@ -390,8 +393,9 @@ Result<LogListing> ListLog(Storage& storage, const std::string& log_dir) {
   LogListing out;
   auto names = storage.ListNames(log_dir);
   if (!names.ok()) {
-    if (names.status().code() == StatusCode::kNotFound) return out;
-    return names.status();
+    if (names.status().code() != StatusCode::kNotFound) return names.status();
+    out.missing = names.status().message();
+    return out;
   }
   for (const std::string& name : *names) {
     // _last_checkpoint only saves object stores a listing; the listing here finds checkpoints.
@@ -446,7 +450,10 @@ Result<Snapshot> DeltaLog::ReadSnapshot(std::optional<int64_t> version) const {
   const std::string dir = log_dir();
   STOKE_ASSIGN_OR_RETURN(LogListing listing, ListLog(storage_, dir));
   const int64_t latest = listing.latest();
-  if (latest < 0) return Status::NotFound(fmt::format("no Delta table at '{}' (no commits in {})", table_dir_, dir));
+  if (latest < 0) {
+    return Status::NotFound(fmt::format("no Delta table at '{}' ({})", table_dir_,
+                                        listing.missing.empty() ? "no commits in " + dir : listing.missing));
+  }
   const int64_t target = version.value_or(latest);
   if (target < 0 || target > latest) {
     return Status::NotFound(
@@ -520,7 +527,10 @@ Status DeltaLog::Checkpoint(std::optional<int64_t> version) const {
 
 Result<std::vector<CommitSummary>> DeltaLog::History(int64_t limit) const {
   STOKE_ASSIGN_OR_RETURN(LogListing listing, ListLog(storage_, log_dir()));
-  if (listing.commits.empty()) return Status::NotFound(fmt::format("no Delta table at '{}'", table_dir_));
+  if (listing.commits.empty()) {
+    return Status::NotFound(fmt::format("no Delta table at '{}'{}", table_dir_,
+                                        listing.missing.empty() ? "" : " (" + listing.missing + ")"));
+  }
   std::vector<CommitSummary> out;
   for (auto it = listing.commits.rbegin(); it != listing.commits.rend(); ++it) {
     const int64_t version = *it;

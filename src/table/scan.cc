@@ -154,7 +154,12 @@ Result<TableView> OpenTableView(const std::string& table_dir, std::optional<int6
   t.storage = std::move(loc.storage);
   t.dir = std::move(loc.path);
   delta::DeltaLog log(*t.storage, t.dir);
-  STOKE_ASSIGN_OR_RETURN(t.snapshot, log.ReadSnapshot(version));
+  auto snapshot = log.ReadSnapshot(version);
+  if (!snapshot.ok()) {
+    // The log names the path inside its storage ('t'); a URI names the container or bucket too.
+    return t.dir == table_dir ? snapshot.status() : snapshot.status().WithContext(table_dir);
+  }
+  t.snapshot = std::move(*snapshot);
   STOKE_ASSIGN_OR_RETURN(t.columns, delta::ColumnsFromMetadata(t.snapshot.metadata, table_dir));
   return t;
 }

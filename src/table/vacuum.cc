@@ -33,7 +33,9 @@ Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
   const std::string& dir = where.path;
   delta::DeltaLog log(fs, dir);
   STOKE_ASSIGN_OR_RETURN(int64_t latest, log.LatestVersion());
-  if (latest < 0) return Status::NotFound(fmt::format("vacuum: '{}' is not a table", o.table_dir));
+  if (latest < 0) {  // the log's own error says why (a missing directory, container or bucket)
+    return log.ReadSnapshot(std::nullopt).status().WithContext(fmt::format("vacuum: '{}' is not a table", o.table_dir));
+  }
   const int64_t now_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   const int64_t cutoff = now_ms - static_cast<int64_t>(o.retain_hours * 3600.0 * 1000.0);
