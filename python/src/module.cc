@@ -168,6 +168,25 @@ py::dtype NumpyDType(stoke::DType dtype) {
   throw py::value_error("unknown stoke dtype " + std::to_string(static_cast<int>(dtype)));
 }
 
+// numpy's limit on an array's dimensions: 32 before numpy 2, 64 from it.
+size_t NumpyMaxDims() {
+  static const size_t max_dims = [] {
+    const std::string version = py::str(py::module_::import("numpy").attr("__version__"));
+    return version.rfind("1.", 0) == 0 ? size_t{32} : size_t{64};
+  }();
+  return max_dims;
+}
+
+// A column of samples of `sample_dims` dimensions, as one array with the rows first: refused in
+// words naming the column when numpy cannot hold that many dimensions (numpy's own error names none).
+void CheckNumpyDims(const std::string& column, size_t sample_dims) {
+  if (sample_dims + 1 > NumpyMaxDims()) {
+    throw py::value_error("column '" + column + "' holds samples of " + std::to_string(sample_dims) +
+                          " dimensions: a batch of them needs " + std::to_string(sample_dims + 1) +
+                          ", more than this numpy's " + std::to_string(NumpyMaxDims()));
+  }
+}
+
 // A batch as {column: ndarray | list[str | None], "<column>.valid": uint8 ndarray (nullable columns
 // with nulls), "__row_ids__": int64 ndarray, "__bfloat16__": [column...], "__epoch__", "__index__"}.
 py::dict BatchToDict(stoke::Batch&& batch) {
@@ -205,6 +224,7 @@ py::dict BatchToDict(stoke::Batch&& batch) {
       out[py::str(c.name)] = std::move(values);
       continue;
     }
+    CheckNumpyDims(c.name, c.shape.size() - 1);  // shape: [batch, sample...]
     std::vector<py::ssize_t> shape(c.shape.begin(), c.shape.end());
     // An empty column (0 rows) may carry no buffer; numpy needs a non-null pointer to wrap.
     static const uint64_t kEmpty = 0;
@@ -589,6 +609,7 @@ py::dict Query(const std::string& table_dir, const std::string& where, std::opti
         }
         cols[name] = std::move(values);
       } else {
+        CheckNumpyDims(name, c.shape.size());
         std::vector<py::ssize_t> shape = {static_cast<py::ssize_t>(r.report.rows)};  // every column has them all
         for (int64_t d : c.shape) shape.push_back(static_cast<py::ssize_t>(d));
         cols[name] = ArrayOwning(std::move(c.data), NumpyDType(c.dtype), std::move(shape));

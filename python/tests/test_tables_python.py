@@ -198,3 +198,20 @@ def test_sharded_ingest_from_python(tmp_path, data):
     assert sorted(zip(got["id"].tolist(), got["file"])) == sorted(zip(want["id"].tolist(), want["file"]))
     with pytest.raises(ValueError, match="--shard"):
         stoke.ingest(data["src"], tmp_path / "bad", shard=(3, 3), progress=False)
+
+
+def test_samples_with_more_dimensions_than_numpy_batches_name_the_column(tmp_path):
+    # A sample of numpy's largest rank loads in the CLI, but a batch of it (or a query result) needs one
+    # more dimension than numpy has: a ValueError naming the column, not numpy's bare message.
+    max_dims = 32 if np.__version__.startswith("1.") else 64
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(2):
+        np.save(src / f"a{i}.npy", np.full((1,) * (max_dims - 2) + (2, 3), i, np.int32))
+    subprocess.run([STOKE_BIN, "--no-progress", "ingest", src, "--table", tmp_path / "t"], check=True,
+                   capture_output=True)
+    t = stoke.open_table(tmp_path / "t")
+    with pytest.raises(ValueError, match=f"column 'data' holds samples of {max_dims} dimensions"):
+        t.query()
+    with pytest.raises(ValueError, match=f"a batch of them needs {max_dims + 1}"):
+        next(iter(stoke.Loader(t, batch_size=2, to="numpy")))
