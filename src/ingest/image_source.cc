@@ -105,6 +105,11 @@ class ImageReader final : public SourceReader {
                                                    ImageFormatName(*formats_.begin()),
                                                    info.format == ImageFormat::kPng ? "png" : "jpg"));
       }
+      if (info.format == ImageFormat::kJpeg && info.channels == 4 && decode_size_.empty()) {
+        // Stored as it is, as every other image; but no load can decode it (--decode refuses it here).
+        STOKE_LOG(kWarn, "ingest.cmyk_jpeg", "file={} note=\"a CMYK JPEG: stoke decodes RGB and grayscale JPEGs only, so "
+                  "loading this row fails (on_error=skip drops it); convert the file to RGB and ingest it again\"", path);
+      }
       width.push_back(info.width);
       height.push_back(info.height);
       channels.push_back(info.channels);
