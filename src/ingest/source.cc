@@ -390,6 +390,11 @@ Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
     return Status::InvalidArgument(fmt::format("{}: --decode applies to image sources; '{}' holds {} files", what,
                                                o.source, SourceKindName(set.kind)));
   }
+  if (set.kind != SourceKind::kHdf5 && (!o.datasets.empty() || o.hdf5_samples != "auto")) {
+    return Status::InvalidArgument(fmt::format("{}: {} applies to HDF5 sources; '{}' holds {} files", what,
+                                               o.datasets.empty() ? "--hdf5-samples" : "--dataset", o.source,
+                                               SourceKindName(set.kind)));
+  }
   switch (set.kind) {
     case SourceKind::kNpy:
     case SourceKind::kNpz: STOKE_RETURN_IF_ERROR(PlanNpy(o, what, &set)); break;

@@ -96,6 +96,23 @@ TEST_F(SourceTest, DetectsTheKindFromTheFileNames) {
   EXPECT_EQ(i->kind, SourceKind::kImages);
 }
 
+// Options of another kind of source are refused, not ignored (a --dataset meant for HDF5 files).
+TEST_F(SourceTest, Hdf5OptionsOnOtherSourcesAreRefused) {
+  Npy("plain/a.npy");
+  SourceOptions o;
+  o.source = dir_ + "/plain";
+  o.datasets = {"x"};
+  auto s = PlanSources(o, "ingest");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("--dataset applies to HDF5 sources"), std::string::npos) << s.status().message();
+  o.datasets.clear();
+  o.hdf5_samples = "file";
+  s = PlanSources(o, "ingest");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("--hdf5-samples applies to HDF5 sources"), std::string::npos)
+      << s.status().message();
+}
+
 TEST_F(SourceTest, MixingKindsIsAnErrorNamingTwoFiles) {
   Npy("mix/a.npy");
   Hdf5("mix/b.h5", 2);
