@@ -259,6 +259,47 @@ Status SetColumns(SourceSet* set, bool has_index, std::vector<ColumnSpec> own) {
   return Status::OK();
 }
 
+Status AdoptTableLabelTypes(const std::vector<ColumnSpec>& table, const std::string& labels_csv,
+                            const std::function<bool(uint32_t)>& written, SourceSet* set) {
+  for (size_t l = 0; l < set->labels.size(); ++l) {
+    const size_t column = set->first_label_column() + l;
+    LabelColumn& label = set->labels[l];
+    if (column >= table.size() || table[column].name != label.spec.name) continue;
+    const ColumnSpec& want = table[column];
+    if (want.tensor || want.blob) continue;
+    const ColumnSpec& have = label.spec;
+    if (want.type == have.type && want.is_string == have.is_string && (want.optional || !have.optional)) continue;
+    auto converts = [&](const std::string& cell) {
+      if (want.is_string) return true;
+      int64_t i = 0;
+      double d = 0;
+      bool b = false;
+      switch (want.type) {
+        case parquet::Type::kInt32: return ParseInt(cell, &i) && i >= INT32_MIN && i <= INT32_MAX;
+        case parquet::Type::kInt64: return ParseInt(cell, &i);
+        case parquet::Type::kDouble: return ParseDouble(cell, &d);
+        case parquet::Type::kBoolean: return ParseBool(cell, &b);
+        default: return false;
+      }
+    };
+    for (uint32_t f = 0; f < label.cells.size(); ++f) {
+      if (!written(f)) continue;
+      const std::string& cell = label.cells[f];
+      if (cell.empty() ? want.optional : converts(cell)) continue;
+      return Status::InvalidArgument(fmt::format(
+          "{}: file '{}': {} in column '{}', which the table holds as {}{}", labels_csv, set->files[f].name,
+          cell.empty() ? "an empty cell (null)" : "the cell '" + cell + "'", want.name,
+          want.is_string ? "STRING" : std::string(parquet::TypeName(want.type)),
+          cell.empty() ? " REQUIRED (no nulls)" : ""));
+    }
+    label.spec.type = want.type;
+    label.spec.is_string = want.is_string;
+    label.spec.optional = want.optional;
+    set->columns[column] = label.spec;
+  }
+  return Status::OK();
+}
+
 SourceSet WithoutLabel(const SourceSet& sources, size_t label) {
   SourceSet s = sources;
   s.labels.erase(s.labels.begin() + static_cast<std::ptrdiff_t>(label));

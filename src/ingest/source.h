@@ -131,6 +131,14 @@ Result<SourceSet> PlanSources(const SourceOptions& options, std::string_view wha
 // names and the table log, not into the data files).
 SourceSet WithoutLabel(const SourceSet& sources, size_t label);
 
+// Appending: gives each labels column the type of the table's column of the same name and position
+// when every cell of the files to write (`written(file index)`) converts to it: integers to INT64 or
+// DOUBLE, any cell to STRING, an empty cell where the table's column is OPTIONAL. A cell that does
+// not convert is InvalidArgument naming the CSV, the file and the cell. Columns the table does not
+// have (or has under another name there) are left to the schema check.
+Status AdoptTableLabelTypes(const std::vector<ColumnSpec>& table, const std::string& labels_csv,
+                            const std::function<bool(uint32_t)>& written, SourceSet* set);
+
 // ---- used by the kinds' planners (source.cc, *_source.cc) ----------------------------------------
 
 // Joins the labels CSV on the files' names (each file needs a row) and infers each column's type:

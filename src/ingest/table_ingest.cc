@@ -282,7 +282,7 @@ struct TableState {
 // Reads the table's latest version. Appending: the source's schema must be the table's (else
 // InvalidArgument), images are relabelled to the table's classes, and the candidates already in the
 // table and the largest id are read (ReadIngestedFiles). Overwriting: only schema_changes is set.
-Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const IngestOptions& o, const SourceSet& planned,
+Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const IngestOptions& o, SourceSet& planned,
                                   const ShardPlan& shard) {
   TableState table;
   STOKE_ASSIGN_OR_RETURN(table.read_version, log.LatestVersion());
@@ -291,6 +291,13 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
   STOKE_ASSIGN_OR_RETURN(table.snap, log.ReadSnapshot(table.read_version));
   const delta::Metadata& metadata = table.snap->metadata;
   STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::ColumnsFromMetadata(metadata, o.table_dir));
+  if (o.mode != IngestMode::kOverwrite) {
+    // The files already in the table are skipped; the labels of the others take the table's types.
+    STOKE_RETURN_IF_ERROR(
+        ReadIngestedFiles(fs, *table.snap, log.table_dir(), shard.candidates, shard.run, &table.ingested, &table.max_id));
+    STOKE_RETURN_IF_ERROR(AdoptTableLabelTypes(
+        table_columns, o.labels_csv, [&](uint32_t f) { return !table.ingested.count(planned.files[f].name); }, &planned));
+  }
   Status same = CheckAppendSchema(table_columns, planned.columns, o.table_dir, planned.FilePath(0));
   if (o.mode == IngestMode::kOverwrite) {
     // An overwrite also records its codec (OPTIMIZE rewrites with the table's codec) and its
@@ -309,8 +316,6 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
     auto it = metadata.configuration.find(key);
     if (it == metadata.configuration.end() || it->second != value) table.schema_changes = true;
   }
-  STOKE_RETURN_IF_ERROR(
-      ReadIngestedFiles(fs, *table.snap, log.table_dir(), shard.candidates, shard.run, &table.ingested, &table.max_id));
   return table;
 }
 

@@ -86,6 +86,48 @@ class IngestTest : public ::testing::Test {
   std::string dir_, src_, table_;
 };
 
+// Appending with a labels CSV: the new files' cells take the table's column types where they
+// convert (integers into a DOUBLE column, an empty cell into an OPTIONAL one); a cell that does not
+// is named with its file, not blamed on the table's first file.
+TEST_F(IngestTest, AppendedLabelsTakeTheTablesTypesOrNameTheCell) {
+  auto labels = [&](const std::string& rows) {
+    ASSERT_TRUE(WriteFileAtomically(LocalStorage(), src_ + "/labels.csv", AsBytes("file,label,weight\n" + rows)).ok());
+  };
+  AddSources(0, 2);
+  labels("s_000.npy,0,0.5\ns_001.npy,1,\n");  // label INT32 REQUIRED, weight DOUBLE OPTIONAL
+  ASSERT_TRUE(IngestSources(Options()).ok());
+  AddSources(2, 1);
+  labels("s_000.npy,0,0.5\ns_001.npy,1,\ns_002.npy,3000000000,2\n");  // needs INT64: not the table's INT32
+  auto r = IngestSources(Options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("file 's_002.npy': the cell '3000000000' in column 'label', which the table "
+                                      "holds as INT32"),
+            std::string::npos)
+      << r.status().message();
+  labels("s_000.npy,0,0.5\ns_001.npy,1,\ns_002.npy,,2\n");  // null in a REQUIRED column
+  r = IngestSources(Options());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("file 's_002.npy': an empty cell (null) in column 'label'"), std::string::npos)
+      << r.status().message();
+  labels("s_000.npy,0,0\ns_001.npy,1,\ns_002.npy,7,2\n");  // weight now reads as INT32: into the table's DOUBLE
+  r = IngestSources(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->rows, 1);
+  delta::DeltaLog log(LocalStorage(), table_);
+  auto snap = log.ReadSnapshot(std::nullopt);
+  ASSERT_TRUE(snap.ok());
+  ASSERT_EQ(snap->files.size(), 2u);
+  for (const auto& f : snap->files) {
+    auto pr = ParquetReader::Open(LocalStorage(), table_ + "/" + *delta::DecodePath(f.path));
+    ASSERT_TRUE(pr.ok());
+    if ((*pr)->num_rows() != 1) continue;
+    EXPECT_EQ((*pr)->columns()[3].type, parquet::Type::kDouble);
+    EXPECT_EQ((*pr)->columns()[3].max_definition_level, 1);  // OPTIONAL, as the table's
+    EXPECT_EQ(std::get<std::vector<double>>((*pr)->ReadColumn(3)->values), std::vector<double>{2.0});
+    EXPECT_EQ(std::get<std::vector<int32_t>>((*pr)->ReadColumn(2)->values), std::vector<int32_t>{7});
+  }
+}
+
 // A first ingest that fails after planning (a file of another shape, found while writing) leaves
 // no directory behind: later commands would find a "table" without a log. A directory that
 // existed before is kept.
