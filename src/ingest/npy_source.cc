@@ -43,14 +43,17 @@ class NpyReader final : public SourceReader {
         for (const auto& [n, spec] : tensors_) names += (names.empty() ? "'" : ", '") + n + "'";
         return names;
       };
-      for (const auto& [name, arr] : arrays) {
+      // Plain references, not structured bindings: clang before 16 cannot capture those in a lambda.
+      for (const auto& array : arrays) {
+        const std::string& name = array.first;
         if (std::none_of(tensors_.begin(), tensors_.end(), [&](const auto& t) { return t.first == name; })) {
           return Status::InvalidArgument(fmt::format("{}: array '{}' is not in '{}' (its arrays, the table's tensor "
                                                      "columns: {})", path, name, set.files[0].name, member_names()));
         }
       }
       for (size_t t = 0; t < tensors_.size(); ++t) {
-        const auto& [want_name, want] = tensors_[t];
+        const std::string& want_name = tensors_[t].first;
+        const TensorSpec& want = tensors_[t].second;
         auto found = std::find_if(arrays.begin(), arrays.end(), [&](const auto& a) { return a.first == want_name; });
         if (found == arrays.end()) {
           return Status::InvalidArgument(fmt::format("{}: no array '{}' ('{}' has {})", path, want_name,
@@ -105,7 +108,8 @@ Status PlanNpy(const SourceOptions& o, std::string_view what, SourceSet* set) {
     if (tensors.empty()) return Status::InvalidArgument(fmt::format("{}: the archive holds no arrays", set->FilePath(0)));
   }
   std::vector<std::string> taken = {"id", "file"};
-  for (const auto& [name, spec] : tensors) {
+  for (const auto& tensor : tensors) {
+    const std::string& name = tensor.first;
     if (std::any_of(taken.begin(), taken.end(), [&](const std::string& t) { return AsciiLower(t) == AsciiLower(name); })) {
       return Status::InvalidArgument(fmt::format("{}: array '{}' would be a column named like stoke's own '{}' column "
                                                  "(rename it{})", set->FilePath(0), name, name,

@@ -21,9 +21,15 @@ namespace stoke {
 namespace {
 
 // A labels cell is a number only in plain decimal notation, as CSV readers (pandas, DuckDB, Spark)
-// take it: an optional sign, digits, for DOUBLE a fraction and exponent, or inf/nan. Hex ("0x1A"),
-// surrounding spaces and the like stay strings.
+// take it: an optional sign, digits, for DOUBLE a fraction and exponent, or inf/nan, with spaces
+// around it ("a.npy, 1") as pandas allows. Hex ("0x1A") and the like stay strings.
+std::string_view Trimmed(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
 std::string_view WithoutPlus(std::string_view s) {
+  s = Trimmed(s);
   return s.size() > 1 && s[0] == '+' && s[1] != '-' && s[1] != '+' ? s.substr(1) : s;
 }
 bool ParseInt(std::string_view s, int64_t* out) {
@@ -48,6 +54,7 @@ bool ParseDouble(std::string_view s, double* out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 bool ParseBool(std::string_view s, bool* out) {
+  s = Trimmed(s);
   if (s == "true" || s == "True" || s == "TRUE") return *out = true, true;
   if (s == "false" || s == "False" || s == "FALSE") return *out = false, true;
   return false;
