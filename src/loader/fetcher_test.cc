@@ -973,16 +973,22 @@ TEST(FetcherTest, ReadNowReadsCachedPagesOnAnyThreadAndReportsUncachedOnes) {
   ASSERT_FALSE(past.ok());
   EXPECT_NE(past.status().message().find(file.path()), std::string::npos) << past.status().ToString();
   EXPECT_NE(past.status().message().find("end of file"), std::string::npos) << past.status().ToString();
-  if (DropFromPageCache(file.path(), kSize) && testing_support::ResidentPages(file.path(), 3 << 20, 4096) == 0) {
+  // A page found dropped may be back by the time of the read (readahead finishing, on a loaded
+  // machine): only a read that never once reports a dropped page as missing fails.
+  bool checked = false, reported_missing = false;
+  for (int attempt = 0; attempt < 5 && !reported_missing; ++attempt) {
+    if (!DropFromPageCache(file.path(), kSize) || testing_support::ResidentPages(file.path(), 3 << 20, 4096) != 0) continue;
+    checked = true;
     std::vector<uint8_t> page(4096);
     const FetchRequest q{.file = 0, .offset = 3 << 20, .length = 4096};
     Result<bool> nowait = f->ReadNow(*fd, q, page.data(), /*wait=*/false);
     ASSERT_TRUE(nowait.ok()) << nowait.status().ToString();
-    EXPECT_FALSE(*nowait) << "a page dropped from the page cache was read without waiting";
+    reported_missing = !*nowait;
     Result<bool> waited = f->ReadNow(*fd, q, page.data(), /*wait=*/true);
     ASSERT_TRUE(waited.ok() && *waited);
     EXPECT_EQ(0, std::memcmp(page.data(), want.data() + (3 << 20), 4096));
   }
+  EXPECT_TRUE(!checked || reported_missing) << "a page dropped from the page cache was read without waiting, 5 times";
   f->UnpinForReadNow(0);
 }
 
