@@ -1,8 +1,10 @@
 // Test support: runs code on a thread that may use one CPU only (for tests of what is sized from
-// AvailableCpus()).
+// AvailableCpus()), and stops a (child) process from starting more threads.
 #pragma once
 
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -26,6 +28,15 @@ bool RunOnOneCpu(Fn&& fn) {
     ran = true;
   }).join();
   return ran;
+}
+
+// Makes the calling process unable to start another thread or process: RLIMIT_NPROC of 1, as the
+// unprivileged user nobody when it runs as root (root is exempt from the limit). For a child process
+// only (a death test's): it cannot be undone. Returns false when a step fails.
+inline bool AllowNoMoreThreads() {
+  if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) return false;
+  const rlimit one{1, 1};
+  return ::setrlimit(RLIMIT_NPROC, &one) == 0;
 }
 
 }  // namespace stoke::testing_support

@@ -19,5 +19,7 @@ std::string RandomUuid();
 
 // `s` with ASCII letters lowercased (other bytes kept): for names matched ignoring case.
 std::string AsciiLower(std::string_view s);
+// Whether `a` and `b` are equal but for the case of ASCII letters (AsciiLower(a) == AsciiLower(b)).
+bool EqualsIgnoringAsciiCase(std::string_view a, std::string_view b);
 
 }  // namespace stoke

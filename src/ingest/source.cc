@@ -190,7 +190,7 @@ Result<std::vector<LabelColumn>> JoinLabelsCsv(const std::string& labels_csv, co
   for (size_t c = 0; c < csv.header.size(); ++c) {
     if (c == fc) continue;
     const std::string& name = csv.header[c];
-    if (std::any_of(taken.begin(), taken.end(), [&](const std::string& t) { return AsciiLower(t) == AsciiLower(name); })) {
+    if (std::any_of(taken.begin(), taken.end(), [&](const std::string& t) { return EqualsIgnoringAsciiCase(t, name); })) {
       return Status::InvalidArgument(fmt::format("{}: column '{}' clashes with a column stoke writes", labels_csv, name));
     }
     LabelColumn lc;
@@ -255,7 +255,7 @@ Status SetColumns(SourceSet* set, bool has_index, std::vector<ColumnSpec> own) {
   // as duplicates; say where they come from.
   for (const auto& l : set->labels) {
     for (size_t c = set->first_source_column; c < columns.size(); ++c) {
-      if (AsciiLower(columns[c].name) == AsciiLower(l.spec.name)) {
+      if (EqualsIgnoringAsciiCase(columns[c].name, l.spec.name)) {
         return Status::InvalidArgument(fmt::format("labels column '{}' clashes with a column of the {} source", l.spec.name,
                                                    SourceKindName(set->kind)));
       }

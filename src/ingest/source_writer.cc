@@ -269,11 +269,11 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
     DeleteLeftovers(fs, cleanup, "a failed write's files");
     return status;
   }
+  std::vector<std::string> paths;  // the written files', for the syncs and a clean-up after them
+  paths.reserve(written.size());
+  for (const auto& w : written) paths.push_back(w.path);
   // The files' data, when each was not synced at its close.
   if (in_place && !written.empty()) {
-    std::vector<std::string> paths;
-    paths.reserve(written.size());
-    for (const auto& w : written) paths.push_back(w.path);
     status = fs.SyncFiles(paths);
     if (!status.ok()) {
       DeleteLeftovers(fs, paths, "a failed write's files");
@@ -287,8 +287,6 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   for (const auto& d : dirs) {
     status = fs.SyncDirectory(d);
     if (!status.ok()) {
-      std::vector<std::string> paths;
-      for (const auto& w : written) paths.push_back(w.path);
       DeleteLeftovers(fs, paths, "a failed write's files");
       return status;
     }
