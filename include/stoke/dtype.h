@@ -43,6 +43,13 @@ enum class ColumnKind {
   kBinary,  // raw bytes per row, in its `strings` (BYTE_ARRAY without a STRING annotation, INT96);
             // query results only: the loader refuses binary scalar columns
   kTensor,  // one C-order array of the column's dtype and sample shape per row, in its data buffer
+  // Query results only (the loader delivers dates as int32 days and timestamps as int64 microseconds):
+  kDate,       // int64 days since 1970-01-01 per row, in its data buffer (NumPy's datetime64[D])
+  kTimestamp,  // int64 microseconds since 1970-01-01 00:00:00 per row (UTC for Delta's timestamp, none
+               // for timestamp_ntz), in its data buffer (NumPy's datetime64[us])
+  kDecimal,    // the exact decimal text per row ("-12.50"), in its `strings`
+  kNested,     // a struct, array or map per row as JSON text (objects, arrays; leaves as kString's,
+               // kDecimal's and ISO-8601 text), in its `strings`
 };
 
 }  // namespace stoke

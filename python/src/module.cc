@@ -593,11 +593,19 @@ py::dict Query(const std::string& table_dir, const std::string& where, std::opti
     for (stoke::QueryColumn& c : r.columns) {
       const py::str name(c.name);
       using K = stoke::ColumnKind;
-      if (c.kind == K::kString || c.kind == K::kBinary) {
+      if (c.kind == K::kString || c.kind == K::kBinary || c.kind == K::kDecimal || c.kind == K::kNested) {
         py::list values(c.strings.size());
+        // Decimals become decimal.Decimal; structs, arrays and maps dicts and lists (json.loads).
+        py::object decimal = py::none(), loads = py::none();
+        if (c.kind == K::kDecimal) decimal = py::module_::import("decimal").attr("Decimal");
+        if (c.kind == K::kNested) loads = py::module_::import("json").attr("loads");
         for (size_t i = 0; i < c.strings.size(); ++i) {
           if (!c.valid.empty() && c.valid[i] == 0) {
             values[i] = py::none();
+          } else if (c.kind == K::kDecimal) {
+            values[i] = decimal(py::str(c.strings[i]));
+          } else if (c.kind == K::kNested) {
+            values[i] = loads(py::str(c.strings[i]));
           } else if (c.kind == K::kString) {
             PyObject* s = PyUnicode_DecodeUTF8(c.strings[i].data(), static_cast<Py_ssize_t>(c.strings[i].size()),
                                                "surrogateescape");
@@ -612,7 +620,11 @@ py::dict Query(const std::string& table_dir, const std::string& where, std::opti
         CheckNumpyDims(name, c.shape.size());
         std::vector<py::ssize_t> shape = {static_cast<py::ssize_t>(r.report.rows)};  // every column has them all
         for (int64_t d : c.shape) shape.push_back(static_cast<py::ssize_t>(d));
-        cols[name] = ArrayOwning(std::move(c.data), NumpyDType(c.dtype), std::move(shape));
+        // Dates and timestamps: int64 days and microseconds, which is how NumPy holds datetime64[D] and [us].
+        const py::dtype dtype = c.kind == K::kDate        ? py::dtype("datetime64[D]")
+                                : c.kind == K::kTimestamp ? py::dtype("datetime64[us]")
+                                                          : NumpyDType(c.dtype);
+        cols[name] = ArrayOwning(std::move(c.data), dtype, std::move(shape));
       }
       if (!c.valid.empty()) {
         const auto n = static_cast<py::ssize_t>(c.valid.size());

@@ -101,7 +101,10 @@ class Table:
         [rows] arrays, tensor columns as [rows, *shape] arrays (one positioned read
         per cell: select them only for modest row counts; the Loader is the fast
         path for training), string and binary columns as object arrays with None
-        for nulls. A scalar column with nulls also has "<column>.valid" (uint8,
+        for nulls. Dates are datetime64[D] and timestamps datetime64[us] arrays
+        (UTC for Delta's timestamp; NaT for nulls), decimals object arrays of
+        decimal.Decimal, structs, arrays and maps object arrays of dicts and lists
+        (their dates, timestamps and decimals as ISO-8601 and exact text). A scalar column with nulls also has "<column>.valid" (uint8,
         1 = present; null cells hold 0). With to="pandas", a pandas.DataFrame
         (nullable dtypes for columns with nulls, tensor cells as arrays)."""
         if to not in ("numpy", "pandas"):
@@ -119,6 +122,8 @@ class Table:
                 values = arr
             out[name] = values
             valid = r["valid"].get(name)
+            if valid is not None and values.dtype.kind == "M":
+                values[valid == 0] = np.datetime64("NaT")  # null dates and timestamps
             if valid is not None and values.dtype != object:
                 out[name + ".valid"] = valid
         if to == "numpy":
@@ -275,7 +280,9 @@ def _to_pandas(columns: Dict[str, Any], valid: Mapping[str, Any]) -> Any:
             data[name] = list(values)  # one array per cell
         elif name in valid and values.dtype != object:
             mask = valid[name] == 0  # pandas' masked arrays: True = missing
-            if values.dtype.kind == "b":
+            if values.dtype.kind == "M":
+                data[name] = values  # NaT marks the nulls
+            elif values.dtype.kind == "b":
                 data[name] = pd.arrays.BooleanArray(values, mask)
             elif values.dtype.kind == "f":
                 data[name] = pd.arrays.FloatingArray(values, mask)

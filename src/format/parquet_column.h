@@ -23,9 +23,26 @@ struct TensorSpec {
   bool operator==(const TensorSpec&) const = default;
 };
 
+// What a scalar column's values mean beyond their physical type: Delta's primitive types that are
+// not plain booleans, integers, floats, strings or bytes. A table column holds them in one canonical
+// form whatever each file stores (format/logical_value.h converts): the physical `type` is that form.
+enum class LogicalType : uint8_t {
+  kNone,          // the physical type as it is
+  kByte,          // INT32 in [-128, 127] (Delta "byte")
+  kShort,         // INT32 in [-32768, 32767] ("short")
+  kDate,          // INT32: days since 1970-01-01 ("date")
+  kTimestamp,     // INT64: microseconds since 1970-01-01 00:00:00 UTC ("timestamp")
+  kTimestampNtz,  // INT64: microseconds since 1970-01-01 00:00:00, no time zone ("timestamp_ntz")
+  kDecimal,       // INT64 unscaled value (precision <= 18), else FIXED_LEN_BYTE_ARRAY(16) big-endian
+                  // two's complement ("decimal(precision,scale)")
+};
+
 struct ColumnSpec {
   std::string name;
   parquet::Type type = parquet::Type::kInt64;  // physical type
+  LogicalType logical = LogicalType::kNone;    // its meaning (scalar columns only)
+  int32_t precision = 0;                       // kDecimal: total digits, 1..38
+  int32_t scale = 0;                           // kDecimal: digits after the point, 0..precision
   bool optional = false;                       // OPTIONAL (nullable) instead of REQUIRED
   bool is_string = false;                      // BYTE_ARRAY annotated as STRING (UTF-8)
   std::optional<TensorSpec> tensor;            // BYTE_ARRAY holding one tensor per row
@@ -33,7 +50,17 @@ struct ColumnSpec {
   // image): laid out as tensors are, one value per data page listed in the OffsetIndex, statistics
   // with null_count only. Named in the `stoke.blobs` metadata.
   bool blob = false;
+  // A struct, array or map column (of any depth): its Delta type as JSON text ({"type":"array",...});
+  // empty for other columns. Read whole, one JSON text per row (BYTE_ARRAY values; see ReadNestedField).
+  std::string nested_type;
+  // Column mapping (Delta's columnMapping, modes name and id): the column's name in data files,
+  // statistics and partition values, and its Parquet field id (mode id); empty / nullopt otherwise.
+  std::string physical_name;
+  std::optional<int32_t> field_id;
 
+  bool nested() const { return !nested_type.empty(); }
+  // The name the column has in data files, statistics and partition values.
+  const std::string& file_name() const { return physical_name.empty() ? name : physical_name; }
   // Tensor and blob columns: one value per data page, so that reading a row is one positioned read.
   bool paged() const { return tensor.has_value() || blob; }
 };

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/progress.h"
+#include "format/logical_value.h"
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
 #include "format/row_printer.h"
@@ -215,7 +216,14 @@ Status CatParquetFile(const std::string& path, const CatOptions& options, std::o
   const int64_t end = options.limit < 0 ? reader->num_rows() : std::min(reader->num_rows(), begin + options.limit);
 
   std::vector<RowPrinter::Column> pcols;
-  for (size_t c : selected) pcols.push_back({cols[c].name, cols[c].type, cols[c].is_string});
+  std::vector<ColumnSpec> specs;  // dates, timestamps and decimals by the file's annotations
+  for (size_t c : selected) {
+    ColumnSpec spec = ColumnOfStored(reader->metadata().schema[cols[c].schema_index]);
+    spec.name = cols[c].name;
+    spec.is_string = cols[c].is_string;
+    pcols.push_back({spec.name, spec.type, spec.is_string, spec.logical, spec.scale});
+    specs.push_back(std::move(spec));
+  }
   RowPrinter printer(pcols, options.format);
   const auto& starts = reader->row_group_starts();
   for (int g = 0; g < reader->num_row_groups(); ++g) {
@@ -224,6 +232,8 @@ Status CatParquetFile(const std::string& path, const CatOptions& options, std::o
     std::vector<ColumnValues> values(selected.size());
     for (size_t s = 0; s < selected.size(); ++s) {
       STOKE_ASSIGN_OR_RETURN(values[s], reader->ReadColumnChunk(g, selected[s]));
+      const parquet::SchemaElement& stored = reader->metadata().schema[cols[selected[s]].schema_index];
+      STOKE_RETURN_IF_ERROR(ConvertToColumnType(stored, specs[s], &values[s], reader->path()));
     }
     std::vector<size_t> next(selected.size(), 0);  // index of the next present value per column
     for (int64_t r = g0; r < std::min(g1, end); ++r) {

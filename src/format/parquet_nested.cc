@@ -1,15 +1,19 @@
 #include "format/parquet_nested.h"
 
 #include "core/text.h"
+#include "format/logical_value.h"
+#include "format/row_printer.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace stoke {
 
 using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
 using parquet::ConvertedType;
 using parquet::LogicalTypeId;
 using parquet::Repetition;
@@ -458,21 +462,32 @@ struct LeafCursor {
   uint32_t Rep(size_t i) const { return levels.rep_levels.empty() ? 0 : levels.rep_levels[i]; }
 };
 
+// Assembles records of Json (nlohmann's json or ordered_json) from the leaves' levels. With
+// `prepared` (per leaf, one JSON value per present value), leaves take those values instead of
+// their raw ones.
+template <typename Json>
 class Assembler {
  public:
-  Assembler(std::vector<LeafCursor>* leaves, std::string context) : leaves_(*leaves), context_(std::move(context)) {}
+  Assembler(std::vector<LeafCursor>* leaves, std::string context,
+            const std::vector<std::vector<Json>>* prepared = nullptr)
+      : leaves_(*leaves), context_(std::move(context)), prepared_(prepared) {}
 
-  Result<json> Record(const PhysNode& root) {
-    json row = json::object();
+  // The value of the top-level field `n` in the next record.
+  Result<Json> TopField(const PhysNode& n) { return Field(n, 0); }
+
+  Result<Json> Record(const PhysNode& root) {
+    Json row = Json::object();
     for (const auto& c : root.children) {
-      STOKE_ASSIGN_OR_RETURN(json v, Field(c, 0));
+      STOKE_ASSIGN_OR_RETURN(Json v, Field(c, 0));
       row[c.name] = std::move(v);
     }
     return row;
   }
 
-  Status Finish() const {
-    for (const auto& l : leaves_) {
+  // Checks that the records consumed every level and value of the leaves [begin, end).
+  Status Finish(size_t begin = 0, size_t end = SIZE_MAX) const {
+    for (size_t i = begin; i < std::min(end, leaves_.size()); ++i) {
+      const LeafCursor& l = leaves_[i];
       size_t values = std::visit([](const auto& v) { return v.size(); }, l.levels.values);
       if (l.pos != l.levels.num_levels || l.value != values) {
         return Status::Corruption(fmt::format("{} column '{}': {} of {} levels and {} of {} values belong to no record",
@@ -515,21 +530,21 @@ class Assembler {
   }
 
   // A field of a present parent. `first_rep`: the repetition level each leaf's first entry must have.
-  Result<json> Field(const PhysNode& n, uint32_t first_rep) {
+  Result<Json> Field(const PhysNode& n, uint32_t first_rep) {
     if (n.repetition == Repetition::kRepeated) return Elements(n, first_rep);
     if (n.repetition == Repetition::kOptional) {
       uint32_t d = 0, r = 0;
       STOKE_RETURN_IF_ERROR(Peek(n, &d, &r));
       if (d < static_cast<uint32_t>(n.def)) {
         STOKE_RETURN_IF_ERROR(ConsumeAbsent(n, first_rep));
-        return json(nullptr);
+        return Json(nullptr);
       }
     }
     return Present(n, first_rep);
   }
 
-  Result<json> Elements(const PhysNode& n, uint32_t first_rep) {
-    json items = json::array();
+  Result<Json> Elements(const PhysNode& n, uint32_t first_rep) {
+    Json items = Json::array();
     uint32_t d = 0, r = 0;
     STOKE_RETURN_IF_ERROR(Peek(n, &d, &r));
     if (d < static_cast<uint32_t>(n.def)) {
@@ -538,7 +553,7 @@ class Assembler {
     }
     uint32_t rep = first_rep;
     for (;;) {
-      STOKE_ASSIGN_OR_RETURN(json item, Present(n, rep));
+      STOKE_ASSIGN_OR_RETURN(Json item, Present(n, rep));
       items.push_back(std::move(item));
       const LeafCursor& l = leaves_[n.leaf_begin];
       if (l.pos >= l.levels.num_levels || l.Rep(l.pos) != static_cast<uint32_t>(n.rep)) break;
@@ -547,29 +562,29 @@ class Assembler {
     return items;
   }
 
-  Result<json> Present(const PhysNode& n, uint32_t first_rep) {
+  Result<Json> Present(const PhysNode& n, uint32_t first_rep) {
     if (n.role == PhysNode::Role::kLeaf) return LeafValue(n, first_rep);
-    json obj = json::object();
+    Json obj = Json::object();
     for (const auto& c : n.children) {
-      STOKE_ASSIGN_OR_RETURN(json v, Field(c, first_rep));
+      STOKE_ASSIGN_OR_RETURN(Json v, Field(c, first_rep));
       obj[c.name] = std::move(v);
     }
     switch (n.role) {
       case PhysNode::Role::kList2: return std::move(obj[n.children[0].name]);
       case PhysNode::Role::kList3: {
-        json items = json::array();
+        Json items = Json::array();
         const std::string& e = n.children[0].children[0].name;
         for (auto& item : obj[n.children[0].name]) items.push_back(std::move(item[e]));
         return items;
       }
       case PhysNode::Role::kMap: {
-        json map = json::object();
+        Json map = Json::object();
         const PhysNode& r = n.children[0];
         for (auto& kv : obj[r.name]) {
-          json& k = kv[r.children[0].name];
+          Json& k = kv[r.children[0].name];
           if (k.is_null()) return Corrupt(n, "null map key");
-          std::string key = k.is_string() ? k.get<std::string>() : k.dump();
-          map[key] = r.children.size() > 1 ? std::move(kv[r.children[1].name]) : json(nullptr);
+          std::string key = k.is_string() ? k.template get<std::string>() : k.dump();
+          map[key] = r.children.size() > 1 ? std::move(kv[r.children[1].name]) : Json(nullptr);
         }
         return map;
       }
@@ -577,7 +592,7 @@ class Assembler {
     }
   }
 
-  Result<json> LeafValue(const PhysNode& n, uint32_t first_rep) {
+  Result<Json> LeafValue(const PhysNode& n, uint32_t first_rep) {
     LeafCursor& l = leaves_[n.leaf_begin];
     if (l.pos >= l.levels.num_levels) return Corrupt(n, "levels end before the records do");
     uint32_t d = l.Def(l.pos), r = l.Rep(l.pos);
@@ -586,25 +601,32 @@ class Assembler {
       return Corrupt(n, fmt::format("definition level {} where the value must be present ({})", d, n.def));
     }
     ++l.pos;
+    if (prepared_ != nullptr) {
+      const auto& values = (*prepared_)[n.leaf_begin];
+      if (l.value >= values.size()) return Corrupt(n, "fewer values than levels at the maximum definition level");
+      return values[l.value++];
+    }
     return std::visit(
-        [&](const auto& v) -> Result<json> {
+        [&](const auto& v) -> Result<Json> {
           using T = typename std::decay_t<decltype(v)>::value_type;
           if (l.value >= v.size()) return Corrupt(n, "fewer values than levels at the maximum definition level");
           const T& x = v[l.value++];
           if constexpr (std::is_same_v<T, std::string>) {
-            if (l.col->type == Type::kInt96) {
-              return Status::Unsupported(fmt::format("{} column '{}': INT96 values", context_, l.col->name));
+            if (l.col->type == Type::kInt96) {  // a legacy timestamp (in checkpoints: stats_parsed)
+              const auto micros = x.size() == 12 ? Int96Micros(x) : std::nullopt;
+              if (!micros) return Corrupt(n, "an INT96 value that is not a timestamp");
+              return Json(FormatTimestamp(*micros, /*utc=*/true));
             }
             if (!IsValidUtf8(x)) {
               return Status::Corruption(
                   fmt::format("{} column '{}': binary value is not valid UTF-8 (only text is read as JSON)", context_,
                               l.col->name));
             }
-            return json(x);
+            return Json(x);
           } else if constexpr (std::is_same_v<T, uint8_t>) {
-            return json(x != 0);
+            return Json(x != 0);
           } else {
-            return json(x);
+            return Json(x);
           }
         },
         l.levels.values);
@@ -612,6 +634,7 @@ class Assembler {
 
   std::vector<LeafCursor>& leaves_;
   std::string context_;
+  const std::vector<std::vector<Json>>* prepared_;
 };
 
 Result<PhysNode> ReaderPhysRoot(const ParquetReader& reader) {
@@ -649,7 +672,7 @@ Result<std::vector<json>> ReadNestedParquet(const ParquetReader& reader) {
       leaves[c].col = &reader.columns()[c];
       STOKE_ASSIGN_OR_RETURN(leaves[c].levels, reader.ReadColumnChunkLevels(g, c));
     }
-    Assembler assembler(&leaves, fmt::format("{}: row group {}", reader.path(), g));
+    Assembler<json> assembler(&leaves, fmt::format("{}: row group {}", reader.path(), g));
     const int64_t n = reader.metadata().row_groups[g].num_rows;
     for (int64_t r = 0; r < n; ++r) {
       STOKE_ASSIGN_OR_RETURN(json row, assembler.Record(root));
@@ -658,6 +681,71 @@ Result<std::vector<json>> ReadNestedParquet(const ParquetReader& reader) {
     STOKE_RETURN_IF_ERROR(assembler.Finish());
   }
   return rows;
+}
+
+namespace {
+
+// A leaf's present values as JSON, as `stoke query` prints scalars (see ReadNestedField).
+Result<std::vector<ordered_json>> LeafJson(const ParquetReader& reader, size_t leaf, ValueVector raw) {
+  const LeafColumn& col = reader.columns()[leaf];
+  const parquet::SchemaElement& element = reader.metadata().schema[col.schema_index];
+  ColumnSpec spec = ColumnOfStored(element);
+  spec.is_string = col.is_string;
+  ColumnValues values{std::move(raw), {}};
+  STOKE_RETURN_IF_ERROR(ConvertToColumnType(element, spec, &values, reader.path()));
+  const RowPrinter::Column printed{col.name, spec.type, spec.is_string, spec.logical, spec.scale};
+  std::vector<ordered_json> out;
+  out.reserve(values.num_values());
+  std::visit(
+      [&](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        for (size_t i = 0; i < v.size(); ++i) {
+          if constexpr (std::is_same_v<T, uint8_t>) {
+            out.emplace_back(v[i] != 0);
+          } else if constexpr (std::is_floating_point_v<T>) {
+            if (std::isfinite(v[i])) out.emplace_back(static_cast<double>(v[i]));
+            else out.emplace_back(RowPrinter::CellText(printed, values.values, i));  // "nan", "inf", "-inf"
+          } else if constexpr (std::is_integral_v<T>) {
+            if (spec.logical == LogicalType::kNone || spec.logical == LogicalType::kByte ||
+                spec.logical == LogicalType::kShort) {
+              out.emplace_back(static_cast<int64_t>(v[i]));
+            } else {
+              out.emplace_back(RowPrinter::CellText(printed, values.values, i));
+            }
+          } else {
+            out.emplace_back(RowPrinter::CellText(printed, values.values, i));
+          }
+        }
+      },
+      values.values);
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<ordered_json>> ReadNestedField(const ParquetReader& reader, int row_group, std::string_view name) {
+  STOKE_ASSIGN_OR_RETURN(PhysNode root, ReaderPhysRoot(reader));
+  auto field = std::find_if(root.children.begin(), root.children.end(), [&](const PhysNode& c) { return c.name == name; });
+  if (field == root.children.end()) {
+    return Status::NotFound(fmt::format("{}: no column named '{}'", reader.path(), name));
+  }
+  std::vector<LeafCursor> leaves(reader.columns().size());
+  std::vector<std::vector<ordered_json>> prepared(leaves.size());
+  for (size_t c = field->leaf_begin; c < field->leaf_end; ++c) {
+    leaves[c].col = &reader.columns()[c];
+    STOKE_ASSIGN_OR_RETURN(leaves[c].levels, reader.ReadColumnChunkLevels(row_group, c));
+    STOKE_ASSIGN_OR_RETURN(prepared[c], LeafJson(reader, c, leaves[c].levels.values));
+  }
+  Assembler<ordered_json> assembler(&leaves, fmt::format("{}: row group {}", reader.path(), row_group), &prepared);
+  const int64_t n = reader.metadata().row_groups[row_group].num_rows;
+  std::vector<ordered_json> values;
+  values.reserve(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    STOKE_ASSIGN_OR_RETURN(ordered_json v, assembler.TopField(*field));
+    values.push_back(std::move(v));
+  }
+  STOKE_RETURN_IF_ERROR(assembler.Finish(field->leaf_begin, field->leaf_end));
+  return values;
 }
 
 struct NestedParquetWriter::State {

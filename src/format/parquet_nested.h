@@ -67,9 +67,19 @@ class NestedParquetWriter {
 // Reads any Parquet file (flat or nested, stoke's or another engine's) back into rows of JSON objects
 // keyed by top-level column, assembling records from the levels. INT64 and INT32 become JSON
 // integers, BOOLEAN bools, FLOAT/DOUBLE numbers, BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY strings (an error
-// naming the column unless the bytes are valid UTF-8); INT96 is Unsupported. Levels that disagree
+// naming the column unless the bytes are valid UTF-8), INT96 ISO-8601 timestamps ("...Z"). Levels that disagree
 // between the leaves of one field, or with the row counts, are Corruption.
 Result<std::vector<nlohmann::json>> ReadNestedParquet(const ParquetReader& reader);
+
+// The values of the top-level field `name` (a struct, list or map at any depth, or a scalar) in row
+// group `row_group`, one JSON value per row, null for a null: structs as objects with their fields
+// in the file's order, lists as arrays, maps as objects keyed by the key's text. Leaves read as
+// `stoke query` prints scalars, annotations applied (format/logical_value.h): numbers and booleans
+// as JSON numbers and booleans (NaN and infinities as "nan", "inf", "-inf"), strings as strings,
+// dates, timestamps and decimals as their ISO-8601 or exact text, other binary as
+// "md5:<hex> len:<n>". NotFound when the file has no such field; levels that disagree are Corruption.
+Result<std::vector<nlohmann::ordered_json>> ReadNestedField(const ParquetReader& reader, int row_group,
+                                                            std::string_view name);
 
 // The file's schema as a tree (root: a kStruct named after the schema root), with lists and maps
 // recognised in the standard and legacy forms. A bare repeated field becomes a REQUIRED kList of

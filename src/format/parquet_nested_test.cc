@@ -699,5 +699,53 @@ TEST(ParquetNestedTest, LeveledColumnRejectsBadLevels) {
   EXPECT_EQ(set({1}, {3, 0}, {0}), StatusCode::kInvalidArgument);     // level counts differ
 }
 
+TEST(ParquetNestedTest, ReadsOneFieldAsQueryPrintsIt) {
+  TempDir dir;
+  const std::string path = dir.File("field.parquet");
+  parquet::SchemaElement date = Prim("d", Repetition::kOptional, Type::kInt32);
+  date.converted_type = ConvertedType::kDate;
+  parquet::SchemaElement price = Prim("p", Repetition::kOptional, Type::kInt64);
+  price.converted_type = ConvertedType::kDecimal;
+  price.scale = 2;
+  price.precision = 10;
+  std::vector<parquet::SchemaElement> schema = {
+      Group("spark_schema", Repetition::kRequired, 3),
+      Group("s", Repetition::kOptional, 3), date, price, Prim("b", Repetition::kOptional, Type::kByteArray),
+      Group("xs", Repetition::kOptional, 1, ConvertedType::kList), Group("list", Repetition::kRepeated, 1),
+      Prim("element", Repetition::kOptional, Type::kDouble),
+      Prim("n", Repetition::kRequired, Type::kInt64),
+  };
+  // Rows: s = {d: 2024-01-31, p: 12.50, b: "\xff"}, xs = [1.5, NaN]; s = null, xs = null; s = {d: null,
+  // p: -0.05, b: null}, xs = [].
+  std::vector<HandLeaf> leaves = {
+      {{.name = "s.d", .type = Type::kInt32, .optional = true}, {std::vector<int32_t>{19753}, {2, 0, 1}, {}, 2, 0, {"s", "d"}}},
+      {{.name = "s.p", .type = Type::kInt64, .optional = true},
+       {std::vector<int64_t>{1250, -5}, {2, 0, 2}, {}, 2, 0, {"s", "p"}}},
+      {{.name = "s.b", .type = Type::kByteArray, .optional = true},
+       {std::vector<std::string>{"\xff"}, {2, 0, 1}, {}, 2, 0, {"s", "b"}}},
+      {{.name = "xs.list.element", .type = Type::kDouble, .optional = true},
+       {std::vector<double>{1.5, std::nan("")}, {3, 3, 0, 1}, {0, 1, 0, 0}, 3, 1, {"xs", "list", "element"}}},
+      {{.name = "n", .type = Type::kInt64}, {std::vector<int64_t>{1, 2, 3}, {}, {}, 0, 0, {"n"}}},
+  };
+  ASSERT_TRUE(WriteHandMade(path, schema, std::move(leaves)).ok());
+  auto reader = ParquetReader::Open(LocalStorage(), path);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  auto s = ReadNestedField(**reader, 0, "s");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->size(), 3u);
+  EXPECT_EQ((*s)[0].dump(), R"({"d":"2024-01-31","p":"12.50","b":"md5:00594fd4f42ba43fc1ca0427a0576295 len:1"})");
+  EXPECT_TRUE((*s)[1].is_null());
+  EXPECT_EQ((*s)[2].dump(), R"({"d":null,"p":"-0.05","b":null})");
+  auto xs = ReadNestedField(**reader, 0, "xs");
+  ASSERT_TRUE(xs.ok()) << xs.status().ToString();
+  EXPECT_EQ((*xs)[0].dump(), R"([1.5,"nan"])");
+  EXPECT_TRUE((*xs)[1].is_null());
+  EXPECT_EQ((*xs)[2].dump(), "[]");
+  auto n = ReadNestedField(**reader, 0, "n");  // a flat column reads the same way
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ((*n)[2].dump(), "3");
+  EXPECT_EQ(ReadNestedField(**reader, 0, "missing").status().code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace stoke

@@ -281,6 +281,46 @@ bool WritableType(Type type) {
   }
 }
 
+namespace {
+
+// The annotations of a column's LogicalType, in both of Parquet's forms (the LogicalType union and
+// the older ConvertedType, which readers before parquet-format 2.4 know), as Spark writes them.
+void AnnotateLogicalType(const ColumnSpec& c, parquet::SchemaElement* e) {
+  using parquet::ConvertedType;
+  using parquet::LogicalTypeId;
+  constexpr int16_t kMicros = 2;  // TimeUnit's MICROS field
+  switch (c.logical) {
+    case LogicalType::kByte:
+    case LogicalType::kShort: {
+      const bool is_byte = c.logical == LogicalType::kByte;
+      e->converted_type = is_byte ? ConvertedType::kInt8 : ConvertedType::kInt16;
+      e->logical_type = parquet::LogicalType{.id = LogicalTypeId::kInteger, .int_bit_width = static_cast<int8_t>(is_byte ? 8 : 16)};
+      break;
+    }
+    case LogicalType::kDate:
+      e->converted_type = ConvertedType::kDate;
+      e->logical_type = parquet::LogicalType{.id = LogicalTypeId::kDate};
+      break;
+    case LogicalType::kTimestamp:
+    case LogicalType::kTimestampNtz: {
+      const bool utc = c.logical == LogicalType::kTimestamp;
+      if (utc) e->converted_type = ConvertedType::kTimestampMicros;  // implies UTC: never for timestamp_ntz
+      e->logical_type = parquet::LogicalType{.id = LogicalTypeId::kTimestamp, .timestamp_utc = utc, .time_unit = kMicros};
+      break;
+    }
+    case LogicalType::kDecimal:
+      e->converted_type = ConvertedType::kDecimal;
+      e->scale = c.scale;
+      e->precision = c.precision;
+      e->logical_type = parquet::LogicalType{
+          .id = LogicalTypeId::kDecimal, .decimal_scale = c.scale, .decimal_precision = c.precision};
+      break;
+    case LogicalType::kNone: break;
+  }
+}
+
+}  // namespace
+
 Status ValidateColumns(const std::vector<ColumnSpec>& columns) {
   if (columns.empty()) return Status::InvalidArgument("a Parquet schema needs at least one column");
   // Delta (and Spark, DuckDB) match column names ignoring case: 'Id' next to 'id' is a duplicate there.
@@ -684,6 +724,7 @@ Result<std::unique_ptr<ParquetFileWriter>> ParquetFileWriter::Create(Storage& st
       e.converted_type = parquet::ConvertedType::kUtf8;
       e.logical_type = parquet::LogicalType{.id = parquet::LogicalTypeId::kString};
     }
+    AnnotateLogicalType(c, &e);
     schema.push_back(e);
   }
   return Open(storage, path, std::move(columns), std::move(options), std::move(schema));

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "format/logical_value.h"
+
 namespace stoke {
 namespace {
 
@@ -34,11 +36,19 @@ std::string BinaryCell(std::string_view bytes) {
 }
 
 std::string RowPrinter::CellText(const Column& column, const ValueVector& values, size_t index) {
+  switch (column.logical) {
+    case LogicalType::kDate: return FormatDate(std::get<std::vector<int32_t>>(values)[index]);
+    case LogicalType::kTimestamp:
+    case LogicalType::kTimestampNtz:
+      return FormatTimestamp(std::get<std::vector<int64_t>>(values)[index], column.logical == LogicalType::kTimestamp);
+    case LogicalType::kDecimal: return FormatDecimal(DecimalAt(values, index), column.scale);
+    default: break;
+  }
   return std::visit(
       [&](const auto& v) -> std::string {
         using T = typename std::decay_t<decltype(v)>::value_type;
         if constexpr (std::is_same_v<T, std::string>) {
-          return column.is_string ? v[index] : BinaryCell(v[index]);
+          return column.is_string || column.nested ? v[index] : BinaryCell(v[index]);
         } else if constexpr (std::is_same_v<T, uint8_t>) {
           return v[index] ? "true" : "false";
         } else if constexpr (std::is_floating_point_v<T>) {
@@ -51,6 +61,11 @@ std::string RowPrinter::CellText(const Column& column, const ValueVector& values
 }
 
 bool RowPrinter::IsText(size_t c) const {
+  const LogicalType l = columns_[c].logical;
+  if (l == LogicalType::kDate || l == LogicalType::kTimestamp || l == LogicalType::kTimestampNtz ||
+      l == LogicalType::kDecimal) {
+    return true;
+  }
   Type t = columns_[c].type;
   return t == Type::kByteArray || t == Type::kFixedLenByteArray || t == Type::kInt96;
 }
@@ -65,6 +80,8 @@ void RowPrinter::Print(std::ostream& out, const std::string& footer) const {
           const Column& col = columns_[c];
           if (!cell) {
             j[col.name] = nullptr;
+          } else if (col.nested) {
+            j[col.name] = nlohmann::ordered_json::parse(*cell, nullptr, false);  // stoke's own JSON text
           } else if (IsText(c) || *cell == "nan" || *cell == "inf" || *cell == "-inf") {
             j[col.name] = *cell;
           } else if (col.type == Type::kBoolean) {

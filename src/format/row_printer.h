@@ -24,6 +24,11 @@ class RowPrinter {
     std::string name;
     parquet::Type type = parquet::Type::kInt64;
     bool is_string = false;  // BYTE_ARRAY printed as text rather than md5
+    // Dates and timestamps print in ISO-8601 and decimals exactly (strings in JSON, where a number
+    // would lose digits); see format/logical_value.h.
+    LogicalType logical = LogicalType::kNone;
+    int32_t scale = 0;       // kDecimal
+    bool nested = false;     // BYTE_ARRAY holding JSON text (a struct, array or map): as JSON in JSON output
   };
   RowPrinter(std::vector<Column> columns, RowFormat format) : columns_(std::move(columns)), format_(format) {}
 

@@ -32,6 +32,7 @@
 #include "table/add_stats.h"
 #include "table/delta_log.h"
 #include "table/sample_index.h"
+#include "table/table_features.h"
 #include "table/scan.h"
 
 namespace stoke {
@@ -289,6 +290,7 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
   table.schema_changes = table.read_version < 0;
   if (table.read_version < 0) return table;
   STOKE_ASSIGN_OR_RETURN(table.snap, log.ReadSnapshot(table.read_version));
+  STOKE_RETURN_IF_ERROR(delta::CheckWritable(*table.snap, "ingest", o.table_dir, o.mode == IngestMode::kOverwrite));
   const delta::Metadata& metadata = table.snap->metadata;
   STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::ColumnsFromMetadata(metadata, o.table_dir));
   if (o.mode != IngestMode::kOverwrite) {

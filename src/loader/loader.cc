@@ -46,6 +46,7 @@
 #include "core/thread_pool.h"
 #include "core/trace.h"
 #include "format/image.h"
+#include "format/logical_value.h"
 #include "format/parquet_reader.h"
 #include "io/prefetching_file.h"
 #include "io/read_cache.h"
@@ -361,8 +362,11 @@ class Loader::Impl {
   Status ReadScalars(const TableView& view, const std::vector<size_t>& scalar_cols, std::optional<Predicate>& where);
   // ReadScalars' steps. Appends the rows of data file `add` to `part`: whether the filter keeps each,
   // and the selected scalar columns' values; opens the file only when its statistics do not give
-  // them. Called on several threads at once.
+  // them; rows its deletion vector deletes are not kept. Called on several threads at once.
   Status ReadFileScalars(const ScalarScan& scan, const delta::AddFile& add, StatsScratch& scratch, FilePart& part) const;
+  // ReadFileScalars without the deletion vector.
+  Status AppendFileScalars(const ScalarScan& scan, const delta::AddFile& add, StatsScratch& scratch,
+                           FilePart& part) const;
   // Opens data file `add` for the scan (on object stores, fetching its footer and the scan's column
   // chunks ahead in few requests).
   Result<std::unique_ptr<ParquetReader>> OpenForScalars(const ScalarScan& scan, const delta::AddFile& add) const;
@@ -575,7 +579,19 @@ Status OutOfMemory(Describe describe) noexcept {
   }
 }
 
+// Dates arrive as int32 days since 1970-01-01, timestamps as int64 microseconds since the epoch (UTC
+// for "timestamp"), bytes and shorts as int32.
 Result<DType> ScalarDType(const ColumnSpec& c) {
+  if (c.nested()) {
+    return Status::Unsupported(fmt::format("column '{}' is a {}: the loader does not deliver nested columns yet; select "
+                                           "other columns, or read it with a query",
+                                           c.name, SparkTypeName(c)));
+  }
+  if (c.logical == LogicalType::kDecimal) {
+    return Status::Unsupported(fmt::format("column '{}' is {}: the loader does not deliver decimal columns yet; "
+                                           "select other columns, or read it with a query",
+                                           c.name, SparkTypeName(c)));
+  }
   switch (c.type) {
     case parquet::Type::kBoolean: return DType::kBool;
     case parquet::Type::kInt32: return DType::kInt32;
@@ -1133,7 +1149,8 @@ Status Loader::Impl::CreateImagePipelines() {
 Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t>& scalar_cols,
                                  std::optional<Predicate>& where) {
   ScalarScan scan{view, scalar_cols, where, where ? where->columns() : std::vector<std::string>{}, {}, {}};
-  if (scalar_cols.empty() && !where) {
+  const bool deletions = HasDeletionVectors(view.snapshot);
+  if (scalar_cols.empty() && !where && !deletions) {
     identity_ = true;
     return Status::OK();
   }
@@ -1156,11 +1173,26 @@ Status Loader::Impl::ReadScalars(const TableView& view, const std::vector<size_t
     return Status::OK();
   });
   if (!st.ok()) return st;
-  return ConcatenateParts(parts, where.has_value());
+  return ConcatenateParts(parts, where.has_value() || deletions);
 }
 
 Status Loader::Impl::ReadFileScalars(const ScalarScan& scan, const delta::AddFile& add, StatsScratch& scratch,
                                      FilePart& part) const {
+  const size_t first = part.keep.size();
+  STOKE_RETURN_IF_ERROR(AppendFileScalars(scan, add, scratch, part));
+  if (!add.deletion_vector) return Status::OK();
+  STOKE_ASSIGN_OR_RETURN(const std::vector<uint64_t> deleted, DeletedRows(scan.view, add));
+  const auto rows = static_cast<int64_t>(part.keep.size() - first);
+  if (!deleted.empty() && deleted.back() >= static_cast<uint64_t>(rows)) {
+    return Status::Corruption(fmt::format("the deletion vector of '{}' deletes row {}, beyond the file's {} rows",
+                                          scan.view.FilePath(add), deleted.back(), rows));
+  }
+  ClearDeletedRows(deleted, 0, rows, part.keep.data() + first);
+  return Status::OK();
+}
+
+Status Loader::Impl::AppendFileScalars(const ScalarScan& scan, const delta::AddFile& add, StatsScratch& scratch,
+                                       FilePart& part) const {
   const std::optional<Predicate>& where = scan.where;
   int64_t records = -1;
   FileStatsInto(add, scratch.reader, &scratch.stats, &records);
@@ -1191,8 +1223,13 @@ Result<std::unique_ptr<ParquetReader>> Loader::Impl::OpenForScalars(const Scalar
   auto prefetching = std::make_unique<PrefetchingFile>(std::move(file));
   PrefetchingFile* prefetch = prefetching.get();
   STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> reader, ParquetReader::Open(std::move(prefetching)));
-  std::vector<std::string> needed = scan.where_cols;
-  for (size_t c : scan.scalar_cols) needed.push_back(scan.view.columns[c].name);
+  std::vector<std::string> needed;  // as the files name them (physical names under column mapping)
+  const auto& columns = scan.view.columns;
+  for (const std::string& name : scan.where_cols) {
+    auto it = std::find_if(columns.begin(), columns.end(), [&](const ColumnSpec& c) { return c.name == name; });
+    if (it != columns.end()) needed.push_back(it->file_name());
+  }
+  for (size_t c : scan.scalar_cols) needed.push_back(columns[c].file_name());
   STOKE_RETURN_IF_ERROR(prefetch->Prefetch(ColumnChunkRanges(*reader, needed), gap));
   return reader;
 }

@@ -338,6 +338,77 @@ TEST(Loader, WhereFiltersRows) {
   EXPECT_FALSE(Loader::Open(t.dir(), o).ok());
 }
 
+// The ids of the samples the loader yields in its current epoch, each checked against its tensor.
+std::vector<int64_t> DrainIds(Loader& l) {
+  std::vector<int64_t> ids;
+  for (;;) {
+    auto next = l.Next();
+    EXPECT_TRUE(next.ok()) << next.status().ToString();
+    if (!next.ok() || !next->has_value()) break;
+    const Batch& batch = **next;
+    const BatchColumn* t = batch.column("t");
+    const BatchColumn* id = batch.column("id");
+    for (int64_t i = 0; i < batch.size(); ++i) {
+      int64_t v;
+      std::memcpy(&v, static_cast<const uint8_t*>(id->data()) + 8 * i, 8);
+      ids.push_back(v);
+      const std::string want = TensorOf(v);
+      EXPECT_EQ(0, std::memcmp(static_cast<const uint8_t*>(t->data()) + i * 16, want.data(), want.size())) << "id " << v;
+    }
+  }
+  return ids;
+}
+
+TEST(Loader, AnEpochCoversOnlyTheRowsNoDeletionVectorDeletesOnEveryShard) {
+  TestTable t;
+  MakeTable(t);
+  std::set<int64_t> deleted_ids;
+  std::vector<uint64_t> rows;
+  for (uint64_t r = 0; r < 350; r += 3) {  // every third row of the second file (ids 250..599)
+    rows.push_back(r);
+    deleted_ids.insert(250 + static_cast<int64_t>(r));
+  }
+  // As Spark's DELETE does, the file is removed and added again with its DV (last in the table).
+  testing_support::DeleteRows(t, "part-250.parquet", rows);
+  const int64_t live = 1000 - static_cast<int64_t>(deleted_ids.size());
+  for (int world : {1, 3}) {
+    std::map<int64_t, int> seen;
+    for (int rank = 0; rank < world; ++rank) {
+      LoaderOptions o;
+      o.batch_size = 32;
+      o.rank = rank;
+      o.world_size = world;
+      o.drop_last = true;
+      o.columns = {"id", "t"};
+      auto l = OpenOrDie(t.dir(), o);
+      ASSERT_TRUE(l);
+      EXPECT_EQ(l->num_rows(), live);
+      for (int64_t id : DrainIds(*l)) ++seen[id];
+    }
+    EXPECT_EQ(static_cast<int64_t>(seen.size()), live / world / 32 * 32 * world) << "world " << world;
+    for (const auto& [id, n] : seen) {
+      EXPECT_EQ(n, 1) << "id " << id;
+      EXPECT_FALSE(deleted_ids.count(id)) << "deleted id " << id << " was loaded";
+    }
+  }
+  // Only the tensor column, no filter: the deletion vector alone makes the selection.
+  LoaderOptions only_tensors;
+  only_tensors.columns = {"t"};
+  auto l = OpenOrDie(t.dir(), only_tensors);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->num_rows(), live);
+  // With a filter too.
+  LoaderOptions o;
+  o.where = "label = 1";
+  o.columns = {"id", "t"};
+  l = OpenOrDie(t.dir(), o);
+  ASSERT_TRUE(l);
+  int64_t want = 0;
+  for (int64_t id = 0; id < 1000; ++id) want += id % 3 == 1 && !deleted_ids.count(id);
+  EXPECT_EQ(l->num_rows(), want);
+  for (int64_t id : DrainIds(*l)) EXPECT_FALSE(deleted_ids.count(id)) << id;
+}
+
 TEST(Loader, OptionErrorsNameTheOption) {
   TestTable t;
   MakeTable(t);

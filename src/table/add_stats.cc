@@ -2,8 +2,11 @@
 
 #include <simdjson.h>
 
+#include <cmath>
 #include <string>
 #include <unordered_map>
+
+#include "format/logical_value.h"
 
 namespace stoke {
 namespace {
@@ -21,8 +24,45 @@ int64_t Count(dom::element v) {
   return n;
 }
 
+// Dates, timestamps and decimals as Delta writes them in statistics: "2024-01-31",
+// "2024-01-31T12:00:00.123Z" (truncated to milliseconds: a maximum is raised by what the truncation may
+// have dropped), and JSON numbers (used only where a double holds every value of the decimal exactly).
+std::optional<Value> LogicalStatValue(const ColumnSpec& col, dom::element v, bool is_max) {
+  std::string_view s;
+  switch (col.logical) {
+    case LogicalType::kDate:
+      if (v.get_string().get(s) != simdjson::SUCCESS) return std::nullopt;
+      if (auto days = ParseDate(s)) return Value{*days};
+      return std::nullopt;
+    case LogicalType::kTimestamp:
+    case LogicalType::kTimestampNtz: {
+      if (v.get_string().get(s) != simdjson::SUCCESS) return std::nullopt;
+      int fraction_digits = 0;
+      auto micros = ParseTimestamp(s, &fraction_digits);
+      if (!micros) return std::nullopt;
+      // Written with d digits after the point, the true value may lie up to 10^(6-d) - 1 micros above.
+      if (is_max && fraction_digits < 6) *micros += static_cast<int64_t>(PowerOfTen(6 - fraction_digits)) - 1;
+      return Value{*micros};
+    }
+    case LogicalType::kDecimal: {
+      constexpr int32_t kExactInDouble = 15;  // decimal digits a double always holds
+      double d = 0;
+      if (col.precision > kExactInDouble || !v.is_number() || v.get_double().get(d) != simdjson::SUCCESS) {
+        return std::nullopt;
+      }
+      const double scaled = d * static_cast<double>(PowerOfTen(col.scale));
+      if (!(std::fabs(scaled) < 1e15)) return std::nullopt;  // beyond the column's digits (or NaN): no bound
+      return Value{static_cast<int64_t>(std::llround(scaled))};
+    }
+    default: return std::nullopt;
+  }
+}
+
 std::optional<Value> StatValue(const ColumnSpec& col, dom::element v, bool is_max) {
   if (col.paged()) return std::nullopt;
+  if (col.logical != LogicalType::kNone && col.logical != LogicalType::kByte && col.logical != LogicalType::kShort) {
+    return LogicalStatValue(col, v, is_max);
+  }
   switch (col.type) {
     case parquet::Type::kBoolean: {
       bool b = false;
@@ -72,7 +112,8 @@ struct AddStatsReader::Parser {
 };
 
 AddStatsReader::AddStatsReader(const std::vector<ColumnSpec>& columns) : columns_(columns), parser_(std::make_unique<Parser>()) {
-  for (size_t c = 0; c < columns_.size(); ++c) parser_->index.emplace(columns_[c].name, c);  // the first of equal names
+  // Statistics name columns as data files do (by physical name under column mapping).
+  for (size_t c = 0; c < columns_.size(); ++c) parser_->index.emplace(columns_[c].file_name(), c);  // the first of equal names
 }
 
 AddStatsReader::~AddStatsReader() = default;

@@ -69,6 +69,17 @@ void StripNulls(json* j) {
 
 std::string CheckpointName(int64_t version) { return fmt::format("{:020d}.checkpoint.parquet", version); }
 
+// Checkpoint leaves no action field is read from: commitInfo, the add statistics' typed copies
+// (optional in the protocol; their JSON forms are read), and what a tombstone carries beyond what
+// vacuum and reconciliation need (its tags and statistics).
+bool IsSkippedCheckpointLeaf(std::string_view name) {
+  for (std::string_view prefix : {"commitInfo.", "add.stats_parsed.", "add.partitionValues_parsed.", "remove.tags.",
+                                  "remove.stats", "remove.numRecords"}) {
+    if (name.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The columnar reader: builds actions straight from the leaf columns' levels and values, with no
 // JSON in between (a checkpoint of 650,000 adds is read in a fraction of the time). It reads the
@@ -187,10 +198,12 @@ class ColumnarCheckpoint {
     STOKE_ASSIGN_OR_RETURN(LeafCursor* pr_writer, open("protocol.minWriterVersion", parquet::Type::kInt32, false));
     STOKE_ASSIGN_OR_RETURN(LeafCursor* pr_rfeat, OpenList("protocol.readerFeatures", open));
     STOKE_ASSIGN_OR_RETURN(LeafCursor* pr_wfeat, OpenList("protocol.writerFeatures", open));
-    // Every leaf must be one of these (plus commitInfo, skipped): anything else (V2 checkpoint
-    // sidecars, deletion vectors, ...) goes to the generic reader, which knows what to refuse.
+    // Every leaf must be one of these (plus commitInfo and the add statistics' typed copies, skipped:
+    // the protocol makes stats_parsed and partitionValues_parsed optional, and the JSON stats and
+    // partitionValues are read instead): anything else (V2 checkpoint sidecars, deletion vectors, ...)
+    // goes to the generic reader, which knows what to refuse.
     for (const auto& [name, c] : by_name_) {
-      if (!cursors_.count(name) && name.rfind("commitInfo.", 0) != 0) {
+      if (!cursors_.count(name) && !IsSkippedCheckpointLeaf(name)) {
         return Status::Unsupported(fmt::format("{}: column '{}' is not read by the columnar path", reader_.path(), name));
       }
     }
@@ -498,7 +511,7 @@ std::vector<std::string> CheckpointFiles(const std::vector<std::string>& names, 
   const std::string prefix = fmt::format("{:020d}.checkpoint.", version);
   std::map<int64_t, std::vector<std::string>> parts_by_total;  // multi-part: parts -> names
   for (const auto& n : names) {
-    if (n == classic) return {n};
+    if (n == classic || IsV2CheckpointName(n, version)) return {n};
     // <version>.checkpoint.<10-digit part>.<10-digit parts>.parquet
     if (n.size() == prefix.size() + 10 + 1 + 10 + 8 && n.compare(0, prefix.size(), prefix) == 0 &&
         n.compare(n.size() - 8, 8, ".parquet") == 0 && n[prefix.size() + 10] == '.') {
@@ -545,63 +558,111 @@ std::vector<Action> CheckpointActions::ToActions() && {
   return out;
 }
 
-Result<CheckpointActions> ReadCheckpoint(Storage& storage, const std::string& log_dir, int64_t version) {
-  STOKE_ASSIGN_OR_RETURN(auto names, storage.ListNames(log_dir));
-  std::vector<std::string> files = CheckpointFiles(names, version);
-  if (files.empty()) return Status::NotFound(fmt::format("{}: no complete checkpoint at version {}", log_dir, version));
-  // The parts of a multi-part checkpoint are read in parallel, each into its own list.
-  std::vector<CheckpointActions> part_actions(files.size());
-  // Every add and remove path decodes (checked here, on the part's thread: the replay takes them as
-  // they are). A path without '%' or NUL decodes to itself and is checked without a copy.
-  auto check_paths = [](const CheckpointActions& part, const std::string& path) -> Status {
-    auto check = [&](const std::string& p) -> Status {
-      if (p.find_first_of(std::string_view("%\0", 2)) == std::string::npos) return Status::OK();
-      auto decoded = DecodePath(p);
-      if (!decoded.ok()) return Status::Corruption(fmt::format("{}: {}", path, decoded.status().message()));
-      return Status::OK();
-    };
-    for (const AddFile& a : part.adds) STOKE_RETURN_IF_ERROR(check(a.path));
-    for (const RemoveFile& r : part.removes) STOKE_RETURN_IF_ERROR(check(r.path));
+namespace {
+
+// Every add and remove path decodes (checked on the part's thread: the replay takes them as they
+// are). A path without '%' or NUL decodes to itself and is checked without a copy.
+Status CheckPaths(const CheckpointActions& part, const std::string& path) {
+  auto check = [&](const std::string& p) -> Status {
+    if (p.find_first_of(std::string_view("%\0", 2)) == std::string::npos) return Status::OK();
+    auto decoded = DecodePath(p);
+    if (!decoded.ok()) return Status::Corruption(fmt::format("{}: {}", path, decoded.status().message()));
     return Status::OK();
   };
-  auto read_part = [&](size_t k) -> Status {
-    const std::string path = JoinPath(log_dir, files[k]);
-    CheckpointActions& out = part_actions[k];
-    STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(storage, path));
-    Status columnar = ReadCheckpointColumns(*reader, &out);
-    if (columnar.ok()) return check_paths(out, path);
-    if (columnar.code() != StatusCode::kUnsupported) return columnar;
-    out = CheckpointActions{};  // the generic reader starts this file again
-    STOKE_ASSIGN_OR_RETURN(auto rows, ReadNestedParquet(*reader));
-    // One action per row, checked by the same parser as commit lines.
-    for (size_t r = 0; r < rows.size(); ++r) {
-      auto& row = rows[r];
-      if (!row.is_object()) return Status::Corruption(fmt::format("{}: a row is not a struct", path));
-      for (auto it = row.begin(); it != row.end(); ++it) {
-        if (it->is_null() || it.key() == "commitInfo") continue;
-        if (it.key() == "sidecar" || it.key() == "checkpointMetadata") {
-          return Status::Unsupported(fmt::format("{}: V2 checkpoint ({} actions)", path, it.key()));
-        }
-        json action = json::object();
-        action[it.key()] = std::move(it.value());
-        StripNulls(&action[it.key()]);
-        STOKE_ASSIGN_OR_RETURN(auto parsed, ParseAction(action, path, r + 1));
-        if (parsed) out.Add(std::move(*parsed));
+  for (const AddFile& a : part.adds) STOKE_RETURN_IF_ERROR(check(a.path));
+  for (const RemoveFile& r : part.removes) STOKE_RETURN_IF_ERROR(check(r.path));
+  return Status::OK();
+}
+
+// The rows of a checkpoint (or sidecar) file read as JSON, one action per row. A V2 checkpoint's
+// sidecar actions go to *sidecars (null for a sidecar file itself, where they are Corruption).
+Status ReadCheckpointRows(const ParquetReader& reader, const std::string& log_dir, CheckpointActions* out,
+                          std::vector<std::string>* sidecars) {
+  const std::string& path = reader.path();
+  STOKE_ASSIGN_OR_RETURN(auto rows, ReadNestedParquet(reader));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    auto& row = rows[r];
+    if (!row.is_object()) return Status::Corruption(fmt::format("{}: a row is not a struct", path));
+    for (auto it = row.begin(); it != row.end(); ++it) {
+      if (it->is_null() || it.key() == "commitInfo" || it.key() == "checkpointMetadata") continue;
+      if (it.key() == "sidecar") {
+        if (sidecars == nullptr) return Status::Corruption(fmt::format("{}: row {}: a sidecar names a sidecar", path, r + 1));
+        STOKE_ASSIGN_OR_RETURN(std::string sidecar, SidecarPath(it.value(), log_dir, fmt::format("{}: row {}", path, r + 1)));
+        sidecars->push_back(std::move(sidecar));
+        continue;
       }
+      json action = json::object();
+      action[it.key()] = std::move(it.value());
+      StripNulls(&action[it.key()]);
+      STOKE_ASSIGN_OR_RETURN(auto parsed, ParseAction(action, path, r + 1));
+      if (parsed) out->Add(std::move(*parsed));
     }
-    return check_paths(out, path);
+  }
+  return Status::OK();
+}
+
+// One file of a checkpoint: a JSON V2 top-level file, or a Parquet file read column by column where
+// it can be, else as rows.
+Status ReadCheckpointFile(Storage& storage, const std::string& path, const std::string& log_dir, CheckpointActions* out,
+                          std::vector<std::string>* sidecars) {
+  if (path.ends_with(".json")) {
+    if (sidecars == nullptr) return Status::Corruption(fmt::format("{}: a sidecar must be a Parquet file", path));
+    STOKE_ASSIGN_OR_RETURN(std::string text, ReadFileToString(storage, path));
+    STOKE_RETURN_IF_ERROR(ReadJsonCheckpoint(text, path, log_dir, out, sidecars));
+    return CheckPaths(*out, path);
+  }
+  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(storage, path));
+  Status columnar = ReadCheckpointColumns(*reader, out);
+  if (columnar.ok()) return CheckPaths(*out, path);
+  if (columnar.code() != StatusCode::kUnsupported) return columnar;
+  *out = CheckpointActions{};  // the generic reader starts this file again
+  STOKE_RETURN_IF_ERROR(ReadCheckpointRows(*reader, log_dir, out, sidecars));
+  return CheckPaths(*out, path);
+}
+
+// Reads `paths` (in parallel when there are several) into one CheckpointActions, in order.
+Result<CheckpointActions> ReadCheckpointFiles(Storage& storage, const std::vector<std::string>& paths,
+                                              const std::string& log_dir, std::vector<std::string>* sidecars) {
+  std::vector<CheckpointActions> part_actions(paths.size());
+  std::vector<std::vector<std::string>> part_sidecars(paths.size());
+  auto read_part = [&](size_t k) -> Status {
+    return ReadCheckpointFile(storage, paths[k], log_dir, &part_actions[k], sidecars ? &part_sidecars[k] : nullptr);
   };
-  if (files.size() == 1) {
+  if (paths.size() == 1) {
     STOKE_RETURN_IF_ERROR(read_part(0));
-  } else {
-    ThreadPool pool(std::min<size_t>(files.size(), storage.CreateIsAtomic() ? 16 : 0));
-    STOKE_RETURN_IF_ERROR(ParallelFor(pool, files.size(), read_part));
+  } else if (!paths.empty()) {
+    ThreadPool pool(std::min<size_t>(paths.size(), storage.CreateIsAtomic() ? 16 : 0));
+    STOKE_RETURN_IF_ERROR(ParallelFor(pool, paths.size(), read_part));
   }
   CheckpointActions out;
   size_t adds = 0;
   for (const auto& part : part_actions) adds += part.adds.size();
   out.adds.reserve(adds);
   for (auto& part : part_actions) out.Append(std::move(part));
+  if (sidecars != nullptr) {
+    for (auto& s : part_sidecars) sidecars->insert(sidecars->end(), s.begin(), s.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<CheckpointActions> ReadCheckpoint(Storage& storage, const std::string& log_dir, int64_t version) {
+  STOKE_ASSIGN_OR_RETURN(auto names, storage.ListNames(log_dir));
+  std::vector<std::string> files = CheckpointFiles(names, version);
+  if (files.empty()) return Status::NotFound(fmt::format("{}: no complete checkpoint at version {}", log_dir, version));
+  for (std::string& f : files) f = JoinPath(log_dir, f);
+  // A V2 checkpoint's top-level file names sidecars holding its adds and removes (after its own).
+  std::vector<std::string> sidecars;
+  STOKE_ASSIGN_OR_RETURN(CheckpointActions out, ReadCheckpointFiles(storage, files, log_dir, &sidecars));
+  if (sidecars.empty()) return out;
+  STOKE_ASSIGN_OR_RETURN(CheckpointActions files_part, ReadCheckpointFiles(storage, sidecars, log_dir, nullptr));
+  if (!files_part.others.empty()) {  // PROTOCOL.md, "Sidecar Files": add and remove actions only
+    return Status::Corruption(fmt::format("{}: the sidecars of the checkpoint at version {} hold actions other than add "
+                                          "and remove",
+                                          log_dir, version));
+  }
+  out.Append(std::move(files_part));
   return out;
 }
 

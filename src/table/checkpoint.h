@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "format/parquet_nested.h"
@@ -44,8 +45,8 @@ struct CheckpointActions {
 };
 
 // The actions of the checkpoint at `version` (all of its parts). NotFound when there is none,
-// Corruption naming the file when one is malformed (a path that does not decode included),
-// Unsupported for V2 checkpoints with sidecars.
+// Corruption naming the file when one is malformed (a path that does not decode included). V2
+// checkpoints are read with their sidecars.
 Result<CheckpointActions> ReadCheckpoint(Storage& storage, const std::string& log_dir, int64_t version);
 
 // The actions of one checkpoint file read column by column, with no JSON in between (what
@@ -54,8 +55,21 @@ Result<CheckpointActions> ReadCheckpoint(Storage& storage, const std::string& lo
 // (ReadNestedParquet) reads those. Corruption naming the file and row for malformed actions.
 Status ReadCheckpointColumns(const ParquetReader& reader, CheckpointActions* out);
 
-// The checkpoint file names of `version` present in `names` (one classic file, or every part of
-// a complete multi-part checkpoint); empty when there is no complete checkpoint at that version.
+// The checkpoint file names of `version` present in `names` (one classic file, one UUID-named V2
+// file, or every part of a complete multi-part checkpoint); empty when there is no complete
+// checkpoint at that version.
 std::vector<std::string> CheckpointFiles(const std::vector<std::string>& names, int64_t version);
+
+// V2 checkpoints (checkpoint_v2.cc). Whether `name` is "<version>.checkpoint.<uuid>.json|parquet".
+bool IsV2CheckpointName(std::string_view name, int64_t version);
+// The file a sidecar action names: <log_dir>/_sidecars/<name> (the path is URI-encoded; a path
+// ending in _delta_log/_sidecars/<name> is taken by its name). Corruption naming `context` for a
+// malformed action or a file elsewhere.
+Result<std::string> SidecarPath(const nlohmann::json& sidecar, const std::string& log_dir, std::string_view context);
+// The actions of a V2 checkpoint's JSON file `text` (one action per line, as a commit; `path` names
+// it in errors) into *out, and the files its sidecar actions name into *sidecars. checkpointMetadata
+// and commitInfo are skipped; anything malformed is Corruption naming the file and line.
+Status ReadJsonCheckpoint(std::string_view text, const std::string& path, const std::string& log_dir,
+                          CheckpointActions* out, std::vector<std::string>* sidecars);
 
 }  // namespace stoke::delta

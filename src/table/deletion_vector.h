@@ -2,8 +2,8 @@
 // Vector Format"): the descriptor an add or remove action carries, the Z85 text it uses, the
 // RoaringBitmapArray serialization of a set of row indexes, and the DV files that hold them.
 //
-// Not yet used by scans or the loader. Everything here is pure or goes through a Storage; all
-// functions are thread-safe.
+// Scans, counts and the loader apply them (table/scan.h, DeletedRows). Everything here is pure or
+// goes through a Storage; all functions are thread-safe.
 //
 // Decisions recorded here because readers of the code need them:
 // - The 64-bit bitmap is read in the protocol's "portable" layout (magic 1681511377) and also in the

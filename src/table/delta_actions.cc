@@ -57,6 +57,15 @@ class FieldReader {
     return &*it;
   }
 
+  // The "deletionVector" field; null when absent.
+  Result<std::shared_ptr<const DeletionVectorDescriptor>> DeletionVector() const {
+    const json* f = Field("deletionVector");
+    if (f == nullptr) return std::shared_ptr<const DeletionVectorDescriptor>();
+    auto dv = ParseDeletionVectorDescriptor(*f, fmt::format("{}: line {}: {}", file_, line_, action_));
+    if (!dv.ok()) return dv.status();
+    return std::make_shared<const DeletionVectorDescriptor>(std::move(*dv));
+  }
+
   Status String(const char* key, std::string* out) const {
     const json* f = Field(key);
     if (f == nullptr) return Error(fmt::format("missing string field \"{}\"", key));
@@ -213,6 +222,7 @@ Result<AddFile> ParseAdd(const FieldReader& r) {
   STOKE_RETURN_IF_ERROR(r.Bool("dataChange", &a.data_change));
   STOKE_RETURN_IF_ERROR(r.OptString("stats", &a.stats));
   STOKE_RETURN_IF_ERROR(r.StringMap("tags", &a.tags));
+  STOKE_ASSIGN_OR_RETURN(a.deletion_vector, r.DeletionVector());
   return a;
 }
 
@@ -228,6 +238,7 @@ Result<RemoveFile> ParseRemove(const FieldReader& r) {
   STOKE_RETURN_IF_ERROR(r.NullableStringMap("partitionValues", &rm.partition_values));
   STOKE_RETURN_IF_ERROR(r.OptInt64("size", &rm.size));
   if (rm.size && *rm.size < 0) return r.Error(fmt::format("field \"size\" is negative ({})", *rm.size));
+  STOKE_ASSIGN_OR_RETURN(rm.deletion_vector, r.DeletionVector());
   return rm;
 }
 
@@ -294,6 +305,7 @@ ordered_json ActionJson(const Action& action) {
           o["dataChange"] = a.data_change;
           if (a.stats) o["stats"] = *a.stats;
           if (!a.tags.empty()) o["tags"] = StringMapJson(a.tags);
+          if (a.deletion_vector) o["deletionVector"] = DeletionVectorDescriptorJson(*a.deletion_vector);
           line["add"] = std::move(o);
         } else if constexpr (std::is_same_v<T, RemoveFile>) {
           o["path"] = a.path;
@@ -304,6 +316,7 @@ ordered_json ActionJson(const Action& action) {
             o["partitionValues"] = NullableMapJson(a.partition_values);
           }
           if (a.size) o["size"] = *a.size;
+          if (a.deletion_vector) o["deletionVector"] = DeletionVectorDescriptorJson(*a.deletion_vector);
           line["remove"] = std::move(o);
         } else if constexpr (std::is_same_v<T, Txn>) {
           o["appId"] = a.app_id;

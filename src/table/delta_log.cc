@@ -16,6 +16,7 @@
 #include "io/object_storage.h"
 #include "table/add_stats.h"
 #include "table/checkpoint.h"
+#include "table/table_features.h"
 
 #include <fmt/format.h>
 
@@ -108,26 +109,6 @@ struct LogListing {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Protocol support.
-
-Status CheckReadable(const Protocol& p, std::string_view where) {
-  if (!p.reader_features.empty()) {
-    return Status::Unsupported(fmt::format("{}: the table needs reader features [{}] (minReaderVersion {}) that stoke "
-                                           "does not support",
-                                           where, fmt::join(p.reader_features, ", "), p.min_reader_version));
-  }
-  if (p.min_reader_version == 2) {
-    return Status::Unsupported(
-        fmt::format("{}: the table needs reader version 2 (columnMapping), which stoke does not support", where));
-  }
-  if (p.min_reader_version > 3) {
-    return Status::Unsupported(
-        fmt::format("{}: the table needs reader version {}; stoke reads versions 1 and 3", where, p.min_reader_version));
-  }
-  return Status::OK();
-}
-
-// ---------------------------------------------------------------------------------------------
 // Replay.
 
 // Replays a checkpoint and the commits after it. A checkpoint is a reconciled state (no path added
@@ -189,7 +170,10 @@ class Replayer {
       superseded_.push_back(0);
     } else if (auto* rm = std::get_if<RemoveFile>(&action)) {
       STOKE_ASSIGN_OR_RETURN(std::string key, DecodedPath(rm->path, file));
-      if (auto it = FindLive(key); it != live_.end()) {
+      // Adds and removes are keyed by path and deletion vector (PROTOCOL.md, "Action Reconciliation"):
+      // a commit that replaces a file's DV removes (path, old DV) and adds (path, new DV), in either
+      // order, and the remove must not take the new add with it.
+      if (auto it = FindLive(key); it != live_.end() && SameDeletionVector(adds_[it->second], *rm)) {
         Supersede(it->second);
         live_.erase(it);
       }
@@ -263,6 +247,11 @@ class Replayer {
       auto [it, inserted] = snapshot_.app_versions.emplace(t->app_id, t->version);
       if (!inserted) it->second = std::max(it->second, t->version);
     }
+  }
+
+  static bool SameDeletionVector(const AddFile& add, const RemoveFile& rm) {
+    if (!add.deletion_vector || !rm.deletion_vector) return !add.deletion_vector && !rm.deletion_vector;
+    return add.deletion_vector->UniqueId() == rm.deletion_vector->UniqueId();
   }
 
   void Supersede(size_t i) {
@@ -351,6 +340,12 @@ std::optional<int64_t> CommitTimestamp(const std::vector<Action>& actions) {
 // ---------------------------------------------------------------------------------------------
 // Snapshot.
 
+int64_t AddFile::LiveRecords(int64_t num_records) const {
+  if (num_records < 0 || !deletion_vector) return num_records;
+  const int64_t live = num_records - deletion_vector->cardinality;
+  return live >= 0 ? live : -1;  // more rows deleted than the file holds: the stats are wrong
+}
+
 int64_t Snapshot::num_records() const {
   // Sums of chunks of files, on every core when there are many.
   constexpr size_t kChunk = 8192;
@@ -362,7 +357,7 @@ int64_t Snapshot::num_records() const {
     int64_t total = 0;
     for (size_t i = c * kChunk; i < std::min(files.size(), (c + 1) * kChunk); ++i) {
       const AddFile& f = files[i];
-      const int64_t records = f.stats ? reader.NumRecords(*f.stats) : -1;
+      const int64_t records = f.LiveRecords(f.stats ? reader.NumRecords(*f.stats) : -1);
       if (records < 0 || __builtin_add_overflow(total, records, &total)) {
         total = -1;
         break;
@@ -476,7 +471,7 @@ Result<Snapshot> DeltaLog::ReadSnapshot(std::optional<int64_t> version) const {
                 actions.status().ToString());
       continue;
     }
-    checkpoint_path = JoinPath(dir, fmt::format("{:020d}.checkpoint.parquet", cp));
+    checkpoint_path = JoinPath(dir, CheckpointFiles(listing.checkpoint_names, cp).front());
     replayer.ApplyCheckpoint(std::move(*actions));
     start = cp + 1;
     break;
@@ -516,12 +511,13 @@ Result<Snapshot> DeltaLog::ReadSnapshot(std::optional<int64_t> version) const {
     timestamp = *ts;
   }
   STOKE_ASSIGN_OR_RETURN(Snapshot snapshot, std::move(replayer).Finish(target, timestamp, dir));
-  STOKE_RETURN_IF_ERROR(CheckReadable(snapshot.protocol, fmt::format("'{}' version {}", table_dir_, target)));
+  STOKE_RETURN_IF_ERROR(CheckReadable(snapshot, fmt::format("'{}' version {}", table_dir_, target)));
   return snapshot;
 }
 
 Status DeltaLog::Checkpoint(std::optional<int64_t> version) const {
   STOKE_ASSIGN_OR_RETURN(Snapshot snapshot, ReadSnapshot(version));
+  STOKE_RETURN_IF_ERROR(CheckWritable(snapshot, "checkpoint", table_dir_));
   return WriteCheckpoint(storage_, log_dir(), snapshot);
 }
 

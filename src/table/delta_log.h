@@ -28,6 +28,7 @@
 #include "format/parquet_metadata.h"
 #include "io/storage.h"
 #include "stoke/status.h"
+#include "table/deletion_vector.h"
 
 namespace stoke::delta {
 
@@ -67,6 +68,11 @@ struct AddFile {
   bool data_change = true;
   std::optional<std::string> stats;                // JSON text: numRecords, minValues, maxValues, nullCount
   std::map<std::string, std::string> tags;
+  // The rows of the file that are deleted (PROTOCOL.md, "Deletion Vectors"); null when none is.
+  // Shared and immutable: a pointer, not an optional, keeps the add small (650,000 of them).
+  std::shared_ptr<const DeletionVectorDescriptor> deletion_vector;
+  // The rows the file holds that are not deleted, from the stats' numRecords; -1 when unknown.
+  int64_t LiveRecords(int64_t num_records) const;
 };
 
 struct RemoveFile {
@@ -76,6 +82,7 @@ struct RemoveFile {
   bool extended_file_metadata = false;
   std::map<std::string, std::optional<std::string>> partition_values;
   std::optional<int64_t> size;
+  std::shared_ptr<const DeletionVectorDescriptor> deletion_vector;  // of the add this removes
 };
 
 struct Txn {                                       // "txn": application transaction id
@@ -141,7 +148,7 @@ struct Snapshot {
   std::vector<AddFile> files;                 // live files in the order they were added
   std::vector<RemoveFile> tombstones;         // removed files, one per (decoded) path, the latest remove of each
   std::map<std::string, int64_t> app_versions;   // txn: app_id -> version
-  int64_t num_records() const;                // sum of stats.numRecords (-1 if any file lacks it)
+  int64_t num_records() const;                // sum of stats.numRecords less deleted rows (-1 if any file lacks it)
 };
 
 struct CommitSummary {

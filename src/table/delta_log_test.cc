@@ -342,6 +342,50 @@ TEST_F(DeltaLogTest, AnAddOfAFileAlreadyAddedReplacesItWhateverTheEscaping) {
   EXPECT_EQ(FilePaths(*snap), (std::vector<std::string>{"dir/c.parquet"}));
 }
 
+TEST_F(DeltaLogTest, AddsAndRemovesAreKeyedByPathAndDeletionVector) {
+  DeltaLog log = CreateTable();
+  auto dv = [](const std::string& id) {
+    DeletionVectorDescriptor d;
+    d.storage_type = kDvStorageInline;
+    d.path_or_inline_dv = id;
+    d.size_in_bytes = 4;  // 5 characters of Z85
+    d.cardinality = 1;
+    return std::make_shared<const DeletionVectorDescriptor>(d);
+  };
+  AddFile a = NewAdd("a.parquet");
+  ASSERT_TRUE(log.Commit(0, {a}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  // A DELETE that writes the new add before the remove of the old one: the remove takes only the
+  // (path, no DV) entry, not the new (path, DV "one") one.
+  AddFile with_one = a;
+  with_one.deletion_vector = dv("one00");
+  RemoveFile rm_plain;
+  rm_plain.path = "a.parquet";
+  ASSERT_TRUE(log.Commit(1, {with_one, rm_plain}, CommitKind::kRewrite, "DELETE", {}).ok());
+  // Then in the usual order, replacing DV "one" with DV "two".
+  AddFile with_two = a;
+  with_two.deletion_vector = dv("two00");
+  RemoveFile rm_one = rm_plain;
+  rm_one.deletion_vector = dv("one00");
+  ASSERT_TRUE(log.Commit(2, {rm_one, with_two}, CommitKind::kRewrite, "DELETE", {}).ok());
+  for (int64_t version : {2, 3}) {
+    auto snap = log.ReadSnapshot(version);
+    ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+    ASSERT_EQ(snap->files.size(), 1u) << "version " << version;
+    ASSERT_NE(snap->files[0].deletion_vector, nullptr);
+    EXPECT_EQ(snap->files[0].deletion_vector->UniqueId(), version == 2 ? "ione00" : "itwo00");
+  }
+  // The commit lines carry the descriptor as Spark writes it.
+  const std::string line = ReadRaw(log.CommitPath(3));
+  EXPECT_NE(line.find(R"("deletionVector":{"storageType":"i","pathOrInlineDv":"two00","sizeInBytes":4,"cardinality":1})"),
+            std::string::npos)
+      << line;
+  // Removing the (path, DV "two") entry leaves nothing.
+  RemoveFile rm_two = rm_plain;
+  rm_two.deletion_vector = dv("two00");
+  ASSERT_TRUE(log.Commit(3, {rm_two}, CommitKind::kRewrite, "DELETE", {}).ok());
+  EXPECT_TRUE(log.ReadSnapshot()->files.empty());
+}
+
 TEST(PathClaimsTest, ContainsWhatWasInsertedBeforeAndAfterSealing) {
   PathClaims claims;
   for (int i = 999; i >= 0; --i) claims.Insert("part-" + std::to_string(i) + ".parquet");
@@ -450,31 +494,37 @@ TEST_F(DeltaLogTest, MalformedCommitIsCorruptionNamingFileAndLineAndWritesNothin
   EXPECT_EQ(ListTree(), before);
 }
 
-TEST_F(DeltaLogTest, ReaderFeaturesAreUnsupported) {
+TEST_F(DeltaLogTest, ReaderFeaturesStokeLacksAreUnsupported) {
   DeltaLog log = CreateTable();
   Protocol p;
   p.min_reader_version = 3;
   p.min_writer_version = 7;
-  p.reader_features = {"deletionVectors", "columnMapping"};
-  p.writer_features = {"deletionVectors", "columnMapping"};
+  p.reader_features = {"deletionVectors", "variantType", "someFutureFeature"};
+  p.writer_features = {"deletionVectors", "variantType", "someFutureFeature"};
   ASSERT_TRUE(log.Commit(0, {p}, CommitKind::kExclusive, "UPGRADE PROTOCOL", {}).ok());
   auto snap = log.ReadSnapshot();
   ASSERT_FALSE(snap.ok());
   EXPECT_EQ(snap.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(snap.status().message().find("deletionVectors"), std::string::npos);
-  EXPECT_NE(snap.status().message().find("columnMapping"), std::string::npos);
+  EXPECT_EQ(snap.status().message().find("deletionVectors"), std::string::npos);  // read, so not named
+  EXPECT_NE(snap.status().message().find("[variantType, someFutureFeature]"), std::string::npos)
+      << snap.status().message();
   EXPECT_TRUE(log.ReadSnapshot(0).ok());  // before the upgrade
 
-  Protocol v2;
+  Protocol v2;  // reader version 2: column mapping, which stoke reads
   v2.min_reader_version = 2;
   v2.min_writer_version = 5;
   ASSERT_TRUE(log.Commit(1, {v2}, CommitKind::kExclusive, "UPGRADE PROTOCOL", {}).ok());
+  EXPECT_TRUE(log.ReadSnapshot().ok());
+  Protocol v4;
+  v4.min_reader_version = 4;
+  v4.min_writer_version = 7;
+  ASSERT_TRUE(log.Commit(2, {v4}, CommitKind::kExclusive, "UPGRADE PROTOCOL", {}).ok());
   EXPECT_EQ(log.ReadSnapshot().status().code(), StatusCode::kUnsupported);
 
   Protocol v3;  // reader version 3 without features: nothing to refuse
   v3.min_reader_version = 3;
   v3.min_writer_version = 7;
-  ASSERT_TRUE(log.Commit(2, {v3}, CommitKind::kExclusive, "UPGRADE PROTOCOL", {}).ok());
+  ASSERT_TRUE(log.Commit(3, {v3}, CommitKind::kExclusive, "UPGRADE PROTOCOL", {}).ok());
   EXPECT_TRUE(log.ReadSnapshot().ok());
 }
 
@@ -548,6 +598,40 @@ TEST_F(DeltaLogTest, ACommitOfVeryManyActionsIsCheckpointedAtOnce) {
   auto snap = log.ReadSnapshot();
   ASSERT_TRUE(snap.ok()) << snap.status().ToString();
   EXPECT_EQ(snap->files.size(), kCheckpointAfterActions + 2);
+}
+
+TEST_F(DeltaLogTest, ReadsAV2CheckpointWithSidecars) {
+  DeltaLog log = CreateTable();
+  for (int v = 0; v < 3; ++v) ASSERT_TRUE(log.Commit(v, {NewAdd("f" + std::to_string(v))}, CommitKind::kBlindAppend, "WRITE", {}).ok());
+  auto state = log.ReadSnapshot();
+  ASSERT_TRUE(state.ok());
+  // The adds in a sidecar; the protocol, metaData, checkpointMetadata and sidecar action in a
+  // UUID-named JSON top-level file, as Spark writes them.
+  std::filesystem::create_directories(dir_ + "/_delta_log/_sidecars");
+  std::vector<json> rows;
+  for (const AddFile& f : state->files) rows.push_back(json::parse(ActionJson(f).dump()));
+  const std::string sidecar = "00000000000000000003.checkpoint.0000000001.0000000001.5b2c1f2e-0000-4000-8000-000000000000.parquet";
+  ASSERT_TRUE(WriteNestedParquet(fs_, dir_ + "/_delta_log/_sidecars/" + sidecar, CheckpointSchema(), rows, WriterOptions{}).ok());
+  Protocol v2{3, 7, {"v2Checkpoint"}, {"v2Checkpoint"}};
+  std::string top = ActionJson(v2).dump() + "\n" + ActionJson(state->metadata).dump() + "\n" +
+                    R"({"checkpointMetadata":{"version":3,"tags":{}}})" "\n" +
+                    R"({"sidecar":{"path":")" + sidecar + R"(","sizeInBytes":1,"modificationTime":1}})" "\n";
+  const std::string top_name = "00000000000000000003.checkpoint.80a0c3b4-11a5-4ef6-9a3e-3b2a0d6e6f3c.json";
+  WriteRaw(dir_ + "/_delta_log/" + top_name, top);
+  for (int v = 0; v <= 3; ++v) std::filesystem::remove(log.CommitPath(v));
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(snap->version, 3);
+  EXPECT_EQ(FilePaths(*snap), (std::vector<std::string>{"f0", "f1", "f2"}));
+  EXPECT_EQ(snap->protocol.reader_features, std::vector<std::string>{"v2Checkpoint"});
+  // A sidecar outside _delta_log/_sidecars, or one that is missing, is an error naming the file.
+  WriteRaw(dir_ + "/_delta_log/" + top_name, ActionJson(v2).dump() + "\n" + R"({"sidecar":{"path":"../../elsewhere.parquet"}})");
+  auto bad = log.ReadSnapshot();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(top_name + ": line 2: sidecar"), std::string::npos) << bad.status().ToString();
+  WriteRaw(dir_ + "/_delta_log/" + top_name, top);
+  std::filesystem::remove(dir_ + "/_delta_log/_sidecars/" + sidecar);
+  EXPECT_FALSE(log.ReadSnapshot().ok());
 }
 
 TEST_F(DeltaLogTest, ExplicitCheckpointOfAnyVersion) {

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
 #include <unordered_map>
 
 #include "core/text.h"
+#include "format/logical_value.h"
 
 namespace stoke::delta {
 namespace {
@@ -37,6 +39,8 @@ T LoadLittleEndian(const std::string& bytes) {
 
 // Decodes a PLAIN-encoded min or max of a scalar column; nullopt when it cannot serve as a bound.
 std::optional<StatValue> DecodeStat(const ColumnSpec& spec, const std::string& bytes) {
+  // Delta writes dates, timestamps and decimals in their own JSON forms; stoke's writer leaves them unbounded.
+  if (spec.logical != LogicalType::kNone) return std::nullopt;
   switch (spec.type) {
     case parquet::Type::kBoolean:
       if (bytes.size() != 1) return std::nullopt;
@@ -80,19 +84,94 @@ const parquet::ColumnMetaData* FindChunk(const parquet::RowGroup& rg, const std:
   return nullptr;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Spark schema types.
-
-std::string_view SparkTypeName(const ColumnSpec& c) {
-  switch (c.type) {
-    case parquet::Type::kBoolean: return "boolean";
-    case parquet::Type::kInt32: return "integer";
-    case parquet::Type::kInt64: return "long";
-    case parquet::Type::kFloat: return "float";
-    case parquet::Type::kDouble: return "double";
-    case parquet::Type::kByteArray: return (c.is_string && !c.tensor) ? "string" : "binary";
-    default: return "binary";  // INT96 / FIXED_LEN_BYTE_ARRAY: stoke never writes them
+// Delta's primitive types beyond plain numbers and strings ("Primitive Types" in PROTOCOL.md): sets
+// the column's canonical physical type and LogicalType; false for any other name.
+bool SetLogicalType(const std::string& t, ColumnSpec* c) {
+  static const std::pair<std::string_view, std::pair<parquet::Type, LogicalType>> kTypes[] = {
+      {"byte", {parquet::Type::kInt32, LogicalType::kByte}},
+      {"short", {parquet::Type::kInt32, LogicalType::kShort}},
+      {"date", {parquet::Type::kInt32, LogicalType::kDate}},
+      {"timestamp", {parquet::Type::kInt64, LogicalType::kTimestamp}},
+      {"timestamp_ntz", {parquet::Type::kInt64, LogicalType::kTimestampNtz}},
+  };
+  for (const auto& [name, type] : kTypes) {
+    if (t == name) {
+      c->type = type.first;
+      c->logical = type.second;
+      return true;
+    }
   }
+  // decimal(p,s), spaces allowed after the comma as Spark prints them; "decimal" alone is (10,0).
+  int precision = 10, scale = 0;
+  char close = 0;
+  int consumed = 0;
+  if (t != "decimal" && (std::sscanf(t.c_str(), "decimal(%d,%d%c%n", &precision, &scale, &close, &consumed) != 3 ||
+                         close != ')' || static_cast<size_t>(consumed) != t.size())) {
+    return false;
+  }
+  if (precision < 1 || precision > kMaxDecimalPrecision || scale < 0 || scale > precision) return false;
+  c->logical = LogicalType::kDecimal;
+  c->precision = precision;
+  c->scale = scale;
+  c->type = precision <= kMaxInt64DecimalPrecision ? parquet::Type::kInt64 : parquet::Type::kFixedLenByteArray;
+  return true;
+}
+
+// A primitive Delta type name stoke reads ("long", "decimal(10,2)", ...).
+bool IsPrimitiveTypeName(const std::string& t) {
+  static const std::set<std::string> kPlain = {"boolean", "integer", "long", "float", "double", "string", "binary"};
+  ColumnSpec scratch;
+  return kPlain.count(t) > 0 || SetLogicalType(t, &scratch);
+}
+
+// Checks a nested Delta type (struct, array or map, PROTOCOL.md "Schema Serialization Format") down to
+// its primitive leaves: Unsupported naming the column for a type stoke does not read (variant),
+// Corruption for a malformed one.
+Status CheckNestedType(const json& t, const std::string& column, int depth) {
+  constexpr int kMaxDepth = 64;  // as the Parquet reader's schemas
+  auto bad = [&](std::string_view why) {
+    return Status::Corruption(fmt::format("Delta schemaString: column '{}': {}", column, why));
+  };
+  if (depth > kMaxDepth) return bad("nested more than 64 deep");
+  if (t.is_string()) {
+    const std::string name = t.get<std::string>();
+    if (IsPrimitiveTypeName(name)) return Status::OK();
+    return Status::Unsupported(fmt::format("Delta schema: column '{}' holds the type '{}', which stoke does not read",
+                                           column, name));
+  }
+  if (!t.is_object() || !t.contains("type") || !t["type"].is_string()) return bad("a type must be a name or an object");
+  const std::string kind = t["type"].get<std::string>();
+  if (kind == "array") {
+    if (!t.contains("elementType")) return bad("an array without \"elementType\"");
+    return CheckNestedType(t["elementType"], column, depth + 1);
+  }
+  if (kind == "map") {
+    if (!t.contains("keyType") || !t.contains("valueType")) return bad("a map without \"keyType\" and \"valueType\"");
+    STOKE_RETURN_IF_ERROR(CheckNestedType(t["keyType"], column, depth + 1));
+    return CheckNestedType(t["valueType"], column, depth + 1);
+  }
+  if (kind != "struct") return bad(fmt::format("unknown type '{}'", kind));
+  if (!t.contains("fields") || !t["fields"].is_array()) return bad("a struct without an array \"fields\"");
+  for (const json& f : t["fields"]) {
+    if (!f.is_object() || !f.contains("name") || !f["name"].is_string() || !f.contains("type")) {
+      return bad("each struct field needs a \"name\" and a \"type\"");
+    }
+    STOKE_RETURN_IF_ERROR(CheckNestedType(f["type"], column, depth + 1));
+  }
+  return Status::OK();
+}
+
+// A field's "nullable" (absent or null: true, as Spark reads it).
+template <typename Bad>
+Status SetNullable(const json& f, ColumnSpec* c, const Bad& bad) {
+  auto nullable = f.find("nullable");
+  if (nullable == f.end() || nullable->is_null()) {
+    c->optional = true;
+    return Status::OK();
+  }
+  if (!nullable->is_boolean()) return bad(fmt::format("column '{}': \"nullable\" must be true or false", c->name));
+  c->optional = nullable->get<bool>();
+  return Status::OK();
 }
 
 }  // namespace
@@ -105,7 +184,7 @@ std::string SchemaToSparkJson(const std::vector<ColumnSpec>& columns) {
   for (const ColumnSpec& c : columns) {
     ordered_json f = ordered_json::object();
     f["name"] = c.name;
-    f["type"] = SparkTypeName(c);
+    f["type"] = c.nested() ? ordered_json::parse(c.nested_type) : ordered_json(SparkTypeName(c));
     f["nullable"] = c.optional;
     f["metadata"] = ordered_json::object();
     fields.push_back(std::move(f));
@@ -142,11 +221,12 @@ Result<std::vector<ColumnSpec>> SchemaFromSparkJson(std::string_view text,
     auto ftype = f.find("type");
     if (ftype == f.end()) return bad(fmt::format("column '{}' has no \"type\"", c.name));
     if (ftype->is_object()) {
-      auto nested = ftype->find("type");
-      std::string what = (nested != ftype->end() && nested->is_string()) ? nested->get<std::string>() : "nested";
-      return Status::Unsupported(fmt::format("Delta schema: column '{}' has the nested type '{}'; stoke supports flat "
-                                             "columns of boolean, integer, long, float, double, string and binary",
-                                             c.name, what));
+      STOKE_RETURN_IF_ERROR(CheckNestedType(*ftype, c.name, 0));
+      c.type = parquet::Type::kByteArray;
+      c.nested_type = ftype->dump();
+      STOKE_RETURN_IF_ERROR(SetNullable(f, &c, bad));
+      out.push_back(std::move(c));
+      continue;
     }
     if (!ftype->is_string()) return bad(fmt::format("column '{}': \"type\" must be a string or an object", c.name));
     const std::string t = ftype->get<std::string>();
@@ -165,18 +245,13 @@ Result<std::vector<ColumnSpec>> SchemaFromSparkJson(std::string_view text,
       c.is_string = true;
     } else if (t == "binary") {
       c.type = parquet::Type::kByteArray;
-    } else {
+    } else if (!SetLogicalType(t, &c)) {
       return Status::Unsupported(fmt::format("Delta schema: column '{}' has type '{}'; stoke supports boolean, "
-                                             "integer, long, float, double, string and binary",
+                                             "byte, short, integer, long, float, double, decimal(p,s), date, "
+                                             "timestamp, timestamp_ntz, string and binary",
                                              c.name, t));
     }
-    auto nullable = f.find("nullable");
-    if (nullable != f.end() && !nullable->is_null()) {
-      if (!nullable->is_boolean()) return bad(fmt::format("column '{}': \"nullable\" must be true or false", c.name));
-      c.optional = nullable->get<bool>();
-    } else {
-      c.optional = true;  // Spark's default
-    }
+    STOKE_RETURN_IF_ERROR(SetNullable(f, &c, bad));
     if (auto tensor = tensors.find(c.name); tensor != tensors.end()) {
       if (t != "binary") {
         return bad(fmt::format("column '{}' is a tensor in {} but has type '{}' (expected binary)", c.name,
@@ -191,6 +266,45 @@ Result<std::vector<ColumnSpec>> SchemaFromSparkJson(std::string_view text,
   }
   return out;
 }
+
+namespace {
+
+// Column mapping (PROTOCOL.md, "Column Mapping"): in modes name and id, each column's physical name
+// (and, in mode id, its field id) from its field metadata; mode none (or no mode) ignores them.
+Status ApplyColumnMapping(const Metadata& metadata, std::vector<ColumnSpec>* columns, std::string_view context) {
+  auto mode_it = metadata.configuration.find("delta.columnMapping.mode");
+  const std::string mode = mode_it == metadata.configuration.end() ? "none" : mode_it->second;
+  if (mode == "none") return Status::OK();
+  if (mode != "name" && mode != "id") {
+    return Status::Unsupported(
+        fmt::format("{}: column mapping mode '{}'; stoke reads the modes none, name and id", context, mode));
+  }
+  const json schema = json::parse(metadata.schema_string, nullptr, false);  // SchemaFromSparkJson checked it
+  const json& fields = schema["fields"];
+  for (size_t i = 0; i < columns->size() && i < fields.size(); ++i) {
+    ColumnSpec& c = (*columns)[i];
+    const json& f = fields[i];
+    const json empty = json::object();
+    const json& md = f.contains("metadata") && f["metadata"].is_object() ? f["metadata"] : empty;
+    auto physical = md.find("delta.columnMapping.physicalName");
+    if (physical == md.end() || !physical->is_string() || physical->get<std::string>().empty()) {
+      return Status::Corruption(fmt::format("{}: column '{}' has no delta.columnMapping.physicalName, which column "
+                                            "mapping mode '{}' requires",
+                                            context, c.name, mode));
+    }
+    c.physical_name = physical->get<std::string>();
+    auto id = md.find("delta.columnMapping.id");
+    if (id != md.end() && id->is_number_integer()) c.field_id = id->get<int32_t>();
+    if (mode == "id" && !c.field_id) {
+      return Status::Corruption(fmt::format("{}: column '{}' has no delta.columnMapping.id, which column mapping mode "
+                                            "'id' requires",
+                                            context, c.name));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
 
 Result<std::vector<ColumnSpec>> ColumnsFromMetadata(const Metadata& metadata, std::string_view context) {
   std::map<std::string, TensorSpec> tensors;
@@ -211,6 +325,7 @@ Result<std::vector<ColumnSpec>> ColumnsFromMetadata(const Metadata& metadata, st
       c->blob = true;
     }
   }
+  STOKE_RETURN_IF_ERROR(ApplyColumnMapping(metadata, &columns, context));
   return columns;
 }
 

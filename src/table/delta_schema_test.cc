@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "format/logical_value.h"
 #include "table/delta_testing.h"
 
 namespace stoke::delta {
@@ -58,8 +59,9 @@ TEST(DeltaSchema, RejectsUnsupportedTypesAndMalformedJson) {
   auto field = [](const std::string& type_json) {
     return R"({"type":"struct","fields":[{"name":"x","type":)" + type_json + R"(,"nullable":true,"metadata":{}}]})";
   };
-  for (const char* t : {R"("timestamp")", "\"decimal(10,2)\"", R"("date")",
-                        R"({"type":"struct","fields":[]})", R"({"type":"array","elementType":"long","containsNull":true})"}) {
+  for (const char* t : {R"("variant")", "\"decimal(39,2)\"", "\"decimal(5,6)\"", "\"decimal(10,2\"", R"("interval")",
+                        R"({"type":"struct","fields":[{"name":"v","type":"variant","nullable":true}]})",
+                        R"({"type":"array","elementType":{"type":"map","keyType":"string","valueType":"variant"}})"}) {
     auto r = SchemaFromSparkJson(field(t), {});
     ASSERT_FALSE(r.ok()) << t;
     EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << t;
@@ -79,6 +81,69 @@ TEST(DeltaSchema, RejectsUnsupportedTypesAndMalformedJson) {
   EXPECT_TRUE(SchemaFromSparkJson(field(R"("binary")"), tensors).ok());
   std::map<std::string, TensorSpec> missing{{"y", TensorSpec{DType::kUInt8, {4}}}};
   EXPECT_EQ(SchemaFromSparkJson(field(R"("binary")"), missing).status().code(), StatusCode::kCorruption);
+}
+
+TEST(DeltaSchema, ReadsEveryPrimitiveTypeInItsCanonicalForm) {
+  struct Case {
+    const char* type;
+    parquet::Type physical;
+    LogicalType logical;
+    int32_t precision, scale;
+  };
+  for (const Case& c : {Case{"byte", parquet::Type::kInt32, LogicalType::kByte, 0, 0},
+                        Case{"short", parquet::Type::kInt32, LogicalType::kShort, 0, 0},
+                        Case{"date", parquet::Type::kInt32, LogicalType::kDate, 0, 0},
+                        Case{"timestamp", parquet::Type::kInt64, LogicalType::kTimestamp, 0, 0},
+                        Case{"timestamp_ntz", parquet::Type::kInt64, LogicalType::kTimestampNtz, 0, 0},
+                        Case{"decimal(10,2)", parquet::Type::kInt64, LogicalType::kDecimal, 10, 2},
+                        Case{"decimal(18, 0)", parquet::Type::kInt64, LogicalType::kDecimal, 18, 0},
+                        Case{"decimal(38,38)", parquet::Type::kFixedLenByteArray, LogicalType::kDecimal, 38, 38}}) {
+    const std::string json = std::string(R"({"type":"struct","fields":[{"name":"x","type":")") + c.type +
+                             R"(","nullable":true,"metadata":{}}]})";
+    auto r = SchemaFromSparkJson(json, {});
+    ASSERT_TRUE(r.ok()) << c.type << ": " << r.status().ToString();
+    const ColumnSpec& col = (*r)[0];
+    EXPECT_EQ(col.type, c.physical) << c.type;
+    EXPECT_EQ(col.logical, c.logical) << c.type;
+    EXPECT_EQ(col.precision, c.precision) << c.type;
+    EXPECT_EQ(col.scale, c.scale) << c.type;
+    // Written back under the same name (Spark's spelling: no space after the comma).
+    auto again = SchemaFromSparkJson(SchemaToSparkJson(*r), {});
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ((*again)[0].logical, c.logical);
+    EXPECT_EQ((*again)[0].scale, c.scale);
+  }
+}
+
+TEST(DeltaSchema, NestedColumnsKeepTheirTypeAndColumnMappingItsPhysicalNames) {
+  Metadata m;
+  m.schema_string =
+      R"({"type":"struct","fields":[{"name":"s","type":{"type":"struct","fields":[{"name":"a","type":"long",)"
+      R"("nullable":true,"metadata":{"delta.columnMapping.id":2,"delta.columnMapping.physicalName":"col-a"}}]},)"
+      R"("nullable":false,"metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-s"}}]})";
+  auto plain = ColumnsFromMetadata(m, "t");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  ASSERT_EQ(plain->size(), 1u);
+  EXPECT_TRUE((*plain)[0].nested());
+  EXPECT_FALSE((*plain)[0].optional);
+  EXPECT_EQ((*plain)[0].file_name(), "s");  // mode none: the mapping metadata is ignored
+  EXPECT_EQ(SparkTypeName((*plain)[0]), "struct");
+  // The schema written back holds the nested type.
+  EXPECT_NE(SchemaToSparkJson(*plain).find(R"("type":{"fields":[)"), std::string::npos) << SchemaToSparkJson(*plain);
+  for (const char* mode : {"name", "id"}) {
+    m.configuration["delta.columnMapping.mode"] = mode;
+    auto mapped = ColumnsFromMetadata(m, "t");
+    ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+    EXPECT_EQ((*mapped)[0].file_name(), "col-s");
+    EXPECT_EQ((*mapped)[0].field_id, 1);
+  }
+  m.configuration["delta.columnMapping.mode"] = "name";
+  m.schema_string = R"({"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{}}]})";
+  auto missing = ColumnsFromMetadata(m, "t");
+  EXPECT_EQ(missing.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(missing.status().message().find("column 'x' has no delta.columnMapping.physicalName"), std::string::npos);
+  m.configuration["delta.columnMapping.mode"] = "other";
+  EXPECT_EQ(ColumnsFromMetadata(m, "t").status().code(), StatusCode::kUnsupported);
 }
 
 TEST(DeltaSchema, ColumnsFromMetadataMarksTensorAndBlobColumns) {

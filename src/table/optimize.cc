@@ -21,10 +21,12 @@
 #include "core/text.h"
 #include "core/thread_pool.h"
 #include "format/codec.h"
+#include "format/logical_value.h"
 #include "format/parquet_writer.h"
 #include "stoke/maintenance.h"
 #include "table/input_readers.h"
 #include "table/scan.h"
+#include "table/table_features.h"
 
 namespace stoke {
 namespace {
@@ -651,6 +653,19 @@ std::vector<delta::Action> OptimizeActions(const TableView& t, const std::vector
   return actions;
 }
 
+// Refuses, before anything is written, columns stoke's writer cannot write back as they are: structs,
+// arrays and maps, and decimals of more than 18 digits (FIXED_LEN_BYTE_ARRAY).
+Status CheckRewritableColumns(const TableView& t, const std::string& table) {
+  for (const ColumnSpec& c : t.columns) {
+    if (c.nested() || c.type == parquet::Type::kFixedLenByteArray) {
+      return Status::Unsupported(fmt::format("optimize: column '{}' of table '{}' is a {}, which stoke's writer does "
+                                             "not write yet; nothing was written",
+                                             c.name, table, SparkTypeName(c)));
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
@@ -659,6 +674,8 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   }
   Stopwatch watch;
   STOKE_ASSIGN_OR_RETURN(TableView t, OpenTableView(o.table_dir));
+  STOKE_RETURN_IF_ERROR(delta::CheckWritable(t.snapshot, "optimize", o.table_dir));
+  STOKE_RETURN_IF_ERROR(CheckRewritableColumns(t, o.table_dir));
   STOKE_ASSIGN_OR_RETURN(WriterOptions wopts, RewriteWriterOptions(t, o));
   STOKE_ASSIGN_OR_RETURN(std::optional<Predicate> where, BindWhere(t, o.where));
   STOKE_RETURN_IF_ERROR(CheckSortColumn(t, o.sort_by));

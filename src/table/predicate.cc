@@ -1,5 +1,7 @@
 #include "table/predicate.h"
 
+#include "format/logical_value.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,6 +21,14 @@ struct PredicateNode {
   CompareOp op = CompareOp::kEq;  // kCompare: `column op literals[0]`
   std::string column;             // leaves (kCompare, kIn, kBetween, kIsNull)
   std::vector<Value> literals;    // kCompare: 1; kBetween: low, high; kIn: the list (>= 1)
+  // One per literal: how it was written. Bind converts a literal for a date, timestamp or decimal
+  // column from this (a real's digits stay exact; a typed literal's text is parsed as its type).
+  enum class LiteralKind : uint8_t { kPlain, kDate, kTimestamp };
+  struct LiteralSource {
+    LiteralKind kind = LiteralKind::kPlain;
+    std::string text;  // a number's digits as written; a DATE or TIMESTAMP literal's quoted text
+  };
+  std::vector<LiteralSource> sources;
   std::vector<std::unique_ptr<PredicateNode>> children;  // kAnd, kOr: >= 2; kNot: 1
   int depth = 1;                  // 1 for a leaf, else 1 + the deepest child's
 
@@ -208,7 +218,9 @@ std::string RealText(double d) {
   return s;
 }
 
-std::string LiteralText(const Value& v) {
+std::string LiteralText(const Value& v, const PredicateNode::LiteralSource& source = {}) {
+  if (source.kind == PredicateNode::LiteralKind::kDate) return "DATE " + Quote(source.text, '\'');
+  if (source.kind == PredicateNode::LiteralKind::kTimestamp) return "TIMESTAMP " + Quote(source.text, '\'');
   switch (v.v.index()) {
     case 1: return std::get<bool>(v.v) ? "TRUE" : "FALSE";
     case 2: return std::to_string(std::get<int64_t>(v.v));
@@ -257,19 +269,19 @@ void AppendText(const Node& n, std::string* out) {
       break;
     case Kind::kCompare:
       out->append(ColumnText(n.column)).append(" ").append(OpText(n.op)).append(" ");
-      out->append(LiteralText(n.literals[0]));
+      out->append(LiteralText(n.literals[0], n.sources[0]));
       break;
     case Kind::kIn:
       out->append(ColumnText(n.column)).append(" IN (");
       for (size_t i = 0; i < n.literals.size(); ++i) {
         if (i > 0) out->append(", ");
-        out->append(LiteralText(n.literals[i]));
+        out->append(LiteralText(n.literals[i], n.sources[i]));
       }
       out->push_back(')');
       break;
     case Kind::kBetween:
-      out->append(ColumnText(n.column)).append(" BETWEEN ").append(LiteralText(n.literals[0]));
-      out->append(" AND ").append(LiteralText(n.literals[1]));
+      out->append(ColumnText(n.column)).append(" BETWEEN ").append(LiteralText(n.literals[0], n.sources[0]));
+      out->append(" AND ").append(LiteralText(n.literals[1], n.sources[1]));
       break;
     case Kind::kIsNull:
       out->append(ColumnText(n.column)).append(" IS NULL");
@@ -294,6 +306,7 @@ struct Token {
   std::string text;      // kIdent: the column name (unquoted); kString: the string's value
   int64_t i = 0;         // kInt
   double d = 0;          // kReal
+  PredicateNode::LiteralKind typed = PredicateNode::LiteralKind::kPlain;  // kString: DATE '..' or TIMESTAMP '..'
 };
 
 // Syntactic nesting (parentheses plus NOTs) allowed: the canonical form of a tree of depth
@@ -380,11 +393,34 @@ class Parser {
         if (EqualsIgnoreCase(tok_.raw, kKeywords[k])) tok_.kind = kKeywordToks[k];
       }
       if (tok_.kind == Tok::kIdent) tok_.text = std::string(tok_.raw);
+      if (tok_.kind == Tok::kIdent) return LexTypedLiteral(start);
       return Status::OK();
     }
     auto byte = static_cast<unsigned char>(c);
     if (byte >= 0x20 && byte < 0x7f) return Error(start, fmt::format("unexpected character '{}'", c));
     return Error(start, fmt::format("unexpected byte 0x{:02x}", byte));
+  }
+
+  // DATE 'yyyy-mm-dd' and TIMESTAMP '...' (the word, any case, then a string): a typed literal, its
+  // text checked by Bind against the column's type. Elsewhere DATE and TIMESTAMP are column names.
+  Status LexTypedLiteral(size_t start) {
+    PredicateNode::LiteralKind kind;
+    if (EqualsIgnoreCase(tok_.raw, "DATE")) {
+      kind = PredicateNode::LiteralKind::kDate;
+    } else if (EqualsIgnoreCase(tok_.raw, "TIMESTAMP")) {
+      kind = PredicateNode::LiteralKind::kTimestamp;
+    } else {
+      return Status::OK();
+    }
+    size_t q = pos_;
+    while (q < text_.size() && IsSpace(text_[q])) ++q;
+    if (q >= text_.size() || text_[q] != '\'') return Status::OK();
+    pos_ = q;
+    STOKE_RETURN_IF_ERROR(LexQuoted('\''));
+    tok_.raw = text_.substr(start, pos_ - start);
+    tok_.offset = start;
+    tok_.typed = kind;
+    return Status::OK();
   }
 
   // A 'string' or a "column name"; the quote doubled stands for itself.
@@ -473,14 +509,24 @@ class Parser {
     }
   }
 
-  // Expects a literal; `what` names where, for the error ("after BETWEEN").
-  Result<Value> ParseLiteral(std::string_view what) {
+  static PredicateNode::LiteralSource SourceOf(const Token& t) {
+    if (t.typed != PredicateNode::LiteralKind::kPlain) return {t.typed, t.text};
+    if (t.kind == Tok::kInt || t.kind == Tok::kReal) return {PredicateNode::LiteralKind::kPlain, std::string(t.raw)};
+    return {};
+  }
+
+  static void AddLiteral(Node* node, const Token& t) {
+    node->literals.push_back(LiteralOf(t));
+    node->sources.push_back(SourceOf(t));
+  }
+
+  // Expects a literal and adds it to `node`; `what` names where, for the error ("after BETWEEN").
+  Status ParseLiteral(std::string_view what, Node* node) {
     if (!IsLiteral(tok_.kind)) {
       return Error(tok_.offset, fmt::format("expected a value {}, found {}", what, Describe(tok_)));
     }
-    Value v = LiteralOf(tok_);
-    STOKE_RETURN_IF_ERROR(Advance());
-    return v;
+    AddLiteral(node, tok_);
+    return Advance();
   }
 
   // kAnd / kOr of `children` (or the single child itself); checks the depth limit.
@@ -611,7 +657,7 @@ class Parser {
       const Token& literal = left_is_column ? right : left;
       auto node = Leaf(Kind::kCompare, column.text);
       node->op = left_is_column ? *op : Flip(*op);
-      node->literals.push_back(LiteralOf(literal));
+      AddLiteral(node.get(), literal);
       return node;
     }
 
@@ -641,8 +687,7 @@ class Parser {
       }
       STOKE_RETURN_IF_ERROR(Advance());
       for (;;) {
-        STOKE_ASSIGN_OR_RETURN(Value v, ParseLiteral("in the IN list"));
-        node->literals.push_back(std::move(v));
+        STOKE_RETURN_IF_ERROR(ParseLiteral("in the IN list", node.get()));
         if (tok_.kind == Tok::kRParen) break;
         if (tok_.kind != Tok::kComma) {
           return Error(tok_.offset, fmt::format("expected ',' or ')' in the IN list, found {}", Describe(tok_)));
@@ -652,15 +697,13 @@ class Parser {
       STOKE_RETURN_IF_ERROR(Advance());
     } else if (kw.kind == Tok::kBetween) {
       node = Leaf(Kind::kBetween, left.text);
-      STOKE_ASSIGN_OR_RETURN(Value low, ParseLiteral("after BETWEEN"));
+      STOKE_RETURN_IF_ERROR(ParseLiteral("after BETWEEN", node.get()));
       if (tok_.kind != Tok::kAnd) {
-        return Error(tok_.offset, fmt::format("expected AND after BETWEEN {}, found {}", LiteralText(low),
-                                              Describe(tok_)));
+        return Error(tok_.offset, fmt::format("expected AND after BETWEEN {}, found {}",
+                                              LiteralText(node->literals[0], node->sources[0]), Describe(tok_)));
       }
       STOKE_RETURN_IF_ERROR(Advance());
-      STOKE_ASSIGN_OR_RETURN(Value high, ParseLiteral("after BETWEEN ... AND"));
-      node->literals.push_back(std::move(low));
-      node->literals.push_back(std::move(high));
+      STOKE_RETURN_IF_ERROR(ParseLiteral("after BETWEEN ... AND", node.get()));
     } else {  // IS [NOT] NULL
       if (tok_.kind == Tok::kNot) {
         negated = true;
@@ -861,11 +904,100 @@ ValueClass ClassOf(const Value& v) {
   }
 }
 
-Status BindNode(const Node& n, const std::map<std::string_view, const ColumnSpec*>& by_name,
-                const std::vector<ColumnSpec>& schema) {
-  if (!n.is_leaf()) {
-    for (const auto& c : n.children) STOKE_RETURN_IF_ERROR(BindNode(*c, by_name, schema));
+// A literal for a date, timestamp or decimal column in that column's canonical form (days,
+// microseconds, unscaled integers: see LogicalType); InvalidArgument when it does not convert.
+Result<Value> BindLogicalLiteral(const ColumnSpec& spec, const Value& lit, const PredicateNode::LiteralSource& src) {
+  using LiteralKind = PredicateNode::LiteralKind;
+  if (lit.v.index() == 0) return lit;  // NULL
+  auto refuse = [&](std::string_view why) {
+    return Status::InvalidArgument(fmt::format("--where: column '{}' is {}; it cannot be compared with {}{}", spec.name,
+                                               SparkTypeName(spec), LiteralText(lit, src), why));
+  };
+  const auto* text = std::get_if<std::string>(&lit.v);
+  switch (spec.logical) {
+    case LogicalType::kDate: {
+      if (text == nullptr || src.kind == LiteralKind::kTimestamp) return refuse(" (use DATE 'yyyy-mm-dd')");
+      auto days = ParseDate(*text);
+      if (!days) return refuse(" (not a date yyyy-mm-dd)");
+      return Value{*days};
+    }
+    case LogicalType::kTimestamp:
+    case LogicalType::kTimestampNtz: {
+      if (text == nullptr) return refuse(" (use TIMESTAMP 'yyyy-mm-dd hh:mm:ss')");
+      auto micros = ParseTimestamp(*text);
+      if (!micros) return refuse(" (not a timestamp yyyy-mm-dd[ hh:mm[:ss[.ffffff]]][Z|+hh:mm])");
+      return Value{*micros};
+    }
+    case LogicalType::kDecimal: {
+      if (spec.precision > kMaxInt64DecimalPrecision) return refuse(" (decimals above 18 digits are not comparable yet)");
+      if (src.kind != LiteralKind::kPlain || src.text.empty()) return refuse(" (expected a number)");
+      auto d = ParseDecimal(src.text, spec.scale);
+      if (!d) return refuse(" (out of the decimal's range)");
+      // A literal between two values of the column's scale compares as their midpoint would.
+      if (d->exact && d->floor >= INT64_MIN && d->floor <= INT64_MAX) return Value{static_cast<int64_t>(d->floor)};
+      return Value{static_cast<double>(d->floor) + (d->exact ? 0.0 : 0.5)};
+    }
+    default:
+      return lit;
+  }
+}
+
+// The class of values a plain column compares with; InvalidArgument for columns that compare with none.
+Result<ValueClass> ColumnClass(const ColumnSpec& spec, const std::string& column) {
+  switch (spec.type) {
+    case parquet::Type::kBoolean: return ValueClass::kBool;
+    case parquet::Type::kInt32:
+    case parquet::Type::kInt64:
+    case parquet::Type::kFloat:
+    case parquet::Type::kDouble: return ValueClass::kNumber;
+    case parquet::Type::kByteArray:
+      if (spec.is_string) return ValueClass::kString;
+      [[fallthrough]];
+    default:
+      return Status::InvalidArgument(fmt::format(
+          "--where: column '{}' is {} without a STRING annotation; --where cannot compare it", column,
+          parquet::TypeName(spec.type)));
+  }
+}
+
+// Checks leaf `n`'s literals against its column and sets `bound`'s to the column's canonical form.
+Status BindLeafLiterals(const Node& n, const ColumnSpec& spec, Node* bound) {
+  if (spec.logical != LogicalType::kNone && spec.logical != LogicalType::kByte && spec.logical != LogicalType::kShort) {
+    for (size_t i = 0; i < n.literals.size(); ++i) {
+      STOKE_ASSIGN_OR_RETURN(bound->literals[i], BindLogicalLiteral(spec, n.literals[i], n.sources[i]));
+    }
     return Status::OK();
+  }
+  STOKE_ASSIGN_OR_RETURN(ValueClass column_class, ColumnClass(spec, n.column));
+  for (size_t i = 0; i < n.literals.size(); ++i) {
+    ValueClass c = ClassOf(n.literals[i]);
+    if (n.sources[i].kind != PredicateNode::LiteralKind::kPlain ||
+        (c != ValueClass::kNull && c != column_class)) {
+      return Status::InvalidArgument(fmt::format("--where: column '{}' is {}{}; it cannot be compared with {}",
+                                                 n.column, parquet::TypeName(spec.type),
+                                                 spec.is_string ? " (STRING)" : "",
+                                                 LiteralText(n.literals[i], n.sources[i])));
+    }
+  }
+  return Status::OK();
+}
+
+// A copy of `n` with every leaf's literals in its column's canonical form; errors name the column.
+Result<std::unique_ptr<Node>> BindNode(const Node& n, const std::map<std::string_view, const ColumnSpec*>& by_name,
+                                       const std::vector<ColumnSpec>& schema) {
+  auto bound = std::make_unique<Node>();
+  bound->kind = n.kind;
+  bound->op = n.op;
+  bound->column = n.column;
+  bound->literals = n.literals;
+  bound->sources = n.sources;
+  bound->depth = n.depth;
+  if (!n.is_leaf()) {
+    for (const auto& c : n.children) {
+      STOKE_ASSIGN_OR_RETURN(auto child, BindNode(*c, by_name, schema));
+      bound->children.push_back(std::move(child));
+    }
+    return bound;
   }
   auto it = by_name.find(n.column);
   if (it == by_name.end()) {
@@ -879,38 +1011,13 @@ Status BindNode(const Node& n, const std::map<std::string_view, const ColumnSpec
     return Status::InvalidArgument(fmt::format("--where: unknown column '{}' (columns: {})", n.column, names));
   }
   const ColumnSpec& spec = *it->second;
-  if (n.kind == Kind::kIsNull) return Status::OK();  // any column, tensors included, may be null
-  if (spec.paged()) {
-    return Status::InvalidArgument(fmt::format(
-        "--where: column '{}' holds {}; --where compares scalar columns only", n.column, spec.tensor ? "tensors" : "blobs"));
+  if (n.kind == Kind::kIsNull) return bound;  // any column, tensors included, may be null
+  if (spec.paged() || spec.nested()) {
+    return Status::InvalidArgument(fmt::format("--where: column '{}' holds {}; --where compares scalar columns only",
+                                               n.column, spec.tensor ? "tensors" : spec.blob ? "blobs" : SparkTypeName(spec) + "s"));
   }
-  ValueClass column_class;
-  switch (spec.type) {
-    case parquet::Type::kBoolean: column_class = ValueClass::kBool; break;
-    case parquet::Type::kInt32:
-    case parquet::Type::kInt64:
-    case parquet::Type::kFloat:
-    case parquet::Type::kDouble: column_class = ValueClass::kNumber; break;
-    case parquet::Type::kByteArray:
-      if (spec.is_string) {
-        column_class = ValueClass::kString;
-        break;
-      }
-      [[fallthrough]];
-    default:
-      return Status::InvalidArgument(fmt::format(
-          "--where: column '{}' is {} without a STRING annotation; --where cannot compare it", n.column,
-          parquet::TypeName(spec.type)));
-  }
-  for (const Value& lit : n.literals) {
-    ValueClass c = ClassOf(lit);
-    if (c != ValueClass::kNull && c != column_class) {
-      return Status::InvalidArgument(fmt::format("--where: column '{}' is {}{}; it cannot be compared with {}",
-                                                 n.column, parquet::TypeName(spec.type),
-                                                 spec.is_string ? " (STRING)" : "", LiteralText(lit)));
-    }
-  }
-  return Status::OK();
+  STOKE_RETURN_IF_ERROR(BindLeafLiterals(n, spec, bound.get()));
+  return bound;
 }
 
 }  // namespace
@@ -939,7 +1046,8 @@ Status Predicate::Bind(const std::vector<ColumnSpec>& schema) {
   bound_ = false;
   std::map<std::string_view, const ColumnSpec*> by_name;
   for (const ColumnSpec& c : schema) by_name.emplace(c.name, &c);
-  STOKE_RETURN_IF_ERROR(BindNode(*root_, by_name, schema));
+  STOKE_ASSIGN_OR_RETURN(std::unique_ptr<Node> bound, BindNode(*root_, by_name, schema));
+  bound_root_ = std::shared_ptr<const Node>(std::move(bound));
   nan_columns_.clear();
   for (const std::string& name : columns_) {
     auto it = by_name.find(name);
@@ -974,7 +1082,7 @@ Status Predicate::Evaluate(const std::map<std::string, const ColumnValues*>& col
     }
   }
   std::vector<Truth> truth;
-  STOKE_RETURN_IF_ERROR(EvaluateNode(*root_, columns, num_rows, &truth));
+  STOKE_RETURN_IF_ERROR(EvaluateNode(*bound_root_, columns, num_rows, &truth));
   keep->resize(num_rows);
   for (size_t i = 0; i < num_rows; ++i) (*keep)[i] = truth[i] == kTrue ? 1 : 0;
   return Status::OK();
@@ -982,13 +1090,13 @@ Status Predicate::Evaluate(const std::map<std::string, const ColumnValues*>& col
 
 bool Predicate::MayMatch(const std::map<std::string, ColumnStats>& stats, int64_t num_rows) const {
   if (num_rows == 0) return false;
-  return Analyze(*root_, stats, num_rows, nan_columns_).may_be_true;
+  return Analyze(bound_ ? *bound_root_ : *root_, stats, num_rows, nan_columns_).may_be_true;
 }
 
 bool Predicate::MustMatch(const std::map<std::string, ColumnStats>& stats, int64_t num_rows) const {
   if (!bound_ || num_rows < 0) return false;
   if (num_rows == 0) return true;
-  Outcomes o = Analyze(*root_, stats, num_rows, nan_columns_);
+  Outcomes o = Analyze(*bound_root_, stats, num_rows, nan_columns_);
   return !o.may_be_false && !o.may_be_null;
 }
 

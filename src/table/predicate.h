@@ -13,6 +13,14 @@
 //   column    := [A-Za-z_][A-Za-z0-9_.]* (not a keyword) | '"' any bytes, '""' for a quote '"'
 //   literal   := -?[0-9]+ (int64) | -?[0-9]+(.[0-9]+)?([eE][+-]?[0-9]+)? (finite double)
 //              | '\'' any bytes, '\'\'' for a quote '\'' | TRUE | FALSE | NULL
+//              | DATE 'yyyy-mm-dd' | TIMESTAMP 'yyyy-mm-dd[ hh:mm[:ss[.ffffff]]][Z|+hh:mm]'
+//
+// Dates, timestamps and decimals (Delta's date, timestamp, timestamp_ntz and decimal(p,s)): a date
+// column compares with DATE literals and date strings, a timestamp column with TIMESTAMP or DATE
+// literals and timestamp strings (without a zone, read as UTC), a decimal column with numbers,
+// exactly at the column's scale (`price = 12.50` on decimal(10,2); decimals of more than 18 digits
+// are not comparable yet). DATE and TIMESTAMP are keywords only before a string: elsewhere they
+// are column names.
 //
 // Keywords (AND OR NOT IN IS NULL BETWEEN TRUE FALSE) are case-insensitive; column names are not.
 // Semantics follow SQL: a comparison with NULL (a null row or a NULL literal) is NULL (unknown); NOT
@@ -109,7 +117,10 @@ class Predicate {
   Predicate(std::shared_ptr<const PredicateNode> root, std::vector<std::string> columns)
       : root_(std::move(root)), columns_(std::move(columns)) {}
 
-  std::shared_ptr<const PredicateNode> root_;  // never null
+  std::shared_ptr<const PredicateNode> root_;  // never null: as parsed (ToString prints it)
+  // After a successful Bind: root_ with each literal in its column's canonical form (a date's days,
+  // a timestamp's microseconds, a decimal's unscaled value), which Evaluate and the skipping use.
+  std::shared_ptr<const PredicateNode> bound_root_;
   std::vector<std::string> columns_;
   bool bound_ = false;  // set by a successful Bind
   std::vector<std::string> nan_columns_;  // referenced FLOAT/DOUBLE columns, sorted (set by Bind)

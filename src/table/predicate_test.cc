@@ -819,5 +819,103 @@ TEST(PredicateProperty, SkippingFromStatisticsNeverDropsAMatchingRow) {
   EXPECT_GT(kept_rows, 1000);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Dates, timestamps and decimals.
+
+
+ColumnSpec LogicalSpec(const std::string& name, parquet::Type type, LogicalType logical, int32_t precision = 0,
+                       int32_t scale = 0) {
+  ColumnSpec c = Spec(name, type);
+  c.optional = true;
+  c.logical = logical;
+  c.precision = precision;
+  c.scale = scale;
+  return c;
+}
+
+std::vector<ColumnSpec> LogicalSchema() {
+  return {LogicalSpec("d", parquet::Type::kInt32, LogicalType::kDate),
+          LogicalSpec("ts", parquet::Type::kInt64, LogicalType::kTimestamp),
+          LogicalSpec("price", parquet::Type::kInt64, LogicalType::kDecimal, 10, 2),
+          LogicalSpec("wide", parquet::Type::kFixedLenByteArray, LogicalType::kDecimal, 30, 2),
+          LogicalSpec("date", parquet::Type::kInt32, LogicalType::kShort)};
+}
+
+std::vector<uint8_t> KeepLogical(std::string_view text) {
+  auto p = Predicate::Parse(text);
+  EXPECT_TRUE(p.ok()) << text << ": " << p.status().ToString();
+  if (!p.ok()) return {};
+  Status s = p->Bind(LogicalSchema());
+  EXPECT_TRUE(s.ok()) << text << ": " << s.ToString();
+  if (!s.ok()) return {};
+  // 2024-01-30, 2024-01-31, 2024-02-01 (days); midnight, noon, next midnight of 2024-01-31 (micros);
+  // 12.49, 12.50, 12.51 (unscaled at scale 2).
+  ColumnValues d = Col<int32_t>({19752, 19753, 19754});
+  ColumnValues ts = Col<int64_t>({1706659200000000, 1706702400000000, 1706745600000000});
+  ColumnValues price = Col<int64_t>({1249, 1250, 1251});
+  ColumnValues date = Col<int32_t>({1, 2, 3});
+  std::vector<uint8_t> keep;
+  s = p->Evaluate({{"d", &d}, {"ts", &ts}, {"price", &price}, {"date", &date}}, 3, &keep);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return keep;
+}
+
+
+TEST(PredicateLogical, TypedLiteralsParseAndPrintBack) {
+  EXPECT_EQ(Canon("d = DATE '2024-01-31'"), "(d = DATE '2024-01-31')");
+  EXPECT_EQ(Canon("ts >= timestamp   '2024-01-31 12:00:00'"), "(ts >= TIMESTAMP '2024-01-31 12:00:00')");
+  EXPECT_EQ(Canon("d IN (DATE '2024-01-31', NULL)"), "(d IN (DATE '2024-01-31', NULL))");
+  EXPECT_EQ(Canon("DATE '2024-01-31' < d"), "(d > DATE '2024-01-31')");
+  // Elsewhere the words are column names.
+  EXPECT_EQ(Canon("date = 1 AND timestamp IS NULL"), "((date = 1) AND (timestamp IS NULL))");
+  EXPECT_EQ(Canon("d BETWEEN DATE '2024-01-01' AND DATE '2024-12-31'"),
+            "(d BETWEEN DATE '2024-01-01' AND DATE '2024-12-31')");
+}
+
+TEST(PredicateLogical, DatesTimestampsAndDecimalsCompareByValue) {
+  using K = std::vector<uint8_t>;
+  EXPECT_EQ(KeepLogical("d = DATE '2024-01-31'"), (K{0, 1, 0}));
+  EXPECT_EQ(KeepLogical("d >= '2024-01-31'"), (K{0, 1, 1}));  // a string names a date too
+  EXPECT_EQ(KeepLogical("ts > TIMESTAMP '2024-01-31 00:00:00'"), (K{0, 1, 1}));
+  EXPECT_EQ(KeepLogical("ts < DATE '2024-02-01'"), (K{1, 1, 0}));
+  EXPECT_EQ(KeepLogical("ts = '2024-01-31T13:00:00+01:00'"), (K{0, 1, 0}));
+  EXPECT_EQ(KeepLogical("price = 12.50"), (K{0, 1, 0}));
+  EXPECT_EQ(KeepLogical("price = 12.5"), (K{0, 1, 0}));
+  EXPECT_EQ(KeepLogical("price = 12.505"), (K{0, 0, 0}));  // no value of scale 2 equals it
+  EXPECT_EQ(KeepLogical("price > 12.505"), (K{0, 0, 1}));
+  EXPECT_EQ(KeepLogical("price <= 12.505"), (K{1, 1, 0}));
+  EXPECT_EQ(KeepLogical("price BETWEEN 12 AND 12.5"), (K{1, 1, 0}));
+  EXPECT_EQ(KeepLogical("date = 2"), (K{0, 1, 0}));  // a short named 'date'
+}
+
+TEST(PredicateLogical, MismatchedLiteralsAreRefusedNamingTheColumnsType) {
+  auto refused = [](std::string_view text, std::string_view expected) {
+    Status s = BindText(text, LogicalSchema());
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(s.message().find(expected), std::string::npos) << text << ": " << s.message();
+  };
+  refused("d = 5", "column 'd' is date; it cannot be compared with 5");
+  refused("d = '2024-02-30'", "not a date");
+  refused("d = TIMESTAMP '2024-01-31 00:00:00'", "column 'd' is date");
+  refused("ts = 'yesterday'", "not a timestamp");
+  refused("price = 'a'", "column 'price' is decimal(10,2)");
+  refused("price = 1e40", "out of the decimal's range");
+  refused("wide = 1", "decimals above 18 digits");
+  refused("date = DATE '2024-01-31'", "cannot be compared with DATE '2024-01-31'");
+  EXPECT_TRUE(BindText("wide IS NULL AND d = NULL", LogicalSchema()).ok());
+}
+
+TEST(PredicateLogical, StatisticsSkipByTheBoundLiterals) {
+  auto p = Predicate::Parse("d > DATE '2024-01-31' AND price < 12.50");
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(p->Bind(LogicalSchema()).ok());
+  Stats before = {{"d", Range(V(19700), V(19753))}, {"price", Range(V(0), V(100))}};
+  Stats after = {{"d", Range(V(19754), V(19800))}, {"price", Range(V(0), V(1249))}};
+  EXPECT_FALSE(p->MayMatch(before, 10));
+  EXPECT_TRUE(p->MayMatch(after, 10));
+  EXPECT_TRUE(p->MustMatch(after, 10));
+  EXPECT_EQ(p->ToString(), "((d > DATE '2024-01-31') AND (price < 12.5))");
+}
+
 }  // namespace
 }  // namespace stoke

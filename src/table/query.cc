@@ -6,12 +6,16 @@
 #include <cstring>
 
 #include "core/thread_pool.h"
+#include "format/logical_value.h"
 #include "format/row_printer.h"
 #include "stoke/table.h"
 #include "table/scan.h"
 
 namespace stoke {
 namespace {
+
+// MatchedRows::file_column of a column that a data file lacks (a later schema's): all null.
+constexpr size_t kNotInFile = SIZE_MAX;
 
 struct Scan {
   TableView t;
@@ -81,9 +85,12 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
       AddStatsReader reader(stat_columns);
       for (size_t i = chunk * kChunk; i < std::min(files.size(), (chunk + 1) * kChunk); ++i) {
         const auto stats = FileStats(files[i], reader, &records[i]);
-        if (s.where && !s.where->MayMatch(stats, records[i])) {
+        if ((s.where && !s.where->MayMatch(stats, records[i])) || files[i].LiveRecords(records[i]) == 0) {
           decision[i] = -1;
-        } else if (!want_rows && records[i] >= 0 && (!s.where || s.where->MustMatch(stats, records[i]))) {
+        } else if (!want_rows && files[i].LiveRecords(records[i]) >= 0 &&
+                   (!s.where || s.where->MustMatch(stats, records[i]))) {
+          // The statistics describe every row of the file, deleted ones too: what holds for all of
+          // them holds for the live ones, which the deletion vector's cardinality counts.
           decision[i] = 1;
         }
       }
@@ -101,26 +108,34 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
     if (limit_reached()) break;
     if (decision[i] < 0) continue;
     if (decision[i] > 0) {
-      report->rows += records[i];
+      report->rows += add.LiveRecords(records[i]);
       ++report->files_counted_from_stats;
       continue;
     }
     ++report->files_scanned;
     STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*t.storage, t.FilePath(add)));
+    STOKE_ASSIGN_OR_RETURN(const std::vector<uint64_t> deleted, DeletedRows(t, add));
     std::vector<size_t> file_col(t.columns.size());
     for (size_t c = 0; c < t.columns.size(); ++c) {
-      if (t.IsPartitionColumn(t.columns[c].name)) continue;  // its values come from the log
-      STOKE_ASSIGN_OR_RETURN(file_col[c], reader->FindColumn(t.columns[c].name));
+      // Partition columns' values come from the log; nested ones are read whole by name, not as a leaf.
+      if (t.IsPartitionColumn(t.columns[c].name) || t.columns[c].nested()) continue;
+      auto found = FindFileColumn(*reader, t.columns[c]);
+      if (!found.ok() && t.columns[c].optional) {
+        file_col[c] = kNotInFile;  // added to the schema after this file was written: null
+        continue;
+      }
+      STOKE_ASSIGN_OR_RETURN(file_col[c], std::move(found));
     }
     report->row_groups_total += reader->num_row_groups();
     for (int g = 0; g < reader->num_row_groups(); ++g) {
       if (limit_reached()) break;
       const int64_t n = reader->metadata().row_groups[g].num_rows;
+      const int64_t first_row = reader->row_group_starts()[g];
       if (s.where || !want_rows) {
         const auto rg_stats = RowGroupStats(t, add, *reader, g);
         if (s.where && !s.where->MayMatch(rg_stats, n)) continue;
         if (!want_rows && (!s.where || s.where->MustMatch(rg_stats, n))) {
-          report->rows += n;
+          report->rows += n - CountDeletedRows(deleted, first_row, n);
           continue;
         }
       }
@@ -142,6 +157,7 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
         }
         STOKE_RETURN_IF_ERROR(s.where->Evaluate(cols, static_cast<size_t>(n), &keep));
       }
+      ClearDeletedRows(deleted, first_row, n, keep.data());
       if (!want_rows) {
         for (uint8_t k : keep) report->rows += k;
         continue;
@@ -163,7 +179,21 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
 
 // One tensor or blob cell (one positioned read); NotFound for a null cell.
 Status ReadPagedCell(const ParquetReader& reader, int row_group, size_t row, size_t file_column, AlignedBuffer* cell) {
+  if (file_column == kNotInFile) return Status::NotFound("a column the file does not have");
   return reader.ReadBinaryCell(reader.row_group_starts()[row_group] + static_cast<int64_t>(row), file_column, cell);
+}
+
+// A column's values as a query result holds them: decimals as their exact text, dates (int32 days) as int64 days (NumPy's datetime64[D]).
+ValueVector ResultValues(const ColumnSpec& spec, const ValueVector& values) {
+  if (spec.logical == LogicalType::kDate) {
+    const auto& days = std::get<std::vector<int32_t>>(values);
+    return std::vector<int64_t>(days.begin(), days.end());
+  }
+  const size_t n = std::visit([](const auto& v) { return v.size(); }, values);
+  std::vector<std::string> texts;
+  texts.reserve(n);
+  for (size_t i = 0; i < n; ++i) texts.push_back(FormatDecimal(DecimalAt(values, i), spec.scale));
+  return texts;
 }
 
 DType ScalarDType(parquet::Type type) {
@@ -182,7 +212,10 @@ Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
   STOKE_ASSIGN_OR_RETURN(Scan s, PrepareScan(o));
   const TableView& t = s.t;
   std::vector<RowPrinter::Column> pcols;
-  for (size_t c : s.selected) pcols.push_back({t.columns[c].name, t.columns[c].type, t.columns[c].is_string});
+  for (size_t c : s.selected) {
+    const ColumnSpec& spec = t.columns[c];
+    pcols.push_back({spec.name, spec.type, spec.is_string, spec.logical, spec.scale, spec.nested()});
+  }
   RowPrinter printer(pcols, o.format);
 
   QueryReport report;
@@ -239,6 +272,14 @@ Result<QueryResult> QueryTableColumns(const QueryOptions& o) {
       q.kind = ColumnKind::kTensor;
       q.dtype = spec.tensor->dtype;
       q.shape = spec.tensor->shape;
+    } else if (spec.logical == LogicalType::kDate || spec.logical == LogicalType::kTimestamp ||
+               spec.logical == LogicalType::kTimestampNtz) {
+      q.kind = spec.logical == LogicalType::kDate ? ColumnKind::kDate : ColumnKind::kTimestamp;
+      q.dtype = DType::kInt64;
+    } else if (spec.logical == LogicalType::kDecimal) {
+      q.kind = ColumnKind::kDecimal;
+    } else if (spec.nested()) {
+      q.kind = ColumnKind::kNested;
     } else if (spec.type == parquet::Type::kByteArray || spec.type == parquet::Type::kFixedLenByteArray ||
                spec.type == parquet::Type::kInt96) {
       q.kind = spec.is_string ? ColumnKind::kString : ColumnKind::kBinary;
@@ -292,9 +333,15 @@ Result<QueryResult> QueryTableColumns(const QueryOptions& o) {
         }
         continue;
       }
-      const ColumnValues taken = TakeRows(m.decoded.at(spec.name), m.rows);
+      ColumnValues taken = TakeRows(m.decoded.at(spec.name), m.rows);
       size_t v = 0;  // next present value
       for (size_t i = 0; i < m.rows.size(); ++i) q.valid.push_back(taken.defined.empty() || taken.defined[i] ? 1 : 0);
+      if (q.kind == ColumnKind::kDecimal || q.kind == ColumnKind::kDate) taken.values = ResultValues(spec, taken.values);
+      if (q.kind == ColumnKind::kDecimal || q.kind == ColumnKind::kNested) {
+        const auto& texts = std::get<std::vector<std::string>>(taken.values);
+        for (size_t i = 0; i < m.rows.size(); ++i) q.strings.push_back(q.valid[before + i] ? texts[v++] : std::string());
+        continue;
+      }
       std::visit(
           [&](const auto& values) {
             using T = typename std::decay_t<decltype(values)>::value_type;

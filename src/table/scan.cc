@@ -1,5 +1,7 @@
 #include "table/scan.h"
 
+#include "format/logical_value.h"
+#include "format/parquet_nested.h"
 #include "io/uri.h"
 
 #include <fmt/format.h>
@@ -10,31 +12,58 @@
 namespace stoke {
 namespace {
 
-// A statistics value decoded per the column's physical type (PLAIN encoding).
-std::optional<Value> DecodeStat(const LeafColumn& col, const std::string& bytes) {
+// A statistics value of a file column (PLAIN encoding of its stored type) in the canonical form of
+// the table column `spec`; nullopt when it cannot serve as a bound.
+std::optional<Value> DecodeStat(const ParquetReader& reader, size_t file_column, const ColumnSpec& spec,
+                                const std::string& bytes) {
+  const LeafColumn& col = reader.columns()[file_column];
   auto p = reinterpret_cast<const uint8_t*>(bytes.data());
+  ColumnValues one;
   switch (col.type) {
     case parquet::Type::kBoolean:
-      if (bytes.size() == 1) return Value{static_cast<bool>(bytes[0] != 0)};
+      if (bytes.size() != 1) return std::nullopt;
+      one.values = std::vector<uint8_t>{static_cast<uint8_t>(bytes[0] != 0)};
       break;
     case parquet::Type::kInt32:
-      if (bytes.size() == 4) return Value{static_cast<int64_t>(LoadLE<int32_t>(p))};
+      if (bytes.size() != 4) return std::nullopt;
+      one.values = std::vector<int32_t>{LoadLE<int32_t>(p)};
       break;
     case parquet::Type::kInt64:
-      if (bytes.size() == 8) return Value{LoadLE<int64_t>(p)};
+      if (bytes.size() != 8) return std::nullopt;
+      one.values = std::vector<int64_t>{LoadLE<int64_t>(p)};
       break;
     case parquet::Type::kFloat:
-      if (bytes.size() == 4) return Value{static_cast<double>(LoadLE<float>(p))};
+      if (bytes.size() != 4) return std::nullopt;
+      one.values = std::vector<float>{LoadLE<float>(p)};
       break;
     case parquet::Type::kDouble:
-      if (bytes.size() == 8) return Value{LoadLE<double>(p)};
+      if (bytes.size() != 8) return std::nullopt;
+      one.values = std::vector<double>{LoadLE<double>(p)};
       break;
     case parquet::Type::kByteArray:
-      if (col.is_string) return Value{bytes};
+    case parquet::Type::kFixedLenByteArray:  // decimals: big-endian two's complement, signed order
+      one.values = std::vector<std::string>{bytes};
       break;
-    default: break;
+    default: return std::nullopt;  // INT96: no defined order
   }
-  return std::nullopt;
+  if (!ConvertToColumnType(reader.metadata().schema[col.schema_index], spec, &one, reader.path()).ok()) {
+    return std::nullopt;
+  }
+  return std::visit(
+      [&](const auto& v) -> std::optional<Value> {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        if constexpr (std::is_same_v<T, uint8_t>) {
+          return Value{v[0] != 0};
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          if (spec.is_string && spec.logical == LogicalType::kNone) return Value{v[0]};
+          return std::nullopt;  // binary, and decimals of more than 18 digits: never bounds
+        } else if constexpr (std::is_floating_point_v<T>) {
+          return Value{static_cast<double>(v[0])};
+        } else {
+          return Value{static_cast<int64_t>(v[0])};
+        }
+      },
+      one.values);
 }
 
 // The statistics of a partition column over `rows` rows of one file.
@@ -46,11 +75,87 @@ Predicate::ColumnStats PartitionStats(const ColumnSpec& col, const std::optional
   return s;
 }
 
+// Renames the struct fields of `v`, a value of the nested Delta type `type`, from their physical names
+// (column mapping) to their names in the schema.
+void ToLogicalNames(nlohmann::ordered_json* v, const nlohmann::json& type, int depth = 0) {
+  if (v->is_null() || !type.is_object() || depth > 64) return;
+  const std::string kind = type.value("type", "");
+  if (kind == "array" && v->is_array()) {
+    for (auto& e : *v) ToLogicalNames(&e, type.value("elementType", nlohmann::json()), depth + 1);
+  } else if (kind == "map" && v->is_object()) {
+    for (auto it = v->begin(); it != v->end(); ++it) ToLogicalNames(&it.value(), type.value("valueType", nlohmann::json()), depth + 1);
+  } else if (kind == "struct" && v->is_object() && type.contains("fields") && type["fields"].is_array()) {
+    nlohmann::ordered_json renamed = nlohmann::ordered_json::object();
+    for (const auto& f : type["fields"]) {
+      const std::string name = f.value("name", "");
+      std::string physical = name;
+      if (f.contains("metadata") && f["metadata"].is_object()) {
+        physical = f["metadata"].value("delta.columnMapping.physicalName", name);
+      }
+      auto it = v->find(physical);
+      if (it == v->end()) continue;
+      ToLogicalNames(&*it, f.value("type", nlohmann::json()), depth + 1);
+      renamed[name] = std::move(*it);
+    }
+    *v = std::move(renamed);
+  }
+}
+
+// A struct, array or map column as JSON text per row (null rows not defined); all null when the
+// file lacks it (added to the schema later).
+Result<ColumnValues> ReadNestedColumn(const ParquetReader& reader, int row_group, const ColumnSpec& column,
+                                      size_t rows) {
+  ColumnValues out{std::vector<std::string>{}, std::vector<uint8_t>(rows, 0)};
+  auto values = ReadNestedField(reader, row_group, column.file_name());
+  if (!values.ok() && values.status().code() == StatusCode::kNotFound && column.optional) return out;
+  STOKE_RETURN_IF_ERROR(values.status());
+  auto& texts = std::get<std::vector<std::string>>(out.values);
+  const nlohmann::json type =
+      column.physical_name.empty() ? nlohmann::json() : nlohmann::json::parse(column.nested_type, nullptr, false);
+  for (size_t r = 0; r < values->size() && r < rows; ++r) {
+    auto& v = (*values)[r];
+    if (v.is_null()) continue;
+    out.defined[r] = 1;
+    if (!column.physical_name.empty()) ToLogicalNames(&v, type);
+    texts.push_back(v.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  }
+  return out;
+}
+
 }  // namespace
+
+Result<size_t> FindFileColumn(const ParquetReader& reader, const ColumnSpec& column) {
+  if (column.field_id) {
+    for (size_t i = 0; i < reader.columns().size(); ++i) {
+      const auto& e = reader.metadata().schema[reader.columns()[i].schema_index];
+      if (e.field_id == column.field_id && reader.columns()[i].max_repetition_level == 0 &&
+          reader.columns()[i].name.find('.') == std::string::npos) {
+        return i;
+      }
+    }
+  }
+  return reader.FindColumn(column.file_name());
+}
 
 std::optional<Value> PartitionValue(const ColumnSpec& column, const std::optional<std::string>& text) {
   if (!text) return std::nullopt;
   const std::string& t = *text;
+  switch (column.logical) {
+    case LogicalType::kDate:
+      if (auto days = ParseDate(t)) return Value{*days};
+      return std::nullopt;
+    case LogicalType::kTimestamp:
+    case LogicalType::kTimestampNtz:
+      if (auto micros = ParseTimestamp(t)) return Value{*micros};
+      return std::nullopt;
+    case LogicalType::kDecimal: {
+      auto d = ParseDecimal(t, column.scale);
+      if (!d || !d->exact || column.precision > kMaxInt64DecimalPrecision) return std::nullopt;
+      if (d->floor >= PowerOfTen(column.precision) || d->floor <= -PowerOfTen(column.precision)) return std::nullopt;
+      return Value{static_cast<int64_t>(d->floor)};
+    }
+    default: break;
+  }
   char* end = nullptr;
   switch (column.type) {
     case parquet::Type::kBoolean:
@@ -105,12 +210,47 @@ ColumnValues PartitionColumnValues(const ColumnSpec& column, const std::optional
 Result<ColumnValues> ReadRowGroupColumn(const TableView& table, const delta::AddFile& add, const ParquetReader& reader,
                                         int row_group, const ColumnSpec& column) {
   if (table.IsPartitionColumn(column.name)) {
-    auto it = add.partition_values.find(column.name);
+    auto it = add.partition_values.find(column.file_name());
     std::optional<std::string> text = it == add.partition_values.end() ? std::nullopt : it->second;
     return PartitionColumnValues(column, text, static_cast<size_t>(reader.metadata().row_groups[row_group].num_rows));
   }
-  STOKE_ASSIGN_OR_RETURN(size_t index, reader.FindColumn(column.name));
-  return reader.ReadColumnChunk(row_group, index);
+  const size_t rows = static_cast<size_t>(reader.metadata().row_groups[row_group].num_rows);
+  if (column.nested()) return ReadNestedColumn(reader, row_group, column, rows);
+  auto index = FindFileColumn(reader, column);
+  if (!index.ok() && index.status().code() == StatusCode::kNotFound && column.optional) {
+    // A column added to the schema after this file was written (schema evolution): null in every row.
+    return ColumnValues{EmptyValuesFor(column.type), std::vector<uint8_t>(rows, 0)};
+  }
+  STOKE_RETURN_IF_ERROR(index.status());
+  STOKE_ASSIGN_OR_RETURN(ColumnValues values, reader.ReadColumnChunk(row_group, *index));
+  const LeafColumn& stored = reader.columns()[*index];
+  STOKE_RETURN_IF_ERROR(ConvertToColumnType(reader.metadata().schema[stored.schema_index], column, &values, reader.path()));
+  return values;
+}
+
+Result<std::vector<uint64_t>> DeletedRows(const TableView& table, const delta::AddFile& add) {
+  if (!add.deletion_vector) return std::vector<uint64_t>{};
+  auto rows = delta::ReadDeletionVector(*table.storage, table.dir, *add.deletion_vector);
+  if (!rows.ok()) return rows.status().WithContext(fmt::format("the deletion vector of '{}'", table.FilePath(add)));
+  return rows;
+}
+
+int64_t CountDeletedRows(const std::vector<uint64_t>& deleted, int64_t first, int64_t count) {
+  auto lo = std::lower_bound(deleted.begin(), deleted.end(), static_cast<uint64_t>(first));
+  auto hi = std::lower_bound(lo, deleted.end(), static_cast<uint64_t>(first + count));
+  return hi - lo;
+}
+
+void ClearDeletedRows(const std::vector<uint64_t>& deleted, int64_t first, int64_t count, uint8_t* keep) {
+  auto it = std::lower_bound(deleted.begin(), deleted.end(), static_cast<uint64_t>(first));
+  for (; it != deleted.end() && *it < static_cast<uint64_t>(first + count); ++it) {
+    keep[*it - static_cast<uint64_t>(first)] = 0;
+  }
+}
+
+bool HasDeletionVectors(const delta::Snapshot& snapshot) {
+  return std::any_of(snapshot.files.begin(), snapshot.files.end(),
+                     [](const delta::AddFile& f) { return f.deletion_vector != nullptr; });
 }
 
 bool TableView::IsPartitionColumn(const std::string& name) const {
@@ -175,7 +315,7 @@ void FileStatsInto(const delta::AddFile& add, AddStatsReader& reader, std::vecto
   }
   if (add.partition_values.empty()) return;
   for (size_t c = 0; c < columns.size(); ++c) {
-    auto it = add.partition_values.find(columns[c].name);
+    auto it = add.partition_values.find(columns[c].file_name());
     if (it != add.partition_values.end()) (*stats)[c] = PartitionStats(columns[c], it->second, *num_records);
   }
 }
@@ -199,26 +339,30 @@ std::map<std::string, Predicate::ColumnStats> RowGroupStats(const TableView& tab
                                                            const ParquetReader& reader, int row_group) {
   std::map<std::string, Predicate::ColumnStats> out;
   for (const auto& col : table.columns) {
-    auto it = add.partition_values.find(col.name);
+    auto it = add.partition_values.find(col.file_name());
     if (it != add.partition_values.end()) {
       out[col.name] = PartitionStats(col, it->second, reader.metadata().row_groups[row_group].num_rows);
     }
   }
   const auto& rg = reader.metadata().row_groups[row_group];
-  for (size_t c = 0; c < reader.columns().size(); ++c) {
-    const auto& meta = rg.columns[c].meta_data;
+  for (const ColumnSpec& spec : table.columns) {
+    if (table.IsPartitionColumn(spec.name)) continue;
+    auto c = FindFileColumn(reader, spec);
+    if (!c.ok()) continue;  // not in this file (added later): unknown, nothing skipped
+    const auto& meta = rg.columns[*c].meta_data;
     if (!meta || !meta->statistics) continue;
     const auto& st = *meta->statistics;
     Predicate::ColumnStats s;
     // min_value/max_value have the column's sort order; the deprecated min/max only for signed
     // types, where both orders agree.
-    bool legacy_ok = reader.columns()[c].type != parquet::Type::kByteArray;
+    const parquet::Type stored = reader.columns()[*c].type;
+    bool legacy_ok = stored != parquet::Type::kByteArray && stored != parquet::Type::kFixedLenByteArray;
     auto lo = st.min_value ? st.min_value : (legacy_ok ? st.min : std::nullopt);
     auto hi = st.max_value ? st.max_value : (legacy_ok ? st.max : std::nullopt);
-    if (lo) s.min = DecodeStat(reader.columns()[c], *lo);
-    if (hi) s.max = DecodeStat(reader.columns()[c], *hi);
+    if (lo) s.min = DecodeStat(reader, *c, spec, *lo);
+    if (hi) s.max = DecodeStat(reader, *c, spec, *hi);
     s.null_count = st.null_count;
-    out[reader.columns()[c].name] = std::move(s);
+    out[spec.name] = std::move(s);
   }
   return out;
 }

@@ -45,6 +45,22 @@ ColumnValues PartitionColumnValues(const ColumnSpec& column, const std::optional
 Result<ColumnValues> ReadRowGroupColumn(const TableView& table, const delta::AddFile& add, const ParquetReader& reader,
                                         int row_group, const ColumnSpec& column);
 
+// The leaf column of a data file that holds the table column `column`: by field id in column mapping's
+// mode id (a top-level leaf whose SchemaElement has it), else by the column's name in files (its
+// physical name under column mapping). NotFound when the file has none.
+Result<size_t> FindFileColumn(const ParquetReader& reader, const ColumnSpec& column);
+
+// The rows of data file `add` that its deletion vector deletes, as file-global row indexes, ascending
+// and distinct; empty when it has none. Errors name the deletion vector's file (or the add's file for
+// an inline one) and the offset (see delta::ReadDeletionVector).
+Result<std::vector<uint64_t>> DeletedRows(const TableView& table, const delta::AddFile& add);
+// How many of the rows [first, first + count) of a file are in `deleted` (as DeletedRows returns it).
+int64_t CountDeletedRows(const std::vector<uint64_t>& deleted, int64_t first, int64_t count);
+// Sets keep[r - first] to 0 for each deleted row r in [first, first + count).
+void ClearDeletedRows(const std::vector<uint64_t>& deleted, int64_t first, int64_t count, uint8_t* keep);
+// Whether any data file of the snapshot has a deletion vector.
+bool HasDeletionVectors(const delta::Snapshot& snapshot);
+
 // `table` is a local path or a storage URI (az://, abfss://, https://…blob…, s3://; see io/uri.h).
 Result<TableView> OpenTableView(const std::string& table, std::optional<int64_t> version = std::nullopt);
 

@@ -162,18 +162,46 @@ inline int64_t CommitAdds(const TestTable& table, std::vector<delta::AddFile> ad
   return v.ok() ? *v : -1;
 }
 
-// Rewrites the footer of a data file without the OffsetIndex of column `column` (as a writer that
-// writes no page indexes would); returns the new file size.
-inline int64_t DropOffsetIndex(const std::string& path, size_t column) {
+// Deletes `rows` (row indexes in the file, ascending) of the table's data file `path` with a deletion
+// vector written by stoke's own writer, as Spark's DELETE does: the protocol is raised to reader 3 /
+// writer 7 with deletionVectors (on first use), and one commit removes the file and adds it again
+// with the DV. Returns the version.
+inline int64_t DeleteRows(const TestTable& table, const std::string& path, const std::vector<uint64_t>& rows) {
+  auto log = table.log();
+  auto snap = log.ReadSnapshot();
+  EXPECT_TRUE(snap.ok()) << snap.status().ToString();
+  auto it = std::find_if(snap->files.begin(), snap->files.end(), [&](const delta::AddFile& f) { return f.path == path; });
+  EXPECT_NE(it, snap->files.end()) << path;
+  auto dv = delta::WriteDeletionVectorFile(LocalStorage(), table.dir(), rows, "");
+  EXPECT_TRUE(dv.ok()) << dv.status().ToString();
+  std::vector<delta::Action> actions;
+  const delta::Protocol dv_protocol{3, 7, {"deletionVectors"}, {"deletionVectors"}};
+  if (snap->protocol.reader_features.empty()) actions.push_back(dv_protocol);
+  delta::RemoveFile rm;
+  rm.path = it->path;
+  rm.deletion_timestamp = 1;
+  rm.size = it->size;
+  rm.deletion_vector = it->deletion_vector;
+  actions.push_back(rm);
+  delta::AddFile add = *it;
+  add.data_change = true;
+  add.deletion_vector = std::make_shared<const delta::DeletionVectorDescriptor>(*dv);
+  actions.push_back(add);
+  auto v = log.Commit(snap->version, actions, delta::CommitKind::kExclusive, "DELETE", nlohmann::json::object());
+  EXPECT_TRUE(v.ok()) << v.status().ToString();
+  return v.ok() ? *v : -1;
+}
+
+// Rewrites the footer of a data file with what `change` makes of its metadata (pages untouched);
+// returns the new file size.
+template <typename Change>
+inline int64_t RewriteFooter(const std::string& path, Change change) {
   auto reader = ParquetReader::Open(LocalStorage(), path);
   EXPECT_TRUE(reader.ok()) << reader.status().ToString();
   parquet::FileMetaData meta = (*reader)->metadata();
   const uint64_t footer_start = (*reader)->file_size() - 8 - (*reader)->footer_size();
   reader->reset();
-  for (auto& rg : meta.row_groups) {
-    rg.columns[column].offset_index_offset.reset();
-    rg.columns[column].offset_index_length.reset();
-  }
+  change(meta);
   auto bytes = ReadFileToString(LocalStorage(), path);
   EXPECT_TRUE(bytes.ok());
   std::string out = bytes->substr(0, footer_start);
@@ -186,6 +214,17 @@ inline int64_t DropOffsetIndex(const std::string& path, size_t column) {
   out += "PAR1";
   EXPECT_TRUE(WriteFileAtomically(LocalStorage(), path, AsBytes(out)).ok());
   return static_cast<int64_t>(out.size());
+}
+
+// Rewrites the footer of a data file without the OffsetIndex of column `column` (as a writer that
+// writes no page indexes would); returns the new file size.
+inline int64_t DropOffsetIndex(const std::string& path, size_t column) {
+  return RewriteFooter(path, [column](parquet::FileMetaData& meta) {
+    for (auto& rg : meta.row_groups) {
+      rg.columns[column].offset_index_offset.reset();
+      rg.columns[column].offset_index_length.reset();
+    }
+  });
 }
 
 // Every (id, label, name or null, tensor bytes) of a table of TestColumns, sorted by id.

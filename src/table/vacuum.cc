@@ -20,6 +20,7 @@
 #include "io/uri.h"
 #include "stoke/maintenance.h"
 #include "table/delta_log.h"
+#include "table/table_features.h"
 
 namespace stoke {
 
@@ -35,6 +36,11 @@ Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
   STOKE_ASSIGN_OR_RETURN(int64_t latest, log.LatestVersion());
   if (latest < 0) {  // the log's own error says why (a missing directory, container or bucket)
     return log.ReadSnapshot(std::nullopt).status().WithContext(fmt::format("vacuum: '{}' is not a table", o.table_dir));
+  }
+  {
+    // Checked before anything is deleted (PROTOCOL.md, "VACUUM Protocol Check").
+    STOKE_ASSIGN_OR_RETURN(auto latest_snapshot, log.ReadSnapshot(latest));
+    STOKE_RETURN_IF_ERROR(delta::CheckWritable(latest_snapshot, "vacuum", o.table_dir));
   }
   const int64_t now_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();

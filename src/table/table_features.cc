@@ -1,0 +1,135 @@
+#include "table/table_features.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace stoke::delta {
+namespace {
+
+// Reader features whose data stoke reads as the protocol requires.
+constexpr std::string_view kReaderFeatures[] = {
+    "columnMapping",         // physical names and field ids in data files, statistics and partitions
+    "deletionVectors",       // deleted rows vanish from scans, counts and the loader (deletion_vector.h)
+    "timestampNtz",          // the timestamp_ntz type
+    "typeWidening",          // files older than a widening hold the narrower type (ConvertToColumnType)
+    "typeWidening-preview",  // the same, as Databricks' preview named it
+    "v2Checkpoint",          // UUID-named JSON or Parquet checkpoints with sidecars (checkpoint_v2.cc)
+    "vacuumProtocolCheck",   // readers only acknowledge it; vacuum checks the writer protocol
+};
+
+// Writer features whose rules stoke's writes keep: appendOnly (checked below), invariants (refused
+// below when a column has one), and features that need nothing of a writer that adds files of the
+// table's own types or deletes unreferenced ones.
+constexpr std::string_view kWriterFeatures[] = {
+    "appendOnly", "invariants", "timestampNtz", "typeWidening", "typeWidening-preview", "vacuumProtocolCheck",
+};
+
+bool Contains(const auto& list, std::string_view name) {
+  return std::find(std::begin(list), std::end(list), name) != std::end(list);
+}
+
+bool ConfigIsTrue(const Metadata& m, const std::string& key) {
+  auto it = m.configuration.find(key);
+  return it != m.configuration.end() && (it->second == "true" || it->second == "TRUE" || it->second == "True");
+}
+
+// Features of the table's metadata that a writer must honour when they are in use, whatever the
+// protocol version that allows them (the legacy versions 3 to 6 imply them without listing them).
+std::vector<std::string> FeaturesInUse(const Metadata& m) {
+  std::vector<std::string> used;
+  // Field metadata keys sit in the schema's JSON text; a column named like one is rare and only
+  // makes the check refuse where it need not.
+  auto schema_has = [&](std::string_view key) { return m.schema_string.find(key) != std::string::npos; };
+  if (schema_has("\"delta.invariants\"")) used.push_back("invariants");
+  if (std::any_of(m.configuration.begin(), m.configuration.end(),
+                  [](const auto& kv) { return kv.first.rfind("delta.constraints.", 0) == 0; })) {
+    used.push_back("checkConstraints");
+  }
+  if (ConfigIsTrue(m, "delta.enableChangeDataFeed")) used.push_back("changeDataFeed");
+  if (schema_has("\"delta.generationExpression\"")) used.push_back("generatedColumns");
+  auto mapping = m.configuration.find("delta.columnMapping.mode");
+  if (mapping != m.configuration.end() && mapping->second != "none") used.push_back("columnMapping");
+  if (schema_has("\"delta.identity.start\"")) used.push_back("identityColumns");
+  return used;
+}
+
+// Whether a Delta type (a name or a nested type's JSON) holds a variant anywhere.
+bool HoldsVariant(const nlohmann::json& t, int depth) {
+  if (depth > 64) return false;
+  if (t.is_string()) return t.get<std::string>() == "variant";
+  if (!t.is_object()) return false;
+  for (const char* key : {"elementType", "keyType", "valueType"}) {
+    if (t.contains(key) && HoldsVariant(t[key], depth + 1)) return true;
+  }
+  if (t.contains("fields") && t["fields"].is_array()) {
+    for (const auto& f : t["fields"]) {
+      if (f.is_object() && f.contains("type") && HoldsVariant(f["type"], depth + 1)) return true;
+    }
+  }
+  return false;
+}
+
+// The top-level columns of a schemaString that hold a variant.
+std::vector<std::string> VariantColumns(const std::string& schema_string) {
+  std::vector<std::string> out;
+  auto schema = nlohmann::json::parse(schema_string, nullptr, false);
+  if (!schema.is_object() || !schema.contains("fields") || !schema["fields"].is_array()) return out;
+  for (const auto& f : schema["fields"]) {
+    if (f.is_object() && f.contains("name") && f["name"].is_string() && f.contains("type") && HoldsVariant(f["type"], 0)) {
+      out.push_back(f["name"].get<std::string>());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Status CheckReadable(const Protocol& p, std::string_view where) {
+  std::vector<std::string> missing;
+  for (const std::string& f : p.reader_features) {
+    if (!Contains(kReaderFeatures, f)) missing.push_back(f);
+  }
+  if (!missing.empty()) {
+    return Status::Unsupported(fmt::format("{}: the table needs reader features [{}] (minReaderVersion {}) that stoke "
+                                           "does not support",
+                                           where, fmt::join(missing, ", "), p.min_reader_version));
+  }
+  if (p.min_reader_version > 3) {
+    return Status::Unsupported(
+        fmt::format("{}: the table needs reader version {}; stoke reads versions 1 and 3", where, p.min_reader_version));
+  }
+  return Status::OK();
+}
+
+Status CheckReadable(const Snapshot& snapshot, std::string_view where) {
+  Status st = CheckReadable(snapshot.protocol, where);
+  if (st.ok() || st.message().find("variant") == std::string_view::npos) return st;
+  std::vector<std::string> columns = VariantColumns(snapshot.metadata.schema_string);
+  if (columns.empty()) return st;
+  return Status::Unsupported(fmt::format("{} (stoke does not read the variant type of column{} '{}')", st.message(),
+                                         columns.size() > 1 ? "s" : "", fmt::join(columns, "', '")));
+}
+
+Status CheckWritable(const Snapshot& snapshot, std::string_view operation, std::string_view table, bool removes_data) {
+  const Protocol& p = snapshot.protocol;
+  std::vector<std::string> refused;
+  if (p.min_writer_version > 7) refused.push_back(fmt::format("writer version {}", p.min_writer_version));
+  if (p.min_writer_version == 7) {
+    for (const std::string& f : p.writer_features) {
+      if (!Contains(kWriterFeatures, f)) refused.push_back(f);
+    }
+  }
+  for (std::string& f : FeaturesInUse(snapshot.metadata)) {
+    if (!Contains(refused, f)) refused.push_back(std::move(f));
+  }
+  if (removes_data && ConfigIsTrue(snapshot.metadata, "delta.appendOnly")) refused.push_back("appendOnly");
+  if (refused.empty()) return Status::OK();
+  return Status::Unsupported(fmt::format("{}: table '{}' uses [{}], which stoke's {} does not keep; nothing was written",
+                                         operation, table, fmt::join(refused, ", "), operation));
+}
+
+}  // namespace stoke::delta
