@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { md5, npyPayload, queryRows, readCsv, runStoke, sqlList, sqlStr } from './support.mjs';
+import { copyStokeBinary, md5, npyPayload, queryRows, readCsv, runStoke, sqlList, sqlStr } from './support.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..', '..');
@@ -35,16 +35,7 @@ let con; // DuckDBConnection
 before(async () => {
   TMP = fs.mkdtempSync(path.join(os.tmpdir(), 'stoke-table-interop-'));
   STOKE = path.join(TMP, 'stoke');
-  for (let attempt = 0; ; attempt++) {
-    try {
-      fs.copyFileSync(STOKE_SRC, STOKE);
-      break;
-    } catch (e) {
-      if (attempt >= 50) throw new Error(`cannot copy ${STOKE_SRC}: ${e.message} (set STOKE_BIN?)`);
-      await new Promise((r) => setTimeout(r, 200)); // being rebuilt right now
-    }
-  }
-  fs.chmodSync(STOKE, 0o755);
+  await copyStokeBinary(STOKE_SRC, STOKE);
   duck = await DuckDBInstance.create(':memory:', { threads: '1' });
   con = await duck.connect();
 });

@@ -1,4 +1,4 @@
-// Helpers shared by the interop tests: running the stoke binary, querying DuckDB, and reading the
+// Helpers shared by the interop tests: copying and running the stoke binary, querying DuckDB, and reading the
 // files stoke synth writes.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -6,6 +6,21 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 
 // Runs `binary --no-progress ...args`; throws unless it exits 0 (when ok). raw: stdout as a Buffer.
+// Copies the stoke binary `src` to `dst` (executable), so that a concurrent rebuild does not disturb
+// a run; waits up to 10 s while the binary is being replaced.
+export async function copyStokeBinary(src, dst) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      fs.copyFileSync(src, dst);
+      break;
+    } catch (e) {
+      if (attempt >= 50) throw new Error(`cannot copy ${src}: ${e.message} (set STOKE_BIN?)`);
+      await new Promise((r) => setTimeout(r, 200)); // being rebuilt right now
+    }
+  }
+  fs.chmodSync(dst, 0o755);
+}
+
 export function runStoke(binary, args, { ok = true, raw = false } = {}) {
   const r = spawnSync(binary, ['--no-progress', ...args.map(String)], {
     encoding: raw ? 'buffer' : 'utf8',

@@ -1,0 +1,70 @@
+"""Delta tables that Spark, Databricks and delta-rs wrote (the shared corpus) through the Python API:
+dates, timestamps and decimals as numpy and pandas values, structs, arrays and maps as dicts and
+lists, rows that deletion vectors delete left out, and column mapping's physical names hidden.
+
+The corpus is <repo>/../shared/corpus/delta-rs (a fresh clone has none: the module skips, saying so).
+"""
+
+import datetime
+import decimal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stoke_env import REPO, import_stoke
+
+stoke = import_stoke()
+
+CORPUS = REPO.parent / "shared" / "corpus" / "delta-rs"
+if not CORPUS.is_dir():
+    pytest.skip(f"no Delta corpus at {CORPUS} (it comes with the project's shared folder)", allow_module_level=True)
+
+
+def table(name):
+    return stoke.open_table(str(CORPUS / name))
+
+
+def test_dates_are_datetime64_days():
+    q = table("delta-0.8.0-date").query()
+    assert q["date"].dtype == np.dtype("datetime64[D]")
+    assert q["date"][0] == np.datetime64("2021-01-01")
+    df = table("delta-0.8.0-date").query(to="pandas")
+    import pandas as pd
+    assert df["date"].iloc[0] == pd.Timestamp("2021-01-01")
+
+
+def test_timestamps_are_datetime64_micros_to_the_calendars_end():
+    q = table("table_with_edge_timestamps").query()
+    assert q["BIG_DATE"].dtype == np.dtype("datetime64[us]")
+    assert np.datetime64("9999-12-31T00:00:00") in q["BIG_DATE"]
+    assert np.datetime64("2022-01-01T00:00:00") in q["NORMAL_DATE"]
+
+
+def test_decimals_are_exact_and_nested_columns_are_dicts_and_lists():
+    q = table("delta-1.2.1-only-struct-stats").query()
+    assert isinstance(q["decimal"][0], decimal.Decimal)
+    assert q["decimal"][0] == decimal.Decimal("-5.67800")
+    assert q["struct"][0] == {"struct_element": "struct_value"}
+    assert q["map"][0] == {"map_key": "map_value"}
+    assert q["array"][0] == ["array_value"]
+    assert q["struct_of_array_of_map"][0] == {"struct_element": [{"map_key": "map_value"}]}
+
+
+def test_rows_a_deletion_vector_deletes_are_left_out():
+    t = table("table-with-dv-small")
+    assert t.count() == 8
+    assert sorted(t.query()["value"].tolist()) == list(range(1, 9))  # 0 and 9 are deleted
+
+
+def test_column_mapping_reads_under_the_schemas_names():
+    q = table("table_with_column_mapping").query()
+    assert "Company Very Short" in q
+    assert all(not name.startswith("col-") for name in q)
+
+
+def test_the_loader_refuses_decimal_and_nested_columns_naming_them():
+    with pytest.raises(Exception, match="decimal"):
+        stoke.Loader(str(CORPUS / "delta-1.2.1-only-struct-stats"), columns=["decimal"])
+    with pytest.raises(Exception, match="struct"):
+        stoke.Loader(str(CORPUS / "delta-1.2.1-only-struct-stats"), columns=["struct"])
