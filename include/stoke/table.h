@@ -26,7 +26,8 @@ bool IsTableDirectory(const std::string& path);
 struct QueryOptions {
   std::string table_dir;                  // required: a directory or a URI
   // Default: all rows. = != < <= > >= IN, NOT IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT and
-  // parentheses over scalar columns, with SQL's three-valued logic: "label = 1 AND x < 100".
+  // parentheses over scalar columns, with SQL's three-valued logic: "label = 1 AND x < 100"; dates
+  // as DATE '2024-01-31', timestamps as TIMESTAMP '2024-01-31 12:00:00', decimals as numbers.
   std::string where;
   std::vector<std::string> select;        // default (empty): all columns; tensor cells print as md5 and length
   int64_t limit = -1;                     // default -1: all matching rows; else at most this many

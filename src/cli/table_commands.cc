@@ -104,7 +104,9 @@ void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
   auto* query = app.add_subcommand("query", "Rows of a table matching a predicate, e.g. --where \"label = 1 AND x < 100\"");
   query->add_option("table", qo.table_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
   query->add_option("--where", qo.where,
-                    "Predicate over scalar columns: = != < <= > >= IN, NOT IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT");
+                    "Predicate over scalar columns: = != < <= > >= IN, NOT IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT; "
+                    "dates as DATE 'yyyy-mm-dd', timestamps as TIMESTAMP 'yyyy-mm-dd hh:mm:ss' (UTC unless a zone "
+                    "follows), decimals as numbers");
   query->add_option("--select", query_select, "Comma-separated columns (default: all)");
   query->add_option("--limit", qo.limit, "At most N rows (-1 = all)")->capture_default_str();
   query->add_flag("--count", qo.count_only, "Print only the number of matching rows");

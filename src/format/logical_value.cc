@@ -163,6 +163,12 @@ std::optional<int64_t> Int96Micros(std::string_view bytes) {
   return micros;
 }
 
+std::string DecimalBytes(__int128 unscaled) {
+  std::string b(16, '\0');
+  for (int i = 15; i >= 0; --i, unscaled >>= 8) b[static_cast<size_t>(i)] = static_cast<char>(unscaled & 0xff);
+  return b;
+}
+
 __int128 PowerOfTen(int32_t n) {
   __int128 p = 1;
   for (int32_t i = 0; i < n; ++i) p *= 10;
@@ -435,11 +441,7 @@ Status ToDecimal(const Stored& s, const ColumnSpec& column, ValueVector* values,
     *values = MapValues<int64_t>(unscaled, [](__int128 x) { return static_cast<int64_t>(x); });
     return Status::OK();
   }
-  *values = MapValues<std::string>(unscaled, [](__int128 x) {
-    std::string b(16, '\0');
-    for (int i = 15; i >= 0; --i, x >>= 8) b[static_cast<size_t>(i)] = static_cast<char>(x & 0xff);
-    return b;
-  });
+  *values = MapValues<std::string>(unscaled, DecimalBytes);
   return Status::OK();
 }
 

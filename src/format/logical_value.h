@@ -61,6 +61,9 @@ __int128 DecimalAt(const ValueVector& values, size_t index);
 // and the Julian day (4 bytes), little-endian; nullopt beyond int64 microseconds.
 // REQUIRES: bytes.size() == 12.
 std::optional<int64_t> Int96Micros(std::string_view bytes);
+// The 16-byte big-endian two's complement of `unscaled`: a decimal of more than 18 digits as a table
+// column holds it.
+std::string DecimalBytes(__int128 unscaled);
 // 10^n for n in 0..38.
 __int128 PowerOfTen(int32_t n);
 

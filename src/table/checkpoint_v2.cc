@@ -4,6 +4,7 @@
 // Parquet files in _delta_log/_sidecars with the add and remove actions.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <string>
 #include <string_view>
 

@@ -150,8 +150,10 @@ std::optional<Value> PartitionValue(const ColumnSpec& column, const std::optiona
       return std::nullopt;
     case LogicalType::kDecimal: {
       auto d = ParseDecimal(t, column.scale);
-      if (!d || !d->exact || column.precision > kMaxInt64DecimalPrecision) return std::nullopt;
+      if (!d || !d->exact) return std::nullopt;
       if (d->floor >= PowerOfTen(column.precision) || d->floor <= -PowerOfTen(column.precision)) return std::nullopt;
+      // In the column's canonical form (see LogicalType): more than 18 digits as 16 bytes.
+      if (column.precision > kMaxInt64DecimalPrecision) return Value{DecimalBytes(d->floor)};
       return Value{static_cast<int64_t>(d->floor)};
     }
     default: break;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "format/logical_value.h"
 #include "table/test_table.h"
 
 namespace stoke {
@@ -30,6 +31,30 @@ TEST(Scan, FileStatsReadDeltaStatisticsByColumnType) {
   EXPECT_EQ(st["name"].max, Value{std::string("zz")});
   EXPECT_EQ(st["name"].null_count, 2);
   EXPECT_FALSE(st["t"].min.has_value());  // tensors have no bounds
+}
+
+TEST(Scan, PartitionValuesOfEveryTypeTakeTheColumnsCanonicalForm) {
+  auto column = [](parquet::Type type, LogicalType logical, int32_t precision = 0, int32_t scale = 0) {
+    return ColumnSpec{.name = "p", .type = type, .logical = logical, .precision = precision, .scale = scale, .optional = true};
+  };
+  const ColumnSpec date = column(parquet::Type::kInt32, LogicalType::kDate);
+  EXPECT_EQ(PartitionValue(date, "2024-01-31"), Value{int64_t{19753}});
+  EXPECT_FALSE(PartitionValue(date, "2024-02-30").has_value());
+  // Delta writes timestamp partitions as "yyyy-mm-dd hh:mm:ss[.ffffff]" or ISO-8601 with a zone.
+  const ColumnSpec ts = column(parquet::Type::kInt64, LogicalType::kTimestamp);
+  EXPECT_EQ(PartitionValue(ts, "2024-01-31 12:00:00"), Value{int64_t{1706702400000000}});
+  EXPECT_EQ(PartitionValue(ts, "2024-01-31T12:00:00.000000Z"), Value{int64_t{1706702400000000}});
+  const ColumnSpec small = column(parquet::Type::kInt64, LogicalType::kDecimal, 10, 2);
+  EXPECT_EQ(PartitionValue(small, "12.5"), Value{int64_t{1250}});
+  EXPECT_FALSE(PartitionValue(small, "12.505").has_value());  // not a value of scale 2
+  EXPECT_FALSE(PartitionValue(small, "123456789.00").has_value());  // more than 10 digits
+  const ColumnSpec wide = column(parquet::Type::kFixedLenByteArray, LogicalType::kDecimal, 30, 2);
+  ColumnValues v = PartitionColumnValues(wide, std::optional<std::string>("-0.05"), 2);
+  const auto& bytes = std::get<std::vector<std::string>>(v.values);
+  ASSERT_EQ(bytes.size(), 2u);
+  EXPECT_EQ(DecimalAt(v.values, 1), -5);
+  EXPECT_EQ(bytes[0].size(), 16u);
+  EXPECT_EQ(PartitionColumnValues(wide, std::nullopt, 3).defined, (std::vector<uint8_t>{0, 0, 0}));
 }
 
 TEST(Scan, TruncatedStringMaximaAreNotTrusted) {
