@@ -367,6 +367,18 @@ std::string StoredName(const Stored& s) {
   return name;
 }
 
+// The Corruption for a stored type that cannot hold the column's values, built only when it is
+// returned: conversions run for every column chunk a scan reads.
+struct Mismatch {
+  const Stored& stored;
+  const ColumnSpec& column;
+  std::string_view context;
+  Status operator()(std::string_view detail = {}) const {
+    return Status::Corruption(fmt::format("{}: column '{}' is stored as {}, which cannot hold the table's type {}{}",
+                                          context, column.name, StoredName(stored), SparkTypeName(column), detail));
+  }
+};
+
 template <typename To, typename From, typename F>
 std::vector<To> MapValues(const std::vector<From>& from, F f) {
   std::vector<To> out;
@@ -376,15 +388,15 @@ std::vector<To> MapValues(const std::vector<From>& from, F f) {
 }
 
 // Timestamps stored as INT64 or INT96 to microseconds.
-Status ToMicros(const Stored& s, ValueVector* values, const std::string& bad) {
+Status ToMicros(const Stored& s, ValueVector* values, const Mismatch& bad) {
   if (s.type == Type::kInt96) {
     auto& v = std::get<std::vector<std::string>>(*values);
     std::vector<int64_t> micros;
     micros.reserve(v.size());
     for (const std::string& b : v) {
-      if (b.size() != 12) return Status::Corruption(bad + " (an INT96 value that is not 12 bytes)");
+      if (b.size() != 12) return bad(" (an INT96 value that is not 12 bytes)");
       auto us = Int96Micros(b);
-      if (!us) return Status::Corruption(bad + " (an INT96 value beyond the range of microseconds)");
+      if (!us) return bad(" (an INT96 value beyond the range of microseconds)");
       micros.push_back(*us);
     }
     *values = std::move(micros);
@@ -394,17 +406,21 @@ Status ToMicros(const Stored& s, ValueVector* values, const std::string& bad) {
     std::vector<int64_t> micros;
     for (int32_t d : std::get<std::vector<int32_t>>(*values)) {
       int64_t us = 0;
-      if (__builtin_mul_overflow(int64_t{d}, kMicrosPerDay, &us)) return Status::Corruption(bad + " (a date beyond the range of timestamps)");
+      if (__builtin_mul_overflow(int64_t{d}, kMicrosPerDay, &us)) {
+        return bad(" (a date beyond the range of timestamps)");
+      }
       micros.push_back(us);
     }
     *values = std::move(micros);
     return Status::OK();
   }
-  if (s.type != Type::kInt64 || s.decimal) return Status::Corruption(bad);
+  if (s.type != Type::kInt64 || s.decimal) return bad();
   auto& v = std::get<std::vector<int64_t>>(*values);
   if (s.timestamp_unit == 1000) {
     for (int64_t& x : v) {
-      if (__builtin_mul_overflow(x, int64_t{1000}, &x)) return Status::Corruption(bad + " (a millisecond value beyond the range of microseconds)");
+      if (__builtin_mul_overflow(x, int64_t{1000}, &x)) {
+        return bad(" (a millisecond value beyond the range of microseconds)");
+      }
     }
   } else if (s.timestamp_unit == -1000) {
     for (int64_t& x : v) x = x / 1000 - (x % 1000 < 0 ? 1 : 0);  // floor: nanoseconds before 1970 too
@@ -413,11 +429,11 @@ Status ToMicros(const Stored& s, ValueVector* values, const std::string& bad) {
 }
 
 // Decimals (and integers, widened to decimals) to the column's canonical form at its scale.
-Status ToDecimal(const Stored& s, const ColumnSpec& column, ValueVector* values, const std::string& bad) {
+Status ToDecimal(const Stored& s, const ColumnSpec& column, ValueVector* values, const Mismatch& bad) {
   const int32_t stored_scale = s.decimal ? s.decimal_scale : 0;
   const bool integer = s.type == Type::kInt32 || s.type == Type::kInt64;
   if ((!s.decimal && !integer) || stored_scale > column.scale || s.date || s.timestamp_unit != 0) {
-    return Status::Corruption(bad);
+    return bad();
   }
   const __int128 factor = PowerOfTen(column.scale - stored_scale);
   const __int128 limit = PowerOfTen(column.precision);
@@ -425,14 +441,14 @@ Status ToDecimal(const Stored& s, const ColumnSpec& column, ValueVector* values,
   std::vector<__int128> unscaled(n);
   for (size_t i = 0; i < n; ++i) {
     if (auto* strings = std::get_if<std::vector<std::string>>(values); strings && (*strings)[i].size() > 16) {
-      return Status::Corruption(bad + fmt::format(" (a decimal of {} bytes)", (*strings)[i].size()));
+      return bad(fmt::format(" (a decimal of {} bytes)", (*strings)[i].size()));
     }
     // |stored| * factor < 10^precision, checked before the product can overflow (both powers of ten:
     // the quotient is exact).
     const __int128 stored = DecimalAt(*values, i);
     const __int128 bound = limit / factor;
     if (stored != 0 && (stored >= bound || stored <= -bound)) {
-      return Status::Corruption(bad + fmt::format(" (the value {} has more than {} digits)",
+      return bad(fmt::format(" (the value {} has more than {} digits)",
                                                   FormatDecimal(stored, stored_scale), column.precision));
     }
     unscaled[i] = stored * factor;
@@ -446,10 +462,10 @@ Status ToDecimal(const Stored& s, const ColumnSpec& column, ValueVector* values,
 }
 
 // Plain numbers: the stored type as it is, or widened (int32 to int64; float and integers to double).
-Status ToPlain(const Stored& s, const ColumnSpec& column, ValueVector* values, const std::string& bad) {
+Status ToPlain(const Stored& s, const ColumnSpec& column, ValueVector* values, const Mismatch& bad) {
   if (s.type == column.type && !s.decimal && !s.date && s.timestamp_unit == 0) return Status::OK();
   if (column.type == Type::kByteArray && s.type == Type::kFixedLenByteArray && !column.is_string) return Status::OK();
-  if (s.decimal || s.date || s.timestamp_unit != 0) return Status::Corruption(bad);
+  if (s.decimal || s.date || s.timestamp_unit != 0) return bad();
   auto widen = [&](auto to) -> Status {
     using To = decltype(to);
     std::visit(
@@ -467,7 +483,7 @@ Status ToPlain(const Stored& s, const ColumnSpec& column, ValueVector* values, c
       (s.type == Type::kFloat || s.type == Type::kInt32 || s.type == Type::kInt64)) {
     return widen(double{});
   }
-  return Status::Corruption(bad);
+  return bad();
 }
 
 }  // namespace
@@ -503,26 +519,25 @@ ColumnSpec ColumnOfStored(const parquet::SchemaElement& stored) {
 Status ConvertToColumnType(const parquet::SchemaElement& stored, const ColumnSpec& column, ColumnValues* values,
                            std::string_view context) {
   const Stored s = DescribeStored(stored);
-  const std::string bad = fmt::format("{}: column '{}' is stored as {}, which cannot hold the table's type {}", context,
-                                      column.name, StoredName(s), SparkTypeName(column));
+  const Mismatch bad{s, column, context};
   switch (column.logical) {
     case LogicalType::kNone:
       return ToPlain(s, column, &values->values, bad);
     case LogicalType::kByte:
     case LogicalType::kShort:
-      if (s.type != Type::kInt32 || s.decimal || s.date) return Status::Corruption(bad);
+      if (s.type != Type::kInt32 || s.decimal || s.date) return bad();
       return Status::OK();
     case LogicalType::kDate:
-      if (s.type != Type::kInt32 || s.decimal) return Status::Corruption(bad);
+      if (s.type != Type::kInt32 || s.decimal) return bad();
       return Status::OK();
     case LogicalType::kTimestamp:
     case LogicalType::kTimestampNtz:
-      if (s.date && column.logical == LogicalType::kTimestamp) return Status::Corruption(bad);
+      if (s.date && column.logical == LogicalType::kTimestamp) return bad();
       return ToMicros(s, &values->values, bad);
     case LogicalType::kDecimal:
       return ToDecimal(s, column, &values->values, bad);
   }
-  return Status::Corruption(bad);
+  return bad();
 }
 
 }  // namespace stoke

@@ -26,7 +26,8 @@ class FaultProxyTest : public ::testing::TestWithParam<std::string> {
     container_ = testing::UniqueName("fault");
     storage_ = Make(testing::TestHttpOptions());
     ASSERT_NE(storage_, nullptr);
-    ASSERT_TRUE(storage_->client().CreateContainer().ok());
+    const Status created = storage_->client().CreateContainer();
+    ASSERT_TRUE(created.ok()) << created.ToString();
     data_ = TestBytes(256 << 10, 7);
     ASSERT_TRUE(WriteFileAtomically(*storage_, "obj/data.bin", AsBytes(data_)).ok());
   }

@@ -183,7 +183,8 @@ Status ReadPagedCell(const ParquetReader& reader, int row_group, size_t row, siz
   return reader.ReadBinaryCell(reader.row_group_starts()[row_group] + static_cast<int64_t>(row), file_column, cell);
 }
 
-// A column's values as a query result holds them: decimals as their exact text, dates (int32 days) as int64 days (NumPy's datetime64[D]).
+// A column's values as a query result holds them: decimals as their exact text, dates (int32 days)
+// as int64 days (NumPy's datetime64[D]).
 ValueVector ResultValues(const ColumnSpec& spec, const ValueVector& values) {
   if (spec.logical == LogicalType::kDate) {
     const auto& days = std::get<std::vector<int32_t>>(values);
