@@ -25,8 +25,14 @@ stoke::Status Example(const std::string& dir) {
         std::printf("%s: %s tensors of %zu dimensions\n", c.name.c_str(), stoke::DTypeName(c.dtype).data(),
                     c.shape.size());
         break;
-      case stoke::ColumnKind::kString:  // text per row in `strings`
-      case stoke::ColumnKind::kBinary:  // bytes per row in `strings`
+      case stoke::ColumnKind::kDate:       // int64 days since 1970-01-01 per row in `data`
+      case stoke::ColumnKind::kTimestamp:  // int64 microseconds since 1970-01-01 per row in `data`
+        std::printf("%s: %zu rows\n", c.name.c_str(), c.data.size() / sizeof(int64_t));
+        break;
+      case stoke::ColumnKind::kString:   // text per row in `strings`
+      case stoke::ColumnKind::kBinary:   // bytes per row in `strings`
+      case stoke::ColumnKind::kDecimal:  // exact decimal text per row in `strings`
+      case stoke::ColumnKind::kNested:   // JSON text of a struct, array or map per row in `strings`
         std::printf("%s: %s\n", c.name.c_str(), c.strings.empty() ? "" : c.strings[0].c_str());
         break;
     }
