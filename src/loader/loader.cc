@@ -582,15 +582,11 @@ Status OutOfMemory(Describe describe) noexcept {
 // Dates arrive as int32 days since 1970-01-01, timestamps as int64 microseconds since the epoch (UTC
 // for "timestamp"), bytes and shorts as int32.
 Result<DType> ScalarDType(const ColumnSpec& c) {
-  if (c.nested()) {
-    return Status::Unsupported(fmt::format("column '{}' is a {}: the loader does not deliver nested columns yet; select "
+  if (c.nested() || c.logical == LogicalType::kDecimal) {
+    return Status::Unsupported(fmt::format("column '{}' is {} {}: the loader does not deliver {} columns yet; select "
                                            "other columns, or read it with a query",
-                                           c.name, SparkTypeName(c)));
-  }
-  if (c.logical == LogicalType::kDecimal) {
-    return Status::Unsupported(fmt::format("column '{}' is {}: the loader does not deliver decimal columns yet; "
-                                           "select other columns, or read it with a query",
-                                           c.name, SparkTypeName(c)));
+                                           c.name, c.nested() ? "a" : "of type", SparkTypeName(c),
+                                           c.nested() ? "nested" : "decimal"));
   }
   switch (c.type) {
     case parquet::Type::kBoolean: return DType::kBool;

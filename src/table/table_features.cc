@@ -86,32 +86,44 @@ std::vector<std::string> VariantColumns(const std::string& schema_string) {
   return out;
 }
 
-}  // namespace
-
-Status CheckReadable(const Protocol& p, std::string_view where) {
+// The table's reader features stoke does not implement, in the protocol's order.
+std::vector<std::string> MissingReaderFeatures(const Protocol& p) {
   std::vector<std::string> missing;
   for (const std::string& f : p.reader_features) {
     if (!Contains(kReaderFeatures, f)) missing.push_back(f);
   }
+  return missing;
+}
+
+// CheckReadable, with `detail` after the list of missing features.
+Status CheckReadableWith(const Protocol& p, std::string_view where, std::string_view detail) {
+  const std::vector<std::string> missing = MissingReaderFeatures(p);
   if (!missing.empty()) {
     return Status::Unsupported(fmt::format("{}: the table needs reader features [{}] (minReaderVersion {}) that stoke "
-                                           "does not support",
-                                           where, fmt::join(missing, ", "), p.min_reader_version));
+                                           "does not support{}",
+                                           where, fmt::join(missing, ", "), p.min_reader_version, detail));
   }
   if (p.min_reader_version > 3) {
-    return Status::Unsupported(
-        fmt::format("{}: the table needs reader version {}; stoke reads versions 1 and 3", where, p.min_reader_version));
+    return Status::Unsupported(fmt::format("{}: the table needs reader version {}; stoke reads versions 1 to 3", where,
+                                           p.min_reader_version));
   }
   return Status::OK();
 }
 
+}  // namespace
+
+Status CheckReadable(const Protocol& p, std::string_view where) { return CheckReadableWith(p, where, ""); }
+
 Status CheckReadable(const Snapshot& snapshot, std::string_view where) {
-  Status st = CheckReadable(snapshot.protocol, where);
-  if (st.ok() || st.message().find("variant") == std::string_view::npos) return st;
-  std::vector<std::string> columns = VariantColumns(snapshot.metadata.schema_string);
-  if (columns.empty()) return st;
-  return Status::Unsupported(fmt::format("{} (stoke does not read the variant type of column{} '{}')", st.message(),
-                                         columns.size() > 1 ? "s" : "", fmt::join(columns, "', '")));
+  const std::vector<std::string> missing = MissingReaderFeatures(snapshot.protocol);
+  const bool variant = std::any_of(missing.begin(), missing.end(),
+                                   [](const std::string& f) { return f.rfind("variant", 0) == 0; });
+  const std::vector<std::string> columns =
+      variant ? VariantColumns(snapshot.metadata.schema_string) : std::vector<std::string>{};
+  if (columns.empty()) return CheckReadableWith(snapshot.protocol, where, "");
+  return CheckReadableWith(snapshot.protocol, where,
+                           fmt::format(" (stoke does not read the variant type of column{} '{}')",
+                                       columns.size() > 1 ? "s" : "", fmt::join(columns, "', '")));
 }
 
 Status CheckWritable(const Snapshot& snapshot, std::string_view operation, std::string_view table, bool removes_data) {
