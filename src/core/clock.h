@@ -1,4 +1,4 @@
-// Monotonic time for measurements.
+// Monotonic time for measurements, and the wall clock for timestamps.
 #pragma once
 
 #include <chrono>
@@ -8,6 +8,12 @@ namespace stoke {
 
 inline int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Wall-clock time: milliseconds since the Unix epoch (Delta's timestamps).
+inline int64_t EpochMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/buffer_pool.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/text.h"
 #include "core/thread_pool.h"
@@ -23,10 +24,6 @@ namespace {
 template <typename T>
 bool IsReady(const std::future<T>& f) {
   return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-}
-
-int64_t NowMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // A row group holds at most this many rows, so that its OffsetIndex stays under the one million
@@ -147,7 +144,7 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   // What the commit and the sample index need of a closed file, now at `final_path`.
   auto describe = [&s, &layout, index_pages](const ParquetFileWriter& w, const std::string& final_path) {
     WrittenFile out{final_path, w.num_rows(), w.bytes_written(), delta::StatsJsonFromFooter(w.metadata(), s.columns),
-                    NowMillis(), {}};
+                    EpochMillis(), {}};
     // The path under the table root (layout.dir is the root or a partition directory in it).
     const std::string& root = layout.index_root;
     const bool under_root = final_path.size() > root.size() && final_path.compare(0, root.size(), root) == 0 &&

@@ -186,9 +186,7 @@ delta::Metadata NewTableMetadata(const IngestOptions& o, const SourceSet& source
   // An append that changes the metadata (new image classes or formats) keeps the table's codec.
   if (snap == nullptr || o.mode == IngestMode::kOverwrite) meta.configuration[kCodecPolicyKey] = CodecName(o.codec);
   if (!partition.empty()) meta.partition_columns = {partition};
-  meta.created_time = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                               std::chrono::system_clock::now().time_since_epoch())
-                                               .count());
+  meta.created_time = EpochMillis();
   return meta;
 }
 
@@ -519,8 +517,7 @@ std::vector<delta::Action> WriteActions(const IngestOptions& o, const SourceSet&
     if (table.read_version < 0) actions.push_back(delta::Protocol{});
     actions.push_back(NewTableMetadata(o, sources, partition.name, snap ? &*snap : nullptr));
   }
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t now_ms = EpochMillis();
   if (overwrite && snap) {
     for (const auto& f : snap->files) {
       delta::RemoveFile r;

@@ -628,7 +628,9 @@ TEST(Loader, StatsSayHowManyThreadsTheLoaderSized) {
   if (std::string(s.backend) == "io_uring+pread") {
     EXPECT_EQ(s.read_threads, std::min<int64_t>(static_cast<int64_t>(AvailableCpus()) + 1, 64));
   }
-  if (auto ring = open(0, Backend::kIoUring); ring.ok()) EXPECT_EQ((*ring)->stats().read_threads, 0);
+  if (auto ring = open(0, Backend::kIoUring); ring.ok()) {
+    EXPECT_EQ((*ring)->stats().read_threads, 0);
+  }
   auto pread = open(0, Backend::kPread);
   ASSERT_TRUE(pread.ok()) << pread.status().ToString();
   EXPECT_GT((*pread)->stats().read_threads, 0);
@@ -638,7 +640,9 @@ TEST(Loader, StatsSayHowManyThreadsTheLoaderSized) {
     if (auto l = open(0, Backend::kAuto); l.ok()) pinned = (*l)->stats();
   }));
   EXPECT_EQ(pinned.workers, 1);
-  if (std::string(pinned.backend) == "io_uring+pread") EXPECT_EQ(pinned.read_threads, 2);
+  if (std::string(pinned.backend) == "io_uring+pread") {
+    EXPECT_EQ(pinned.read_threads, 2);
+  }
 }
 
 // A flipped byte in a 512-byte sample read at once is reported, naming the file and row, and with

@@ -31,10 +31,6 @@
 namespace stoke {
 namespace {
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // True when every tensor and blob column of the file holds one row per page (or is packed, for small
 // rows) as stoke writes it: pages listed in an OffsetIndex, PLAIN, no dictionary.
 Result<bool> InStokeLayout(const ParquetReader& reader) {
@@ -617,7 +613,7 @@ void DeleteNewFiles(Storage& fs, const NewFiles& written) {
 // Counts them in `report`.
 std::vector<delta::Action> OptimizeActions(const TableView& t, const std::vector<Bin>& work, const NewFiles& written,
                                            OptimizeReport* report) {
-  const int64_t now = NowMs();
+  const int64_t now = EpochMillis();
   std::vector<delta::Action> actions;
   size_t inputs = 0;
   for (const auto& b : work) inputs += b.size();

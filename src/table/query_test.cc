@@ -233,7 +233,9 @@ class LogicalTypesTable {
     EXPECT_TRUE(enc.SetScalars(1, ColumnValues{std::vector<int32_t>{19753, 19754}, {1, 0, 1}}).ok());
     EXPECT_TRUE(enc.SetScalars(2, ColumnValues{std::vector<int64_t>{1706702400123000 / unit, -1000 / unit, 0}, {}}).ok());
     EXPECT_TRUE(enc.SetScalars(3, ColumnValues{std::vector<int32_t>{-7, 0, 32767}, {}}).ok());
-    if (second) EXPECT_TRUE(enc.SetScalars(4, ColumnValues{std::vector<int64_t>{1250, -5}, {1, 1, 0}}).ok());
+    if (second) {
+      EXPECT_TRUE(enc.SetScalars(4, ColumnValues{std::vector<int64_t>{1250, -5}, {1, 1, 0}}).ok());
+    }
     auto rg = enc.Finish();
     EXPECT_TRUE(rg.ok()) << rg.status().ToString();
     EXPECT_TRUE((*w)->WriteRowGroup(std::move(*rg)).ok());
