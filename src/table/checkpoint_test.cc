@@ -10,6 +10,7 @@
 
 #include "format/parquet_nested.h"
 #include "format/parquet_reader.h"
+#include "table/deletion_vector.h"
 
 namespace stoke::delta {
 namespace {
@@ -24,9 +25,36 @@ class CheckpointTest : public ::testing::Test {
   std::string dir_;
 };
 
+// Deletion vectors of each storage type, with and without their optional fields.
+std::shared_ptr<const DeletionVectorDescriptor> SomeDeletionVector(int i) {
+  DeletionVectorDescriptor dv;
+  if (i % 3 == 0) {
+    dv.storage_type = kDvStorageRelativeUuid;
+    dv.path_or_inline_dv = "ab^-aqEH.-t@S}K{vb[*k^";
+    dv.offset = 1 + i;
+    dv.size_in_bytes = 40;
+    dv.cardinality = 6;
+  } else if (i % 3 == 1) {
+    const std::string bitmap = EncodeRoaringBitmapArray({1, 2, static_cast<uint64_t>(i)});
+    dv.storage_type = kDvStorageInline;
+    dv.path_or_inline_dv = Z85Encode(bitmap);
+    dv.size_in_bytes = static_cast<int32_t>(bitmap.size());
+    dv.cardinality = 3;
+  } else {
+    dv.storage_type = kDvStorageAbsolutePath;
+    dv.path_or_inline_dv = "s3://bucket/dv-" + std::to_string(i) + ".bin";
+    dv.offset = 1;
+    dv.size_in_bytes = 30;
+    dv.cardinality = 2;
+    dv.max_row_index = 1000 + i;
+  }
+  return std::make_shared<const DeletionVectorDescriptor>(std::move(dv));
+}
+
 // A state with every action kind and every optional part: features, a named and described table
 // with format options, partition columns and configuration, transactions, adds with and without
-// stats, partition values (one null) and tags, removes with and without their optional fields.
+// stats, partition values (one null), tags and deletion vectors, removes with and without their
+// optional fields.
 Snapshot EveryKindOfAction(int adds) {
   Snapshot s;
   s.version = 12;
@@ -53,6 +81,7 @@ Snapshot EveryKindOfAction(int adds) {
     a.partition_values["split"] = "train";
     a.partition_values["site"] = i % 4 == 0 ? std::nullopt : std::optional<std::string>("s" + std::to_string(i % 4));
     if (i % 5 == 0) a.tags = {{"stoke.ingestRun", "abc"}, {"t2", std::to_string(i)}};
+    if (i % 7 < 3) a.deletion_vector = SomeDeletionVector(i);
     s.files.push_back(std::move(a));
   }
   for (int i = 0; i < 3; ++i) {
@@ -63,6 +92,7 @@ Snapshot EveryKindOfAction(int adds) {
     r.extended_file_metadata = i == 0;
     if (i == 0) r.partition_values = {{"split", "val"}, {"site", std::nullopt}};
     if (i != 1) r.size = 77 + i;
+    if (i != 2) r.deletion_vector = SomeDeletionVector(i);
     s.tombstones.push_back(r);
   }
   return s;
@@ -163,6 +193,27 @@ TEST_F(CheckpointTest, CheckpointFilesFindsClassicAndCompleteMultiPartCheckpoint
   EXPECT_EQ(CheckpointFiles(parts, 10), parts);
   EXPECT_TRUE(CheckpointFiles({parts[0]}, 10).empty());  // incomplete
   EXPECT_TRUE(CheckpointFiles({v + ".checkpoint.parquet"}, 11).empty());
+}
+
+TEST_F(CheckpointTest, ABadDeletionVectorIsCorruptionNamingTheFileAndRow) {
+  Snapshot s = EveryKindOfAction(/*adds=*/4);
+  auto bad = std::make_shared<DeletionVectorDescriptor>(*SomeDeletionVector(0));
+  bad->path_or_inline_dv = "ab/..^-aqEH.-t@S}K{vb[*k^";  // a prefix that is no plain directory name
+  s.files[2].deletion_vector = bad;
+  ASSERT_TRUE(WriteCheckpoint(LocalStorage(), dir_, s).ok());
+  const std::string path = dir_ + "/00000000000000000012.checkpoint.parquet";
+  auto reader = ParquetReader::Open(LocalStorage(), path);
+  ASSERT_TRUE(reader.ok());
+  CheckpointActions columnar;
+  Status st = ReadCheckpointColumns(**reader, &columnar);
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();
+  EXPECT_NE(st.message().find(path + ": row 7: add: deletionVector field \"pathOrInlineDv\""), std::string::npos)
+      << st.message();
+  bad->storage_type = 'x';
+  ASSERT_TRUE(WriteCheckpoint(LocalStorage(), dir_, s).ok());
+  auto r = ReadCheckpoint(LocalStorage(), dir_, 12);
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("storageType"), std::string::npos) << r.status().message();
 }
 
 TEST_F(CheckpointTest, MissingOrCorruptCheckpointsAreErrorsNamingTheFile) {

@@ -94,10 +94,14 @@ std::string UuidBytes(std::string_view text) {
 
 // The canonical text of a 16-byte UUID: lowercase hex, 8-4-4-4-12.
 std::string UuidText(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
+  out.reserve(bytes.size() * 2 + 4);
   for (size_t i = 0; i < bytes.size(); ++i) {
     if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
-    out += fmt::format("{:02x}", static_cast<uint8_t>(bytes[i]));
+    const auto b = static_cast<uint8_t>(bytes[i]);
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
   }
   return out;
 }
@@ -109,19 +113,26 @@ struct RelativeUuidPath {
   std::string uuid;
 };
 
-Result<RelativeUuidPath> SplitRelativeUuidPath(std::string_view text) {
+// The UUID's 16 bytes of a 'u' path, checked as SplitRelativeUuidPath describes.
+Result<std::string> RelativeUuidBytes(std::string_view text) {
   if (text.size() < kUuidZ85Chars) {
     return Status::Corruption(
         fmt::format("'{}' is shorter than the {} characters of a Z85 UUID", Abbreviated(text), kUuidZ85Chars));
   }
+  const std::string_view prefix = text.substr(0, text.size() - kUuidZ85Chars);
+  if (!prefix.empty() && !IsPlainDirectoryName(prefix)) {
+    return Status::Corruption(fmt::format("random prefix '{}' is not a plain directory name", Abbreviated(prefix)));
+  }
+  auto bytes = Z85Decode(text.substr(prefix.size()));
+  if (!bytes.ok()) return bytes.status().WithContext(fmt::format("UUID of '{}'", Abbreviated(text)));
+  return bytes;
+}
+
+Result<RelativeUuidPath> SplitRelativeUuidPath(std::string_view text) {
+  STOKE_ASSIGN_OR_RETURN(const std::string bytes, RelativeUuidBytes(text));
   RelativeUuidPath r;
   r.prefix = text.substr(0, text.size() - kUuidZ85Chars);
-  if (!r.prefix.empty() && !IsPlainDirectoryName(r.prefix)) {
-    return Status::Corruption(fmt::format("random prefix '{}' is not a plain directory name", Abbreviated(r.prefix)));
-  }
-  auto bytes = Z85Decode(text.substr(r.prefix.size()));
-  if (!bytes.ok()) return bytes.status().WithContext(fmt::format("UUID of '{}'", Abbreviated(text)));
-  r.uuid = UuidText(*bytes);
+  r.uuid = UuidText(bytes);
   return r;
 }
 
@@ -181,8 +192,8 @@ Status CheckStorageTypeFields(const DeletionVectorDescriptor& dv, const Descript
   const std::string& text = dv.path_or_inline_dv;
   switch (dv.storage_type) {
     case kDvStorageRelativeUuid: {
-      auto split = SplitRelativeUuidPath(text);
-      return split.ok() ? Status::OK() : f.Error("pathOrInlineDv", split.status().message());
+      auto uuid = RelativeUuidBytes(text);  // checked, not formatted: 100,000s of DVs are read this way
+      return uuid.ok() ? Status::OK() : f.Error("pathOrInlineDv", uuid.status().message());
     }
     case kDvStorageInline: {
       if (dv.offset) return f.Error("offset", "must be absent for an inline DV (storageType \"i\")");
@@ -673,6 +684,22 @@ Result<DeletionVectorDescriptor> ParseDeletionVectorDescriptor(const json& j, st
   return dv;
 }
 
+Status CheckDeletionVectorDescriptor(const DeletionVectorDescriptor& dv, std::string_view context) {
+  static const json kNoObject = json::object();
+  const DescriptorFields f(kNoObject, context);  // for its messages only
+  if (dv.storage_type != kDvStorageRelativeUuid && dv.storage_type != kDvStorageInline &&
+      dv.storage_type != kDvStorageAbsolutePath) {
+    return f.Error("storageType", fmt::format("is \"{}\", not \"u\", \"i\" or \"p\"", dv.storage_type));
+  }
+  if (dv.offset && *dv.offset < 0) return f.Error("offset", fmt::format("must be an integer in [0, {}]", INT32_MAX));
+  if (dv.size_in_bytes < 0) return f.Error("sizeInBytes", fmt::format("must be an integer in [0, {}]", INT32_MAX));
+  if (dv.cardinality < 0) return f.Error("cardinality", fmt::format("must be an integer in [0, {}]", INT64_MAX));
+  if (dv.max_row_index && *dv.max_row_index < 0) {
+    return f.Error("maxRowIndex", fmt::format("must be an integer in [0, {}]", INT64_MAX));
+  }
+  return CheckStorageTypeFields(dv, f);
+}
+
 ordered_json DeletionVectorDescriptorJson(const DeletionVectorDescriptor& dv) {
   ordered_json j = ordered_json::object();
   j["storageType"] = std::string(1, dv.storage_type);
@@ -810,36 +837,62 @@ Result<std::vector<uint64_t>> ReadDeletionVector(Storage& storage, std::string_v
   return rows;
 }
 
-Result<DeletionVectorDescriptor> WriteDeletionVectorFile(Storage& storage, std::string_view table_dir,
-                                                         const std::vector<uint64_t>& rows, std::string_view prefix) {
+namespace {
+
+Status CheckDeletedRows(const std::vector<uint64_t>& rows) {
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] >= (uint64_t{1} << 63) || (i > 0 && rows[i] <= rows[i - 1])) {
       return Status::InvalidArgument(
           fmt::format("deletion vector rows: row {} ({}) is not ascending or not below 2^63", i, rows[i]));
     }
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::vector<DeletionVectorDescriptor>> WriteDeletionVectorsFile(Storage& storage, std::string_view table_dir,
+                                                                       const std::vector<std::vector<uint64_t>>& dvs,
+                                                                       std::string_view prefix) {
   if (!prefix.empty() && !IsPlainDirectoryName(prefix)) {
     return Status::InvalidArgument(fmt::format("deletion vector prefix '{}' is not a plain directory name", prefix));
   }
-  const std::string bitmap = EncodeRoaringBitmapArray(rows);
-  if (bitmap.size() > static_cast<size_t>(INT32_MAX)) {
-    return Status::InvalidArgument(fmt::format("deletion vector of {} bytes: sizeInBytes is 32 bits", bitmap.size()));
-  }
-  DeletionVectorDescriptor dv;
-  dv.storage_type = kDvStorageRelativeUuid;
-  dv.path_or_inline_dv = std::string(prefix) + Z85Encode(UuidBytes(RandomUuid()));
-  dv.offset = 1;
-  dv.size_in_bytes = static_cast<int32_t>(bitmap.size());
-  dv.cardinality = static_cast<int64_t>(rows.size());
-  STOKE_ASSIGN_OR_RETURN(const std::string path, DeletionVectorFilePath(dv, table_dir));
+  const std::string name = std::string(prefix) + Z85Encode(UuidBytes(RandomUuid()));
   std::string file(1, static_cast<char>(kDeletionVectorFileVersion));
-  PutBE32(&file, static_cast<uint32_t>(bitmap.size()));
-  file += bitmap;
-  PutBE32(&file, Crc32(AsBytes(bitmap)));
+  std::vector<DeletionVectorDescriptor> out;
+  out.reserve(dvs.size());
+  for (const std::vector<uint64_t>& rows : dvs) {
+    STOKE_RETURN_IF_ERROR(CheckDeletedRows(rows));
+    const std::string bitmap = EncodeRoaringBitmapArray(rows);
+    if (bitmap.size() > static_cast<size_t>(INT32_MAX) || file.size() > static_cast<size_t>(INT32_MAX)) {
+      return Status::InvalidArgument(
+          fmt::format("deletion vectors of {} bytes: sizeInBytes and offset are 32 bits", file.size() + bitmap.size()));
+    }
+    DeletionVectorDescriptor dv;
+    dv.storage_type = kDvStorageRelativeUuid;
+    dv.path_or_inline_dv = name;
+    dv.offset = static_cast<int32_t>(file.size());
+    dv.size_in_bytes = static_cast<int32_t>(bitmap.size());
+    dv.cardinality = static_cast<int64_t>(rows.size());
+    PutBE32(&file, static_cast<uint32_t>(bitmap.size()));
+    file += bitmap;
+    PutBE32(&file, Crc32(AsBytes(bitmap)));
+    out.push_back(std::move(dv));
+  }
+  DeletionVectorDescriptor named;
+  named.path_or_inline_dv = name;
+  STOKE_ASSIGN_OR_RETURN(const std::string path, DeletionVectorFilePath(named, table_dir));
   const std::string dir = ParentPath(path);
   if (!dir.empty()) STOKE_RETURN_IF_ERROR(storage.CreateDirectories(dir));
   STOKE_RETURN_IF_ERROR(storage.PutIfAbsent(path, AsBytes(file)));
-  return dv;
+  return out;
+}
+
+Result<DeletionVectorDescriptor> WriteDeletionVectorFile(Storage& storage, std::string_view table_dir,
+                                                         const std::vector<uint64_t>& rows, std::string_view prefix) {
+  STOKE_ASSIGN_OR_RETURN(std::vector<DeletionVectorDescriptor> dvs,
+                         WriteDeletionVectorsFile(storage, table_dir, {rows}, prefix));
+  return std::move(dvs.front());
 }
 
 }  // namespace stoke::delta

@@ -76,6 +76,10 @@ struct DeletionVectorDescriptor {
 // is not null.
 Result<DeletionVectorDescriptor> ParseDeletionVectorDescriptor(const nlohmann::json& j, std::string_view context);
 
+// The checks ParseDeletionVectorDescriptor makes beyond the JSON types, for a descriptor read from
+// typed columns (a checkpoint's deletionVector struct): Corruption naming `context` and the field.
+Status CheckDeletionVectorDescriptor(const DeletionVectorDescriptor& dv, std::string_view context);
+
 // The descriptor as Spark writes it: storageType, pathOrInlineDv, offset (when present),
 // sizeInBytes, cardinality, maxRowIndex (when present).
 nlohmann::ordered_json DeletionVectorDescriptorJson(const DeletionVectorDescriptor& dv);
@@ -124,6 +128,12 @@ std::string EncodeRoaringBitmapArray(const std::vector<uint64_t>& sorted_rows);
 Result<std::vector<uint64_t>> ReadDeletionVector(Storage& storage, std::string_view table_dir,
                                                  const DeletionVectorDescriptor& dv);
 
+// Writes each of `dvs` (the rows of one DV each, ascending, distinct, below 2^63; InvalidArgument
+// otherwise) into one new 'u' DV file, as a DELETE that touches many data files writes them, and
+// returns their descriptors in order: the same path, each at its own offset. `prefix` as below.
+Result<std::vector<DeletionVectorDescriptor>> WriteDeletionVectorsFile(Storage& storage, std::string_view table_dir,
+                                                                       const std::vector<std::vector<uint64_t>>& dvs,
+                                                                       std::string_view prefix);
 // For tests: writes `rows` (ascending, distinct, below 2^63; InvalidArgument otherwise) as a 'u' DV
 // file with a fresh random UUID under `table_dir` (in the directory `prefix` when it is not empty;
 // a plain directory name, InvalidArgument otherwise), published atomically, and returns its

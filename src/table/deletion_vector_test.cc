@@ -510,6 +510,27 @@ TEST_F(DeletionVectorTest, WritesAndReadsFilesWithAndWithoutPrefix) {
   EXPECT_EQ(WriteDeletionVectorFile(LocalStorage(), dir_, {1}, "..").status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST_F(DeletionVectorTest, WritesSeveralDvsIntoOneFileAtTheirOffsets) {
+  const std::vector<std::vector<uint64_t>> dvs = {{1, 2}, {}, kExampleRows, {7}};
+  auto written = WriteDeletionVectorsFile(LocalStorage(), dir_, dvs, "xy");
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  ASSERT_EQ(written->size(), dvs.size());
+  int32_t offset = 1;
+  for (size_t i = 0; i < dvs.size(); ++i) {
+    const DeletionVectorDescriptor& dv = (*written)[i];
+    EXPECT_EQ(dv.path_or_inline_dv, written->front().path_or_inline_dv);  // one file
+    EXPECT_EQ(dv.offset, offset);
+    EXPECT_EQ(dv.cardinality, static_cast<int64_t>(dvs[i].size()));
+    offset += 4 + dv.size_in_bytes + 4;
+    auto rows = ReadDeletionVector(LocalStorage(), dir_, dv);
+    ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+    EXPECT_EQ(*rows, dvs[i]);
+  }
+  EXPECT_EQ(ReadBytes(*DeletionVectorFilePath(written->front(), dir_)).size(), static_cast<size_t>(offset));
+  EXPECT_EQ(WriteDeletionVectorsFile(LocalStorage(), dir_, {{1}, {3, 2}}, "").status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_F(DeletionVectorTest, ReadsSeveralDvsOfOneFileByAbsolutePath) {
   const std::string a = EncodeRoaringBitmapArray({1, 2}), b = EncodeRoaringBitmapArray(kExampleRows);
   const std::string path = dir_ + "/two dvs.bin";

@@ -515,10 +515,22 @@ Result<Snapshot> DeltaLog::ReadSnapshot(std::optional<int64_t> version) const {
   return snapshot;
 }
 
+namespace {
+
+// The checkpoint of `snapshot`, unless the table uses a feature whose rules it would break.
+Status CheckAndWriteCheckpoint(Storage& storage, const DeltaLog& log, const Snapshot& snapshot) {
+  // Writer features a checkpoint keeps besides those every write keeps: it copies each action's
+  // deletionVector.
+  constexpr std::string_view kKeeps[] = {"deletionVectors"};
+  STOKE_RETURN_IF_ERROR(CheckWritable(snapshot, "checkpoint", log.table_dir(), /*removes_data=*/false, kKeeps));
+  return WriteCheckpoint(storage, log.log_dir(), snapshot);
+}
+
+}  // namespace
+
 Status DeltaLog::Checkpoint(std::optional<int64_t> version) const {
   STOKE_ASSIGN_OR_RETURN(Snapshot snapshot, ReadSnapshot(version));
-  STOKE_RETURN_IF_ERROR(CheckWritable(snapshot, "checkpoint", table_dir_));
-  return WriteCheckpoint(storage_, log_dir(), snapshot);
+  return CheckAndWriteCheckpoint(storage_, *this, snapshot);
 }
 
 Result<std::vector<CommitSummary>> DeltaLog::History(int64_t limit) const {
@@ -899,7 +911,7 @@ void SetStateAfterCommit(const DeltaLog& log, std::optional<Replayer>& replay, i
 // when it is that version's, else from the log. It only speeds up reads, so a failure is logged.
 void CheckpointIfDue(Storage& storage, const DeltaLog& log, int64_t version, size_t num_actions, const Snapshot* state) {
   if (!((version > 0 && version % kCheckpointInterval == 0) || num_actions > kCheckpointAfterActions)) return;
-  Status cs = state != nullptr && state->version == version ? WriteCheckpoint(storage, log.log_dir(), *state)
+  Status cs = state != nullptr && state->version == version ? CheckAndWriteCheckpoint(storage, log, *state)
                                                             : log.Checkpoint(version);
   if (!cs.ok()) STOKE_LOG(kWarn, "delta.checkpoint_failed", "table={} version={} error=\"{}\"", log.table_dir(), version, cs.ToString());
 }

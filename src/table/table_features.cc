@@ -126,13 +126,14 @@ Status CheckReadable(const Snapshot& snapshot, std::string_view where) {
                                        columns.size() > 1 ? "s" : "", fmt::join(columns, "', '")));
 }
 
-Status CheckWritable(const Snapshot& snapshot, std::string_view operation, std::string_view table, bool removes_data) {
+Status CheckWritable(const Snapshot& snapshot, std::string_view operation, std::string_view table, bool removes_data,
+                     std::span<const std::string_view> also_keeps) {
   const Protocol& p = snapshot.protocol;
   std::vector<std::string> refused;
   if (p.min_writer_version > 7) refused.push_back(fmt::format("writer version {}", p.min_writer_version));
   if (p.min_writer_version == 7) {
     for (const std::string& f : p.writer_features) {
-      if (!Contains(kWriterFeatures, f)) refused.push_back(f);
+      if (!Contains(kWriterFeatures, f) && !Contains(also_keeps, f)) refused.push_back(f);
     }
   }
   for (std::string& f : FeaturesInUse(snapshot.metadata)) {
@@ -142,6 +143,49 @@ Status CheckWritable(const Snapshot& snapshot, std::string_view operation, std::
   if (refused.empty()) return Status::OK();
   return Status::Unsupported(fmt::format("{}: table '{}' uses [{}], which stoke's {} does not keep; nothing was written",
                                          operation, table, fmt::join(refused, ", "), operation));
+}
+
+namespace {
+
+// The features a legacy protocol version implies ("Table Features": "Features by protocol version").
+std::vector<std::string> LegacyReaderFeatures(int32_t reader_version) {
+  if (reader_version >= 2) return {"columnMapping"};
+  return {};
+}
+
+std::vector<std::string> LegacyWriterFeatures(int32_t writer_version) {
+  std::vector<std::string> out;
+  if (writer_version >= 2) out.insert(out.end(), {"appendOnly", "invariants"});
+  if (writer_version >= 3) out.push_back("checkConstraints");
+  if (writer_version >= 4) out.insert(out.end(), {"changeDataFeed", "generatedColumns"});
+  if (writer_version >= 5) out.push_back("columnMapping");
+  if (writer_version >= 6) out.push_back("identityColumns");
+  return out;
+}
+
+void AddOnce(std::vector<std::string>* list, std::string_view name) {
+  if (!Contains(*list, name)) list->emplace_back(name);
+}
+
+}  // namespace
+
+Protocol WithTableFeature(const Protocol& protocol, std::string_view feature, bool reader_feature) {
+  Protocol out;
+  out.min_reader_version = reader_feature ? 3 : protocol.min_reader_version;
+  out.min_writer_version = 7;
+  out.reader_features =
+      protocol.min_reader_version >= 3 ? protocol.reader_features : LegacyReaderFeatures(protocol.min_reader_version);
+  out.writer_features =
+      protocol.min_writer_version >= 7 ? protocol.writer_features : LegacyWriterFeatures(protocol.min_writer_version);
+  if (reader_feature) {
+    AddOnce(&out.reader_features, feature);
+    // A reader feature is listed among the writer features too.
+    for (const std::string& f : out.reader_features) AddOnce(&out.writer_features, f);
+  } else {
+    AddOnce(&out.writer_features, feature);
+  }
+  if (out.min_reader_version < 3) out.reader_features.clear();
+  return out;
 }
 
 }  // namespace stoke::delta

@@ -71,5 +71,30 @@ TEST(TableFeatures, WritesRefuseFeaturesTheyDoNotKeepBeforeWritingAnything) {
             std::string::npos);
 }
 
+TEST(TableFeatures, AddingAFeatureListsWhatTheLegacyVersionsImplied) {
+  const Protocol stoke_table{1, 2, {}, {}};
+  Protocol p = WithTableFeature(stoke_table, "deletionVectors", /*reader_feature=*/true);
+  EXPECT_EQ(p.min_reader_version, 3);
+  EXPECT_EQ(p.min_writer_version, 7);
+  EXPECT_EQ(p.reader_features, std::vector<std::string>({"deletionVectors"}));
+  EXPECT_EQ(p.writer_features, std::vector<std::string>({"appendOnly", "invariants", "deletionVectors"}));
+  EXPECT_TRUE(CheckReadable(p, "t").ok());
+
+  p = WithTableFeature(Protocol{2, 5, {}, {}}, "deletionVectors", true);
+  EXPECT_EQ(p.reader_features, std::vector<std::string>({"columnMapping", "deletionVectors"}));
+  EXPECT_EQ(p.writer_features, std::vector<std::string>({"appendOnly", "invariants", "checkConstraints", "changeDataFeed",
+                                                         "generatedColumns", "columnMapping", "deletionVectors"}));
+
+  p = WithTableFeature(stoke_table, "appendOnly", /*reader_feature=*/false);  // already implied
+  EXPECT_EQ(p.min_reader_version, 1);
+  EXPECT_TRUE(p.reader_features.empty());
+  EXPECT_EQ(p.writer_features, std::vector<std::string>({"appendOnly", "invariants"}));
+
+  const Protocol features{3, 7, {"deletionVectors"}, {"deletionVectors", "v2Checkpoint"}};
+  p = WithTableFeature(features, "deletionVectors", true);  // present: unchanged
+  EXPECT_EQ(p.reader_features, features.reader_features);
+  EXPECT_EQ(p.writer_features, features.writer_features);
+}
+
 }  // namespace
 }  // namespace stoke::delta
