@@ -129,4 +129,38 @@ std::string LoadReportJson(const LoadBenchReport& report);
 // A few lines for people: the figures and the per-stage busy times.
 std::string FormatLoadReport(const LoadBenchReport& report);
 
+
+// ---- stoke bench delete-rows: a table with deletion vectors -----------------------------------
+//
+// Builds the input of the deletion-vector benchmarks (bench/deletion_vectors.sh): deletes a random
+// share of every data file's live rows as a DELETE of Spark or Databricks would, with deletion
+// vectors. All of one run's DVs go into one DV file in the table directory, each at its own offset,
+// and one commit (operation "DELETE") removes and re-adds each file touched with its new DV (the
+// union of the rows it deleted before and now). A table without the deletionVectors feature gets it
+// in the same commit (protocol 3/7, keeping what its legacy versions implied) and
+// delta.enableDeletionVectors=true.
+
+// What `stoke bench delete-rows` deletes, and where.
+struct DeleteRowsOptions {
+  std::string table;      // Required. A directory or URI, as `stoke query` takes it.
+  double fraction = 0.1;  // Default 0.1, in [0, 1]: of each file's live rows, round(fraction * live)
+                          // rows are deleted, chosen at random.
+  uint64_t seed = 0;      // Default 0. The rows chosen in file i depend on (seed, i) only.
+};
+
+// What a run of RunDeleteRows did.
+struct DeleteRowsReport {
+  int64_t version = -1;       // the commit written; -1 when nothing was deleted (no commit)
+  int64_t files = 0;          // data files in the table
+  int64_t files_touched = 0;  // files that got a new deletion vector
+  int64_t rows_before = 0;    // live rows before
+  int64_t rows_deleted = 0;   // rows this run deleted
+};
+
+// Errors: InvalidArgument for a fraction outside [0, 1]; those of opening the table; Unsupported
+// (before writing anything) for a table whose features stoke's writes do not keep, other than
+// deletionVectors itself, or whose delta.appendOnly forbids deletes; Conflict when another writer
+// committed first. A failed run may leave an unreferenced DV file, which `stoke vacuum` removes.
+Result<DeleteRowsReport> RunDeleteRows(const DeleteRowsOptions& options);
+
 }  // namespace stoke

@@ -11,6 +11,49 @@
 #include "stoke/loader.h"
 
 namespace stoke::cli {
+namespace {
+
+// bench delete-rows: the deletion-vector benchmarks' input.
+void AddBenchDeleteRows(CLI::App* bench, std::vector<Command>* out) {
+  struct State {
+    stoke::DeleteRowsOptions o;
+    bool json = false;
+  };
+  auto s = std::make_shared<State>();
+  auto* cmd = bench->add_subcommand(
+      "delete-rows",
+      "Benchmark input: delete a random share of every data file's rows with deletion vectors (one DV file, one "
+      "DELETE commit), as Spark or Databricks would; turns the table's deletionVectors feature on");
+  cmd->add_option("table", s->o.table, "Table: a directory or URI")->required();
+  cmd->add_option("--fraction", s->o.fraction, "Share of each file's live rows to delete, rounded per file")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--seed", s->o.seed, "Seed of the rows chosen")->capture_default_str();
+  cmd->add_flag("--json", s->json, "Print one line of JSON");
+  out->push_back({cmd, [s]() -> int {
+    auto r = stoke::RunDeleteRows(s->o);
+    if (!r.ok()) return Fail(r.status());
+    if (s->json) {
+      std::printf(R"({"tool":"delete-rows","version":%lld,"files":%lld,"files_touched":%lld,"rows_before":%lld,)"
+                  R"("rows_deleted":%lld})"
+                  "\n",
+                  static_cast<long long>(r->version), static_cast<long long>(r->files),
+                  static_cast<long long>(r->files_touched), static_cast<long long>(r->rows_before),
+                  static_cast<long long>(r->rows_deleted));
+    } else if (r->version < 0) {
+      std::printf("nothing to delete: %lld live rows in %lld files\n", static_cast<long long>(r->rows_before),
+                  static_cast<long long>(r->files));
+    } else {
+      std::printf("deleted %lld of %lld rows in %lld of %lld files (version %lld)\n",
+                  static_cast<long long>(r->rows_deleted), static_cast<long long>(r->rows_before),
+                  static_cast<long long>(r->files_touched), static_cast<long long>(r->files),
+                  static_cast<long long>(r->version));
+    }
+    return 0;
+  }});
+}
+
+}  // namespace
 
 void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command>* out) {
   struct State {
@@ -133,6 +176,7 @@ void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command
                        "Decode whole JPEGs even when a crop needs only part of them (no skipped rows or columns)");
   bench_load->add_option("--trace", lb.trace_path, "Write a Chrome trace (open in Perfetto) of the run to this file");
   bench_load->add_flag("--json", lb_json, "Print one line of JSON");
+  AddBenchDeleteRows(bench, out);
   // ---- end of bench -----------------------------------------------------------------------------
 
   out->push_back({bench_load, [s]() -> int {
