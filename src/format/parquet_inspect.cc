@@ -1,6 +1,7 @@
 // `stoke inspect` and `stoke cat` over a Parquet file.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iomanip>
@@ -9,6 +10,7 @@
 
 #include "core/progress.h"
 #include "format/logical_value.h"
+#include "format/parquet_nested.h"
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
 #include "format/row_printer.h"
@@ -195,50 +197,119 @@ Status InspectParquetFile(const std::string& path, const InspectFileOptions& opt
   return Status::OK();
 }
 
+namespace {
+
+// One column `stoke cat` prints: a flat leaf, or a top-level struct, list or map as JSON text.
+struct CatColumn {
+  ColumnSpec spec;        // dates, timestamps and decimals by the file's annotations
+  size_t leaf = 0;        // flat: the leaf column
+  bool nested = false;    // a nested top-level field, read by its name
+};
+
+// The file's top-level fields, in order: leaves as they are, nested fields whole. Files whose shape
+// SchemaTree does not recognise are printed leaf by leaf.
+std::vector<std::pair<std::string, bool>> TopLevelFields(const ParquetReader& reader) {
+  std::vector<std::pair<std::string, bool>> out;  // name, nested
+  auto tree = SchemaTree(reader);
+  if (!tree.ok()) {
+    for (const auto& c : reader.columns()) out.emplace_back(c.name, false);
+    return out;
+  }
+  for (const SchemaNode& f : tree->children) out.emplace_back(f.name, f.kind != SchemaNode::Kind::kLeaf);
+  return out;
+}
+
+CatColumn LeafCatColumn(const ParquetReader& reader, size_t leaf) {
+  const LeafColumn& col = reader.columns()[leaf];
+  CatColumn c;
+  c.spec = ColumnOfStored(reader.metadata().schema[col.schema_index]);
+  c.spec.name = col.name;
+  c.spec.is_string = col.is_string;
+  c.leaf = leaf;
+  return c;
+}
+
+CatColumn NestedCatColumn(const std::string& name) {
+  CatColumn c;
+  c.spec.name = name;
+  c.spec.type = Type::kByteArray;
+  c.spec.optional = true;
+  c.nested = true;
+  return c;
+}
+
+// The columns `--columns` names (a top-level field, or a leaf by its dotted path), or every
+// top-level field.
+Result<std::vector<CatColumn>> CatColumns(const ParquetReader& reader, const std::vector<std::string>& names) {
+  const auto fields = TopLevelFields(reader);
+  std::vector<CatColumn> out;
+  auto add = [&](const std::string& name, bool nested) -> Status {
+    if (nested) {
+      out.push_back(NestedCatColumn(name));
+      return Status::OK();
+    }
+    STOKE_ASSIGN_OR_RETURN(size_t leaf, reader.FindColumn(name));
+    out.push_back(LeafCatColumn(reader, leaf));
+    return Status::OK();
+  };
+  for (const auto& [name, nested] : fields) {
+    if (names.empty()) STOKE_RETURN_IF_ERROR(add(name, nested));
+  }
+  for (const std::string& name : names) {
+    auto it = std::find_if(fields.begin(), fields.end(), [&](const auto& f) { return f.first == name; });
+    STOKE_RETURN_IF_ERROR(add(name, it != fields.end() && it->second));
+  }
+  return out;
+}
+
+// The values of `c` in row group g, as RowPrinter prints them.
+Result<ColumnValues> ReadCatColumn(const ParquetReader& reader, int g, const CatColumn& c) {
+  if (!c.nested) {
+    STOKE_ASSIGN_OR_RETURN(ColumnValues values, reader.ReadColumnChunk(g, c.leaf));
+    const parquet::SchemaElement& stored = reader.metadata().schema[reader.columns()[c.leaf].schema_index];
+    STOKE_RETURN_IF_ERROR(ConvertToColumnType(stored, c.spec, &values, reader.path()));
+    return values;
+  }
+  STOKE_ASSIGN_OR_RETURN(auto rows, ReadNestedField(reader, g, c.spec.name));
+  ColumnValues out{std::vector<std::string>{}, std::vector<uint8_t>(rows.size(), 0)};
+  auto& texts = std::get<std::vector<std::string>>(out.values);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].is_null()) continue;
+    out.defined[r] = 1;
+    texts.push_back(DumpJson(rows[r]));
+  }
+  return out;
+}
+
+}  // namespace
+
 Status CatParquetFile(const std::string& path, const CatOptions& options, std::ostream& out) {
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(path));
   STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*where.storage, where.path));
-  const auto& cols = reader->columns();
-  std::vector<size_t> selected;
-  if (options.columns.empty()) {
-    for (size_t c = 0; c < cols.size(); ++c) selected.push_back(c);
-  } else {
-    for (const auto& name : options.columns) {
-      STOKE_ASSIGN_OR_RETURN(size_t c, reader->FindColumn(name));
-      selected.push_back(c);
-    }
-  }
+  STOKE_ASSIGN_OR_RETURN(const std::vector<CatColumn> columns, CatColumns(*reader, options.columns));
   if (options.offset < 0) return Status::InvalidArgument("cat: --offset must not be negative");
   if (options.limit < -1) {
     return Status::InvalidArgument(fmt::format("cat: --limit must be -1 (all) or at least 0, got {}", options.limit));
   }
   const int64_t begin = std::min(options.offset, reader->num_rows());
   const int64_t end = options.limit < 0 ? reader->num_rows() : std::min(reader->num_rows(), begin + options.limit);
-
   std::vector<RowPrinter::Column> pcols;
-  std::vector<ColumnSpec> specs;  // dates, timestamps and decimals by the file's annotations
-  for (size_t c : selected) {
-    ColumnSpec spec = ColumnOfStored(reader->metadata().schema[cols[c].schema_index]);
-    spec.name = cols[c].name;
-    spec.is_string = cols[c].is_string;
-    pcols.push_back({spec.name, spec.type, spec.is_string, spec.logical, spec.scale});
-    specs.push_back(std::move(spec));
+  for (const CatColumn& c : columns) {
+    pcols.push_back({c.spec.name, c.spec.type, c.spec.is_string, c.spec.logical, c.spec.scale, c.nested});
   }
   RowPrinter printer(pcols, options.format);
   const auto& starts = reader->row_group_starts();
   for (int g = 0; g < reader->num_row_groups(); ++g) {
     int64_t g0 = starts[g], g1 = starts[g + 1];
     if (g1 <= begin || g0 >= end) continue;
-    std::vector<ColumnValues> values(selected.size());
-    for (size_t s = 0; s < selected.size(); ++s) {
-      STOKE_ASSIGN_OR_RETURN(values[s], reader->ReadColumnChunk(g, selected[s]));
-      const parquet::SchemaElement& stored = reader->metadata().schema[cols[selected[s]].schema_index];
-      STOKE_RETURN_IF_ERROR(ConvertToColumnType(stored, specs[s], &values[s], reader->path()));
+    std::vector<ColumnValues> values(columns.size());
+    for (size_t s = 0; s < columns.size(); ++s) {
+      STOKE_ASSIGN_OR_RETURN(values[s], ReadCatColumn(*reader, g, columns[s]));
     }
-    std::vector<size_t> next(selected.size(), 0);  // index of the next present value per column
+    std::vector<size_t> next(columns.size(), 0);  // index of the next present value per column
     for (int64_t r = g0; r < std::min(g1, end); ++r) {
-      std::vector<std::optional<std::string>> row(selected.size());
-      for (size_t s = 0; s < selected.size(); ++s) {
+      std::vector<std::optional<std::string>> row(columns.size());
+      for (size_t s = 0; s < columns.size(); ++s) {
         bool present = values[s].defined.empty() || values[s].defined[r - g0];
         if (!present) continue;
         if (r >= begin) row[s] = RowPrinter::CellText(pcols[s], values[s].values, next[s]);

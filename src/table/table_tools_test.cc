@@ -54,6 +54,26 @@ TEST(InspectTable, JsonListsEveryDataFileWithItsStatistics) {
   EXPECT_EQ(doc["rows"], -1) << "a file without statistics: the count is unknown";
 }
 
+TEST(InspectTable, NamesTheFeaturesAndTheRowsDeletionVectorsDelete) {
+  TestTable table;
+  table.AppendFile(0, 10);
+  table.AppendFile(10, 5);
+  testing_support::DeleteRows(table, "part-0.parquet", {1, 4, 7});
+  nlohmann::json doc = InspectJson(table.dir());
+  EXPECT_EQ(doc["rows"], 12);
+  EXPECT_EQ(doc["deletion_vectors"], nlohmann::json({{"files", 1}, {"rows_deleted", 3}}));
+  EXPECT_EQ(doc["protocol"]["readerFeatures"], nlohmann::json({"deletionVectors"}));
+  EXPECT_EQ(doc["protocol"]["writerFeatures"], nlohmann::json({"deletionVectors"}));
+  std::ostringstream text;
+  ASSERT_TRUE(InspectTable(table.dir(), {}, text).ok());
+  EXPECT_NE(text.str().find("protocol    reader 3, writer 7; reader features: deletionVectors; writer features: "
+                            "deletionVectors\n"),
+            std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("rows        12 (3 deleted by the deletion vectors of 1 file)\n"), std::string::npos)
+      << text.str();
+}
+
 TEST(InspectTable, JsonOfATableWithoutFilesHasAnEmptyList) {
   TestTable table;
   CommitAdds(table, {});
