@@ -53,10 +53,10 @@
 #include "loader/fetcher.h"
 #include "loader/image_transform.h"
 #include "loader/out_of_memory.h"
-#include "loader/page_cache.h"
 #include "loader/page_decoder.h"
 #include "loader/sampler.h"
 #include "loader/scalar_columns.h"
+#include "loader/slow_cells.h"
 #include "loader/transform.h"
 #include "table/sample_index.h"
 #include "table/scan.h"
@@ -85,8 +85,6 @@ struct TensorColumn {
 
 // The largest coalesced read: offsets within a read are 32-bit (ReadMember::offset, FetchRequest::length).
 constexpr int64_t kMaxCoalesceBytes = int64_t{1} << 30;
-// Pages of several rows at least this large go through the decoded-page cache (InPageCache).
-constexpr uint32_t kCachedPageBytes = 256 << 10;
 // Split reads below this size are done at once, by the producer and by a consumer waiting for their
 // batch, when their pages are cached (Loader::Impl::ReadClaimedNow): for a 512-byte sample the
 // hand-offs through the fetcher (a ring completion, a wake-up, a lock per group) cost more than the
@@ -104,8 +102,6 @@ constexpr int64_t kSpinWaitNs = 100'000;
 // One turn of a wait that spins: gives the core to any other thread ready to run (the caller's
 // other threads, a Python thread waiting for the GIL Next() released) and returns at once otherwise.
 inline void CpuRelax() { std::this_thread::yield(); }
-// Readers of files without OffsetIndexes (the slow path) kept open at once; each holds a descriptor.
-constexpr size_t kMaxSlowPathReaders = 16;
 // Default queue depths (LoaderOptions::queue_depth = 0): local reads complete in microseconds to a
 // millisecond, so 64 keep a disk (or the page cache's copies) busy; object-store GETs wait tens of
 // milliseconds each, so it takes hundreds in flight to fill a link (256 x 360 KB every 20 ms is
@@ -330,7 +326,7 @@ class Loader::Impl {
   std::vector<int64_t> BlockSizes() const;
   // Creates sampler_ over BlockSizes(), and keeps its blocks and options for MeasureShuffle.
   Status CreateSampler();
-  // Divides prefetch_bytes: sets max_slots_ and page_cache_, and returns the bytes that reads in
+  // Divides prefetch_bytes: sets max_slots_ and slow_cells_ (its page cache), and returns the bytes that reads in
   // flight may take. REQUIRES: the tensor columns' output sizes are known (CreateImagePipelines).
   int64_t DivideMemoryBudget();
   // Opens fetcher_ over the sample index's data files, when a tensor column is selected;
@@ -367,13 +363,6 @@ class Loader::Impl {
   void FinishReadsNow(Slot* s, uint32_t n);
   Status DecodeMember(Slot* s, const Read& r, const ReadMember& m);
   void DecodeSlow(Slot* s, uint32_t sample, uint32_t column);
-  Status ReadSlowCell(const TensorColumn& t, const SampleIndex::Location& loc);
-  // Large pages of many rows (other writers') are read and decoded once into page_cache_ and their
-  // rows copied out of it, instead of one read and decode of the whole page per sample.
-  static bool InPageCache(const SampleIndex::Location& loc) {
-    return loc.rows_in_page > 1 && loc.length >= kCachedPageBytes;
-  }
-  Status ReadCachedPageCell(const TensorColumn& t, const SampleIndex::Location& loc);
   // Records the failure of one sample; `status` names the file and row.
   void FailSample(Slot* s, uint32_t sample, const Status& status) EXCLUDES(s->mu);
   // Fails the whole batch, whatever on_error says (out of memory is not the sample's fault).
@@ -450,19 +439,8 @@ class Loader::Impl {
   int64_t max_decoded_bytes_ = int64_t{64} << 20;
   mutable TraceRecorder trace_;
 
-  // Readers of data files for the slow path (pages without an OffsetIndex): at most
-  // kMaxSlowPathReaders, least recently used dropped first. Shared so that a worker still using a
-  // dropped reader keeps it alive.
-  struct SlowReader {
-    uint32_t file = 0;
-    uint64_t last_use = 0;
-    std::shared_ptr<const ParquetReader> reader;
-  };
-  Mutex readers_mu_;
-  std::vector<SlowReader> readers_ GUARDED_BY(readers_mu_);
-  // Decoded large multi-row pages (InPageCache), within a quarter of prefetch_bytes.
-  std::unique_ptr<PageCache> page_cache_;
-  uint64_t readers_clock_ GUARDED_BY(readers_mu_) = 0;
+  // Cells that are not a page of their own (other writers' files), read by the workers.
+  std::unique_ptr<SlowCells> slow_cells_;
 
   // Run state.
   mutable Mutex mu_;
@@ -509,7 +487,7 @@ class Loader::Impl {
   // this was short.
   int64_t last_wait_ns_ = 0;
   std::atomic<int64_t> stat_batches_{0}, stat_samples_{0}, stat_skipped_{0}, stat_bytes_read_{0},
-      stat_sample_bytes_{0}, stat_wait_ns_{0}, stat_cells_decoded_{0}, stat_reads_at_once_{0};
+      stat_sample_bytes_{0}, stat_wait_ns_{0}, stat_reads_at_once_{0};
 };
 
 namespace {
@@ -784,7 +762,7 @@ int64_t Loader::Impl::DivideMemoryBudget() {
   batch_bytes = std::max<size_t>(batch_bytes, 1);
   max_slots_ = std::clamp<size_t>(static_cast<size_t>(o_.prefetch_bytes / 2) / batch_bytes, 2, 64);
   const int64_t fetch_budget = std::max<int64_t>(o_.prefetch_bytes / 4, int64_t{8} << 20);
-  page_cache_ = std::make_unique<PageCache>(static_cast<size_t>(o_.prefetch_bytes / 4));
+  slow_cells_ = std::make_unique<SlowCells>(*index_, static_cast<size_t>(o_.prefetch_bytes / 4), o_.verify_crc);
   return fetch_budget;
 }
 
@@ -1031,7 +1009,7 @@ Status Loader::Impl::PlanReads(Slot* s, std::vector<Read>* slow) {
     for (uint32_t c = 0; c < tensors_.size(); ++c) {
       const SampleIndex::Location& loc = found[static_cast<size_t>(c) * static_cast<size_t>(s->size) + i];
       // Image pages are read one by one (the decoded-page cache holds fixed-size tensors).
-      if (loc.needs_decode || (!tensors_[c].encoded_image && InPageCache(loc))) {
+      if (loc.needs_decode || (!tensors_[c].encoded_image && SlowCells::InPageCache(loc))) {
         Read r;
         r.file = loc.file;
         r.offset = loc.offset;
@@ -1575,7 +1553,7 @@ void Loader::Impl::DecodeSlow(Slot* s, uint32_t sample, uint32_t column) {
     AllocationFaults::Instance().Check();
     const SampleIndex::Location loc = index_->Find(row, t.index_column);
     const int64_t t0 = NowNanos();
-    Status st = loc.needs_decode ? ReadSlowCell(t, loc) : ReadCachedPageCell(t, loc);
+    Status st = slow_cells_->ReadCell(t.name, t.in_bytes, t.encoded_image, loc, &t_sample_scratch);
     Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
     if (st.ok()) st = WriteSampleInto(s, sample, column, t_sample_scratch.view());
     if (!st.ok()) {
@@ -1587,81 +1565,6 @@ void Loader::Impl::DecodeSlow(Slot* s, uint32_t sample, uint32_t column) {
     FailBatch(s, OutOfMemory([&] { return fmt::format("decoding table row {} column '{}'", row, t.name); }));
   }
   FinishPending(s, 1);
-}
-
-Status Loader::Impl::ReadSlowCell(const TensorColumn& t, const SampleIndex::Location& loc) {
-  std::shared_ptr<const ParquetReader> reader;
-  {
-    MutexLock l(&readers_mu_);
-    for (SlowReader& r : readers_) {
-      if (r.file == loc.file) {
-        r.last_use = ++readers_clock_;
-        reader = r.reader;
-        break;
-      }
-    }
-  }
-  if (reader == nullptr) {
-    // Opened outside the lock (it reads the footer); two workers may open the same file at once, and
-    // only one of the readers is kept.
-    STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(index_->FilePath(loc.file)));
-    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
-                           where.storage->OpenForReadWithSize(where.path, index_->file_size(loc.file)));
-    STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> opened, ParquetReader::Open(std::move(file)));
-    reader = std::move(opened);
-    MutexLock l(&readers_mu_);
-    auto same = std::find_if(readers_.begin(), readers_.end(), [&](const SlowReader& r) { return r.file == loc.file; });
-    if (same == readers_.end()) {
-      SlowReader entry{loc.file, ++readers_clock_, reader};
-      if (readers_.size() < kMaxSlowPathReaders) {
-        readers_.push_back(std::move(entry));
-      } else {  // drop the least recently used (its users, if any, keep it alive until they finish)
-        *std::min_element(readers_.begin(), readers_.end(),
-                          [](const SlowReader& a, const SlowReader& b) { return a.last_use < b.last_use; }) =
-            std::move(entry);
-      }
-    }
-  }
-  STOKE_ASSIGN_OR_RETURN(size_t col, reader->FindColumn(t.name));
-  STOKE_RETURN_IF_ERROR(reader->ReadBinaryCell(loc.row_in_file, col, &t_sample_scratch));
-  if (!t.encoded_image && t_sample_scratch.size() != t.in_bytes) {
-    return Status::Corruption(fmt::format("the cell holds {} bytes, the column's tensor needs {}",
-                                          t_sample_scratch.size(), t.in_bytes));
-  }
-  stat_bytes_read_ += static_cast<int64_t>(t_sample_scratch.size());
-  stat_cells_decoded_ += 1;
-  return Status::OK();
-}
-
-Status Loader::Impl::ReadCachedPageCell(const TensorColumn& t, const SampleIndex::Location& loc) {
-  STOKE_ASSIGN_OR_RETURN(
-      std::shared_ptr<const DecodedPage> page,
-      page_cache_->GetOrLoad(loc.file, loc.offset, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
-        STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(index_->FilePath(loc.file)));
-        STOKE_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
-                               where.storage->OpenForReadWithSize(where.path, index_->file_size(loc.file)));
-        AlignedBuffer bytes(loc.length);
-        STOKE_RETURN_IF_ERROR(file->ReadAt(loc.offset, bytes.mutable_view()));
-        stat_bytes_read_ += loc.length;
-        auto decoded = std::make_shared<DecodedPage>();
-        PageDecodeOptions po;
-        po.verify_crc = o_.verify_crc;
-        STOKE_RETURN_IF_ERROR(DecodeWholePage(bytes.view(), loc.codec, loc.rows_in_page, loc.definition_levels,
-                                              t.in_bytes, po, fmt::format("page at offset {}", loc.offset),
-                                              decoded.get()));
-        return std::shared_ptr<const DecodedPage>(std::move(decoded));
-      }));
-  if (page->value_size != t.in_bytes || loc.row_in_page >= page->offsets.size()) {
-    return Status::Internal(fmt::format("page at offset {}: cached for another column's layout", loc.offset));
-  }
-  const uint32_t at = page->offsets[loc.row_in_page];
-  if (at == DecodedPage::kNull) {
-    return Status::NotFound(fmt::format("row {} of the page at offset {} is null (a tensor column needs a value in "
-                                        "every row)", loc.row_in_page, loc.offset));
-  }
-  t_sample_scratch.Resize(t.in_bytes);
-  if (t.in_bytes > 0) std::memcpy(t_sample_scratch.data(), page->body.data() + at, t.in_bytes);
-  return Status::OK();
 }
 
 void Loader::Impl::FailSample(Slot* s, uint32_t sample, const Status& status) {
@@ -1881,8 +1784,8 @@ LoaderStats Loader::Impl::stats() const {
   st.batches = stat_batches_;
   st.samples = stat_samples_;
   st.samples_skipped = stat_skipped_;
-  st.bytes_read = stat_bytes_read_;
-  st.cells_decoded = stat_cells_decoded_;
+  st.bytes_read = stat_bytes_read_ + (slow_cells_ ? slow_cells_->bytes_read() : 0);
+  st.cells_decoded = slow_cells_ ? slow_cells_->cells_decoded() : 0;
   st.reads_at_once = stat_reads_at_once_;
   st.sample_bytes = stat_sample_bytes_;
   st.wall_seconds = first_next_ns_ == 0 ? 0 : (NowNanos() - first_next_ns_) * 1e-9;
