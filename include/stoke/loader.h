@@ -1,4 +1,4 @@
-// The loader: a table version to batches at storage speed (ARCHITECTURE.md, "The loader pipeline").
+// The loader: a table version to batches at storage speed (docs/architecture.md, "The loader").
 //
 //   Loader::Open(table_dir, options)      sample index (cached), scalar columns, `where` filter
 //   loader->SetEpoch(e)                    per-epoch order (seeded by seed and e), this rank's shard

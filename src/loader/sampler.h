@@ -1,5 +1,5 @@
 // The sampler: which row ids one rank reads in an epoch, and in what order. Pure computation, no
-// I/O; the first stage of the loader pipeline (see ARCHITECTURE.md, "The loader pipeline").
+// I/O; the first stage of the loader pipeline (docs/architecture.md, "The loader").
 //
 // An epoch has one GLOBAL order of the table's n rows, a function of (options, epoch) only, so it
 // is the same on every rank. It is cut into per-rank shards by interleaving:
