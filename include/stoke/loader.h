@@ -245,6 +245,17 @@ struct LoaderOptions {
   bool jpeg_region_decode = true;
 };
 
+// The names of LoaderOptions' choices, as `stoke bench load` and Python's Loader spell them:
+// "none", "global", "block"; "auto", "io_uring", "pread"; "raise", "skip". Each Parse* is the
+// inverse, InvalidArgument naming the option and the choices for any other text ("shuffle: unknown
+// value 'x' (expected one of none, global, block)").
+std::string_view ShuffleName(LoaderOptions::Shuffle shuffle);
+Result<LoaderOptions::Shuffle> ParseShuffle(std::string_view name);
+std::string_view BackendName(LoaderOptions::Backend backend);
+Result<LoaderOptions::Backend> ParseBackend(std::string_view name);
+std::string_view OnErrorName(LoaderOptions::OnError on_error);
+Result<LoaderOptions::OnError> ParseOnError(std::string_view name);
+
 // One column of a batch: a C-contiguous array, row-major, rows in sampler order. A view of the
 // batch's buffer: valid while its Batch lives. Through a const BatchColumn (a const Batch's) the
 // values are read-only.

@@ -1,5 +1,6 @@
-// stoke._stoke: the pybind11 boundary between the C++ Loader and Python (python/stoke/__init__.py
-// holds the public API; this module is its private engine).
+// stoke._stoke: the pybind11 boundary between the C++ Loader and Python (python/stoke/table.py,
+// transforms.py and loader.py hold the public API, re-exported by __init__.py; this module is their
+// private engine).
 //
 // Contracts:
 // - Errors: every stoke::Status is converted in one place, ThrowIfError (the code picks the Python
@@ -68,18 +69,6 @@ void ThrowIfError(const stoke::Status& status) {
 // After a call that ran without the GIL: a signal that arrived meanwhile (SIGINT) raises now.
 void RaisePendingSignals() {
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-}
-
-template <typename E>
-E ParseChoice(const std::string& option, const std::string& value,
-              std::initializer_list<std::pair<const char*, E>> choices) {
-  std::string names;
-  for (const auto& [name, e] : choices) {
-    if (value == name) return e;
-    names += names.empty() ? "" : ", ";
-    names += name;
-  }
-  throw py::value_error(option + ": unknown value '" + value + "' (expected one of " + names + ")");
 }
 
 // The value of a parse (ParseCodec, DTypeFromName, ...), or its error raised (ValueError).
@@ -380,8 +369,7 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
   o.version = version;
   o.where = where;
   o.batch_size = batch_size;
-  o.shuffle = ParseChoice<O::Shuffle>("shuffle", shuffle,
-                                      {{"none", O::Shuffle::kNone}, {"global", O::Shuffle::kGlobal}, {"block", O::Shuffle::kBlock}});
+  o.shuffle = Parsed(stoke::ParseShuffle(shuffle));
   o.shuffle_buffer = shuffle_buffer;
   o.seed = seed;
   o.rank = rank;
@@ -392,15 +380,14 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
   o.threads = threads;
   o.queue_depth = queue_depth;
   o.direct = direct;
-  o.backend = ParseChoice<O::Backend>("backend", backend,
-                                      {{"auto", O::Backend::kAuto}, {"io_uring", O::Backend::kIoUring}, {"pread", O::Backend::kPread}});
+  o.backend = Parsed(stoke::ParseBackend(backend));
   o.coalesce_bytes = coalesce_bytes;
   o.remote_coalesce_bytes = remote_coalesce_bytes;
   o.remote_coalesce_gap_bytes = remote_coalesce_gap_bytes;
   o.cache_dir = cache_dir;
   o.cache_bytes = cache_bytes;
   o.verify_crc = verify_crc;
-  o.on_error = ParseChoice<O::OnError>("on_error", on_error, {{"raise", O::OnError::kRaise}, {"skip", O::OnError::kSkip}});
+  o.on_error = Parsed(stoke::ParseOnError(on_error));
   o.pin_memory = pin_memory;
   o.trace = trace;
   o.image_channels = image_channels;
@@ -725,21 +712,73 @@ py::list PlanImageTransformsTool(const py::list& transforms, int64_t width, int6
   return out;
 }
 
-}  // namespace
+// The one definition of the loader's and ingest's defaults: the C++ structs'. The binding's keyword
+// defaults, python/stoke (via loader_defaults() and ingest_defaults()) and the CLI take them from
+// here, and python/tests/test_option_defaults.py checks that all of them agree.
+const stoke::LoaderOptions kLoaderDefaults{};
+const stoke::IngestOptions kIngestDefaults{};
 
-PYBIND11_MODULE(_stoke, m) {
-  m.doc() = "stoke's C++ loader (private; use the `stoke` package)";
+py::dict LoaderDefaults() {
+  const stoke::LoaderOptions& d = kLoaderDefaults;
+  py::dict out;
+  out["where"] = d.where;
+  out["batch_size"] = d.batch_size;
+  out["shuffle"] = std::string(stoke::ShuffleName(d.shuffle));
+  out["shuffle_buffer"] = d.shuffle_buffer;
+  out["seed"] = d.seed;
+  out["rank"] = d.rank;
+  out["world_size"] = d.world_size;
+  out["drop_last"] = d.drop_last;
+  out["prefetch_bytes"] = d.prefetch_bytes;
+  out["threads"] = d.threads;
+  out["queue_depth"] = d.queue_depth;
+  out["direct"] = d.direct;
+  out["backend"] = std::string(stoke::BackendName(d.backend));
+  out["coalesce_bytes"] = d.coalesce_bytes;
+  out["remote_coalesce_bytes"] = d.remote_coalesce_bytes;
+  out["remote_coalesce_gap_bytes"] = d.remote_coalesce_gap_bytes;
+  out["cache_dir"] = d.cache_dir;
+  out["cache_bytes"] = d.cache_bytes;
+  out["verify_crc"] = d.verify_crc;
+  out["on_error"] = std::string(stoke::OnErrorName(d.on_error));
+  out["pin_memory"] = d.pin_memory;
+  out["trace"] = d.trace;
+  out["image_channels"] = d.image_channels;
+  out["jpeg_dct_scaling"] = d.jpeg_dct_scaling;
+  return out;
+}
 
-  {
-    py::tuple bases = py::make_tuple(py::handle(PyExc_FileNotFoundError), py::handle(PyExc_KeyError));
-    g_not_found_error = PyErr_NewExceptionWithDoc(
-        "stoke.NotFoundError", "A table, file, version or column that does not exist (FileNotFoundError and KeyError).",
-        bases.ptr(), nullptr);
-    if (g_not_found_error == nullptr) throw py::error_already_set();
-    // Also stored in the module, which keeps it alive for the life of the process.
-    m.attr("NotFoundError") = py::handle(g_not_found_error);
-  }
+py::dict IngestDefaults() {
+  const stoke::IngestOptions& d = kIngestDefaults;
+  py::dict out;
+  out["mode"] = std::string(stoke::IngestModeName(d.mode));
+  out["tensor_column"] = d.tensor_column;
+  out["codec"] = std::string(stoke::CodecName(d.codec));
+  out["compression_level"] = d.compression_level;
+  out["target_file_bytes"] = d.target_file_bytes;
+  out["row_group_bytes"] = d.row_group_bytes;
+  out["rows_per_file"] = d.rows_per_file;
+  out["partition_by"] = d.partition_by;
+  out["threads"] = d.threads;
+  out["progress"] = d.progress;
+  out["format"] = d.format;
+  out["hdf5_samples"] = d.hdf5_samples;
+  return out;
+}
 
+// stoke.NotFoundError: a FileNotFoundError and a KeyError.
+void RegisterNotFoundError(py::module_& m) {
+  py::tuple bases = py::make_tuple(py::handle(PyExc_FileNotFoundError), py::handle(PyExc_KeyError));
+  g_not_found_error = PyErr_NewExceptionWithDoc(
+      "stoke.NotFoundError", "A table, file, version or column that does not exist (FileNotFoundError and KeyError).",
+      bases.ptr(), nullptr);
+  if (g_not_found_error == nullptr) throw py::error_already_set();
+  // Also stored in the module, which keeps it alive for the life of the process.
+  m.attr("NotFoundError") = py::handle(g_not_found_error);
+}
+
+// What the build has, and the test hooks.
+void BindMisc(py::module_& m) {
   m.def("built_with_cuda", &stoke::BuiltWithCuda,
         "True when stoke was built with the CUDA runtime: batch buffers are page-locked when a device is present.");
   // A test hook (loader/out_of_memory.h): the n-th allocation the loader checks from now fails as if
@@ -747,14 +786,21 @@ PYBIND11_MODULE(_stoke, m) {
   m.def("_fail_nth_allocation", [](int64_t n) { stoke::AllocationFaults::Instance().FailNth(n); }, py::arg("n"),
         "Test hook: the n-th allocation the loader's pipeline checks from now fails (0 disarms).");
   m.def("is_table", &stoke::IsTableDirectory, py::arg("path"), "True when `path` is a directory holding a Delta log.");
+}
 
-  m.def("ingest", &Ingest, py::arg("source_dir"), py::arg("table_dir"), py::kw_only(), py::arg("labels") = "",
-        py::arg("mode") = "append", py::arg("tensor_column") = "data", py::arg("codec") = "auto",
-        py::arg("compression_level") = 0, py::arg("target_file_bytes") = int64_t{1} << 30,
-        py::arg("row_group_bytes") = int64_t{128} << 20, py::arg("rows_per_file") = 0, py::arg("partition_by") = "",
-        py::arg("threads") = 0, py::arg("progress") = true, py::arg("shard") = py::none(), py::arg("format") = "",
-        py::arg("datasets") = std::vector<std::string>{}, py::arg("hdf5_samples") = "auto",
-        py::arg("decode") = std::vector<int64_t>{});
+// The table commands: ingest, optimize, vacuum, query, history, inspect, checkpoint, synth.
+void BindTableTools(py::module_& m) {
+  // Every default is IngestOptions' (ingest_defaults(), which python/stoke/table.py uses).
+  const stoke::IngestOptions& d = kIngestDefaults;
+  m.def("ingest", &Ingest, py::arg("source_dir"), py::arg("table_dir"), py::kw_only(), py::arg("labels") = d.labels_csv,
+        py::arg("mode") = std::string(stoke::IngestModeName(d.mode)), py::arg("tensor_column") = d.tensor_column,
+        py::arg("codec") = std::string(stoke::CodecName(d.codec)), py::arg("compression_level") = d.compression_level,
+        py::arg("target_file_bytes") = d.target_file_bytes, py::arg("row_group_bytes") = d.row_group_bytes,
+        py::arg("rows_per_file") = d.rows_per_file, py::arg("partition_by") = d.partition_by,
+        py::arg("threads") = d.threads, py::arg("progress") = d.progress, py::arg("shard") = py::none(),
+        py::arg("format") = d.format, py::arg("datasets") = d.datasets, py::arg("hdf5_samples") = d.hdf5_samples,
+        py::arg("decode") = d.decode_images);
+  m.def("ingest_defaults", &IngestDefaults, "IngestOptions' defaults, keyed as stoke.ingest's keywords.");
   m.def("optimize", &Optimize, py::arg("table_dir"), py::kw_only(), py::arg("target_file_bytes") = int64_t{1} << 30,
         py::arg("row_group_bytes") = int64_t{128} << 20, py::arg("where") = "", py::arg("sort_by") = "",
         py::arg("codec") = "", py::arg("threads") = 0, py::arg("progress") = true);
@@ -777,7 +823,10 @@ PYBIND11_MODULE(_stoke, m) {
   m.def("checkpoint", [](const std::string& table_dir, std::optional<int64_t> version) {
     RunTool([&] { return stoke::CheckpointTable(table_dir, version); });
   }, py::arg("table_dir"), py::kw_only(), py::arg("version") = py::none());
+}
 
+// One image through its transforms, as the loader would (previews and tests).
+void BindImageTools(py::module_& m) {
   m.def("transform_image", &TransformImageTool, py::arg("encoded"), py::arg("transforms") = py::list(), py::kw_only(),
         py::arg("channels") = 3, py::arg("jpeg_dct_scaling") = true, py::arg("seed") = 0, py::arg("epoch") = 0,
         py::arg("row") = 0, py::arg("column") = 0, py::arg("path") = "image",
@@ -785,17 +834,32 @@ PYBIND11_MODULE(_stoke, m) {
   m.def("plan_image_transforms", &PlanImageTransformsTool, py::arg("transforms"), py::arg("width"), py::arg("height"),
         py::kw_only(), py::arg("channels") = 3, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("row") = 0,
         py::arg("column") = 0, "The random choices of the image transforms for one image, as the loader makes them.");
+}
 
+// The loader and its defaults.
+void BindLoader(py::module_& m) {
+  m.def("loader_defaults", &LoaderDefaults, "LoaderOptions' defaults, keyed as the Loader's keywords.");
+  // Every default is LoaderOptions' (loader_defaults(), which python/stoke/loader.py uses).
   py::class_<PyLoader>(m, "Loader")
       .def(py::init(&OpenLoader), py::arg("table_dir"), py::kw_only(), py::arg("columns") = py::none(),
-           py::arg("version") = py::none(), py::arg("where") = "", py::arg("batch_size") = 32,
-           py::arg("shuffle") = "global", py::arg("shuffle_buffer") = 1024, py::arg("seed") = 0, py::arg("rank") = 0,
-           py::arg("world_size") = 1, py::arg("drop_last") = false, py::arg("transforms") = py::list(),
-           py::arg("prefetch_bytes") = int64_t{512} << 20, py::arg("threads") = 0, py::arg("queue_depth") = 0,
-           py::arg("direct") = false, py::arg("backend") = "auto", py::arg("coalesce_bytes") = int64_t{1} << 20,
-           py::arg("remote_coalesce_bytes") = int64_t{8} << 20, py::arg("remote_coalesce_gap_bytes") = int64_t{256} << 10,
-           py::arg("cache_dir") = "", py::arg("cache_bytes") = int64_t{16} << 30, py::arg("verify_crc") = true, py::arg("on_error") = "raise", py::arg("pin_memory") = true,
-           py::arg("trace") = false, py::arg("image_channels") = 3, py::arg("jpeg_dct_scaling") = true)
+           py::arg("version") = py::none(), py::arg("where") = kLoaderDefaults.where,
+           py::arg("batch_size") = kLoaderDefaults.batch_size,
+           py::arg("shuffle") = std::string(stoke::ShuffleName(kLoaderDefaults.shuffle)),
+           py::arg("shuffle_buffer") = kLoaderDefaults.shuffle_buffer, py::arg("seed") = kLoaderDefaults.seed,
+           py::arg("rank") = kLoaderDefaults.rank, py::arg("world_size") = kLoaderDefaults.world_size,
+           py::arg("drop_last") = kLoaderDefaults.drop_last, py::arg("transforms") = py::list(),
+           py::arg("prefetch_bytes") = kLoaderDefaults.prefetch_bytes, py::arg("threads") = kLoaderDefaults.threads,
+           py::arg("queue_depth") = kLoaderDefaults.queue_depth, py::arg("direct") = kLoaderDefaults.direct,
+           py::arg("backend") = std::string(stoke::BackendName(kLoaderDefaults.backend)),
+           py::arg("coalesce_bytes") = kLoaderDefaults.coalesce_bytes,
+           py::arg("remote_coalesce_bytes") = kLoaderDefaults.remote_coalesce_bytes,
+           py::arg("remote_coalesce_gap_bytes") = kLoaderDefaults.remote_coalesce_gap_bytes,
+           py::arg("cache_dir") = kLoaderDefaults.cache_dir, py::arg("cache_bytes") = kLoaderDefaults.cache_bytes,
+           py::arg("verify_crc") = kLoaderDefaults.verify_crc,
+           py::arg("on_error") = std::string(stoke::OnErrorName(kLoaderDefaults.on_error)),
+           py::arg("pin_memory") = kLoaderDefaults.pin_memory, py::arg("trace") = kLoaderDefaults.trace,
+           py::arg("image_channels") = kLoaderDefaults.image_channels,
+           py::arg("jpeg_dct_scaling") = kLoaderDefaults.jpeg_dct_scaling)
       .def("next", &PyLoader::Next, "The next batch of this rank's epoch as a dict, or None at its end.")
       .def("set_epoch", &PyLoader::SetEpoch, py::arg("epoch"))
       .def("state", [](const PyLoader& l) {
@@ -816,4 +880,15 @@ PYBIND11_MODULE(_stoke, m) {
       .def("global_shuffle_quality", [](const PyLoader& l) { return QualityToDict(l.Use("global_shuffle_quality", [](stoke::Loader& x) { return x.global_shuffle_quality(); })); })
       .def("write_trace", [](const PyLoader& l, const std::string& path) { ThrowIfError(l.Use("write_trace", [&](stoke::Loader& x) { return x.WriteTrace(path); })); },
            py::arg("path"));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_stoke, m) {
+  m.doc() = "stoke's C++ loader (private; use the `stoke` package)";
+  RegisterNotFoundError(m);
+  BindMisc(m);
+  BindTableTools(m);
+  BindImageTools(m);
+  BindLoader(m);
 }

@@ -19,15 +19,6 @@ double EmulateCompute(double ms) {
   return (NowNanos() - t0) * 1e-9;
 }
 
-const char* ShuffleName(LoaderOptions::Shuffle s) {
-  switch (s) {
-    case LoaderOptions::Shuffle::kNone: return "none";
-    case LoaderOptions::Shuffle::kBlock: return "block";
-    case LoaderOptions::Shuffle::kGlobal: return "global";
-  }
-  return "?";
-}
-
 }  // namespace
 
 Result<LoadBenchReport> RunLoadBench(const LoadBenchOptions& options) {

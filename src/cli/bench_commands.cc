@@ -60,8 +60,8 @@ void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command
     stoke::PerFileBenchOptions pf;
     bool pf_json = false;
     stoke::LoadBenchOptions lb;
-    std::string lb_shuffle = "global";
-    std::string lb_backend = "auto";
+    std::string lb_shuffle = std::string(stoke::ShuffleName(stoke::LoaderOptions{}.shuffle));
+    std::string lb_backend = std::string(stoke::BackendName(stoke::LoaderOptions{}.backend));
     bool lb_json = false;
     bool lb_cold = false;
     bool lb_no_crc = false;
@@ -189,12 +189,12 @@ void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command
     auto& lb_no_dct = s->lb_no_dct;
     auto& lb_no_region = s->lb_no_region;
     auto& lb_transforms = s->lb_transforms;
-    lb.loader.shuffle = lb_shuffle == "none"    ? stoke::LoaderOptions::Shuffle::kNone
-                        : lb_shuffle == "block" ? stoke::LoaderOptions::Shuffle::kBlock
-                                                : stoke::LoaderOptions::Shuffle::kGlobal;
-    lb.loader.backend = lb_backend == "io_uring" ? stoke::LoaderOptions::Backend::kIoUring
-                        : lb_backend == "pread"  ? stoke::LoaderOptions::Backend::kPread
-                                                 : stoke::LoaderOptions::Backend::kAuto;
+    auto shuffle = stoke::ParseShuffle(lb_shuffle);
+    if (!shuffle.ok()) return Fail(shuffle.status());
+    lb.loader.shuffle = *shuffle;
+    auto backend = stoke::ParseBackend(lb_backend);
+    if (!backend.ok()) return Fail(backend.status());
+    lb.loader.backend = *backend;
     lb.loader.direct = lb_cold;
     lb.loader.verify_crc = !lb_no_crc;
     lb.loader.jpeg_dct_scaling = !lb_no_dct;

@@ -78,11 +78,11 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
     stoke::SynthImagesOptions si;
     stoke::ConvertOptions co;
     std::string co_decode;
-    std::string co_codec = "auto";
+    std::string co_codec = std::string(stoke::CodecName(stoke::ConvertOptions{}.codec));
     stoke::IngestOptions ig;
     std::string ig_decode;
-    std::string ig_mode = "append";
-    std::string ig_codec = "auto";
+    std::string ig_mode = std::string(stoke::IngestModeName(stoke::IngestOptions{}.mode));
+    std::string ig_codec = std::string(stoke::CodecName(stoke::IngestOptions{}.codec));
     std::string shard;
   };
   auto s = std::make_shared<State>();
