@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .experiments import html as H
+from .experiments.text import text_table
 
 PIPELINE = ("fetch", "decode", "transform", "collate")      # order of the stages a batch goes through
 STALL_STAGES = PIPELINE + ("copy", "other")
@@ -365,7 +366,6 @@ def section_html(trace: Trace, steps: Optional[Sequence[Dict[str, float]]], att:
 
 
 def text_summary(att: Dict[str, Any]) -> str:
-    from .experiments.common import text_table
     total = sum(v["seconds"] for v in att["by_stage"].values()) or 0.0
     rows = [[st, att["by_stage"][st]["stalls_behind"], f"{att['by_stage'][st]['seconds']:.3f}",
              f"{(att['by_stage'][st]['seconds'] / total if total else 0):.1%}"] for st in STALL_STAGES]

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .store import EmulatedBlobStore
+from .text import text_table  # noqa: F401 (the experiments call common.text_table)
 
 # The emulated cloud link: the latency every read request gets and the read bandwidth of the link.
 DEFAULT_LATENCY_MS = 20.0        # cloud object stores answer small GETs in about 10-100 ms
@@ -171,30 +172,6 @@ def write_outputs(out_dir: str, name: str, result: Dict[str, Any], page: str) ->
     tmp.write_text(page)
     tmp.replace(hpath)
     return jpath, hpath
-
-
-def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> str:
-    """A plain-text table for the terminal (numbers right-aligned)."""
-    cells = [[str(h) for h in headers]] + [["–" if c is None else str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    numeric = [all(_looks_numeric(r[i]) for r in cells[1:]) for i in range(len(headers))]
-
-    def fmt(r: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(r, widths, numeric)).rstrip()
-
-    lines = ([title] if title else []) + [fmt(cells[0]), "  ".join("-" * w for w in widths)] + [fmt(r) for r in cells[1:]]
-    return "\n".join(lines)
-
-
-def _looks_numeric(s: str) -> bool:
-    s = s.replace(",", "").rstrip("%x").strip()
-    if s in ("–", ""):
-        return True
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return False
 
 
 def say(*parts: Any) -> None:
