@@ -58,13 +58,6 @@ def built_with_cuda() -> bool:
     return _stoke.built_with_cuda()
 
 
-    def __enter__(self) -> "Loader":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
 def __getattr__(name: str) -> Any:
     # `stoke.torch` on first use, so that `import stoke` does not import torch.
     if name == "torch":

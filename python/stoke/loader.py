@@ -314,3 +314,9 @@ class Loader:
     def close(self) -> None:
         """Stop the pipeline and its threads now (batches already delivered stay valid)."""
         self._loader.close()
+
+    def __enter__(self) -> "Loader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -31,7 +31,9 @@ def cli_defaults(*command):
         m = re.match(r"\s+--([\w-]+)\s+(.*)", line)
         if not m:
             continue
-        head = re.split(r"\s{2,}", m.group(2))[0]  # the type and default, before the description
+        # The type and default, before the description: "INT:POSITIVE=32", "INT:INT in [0 - 4096]=0",
+        # "INT:SIZE [b, kb(=1024b), ...]=8MiB".
+        head = re.match(r"(\S*(?:\s+in)?(?:\s\[[^\]]*\]\S*)?)", m.group(2)).group(1)
         if "=" in head:
             name = m.group(1)
             out[CLI_NAMES.get(name, name.replace("-", "_"))] = head.rsplit("=", 1)[1]
@@ -71,7 +73,9 @@ def check_agreement(defaults, binding, python, cli):
         if name in binding:
             assert binding[name] == printed(value), f"binding default of {name}: {binding[name]}, C++ {value!r}"
             checked["binding"].add(name)
-        if name in python:
+        # None in Python means "decided at the call" (rank and world_size from torch.distributed or
+        # $RANK/$WORLD_SIZE, cache_dir none): not a default of its own.
+        if name in python and python[name] is not None:
             assert python[name] == value, f"Python default of {name}: {python[name]!r}, C++ {value!r}"
             checked["python"].add(name)
         if name in cli:
