@@ -250,11 +250,11 @@ struct LoaderOptions {
 // inverse, InvalidArgument naming the option and the choices for any other text ("shuffle: unknown
 // value 'x' (expected one of none, global, block)").
 std::string_view ShuffleName(LoaderOptions::Shuffle shuffle);
-Result<LoaderOptions::Shuffle> ParseShuffle(std::string_view name);
-std::string_view BackendName(LoaderOptions::Backend backend);
-Result<LoaderOptions::Backend> ParseBackend(std::string_view name);
-std::string_view OnErrorName(LoaderOptions::OnError on_error);
-Result<LoaderOptions::OnError> ParseOnError(std::string_view name);
+Result<LoaderOptions::Shuffle> ParseShuffle(std::string_view name);  // "shuffle: unknown value ..." otherwise
+std::string_view BackendName(LoaderOptions::Backend backend);        // "auto", "io_uring" or "pread"
+Result<LoaderOptions::Backend> ParseBackend(std::string_view name);  // "backend: unknown value ..." otherwise
+std::string_view OnErrorName(LoaderOptions::OnError on_error);       // "raise" or "skip"
+Result<LoaderOptions::OnError> ParseOnError(std::string_view name);  // "on_error: unknown value ..." otherwise
 
 // One column of a batch: a C-contiguous array, row-major, rows in sampler order. A view of the
 // batch's buffer: valid while its Batch lives. Through a const BatchColumn (a const Batch's) the
