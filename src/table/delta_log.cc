@@ -11,6 +11,7 @@
 //   a kBlindAppend that removes files is treated as kRewrite.
 #include "table/delta_log.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "io/object_storage.h"
@@ -49,11 +50,6 @@ std::string Dump(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_
 
 // The hash of a decoded path that PathClaims and the replay's index of live adds use.
 uint64_t PathHash64(std::string_view path) { return std::hash<std::string_view>{}(path); }
-
-int64_t NowMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 bool IsDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -691,7 +687,7 @@ Result<CheckedActions> CheckActions(std::vector<Action>& actions, int64_t read_v
       Metadata* m = &**boxed;
       has_metadata = true;
       if (m->id.empty()) m->id = RandomUuid();
-      if (!m->created_time && read_version == -1) m->created_time = NowMillis();
+      if (!m->created_time && read_version == -1) m->created_time = EpochMillis();
     } else if (auto* t = std::get_if<Txn>(&a)) {
       claims.app_ids.insert(t->app_id);
     } else if (std::holds_alternative<CommitInfo>(a)) {
@@ -732,7 +728,7 @@ Result<CommitInfo> NewCommitInfo(const std::string& operation, const json& opera
     }
   }
   json info = json::object();
-  info["timestamp"] = NowMillis();
+  info["timestamp"] = EpochMillis();
   info["operation"] = operation;
   info["operationParameters"] = std::move(params);
   if (read_version >= 0) info["readVersion"] = read_version;
@@ -895,7 +891,7 @@ Result<int64_t> PublishWithRetries(Storage& storage, const DeltaLog& log, Commit
 void SetStateAfterCommit(const DeltaLog& log, std::optional<Replayer>& replay, int64_t replayed_through, int64_t version,
                          std::optional<int64_t> commit_time, Snapshot* state) {
   Result<Snapshot> now = version == replayed_through + 1
-                             ? std::move(*replay).Finish(version, commit_time.value_or(NowMillis()), log.log_dir())
+                             ? std::move(*replay).Finish(version, commit_time.value_or(EpochMillis()), log.log_dir())
                              : log.ReadSnapshot(version);
   replay.reset();
   if (now.ok()) {
