@@ -557,7 +557,8 @@ py::array ArrayOwning(std::vector<uint8_t>&& bytes, const py::dtype& dtype, std:
 
 // {"columns": {name: ndarray | list}, "valid": {name: uint8 ndarray}, "rows", "files_scanned", ...}:
 // scalar and tensor columns as typed arrays ([rows] and [rows, *shape]; null cells are zeros), strings
-// and bytes as lists (None for nulls); "valid" holds the columns that have nulls.
+// and bytes as lists (None for nulls); "valid" holds the columns that have nulls; "decimal_columns"
+// names the decimal columns (lists of decimal.Decimal).
 py::dict Query(const std::string& table_dir, const std::string& where, std::optional<std::vector<std::string>> columns,
                int64_t limit, std::optional<int64_t> version, bool count_only) {
   stoke::QueryOptions o;
@@ -576,10 +577,12 @@ py::dict Query(const std::string& table_dir, const std::string& where, std::opti
   out["row_groups_total"] = r.report.row_groups_total;
   out["row_groups_scanned"] = r.report.row_groups_scanned;
   py::dict cols, valid;
+  py::list decimal_columns;  // for Table.query(decimals="float64")
   if (!count_only) {
     for (stoke::QueryColumn& c : r.columns) {
       const py::str name(c.name);
       using K = stoke::ColumnKind;
+      if (c.kind == K::kDecimal) decimal_columns.append(name);
       if (c.kind == K::kString || c.kind == K::kBinary || c.kind == K::kDecimal || c.kind == K::kNested) {
         py::list values(c.strings.size());
         // Decimals become decimal.Decimal; structs, arrays and maps dicts and lists (json.loads).
@@ -621,6 +624,7 @@ py::dict Query(const std::string& table_dir, const std::string& where, std::opti
   }
   out["columns"] = std::move(cols);
   out["valid"] = std::move(valid);
+  out["decimal_columns"] = std::move(decimal_columns);
   return out;
 }
 

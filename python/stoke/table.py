@@ -46,7 +46,7 @@ class Table:
     # -- reading
 
     def query(self, where: str = "", columns: Optional[Sequence[str]] = None, limit: Optional[int] = None,
-              to: str = "numpy") -> Any:
+              to: str = "numpy", decimals: str = "decimal") -> Any:
         """Rows matching `where` (and the table's own `where`), in table order.
 
         Files and row groups whose statistics exclude the predicate are skipped.
@@ -56,12 +56,15 @@ class Table:
         path for training), string and binary columns as object arrays with None
         for nulls. Dates are datetime64[D] and timestamps datetime64[us] arrays
         (UTC for Delta's timestamp; NaT for nulls), decimals object arrays of
-        decimal.Decimal, structs, arrays and maps object arrays of dicts and lists
+        decimal.Decimal (exact; decimals="float64" gives float64 arrays instead, each
+        value the nearest double, nulls NaN with a ".valid" column), structs, arrays and maps object arrays of dicts and lists
         (their dates, timestamps and decimals as ISO-8601 and exact text). A scalar column with nulls also has "<column>.valid" (uint8,
         1 = present; null cells hold 0). With to="pandas", a pandas.DataFrame
         (nullable dtypes for columns with nulls, tensor cells as arrays)."""
         if to not in ("numpy", "pandas"):
             raise ValueError(f"to: expected 'numpy' or 'pandas', got {to!r}")
+        if decimals not in ("decimal", "float64"):
+            raise ValueError(f"decimals: expected 'decimal' or 'float64', got {decimals!r}")
         if isinstance(columns, str):
             columns = [columns]
         r = _stoke.query(self.path, where=self._where(where), columns=None if columns is None else list(columns),
@@ -77,6 +80,8 @@ class Table:
             valid = r["valid"].get(name)
             if valid is not None and values.dtype.kind == "M":
                 values[valid == 0] = np.datetime64("NaT")  # null dates and timestamps
+            if decimals == "float64" and name in r["decimal_columns"]:
+                values = out[name] = _decimals_as_float64(values)
             if valid is not None and values.dtype != object:
                 out[name + ".valid"] = valid
         if to == "numpy":
@@ -226,6 +231,13 @@ def synth_images(out: PathLike, images: int = 1000, classes: int = 10, min_size:
     return _stoke.synth_images(os.fspath(out), images=images, classes=classes, min_size=min_size, max_size=max_size,
                                quality=quality, png_fraction=png_fraction, seed=seed, threads=threads,
                                progress=progress)
+
+
+def _decimals_as_float64(values: Any) -> Any:
+    """An object array of decimal.Decimal (None for nulls) as float64, each the nearest double; NaN
+    for nulls."""
+    import numpy as np
+    return np.array([float("nan") if v is None else float(v) for v in values], dtype=np.float64)
 
 
 def _to_pandas(columns: Dict[str, Any], valid: Mapping[str, Any]) -> Any:

@@ -51,6 +51,21 @@ def test_decimals_are_exact_and_nested_columns_are_dicts_and_lists():
     assert q["struct_of_array_of_map"][0] == {"struct_element": [{"map_key": "map_value"}]}
 
 
+def test_decimals_as_float64_on_request():
+    t = table("delta-1.2.1-only-struct-stats")
+    exact = t.query()["decimal"]
+    q = t.query(decimals="float64")
+    assert q["decimal"].dtype == np.float64
+    assert q["decimal"][0] == -5.678
+    nulls = [v is None for v in exact]
+    assert np.isnan(q["decimal"]).tolist() == nulls
+    assert ("decimal.valid" in q) == any(nulls)
+    assert q["struct"][0] == {"struct_element": "struct_value"}  # other columns as before
+    assert t.query(decimals="float64", to="pandas")["decimal"].iloc[0] == -5.678
+    with pytest.raises(ValueError, match="decimals"):
+        t.query(decimals="double")
+
+
 def test_rows_a_deletion_vector_deletes_are_left_out():
     t = table("table-with-dv-small")
     assert t.count() == 8
