@@ -136,9 +136,9 @@ std::string FormatLoadReport(const LoadBenchReport& report);
 // share of every data file's live rows as a DELETE of Spark or Databricks would, with deletion
 // vectors. All of one run's DVs go into one DV file in the table directory, each at its own offset,
 // and one commit (operation "DELETE") removes and re-adds each file touched with its new DV (the
-// union of the rows it deleted before and now). A table without the deletionVectors feature gets it
-// in the same commit (protocol 3/7, keeping what its legacy versions implied) and
-// delta.enableDeletionVectors=true.
+// union of the rows it deleted before and now; its statistics marked "tightBounds": false). A table
+// without the deletionVectors feature gets it in the same commit (protocol 3/7, keeping what its
+// legacy versions implied) and delta.enableDeletionVectors=true.
 
 // What `stoke bench delete-rows` deletes, and where.
 struct DeleteRowsOptions {
@@ -159,7 +159,7 @@ struct DeleteRowsReport {
 
 // Errors: InvalidArgument for a fraction outside [0, 1]; those of opening the table; Unsupported
 // (before writing anything) for a table whose features stoke's writes do not keep, other than
-// deletionVectors itself, or whose delta.appendOnly forbids deletes; Conflict when another writer
+// deletionVectors itself, of writer version 3 to 6, or whose delta.appendOnly forbids deletes; Conflict when another writer
 // committed first. A failed run may leave an unreferenced DV file, which `stoke vacuum` removes.
 Result<DeleteRowsReport> RunDeleteRows(const DeleteRowsOptions& options);
 

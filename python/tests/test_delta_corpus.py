@@ -78,8 +78,18 @@ def test_column_mapping_reads_under_the_schemas_names():
     assert all(not name.startswith("col-") for name in q)
 
 
-def test_the_loader_refuses_decimal_and_nested_columns_naming_them():
-    with pytest.raises(Exception, match="decimal"):
-        stoke.Loader(str(CORPUS / "delta-1.2.1-only-struct-stats"), columns=["decimal"])
+def test_the_loader_delivers_decimals_as_float64_and_refuses_nested_columns_naming_them():
+    path = str(CORPUS / "delta-1.2.1-only-struct-stats")
+    exact = {int(i): d for i, d in zip(*[stoke.open_table(path).query()[c] for c in ("integer", "decimal")])}
+    seen = 0
+    for batch in stoke.Loader(path, columns=["integer", "decimal"], to="numpy", batch_size=4, shuffle="none"):
+        assert batch["decimal"].dtype == np.float64
+        valid = batch.get("decimal.valid", np.ones(len(batch["decimal"]), dtype=np.uint8))
+        for i, d, ok in zip(batch["integer"].tolist(), batch["decimal"].tolist(), valid.tolist()):
+            assert (exact[i] is None) == (not ok)
+            if ok:
+                assert d == pytest.approx(float(exact[i]), rel=1e-15)
+            seen += 1
+    assert seen == len(exact)
     with pytest.raises(Exception, match="struct"):
         stoke.Loader(str(CORPUS / "delta-1.2.1-only-struct-stats"), columns=["struct"])

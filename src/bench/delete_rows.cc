@@ -1,7 +1,9 @@
 // `stoke bench delete-rows`: deletion vectors on a table, for the benchmarks (include/stoke/bench.h).
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -54,10 +56,28 @@ std::vector<uint64_t> DeleteMore(const std::vector<uint64_t>& deleted, int64_t r
   return out;
 }
 
-// The protocol and metadata checks: nothing is written to a table this run must not change.
+// The protocol and metadata checks: nothing is written to a table this run must not change. Writer
+// versions 3 to 6 are refused too: upgraded to table features, they would list the features those
+// versions imply (checkConstraints, changeDataFeed, ...), which stoke's writes then refuse.
 Status CheckDeletable(const TableView& t, const std::string& table) {
+  const int32_t writer = t.snapshot.protocol.min_writer_version;
+  if (writer >= 3 && writer <= 6) {
+    return Status::Unsupported(fmt::format("{}: table '{}' has writer version {}; deletion vectors are added to tables "
+                                           "of writer version 2 or below, or 7; nothing was written",
+                                           kOperation, table, writer));
+  }
   constexpr std::string_view kKeeps[] = {"deletionVectors"};  // the feature this run writes
   return delta::CheckWritable(t.snapshot, kOperation, table, /*removes_data=*/true, kKeeps);
+}
+
+// The add's statistics with "tightBounds": false (PROTOCOL.md, "Per-file Statistics"): the bounds
+// still describe every row of the file, deleted ones included; numRecords stays the file's rows.
+std::optional<std::string> WideBounds(const std::optional<std::string>& stats) {
+  if (!stats) return stats;
+  auto j = nlohmann::json::parse(*stats, nullptr, false);
+  if (!j.is_object()) return stats;  // malformed: left as it is (readers take it as unknown)
+  j["tightBounds"] = false;
+  return j.dump();
 }
 
 // The protocol and metadata actions that turn deletion vectors on, when the table lacks them.
@@ -87,6 +107,7 @@ void ReplaceDeletionVector(const delta::AddFile& add, delta::DeletionVectorDescr
   actions->push_back(std::move(rm));
   delta::AddFile next = add;
   next.data_change = true;
+  next.stats = WideBounds(add.stats);
   next.deletion_vector = std::make_shared<const delta::DeletionVectorDescriptor>(std::move(dv));
   actions->push_back(std::move(next));
 }

@@ -46,6 +46,11 @@ TEST(DeleteRows, DeletesTheRoundedShareOfEveryFileInOneCommitAndTurnsTheFeatureO
   EXPECT_EQ(snap->protocol.min_reader_version, 3);
   EXPECT_EQ(snap->protocol.reader_features, std::vector<std::string>({"deletionVectors"}));
   EXPECT_EQ(snap->metadata.configuration.at("delta.enableDeletionVectors"), "true");
+  for (const auto& add : snap->files) {  // the bounds still cover the deleted rows
+    ASSERT_TRUE(add.stats.has_value());
+    EXPECT_NE(add.stats->find("\"tightBounds\":false"), std::string::npos) << *add.stats;
+    EXPECT_NE(add.stats->find("\"numRecords\""), std::string::npos) << *add.stats;
+  }
   std::set<std::string> dv_files;
   for (const auto& add : snap->files) dv_files.insert(add.deletion_vector->path_or_inline_dv);
   EXPECT_EQ(dv_files.size(), 1u);  // one DV file, a DV per data file at its offset
@@ -84,6 +89,19 @@ TEST(DeleteRows, NothingToDeleteWritesNothingAndBadInputIsRefusedBeforeWriting) 
   EXPECT_EQ(r->rows_deleted, 0);
   EXPECT_EQ(RunDeleteRows({.table = t.dir(), .fraction = 1.5}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(RunDeleteRows({.table = t.dir() + "/none"}).status().code(), StatusCode::kNotFound);
+
+  // A writer version 3 to 6 table is refused: upgraded, it would list features stoke's writes refuse.
+  {
+    TestTable v4;
+    v4.AppendFile(0, 10);
+    auto snap4 = v4.log().ReadSnapshot();
+    ASSERT_TRUE(v4.log().Commit(snap4->version, {delta::Protocol{1, 4, {}, {}}}, delta::CommitKind::kExclusive,
+                                "UPGRADE PROTOCOL", {}).ok());
+    auto refused = RunDeleteRows({.table = v4.dir(), .fraction = 0.5});
+    EXPECT_EQ(refused.status().code(), StatusCode::kUnsupported) << refused.status().ToString();
+    EXPECT_NE(refused.status().message().find("writer version 4"), std::string::npos) << refused.status().ToString();
+    EXPECT_EQ(*v4.log().LatestVersion(), 1);
+  }
 
   // delta.appendOnly forbids deletes.
   auto snap = t.log().ReadSnapshot();

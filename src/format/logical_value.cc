@@ -175,6 +175,12 @@ __int128 PowerOfTen(int32_t n) {
   return p;
 }
 
+double DecimalToDouble(__int128 unscaled, int32_t scale) {
+  // long double (64-bit mantissa) holds any int64 exactly and 10^scale to 64 bits: one rounding to
+  // it, one to double.
+  return static_cast<double>(static_cast<long double>(unscaled) / static_cast<long double>(PowerOfTen(scale)));
+}
+
 std::string FormatDate(int64_t days) {
   const Civil c = CivilFromDays(days);
   if (c.year >= 0 && c.year <= 9999) return fmt::format("{:04}-{:02}-{:02}", c.year, c.month, c.day);

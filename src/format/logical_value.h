@@ -66,6 +66,9 @@ std::optional<int64_t> Int96Micros(std::string_view bytes);
 std::string DecimalBytes(__int128 unscaled);
 // 10^n for n in 0..38.
 __int128 PowerOfTen(int32_t n);
+// `unscaled` / 10^scale as a double: exact to the double's 53 bits for up to 18 digits, and within
+// an ulp of the nearest double at any precision up to 38.
+double DecimalToDouble(__int128 unscaled, int32_t scale);
 
 // Converts `values`, decoded from a file column whose schema element is `stored`, into the canonical
 // form of the table column `column` (in place). Widenings that Delta's typeWidening allows are

@@ -140,6 +140,18 @@ TEST(LogicalValue, TimestampsOfEveryStorageBecomeMicros) {
   EXPECT_NE(st.message().find("timestamp"), std::string::npos) << st.message();
 }
 
+TEST(LogicalValue, DecimalsAsDoublesAreWithinAnUlpAtEveryPrecision) {
+  EXPECT_EQ(DecimalToDouble(-567800, 5), -5.678);
+  EXPECT_EQ(DecimalToDouble(1250, 2), 12.5);
+  EXPECT_EQ(DecimalToDouble(0, 38), 0.0);
+  EXPECT_EQ(DecimalToDouble(7, 0), 7.0);
+  const __int128 max38 = PowerOfTen(38) - 1;  // 38 nines
+  EXPECT_DOUBLE_EQ(DecimalToDouble(max38, 0), 1e38);
+  EXPECT_DOUBLE_EQ(DecimalToDouble(-max38, 38), -1.0);
+  EXPECT_DOUBLE_EQ(DecimalToDouble(PowerOfTen(30) + 5, 10), 1e20);
+  EXPECT_DOUBLE_EQ(DecimalToDouble(INT64_MIN, 18), -9.223372036854775808);
+}
+
 TEST(LogicalValue, DecimalsOfEveryStorageTakeTheColumnsScale) {
   const ColumnSpec small = Column(parquet::Type::kInt64, LogicalType::kDecimal, 10, 2);
   const ColumnSpec wide = Column(parquet::Type::kFixedLenByteArray, LogicalType::kDecimal, 38, 4);

@@ -44,8 +44,28 @@ struct StatsScratch {
   std::vector<ColumnValues> constants;        // by scalar column
 };
 
-// Appends one row group's decoded values of a scalar column to `col`.
+// A decimal column's values (INT64 or 16-byte unscaled, decimal_scale digits after the point) as
+// doubles.
+ColumnValues DecimalsAsDoubles(const ColumnValues& v, int32_t scale) {
+  const size_t n = std::visit([](const auto& vec) { return vec.size(); }, v.values);
+  std::vector<double> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = DecimalToDouble(DecimalAt(v.values, i), scale);
+  return ColumnValues{std::move(out), v.defined};
+}
+
+void AppendPlainValues(const ColumnValues& v, size_t rows, ScalarColumn* col);
+
+// Appends one row group's decoded values of a scalar column to `col` (decimals converted first).
 void AppendScalarValues(const ColumnValues& v, size_t rows, ScalarColumn* col) {
+  if (col->decimal_scale >= 0) {
+    AppendPlainValues(DecimalsAsDoubles(v, col->decimal_scale), rows, col);
+  } else {
+    AppendPlainValues(v, rows, col);
+  }
+}
+
+// The values as they are: of the type of col->dtype.
+void AppendPlainValues(const ColumnValues& v, size_t rows, ScalarColumn* col) {
   const size_t esize = col->is_string ? 0 : DTypeSize(col->dtype);
   const size_t base = col->is_string ? col->strings.size() : col->values.size() / std::max<size_t>(esize, 1);
   const bool track_nulls = !v.defined.empty() || !col->valid.empty();
@@ -79,7 +99,8 @@ void AppendScalarValues(const ColumnValues& v, size_t rows, ScalarColumn* col) {
 // and booleans as they are, floats bit for bit and never NaN or a signed zero, strings under 32 bytes,
 // the length other writers truncate statistics to). nullopt when the file must be read.
 std::optional<ColumnValues> ConstantFromStats(const ColumnSpec& spec, const Predicate::ColumnStats& st, int64_t rows) {
-  if (rows < 0 || !st.null_count) return std::nullopt;
+  // Decimal statistics are not exact beyond 15 digits: such files are read.
+  if (rows < 0 || !st.null_count || spec.logical == LogicalType::kDecimal) return std::nullopt;
   ColumnValues out{EmptyValuesFor(spec.type), {}};
   const size_t n = static_cast<size_t>(rows);
   if (*st.null_count == rows) {
@@ -344,12 +365,12 @@ Status ConcatenateParts(std::vector<FilePart>& parts, bool filtered, const Scala
 }  // namespace
 
 Result<DType> ScalarColumns::DTypeOf(const ColumnSpec& c) {
-  if (c.nested() || c.logical == LogicalType::kDecimal) {
-    return Status::Unsupported(fmt::format("column '{}' is {} {}: the loader does not deliver {} columns yet; select "
+  if (c.nested()) {
+    return Status::Unsupported(fmt::format("column '{}' is a {}: the loader does not deliver nested columns yet; select "
                                            "other columns, or read it with a query",
-                                           c.name, c.nested() ? "a" : "of type", SparkTypeName(c),
-                                           c.nested() ? "nested" : "decimal"));
+                                           c.name, SparkTypeName(c)));
   }
+  if (c.logical == LogicalType::kDecimal) return DType::kFloat64;
   switch (c.type) {
     case parquet::Type::kBoolean: return DType::kBool;
     case parquet::Type::kInt32: return DType::kInt32;
@@ -373,6 +394,7 @@ Status ScalarColumns::Add(const ColumnSpec& column, size_t view_index) {
   s.name = column.name;
   s.dtype = dtype;
   s.is_string = column.is_string;
+  if (column.logical == LogicalType::kDecimal) s.decimal_scale = column.scale;
   columns_.push_back(std::move(s));
   view_index_.push_back(view_index);
   return Status::OK();

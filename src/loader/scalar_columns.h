@@ -25,6 +25,7 @@ struct ScalarColumn {
   std::vector<uint8_t> values;       // num_rows * DTypeSize(dtype), 0 where null
   std::vector<uint8_t> valid;        // num_rows, or empty when no value is null
   std::vector<std::string> strings;  // string columns: num_rows ("" where null)
+  int32_t decimal_scale = -1;        // decimal columns (delivered as float64): the scale; -1 otherwise
 };
 
 // Where a batch's scalar values go: per column, the values (DTypeSize(dtype) bytes a row), the
@@ -46,8 +47,9 @@ class ScalarColumns {
   };
 
   // The dtype a column is delivered as: dates as int32 days since 1970-01-01, timestamps as int64
-  // microseconds since the epoch (UTC for "timestamp"), bytes and shorts as int32, strings as uint8
-  // text. Unsupported, naming the column, for binary, decimal and nested columns.
+  // microseconds since the epoch (UTC for "timestamp"), bytes and shorts as int32, decimals (any
+  // precision) as float64, unscaled / 10^scale rounded to a double, strings as uint8 text.
+  // Unsupported, naming the column, for binary and nested columns.
   static Result<DType> DTypeOf(const ColumnSpec& column);
 
   // Adds column `view_index` of the table (`column`, its spec) to those Read reads.

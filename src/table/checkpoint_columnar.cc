@@ -242,6 +242,12 @@ Result<DvCursors> ColumnarCheckpoint::OpenDv(const std::string& field) {
   STOKE_ASSIGN_OR_RETURN(d.size, Open(field + ".sizeInBytes", parquet::Type::kInt32, false));
   STOKE_ASSIGN_OR_RETURN(d.cardinality, Open(field + ".cardinality", parquet::Type::kInt64, false));
   STOKE_ASSIGN_OR_RETURN(d.max_row, Open(field + ".maxRowIndex", parquet::Type::kInt64, false));
+  // ReadDv tells a DV's presence by these two; without them the generic reader decides (it refuses
+  // a descriptor that lacks them).
+  const bool other_fields = d.offset || d.size || d.cardinality || d.max_row;
+  if (other_fields && (d.type == nullptr || d.path == nullptr)) {
+    return Status::Unsupported(fmt::format("{}: '{}' lacks storageType or pathOrInlineDv", reader_.path(), field));
+  }
   return d;
 }
 

@@ -216,6 +216,43 @@ TEST_F(CheckpointTest, ABadDeletionVectorIsCorruptionNamingTheFileAndRow) {
   EXPECT_NE(r.status().message().find("storageType"), std::string::npos) << r.status().message();
 }
 
+TEST_F(CheckpointTest, ADeletionVectorWithoutItsStorageTypeIsLeftToTheGenericReader) {
+  // add.deletionVector with sizeInBytes and cardinality but no storageType or pathOrInlineDv: the
+  // columnar reader must not read the add as having no DV; the generic one refuses it.
+  auto leaf = [](std::string name, parquet::Type type, bool is_string = false) {
+    SchemaNode n;
+    n.name = std::move(name);
+    n.type = type;
+    n.is_string = is_string;
+    return n;
+  };
+  auto group = [](std::string name, std::vector<SchemaNode> children) {
+    SchemaNode n;
+    n.name = std::move(name);
+    n.kind = SchemaNode::Kind::kStruct;
+    n.children = std::move(children);
+    return n;
+  };
+  const SchemaNode schema = group(
+      "spark_schema",
+      {group("add", {leaf("path", parquet::Type::kByteArray, true), leaf("size", parquet::Type::kInt64),
+                     leaf("modificationTime", parquet::Type::kInt64), leaf("dataChange", parquet::Type::kBoolean),
+                     group("deletionVector", {leaf("sizeInBytes", parquet::Type::kInt32),
+                                              leaf("cardinality", parquet::Type::kInt64)})})});
+  const std::vector<nlohmann::json> rows = {nlohmann::json::parse(
+      R"({"add": {"path": "a.parquet", "size": 1, "modificationTime": 1, "dataChange": true,
+                  "deletionVector": {"sizeInBytes": 40, "cardinality": 6}}})")};
+  const std::string path = dir_ + "/00000000000000000003.checkpoint.parquet";
+  ASSERT_TRUE(WriteNestedParquet(LocalStorage(), path, schema, rows, {}).ok());
+  auto reader = ParquetReader::Open(LocalStorage(), path);
+  ASSERT_TRUE(reader.ok());
+  CheckpointActions columnar;
+  EXPECT_EQ(ReadCheckpointColumns(**reader, &columnar).code(), StatusCode::kUnsupported);
+  auto r = ReadCheckpoint(LocalStorage(), dir_, 3);
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("storageType"), std::string::npos) << r.status().message();
+}
+
 TEST_F(CheckpointTest, MissingOrCorruptCheckpointsAreErrorsNamingTheFile) {
   EXPECT_EQ(ReadCheckpoint(LocalStorage(), dir_, 3).status().code(), StatusCode::kNotFound);
   std::string path = dir_ + "/00000000000000000003.checkpoint.parquet";
