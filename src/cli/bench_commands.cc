@@ -53,39 +53,34 @@ void AddBenchDeleteRows(CLI::App* bench, std::vector<Command>* out) {
   }});
 }
 
-}  // namespace
+// bench files: the naive per-file baseline.
+struct FilesState {
+  stoke::PerFileBenchOptions pf;
+  bool json = false;
+};
 
-void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command>* out) {
-  struct State {
-    stoke::PerFileBenchOptions pf;
-    bool pf_json = false;
-    stoke::LoadBenchOptions lb;
-    std::string lb_shuffle = std::string(stoke::ShuffleName(stoke::LoaderOptions{}.shuffle));
-    std::string lb_backend = std::string(stoke::BackendName(stoke::LoaderOptions{}.backend));
-    bool lb_json = false;
-    bool lb_cold = false;
-    bool lb_no_crc = false;
-    bool lb_no_dct = false;
-    bool lb_no_region = false;
-    std::vector<std::string> lb_transforms;
-  };
-  auto s = std::make_shared<State>();
+int RunBenchFiles(const FilesState& st) {
+  const auto& pf = st.pf;
+  auto r = stoke::RunPerFileBench(pf);
+  if (!r.ok()) return Fail(r.status());
+  if (st.json) {
+    std::printf("%s\n", stoke::PerFileReportJson(*r).c_str());
+    return 0;
+  }
+  std::printf("bench files: %lld samples (%lld files), %lld batches of up to %lld, %d reader thread%s, %s, %.2f s\n",
+              static_cast<long long>(r->samples), static_cast<long long>(r->files), static_cast<long long>(r->batches),
+              static_cast<long long>(pf.batch_size), r->threads, r->threads == 1 ? "" : "s",
+              r->cold ? "O_DIRECT" : "page cache allowed", r->wall_s);
+  std::printf("%12s %10s %12s %12s %12s\n", "samples/s", "MB/s", "wait share", "utilisation", "compute ms");
+  std::printf("%12.1f %10.1f %12.3f %12.3f %12g\n", r->samples_per_s(), r->mb_per_s(), r->wait_share(),
+              r->utilisation(), r->compute_ms);
+  return 0;
+}
+
+void AddBenchFiles(CLI::App* bench, std::vector<Command>* out) {
+  auto s = std::make_shared<FilesState>();
   auto& pf = s->pf;
-  auto& pf_json = s->pf_json;
-  auto& lb = s->lb;
-  auto& lb_shuffle = s->lb_shuffle;
-  auto& lb_backend = s->lb_backend;
-  auto& lb_json = s->lb_json;
-  auto& lb_cold = s->lb_cold;
-  auto& lb_no_crc = s->lb_no_crc;
-  auto& lb_no_dct = s->lb_no_dct;
-  auto& lb_no_region = s->lb_no_region;
-  auto& lb_transforms = s->lb_transforms;
-  // ---- bench: one group; each benchmark is a subcommand of `bench` -------------------------------
-  auto* bench = app.add_subcommand("bench", "Benchmarks: the loader, and baselines on the same samples");
-  bench->require_subcommand(1);
-
-  // bench files
+  auto& pf_json = s->json;
   auto* bench_files = bench->add_subcommand(
       "files", "Baseline: read a directory of .npy files the naive way (open, read, close, parse per sample) into batches");
   bench_files->add_option("dir", pf.dir, "Directory or URI prefix of .npy files (e.g. from `stoke synth volumes`); on an object store one GET per file")->required();
@@ -105,8 +100,52 @@ void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command
       ->capture_default_str();
   bench_files->add_flag("--cold", pf.cold, "Read with O_DIRECT, bypassing the page cache");
   bench_files->add_flag("--json", pf_json, "Print one line of JSON");
+  out->push_back({bench_files, [s]() -> int { return RunBenchFiles(*s); }});
+}
 
-  // bench load
+// bench load: the loader as a training loop drives it.
+struct LoadState {
+  stoke::LoadBenchOptions lb;
+  std::string shuffle = std::string(stoke::ShuffleName(stoke::LoaderOptions{}.shuffle));
+  std::string backend = std::string(stoke::BackendName(stoke::LoaderOptions{}.backend));
+  bool json = false;
+  bool cold = false;
+  bool no_crc = false;
+  bool no_dct = false;
+  bool no_region = false;
+  std::vector<std::string> transforms;
+};
+
+int RunBenchLoad(LoadState& st) {
+  auto& lb = st.lb;
+  auto shuffle = stoke::ParseShuffle(st.shuffle);
+  if (!shuffle.ok()) return Fail(shuffle.status());
+  lb.loader.shuffle = *shuffle;
+  auto backend = stoke::ParseBackend(st.backend);
+  if (!backend.ok()) return Fail(backend.status());
+  lb.loader.backend = *backend;
+  lb.loader.direct = st.cold;
+  lb.loader.verify_crc = !st.no_crc;
+  lb.loader.jpeg_dct_scaling = !st.no_dct;
+  lb.loader.jpeg_region_decode = !st.no_region;
+  for (const auto& text : st.transforms) {
+    auto t = stoke::ParseTransformText(text);
+    if (!t.ok()) return Fail(t.status());
+    lb.loader.transforms.push_back(std::move(*t));
+  }
+  auto r = stoke::RunLoadBench(lb);
+  if (!r.ok()) return Fail(r.status());
+  if (st.json) {
+    std::printf("%s\n", stoke::LoadReportJson(*r).c_str());
+  } else {
+    std::fputs(stoke::FormatLoadReport(*r).c_str(), stdout);
+  }
+  return 0;
+}
+
+void AddBenchLoad(CLI::App* bench, std::vector<Command>* out) {
+  auto s = std::make_shared<LoadState>();
+  auto& lb = s->lb;
   auto* bench_load = bench->add_subcommand(
       "load", "The loader on a table: samples/s, MB/s, consumer wait share and accelerator utilisation");
   bench_load->add_option("table", lb.table_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
@@ -121,7 +160,7 @@ void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command
   bench_load->add_option("--compute-ms", lb.compute_ms, "Emulated accelerator time per batch (the consumer sleeps)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  bench_load->add_option("--shuffle", lb_shuffle, "global, block or none")
+  bench_load->add_option("--shuffle", s->shuffle, "global, block or none")
       ->check(CLI::IsMember({"global", "block", "none"}))
       ->capture_default_str();
   bench_load->add_option("--shuffle-buffer", lb.loader.shuffle_buffer, "Rows in the block shuffle's buffer")
@@ -153,13 +192,13 @@ void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command
   bench_load->add_option("--cache-bytes", lb.loader.cache_bytes, "Size of the --cache-dir cache, e.g. 16GiB (least recently used blocks go)")
       ->transform(CLI::AsSizeValue(false))
       ->default_str("16GiB");
-  bench_load->add_option("--backend", lb_backend,
+  bench_load->add_option("--backend", s->backend,
                          "auto (io_uring; cached pages below 64 KiB read at once by the loader's threads, of 64 KiB to 1 MiB on threads of their own), io_uring or pread")
       ->check(CLI::IsMember({"auto", "io_uring", "pread"}))
       ->capture_default_str();
-  bench_load->add_flag("--cold", lb_cold, "O_DIRECT reads: the page cache plays no part");
-  bench_load->add_flag("--no-crc", lb_no_crc, "Skip the pages' CRC-32 check");
-  bench_load->add_option("--transform", lb_transforms,
+  bench_load->add_flag("--cold", s->cold, "O_DIRECT reads: the page cache plays no part");
+  bench_load->add_flag("--no-crc", s->no_crc, "Skip the pages' CRC-32 check");
+  bench_load->add_option("--transform", s->transforms,
                          "A transform, in order, repeatable: KIND[:VALUE][,key=value...], e.g. "
                          "random_resized_crop:224 (or 224x192, scale=0.08/1, ratio=0.75/1.333), resize:256, "
                          "center_crop:224, hflip (random_horizontal_flip:P), color_jitter:brightness=0.4,contrast=0.4, "
@@ -170,67 +209,24 @@ void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command
   bench_load->add_option("--image-channels", lb.loader.image_channels, "Channels of decoded images: 3 (RGB), 1 (gray) or 4 (RGBA)")
       ->check(CLI::IsMember({1, 3, 4}))
       ->capture_default_str();
-  bench_load->add_flag("--no-dct-scaling", lb_no_dct,
+  bench_load->add_flag("--no-dct-scaling", s->no_dct,
                        "Decode JPEGs at full size even when a crop is much smaller (no DCT-domain downscaling)");
-  bench_load->add_flag("--no-jpeg-region", lb_no_region,
+  bench_load->add_flag("--no-jpeg-region", s->no_region,
                        "Decode whole JPEGs even when a crop needs only part of them (no skipped rows or columns)");
   bench_load->add_option("--trace", lb.trace_path, "Write a Chrome trace (open in Perfetto) of the run to this file");
-  bench_load->add_flag("--json", lb_json, "Print one line of JSON");
-  AddBenchDeleteRows(bench, out);
-  // ---- end of bench -----------------------------------------------------------------------------
+  bench_load->add_flag("--json", s->json, "Print one line of JSON");
+  out->push_back({bench_load, [s]() -> int { return RunBenchLoad(*s); }});
+}
 
-  out->push_back({bench_load, [s]() -> int {
-    auto& lb = s->lb;
-    auto& lb_shuffle = s->lb_shuffle;
-    auto& lb_backend = s->lb_backend;
-    auto& lb_json = s->lb_json;
-    auto& lb_cold = s->lb_cold;
-    auto& lb_no_crc = s->lb_no_crc;
-    auto& lb_no_dct = s->lb_no_dct;
-    auto& lb_no_region = s->lb_no_region;
-    auto& lb_transforms = s->lb_transforms;
-    auto shuffle = stoke::ParseShuffle(lb_shuffle);
-    if (!shuffle.ok()) return Fail(shuffle.status());
-    lb.loader.shuffle = *shuffle;
-    auto backend = stoke::ParseBackend(lb_backend);
-    if (!backend.ok()) return Fail(backend.status());
-    lb.loader.backend = *backend;
-    lb.loader.direct = lb_cold;
-    lb.loader.verify_crc = !lb_no_crc;
-    lb.loader.jpeg_dct_scaling = !lb_no_dct;
-    lb.loader.jpeg_region_decode = !lb_no_region;
-    for (const auto& text : lb_transforms) {
-      auto t = stoke::ParseTransformText(text);
-      if (!t.ok()) return Fail(t.status());
-      lb.loader.transforms.push_back(std::move(*t));
-    }
-    auto r = stoke::RunLoadBench(lb);
-    if (!r.ok()) return Fail(r.status());
-    if (lb_json) {
-      std::printf("%s\n", stoke::LoadReportJson(*r).c_str());
-    } else {
-      std::fputs(stoke::FormatLoadReport(*r).c_str(), stdout);
-    }
-    return 0;
-  }});
-  out->push_back({bench_files, [s]() -> int {
-    auto& pf = s->pf;
-    auto& pf_json = s->pf_json;
-    auto r = stoke::RunPerFileBench(pf);
-    if (!r.ok()) return Fail(r.status());
-    if (pf_json) {
-      std::printf("%s\n", stoke::PerFileReportJson(*r).c_str());
-      return 0;
-    }
-    std::printf("bench files: %lld samples (%lld files), %lld batches of up to %lld, %d reader thread%s, %s, %.2f s\n",
-                static_cast<long long>(r->samples), static_cast<long long>(r->files), static_cast<long long>(r->batches),
-                static_cast<long long>(pf.batch_size), r->threads, r->threads == 1 ? "" : "s",
-                r->cold ? "O_DIRECT" : "page cache allowed", r->wall_s);
-    std::printf("%12s %10s %12s %12s %12s\n", "samples/s", "MB/s", "wait share", "utilisation", "compute ms");
-    std::printf("%12.1f %10.1f %12.3f %12.3f %12g\n", r->samples_per_s(), r->mb_per_s(), r->wait_share(),
-                r->utilisation(), r->compute_ms);
-    return 0;
-  }});
+}  // namespace
+
+void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command>* out) {
+  // One group; each benchmark is a subcommand of `bench`.
+  auto* bench = app.add_subcommand("bench", "Benchmarks: the loader, and baselines on the same samples");
+  bench->require_subcommand(1);
+  AddBenchFiles(bench, out);
+  AddBenchLoad(bench, out);
+  AddBenchDeleteRows(bench, out);
 }
 
 }  // namespace stoke::cli
