@@ -13,16 +13,13 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/thread_pool.h"
 #include "io/object_storage.h"
-#include "table/add_stats.h"
 #include "table/checkpoint.h"
 #include "table/table_features.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -48,8 +45,6 @@ constexpr size_t kVersionDigits = 20;
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 std::string Dump(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
 
-// The hash of a decoded path that PathClaims and the replay's index of live adds use.
-uint64_t PathHash64(std::string_view path) { return std::hash<std::string_view>{}(path); }
 
 bool IsDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -334,48 +329,6 @@ std::optional<int64_t> CommitTimestamp(const std::vector<Action>& actions) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// Snapshot.
-
-int64_t AddFile::LiveRecords(int64_t num_records) const {
-  if (num_records < 0 || !deletion_vector) return num_records;
-  const int64_t live = num_records - deletion_vector->cardinality;
-  return live >= 0 ? live : -1;  // more rows deleted than the file holds: the stats are wrong
-}
-
-int64_t Snapshot::num_records() const {
-  // Sums of chunks of files, on every core when there are many.
-  constexpr size_t kChunk = 8192;
-  const size_t chunks = (files.size() + kChunk - 1) / kChunk;
-  std::vector<int64_t> sums(chunks, 0);
-  const std::vector<ColumnSpec> no_columns;
-  auto sum_chunk = [&](size_t c) -> Status {
-    AddStatsReader reader(no_columns);
-    int64_t total = 0;
-    for (size_t i = c * kChunk; i < std::min(files.size(), (c + 1) * kChunk); ++i) {
-      const AddFile& f = files[i];
-      const int64_t records = f.LiveRecords(f.stats ? reader.NumRecords(*f.stats) : -1);
-      if (records < 0 || __builtin_add_overflow(total, records, &total)) {
-        total = -1;
-        break;
-      }
-    }
-    sums[c] = total;
-    return Status::OK();
-  };
-  if (chunks > 1) {
-    ThreadPool pool(0);
-    (void)ParallelFor(pool, chunks, sum_chunk);
-  } else if (chunks == 1) {
-    (void)sum_chunk(0);
-  }
-  int64_t total = 0;
-  for (int64_t s : sums) {
-    if (s < 0 || __builtin_add_overflow(total, s, &total)) return -1;
-  }
-  return total;
-}
-
-// ---------------------------------------------------------------------------------------------
 // DeltaLog.
 
 namespace {
@@ -600,55 +553,6 @@ Status CheckConditionalCommits(Storage& storage, const std::string& table_dir) {
 }
 
 }  // namespace
-
-PathClaims::PathClaims(std::initializer_list<std::string_view> paths) {
-  for (std::string_view p : paths) Insert(p);
-  Seal();
-}
-
-void PathClaims::Insert(std::string_view path) {
-  const uint64_t h = PathHash64(path);
-  sorted_ = sorted_ && (hashes_.empty() || hashes_.back() <= h);
-  hashes_.push_back(h);
-}
-
-void PathClaims::Seal() {
-  if (!sorted_) std::sort(hashes_.begin(), hashes_.end());
-  sorted_ = true;
-}
-
-bool PathClaims::Contains(std::string_view path) const {
-  const uint64_t h = PathHash64(path);
-  if (!sorted_) return std::find(hashes_.begin(), hashes_.end(), h) != hashes_.end();
-  return std::binary_search(hashes_.begin(), hashes_.end(), h);
-}
-
-Status CheckConcurrentCommit(const CommitClaims& mine, const std::vector<Action>& winner, int64_t winner_version,
-                             std::string_view table_dir) {
-  auto conflict = [&](std::string_view why) {
-    return Status::Conflict(fmt::format("table '{}': concurrent commit at version {} {}; this commit (read version {}) was not written",
-                                        table_dir, winner_version, why, mine.read_version));
-  };
-  if (mine.kind == CommitKind::kExclusive && !(mine.exclusive_allows && mine.exclusive_allows(winner))) {
-    return conflict(mine.read_version == -1 ? "created the table first" : "came first, and this commit depends on the version it read");
-  }
-  for (const Action& a : winner) {
-    if (std::holds_alternative<Protocol>(a)) return conflict("changed the protocol");
-    if (std::holds_alternative<Boxed<Metadata>>(a)) return conflict("changed the table metadata");
-    if (const auto* t = std::get_if<Txn>(&a); t && mine.app_ids.count(t->app_id)) {
-      return conflict(fmt::format("carries a transaction of the same application '{}'", t->app_id));
-    }
-    if (const auto* add = std::get_if<AddFile>(&a)) {
-      auto p = DecodePath(add->path);
-      if (p.ok() && mine.adds.Contains(*p)) return conflict(fmt::format("added the same file '{}'", *p));
-    }
-    if (const auto* rm = std::get_if<RemoveFile>(&a)) {
-      auto p = DecodePath(rm->path);
-      if (p.ok() && mine.removes.Contains(*p)) return conflict(fmt::format("removed '{}', which this commit removes", *p));
-    }
-  }
-  return Status::OK();
-}
 
 namespace {
 

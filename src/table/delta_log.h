@@ -169,6 +169,9 @@ enum class CommitKind {
                   // skips files already in the table; it re-plans on Conflict)
 };
 
+// The hash of a decoded path that PathClaims and the replay's index of live adds use.
+inline uint64_t PathHash64(std::string_view path) { return std::hash<std::string_view>{}(path); }
+
 // A set of decoded paths held as their 64-bit hashes: 8 bytes a path where a std::set of the
 // strings took about 130 (85 MB for a commit of 650,000 files). Contains may answer true for a path
 // never inserted when two hashes collide (for two commits of 650,000 paths each, about one chance in
