@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   clang libclang-rt-14-dev
-  zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev libisal-dev libzip-dev liburing-dev
+  zlib1g-dev libzstd-dev liblz4-dev libsnappy-dev libbrotli-dev libisal-dev libzip-dev liburing-dev
   nlohmann-json3-dev libsimdjson-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-dev python3-numpy python3-pandas python3-pytest python3-torch pybind11-dev

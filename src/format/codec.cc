@@ -1,6 +1,7 @@
 #include "format/codec.h"
 
 #include "core/text.h"
+#include <brotli/decode.h>
 #include <fmt/format.h>
 #include <isa-l/crc.h>
 #include <lz4.h>
@@ -33,9 +34,15 @@ bool CodecSupported(Codec codec) {
     case Codec::kSnappy:
     case Codec::kGzip:
     case Codec::kZstd:
-    case Codec::kLz4Raw: return true;
+    case Codec::kLz4Raw:
+    case Codec::kLz4:
+    case Codec::kBrotli: return true;
     default: return false;
   }
+}
+
+bool CodecWritable(Codec codec) {
+  return CodecSupported(codec) && codec != Codec::kLz4 && codec != Codec::kBrotli;
 }
 
 namespace {
@@ -120,6 +127,86 @@ Status Compress(Codec codec, ByteView in, int level, AlignedBuffer* out) {
   }
 }
 
+namespace {
+
+Status DecompressLz4Block(ByteView in, MutableByteView out, const char* what) {
+  if (in.size() > INT_MAX || out.size() > INT_MAX) return Status::Corruption(fmt::format("{} page larger than 2 GB", what));
+  int n = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(out.data()),
+                              static_cast<int>(in.size()), static_cast<int>(out.size()));
+  if (n < 0) return Status::Corruption(fmt::format("{}: malformed block", what));
+  if (static_cast<size_t>(n) != out.size()) {
+    return Status::Corruption(fmt::format("{} produced {} bytes, expected {}", what, n, out.size()));
+  }
+  return Status::OK();
+}
+
+uint32_t BigEndian32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+// Hadoop's framing of LZ4 (parquet-mr's LZ4 codec): frames of [decompressed size, compressed size]
+// (big-endian u32 each) followed by one LZ4 block, until the input ends. False where the input is
+// not in that framing or the frames do not decompress to exactly `out`.
+bool DecompressHadoopLz4(ByteView in, MutableByteView out) {
+  size_t pos = 0, written = 0;
+  while (pos < in.size()) {
+    if (in.size() - pos < 8) return false;
+    uint32_t raw = BigEndian32(in.data() + pos), packed = BigEndian32(in.data() + pos + 4);
+    pos += 8;
+    if (packed > in.size() - pos || raw > out.size() - written) return false;
+    if (!DecompressLz4Block(in.subspan(pos, packed), out.subspan(written, raw), "LZ4").ok()) return false;
+    pos += packed;
+    written += raw;
+  }
+  return written == out.size();
+}
+
+// The deprecated LZ4 codec (Compression.md): Hadoop's framing where it fits, else one raw LZ4 block
+// (what older Arrow versions wrote), as Arrow and parquet-mr read it.
+Status DecompressLegacyLz4(ByteView in, MutableByteView out) {
+  if (DecompressHadoopLz4(in, out)) return Status::OK();
+  return DecompressLz4Block(in, out, "LZ4");
+}
+
+// GZIP: one gzip member, or several concatenated (a valid gzip file; some writers emit them).
+Status DecompressGzip(ByteView in, MutableByteView out) {
+  z_stream zs{};
+  // 15 + 32: accept gzip and zlib headers (some writers emit zlib streams under GZIP).
+  if (inflateInit2(&zs, 15 + 32) != Z_OK) return Status::Internal("inflateInit2 failed");
+  zs.next_in = const_cast<Bytef*>(in.data());
+  zs.avail_in = static_cast<uInt>(in.size());
+  // An empty result still has a gzip header and trailer to consume; give inflate a byte of room so
+  // it can make progress (any byte it writes makes the size check below fail).
+  uint8_t spare = 0;
+  zs.next_out = out.empty() ? &spare : out.data();
+  zs.avail_out = out.empty() ? 1 : static_cast<uInt>(out.size());
+  int rc = inflate(&zs, Z_FINISH);
+  while (rc == Z_STREAM_END && zs.avail_in > 0 && inflateReset(&zs) == Z_OK) {
+    rc = inflate(&zs, Z_FINISH);  // the next member
+  }
+  size_t n = (out.empty() ? 1 : out.size()) - zs.avail_out;  // total_out restarts with each member
+  bool trailing = zs.avail_in > 0;
+  inflateEnd(&zs);
+  if (rc != Z_STREAM_END || trailing) {
+    return Status::Corruption(fmt::format("gzip: malformed or longer stream (zlib code {})", rc));
+  }
+  if (n != out.size()) return Status::Corruption(fmt::format("gzip produced {} bytes, expected {}", n, out.size()));
+  return Status::OK();
+}
+
+Status DecompressBrotli(ByteView in, MutableByteView out) {
+  size_t n = out.size();
+  uint8_t spare = 0;
+  if (BrotliDecoderDecompress(in.size(), in.data(), &n, out.empty() ? &spare : out.data()) !=
+      BROTLI_DECODER_RESULT_SUCCESS) {
+    return Status::Corruption("brotli: malformed or longer stream");
+  }
+  if (n != out.size()) return Status::Corruption(fmt::format("brotli produced {} bytes, expected {}", n, out.size()));
+  return Status::OK();
+}
+
+}  // namespace
+
 Status Decompress(Codec codec, ByteView in, MutableByteView out) {
   switch (codec) {
     case Codec::kUncompressed:
@@ -136,16 +223,9 @@ Status Decompress(Codec codec, ByteView in, MutableByteView out) {
       if (n != out.size()) return Status::Corruption(fmt::format("zstd produced {} bytes, expected {}", n, out.size()));
       return Status::OK();
     }
-    case Codec::kLz4Raw: {
-      if (in.size() > INT_MAX || out.size() > INT_MAX) return Status::Corruption("LZ4_RAW page larger than 2 GB");
-      int n = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(out.data()),
-                                  static_cast<int>(in.size()), static_cast<int>(out.size()));
-      if (n < 0) return Status::Corruption("LZ4_RAW: malformed block");
-      if (static_cast<size_t>(n) != out.size()) {
-        return Status::Corruption(fmt::format("LZ4_RAW produced {} bytes, expected {}", n, out.size()));
-      }
-      return Status::OK();
-    }
+    case Codec::kLz4Raw: return DecompressLz4Block(in, out, "LZ4_RAW");
+    case Codec::kLz4: return DecompressLegacyLz4(in, out);
+    case Codec::kBrotli: return DecompressBrotli(in, out);
     case Codec::kSnappy: {
       size_t expected = 0;
       if (snappy_uncompressed_length(reinterpret_cast<const char*>(in.data()), in.size(), &expected) != SNAPPY_OK) {
@@ -161,24 +241,7 @@ Status Decompress(Codec codec, ByteView in, MutableByteView out) {
       }
       return Status::OK();
     }
-    case Codec::kGzip: {
-      z_stream zs{};
-      // 15 + 32: accept gzip and zlib headers (some writers emit zlib streams under GZIP).
-      if (inflateInit2(&zs, 15 + 32) != Z_OK) return Status::Internal("inflateInit2 failed");
-      zs.next_in = const_cast<Bytef*>(in.data());
-      zs.avail_in = static_cast<uInt>(in.size());
-      // An empty result still has a gzip header and trailer to consume; give inflate a byte of
-      // room so it can make progress (any byte it writes makes the size check below fail).
-      uint8_t spare = 0;
-      zs.next_out = out.empty() ? &spare : out.data();
-      zs.avail_out = out.empty() ? 1 : static_cast<uInt>(out.size());
-      int rc = inflate(&zs, Z_FINISH);
-      size_t n = zs.total_out;
-      inflateEnd(&zs);
-      if (rc != Z_STREAM_END) return Status::Corruption(fmt::format("gzip: malformed or longer stream (zlib code {})", rc));
-      if (n != out.size()) return Status::Corruption(fmt::format("gzip produced {} bytes, expected {}", n, out.size()));
-      return Status::OK();
-    }
+    case Codec::kGzip: return DecompressGzip(in, out);
     default:
       return Status::Unsupported(fmt::format("codec {}", parquet::CodecName(codec)));
   }

@@ -1,6 +1,8 @@
 // Page compression codecs, framed as Parquet specifies (Compression.md): SNAPPY is the raw block
-// format, GZIP a gzip member, LZ4_RAW the LZ4 block format, ZSTD a standard frame. The deprecated
-// LZ4 (Hadoop framing), LZO and BROTLI are not supported.
+// format, GZIP a gzip member (several concatenated members are read too), LZ4_RAW the LZ4 block
+// format, ZSTD a standard frame, BROTLI a brotli stream. The deprecated LZ4 is read in Hadoop's
+// framing, or as one raw LZ4 block where that framing does not fit (as Arrow reads it); it and
+// BROTLI are never written. LZO is not supported.
 #pragma once
 
 #include <string>
@@ -14,7 +16,10 @@ namespace stoke {
 
 // Parses "zstd", "snappy", "lz4_raw" (or "lz4"), "gzip", "none"/"uncompressed" (any case).
 Result<parquet::Codec> CodecFromName(std::string_view name);
+// Whether pages of `codec` can be decompressed.
 bool CodecSupported(parquet::Codec codec);
+// Whether stoke writes `codec`: uncompressed, zstd, snappy, lz4_raw and gzip.
+bool CodecWritable(parquet::Codec codec);
 
 // Appends the compressed form of `in` to `out`. `level` is the codec's level (ZSTD: 1..19, GZIP:
 // 1..9); 0 means the codec's default. Thread-safe.

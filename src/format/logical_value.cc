@@ -4,7 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace stoke {
 namespace {
@@ -151,16 +153,33 @@ std::string UnsignedDigits(unsigned __int128 v) {
 
 std::optional<int64_t> Int96Micros(std::string_view bytes) {
   constexpr int64_t kUnixEpochJulianDay = 2440588;
+  constexpr int64_t kNanosPerDay = kMicrosPerDay * 1000;
   int64_t nanos = 0;
   int32_t julian = 0;
   std::memcpy(&nanos, bytes.data(), 8);
   std::memcpy(&julian, bytes.data() + 8, 4);
-  int64_t micros = 0;
-  if (__builtin_mul_overflow(static_cast<int64_t>(julian) - kUnixEpochJulianDay, kMicrosPerDay, &micros) ||
-      __builtin_add_overflow(micros, nanos / 1000, &micros)) {
-    return std::nullopt;
+  if (nanos <= -kNanosPerDay || nanos >= kNanosPerDay) return std::nullopt;  // not a time of day
+  // Spark's arithmetic, which wraps around 64 bits: it writes a timestamp past about the year 290,000
+  // as a negative Julian day (micros + the epoch's Julian micros overflowed), and reads it back with
+  // the same wrap-around. Done in unsigned arithmetic, where wrapping is defined.
+  const uint64_t julian_micros = static_cast<uint64_t>(int64_t{julian}) * static_cast<uint64_t>(kMicrosPerDay) +
+                                 static_cast<uint64_t>(nanos / 1000);
+  return static_cast<int64_t>(julian_micros - static_cast<uint64_t>(kUnixEpochJulianDay * kMicrosPerDay));
+}
+
+float HalfToFloat(uint16_t half) {
+  const bool negative = (half & 0x8000) != 0;
+  const int exponent = (half >> 10) & 0x1f;
+  const int mantissa = half & 0x3ff;
+  float magnitude;
+  if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // zero or subnormal
+  } else if (exponent == 31) {
+    magnitude = mantissa == 0 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+  } else {
+    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
   }
-  return micros;
+  return negative ? -magnitude : magnitude;
 }
 
 std::string DecimalBytes(__int128 unscaled) {
@@ -340,6 +359,7 @@ struct Stored {
   bool decimal = false;
   int32_t decimal_scale = 0;
   int64_t timestamp_unit = 0;  // INT64 timestamps: 1000 (millis), 1 (micros), -1000 (nanos); 0: none
+  bool float16 = false;        // FIXED_LEN_BYTE_ARRAY(2) annotated FLOAT16
 };
 
 Stored DescribeStored(const parquet::SchemaElement& e) {
@@ -350,6 +370,7 @@ Stored DescribeStored(const parquet::SchemaElement& e) {
   const LogicalTypeId id = e.logical_type ? e.logical_type->id : LogicalTypeId::kNone;
   const auto converted = e.converted_type;
   s.date = id == LogicalTypeId::kDate || converted == ConvertedType::kDate;
+  s.float16 = id == LogicalTypeId::kFloat16 && s.type == Type::kFixedLenByteArray && e.type_length == 2;
   if (id == LogicalTypeId::kDecimal || converted == ConvertedType::kDecimal) {
     s.decimal = true;
     s.decimal_scale = id == LogicalTypeId::kDecimal ? e.logical_type->decimal_scale : e.scale.value_or(0);
@@ -370,6 +391,7 @@ std::string StoredName(const Stored& s) {
   if (s.date) name += " (DATE)";
   if (s.decimal) name += fmt::format(" (DECIMAL, scale {})", s.decimal_scale);
   if (s.timestamp_unit != 0) name += " (TIMESTAMP)";
+  if (s.float16) name += " (FLOAT16)";
   return name;
 }
 
@@ -402,7 +424,7 @@ Status ToMicros(const Stored& s, ValueVector* values, const Mismatch& bad) {
     for (const std::string& b : v) {
       if (b.size() != 12) return bad(" (an INT96 value that is not 12 bytes)");
       auto us = Int96Micros(b);
-      if (!us) return bad(" (an INT96 value beyond the range of microseconds)");
+      if (!us) return bad(" (an INT96 value whose nanoseconds are not within a day)");
       micros.push_back(*us);
     }
     *values = std::move(micros);
@@ -468,7 +490,26 @@ Status ToDecimal(const Stored& s, const ColumnSpec& column, ValueVector* values,
 }
 
 // Plain numbers: the stored type as it is, or widened (int32 to int64; float and integers to double).
+// FLOAT16 values (2 bytes, little-endian) to float or double.
+Status FromFloat16(const ColumnSpec& column, ValueVector* values, const Mismatch& bad) {
+  auto* halves = std::get_if<std::vector<std::string>>(values);
+  if (halves == nullptr || (column.type != Type::kFloat && column.type != Type::kDouble)) return bad();
+  std::vector<float> floats;
+  floats.reserve(halves->size());
+  for (const std::string& h : *halves) {
+    if (h.size() != 2) return bad(" (a FLOAT16 value that is not 2 bytes)");
+    floats.push_back(HalfToFloat(static_cast<uint16_t>(static_cast<uint8_t>(h[0]) | (static_cast<uint8_t>(h[1]) << 8))));
+  }
+  if (column.type == Type::kFloat) {
+    *values = std::move(floats);
+  } else {
+    *values = MapValues<double>(floats, [](float x) { return static_cast<double>(x); });
+  }
+  return Status::OK();
+}
+
 Status ToPlain(const Stored& s, const ColumnSpec& column, ValueVector* values, const Mismatch& bad) {
+  if (s.float16) return FromFloat16(column, values, bad);
   if (s.type == column.type && !s.decimal && !s.date && s.timestamp_unit == 0) return Status::OK();
   if (column.type == Type::kByteArray && s.type == Type::kFixedLenByteArray && !column.is_string) return Status::OK();
   if (s.decimal || s.date || s.timestamp_unit != 0) return bad();
@@ -500,7 +541,9 @@ ColumnSpec ColumnOfStored(const parquet::SchemaElement& stored) {
   c.name = stored.name;
   c.type = s.type;
   const auto& logical = stored.logical_type;
-  if (s.date && s.type == Type::kInt32) {
+  if (s.float16) {
+    c.type = Type::kFloat;  // read as float32, which holds every FLOAT16 value exactly
+  } else if (s.date && s.type == Type::kInt32) {
     c.logical = LogicalType::kDate;
   } else if (s.decimal) {
     const int32_t precision =

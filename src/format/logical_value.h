@@ -58,9 +58,13 @@ std::optional<ScaledDecimal> ParseDecimal(std::string_view text, int32_t scale);
 // 16-byte big-endian strings).
 __int128 DecimalAt(const ValueVector& values, size_t index);
 // Microseconds since 1970-01-01 UTC of a legacy INT96 timestamp: nanoseconds of the day (8 bytes)
-// and the Julian day (4 bytes), little-endian; nullopt beyond int64 microseconds.
+// and the Julian day (4 bytes), little-endian, combined as Spark combines them (wrapping around 64
+// bits, which Spark's own writes of years past about 290,000 rely on); nullopt where the nanoseconds
+// are not within a day.
 // REQUIRES: bytes.size() == 12.
 std::optional<int64_t> Int96Micros(std::string_view bytes);
+// The value of an IEEE 754 half-precision number (Parquet's FLOAT16 logical type), exactly.
+float HalfToFloat(uint16_t half);
 // The 16-byte big-endian two's complement of `unscaled`: a decimal of more than 18 digits as a table
 // column holds it.
 std::string DecimalBytes(__int128 unscaled);

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace stoke {
 namespace {
@@ -128,6 +130,19 @@ TEST(LogicalValue, TimestampsOfEveryStorageBecomeMicros) {
   ColumnValues legacy96{std::vector<std::string>{int96}, {}};
   ASSERT_TRUE(ConvertToColumnType(Element(parquet::Type::kInt96), ts, &legacy96, "f").ok());
   EXPECT_EQ(std::get<std::vector<int64_t>>(legacy96.values)[0], kMicrosPerDay + 3600LL * 1000000 + 5);
+  // Spark writes 290000-12-30T23:00:00Z with a wrapped-around (negative) Julian day and reads it back
+  // by wrapping again: Julian micros = micros + 2440588 days, wrapped to int64.
+  const int64_t far_future = 9089380393200000000;  // days_from_civil(290000, 12, 30) days + 23 h
+  const uint64_t wrapped = static_cast<uint64_t>(far_future) + 2440588ULL * static_cast<uint64_t>(kMicrosPerDay);
+  const int64_t julian_micros = static_cast<int64_t>(wrapped);
+  const int64_t days = julian_micros / kMicrosPerDay, rest_nanos = (julian_micros % kMicrosPerDay) * 1000;
+  const int32_t spark_julian = static_cast<int32_t>(days);
+  std::memcpy(int96.data(), &rest_nanos, 8);
+  std::memcpy(int96.data() + 8, &spark_julian, 4);
+  EXPECT_EQ(Int96Micros(int96), far_future);
+  const int64_t not_a_time = kMicrosPerDay * 1000;  // a whole day of nanoseconds
+  std::memcpy(int96.data(), &not_a_time, 8);
+  EXPECT_EQ(Int96Micros(int96), std::nullopt);
   // A date widened to timestamp_ntz (typeWidening) is midnight; a string is no timestamp.
   ColumnValues dates{std::vector<int32_t>{1}, {}};
   auto date = Element(parquet::Type::kInt32, parquet::LogicalType{.id = parquet::LogicalTypeId::kDate});
@@ -198,4 +213,26 @@ TEST(LogicalValue, PlainColumnsWidenAsTypeWideningAllows) {
 }
 
 }  // namespace
+TEST(LogicalValue, HalfToFloatIsExact) {
+  EXPECT_EQ(HalfToFloat(0x3c00), 1.0f);
+  EXPECT_EQ(HalfToFloat(0xc000), -2.0f);
+  EXPECT_EQ(HalfToFloat(0x7bff), 65504.0f);                // the largest finite half
+  EXPECT_EQ(HalfToFloat(0x0001), std::ldexp(1.0f, -24));   // the smallest subnormal
+  EXPECT_TRUE(std::signbit(HalfToFloat(0x8000)));           // -0
+  EXPECT_EQ(HalfToFloat(0x7c00), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(HalfToFloat(0x7e00)));
+}
+
+TEST(LogicalValue, Float16ColumnsReadAsFloat) {
+  parquet::SchemaElement e = Element(parquet::Type::kFixedLenByteArray, parquet::LogicalType{.id = parquet::LogicalTypeId::kFloat16});
+  e.type_length = 2;
+  const ColumnSpec spec = ColumnOfStored(e);
+  EXPECT_EQ(spec.type, parquet::Type::kFloat);
+  ColumnValues values{std::vector<std::string>{std::string("\x00\x3c", 2), std::string("\x00\xbc", 2)}, {}};
+  ASSERT_TRUE(ConvertToColumnType(e, spec, &values, "f").ok());
+  EXPECT_EQ(std::get<std::vector<float>>(values.values), (std::vector<float>{1.0f, -1.0f}));
+  ColumnValues bad{std::vector<std::string>{std::string("\x00", 1)}, {}};
+  EXPECT_FALSE(ConvertToColumnType(e, spec, &bad, "f").ok());
+}
+
 }  // namespace stoke

@@ -206,13 +206,17 @@ struct CatColumn {
   bool nested = false;    // a nested top-level field, read by its name
 };
 
-// The file's top-level fields, in order: leaves as they are, nested fields whole. Files whose shape
-// SchemaTree does not recognise are printed leaf by leaf.
-std::vector<std::pair<std::string, bool>> TopLevelFields(const ParquetReader& reader) {
+// The file's top-level fields, in order: leaves as they are, nested fields whole. Flat files whose
+// shape SchemaTree does not recognise are printed leaf by leaf; where such a file has repeated
+// leaves, SchemaTree's reason is the error.
+Result<std::vector<std::pair<std::string, bool>>> TopLevelFields(const ParquetReader& reader) {
   std::vector<std::pair<std::string, bool>> out;  // name, nested
   auto tree = SchemaTree(reader);
   if (!tree.ok()) {
-    for (const auto& c : reader.columns()) out.emplace_back(c.name, false);
+    for (const auto& c : reader.columns()) {
+      if (c.max_repetition_level > 0) return tree.status().WithContext(reader.path());
+      out.emplace_back(c.name, false);
+    }
     return out;
   }
   for (const SchemaNode& f : tree->children) out.emplace_back(f.name, f.kind != SchemaNode::Kind::kLeaf);
@@ -241,7 +245,7 @@ CatColumn NestedCatColumn(const std::string& name) {
 // The columns `--columns` names (a top-level field, or a leaf by its dotted path), or every
 // top-level field.
 Result<std::vector<CatColumn>> CatColumns(const ParquetReader& reader, const std::vector<std::string>& names) {
-  const auto fields = TopLevelFields(reader);
+  STOKE_ASSIGN_OR_RETURN(const auto fields, TopLevelFields(reader));
   std::vector<CatColumn> out;
   auto add = [&](const std::string& name, bool nested) -> Status {
     if (nested) {

@@ -59,6 +59,32 @@ bool IsStringElement(const parquet::SchemaElement& e) {
                               *e.converted_type == ConvertedType::kEnum);
 }
 
+// The role of a LIST or MAP group whose children are built: a two- or three-level list, or a map.
+Status SetCollectionRole(bool is_list, PhysNode* out) {
+  const PhysNode& r = out->children[0];
+  if (r.repetition != Repetition::kRepeated) {
+    return Status::Unsupported(fmt::format("{} group '{}': its child '{}' is not repeated", is_list ? "LIST" : "MAP",
+                                           out->path, r.name));
+  }
+  if (is_list) {
+    // LogicalTypes.md: the repeated field is the element when it is a primitive, a group of several
+    // fields, or a one-field group named "array" or "<list name>_tuple"; otherwise it wraps the element.
+    bool two_level = r.role == PhysNode::Role::kLeaf || r.children.size() > 1 || r.name == "array" ||
+                     r.name == out->name + "_tuple";
+    out->role = two_level ? PhysNode::Role::kList2 : PhysNode::Role::kList3;
+    return Status::OK();
+  }
+  if (r.role != PhysNode::Role::kStruct || r.children.empty() || r.children.size() > 2) {
+    return Status::Unsupported(
+        fmt::format("MAP group '{}': the repeated child must be a group of a key and a value", out->path));
+  }
+  if (r.children[0].role != PhysNode::Role::kLeaf || r.children[0].repetition == Repetition::kRepeated) {
+    return Status::Unsupported(fmt::format("MAP group '{}': map keys must be primitive", out->path));
+  }
+  out->role = PhysNode::Role::kMap;
+  return Status::OK();
+}
+
 // Builds the subtree of schema[*i] (advancing *i past it) and recognises lists and maps by the rules
 // of parquet-format LogicalTypes.md, "Nested Types", backward-compatibility rules included.
 // `in_collection`: the node is the repeated child of a LIST or MAP group.
@@ -100,7 +126,12 @@ Status BuildPhys(const std::vector<parquet::SchemaElement>& schema, size_t* i, c
   if ((is_list || is_map) && out->repetition == Repetition::kRepeated && !in_collection) {
     return Status::Unsupported(fmt::format("{} group '{}' is itself repeated", is_list ? "LIST" : "MAP", out->path));
   }
-  const bool collection = (is_list || is_map) && !(in_collection && out->repetition == Repetition::kRepeated);
+  // The repeated child of a list or map is itself a list or map only where it is a two-level list's
+  // element (named "array" or "<list>_tuple"; parquet-mr's old list of lists); elsewhere an annotation
+  // on it (some writers annotate the middle group of a three-level list) says nothing more.
+  const bool repeated_child = in_collection && out->repetition == Repetition::kRepeated;
+  const bool two_level_element = repeated_child && is_list && (e.name == "array" || e.name == parent.name + "_tuple");
+  const bool collection = (is_list || is_map) && (!repeated_child || two_level_element);
   if (collection && children != 1) {
     return Status::Unsupported(fmt::format("{} group '{}' has {} children (expected one repeated group)",
                                            is_list ? "LIST" : "MAP", out->path, children));
@@ -117,28 +148,7 @@ Status BuildPhys(const std::vector<parquet::SchemaElement>& schema, size_t* i, c
     out->role = PhysNode::Role::kStruct;
     return Status::OK();
   }
-  const PhysNode& r = out->children[0];
-  if (r.repetition != Repetition::kRepeated) {
-    return Status::Unsupported(fmt::format("{} group '{}': its child '{}' is not repeated", is_list ? "LIST" : "MAP",
-                                           out->path, r.name));
-  }
-  if (is_list) {
-    // LogicalTypes.md: the repeated field is the element when it is a primitive, a group of several
-    // fields, or a one-field group named "array" or "<list name>_tuple"; otherwise it wraps the element.
-    bool two_level = r.role == PhysNode::Role::kLeaf || r.children.size() > 1 || r.name == "array" ||
-                     r.name == out->name + "_tuple";
-    out->role = two_level ? PhysNode::Role::kList2 : PhysNode::Role::kList3;
-    return Status::OK();
-  }
-  if (r.role != PhysNode::Role::kStruct || r.children.empty() || r.children.size() > 2) {
-    return Status::Unsupported(
-        fmt::format("MAP group '{}': the repeated child must be a group of a key and a value", out->path));
-  }
-  if (r.children[0].role != PhysNode::Role::kLeaf || r.children[0].repetition == Repetition::kRepeated) {
-    return Status::Unsupported(fmt::format("MAP group '{}': map keys must be primitive", out->path));
-  }
-  out->role = PhysNode::Role::kMap;
-  return Status::OK();
+  return SetCollectionRole(is_list, out);
 }
 
 Result<PhysNode> BuildPhysRoot(const std::vector<parquet::SchemaElement>& schema) {

@@ -491,6 +491,36 @@ TEST(ParquetNestedTest, ReadsLegacyListAndMapShapes) {
             "r:list:REQUIRED{r:leaf:REQUIRED:BYTE_ARRAY(string),},}");
 }
 
+TEST(ParquetNestedTest, ReadsParquetMrTwoLevelListOfLists) {
+  // parquet-mr's old list structure for list<list<int>>: the repeated group named "array" is the
+  // outer list's element and is itself a LIST, whose repeated primitive "array" is the element.
+  TempDir dir;
+  const std::string path = dir.File("old_lists.parquet");
+  std::vector<parquet::SchemaElement> schema = {
+      Group("my_record", Repetition::kRequired, 1),
+      Group("a", Repetition::kRequired, 1, ConvertedType::kList),
+      Group("array", Repetition::kRepeated, 1, ConvertedType::kList),
+      Prim("array", Repetition::kRepeated, Type::kInt32),
+  };
+  // Rows: [[1, 2], [3, 4]], [], [[]].
+  std::vector<HandLeaf> leaves = {
+      {{.name = "a.array.array", .type = Type::kInt32, .optional = true},
+       {std::vector<int32_t>{1, 2, 3, 4}, {2, 2, 2, 2, 0, 1}, {0, 2, 1, 2, 0, 0}, 2, 2, {"a", "array", "array"}}},
+  };
+  ASSERT_TRUE(WriteHandMade(path, schema, leaves).ok());
+  auto back = ReadBack(path);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->size(), 3u);
+  EXPECT_EQ((*back)[0], json::parse(R"({"a": [[1, 2], [3, 4]]})"));
+  EXPECT_EQ((*back)[1], json::parse(R"({"a": []})"));
+  EXPECT_EQ((*back)[2], json::parse(R"({"a": [[]]})"));
+  auto reader = ParquetReader::Open(LocalStorage(), path);
+  ASSERT_TRUE(reader.ok());
+  auto tree = SchemaTree(**reader);
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  EXPECT_EQ(Describe(*tree), "my_record:struct:REQUIRED{a:list:REQUIRED{array:list:REQUIRED{array:leaf:REQUIRED:INT32,},},}");
+}
+
 TEST(ParquetNestedTest, RefusesUnknownNestedShapes) {
   TempDir dir;
   const std::string path = dir.File("odd.parquet");

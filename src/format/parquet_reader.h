@@ -72,7 +72,8 @@ class ParquetReader {
   uint64_t footer_size() const { return footer_size_; }
   const parquet::FileMetaData& metadata() const { return metadata_; }
   const std::vector<LeafColumn>& columns() const { return columns_; }
-  int64_t num_rows() const { return metadata_.num_rows; }
+  // The rows of all row groups (the footer's own count is not trusted: some writers leave it 0).
+  int64_t num_rows() const { return row_group_starts_.empty() ? 0 : row_group_starts_.back(); }
   int num_row_groups() const { return static_cast<int>(metadata_.row_groups.size()); }
   // First row (file-global) of each row group, plus num_rows at the end.
   const std::vector<int64_t>& row_group_starts() const { return row_group_starts_; }
@@ -124,6 +125,10 @@ class ParquetReader {
   // chunk end or when `done()` turns true before a page.
   using DataPageVisitor = std::function<Status(const parquet::PageHeader&, ByteView, parquet::Codec,
                                                const ValueVector*, AlignedBuffer*)>;
+  // Grows `chunk` (the bytes from chunk_start) to `needed` bytes, for a page that runs past the
+  // chunk's recorded end but not into the footer; Corruption where it would.
+  Status ExtendChunkForPage(int row_group, size_t column, int64_t chunk_start, uint64_t page_offset, size_t needed,
+                            AlignedBuffer* chunk) const;
   Status WalkColumnChunk(int row_group, size_t column, const std::function<bool()>& done,
                          const DataPageVisitor& visit) const;
   Result<std::shared_ptr<const parquet::OffsetIndex>> CachedOffsetIndex(int row_group, size_t column) const

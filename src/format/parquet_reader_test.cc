@@ -13,6 +13,7 @@
 #include "core/random.h"
 #include "format/codec.h"
 #include "format/parquet_encoding.h"
+#include "format/parquet_testing.h"
 #include "format/parquet_writer.h"
 
 namespace stoke {
@@ -423,24 +424,24 @@ TEST(ParquetWriter, RejectsBadSchemasAndRows) {
 
 // Data page v2, as Spark and parquet-mr write it (DuckDB writes v1 pages): levels uncompressed and
 // without a length prefix, values compressed separately. Built by hand: our writer writes v1 only.
-TEST(ParquetForeign, ReadsDataPageV2WithNullsAndSnappyValues) {
-  TempDir dir;
-  const std::vector<uint8_t> defined = {1, 0, 1, 1, 0, 1, 1, 1, 0, 1};
-  const std::vector<int32_t> present = {10, 30, 40, 60, 70, 80, 100};
+// A file of one OPTIONAL INT32 column "v" in one DATA_PAGE_V2 (levels uncompressed, values snappy),
+// written by hand as Arrow and Spark write it. Where no value is present the values section is left
+// empty, not compressed.
+std::string WriteV2Int32File(TempDir& dir, const std::vector<uint8_t>& defined, const std::vector<int32_t>& present) {
   std::string levels;
   std::vector<uint32_t> defs(defined.begin(), defined.end());
   parquet::EncodeRleBitPackedHybrid(defs, 1, &levels);
   std::string plain;
   parquet::EncodePlain(std::span<const int32_t>(present), &plain);
   AlignedBuffer compressed;
-  ASSERT_TRUE(Compress(Codec::kSnappy, AsBytes(plain), 0, &compressed).ok());
-
+  if (!present.empty()) EXPECT_TRUE(Compress(Codec::kSnappy, AsBytes(plain), 0, &compressed).ok());
+  const auto rows = static_cast<int32_t>(defined.size());
   parquet::PageHeader h;
   h.type = parquet::PageType::kDataPageV2;
   h.uncompressed_page_size = static_cast<int32_t>(levels.size() + plain.size());
   h.compressed_page_size = static_cast<int32_t>(levels.size() + compressed.size());
-  h.data_page_header_v2 = parquet::DataPageHeaderV2{.num_values = 10, .num_nulls = 3, .num_rows = 10,
-                                                    .encoding = parquet::Encoding::kPlain,
+  h.data_page_header_v2 = parquet::DataPageHeaderV2{.num_values = rows, .num_nulls = rows - static_cast<int32_t>(present.size()),
+                                                    .num_rows = rows, .encoding = parquet::Encoding::kPlain,
                                                     .definition_levels_byte_length = static_cast<int32_t>(levels.size())};
   std::string file = "PAR1";
   std::string header;
@@ -450,29 +451,128 @@ TEST(ParquetForeign, ReadsDataPageV2WithNullsAndSnappyValues) {
   parquet::FileMetaData m;
   m.schema.push_back({.name = "schema", .num_children = 1});
   m.schema.push_back({.type = Type::kInt32, .repetition = parquet::Repetition::kOptional, .name = "v"});
-  m.num_rows = 10;
+  m.num_rows = rows;
   parquet::ColumnChunk cc;
   cc.file_offset = 4;
   cc.meta_data = parquet::ColumnMetaData{.type = Type::kInt32, .encodings = {parquet::Encoding::kPlain, parquet::Encoding::kRle},
-                                         .path_in_schema = {"v"}, .codec = Codec::kSnappy, .num_values = 10,
+                                         .path_in_schema = {"v"}, .codec = Codec::kSnappy, .num_values = rows,
                                          .total_uncompressed_size = static_cast<int64_t>(header.size()) + h.uncompressed_page_size,
                                          .total_compressed_size = static_cast<int64_t>(file.size() - 4),
                                          .data_page_offset = 4};
-  m.row_groups.push_back({.columns = {cc}, .total_byte_size = 40, .num_rows = 10});
+  m.row_groups.push_back({.columns = {cc}, .total_byte_size = 40, .num_rows = rows});
   std::string footer;
   parquet::SerializeFileMetaData(m, &footer);
   uint8_t len[4];
   StoreLE<uint32_t>(len, static_cast<uint32_t>(footer.size()));
   file += footer + std::string(reinterpret_cast<char*>(len), 4) + "PAR1";
   std::string path = dir.File("v2.parquet");
-  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), path, AsBytes(file)).ok());
+  EXPECT_TRUE(WriteFileAtomically(LocalStorage(), path, AsBytes(file)).ok());
+  return path;
+}
 
-  auto r = ParquetReader::Open(LocalStorage(), path);
+TEST(ParquetForeign, ReadsDataPageV2WithNullsAndSnappyValues) {
+  TempDir dir;
+  const std::vector<uint8_t> defined = {1, 0, 1, 1, 0, 1, 1, 1, 0, 1};
+  const std::vector<int32_t> present = {10, 30, 40, 60, 70, 80, 100};
+  auto r = ParquetReader::Open(LocalStorage(), WriteV2Int32File(dir, defined, present));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   auto v = (*r)->ReadColumn(0);
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(std::get<std::vector<int32_t>>(v->values), present);
   EXPECT_EQ(v->defined, defined);
+}
+
+TEST(ParquetForeign, ReadsADataPageV2OfOnlyNullsWithAnEmptyValuesSection) {
+  TempDir dir;
+  auto r = ParquetReader::Open(LocalStorage(), WriteV2Int32File(dir, {0, 0, 0}, {}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto v = (*r)->ReadColumn(0);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_TRUE(std::get<std::vector<int32_t>>(v->values).empty());
+  EXPECT_EQ(v->defined, (std::vector<uint8_t>{0, 0, 0}));
+}
+
+// A file of 2 row groups of 5 rows (columns "id" INT64 and "name" STRING), as stoke writes it.
+std::string WriteTwoRowGroups(TempDir& dir) {
+  const std::string path = dir.File("two.parquet");
+  std::vector<ColumnSpec> cols = {{.name = "id", .type = Type::kInt64},
+                                  {.name = "name", .type = Type::kByteArray, .is_string = true}};
+  auto w = ParquetFileWriter::Create(LocalStorage(), path, cols, WriterOptions{});
+  EXPECT_TRUE(w.ok());
+  for (int g = 0; g < 2; ++g) {
+    std::vector<int64_t> ids;
+    std::vector<std::string> names;
+    for (int i = 0; i < 5; ++i) {
+      ids.push_back(g * 5 + i);
+      names.push_back("n" + std::to_string(g * 5 + i));
+    }
+    RowGroupEncoder enc((*w)->columns(), (*w)->options());
+    EXPECT_TRUE(enc.SetScalars(0, ColumnValues{std::move(ids), {}}).ok());
+    EXPECT_TRUE(enc.SetScalars(1, ColumnValues{std::move(names), {}}).ok());
+    auto rg = enc.Finish();
+    EXPECT_TRUE(rg.ok());
+    EXPECT_TRUE((*w)->WriteRowGroup(std::move(*rg)).ok());
+  }
+  EXPECT_TRUE((*w)->Close().ok());
+  return path;
+}
+
+std::vector<int64_t> Ids(const std::string& path) {
+  auto r = ParquetReader::Open(LocalStorage(), path);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) return {};
+  auto v = (*r)->ReadColumn(0);
+  EXPECT_TRUE(v.ok()) << v.status().ToString();
+  return v.ok() ? std::get<std::vector<int64_t>>(v->values) : std::vector<int64_t>{};
+}
+
+TEST(ParquetForeign, RowGroupsWinOverAFooterRowCountThatDisagrees) {
+  TempDir dir;
+  const std::string path = WriteTwoRowGroups(dir);
+  testing_support::RewriteFooter(path, [](parquet::FileMetaData& m) { m.num_rows = 0; });
+  auto r = ParquetReader::Open(LocalStorage(), path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->num_rows(), 10);
+  EXPECT_EQ(Ids(path).size(), 10u);
+}
+
+TEST(ParquetForeign, AnEmptyRowGroupIsNeverRead) {
+  TempDir dir;
+  const std::string path = WriteTwoRowGroups(dir);
+  testing_support::RewriteFooter(path, [](parquet::FileMetaData& m) {
+    parquet::RowGroup empty = m.row_groups[0];
+    empty.num_rows = 0;
+    for (auto& c : empty.columns) {  // offsets some writers leave in an empty row group
+      c.meta_data->data_page_offset = 0;
+      c.meta_data->dictionary_page_offset.reset();
+      c.meta_data->total_compressed_size = 14;
+    }
+    m.row_groups.insert(m.row_groups.begin() + 1, empty);
+  });
+  EXPECT_EQ(Ids(path), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+}
+
+TEST(ParquetForeign, APageRunningPastItsChunkIsReadUpToTheFooter) {
+  // Some old writers recorded total_compressed_size short of the chunk's last page (PARQUET-816).
+  TempDir dir;
+  const std::string path = WriteTwoRowGroups(dir);
+  testing_support::RewriteFooter(path, [](parquet::FileMetaData& m) {
+    m.row_groups[0].columns[0].meta_data->total_compressed_size -= 3;
+  });
+  EXPECT_EQ(Ids(path).size(), 10u);
+}
+
+TEST(ParquetForeign, EncryptedFilesAreRefusedSayingSo) {
+  TempDir dir;
+  const std::string path = dir.File("secret.parquet");
+  std::string bytes = "PARE" + std::string(64, '\x5a');
+  uint8_t len[4];
+  StoreLE<uint32_t>(len, 40);
+  bytes += std::string(reinterpret_cast<char*>(len), 4) + "PARE";
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), path, AsBytes(bytes)).ok());
+  auto r = ParquetReader::Open(LocalStorage(), path);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(r.status().message().find("encrypted Parquet file"), std::string::npos) << r.status().ToString();
 }
 
 // ---- corrupt files ----

@@ -751,7 +751,7 @@ Result<std::unique_ptr<ParquetFileWriter>> ParquetFileWriter::Open(Storage& stor
                                                                    std::vector<ColumnSpec> columns,
                                                                    WriterOptions options,
                                                                    std::vector<parquet::SchemaElement> schema) {
-  if (!CodecSupported(options.codec) || options.codec == parquet::Codec::kLz4) {
+  if (!CodecWritable(options.codec)) {
     return Status::Unsupported(fmt::format("writing codec {}", parquet::CodecName(options.codec)));
   }
   STOKE_ASSIGN_OR_RETURN(auto file, storage.Create(path, /*exclusive=*/false));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "format/parquet_metadata.h"
+#include "format/parquet_testing.h"
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
 #include "io/storage.h"
@@ -190,30 +191,6 @@ inline int64_t DeleteRows(const TestTable& table, const std::string& path, const
   auto v = log.Commit(snap->version, actions, delta::CommitKind::kExclusive, "DELETE", nlohmann::json::object());
   EXPECT_TRUE(v.ok()) << v.status().ToString();
   return v.ok() ? *v : -1;
-}
-
-// Rewrites the footer of a data file with what `change` makes of its metadata (pages untouched);
-// returns the new file size.
-template <typename Change>
-inline int64_t RewriteFooter(const std::string& path, Change change) {
-  auto reader = ParquetReader::Open(LocalStorage(), path);
-  EXPECT_TRUE(reader.ok()) << reader.status().ToString();
-  parquet::FileMetaData meta = (*reader)->metadata();
-  const uint64_t footer_start = (*reader)->file_size() - 8 - (*reader)->footer_size();
-  reader->reset();
-  change(meta);
-  auto bytes = ReadFileToString(LocalStorage(), path);
-  EXPECT_TRUE(bytes.ok());
-  std::string out = bytes->substr(0, footer_start);
-  std::string footer;
-  parquet::SerializeFileMetaData(meta, &footer);
-  out += footer;
-  uint8_t len[4];
-  StoreLE<uint32_t>(len, static_cast<uint32_t>(footer.size()));
-  out.append(reinterpret_cast<const char*>(len), 4);
-  out += "PAR1";
-  EXPECT_TRUE(WriteFileAtomically(LocalStorage(), path, AsBytes(out)).ok());
-  return static_cast<int64_t>(out.size());
 }
 
 // Rewrites the footer of a data file without the OffsetIndex of column `column` (as a writer that
