@@ -59,6 +59,12 @@ struct FetchResult {
   ByteView bytes() const { return ByteView(data.data() + offset, length); }
 };
 
+// kAuto: buffered reads from this size up to 1 MiB go to the reading threads (HybridBackend).
+// Copied inline, a 115 KB or 360 KB page kept the submitting thread copying while the other cores
+// idled; below this size the hand-off to a thread costs more than the copy (16 KiB pages: no gain).
+// The loader reads cached pages below it at once, without the fetcher (kReadNowBytes).
+inline constexpr uint64_t kParallelReadBytes = uint64_t{64} << 10;
+
 struct FetcherOptions {
   enum class Backend {
     // io_uring when io_uring_queue_init works here, else kPread; with io_uring, buffered reads of
@@ -203,6 +209,9 @@ class Fetcher {
   class UringBackend;
 
   Fetcher(std::shared_ptr<const std::vector<std::string>> paths, bool remote, FetcherOptions o, size_t max_open_files);
+  // The backend `o` asks for (fetcher_backends.cc): object-store reads when `remote`, else io_uring
+  // (with reading threads for kAuto), or pread threads where io_uring is refused.
+  static Result<std::unique_ptr<Backend>> CreateBackend(Fetcher* f, const FetcherOptions& o, bool remote);
   const std::string& path(uint32_t file) const { return (*paths_)[file]; }
   // The reads a batch Submit has prepared but not yet started, and how many requests it accepted and
   // reported to its on_started. Producer thread only.

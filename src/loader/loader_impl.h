@@ -75,7 +75,7 @@ constexpr int64_t kMaxCoalesceBytes = int64_t{1} << 30;
 // batch, when their pages are cached (Loader::Impl::ReadClaimedNow): for a 512-byte sample the
 // hand-offs through the fetcher (a ring completion, a wake-up, a lock per group) cost more than the
 // read. From this size on the fetcher's reading threads copy cached pages on every core.
-constexpr uint32_t kReadNowBytes = 64 << 10;
+constexpr uint32_t kReadNowBytes = static_cast<uint32_t>(kParallelReadBytes);
 // The most head bytes (page header and length prefix, some tens of bytes in stoke's pages) of a read
 // done at once: they land on the reading thread's stack.
 constexpr uint32_t kMaxReadNowHead = 256;
