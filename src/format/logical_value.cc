@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 
+#include "core/small_float.h"
+
 namespace stoke {
 namespace {
 
@@ -165,21 +167,6 @@ std::optional<int64_t> Int96Micros(std::string_view bytes) {
   const uint64_t julian_micros = static_cast<uint64_t>(int64_t{julian}) * static_cast<uint64_t>(kMicrosPerDay) +
                                  static_cast<uint64_t>(nanos / 1000);
   return static_cast<int64_t>(julian_micros - static_cast<uint64_t>(kUnixEpochJulianDay * kMicrosPerDay));
-}
-
-float HalfToFloat(uint16_t half) {
-  const bool negative = (half & 0x8000) != 0;
-  const int exponent = (half >> 10) & 0x1f;
-  const int mantissa = half & 0x3ff;
-  float magnitude;
-  if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // zero or subnormal
-  } else if (exponent == 31) {
-    magnitude = mantissa == 0 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
-  } else {
-    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
-  }
-  return negative ? -magnitude : magnitude;
 }
 
 std::string DecimalBytes(__int128 unscaled) {
@@ -498,7 +485,7 @@ Status FromFloat16(const ColumnSpec& column, ValueVector* values, const Mismatch
   floats.reserve(halves->size());
   for (const std::string& h : *halves) {
     if (h.size() != 2) return bad(" (a FLOAT16 value that is not 2 bytes)");
-    floats.push_back(HalfToFloat(static_cast<uint16_t>(static_cast<uint8_t>(h[0]) | (static_cast<uint8_t>(h[1]) << 8))));
+    floats.push_back(Float16BitsToFloat32(static_cast<uint16_t>(static_cast<uint8_t>(h[0]) | (static_cast<uint8_t>(h[1]) << 8))));
   }
   if (column.type == Type::kFloat) {
     *values = std::move(floats);

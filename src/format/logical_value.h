@@ -63,8 +63,6 @@ __int128 DecimalAt(const ValueVector& values, size_t index);
 // are not within a day.
 // REQUIRES: bytes.size() == 12.
 std::optional<int64_t> Int96Micros(std::string_view bytes);
-// The value of an IEEE 754 half-precision number (Parquet's FLOAT16 logical type), exactly.
-float HalfToFloat(uint16_t half);
 // The 16-byte big-endian two's complement of `unscaled`: a decimal of more than 18 digits as a table
 // column holds it.
 std::string DecimalBytes(__int128 unscaled);

@@ -213,16 +213,6 @@ TEST(LogicalValue, PlainColumnsWidenAsTypeWideningAllows) {
 }
 
 }  // namespace
-TEST(LogicalValue, HalfToFloatIsExact) {
-  EXPECT_EQ(HalfToFloat(0x3c00), 1.0f);
-  EXPECT_EQ(HalfToFloat(0xc000), -2.0f);
-  EXPECT_EQ(HalfToFloat(0x7bff), 65504.0f);                // the largest finite half
-  EXPECT_EQ(HalfToFloat(0x0001), std::ldexp(1.0f, -24));   // the smallest subnormal
-  EXPECT_TRUE(std::signbit(HalfToFloat(0x8000)));           // -0
-  EXPECT_EQ(HalfToFloat(0x7c00), std::numeric_limits<float>::infinity());
-  EXPECT_TRUE(std::isnan(HalfToFloat(0x7e00)));
-}
-
 TEST(LogicalValue, Float16ColumnsReadAsFloat) {
   parquet::SchemaElement e = Element(parquet::Type::kFixedLenByteArray, parquet::LogicalType{.id = parquet::LogicalTypeId::kFloat16});
   e.type_length = 2;

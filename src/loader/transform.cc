@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/random.h"
+#include "core/small_float.h"
 
 namespace stoke {
 
@@ -28,75 +29,6 @@ namespace {
 constexpr uint64_t kTransformStream = 0x7472616e73666f72ULL;  // "transfor"
 constexpr int kMaxRank = TransformPipeline::kMaxRank;
 
-// ---------------------------------------------------------------------------------------------
-// Scalar conversions.
-
-// Rounds the exact value (-1)^neg * m * 2^k to nearest even in a binary format with kExp exponent
-// bits and kMant stored mantissa bits (float16: 5, 10; bfloat16: 8, 7) and returns its bits; beyond
-// the largest finite value the result is infinite. The slow, exact path: float64 and wide integer
-// sources, where going through float32 first could round twice.
-template <int kExp, int kMant>
-uint16_t RoundToSmallFloat(bool neg, uint64_t m, int k) {
-  constexpr int kBias = (1 << (kExp - 1)) - 1;
-  constexpr uint32_t kInf = ((1u << kExp) - 1) << kMant;
-  const uint32_t sign = neg ? (1u << (kExp + kMant)) : 0;
-  if (m == 0) return static_cast<uint16_t>(sign);
-  const int p = 63 - std::countl_zero(m);  // the leading one's position
-  const int e = p + k;                      // the value's binary exponent
-  if (e > kBias) return static_cast<uint16_t>(sign | kInf);
-  // The result's mantissa (with the leading one for normals) is m >> shift, rounded.
-  int shift = p - kMant;
-  uint32_t base = 0;  // the exponent field minus one for normals (the leading one of q adds it back)
-  if (e >= 1 - kBias) {
-    base = static_cast<uint32_t>(e + kBias - 1) << kMant;
-  } else {
-    shift += (1 - kBias) - e;  // subnormal: fewer mantissa bits
-  }
-  uint64_t q;
-  if (shift <= 0) {
-    q = m << -shift;  // exact
-  } else if (shift > p + 1) {
-    q = 0;  // below half the smallest subnormal
-  } else {
-    q = shift == 64 ? 0 : m >> shift;
-    const uint64_t rem = shift == 64 ? m : m & ((uint64_t{1} << shift) - 1);
-    const uint64_t half = uint64_t{1} << (shift - 1);
-    if (rem > half || (rem == half && (q & 1) != 0)) ++q;
-  }
-  // A carry out of the mantissa moves into the exponent field, up to infinity: still correct.
-  return static_cast<uint16_t>(sign | (base + static_cast<uint32_t>(q)));
-}
-
-template <int kExp, int kMant>
-uint16_t Float64ToSmallFloat(double d) {
-  constexpr uint32_t kInf = ((1u << kExp) - 1) << kMant;
-  uint64_t x = std::bit_cast<uint64_t>(d);
-  const bool neg = (x >> 63) != 0;
-  x &= ~(uint64_t{1} << 63);
-  if (x >= 0x7ff0000000000000ULL) {
-    const uint32_t sign = neg ? (1u << (kExp + kMant)) : 0;
-    if (x == 0x7ff0000000000000ULL) return static_cast<uint16_t>(sign | kInf);
-    // NaN: quiet, with the top payload bits kept.
-    const uint32_t payload = static_cast<uint32_t>(x >> (52 - kMant)) & ((1u << kMant) - 1);
-    return static_cast<uint16_t>(sign | kInf | (1u << (kMant - 1)) | payload);
-  }
-  const uint64_t exponent = x >> 52, mantissa = x & ((uint64_t{1} << 52) - 1);
-  if (exponent == 0) return RoundToSmallFloat<kExp, kMant>(neg, mantissa, -1074);
-  return RoundToSmallFloat<kExp, kMant>(neg, mantissa | (uint64_t{1} << 52), static_cast<int>(exponent) - 1075);
-}
-
-template <int kExp, int kMant, typename I>
-uint16_t IntegerToSmallFloat(I v) {
-  if constexpr (std::is_signed_v<I>) {
-    const bool neg = v < 0;
-    // Magnitude without overflow for the most negative value.
-    const uint64_t m = neg ? static_cast<uint64_t>(-(v + 1)) + 1 : static_cast<uint64_t>(v);
-    return RoundToSmallFloat<kExp, kMant>(neg, m, 0);
-  } else {
-    return RoundToSmallFloat<kExp, kMant>(false, static_cast<uint64_t>(v), 0);
-  }
-}
-
 }  // namespace
 
 uint64_t TransformSeed(uint64_t seed, int64_t epoch, int64_t row, uint32_t column) {
@@ -105,50 +37,6 @@ uint64_t TransformSeed(uint64_t seed, int64_t epoch, int64_t row, uint32_t colum
   return SplitMix64(h + column);
 }
 
-uint16_t Float32ToFloat16Bits(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint32_t sign = (x >> 16) & 0x8000;
-  x &= 0x7fffffff;
-  uint32_t h;
-  if (x >= 0x47800000) {  // |f| >= 65536 (overflow, as is [65520, 65536) below), inf or NaN
-    h = x > 0x7f800000 ? 0x7e00 | ((x >> 13) & 0x3ff) : 0x7c00;
-  } else if (x < 0x38800000) {  // |f| < 2^-14: a half subnormal or zero
-    // Adding 0.5 puts the value's bits in a float whose ulp, 2^-24, is half's subnormal unit, so the
-    // FPU does the round to nearest even; the low bits are then the half's mantissa (0x400 when it
-    // rounds up to the smallest normal, which is right too).
-    const float v = std::bit_cast<float>(x) + 0.5f;
-    h = std::bit_cast<uint32_t>(v) - 0x3f000000;
-  } else {
-    // Rebias the exponent and round to nearest even on the 13 dropped bits; a mantissa carry moves
-    // into the exponent (up to 0x7c00, infinity, for [65520, 65536)).
-    const uint32_t odd = (x >> 13) & 1;
-    x = x - (112u << 23) + 0xfff + odd;
-    h = x >> 13;
-  }
-  return static_cast<uint16_t>(h | sign);
-}
-
-float Float16BitsToFloat32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  const uint32_t em = h & 0x7fff;
-  if (em >= 0x7c00) return std::bit_cast<float>(sign | 0x7f800000 | ((em & 0x3ff) << 13));
-  if (em < 0x400) {  // zero or subnormal: mantissa * 2^-24, exact in float
-    return std::bit_cast<float>(sign | std::bit_cast<uint32_t>(static_cast<float>(em) * 0x1p-24f));
-  }
-  return std::bit_cast<float>(sign | ((em << 13) + (112u << 23)));
-}
-
-uint16_t Float32ToBFloat16Bits(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);  // quiet NaN
-  x += 0x7fff + ((x >> 16) & 1);  // round to nearest even; a carry reaches inf past bfloat16's max
-  return static_cast<uint16_t>(x >> 16);
-}
-
-float BFloat16BitsToFloat32(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
-
-uint16_t Float64ToFloat16Bits(double d) { return Float64ToSmallFloat<5, 10>(d); }
-uint16_t Float64ToBFloat16Bits(double d) { return Float64ToSmallFloat<8, 7>(d); }
 
 namespace {
 
@@ -742,143 +630,6 @@ Status ValidateStep(const TransformSpec& spec, Step* step, int* channel_axis) {
 }
 
 }  // namespace
-
-std::string_view TransformKindName(TransformSpec::Kind kind) {
-  switch (kind) {
-    case Kind::kCast: return "cast";
-    case Kind::kNormalize: return "normalize";
-    case Kind::kRandomFlip: return "random_flip";
-    case Kind::kRandomRot90: return "random_rot90";
-    case Kind::kRandomCrop: return "random_crop";
-    case Kind::kCenterCrop: return "center_crop";
-    case Kind::kChannelsFirst: return "channels_first";
-    case Kind::kChannelsLast: return "channels_last";
-    case Kind::kRandomResizedCrop: return "random_resized_crop";
-    case Kind::kResize: return "resize";
-    case Kind::kRandomHorizontalFlip: return "random_horizontal_flip";
-    case Kind::kColorJitter: return "color_jitter";
-    case Kind::kToTensor: return "to_tensor";
-  }
-  return "unknown";
-}
-
-Result<TransformSpec::Kind> TransformKindFromName(std::string_view name) {
-  std::string names;
-  for (int k = 0; k <= static_cast<int>(Kind::kToTensor); ++k) {
-    const std::string_view n = TransformKindName(static_cast<Kind>(k));
-    if (n == name) return static_cast<Kind>(k);
-    names += names.empty() ? "" : ", ";
-    names += n;
-  }
-  return Status::InvalidArgument(fmt::format("unknown transform '{}' (expected one of {})", name, names));
-}
-
-namespace {
-
-std::vector<std::string_view> SplitText(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  for (size_t start = 0;;) {
-    const size_t end = s.find(sep, start);
-    out.push_back(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
-    if (end == std::string_view::npos) return out;
-    start = end + 1;
-  }
-}
-
-template <typename T>
-bool ParseNumber(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-
-template <typename T>
-bool ParseList(std::string_view s, char sep, std::vector<T>* out) {
-  out->clear();
-  for (std::string_view part : SplitText(s, sep)) {
-    T v{};
-    if (!ParseNumber(part, &v)) return false;
-    out->push_back(v);
-  }
-  return true;
-}
-
-}  // namespace
-
-Result<TransformSpec> ParseTransformText(std::string_view text) {
-  const size_t colon = text.find(':');
-  const std::string_view name = text.substr(0, colon);
-  auto bad = [&](std::string_view what) {
-    return Status::InvalidArgument(fmt::format("transform '{}': {}", text, what));
-  };
-  TransformSpec t;
-  if (name == "hflip") {
-    t.kind = Kind::kRandomHorizontalFlip;
-  } else {
-    auto kind = TransformKindFromName(name);
-    if (!kind.ok()) return bad(kind.status().message());
-    t.kind = *kind;
-  }
-  // The defaults the Python classes give.
-  if (t.kind == Kind::kNormalize) t.axis = TransformSpec::kChannelAxis;
-  if (t.kind == Kind::kChannelsLast) t.axis = 0;
-  if (t.kind == Kind::kRandomRot90) t.axes = {0, 1};
-  if (colon == std::string_view::npos) return t;
-  const std::vector<std::string_view> args = SplitText(text.substr(colon + 1), ',');
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string_view key, value;
-    const size_t eq = args[i].find('=');
-    if (eq != std::string_view::npos) {
-      key = args[i].substr(0, eq);
-      value = args[i].substr(eq + 1);
-    } else if (i == 0) {
-      value = args[i];
-      switch (t.kind) {
-        case Kind::kRandomResizedCrop: case Kind::kResize: case Kind::kCenterCrop: case Kind::kRandomCrop:
-          key = "size"; break;
-        case Kind::kRandomFlip: case Kind::kRandomHorizontalFlip: key = "p"; break;
-        case Kind::kCast: case Kind::kToTensor: key = "dtype"; break;
-        default: return bad(fmt::format("'{}' is not key=value ({} has no main value)", args[i], name));
-      }
-    } else {
-      return bad(fmt::format("'{}' is not key=value", args[i]));
-    }
-    bool ok = true;
-    if (key == "size") {
-      ok = ParseList(value, 'x', &t.size) && t.size.size() <= 2;
-    } else if (key == "p") {
-      ok = ParseNumber(value, &t.p);
-    } else if (key == "dtype") {
-      auto d = DTypeFromName(value);
-      if (!d.ok()) return bad(d.status().message());
-      t.dtype = *d;
-    } else if (key == "mean") {
-      ok = ParseList(value, '/', &t.mean);
-    } else if (key == "std") {
-      ok = ParseList(value, '/', &t.std);
-    } else if (key == "axis") {
-      ok = ParseNumber(value, &t.axis);
-    } else if (key == "axes") {
-      ok = ParseList(value, '/', &t.axes);
-    } else if (key == "scale") {
-      ok = ParseList(value, '/', &t.scale);
-    } else if (key == "ratio") {
-      ok = ParseList(value, '/', &t.ratio);
-    } else if (key == "brightness" || key == "contrast") {
-      std::vector<double>& range = key == "brightness" ? t.brightness : t.contrast;
-      ok = ParseList(value, '/', &range) && (range.size() == 1 || range.size() == 2);
-      if (ok && range.size() == 1) {
-        const double b = range[0];
-        ok = b >= 0;
-        range = b == 0 ? std::vector<double>{} : std::vector<double>{std::max(0.0, 1.0 - b), 1.0 + b};
-      }
-    } else {
-      return bad(fmt::format("unknown key '{}'", key));
-    }
-    if (!ok) return bad(fmt::format("bad value '{}' for '{}'", value, key));
-  }
-  return t;
-}
 
 Result<TransformPipeline> TransformPipeline::Create(const std::vector<TransformSpec>& specs, DType in_dtype,
                                                     std::vector<int64_t> in_shape, bool fuse) {

@@ -153,12 +153,4 @@ class TransformPipeline {
 uint64_t TransformSeed(uint64_t seed, int64_t epoch, int64_t row, uint32_t column);
 
 
-// Scalar conversions used by the cast (exposed for tests). Round to nearest even; see the file comment.
-uint16_t Float32ToFloat16Bits(float f);
-float Float16BitsToFloat32(uint16_t h);
-uint16_t Float32ToBFloat16Bits(float f);
-float BFloat16BitsToFloat32(uint16_t b);
-uint16_t Float64ToFloat16Bits(double d);
-uint16_t Float64ToBFloat16Bits(double d);
-
 }  // namespace stoke

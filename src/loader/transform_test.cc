@@ -15,58 +15,25 @@
 #include <vector>
 
 #include "core/random.h"
+#include "core/small_float.h"
+#include "core/small_float_testing.h"
 #include "stoke/status.h"
 
 namespace stoke {
 namespace {
 
+using testing_support::RefRoundSmallFloat;
+using testing_support::SmallFloatValue;
+
 using Kind = TransformSpec::Kind;
 
 // ---------------------------------------------------------------------------------------------
-// Naive references: per element index arithmetic, values through double, rounding by searching the
-// table of all finite values of the small float formats. Nothing here shares code with transform.cc.
+// Naive references: per element index arithmetic, values through double. Nothing here shares code
+// with transform.cc. (The 16-bit float conversions are tested in core/small_float_test.cc.)
 
 constexpr DType kAllDTypes[] = {DType::kBool,   DType::kInt8,    DType::kInt16,   DType::kInt32, DType::kInt64,
                                 DType::kUInt8,  DType::kUInt16,  DType::kUInt32,  DType::kUInt64, DType::kFloat16,
                                 DType::kFloat32, DType::kFloat64, DType::kBFloat16};
-
-// Value of small-float bits (float16: 5 exponent bits, 10 mantissa; bfloat16: 8 and 7), by formula.
-double SmallFloatValue(uint16_t bits, bool bf16) {
-  const int mant_bits = bf16 ? 7 : 10, exp_bits = bf16 ? 8 : 5;
-  const int bias = (1 << (exp_bits - 1)) - 1;
-  const int e = (bits >> mant_bits) & ((1 << exp_bits) - 1);
-  const int m = bits & ((1 << mant_bits) - 1);
-  const double sign = (bits >> (mant_bits + exp_bits)) ? -1.0 : 1.0;
-  if (e == (1 << exp_bits) - 1) return m ? std::numeric_limits<double>::quiet_NaN() : sign * INFINITY;
-  if (e == 0) return sign * std::ldexp(m, 1 - bias - mant_bits);
-  return sign * std::ldexp((1 << mant_bits) + m, e - bias - mant_bits);
-}
-
-// Nearest float16 / bfloat16 bits to x, ties to the even mantissa, by binary search over the values.
-uint16_t RefRoundSmallFloat(double x, bool bf16) {
-  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
-  const uint16_t inf = bf16 ? 0x7f80 : 0x7c00;
-  const uint16_t max = inf - 1;
-  if (std::isnan(x)) return inf | 1;  // callers compare NaN-ness only
-  const double a = std::fabs(x);
-  const double top = SmallFloatValue(max, bf16);
-  const double overflow = top + (top - SmallFloatValue(max - 1, bf16)) / 2;
-  if (a >= overflow) return sign | inf;
-  // Largest bits lo with value(lo) <= a (positive values increase with their bits).
-  uint32_t lo = 0, hi = max;
-  while (lo < hi) {
-    const uint32_t mid = (lo + hi + 1) / 2;
-    if (SmallFloatValue(static_cast<uint16_t>(mid), bf16) <= a) lo = mid; else hi = mid - 1;
-  }
-  uint32_t result = lo;
-  const double vlo = SmallFloatValue(static_cast<uint16_t>(lo), bf16);
-  if (vlo != a) {
-    const double vhi = lo == max ? overflow * 2 : SmallFloatValue(static_cast<uint16_t>(lo + 1), bf16);
-    const double dlo = a - vlo, dhi = vhi - a;  // exact (Sterbenz)
-    if (dhi < dlo || (dhi == dlo && (lo & 1))) result = lo + 1;
-  }
-  return static_cast<uint16_t>(sign | result);
-}
 
 struct Tensor {
   DType dtype = DType::kFloat32;
@@ -388,184 +355,6 @@ std::vector<uint8_t> ApplyBytes(const TransformPipeline& p, const std::vector<ui
 
 // ---------------------------------------------------------------------------------------------
 // Scalar conversions.
-
-TEST(TransformKind, Names) {
-  EXPECT_EQ(TransformKindName(Kind::kCast), "cast");
-  EXPECT_EQ(TransformKindName(Kind::kNormalize), "normalize");
-  EXPECT_EQ(TransformKindName(Kind::kRandomFlip), "random_flip");
-  EXPECT_EQ(TransformKindName(Kind::kRandomRot90), "random_rot90");
-  EXPECT_EQ(TransformKindName(Kind::kRandomCrop), "random_crop");
-  EXPECT_EQ(TransformKindName(Kind::kCenterCrop), "center_crop");
-  EXPECT_EQ(TransformKindName(Kind::kChannelsFirst), "channels_first");
-  EXPECT_EQ(TransformKindName(Kind::kChannelsLast), "channels_last");
-  EXPECT_EQ(TransformKindName(Kind::kRandomResizedCrop), "random_resized_crop");
-  EXPECT_EQ(TransformKindName(Kind::kResize), "resize");
-  EXPECT_EQ(TransformKindName(Kind::kRandomHorizontalFlip), "random_horizontal_flip");
-  EXPECT_EQ(TransformKindName(Kind::kColorJitter), "color_jitter");
-  EXPECT_EQ(TransformKindName(Kind::kToTensor), "to_tensor");
-  for (int k = 0; k <= static_cast<int>(Kind::kToTensor); ++k) {
-    auto back = TransformKindFromName(TransformKindName(static_cast<Kind>(k)));
-    ASSERT_TRUE(back.ok());
-    EXPECT_EQ(*back, static_cast<Kind>(k));
-  }
-  auto bad = TransformKindFromName("rotate");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("random_resized_crop"), std::string::npos) << bad.status().message();
-}
-
-TEST(TransformText, ParsesEachKindWithItsMainValueAndKeys) {
-  auto rrc = ParseTransformText("random_resized_crop:224x192,scale=0.25/1,ratio=0.5/2");
-  ASSERT_TRUE(rrc.ok()) << rrc.status().message();
-  EXPECT_EQ(rrc->kind, Kind::kRandomResizedCrop);
-  EXPECT_EQ(rrc->size, (std::vector<int64_t>{224, 192}));
-  EXPECT_EQ(rrc->scale, (std::vector<double>{0.25, 1.0}));
-  EXPECT_EQ(rrc->ratio, (std::vector<double>{0.5, 2.0}));
-  auto plain = ParseTransformText("random_resized_crop:224");
-  ASSERT_TRUE(plain.ok());
-  EXPECT_EQ(plain->size, (std::vector<int64_t>{224}));
-  EXPECT_EQ(plain->scale, (std::vector<double>{0.08, 1.0}));  // the defaults stay
-  auto flip = ParseTransformText("hflip");
-  ASSERT_TRUE(flip.ok());
-  EXPECT_EQ(flip->kind, Kind::kRandomHorizontalFlip);
-  EXPECT_EQ(flip->p, 0.5);
-  EXPECT_EQ(ParseTransformText("random_horizontal_flip:0.25")->p, 0.25);
-  auto norm = ParseTransformText("normalize:mean=0.485/0.456/0.406,std=0.229/0.224/0.225");
-  ASSERT_TRUE(norm.ok());
-  EXPECT_EQ(norm->mean, (std::vector<double>{0.485, 0.456, 0.406}));
-  EXPECT_EQ(norm->std, (std::vector<double>{0.229, 0.224, 0.225}));
-  EXPECT_EQ(norm->axis, TransformSpec::kChannelAxis);
-  EXPECT_EQ(ParseTransformText("to_tensor:float16")->dtype, DType::kFloat16);
-  EXPECT_EQ(ParseTransformText("to_tensor")->dtype, DType::kFloat32);
-  auto jitter = ParseTransformText("color_jitter:brightness=0.4,contrast=0.5/1.5");
-  ASSERT_TRUE(jitter.ok());
-  EXPECT_EQ(jitter->brightness, (std::vector<double>{0.6, 1.4}));
-  EXPECT_EQ(jitter->contrast, (std::vector<double>{0.5, 1.5}));
-  EXPECT_TRUE(ParseTransformText("color_jitter:brightness=0")->brightness.empty());
-  auto crop = ParseTransformText("random_crop:8x8,axes=0/1");
-  ASSERT_TRUE(crop.ok());
-  EXPECT_EQ(crop->axes, (std::vector<int>{0, 1}));
-  EXPECT_EQ(ParseTransformText("random_rot90")->axes, (std::vector<int>{0, 1}));
-  EXPECT_EQ(ParseTransformText("channels_last")->axis, 0);
-}
-
-TEST(TransformText, BadTextNamesTheTransformAndThePart) {
-  for (const char* text : {"rotate:90", "resize:", "resize:2x3x4", "resize:abc", "hflip:x", "normalize:0.5",
-                           "resize:8,bogus=1", "resize:8,9", "color_jitter:brightness=-1", "to_tensor:float99",
-                           "normalize:mean=0.5/,std=1"}) {
-    auto r = ParseTransformText(text);
-    ASSERT_FALSE(r.ok()) << text;
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << text;
-    EXPECT_NE(r.status().message().find(text), std::string::npos) << r.status().message();
-  }
-}
-
-TEST(TransformCast, Float16EdgeValues) {
-  struct Case {
-    double value;
-    uint16_t bits;
-  };
-  // Expected bits checked against numpy's float16 conversion.
-  const Case cases[] = {
-      {0.0, 0x0000},         {-0.0, 0x8000},          {1.0, 0x3c00},           {-2.5, 0xc100},
-      {0.1, 0x2e66},         {65504.0, 0x7bff},       {65519.99, 0x7bff},      {65520.0, 0x7c00},
-      {-65520.0, 0xfc00},    {1e9, 0x7c00},           {INFINITY, 0x7c00},      {-INFINITY, 0xfc00},
-      {0x1p-14, 0x0400},     {6.1e-5, 0x03ff},        {0x1p-24, 0x0001},       {0x1p-25, 0x0000},  // tie: even 0
-      {0x1.0004p-25, 0x0001}, {0x3p-25, 0x0002},      {-0x1p-24, 0x8001},      {1e-8, 0x0000},
-      {1.0 + 0x1p-11, 0x3c00},  // tie: even
-      {1.0 + 0x3p-11, 0x3c02},  // tie: even (up)
-      {2049.0, 0x6800},      {2051.0, 0x6802},        {0x1p-14 - 0x1p-25, 0x0400},  // rounds up to the smallest normal
-      {1e-40, 0x0000},       {-1e-45, 0x8000},        // float32 subnormals
-  };
-  for (const Case& c : cases) {
-    EXPECT_EQ(Float32ToFloat16Bits(static_cast<float>(c.value)), c.bits) << c.value;
-    EXPECT_EQ(Float64ToFloat16Bits(c.value), c.bits) << c.value;
-  }
-  // NaN stays NaN (and keeps its sign).
-  for (float nan : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
-                    std::bit_cast<float>(0x7f800001u), std::bit_cast<float>(0x7fc01234u)}) {
-    const uint16_t h = Float32ToFloat16Bits(nan);
-    EXPECT_EQ(h & 0x7c00, 0x7c00);
-    EXPECT_NE(h & 0x3ff, 0);
-    EXPECT_EQ(h >> 15, std::signbit(nan) ? 1 : 0);
-    EXPECT_TRUE(std::isnan(Float16BitsToFloat32(h)));
-    EXPECT_TRUE(std::isnan(SmallFloatValue(Float64ToFloat16Bits(static_cast<double>(nan)), false)));
-  }
-  // Straight from double: no double rounding through float32 (1 + 2^-11 + 2^-40 is above the tie).
-  EXPECT_EQ(Float64ToFloat16Bits(1.0 + 0x1p-11 + 0x1p-40), 0x3c01);
-}
-
-TEST(TransformCast, BFloat16EdgeValues) {
-  struct Case {
-    double value;
-    uint16_t bits;
-  };
-  const Case cases[] = {
-      {0.0, 0x0000},         {-0.0, 0x8000},           {1.0, 0x3f80},           {-2.0, 0xc000},
-      {1.0 + 0x1p-8, 0x3f80},  // tie: even
-      {1.0 + 0x3p-8, 0x3f82},  // tie: even (up)
-      {1.0 + 0x1.0002p-8, 0x3f81},
-      {INFINITY, 0x7f80},    {-INFINITY, 0xff80},
-      {0x1.fep127, 0x7f7f},  // the largest bfloat16
-      {3.4028234663852886e38, 0x7f80},  // float32 max rounds up to inf
-      {0x1p-126, 0x0080},    {0x1p-133, 0x0001},       {1e-40, 0x0001},
-  };
-  for (const Case& c : cases) {
-    EXPECT_EQ(Float32ToBFloat16Bits(static_cast<float>(c.value)), c.bits) << c.value;
-    EXPECT_EQ(Float64ToBFloat16Bits(c.value), c.bits) << c.value;
-  }
-  for (float nan : {std::numeric_limits<float>::quiet_NaN(), std::bit_cast<float>(0x7f800001u),
-                    std::bit_cast<float>(0xff800001u)}) {
-    EXPECT_TRUE(std::isnan(BFloat16BitsToFloat32(Float32ToBFloat16Bits(nan))));
-    EXPECT_TRUE(std::isnan(BFloat16BitsToFloat32(Float64ToBFloat16Bits(static_cast<double>(nan)))));
-  }
-  EXPECT_EQ(BFloat16BitsToFloat32(0x3f80), 1.0f);
-  EXPECT_EQ(BFloat16BitsToFloat32(0xc000), -2.0f);
-}
-
-TEST(TransformCast, EveryFloat16DecodesAndRoundTrips) {
-  for (uint32_t b = 0; b < 0x10000; ++b) {
-    const uint16_t h = static_cast<uint16_t>(b);
-    const float f = Float16BitsToFloat32(h);
-    const double want = SmallFloatValue(h, false);
-    if (std::isnan(want)) {
-      EXPECT_TRUE(std::isnan(f)) << b;
-      EXPECT_EQ(Float32ToFloat16Bits(f), h | 0x0200) << b;  // quieted, payload kept
-      continue;
-    }
-    ASSERT_EQ(static_cast<double>(f), want) << b;
-    ASSERT_EQ(std::signbit(f), std::signbit(want)) << b;
-    ASSERT_EQ(Float32ToFloat16Bits(f), h) << b;
-    ASSERT_EQ(Float64ToFloat16Bits(want), h) << b;
-  }
-}
-
-TEST(TransformCast, RoundingMatchesExhaustiveSearch) {
-  // Float32 bit patterns spread over the whole range (every sign, exponent and many mantissas),
-  // plus the midpoints between neighbouring float16 values and their float32 neighbours.
-  std::vector<float> values;
-  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 65537 * 3) values.push_back(std::bit_cast<float>(static_cast<uint32_t>(b)));
-  for (uint32_t h = 0; h < 0x7c00; ++h) {
-    const double mid = (SmallFloatValue(static_cast<uint16_t>(h), false) + SmallFloatValue(static_cast<uint16_t>(h + 1), false)) / 2;
-    const float f = static_cast<float>(mid);  // exact: a midpoint needs 12 significant bits
-    values.push_back(f);
-    values.push_back(std::nextafter(f, 0.0f));
-    values.push_back(std::nextafter(f, INFINITY));
-  }
-  for (float f : values) {
-    if (std::isnan(f)) continue;
-    ASSERT_EQ(Float32ToFloat16Bits(f), RefRoundSmallFloat(f, false)) << f;
-    ASSERT_EQ(Float64ToFloat16Bits(f), RefRoundSmallFloat(f, false)) << f;
-    ASSERT_EQ(Float32ToBFloat16Bits(f), RefRoundSmallFloat(f, true)) << f;
-    ASSERT_EQ(Float64ToBFloat16Bits(f), RefRoundSmallFloat(f, true)) << f;
-  }
-  // Doubles that float32 cannot hold: the double paths round once.
-  Rng rng(3);
-  for (int i = 0; i < 200000; ++i) {
-    const double d = std::ldexp(1.0 + rng.Uniform(), static_cast<int>(rng.Below(300)) - 150) * (rng.Below(2) ? 1 : -1);
-    ASSERT_EQ(Float64ToFloat16Bits(d), RefRoundSmallFloat(d, false)) << d;
-    ASSERT_EQ(Float64ToBFloat16Bits(d), RefRoundSmallFloat(d, true)) << d;
-  }
-}
 
 TEST(TransformCast, EveryDtypeMatchesReference) {
   for (DType from : kAllDTypes) {
