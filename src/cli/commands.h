@@ -34,6 +34,11 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
 void AddTableCommands(CLI::App& app, const Context& ctx, std::vector<Command>* out);
 void AddBenchCommands(CLI::App& app, const Context& ctx, std::vector<Command>* out);
 
+// The help of a command's table argument.
+inline constexpr const char* kTableHelp =
+    "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., "
+    "s3://bucket/path)";
+
 // Prints "stoke: error: <status>" to stderr and returns the error exit code (1).
 int Fail(const Status& s);
 // "12.3 MB".

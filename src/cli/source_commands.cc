@@ -71,30 +71,18 @@ constexpr char kDecodeHelp[] =
 
 }  // namespace
 
-void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* out) {
+namespace {
+
+void AddSynth(CLI::App& app, const Context& ctx, std::vector<Command>* out) {
   struct State {
-    stoke::SynthVolumesOptions so;
+    SynthVolumesOptions so;
     std::string shape = "30,30,10";
-    stoke::SynthImagesOptions si;
-    stoke::ConvertOptions co;
-    std::string co_decode;
-    std::string co_codec = std::string(stoke::CodecName(stoke::ConvertOptions{}.codec));
-    stoke::IngestOptions ig;
-    std::string ig_decode;
-    std::string ig_mode = std::string(stoke::IngestModeName(stoke::IngestOptions{}.mode));
-    std::string ig_codec = std::string(stoke::CodecName(stoke::IngestOptions{}.codec));
-    std::string shard;
+    SynthImagesOptions si;
   };
   auto s = std::make_shared<State>();
   auto& so = s->so;
   auto& shape = s->shape;
   auto& si = s->si;
-  auto& co = s->co;
-  auto& co_decode = s->co_decode;
-  auto& ig = s->ig;
-  auto& ig_decode = s->ig_decode;
-  auto& shard = s->shard;
-  // synth volumes
   auto* synth = app.add_subcommand("synth", "Generate seed workloads");
   synth->require_subcommand(1);
   auto* volumes = synth->add_subcommand(
@@ -107,7 +95,6 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
   volumes->add_option("--label-noise", so.label_noise, "Fraction of labels flipped at random")->capture_default_str();
   volumes->add_option("--threads", so.threads, "Worker threads (0 = one per available CPU)")->capture_default_str();
 
-  // synth images
   auto* images = synth->add_subcommand(
       "images", "Write an ImageFolder of generated JPEGs (and optionally PNGs): OUT/class_<k>/<n>.jpg");
   images->add_option("--out", si.out_dir, "Output directory or URI prefix (created if missing)")->required();
@@ -120,7 +107,43 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
   images->add_option("--seed", si.seed, "Random seed: the same seed gives the same bytes")->capture_default_str();
   images->add_option("--threads", si.threads, "Worker threads (0 = one per available CPU)")->capture_default_str();
 
-  // convert
+  out->push_back({volumes, [s, &ctx]() -> int {
+    auto& so = s->so;
+    auto& shape = s->shape;
+    try {
+      so.shape = ParseShape(shape);
+    } catch (const CLI::ValidationError& e) {
+      return ctx.app->exit(e);
+    }
+    so.progress = !ctx.no_progress;
+    auto r = SynthVolumes(so);
+    if (!r.ok()) return Fail(r.status());
+    std::printf("synth volumes: %lld files, %s, %lld positive (%.1f%%), in %.2f s (%.1f MB/s) -> %s\n",
+                static_cast<long long>(r->files), Mb(r->bytes).c_str(), static_cast<long long>(r->positives),
+                100.0 * r->positives / r->files, r->seconds, r->bytes / 1e6 / r->seconds, so.out_dir.c_str());
+    return 0;
+  }});
+  out->push_back({images, [s, &ctx]() -> int {
+    auto& si = s->si;
+    si.progress = !ctx.no_progress;
+    auto r = SynthImages(si);
+    if (!r.ok()) return Fail(r.status());
+    std::printf("synth images: %lld files in %lld classes, %s (%.1f KB each), in %.2f s -> %s\n",
+                static_cast<long long>(r->files), static_cast<long long>(si.classes), Mb(r->bytes).c_str(),
+                r->bytes / 1e3 / std::max<int64_t>(r->files, 1), r->seconds, si.out_dir.c_str());
+    return 0;
+  }});
+}
+
+void AddConvert(CLI::App& app, const Context& ctx, std::vector<Command>* out) {
+  struct State {
+    ConvertOptions co;
+    std::string co_decode;
+    std::string co_codec = std::string(CodecName(ConvertOptions{}.codec));
+  };
+  auto s = std::make_shared<State>();
+  auto& co = s->co;
+  auto& co_decode = s->co_decode;
   auto* convert = app.add_subcommand("convert", "Convert source files into Parquet with one sample per page");
   convert->require_subcommand(1);
   auto* npy = convert->add_subcommand("npy", std::string("Convert source files (.npy/.npz, HDF5 or images; the kind is "
@@ -151,11 +174,46 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
       ->default_str("128MiB");
   npy->add_option("--threads", co.threads, "Encoding threads (0 = one per available CPU)")->capture_default_str();
 
-  // ingest
+  out->push_back({npy, [s, &ctx]() -> int {
+    auto& co = s->co;
+    auto& co_decode = s->co_decode;
+    co.progress = !ctx.no_progress;
+    try {
+      co.decode_images = ParseDecodeSize(co_decode);
+    } catch (const CLI::ValidationError& e) {
+      return ctx.app->exit(e);
+    }
+    auto codec = ParseCodec(s->co_codec);
+    if (!codec.ok()) return Fail(codec.status());
+    co.codec = *codec;
+    auto r = ConvertSources(co);
+    if (!r.ok()) return Fail(r.status());
+    std::printf("convert: %lld files (%s) -> %zu Parquet file%s (%s), %lld rows, in %.2f s (%.1f MB/s)\n",
+                static_cast<long long>(r->files_in), Mb(r->bytes_in).c_str(), r->files_out.size(),
+                r->files_out.size() == 1 ? "" : "s", Mb(r->bytes_out).c_str(), static_cast<long long>(r->rows), r->seconds,
+                r->bytes_in / 1e6 / r->seconds);
+    for (const auto& f : r->files_out) std::printf("  %s\n", f.c_str());
+    return 0;
+  }});
+}
+
+// The state of `stoke ingest`: its options as parsed.
+struct IngestState {
+  IngestOptions ig;
+  std::string ig_decode;
+  std::string ig_mode = std::string(IngestModeName(IngestOptions{}.mode));
+  std::string ig_codec = std::string(CodecName(IngestOptions{}.codec));
+  std::string shard;
+};
+
+CLI::App* AddIngestOptions(CLI::App& app, IngestState* s) {
+  auto& ig = s->ig;
+  auto& ig_decode = s->ig_decode;
+  auto& shard = s->shard;
   auto* ingest = app.add_subcommand("ingest", std::string("Ingest source files (.npy/.npz, HDF5 or images) into a Delta "
                                                           "table (created if missing). ") + kSourceHelp);
   ingest->add_option("src", ig.source_dir, "Source directory or file (a path or a URI prefix)")->required();
-  ingest->add_option("--table", ig.table_dir, "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., s3://bucket/path)")->required();
+  ingest->add_option("--table", ig.table_dir, kTableHelp)->required();
   ingest->add_option("--labels", ig.labels_csv,
                      "CSV with a 'file' column (the file's path relative to the source) and label/attribute columns");
   ingest->add_option("--format", ig.format, "Force the source kind instead of detecting it from the file names")
@@ -194,93 +252,60 @@ void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* 
         }
         return "";
       });
+  return ingest;
+}
 
-  // What runs when parsing found the command (the options above filled in).
-  out->push_back({volumes, [s, &ctx]() -> int {
-    auto& so = s->so;
-    auto& shape = s->shape;
-    try {
-      so.shape = ParseShape(shape);
-    } catch (const CLI::ValidationError& e) {
-      return ctx.app->exit(e);
-    }
-    so.progress = !ctx.no_progress;
-    auto r = stoke::SynthVolumes(so);
-    if (!r.ok()) return Fail(r.status());
-    std::printf("synth volumes: %lld files, %s, %lld positive (%.1f%%), in %.2f s (%.1f MB/s) -> %s\n",
-                static_cast<long long>(r->files), Mb(r->bytes).c_str(), static_cast<long long>(r->positives),
-                100.0 * r->positives / r->files, r->seconds, r->bytes / 1e6 / r->seconds, so.out_dir.c_str());
+int RunIngest(IngestState* s, const Context& ctx) {
+  auto& ig = s->ig;
+  auto& ig_decode = s->ig_decode;
+  auto& shard = s->shard;
+  ig.progress = !ctx.no_progress;
+  try {
+    ig.decode_images = ParseDecodeSize(ig_decode);
+  } catch (const CLI::ValidationError& e) {
+    return ctx.app->exit(e);
+  }
+  auto mode = ParseIngestMode(s->ig_mode);  // CLI11 has checked the name
+  if (!mode.ok()) return Fail(mode.status());
+  ig.mode = *mode;
+  auto codec = ParseCodec(s->ig_codec);
+  if (!codec.ok()) return Fail(codec.status());
+  ig.codec = *codec;
+  if (!shard.empty()) {
+    long long i = 0, n = 1;
+    std::sscanf(shard.c_str(), "%lld/%lld", &i, &n);
+    ig.shard_index = i;
+    ig.shard_count = n;
+  }
+  auto r = IngestSources(ig);
+  if (!r.ok()) return Fail(r.status());
+  if (r->files_added == 0 && r->files_removed == 0) {
+    std::printf("ingest: nothing to do: all %lld source files are in '%s' (version %lld)\n",
+                static_cast<long long>(r->source_files), ig.table_dir.c_str(), static_cast<long long>(r->version));
     return 0;
-  }});
-  out->push_back({images, [s, &ctx]() -> int {
-    auto& si = s->si;
-    si.progress = !ctx.no_progress;
-    auto r = stoke::SynthImages(si);
-    if (!r.ok()) return Fail(r.status());
-    std::printf("synth images: %lld files in %lld classes, %s (%.1f KB each), in %.2f s -> %s\n",
-                static_cast<long long>(r->files), static_cast<long long>(si.classes), Mb(r->bytes).c_str(),
-                r->bytes / 1e3 / std::max<int64_t>(r->files, 1), r->seconds, si.out_dir.c_str());
-    return 0;
-  }});
-  out->push_back({npy, [s, &ctx]() -> int {
-    auto& co = s->co;
-    auto& co_decode = s->co_decode;
-    co.progress = !ctx.no_progress;
-    try {
-      co.decode_images = ParseDecodeSize(co_decode);
-    } catch (const CLI::ValidationError& e) {
-      return ctx.app->exit(e);
-    }
-    auto codec = stoke::ParseCodec(s->co_codec);
-    if (!codec.ok()) return Fail(codec.status());
-    co.codec = *codec;
-    auto r = stoke::ConvertSources(co);
-    if (!r.ok()) return Fail(r.status());
-    std::printf("convert: %lld files (%s) -> %zu Parquet file%s (%s), %lld rows, in %.2f s (%.1f MB/s)\n",
-                static_cast<long long>(r->files_in), Mb(r->bytes_in).c_str(), r->files_out.size(),
-                r->files_out.size() == 1 ? "" : "s", Mb(r->bytes_out).c_str(), static_cast<long long>(r->rows), r->seconds,
-                r->bytes_in / 1e6 / r->seconds);
-    for (const auto& f : r->files_out) std::printf("  %s\n", f.c_str());
-    return 0;
-  }});
-  out->push_back({ingest, [s, &ctx]() -> int {
-    auto& ig = s->ig;
-    auto& ig_decode = s->ig_decode;
-    auto& shard = s->shard;
-    ig.progress = !ctx.no_progress;
-    try {
-      ig.decode_images = ParseDecodeSize(ig_decode);
-    } catch (const CLI::ValidationError& e) {
-      return ctx.app->exit(e);
-    }
-    auto mode = stoke::ParseIngestMode(s->ig_mode);  // CLI11 has checked the name
-    if (!mode.ok()) return Fail(mode.status());
-    ig.mode = *mode;
-    auto codec = stoke::ParseCodec(s->ig_codec);
-    if (!codec.ok()) return Fail(codec.status());
-    ig.codec = *codec;
-    if (!shard.empty()) {
-      long long i = 0, n = 1;
-      std::sscanf(shard.c_str(), "%lld/%lld", &i, &n);
-      ig.shard_index = i;
-      ig.shard_count = n;
-    }
-    auto r = stoke::IngestSources(ig);
-    if (!r.ok()) return Fail(r.status());
-    if (r->files_added == 0 && r->files_removed == 0) {
-      std::printf("ingest: nothing to do: all %lld source files are in '%s' (version %lld)\n",
-                  static_cast<long long>(r->source_files), ig.table_dir.c_str(), static_cast<long long>(r->version));
-      return 0;
-    }
-    const std::string who = ig.shard_count > 1 ? "ingest (shard " + shard + ")" : "ingest";
-    std::printf("%s: %lld source files (%lld already in the table), %lld rows (%s) -> %lld data files (%s), "
-                "%lld removed, version %lld, in %.2f s (%.1f MB/s)\n",
-                who.c_str(), static_cast<long long>(r->source_files), static_cast<long long>(r->skipped), static_cast<long long>(r->rows),
-                Mb(r->bytes_in).c_str(), static_cast<long long>(r->files_added), Mb(r->bytes_out).c_str(),
-                static_cast<long long>(r->files_removed), static_cast<long long>(r->version), r->seconds,
-                r->bytes_in / 1e6 / r->seconds);
-    return 0;
-  }});
+  }
+  const std::string who = ig.shard_count > 1 ? "ingest (shard " + shard + ")" : "ingest";
+  std::printf("%s: %lld source files (%lld already in the table), %lld rows (%s) -> %lld data files (%s), "
+              "%lld removed, version %lld, in %.2f s (%.1f MB/s)\n",
+              who.c_str(), static_cast<long long>(r->source_files), static_cast<long long>(r->skipped), static_cast<long long>(r->rows),
+              Mb(r->bytes_in).c_str(), static_cast<long long>(r->files_added), Mb(r->bytes_out).c_str(),
+              static_cast<long long>(r->files_removed), static_cast<long long>(r->version), r->seconds,
+              r->bytes_in / 1e6 / r->seconds);
+  return 0;
+}
+
+void AddIngest(CLI::App& app, const Context& ctx, std::vector<Command>* out) {
+  auto s = std::make_shared<IngestState>();
+  CLI::App* ingest = AddIngestOptions(app, s.get());
+  out->push_back({ingest, [s, &ctx]() -> int { return RunIngest(s.get(), ctx); }});
+}
+
+}  // namespace
+
+void AddSourceCommands(CLI::App& app, const Context& ctx, std::vector<Command>* out) {
+  AddSynth(app, ctx, out);
+  AddConvert(app, ctx, out);
+  AddIngest(app, ctx, out);
 }
 
 }  // namespace stoke::cli

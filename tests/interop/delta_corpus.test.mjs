@@ -80,8 +80,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
-import { DuckDBInstance } from '@duckdb/node-api';
-import { copyStokeBinary, queryRows, sqlList, sqlStr } from './support.mjs';
+import { queryRows, sqlList, sqlStr, useStokeAndDuckDB } from './support.mjs';
 import {
   num,
   firstLine,
@@ -719,21 +718,9 @@ describe('stoke reads the Delta tables of the shared corpus', { skip: !HAVE_CORP
   const known = fs.existsSync(KNOWN_FAILURES_FILE) ? JSON.parse(fs.readFileSync(KNOWN_FAILURES_FILE, 'utf8')) : {};
   const summary = { tables: tables.length, correct: 0, knownFailures: 0, unexpected: [] };
 
-  before(async () => {
-    TMP = fs.mkdtempSync(path.join(os.tmpdir(), 'stoke-delta-corpus-'));
-    STOKE = path.join(TMP, 'stoke');
-    await copyStokeBinary(STOKE_SRC, STOKE);
-    duck = await DuckDBInstance.create(':memory:', { threads: '1' });
-    con = await duck.connect();
-  });
+  useStokeAndDuckDB('stoke-delta-corpus-', STOKE_SRC, (env) => ({ tmp: TMP, stoke: STOKE, duck, con } = env));
 
   after(() => {
-    try {
-      con?.closeSync();
-      duck?.closeSync();
-    } finally {
-      if (TMP) fs.rmSync(TMP, { recursive: true, force: true });
-    }
     const line = `delta corpus: ${summary.tables} tables, ${summary.correct} read correctly, ${summary.knownFailures} known failures` +
       (summary.unexpected.length ? `, ${summary.unexpected.length} unexpected: ${summary.unexpected.join(', ')}` : '');
     console.log(line);

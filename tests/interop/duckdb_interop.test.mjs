@@ -3,7 +3,8 @@
 //
 //   cd tests/interop && npm ci && node --test        (or: node --test tests/interop/)
 //
-// The stoke binary comes from $STOKE_BIN (default: <repo>/build/stoke).
+// The stoke binary comes from $STOKE_BIN (default: <repo>/build/stoke); it is copied to a temporary
+// directory first.
 // Everything happens in a fresh temporary directory that is removed at the end.
 
 import { describe, test, before, after } from 'node:test';
@@ -12,35 +13,21 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DuckDBInstance } from '@duckdb/node-api';
-import { md5, npyPayload, queryRows, readCsv, runStoke, sqlList, sqlStr } from './support.mjs';
+import { md5, npyPayload, queryRows, readCsv, runStoke, sqlList, sqlStr, useStokeAndDuckDB } from './support.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..', '..');
-const STOKE = process.env.STOKE_BIN || path.join(REPO, 'build', 'stoke');
+const STOKE_SRC = process.env.STOKE_BIN || path.join(REPO, 'build', 'stoke');
 
 // ---------------------------------------------------------------------------
 // helpers
 
 let TMP;
+let STOKE; // a copy of STOKE_SRC, so that a concurrent rebuild does not disturb a run
 let duck; // DuckDBInstance
 let con; // DuckDBConnection
 
-before(async () => {
-  TMP = fs.mkdtempSync(path.join(os.tmpdir(), 'stoke-interop-'));
-  // One thread: COPY writes deterministic row groups, and nothing here is big.
-  duck = await DuckDBInstance.create(':memory:', { threads: '1' });
-  con = await duck.connect();
-});
-
-after(() => {
-  try {
-    con?.closeSync();
-    duck?.closeSync();
-  } finally {
-    if (TMP) fs.rmSync(TMP, { recursive: true, force: true });
-  }
-});
+useStokeAndDuckDB('stoke-interop-', STOKE_SRC, (env) => ({ tmp: TMP, stoke: STOKE, duck, con } = env));
 
 const stoke = (args, opts) => runStoke(STOKE, args, opts);
 const rows = (sql) => queryRows(con, sql);

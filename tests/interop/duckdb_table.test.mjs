@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { copyStokeBinary, md5, npyPayload, queryRows, readCsv, runStoke, sqlList, sqlStr } from './support.mjs';
+import { md5, npyPayload, queryRows, readCsv, runStoke, sqlList, sqlStr, useStokeAndDuckDB } from './support.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..', '..');
@@ -32,22 +32,7 @@ let STOKE;
 let duck; // DuckDBInstance
 let con; // DuckDBConnection
 
-before(async () => {
-  TMP = fs.mkdtempSync(path.join(os.tmpdir(), 'stoke-table-interop-'));
-  STOKE = path.join(TMP, 'stoke');
-  await copyStokeBinary(STOKE_SRC, STOKE);
-  duck = await DuckDBInstance.create(':memory:', { threads: '1' });
-  con = await duck.connect();
-});
-
-after(() => {
-  try {
-    con?.closeSync();
-    duck?.closeSync();
-  } finally {
-    if (TMP) fs.rmSync(TMP, { recursive: true, force: true });
-  }
-});
+useStokeAndDuckDB('stoke-table-interop-', STOKE_SRC, (env) => ({ tmp: TMP, stoke: STOKE, duck, con } = env));
 
 const stoke = (args, opts) => runStoke(STOKE, args, opts);
 

@@ -42,8 +42,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DuckDBInstance } from '@duckdb/node-api';
-import { copyStokeBinary, sqlStr } from './support.mjs';
+import { sqlStr, useStokeAndDuckDB } from './support.mjs';
 import { firstLine, parseJsonLines, canonStokeNested, duckNestedExpr, canonDuckNested, typeText } from './canonical.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -267,21 +266,9 @@ describe('stoke reads the Parquet files of the shared corpus', { skip: !HAVE_COR
   const expectations = fs.existsSync(EXPECTATIONS_FILE) ? JSON.parse(fs.readFileSync(EXPECTATIONS_FILE, 'utf8')) : {};
   const summary = { files: files.length, compared: 0, refused: 0, notCompared: 0, failed: [] };
 
-  before(async () => {
-    TMP = fs.mkdtempSync(path.join(os.tmpdir(), 'stoke-parquet-corpus-'));
-    STOKE = path.join(TMP, 'stoke');
-    await copyStokeBinary(STOKE_SRC, STOKE);
-    duck = await DuckDBInstance.create(':memory:', { threads: '1' });
-    con = await duck.connect();
-  });
+  useStokeAndDuckDB('stoke-parquet-corpus-', STOKE_SRC, (env) => ({ tmp: TMP, stoke: STOKE, duck, con } = env));
 
   after(() => {
-    try {
-      con?.closeSync();
-      duck?.closeSync();
-    } finally {
-      if (TMP) fs.rmSync(TMP, { recursive: true, force: true });
-    }
     console.log(
       `parquet corpus: ${summary.files} files, ${summary.compared} with DuckDB's rows, ${summary.refused} refused as they must, ` +
         `${summary.notCompared} not compared` + (summary.failed.length ? `, ${summary.failed.length} failed: ${summary.failed.join(', ')}` : ''),

@@ -4,6 +4,10 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { before, after } from 'node:test';
+import { DuckDBInstance } from '@duckdb/node-api';
 
 // Runs `binary --no-progress ...args`; throws unless it exits 0 (when ok). raw: stdout as a Buffer.
 // Copies the stoke binary `src` to `dst` (executable), so that a concurrent rebuild does not disturb
@@ -19,6 +23,33 @@ export async function copyStokeBinary(src, dst) {
     }
   }
   fs.chmodSync(dst, 0o755);
+}
+
+// A test file's (or suite's) surroundings: a fresh temporary directory (`tmp`, named with `prefix`)
+// holding a copy of the stoke binary `stokeSrc` (`stoke`), and a one-thread in-memory DuckDB
+// (`duck`, `con`: one thread writes deterministic row groups, and nothing here is big), set up by the
+// before() hook this registers, which then calls onReady(env) (a second root-level hook is not
+// awaited after the first: set the test file's variables there); an after() hook closes DuckDB and
+// removes the directory.
+export function useStokeAndDuckDB(prefix, stokeSrc, onReady = () => {}) {
+  const env = { tmp: null, stoke: null, duck: null, con: null };
+  before(async () => {
+    env.tmp = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    env.stoke = path.join(env.tmp, 'stoke');
+    await copyStokeBinary(stokeSrc, env.stoke);
+    env.duck = await DuckDBInstance.create(':memory:', { threads: '1' });
+    env.con = await env.duck.connect();
+    onReady(env);
+  });
+  after(() => {
+    try {
+      env.con?.closeSync();
+      env.duck?.closeSync();
+    } finally {
+      if (env.tmp) fs.rmSync(env.tmp, { recursive: true, force: true });
+    }
+  });
+  return env;
 }
 
 export function runStoke(binary, args, { ok = true, raw = false } = {}) {
