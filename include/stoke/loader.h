@@ -162,7 +162,10 @@ Result<TransformSpec> ParseTransformText(std::string_view text);
 // What Loader::Open loads and how. Plain values; each field's default is its initialiser.
 struct LoaderOptions {
   // Default: every column of the table. Tensor columns become [batch, ...shape] arrays; scalar
-  // columns (integers, floats, booleans, strings; partition columns too) become [batch] arrays.
+  // columns (integers, floats, booleans, strings; partition columns too) become [batch] arrays;
+  // array columns (lists of numbers, booleans, dates or timestamps, nested to any depth: Spark's
+  // array<float>) become [batch, n1, n2, ...] arrays of the first served row's shape, which every
+  // row must have (else an error naming the file and row, or a skipped sample with kSkip).
   std::vector<std::string> columns;
   std::optional<int64_t> version;    // Default: the latest version.
   std::string where;                 // Default: all rows. A `stoke query` predicate over scalar columns.

@@ -93,3 +93,23 @@ def test_the_loader_delivers_decimals_as_float64_and_refuses_nested_columns_nami
     assert seen == len(exact)
     with pytest.raises(Exception, match="struct"):
         stoke.Loader(str(CORPUS / "delta-1.2.1-only-struct-stats"), columns=["struct"])
+
+
+def test_the_loader_delivers_spark_arrays_as_tensors_with_the_querys_values():
+    """Spark's array<int|long|byte|short|boolean|float|double> columns: [batch, n] tensors, each row
+    the array `query` prints; arrays of strings are refused, naming the column."""
+    path = str(CORPUS / "golden" / "data-reader-array-primitives")
+    numeric = ["as_array_int", "as_array_long", "as_array_byte", "as_array_short", "as_array_boolean",
+               "as_array_float", "as_array_double"]
+    rows = stoke.open_table(path).query(columns=numeric)
+    expected = sorted(zip(*[rows[c] for c in numeric]), key=lambda r: r[0])
+    got = []
+    for batch in stoke.Loader(path, columns=numeric, to="numpy", batch_size=3, shuffle="global", seed=5):
+        assert batch["as_array_float"].dtype == np.float32 and batch["as_array_double"].dtype == np.float64
+        assert batch["as_array_boolean"].dtype == np.bool_ and batch["as_array_long"].dtype == np.int64
+        assert batch["as_array_int"].ndim == 2
+        got += zip(*[batch[c].tolist() for c in numeric])
+    got.sort(key=lambda r: r[0])
+    assert [tuple(list(a) for a in r) for r in got] == [tuple(list(a) for a in r) for r in expected]
+    with pytest.raises(Exception, match="as_array_string"):
+        stoke.Loader(path, columns=["as_array_string"])

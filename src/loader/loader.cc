@@ -215,6 +215,7 @@ Status Loader::Impl::Open() {
   view = TableView{};
   if (large_log) ReleaseFreeHeapMemory();
   SizeWorkers();
+  STOKE_RETURN_IF_ERROR(SetUpArrayColumns());
   STOKE_RETURN_IF_ERROR(CreateImagePipelines());
   STOKE_RETURN_IF_ERROR(CreateSampler());
   // A batch never holds more than the rank's samples of an epoch: a batch_size beyond that sizes
@@ -239,6 +240,12 @@ Status Loader::Impl::SetUpColumns(const TableView& view, const std::vector<size_
     if (spec.tensor || spec.blob) {
       STOKE_ASSIGN_OR_RETURN(TensorColumn t, MakeTensorColumn(spec));
       tensors_.push_back(std::move(t));
+    } else if (spec.nested() && nlohmann::json::parse(spec.nested_type, nullptr, false).value("type", "") == "array") {
+      TensorColumn t;
+      t.name = spec.name;
+      t.file_name = spec.file_name();
+      t.array = true;
+      tensors_.push_back(std::move(t));
     } else {
       STOKE_RETURN_IF_ERROR(scalars_.Add(spec, c));
     }
@@ -258,23 +265,51 @@ Result<TensorColumn> Loader::Impl::MakeTensorColumn(const ColumnSpec& spec) cons
     return t;
   }
   t.in = *spec.tensor;
-  t.in_bytes = static_cast<size_t>(t.in.num_bytes());
-  if (ImagePipeline::HasImageTransforms(o_.transforms)) {
-    if (t.in.dtype != DType::kUInt8) {
-      return Status::InvalidArgument(fmt::format("column '{}': image transforms need images: an image column or a "
-                                                 "uint8 [H, W, C] tensor column, not {}", spec.name,
-                                                 DTypeName(t.in.dtype)));
-    }
-    t.use_image = true;  // made in CreateImagePipelines too
-    return t;
-  }
-  auto pipeline = TransformPipeline::Create(o_.transforms, t.in.dtype, t.in.shape);
-  if (!pipeline.ok()) return pipeline.status().WithContext(fmt::format("column '{}'", spec.name));
-  t.transforms = std::move(*pipeline);
-  t.out_bytes = t.transforms.out_bytes();
-  t.out_dtype = t.transforms.out_dtype();
-  t.out_shape = t.transforms.out_shape();
+  STOKE_RETURN_IF_ERROR(SetTransforms(&t));
   return t;
+}
+
+Status Loader::Impl::SetTransforms(TensorColumn* t) const {
+  t->in_bytes = static_cast<size_t>(t->in.num_bytes());
+  if (ImagePipeline::HasImageTransforms(o_.transforms)) {
+    if (t->in.dtype != DType::kUInt8) {
+      return Status::InvalidArgument(fmt::format("column '{}': image transforms need images: an image column or a "
+                                                 "uint8 [H, W, C] tensor column, not {}", t->name,
+                                                 DTypeName(t->in.dtype)));
+    }
+    t->use_image = true;  // made in CreateImagePipelines too
+    return Status::OK();
+  }
+  auto pipeline = TransformPipeline::Create(o_.transforms, t->in.dtype, t->in.shape);
+  if (!pipeline.ok()) return pipeline.status().WithContext(fmt::format("column '{}'", t->name));
+  t->transforms = std::move(*pipeline);
+  t->out_bytes = t->transforms.out_bytes();
+  t->out_dtype = t->transforms.out_dtype();
+  t->out_shape = t->transforms.out_shape();
+  return Status::OK();
+}
+
+Status Loader::Impl::SetUpArrayColumns() {
+  // The decoded pages of multi-row tensor pages and the decoded chunks of array columns share a
+  // quarter of the budget (see DivideMemoryBudget).
+  const bool arrays = std::any_of(tensors_.begin(), tensors_.end(), [](const TensorColumn& t) { return t.array; });
+  const size_t cache_bytes = static_cast<size_t>(o_.prefetch_bytes / 4);
+  slow_cells_ = std::make_unique<SlowCells>(*index_, arrays ? cache_bytes / 2 : cache_bytes, o_.verify_crc);
+  if (!arrays) return Status::OK();
+  array_cells_ = std::make_unique<ArrayCells>(*index_, *slow_cells_, cache_bytes / 2);
+  const std::optional<int64_t> first = scalars_.FirstRow(index_->num_rows());
+  for (TensorColumn& t : tensors_) {
+    if (!t.array) continue;
+    if (first) {
+      auto probed = array_cells_->Probe(t.file_name, *first);
+      if (!probed.ok()) return probed.status().WithContext(fmt::format("table '{}' column '{}'", dir_, t.name));
+      t.in = TensorSpec{probed->first, probed->second};
+    } else {
+      t.in = TensorSpec{DType::kFloat32, {0}};  // no row is served: nothing is delivered
+    }
+    STOKE_RETURN_IF_ERROR(SetTransforms(&t));
+  }
+  return Status::OK();
 }
 
 void Loader::Impl::SizeWorkers() {
@@ -316,7 +351,6 @@ int64_t Loader::Impl::DivideMemoryBudget() {
   batch_bytes = std::max<size_t>(batch_bytes, 1);
   max_slots_ = std::clamp<size_t>(static_cast<size_t>(o_.prefetch_bytes / 2) / batch_bytes, 2, 64);
   const int64_t fetch_budget = std::max<int64_t>(o_.prefetch_bytes / 4, int64_t{8} << 20);
-  slow_cells_ = std::make_unique<SlowCells>(*index_, static_cast<size_t>(o_.prefetch_bytes / 4), o_.verify_crc);
   return fetch_budget;
 }
 

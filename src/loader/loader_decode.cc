@@ -6,6 +6,11 @@
 namespace stoke {
 
 std::string Loader::Impl::Context(int64_t row, uint32_t column) const {
+  if (tensors_[column].array) {
+    const uint32_t file = index_->FileOfRow(row);
+    return fmt::format("{} row {} (table row {}) column '{}'", index_->FilePath(file), row - index_->file_first_row(file),
+                       row, tensors_[column].name);
+  }
   const SampleIndex::Location loc = index_->Find(row, tensors_[column].index_column);
   return fmt::format("{} row {} (table row {}) column '{}'", index_->FilePath(loc.file), loc.row_in_file, row,
                      tensors_[column].name);
@@ -108,9 +113,10 @@ void Loader::Impl::DecodeSlow(Slot* s, uint32_t sample, uint32_t column) {
   const int64_t row = s->rows[sample];
   try {
     AllocationFaults::Instance().Check();
-    const SampleIndex::Location loc = index_->Find(row, t.index_column);
     const int64_t t0 = NowNanos();
-    Status st = slow_cells_->ReadCell(t.name, t.in_bytes, t.encoded_image, loc, &t_sample_scratch);
+    Status st = t.array ? array_cells_->ReadCell(t.file_name, t.in.dtype, t.in.shape, row, &t_sample_scratch)
+                        : slow_cells_->ReadCell(t.name, t.in_bytes, t.encoded_image, index_->Find(row, t.index_column),
+                                                &t_sample_scratch);
     Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
     if (st.ok()) st = WriteSampleInto(s, sample, column, t_sample_scratch.view());
     if (!st.ok()) {

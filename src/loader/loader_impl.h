@@ -37,6 +37,7 @@
 #include "io/read_cache.h"
 #include "io/storage.h"
 #include "io/uri.h"
+#include "loader/array_cells.h"
 #include "loader/fetcher.h"
 #include "loader/image_transform.h"
 #include "loader/out_of_memory.h"
@@ -61,6 +62,10 @@ struct TensorColumn {
   // image transforms (use_image): the whole chain.
   bool encoded_image = false;
   bool use_image = false;
+  // An array column (array_cells.h): `file_name` is its field in the data files; `in` is set from
+  // the first served row (SetUpArrayColumns). index_column is unused.
+  bool array = false;
+  std::string file_name;
   ImagePipeline image;
   size_t in_bytes = 0;   // the cell's bytes (0 for image columns: cells vary)
   size_t out_bytes = 0;
@@ -268,6 +273,12 @@ class Loader::Impl {
   // The column `spec` (a tensor, or an image column when it is a blob) with its transforms; image
   // pipelines are made once the rows are known (CreateImagePipelines).
   Result<TensorColumn> MakeTensorColumn(const ColumnSpec& spec) const;
+  // The tensor column `t` (its input dtype and shape set) with its transforms (none of them image
+  // transforms, unless `t` is a uint8 [H, W, C] tensor: then the image pipeline is made later).
+  Status SetTransforms(TensorColumn* t) const;
+  // Creates slow_cells_ and array_cells_, and sets the array columns' dtype and shape from the first
+  // served row, with their transforms. REQUIRES: scalars_ were read.
+  Status SetUpArrayColumns();
   // Sets threads_ (o_.threads, or one per available CPU) and max_decoded_bytes_.
   void SizeWorkers();
   // The blocks for block shuffle: the table's files, counted in selected rows (one empty block when
@@ -405,6 +416,8 @@ class Loader::Impl {
 
   // Cells that are not a page of their own (other writers' files), read by the workers.
   std::unique_ptr<SlowCells> slow_cells_;
+  // Array columns' cells, decoded from their column chunks by the workers.
+  std::unique_ptr<ArrayCells> array_cells_;
 
   // Run state.
   mutable Mutex mu_;

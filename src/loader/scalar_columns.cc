@@ -366,8 +366,8 @@ Status ConcatenateParts(std::vector<FilePart>& parts, bool filtered, const Scala
 
 Result<DType> ScalarColumns::DTypeOf(const ColumnSpec& c) {
   if (c.nested()) {
-    return Status::Unsupported(fmt::format("column '{}' is a {}: the loader does not deliver nested columns yet; select "
-                                           "other columns, or read it with a query",
+    return Status::Unsupported(fmt::format("column '{}' is a {}: the loader delivers arrays of numbers as tensors, not "
+                                           "structs or maps; select other columns, or read it with a query",
                                            c.name, SparkTypeName(c)));
   }
   if (c.logical == LogicalType::kDecimal) return DType::kFloat64;

@@ -49,7 +49,8 @@ class ScalarColumns {
   // The dtype a column is delivered as: dates as int32 days since 1970-01-01, timestamps as int64
   // microseconds since the epoch (UTC for "timestamp"), bytes and shorts as int32, decimals (any
   // precision) as float64, unscaled / 10^scale rounded to a double, strings as uint8 text.
-  // Unsupported, naming the column, for binary and nested columns.
+  // Unsupported, naming the column, for binary and nested columns (the loader's array columns are a
+  // stage of their own: array_cells.h).
   static Result<DType> DTypeOf(const ColumnSpec& column);
 
   // Adds column `view_index` of the table (`column`, its spec) to those Read reads.

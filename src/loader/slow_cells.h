@@ -43,6 +43,10 @@ class SlowCells {
   Status ReadCell(const std::string& column, size_t cell_bytes, bool any_size, const SampleIndex::Location& loc,
                   AlignedBuffer* out);
 
+  // A reader of data file `file`, kept open for the next cells (the array columns' stage reads its
+  // chunks through these readers too).
+  Result<std::shared_ptr<const ParquetReader>> ReaderOf(uint32_t file) EXCLUDES(mu_);
+
   int64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
   int64_t cells_decoded() const { return cells_decoded_.load(std::memory_order_relaxed); }
 
@@ -53,7 +57,6 @@ class SlowCells {
     // Shared so that a worker still using a dropped reader keeps it alive.
     std::shared_ptr<const ParquetReader> reader;
   };
-  Result<std::shared_ptr<const ParquetReader>> ReaderOf(uint32_t file) EXCLUDES(mu_);
   Status ReadUnindexedCell(const std::string& column, size_t cell_bytes, bool any_size,
                            const SampleIndex::Location& loc, AlignedBuffer* out);
   Status ReadCachedPageCell(size_t cell_bytes, const SampleIndex::Location& loc, AlignedBuffer* out);

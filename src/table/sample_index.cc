@@ -863,4 +863,17 @@ int64_t SampleIndex::file_num_rows(uint32_t file) const {
   return static_cast<int64_t>(LoadLE<uint64_t>(files_ + kFileRecordSize * file + 16));
 }
 
+uint32_t SampleIndex::FileOfRow(int64_t row) const {
+  uint32_t lo = 0, hi = static_cast<uint32_t>(num_files());
+  while (hi - lo > 1) {  // the last file whose first row is at most `row`
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (file_first_row(mid) <= row) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 }  // namespace stoke

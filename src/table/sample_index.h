@@ -170,6 +170,8 @@ class SampleIndex {
   // files tile the rows in snapshot order.
   int64_t file_first_row(uint32_t file) const;
   int64_t file_num_rows(uint32_t file) const;
+  // The file holding table row `row` (files are in row order). REQUIRES: 0 <= row < num_rows().
+  uint32_t FileOfRow(int64_t row) const;
   // True when this index was memory-mapped from a valid cache file rather than built.
   bool from_cache() const { return from_cache_; }
 

@@ -1,0 +1,90 @@
+// The loader's array-column stage (docs/architecture.md): columns of numeric arrays, nested to any
+// depth, as other engines write them (Spark's array<float>, DuckDB's FLOAT[] and FLOAT[][], Hugging
+// Face's fixed-size nested lists), delivered as tensors: a row of rectangular nesting [n1][n2]...
+// becomes one [n1, n2, ...] sample. The shape is the first served row's; every row must have it.
+//
+// An array column's rows share large pages, so a row is not one read: a worker decodes the column
+// chunk of the row's row group once (levels and values, through a ParquetReader of the file kept by
+// SlowCells) into a decoded chunk held in a cache of its own (least recently used out beyond its
+// budget), and copies the row's values out of it; the other rows of that row group come from the
+// cache while it holds the chunk. Block shuffle (a file at a time) keeps one chunk busy; a global
+// shuffle over chunks larger than the budget decodes a chunk again for most rows.
+//
+// A row that is null, holds an empty or null list or a null element, or whose nesting is ragged or
+// of another shape, is an error naming the row (the loader's on_error applies). Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/buffer.h"
+#include "format/parquet_reader.h"
+#include "loader/page_cache.h"
+#include "loader/slow_cells.h"
+#include "stoke/dtype.h"
+#include "stoke/status.h"
+#include "table/sample_index.h"
+
+namespace stoke {
+
+// What a list column of a file holds: its leaf column and the element type delivered.
+struct ArrayLeaf {
+  size_t leaf = 0;        // the reader's column of the innermost values
+  int depth = 0;          // nested lists: the leaf's repetition level
+  uint32_t max_def = 0;   // the leaf's definition level where a value is present
+  DType dtype = DType::kFloat32;
+};
+
+// The leaf of top-level column `name` of `reader`'s file: a list (of lists ...) of a numeric,
+// boolean, date or timestamp leaf. Unsupported, naming the column, for any other shape or leaf
+// (strings, binary, decimals, structs, maps).
+Result<ArrayLeaf> FindArrayLeaf(const ParquetReader& reader, const std::string& name);
+
+// Flattens the rows of one decoded list-column chunk into `out`: body holds every dense row's values
+// (DTypeSize(leaf.dtype) bytes each), offsets[r] where row r's values start, or DecodedPage::kNull
+// for a row that is not a dense rectangular array of `*shape`. An empty *shape is set from the first
+// dense row. `values` are the chunk's present values converted to leaf.dtype.
+Status FlattenArrayRows(const ColumnLevels& levels, const ArrayLeaf& leaf, std::vector<int64_t>* shape,
+                        DecodedPage* out);
+
+class ArrayCells {
+ public:
+  // The most nesting an array column may have.
+  static constexpr int kMaxDepth = 8;
+
+  // `index` and `readers` must outlive this. `cache_bytes`: the decoded chunks' budget.
+  ArrayCells(const SampleIndex& index, SlowCells& readers, size_t cache_bytes)
+      : index_(index), readers_(readers), cache_(cache_bytes) {}
+
+  // The element dtype and shape of top-level column `name`, from table row `row` (the first served).
+  Result<std::pair<DType, std::vector<int64_t>>> Probe(const std::string& name, int64_t row);
+
+  // The values of table row `row` of column `name` (of `dtype` and `shape`, as Probe gave them) into
+  // *out. Errors name the file and the row in it.
+  Status ReadCell(const std::string& name, DType dtype, const std::vector<int64_t>& shape, int64_t row,
+                  AlignedBuffer* out);
+
+  int64_t chunks_decoded() const { return cache_.loads(); }
+
+ private:
+  // Where table row `row` is: its file, the row group and the row within it, and the file's reader.
+  struct Place {
+    uint32_t file = 0;
+    int row_group = 0;
+    int64_t row_in_group = 0;
+    int64_t row_in_file = 0;
+    std::shared_ptr<const ParquetReader> reader;
+  };
+  Result<Place> Locate(int64_t row);
+  // The decoded chunk of `name` in place.row_group (`*shape` empty: learnt from its first dense row).
+  Result<std::shared_ptr<const DecodedPage>> Chunk(const std::string& name, const Place& place, DType dtype,
+                                                   std::vector<int64_t>* shape);
+
+  const SampleIndex& index_;
+  SlowCells& readers_;
+  PageCache cache_;  // keyed by (file, row group)
+};
+
+}  // namespace stoke

@@ -1,0 +1,230 @@
+#include "loader/array_cells.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "format/parquet_nested.h"
+#include "io/storage.h"
+#include "stoke/loader.h"
+#include "table/delta_log.h"
+
+namespace stoke {
+namespace {
+
+using json = nlohmann::json;
+using parquet::Repetition;
+
+// ---- FlattenArrayRows over hand-made levels ----
+
+ArrayLeaf Leaf(int depth, uint32_t max_def) { return ArrayLeaf{.leaf = 0, .depth = depth, .max_def = max_def, .dtype = DType::kFloat32}; }
+
+ColumnLevels Levels(std::vector<uint32_t> reps, std::vector<uint32_t> defs) {
+  ColumnLevels l;
+  l.num_levels = reps.size();
+  l.rep_levels = std::move(reps);
+  l.def_levels = std::move(defs);
+  return l;
+}
+
+TEST(FlattenArrayRows, OneLevelRowsOfOneLengthAndTheRowsThatAreNot) {
+  // A list<float> with OPTIONAL list and element (max_def 3): rows [a, b], [c, d], null, [], [e, null],
+  // [f], [g, h].
+  const ColumnLevels l = Levels({0, 1, 0, 1, 0, 0, 0, 1, 0, 0, 1}, {3, 3, 3, 3, 0, 1, 3, 2, 3, 3, 3});
+  std::vector<int64_t> shape;
+  DecodedPage out;
+  ASSERT_TRUE(FlattenArrayRows(l, Leaf(1, 3), &shape, &out).ok());
+  EXPECT_EQ(shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(out.value_size, 8u);
+  const uint32_t kNull = DecodedPage::kNull;
+  // Offsets count present values before the row (4 bytes each): a, b, c, d, e, f, g, h.
+  EXPECT_EQ(out.offsets, (std::vector<uint32_t>{0, 8, kNull, kNull, kNull, kNull, 24}));
+}
+
+TEST(FlattenArrayRows, NestedRowsMustBeRectangular) {
+  // list<list<int>>, all REQUIRED but the lists' repeated groups (max_def 2, max_rep 2):
+  // [[1, 2], [3, 4]], [[5, 6, 7], [8]] (ragged: 4 values too, but not 2 x 2), [[9, 10], [11, 12]].
+  const ColumnLevels l = Levels({0, 2, 1, 2, 0, 2, 2, 1, 0, 2, 1, 2}, std::vector<uint32_t>(12, 2));
+  std::vector<int64_t> shape;
+  DecodedPage out;
+  ASSERT_TRUE(FlattenArrayRows(l, Leaf(2, 2), &shape, &out).ok());
+  EXPECT_EQ(shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(out.offsets, (std::vector<uint32_t>{0, DecodedPage::kNull, 32}));
+  // A shape given beforehand is checked, not learnt: [3, 1] matches no row here.
+  std::vector<int64_t> other = {3, 1};
+  ASSERT_TRUE(FlattenArrayRows(l, Leaf(2, 2), &other, &out).ok());
+  EXPECT_EQ(out.offsets, (std::vector<uint32_t>(3, DecodedPage::kNull)));
+}
+
+TEST(FlattenArrayRows, TheShapeComesFromTheFirstDenseRow) {
+  // Rows: null, [x, y, z], [u, v, w].
+  const ColumnLevels l = Levels({0, 0, 1, 1, 0, 1, 1}, {0, 3, 3, 3, 3, 3, 3});
+  std::vector<int64_t> shape;
+  DecodedPage out;
+  ASSERT_TRUE(FlattenArrayRows(l, Leaf(1, 3), &shape, &out).ok());
+  EXPECT_EQ(shape, (std::vector<int64_t>{3}));
+  EXPECT_EQ(out.offsets, (std::vector<uint32_t>{DecodedPage::kNull, 0, 12}));
+}
+
+// ---- The loader over a table another engine could have written ----
+
+// A Delta table of one data file per element of `files` (rows as JSON: {"id": .., "v": [..], "m":
+// [[..], ..]}), v a list<float> and m a list<list<int>>, in row groups of 3 rows.
+class ArrayTable {
+ public:
+  explicit ArrayTable(const std::vector<std::vector<json>>& files) {
+    std::string tmpl = std::filesystem::temp_directory_path() / "stoke_arrays_XXXXXX";
+    dir_ = mkdtemp(tmpl.data());
+    SchemaNode root{.name = "spark_schema", .repetition = Repetition::kRequired, .kind = SchemaNode::Kind::kStruct};
+    root.children.push_back({.name = "id", .repetition = Repetition::kRequired, .type = parquet::Type::kInt64});
+    SchemaNode v{.name = "v", .kind = SchemaNode::Kind::kList};
+    v.children.push_back({.name = "element", .type = parquet::Type::kFloat});
+    root.children.push_back(v);
+    SchemaNode inner{.name = "element", .kind = SchemaNode::Kind::kList};
+    inner.children.push_back({.name = "element", .type = parquet::Type::kInt32});
+    SchemaNode m{.name = "m", .kind = SchemaNode::Kind::kList};
+    m.children.push_back(inner);
+    root.children.push_back(m);
+    std::vector<delta::Action> actions;
+    actions.push_back(delta::Protocol{});
+    delta::Metadata meta;
+    meta.id = "00000000-0000-4000-8000-000000000001";
+    meta.schema_string = json{{"type", "struct"},
+                              {"fields",
+                               {{{"name", "id"}, {"type", "long"}, {"nullable", false}, {"metadata", json::object()}},
+                                {{"name", "v"},
+                                 {"type", {{"type", "array"}, {"elementType", "float"}, {"containsNull", true}}},
+                                 {"nullable", true},
+                                 {"metadata", json::object()}},
+                                {{"name", "m"},
+                                 {"type",
+                                  {{"type", "array"},
+                                   {"elementType", {{"type", "array"}, {"elementType", "integer"}, {"containsNull", true}}},
+                                   {"containsNull", true}}},
+                                 {"nullable", true},
+                                 {"metadata", json::object()}}}}}
+                             .dump();
+    actions.push_back(meta);
+    WriterOptions wo;
+    wo.row_group_rows = 3;
+    for (size_t f = 0; f < files.size(); ++f) {
+      const std::string name = "part-" + std::to_string(f) + ".parquet";
+      EXPECT_TRUE(WriteNestedParquet(LocalStorage(), dir_ + "/" + name, root, files[f], wo).ok());
+      delta::AddFile add;
+      add.path = name;
+      add.size = static_cast<int64_t>(std::filesystem::file_size(dir_ + "/" + name));
+      add.modification_time = 1700000000000;
+      actions.push_back(add);
+    }
+    delta::DeltaLog log(LocalStorage(), dir_);
+    auto v0 = log.Commit(-1, actions, delta::CommitKind::kExclusive, "WRITE", json::object());
+    EXPECT_TRUE(v0.ok()) << v0.status().ToString();
+  }
+  ~ArrayTable() { std::filesystem::remove_all(dir_); }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+json Row(int64_t id) {
+  const float f = static_cast<float>(id);
+  const int32_t i = static_cast<int32_t>(id);
+  return json{{"id", id}, {"v", {f, f + 0.5f, -f}}, {"m", {{i, i + 1}, {i + 2, i + 3}}}};
+}
+
+std::vector<json> Rows(int64_t first, int64_t n) {
+  std::vector<json> rows;
+  for (int64_t id = first; id < first + n; ++id) rows.push_back(Row(id));
+  return rows;
+}
+
+template <typename T>
+T At(const BatchColumn& c, size_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const uint8_t*>(c.data()) + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+TEST(ArrayColumns, NestedListsLoadAsTensorsWithEveryRowsValues) {
+  ArrayTable table({Rows(0, 7), Rows(7, 5)});
+  LoaderOptions o;
+  o.columns = {"id", "v", "m"};
+  o.batch_size = 4;
+  o.shuffle = LoaderOptions::Shuffle::kGlobal;
+  auto loader = Loader::Open(table.dir(), o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  int64_t seen = 0;
+  for (;;) {
+    auto next = (*loader)->Next();
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    if (!next->has_value()) break;
+    const Batch& b = **next;
+    const BatchColumn* id = b.column("id");
+    const BatchColumn* v = b.column("v");
+    const BatchColumn* m = b.column("m");
+    ASSERT_TRUE(id && v && m);
+    EXPECT_EQ(v->dtype, DType::kFloat32);
+    EXPECT_EQ(v->shape, (std::vector<int64_t>{b.size(), 3}));
+    EXPECT_EQ(m->dtype, DType::kInt32);
+    EXPECT_EQ(m->shape, (std::vector<int64_t>{b.size(), 2, 2}));
+    for (int64_t r = 0; r < b.size(); ++r) {
+      const int64_t row_id = At<int64_t>(*id, static_cast<size_t>(r));
+      const json want = Row(row_id);
+      for (size_t k = 0; k < 3; ++k) EXPECT_EQ(At<float>(*v, static_cast<size_t>(r) * 3 + k), want["v"][k].get<float>());
+      for (size_t k = 0; k < 4; ++k) {
+        EXPECT_EQ(At<int32_t>(*m, static_cast<size_t>(r) * 4 + k), want["m"][k / 2][k % 2].get<int32_t>());
+      }
+    }
+    seen += b.size();
+  }
+  EXPECT_EQ(seen, 12);
+}
+
+TEST(ArrayColumns, ARaggedOrNullRowIsAnErrorNamingFileAndRowOrIsSkipped) {
+  std::vector<json> rows = Rows(0, 5);
+  rows[3]["m"] = json{{3, 4, 5}, {6}};  // 4 values, but not 2 x 2
+  rows[4]["v"] = nullptr;
+  ArrayTable table({rows});
+  LoaderOptions o;
+  o.columns = {"v", "m"};
+  o.batch_size = 5;
+  o.shuffle = LoaderOptions::Shuffle::kNone;
+  auto loader = Loader::Open(table.dir(), o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto next = (*loader)->Next();
+  ASSERT_FALSE(next.ok());
+  const std::string message = next.status().ToString();
+  EXPECT_NE(message.find("part-0.parquet"), std::string::npos) << message;
+  EXPECT_TRUE(message.find("row 3") != std::string::npos || message.find("row 4") != std::string::npos) << message;
+  o.on_error = LoaderOptions::OnError::kSkip;
+  auto skipping = Loader::Open(table.dir(), o);
+  ASSERT_TRUE(skipping.ok()) << skipping.status().ToString();
+  auto batch = (*skipping)->Next();
+  ASSERT_TRUE(batch.ok() && batch->has_value()) << batch.status().ToString();
+  EXPECT_EQ((**batch).size(), 3);
+}
+
+TEST(ArrayColumns, ListsOfStringsAreRefusedNamingTheColumn) {
+  std::string tmpl = std::filesystem::temp_directory_path() / "stoke_arrays_XXXXXX";
+  const std::string dir = mkdtemp(tmpl.data());
+  SchemaNode root{.name = "schema", .repetition = Repetition::kRequired, .kind = SchemaNode::Kind::kStruct};
+  SchemaNode s{.name = "s", .kind = SchemaNode::Kind::kList};
+  s.children.push_back({.name = "element", .type = parquet::Type::kByteArray, .is_string = true});
+  root.children.push_back(s);
+  ASSERT_TRUE(WriteNestedParquet(LocalStorage(), dir + "/part-0.parquet", root, {json{{"s", {"a", "b"}}}}, {}).ok());
+  auto reader = ParquetReader::Open(LocalStorage(), dir + "/part-0.parquet");
+  ASSERT_TRUE(reader.ok());
+  auto leaf = FindArrayLeaf(**reader, "s");
+  EXPECT_EQ(leaf.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(leaf.status().message().find("'s'"), std::string::npos) << leaf.status().ToString();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stoke
