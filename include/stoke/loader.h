@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -231,6 +232,11 @@ struct LoaderOptions {
   // a device is present, so host-to-device copies can be asynchronous; plain aligned memory otherwise.
   bool pin_memory = true;
   bool trace = false;                // Default false: record per-stage spans for WriteTrace.
+  // Default none. Per array column, the shape each row is delivered as: a row's values (of the shape
+  // its lists nest to) reshaped, in row-major order; the product must be the row's value count
+  // (else Open fails naming the column). Lets a flat list (Spark's array<float> of a volume) arrive
+  // as [30, 30, 10, 10]. Naming a column that is not a selected array column is InvalidArgument.
+  std::map<std::string, std::vector<int64_t>> shapes;
   // Image columns (docs/python.md, "Images"). Default 3: decoded images are RGB (gray replicated,
   // alpha dropped: PIL's convert("RGB"), as torchvision's ImageFolder); 1 gray (PIL's convert("L"));
   // 4 RGBA.

@@ -362,7 +362,7 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
                                      int64_t remote_coalesce_bytes, int64_t remote_coalesce_gap_bytes,
                                      const std::string& cache_dir, int64_t cache_bytes, bool verify_crc,
                                      const std::string& on_error, bool pin_memory, bool trace, int image_channels,
-                                     bool jpeg_dct_scaling) {
+                                     bool jpeg_dct_scaling, std::map<std::string, std::vector<int64_t>> shapes) {
   using O = stoke::LoaderOptions;
   O o;
   if (columns) o.columns = std::move(*columns);
@@ -392,6 +392,7 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
   o.trace = trace;
   o.image_channels = image_channels;
   o.jpeg_dct_scaling = jpeg_dct_scaling;
+  o.shapes = std::move(shapes);
 
   stoke::Result<std::unique_ptr<stoke::Loader>> r = stoke::Status::Internal("unset");
   {
@@ -749,6 +750,7 @@ py::dict LoaderDefaults() {
   out["trace"] = d.trace;
   out["image_channels"] = d.image_channels;
   out["jpeg_dct_scaling"] = d.jpeg_dct_scaling;
+  out["shapes"] = py::dict();  // d.shapes: none
   return out;
 }
 
@@ -863,7 +865,8 @@ void BindLoader(py::module_& m) {
            py::arg("on_error") = std::string(stoke::OnErrorName(kLoaderDefaults.on_error)),
            py::arg("pin_memory") = kLoaderDefaults.pin_memory, py::arg("trace") = kLoaderDefaults.trace,
            py::arg("image_channels") = kLoaderDefaults.image_channels,
-           py::arg("jpeg_dct_scaling") = kLoaderDefaults.jpeg_dct_scaling)
+           py::arg("jpeg_dct_scaling") = kLoaderDefaults.jpeg_dct_scaling,
+           py::arg("shapes") = kLoaderDefaults.shapes)
       .def("next", &PyLoader::Next, "The next batch of this rank's epoch as a dict, or None at its end.")
       .def("set_epoch", &PyLoader::SetEpoch, py::arg("epoch"))
       .def("state", [](const PyLoader& l) {

@@ -73,7 +73,8 @@ class Loader:
         files, then rows within a buffer of `shuffle_buffer`), or "none".
       seed: with the epoch, fixes the order and the random augmentations.
       columns: columns to load (None: all). Tensor columns become [batch, ...]
-        arrays, scalar columns [batch] arrays, string columns lists of str.
+        arrays, scalar columns [batch] arrays, string columns lists of str,
+        array columns (lists of numbers, nested to any depth) [batch, n1, ...].
       transforms: per-sample transforms (Transform objects or their dicts).
       prefetch_bytes: the one memory budget of the pipeline (reads in flight,
         batch buffers being filled or held by you).
@@ -89,7 +90,9 @@ class Loader:
         stores remote_coalesce_bytes (the largest GET that merges a batch's
         pages of one object, default 8 MiB) and remote_coalesce_gap_bytes
         (pages at most this far apart are merged, default 256 KiB);
-        image_channels (3 RGB, 1 gray, 4 RGBA), jpeg_dct_scaling (True).
+        image_channels (3 RGB, 1 gray, 4 RGBA), jpeg_dct_scaling (True);
+        shapes ({"volume": (30, 30, 10, 10)}: an array column's rows
+        reshaped to that shape, e.g. a flat Spark array<float>).
       cache_dir: tables on object stores: a local directory that keeps the
         bytes fetched (1 MiB blocks, CRC-checked), so that later epochs read
         from local disk; processes may share it. None: no cache.

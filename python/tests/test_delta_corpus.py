@@ -113,3 +113,12 @@ def test_the_loader_delivers_spark_arrays_as_tensors_with_the_querys_values():
     assert [tuple(list(a) for a in r) for r in got] == [tuple(list(a) for a in r) for r in expected]
     with pytest.raises(Exception, match="as_array_string"):
         stoke.Loader(path, columns=["as_array_string"])
+
+
+def test_the_loader_reshapes_an_array_column_as_told():
+    path = str(CORPUS / "golden" / "data-reader-array-primitives")
+    batch = next(iter(stoke.Loader(path, columns=["as_array_double"], to="numpy", batch_size=2, shuffle="none",
+                                   shapes={"as_array_double": (1, 1)})))
+    assert batch["as_array_double"].shape == (2, 1, 1)
+    with pytest.raises(ValueError, match="shapes"):
+        stoke.Loader(path, columns=["as_array_double"], shapes={"as_array_double": (2,)})

@@ -54,7 +54,8 @@ def cli_value(text, like):
 def binding_defaults(function):
     """{keyword: default as pybind11 prints it} from the signature in a binding's docstring."""
     signature = function.__doc__.split("\n", 1)[0]
-    return dict(re.findall(r"(\w+): [^=,)]+ = ([^,)]+)", signature))
+    # A type may hold commas (Dict[str, List[int]]), never ':' or '='.
+    return dict(re.findall(r"(\w+): [^=:]+? = ([^,)]+)", signature))
 
 
 def printed(value):

@@ -1,7 +1,12 @@
 // `stoke bench`: the loader on a table, and the naive per-file loop on the same samples.
 #include <CLI/CLI.hpp>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -114,7 +119,28 @@ struct LoadState {
   bool no_dct = false;
   bool no_region = false;
   std::vector<std::string> transforms;
+  std::string columns;              // --columns a,b
+  std::vector<std::string> shapes;  // --shape NAME=D1,D2,...
 };
+
+// --shape NAME=D1,D2,...: the array column NAME delivered as [D1, D2, ...].
+Status ParseShapeOption(const std::string& text, std::map<std::string, std::vector<int64_t>>* out) {
+  const size_t eq = text.find('=');
+  std::vector<int64_t> dims;
+  bool ok = eq != std::string::npos && eq > 0 && eq + 1 < text.size();
+  for (size_t pos = eq + 1; ok && pos <= text.size();) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string part = text.substr(pos, comma - pos);
+    char* end = nullptr;
+    const long long d = part.empty() ? -1 : std::strtoll(part.c_str(), &end, 10);
+    ok = !part.empty() && *end == '\0' && d >= 0;
+    dims.push_back(d);
+    pos = comma + 1;
+  }
+  if (!ok) return Status::InvalidArgument(fmt::format("--shape '{}': expected NAME=D1,D2,... (e.g. volume=30,30,10,10)", text));
+  (*out)[text.substr(0, eq)] = std::move(dims);
+  return Status::OK();
+}
 
 int RunBenchLoad(LoadState& st) {
   auto& lb = st.lb;
@@ -128,6 +154,11 @@ int RunBenchLoad(LoadState& st) {
   lb.loader.verify_crc = !st.no_crc;
   lb.loader.jpeg_dct_scaling = !st.no_dct;
   lb.loader.jpeg_region_decode = !st.no_region;
+  for (const auto& text : st.shapes) {
+    Status parsed = ParseShapeOption(text, &lb.loader.shapes);
+    if (!parsed.ok()) return Fail(parsed);
+  }
+  if (!st.columns.empty()) lb.loader.columns = ColumnList(st.columns);
   for (const auto& text : st.transforms) {
     auto t = stoke::ParseTransformText(text);
     if (!t.ok()) return Fail(t.status());
@@ -198,6 +229,10 @@ void AddBenchLoad(CLI::App* bench, std::vector<Command>* out) {
       ->capture_default_str();
   bench_load->add_flag("--cold", s->cold, "O_DIRECT reads: the page cache plays no part");
   bench_load->add_flag("--no-crc", s->no_crc, "Skip the pages' CRC-32 check");
+  bench_load->add_option("--columns", s->columns, "Comma-separated columns to load (default: all)");
+  bench_load->add_option("--shape", s->shapes,
+                         "NAME=D1,D2,...: deliver the array column NAME as [D1, D2, ...] (a row's values reshaped; "
+                         "repeatable)");
   bench_load->add_option("--transform", s->transforms,
                          "A transform, in order, repeatable: KIND[:VALUE][,key=value...], e.g. "
                          "random_resized_crop:224 (or 224x192, scale=0.08/1, ratio=0.75/1.333), resize:256, "

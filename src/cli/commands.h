@@ -43,5 +43,7 @@ inline constexpr const char* kTableHelp =
 int Fail(const Status& s);
 // "12.3 MB".
 std::string Mb(int64_t bytes);
+// --select / --columns: "a,b,c" as its names, in order (empty parts kept; "" is no list).
+std::vector<std::string> ColumnList(const std::string& text);
 
 }  // namespace stoke::cli

@@ -19,20 +19,6 @@
 namespace stoke::cli {
 namespace {
 
-// --select / --columns: "a,b,c" as its names, in order (empty parts kept; "" is no list).
-std::vector<std::string> ColumnList(const std::string& text) {
-  std::vector<std::string> out;
-  if (text.empty()) return out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    out.push_back(text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
 // --format: table, csv or json (CLI11 has checked the name).
 RowFormat OutputFormat(const std::string& name) {
   return name == "csv" ? RowFormat::kCsv : name == "json" ? RowFormat::kJson : RowFormat::kTable;

@@ -210,6 +210,30 @@ TEST(ArrayColumns, ARaggedOrNullRowIsAnErrorNamingFileAndRowOrIsSkipped) {
   EXPECT_EQ((**batch).size(), 3);
 }
 
+TEST(ArrayColumns, AGivenShapeReshapesEachRowsValues) {
+  ArrayTable table({Rows(0, 4)});
+  LoaderOptions o;
+  o.columns = {"id", "m"};
+  o.shapes = {{"m", {4, 1}}};
+  o.batch_size = 4;
+  o.shuffle = LoaderOptions::Shuffle::kNone;
+  auto loader = Loader::Open(table.dir(), o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto next = (*loader)->Next();
+  ASSERT_TRUE(next.ok() && next->has_value()) << next.status().ToString();
+  const BatchColumn* m = (**next).column("m");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->shape, (std::vector<int64_t>{4, 4, 1}));
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(At<int32_t>(*m, 4 + k), Row(1)["m"][k / 2][k % 2].get<int32_t>());
+  // A shape of another value count, or for a column that is not a selected array column, fails Open.
+  o.shapes = {{"m", {3}}};
+  auto wrong = Loader::Open(table.dir(), o);
+  EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong.status().message().find("shapes['m']"), std::string::npos) << wrong.status().ToString();
+  o.shapes = {{"id", {1}}};
+  EXPECT_EQ(Loader::Open(table.dir(), o).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ArrayColumns, ListsOfStringsAreRefusedNamingTheColumn) {
   std::string tmpl = std::filesystem::temp_directory_path() / "stoke_arrays_XXXXXX";
   const std::string dir = mkdtemp(tmpl.data());

@@ -199,6 +199,12 @@ Status Loader::Impl::Open() {
     return Status::InvalidArgument(fmt::format("image_channels must be 1, 3 or 4, got {}", o_.image_channels));
   }
   STOKE_RETURN_IF_ERROR(SetUpColumns(view, selected_cols, image_columns));
+  for (const auto& [name, shape] : o_.shapes) {
+    if (std::none_of(tensors_.begin(), tensors_.end(), [&](const TensorColumn& t) { return t.array && t.name == name; })) {
+      return Status::InvalidArgument(fmt::format("shapes: '{}' is not an array column the loader delivers (selected array "
+                                                 "columns only)", name));
+    }
+  }
   STOKE_ASSIGN_OR_RETURN(std::optional<Predicate> where, BindWhere(o_.where, view.columns));
   // Scalar columns and the filter, file by file (in parallel: footers are small, latency-bound reads).
   const ScalarColumns::ReadOptions scalar_read{dir_, index_->num_rows(), remote_,
@@ -307,8 +313,30 @@ Status Loader::Impl::SetUpArrayColumns() {
     } else {
       t.in = TensorSpec{DType::kFloat32, {0}};  // no row is served: nothing is delivered
     }
+    t.array_shape = t.in.shape;
+    STOKE_RETURN_IF_ERROR(ReshapeArrayColumn(&t));
     STOKE_RETURN_IF_ERROR(SetTransforms(&t));
   }
+  return Status::OK();
+}
+
+Status Loader::Impl::ReshapeArrayColumn(TensorColumn* t) const {
+  auto given = o_.shapes.find(t->name);
+  if (given == o_.shapes.end()) return Status::OK();
+  int64_t n = 1;
+  for (int64_t d : given->second) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) {
+      return Status::InvalidArgument(fmt::format("shapes['{}']: [{}] is not a shape", t->name, fmt::join(given->second, ", ")));
+    }
+  }
+  int64_t have = 1;
+  for (int64_t d : t->array_shape) have *= d;
+  if (n != have) {
+    return Status::InvalidArgument(fmt::format("shapes['{}']: [{}] holds {} values, but the column's rows hold {} ([{}])",
+                                               t->name, fmt::join(given->second, ", "), n, have,
+                                               fmt::join(t->array_shape, ", ")));
+  }
+  t->in.shape = given->second;
   return Status::OK();
 }
 

@@ -114,7 +114,7 @@ void Loader::Impl::DecodeSlow(Slot* s, uint32_t sample, uint32_t column) {
   try {
     AllocationFaults::Instance().Check();
     const int64_t t0 = NowNanos();
-    Status st = t.array ? array_cells_->ReadCell(t.file_name, t.in.dtype, t.in.shape, row, &t_sample_scratch)
+    Status st = t.array ? array_cells_->ReadCell(t.file_name, t.in.dtype, t.array_shape, row, &t_sample_scratch)
                         : slow_cells_->ReadCell(t.name, t.in_bytes, t.encoded_image, index_->Find(row, t.index_column),
                                                 &t_sample_scratch);
     Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));

@@ -66,6 +66,7 @@ struct TensorColumn {
   // the first served row (SetUpArrayColumns). index_column is unused.
   bool array = false;
   std::string file_name;
+  std::vector<int64_t> array_shape;  // the shape the rows' lists nest to (`in.shape` may reshape it)
   ImagePipeline image;
   size_t in_bytes = 0;   // the cell's bytes (0 for image columns: cells vary)
   size_t out_bytes = 0;
@@ -279,6 +280,9 @@ class Loader::Impl {
   // Creates slow_cells_ and array_cells_, and sets the array columns' dtype and shape from the first
   // served row, with their transforms. REQUIRES: scalars_ were read.
   Status SetUpArrayColumns();
+  // Sets t->in.shape to o_.shapes' entry for the array column `t`, when there is one (its value count
+  // must be the rows').
+  Status ReshapeArrayColumn(TensorColumn* t) const;
   // Sets threads_ (o_.threads, or one per available CPU) and max_decoded_bytes_.
   void SizeWorkers();
   // The blocks for block shuffle: the table's files, counted in selected rows (one empty block when
