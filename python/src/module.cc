@@ -648,7 +648,6 @@ std::string Inspect(const std::string& table_dir, std::optional<int64_t> version
   return out.str();
 }
 
-
 // ---------------------------------------------------------------------------
 // Images outside a table (previews and tests): one encoded image through a transform chain, and the
 // random choices a chain makes for an image size.

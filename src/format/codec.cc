@@ -181,13 +181,15 @@ Status DecompressGzip(ByteView in, MutableByteView out) {
   zs.next_out = out.empty() ? &spare : out.data();
   zs.avail_out = out.empty() ? 1 : static_cast<uInt>(out.size());
   int rc = inflate(&zs, Z_FINISH);
-  while (rc == Z_STREAM_END && zs.avail_in > 0 && inflateReset(&zs) == Z_OK) {
-    rc = inflate(&zs, Z_FINISH);  // the next member
+  // Another member follows where the rest starts with gzip's magic; other trailing bytes (padding)
+  // are ignored, as zlib-based readers always did.
+  while (rc == Z_STREAM_END && zs.avail_in >= 2 && zs.next_in[0] == 0x1f && zs.next_in[1] == 0x8b &&
+         inflateReset(&zs) == Z_OK) {
+    rc = inflate(&zs, Z_FINISH);
   }
   size_t n = (out.empty() ? 1 : out.size()) - zs.avail_out;  // total_out restarts with each member
-  bool trailing = zs.avail_in > 0;
   inflateEnd(&zs);
-  if (rc != Z_STREAM_END || trailing) {
+  if (rc != Z_STREAM_END) {
     return Status::Corruption(fmt::format("gzip: malformed or longer stream (zlib code {})", rc));
   }
   if (n != out.size()) return Status::Corruption(fmt::format("gzip produced {} bytes, expected {}", n, out.size()));

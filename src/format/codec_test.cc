@@ -115,8 +115,13 @@ TEST(Codec, ReadsConcatenatedGzipMembers) {
   EXPECT_EQ(std::vector<uint8_t>(out.begin() + 4096, out.end()), b);
   std::vector<uint8_t> only_first(a.size());  // the second member does not fit
   EXPECT_FALSE(Decompress(Codec::kGzip, ByteView(stream), MutableByteView(only_first)).ok());
-  stream.push_back(0);  // trailing garbage after the last member
-  EXPECT_FALSE(Decompress(Codec::kGzip, ByteView(stream), MutableByteView(out)).ok());
+  stream.insert(stream.end(), 8, 0);  // padding after the last member is ignored, as before
+  EXPECT_TRUE(Decompress(Codec::kGzip, ByteView(stream), MutableByteView(out)).ok());
+  stream.push_back(0x1f);  // but a member cut short is an error
+  stream.push_back(0x8b);
+  std::vector<uint8_t> cut(stream.begin(), stream.end());
+  cut.erase(cut.end() - 10, cut.end() - 2);  // drop the padding: the magic follows the second member
+  EXPECT_FALSE(Decompress(Codec::kGzip, ByteView(cut), MutableByteView(out)).ok());
 }
 
 TEST(Codec, ReadsBrotliAndNeverWritesIt) {

@@ -149,9 +149,10 @@ Status DecompressBody(parquet::Codec codec, ByteView stored, int64_t uncompresse
   }
   // A compressed body cannot expand beyond what its codec allows; a few thousand times covers the
   // best case of every codec but brotli (zstd's is about 32768:1 only for long runs), so cap the
-  // allocation at that. Brotli reaches millions to one (Arrow's test of a 1 GiB string is 1,627
-  // bytes): there only kMaxPageBytes bounds it.
-  if (codec != parquet::Codec::kBrotli && uncompressed_size > static_cast<int64_t>(stored.size()) * 40000 + 1024) {
+  // allocation at that. Brotli reaches hundreds of thousands to one (Arrow's test of a 1 GiB string
+  // is 1,627 bytes): 2^20 to one for it.
+  const int64_t max_ratio = codec == parquet::Codec::kBrotli ? int64_t{1} << 20 : 40000;
+  if (uncompressed_size > static_cast<int64_t>(stored.size()) * max_ratio + 1024) {
     return Status::Corruption(fmt::format("page claims {} uncompressed bytes from {} stored bytes", uncompressed_size,
                                           stored.size()));
   }
@@ -615,10 +616,9 @@ Status ParquetReader::ExtendChunkForPage(int row_group, size_t column, int64_t c
   // Arrow, Impala and DuckDB read on into the bytes that follow, as long as they precede the footer.
   const uint64_t limit = file_->size() - footer_size_ - 8;
   if (static_cast<uint64_t>(chunk_start) + needed > limit) {
-    return Status::Corruption(fmt::format("{}: offset {}: page of {} bytes runs past the chunk end {}",
+    return Status::Corruption(fmt::format("{}: offset {}: page runs past the chunk end {} and on into the footer at {}",
                                           Context(row_group, column), page_offset,
-                                          needed - (page_offset - static_cast<uint64_t>(chunk_start)),
-                                          static_cast<uint64_t>(chunk_start) + chunk->size()));
+                                          static_cast<uint64_t>(chunk_start) + chunk->size(), limit));
   }
   const size_t had = chunk->size();
   chunk->Resize(needed);
@@ -762,6 +762,7 @@ Status ParquetReader::ReadRange(uint64_t offset, MutableByteView dst) const {
 
 Result<std::optional<parquet::OffsetIndex>> ParquetReader::ReadOffsetIndex(int row_group, size_t column) const {
   const auto& cc = metadata_.row_groups.at(row_group).columns.at(column);
+  if (metadata_.row_groups[row_group].num_rows == 0) return std::optional<parquet::OffsetIndex>();  // never read
   if (!cc.offset_index_offset || !cc.offset_index_length) return std::optional<parquet::OffsetIndex>();
   int64_t off = *cc.offset_index_offset, len = *cc.offset_index_length;
   if (off < 4 || len <= 0 || static_cast<uint64_t>(off) + len > file_->size() - 8) {

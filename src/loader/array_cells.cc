@@ -72,6 +72,27 @@ std::optional<std::array<int64_t, ArrayCells::kMaxDepth + 1>> RowShape(const Col
   return shape;
 }
 
+size_t LeafCount(const SchemaNode& n) {
+  if (n.kind == SchemaNode::Kind::kLeaf) return 1;
+  size_t count = 0;
+  for (const SchemaNode& c : n.children) count += LeafCount(c);
+  return count;
+}
+
+// The entries [begin, end) of row `row` (counted from 0 at the first entry) of a chunk's levels.
+std::optional<std::pair<size_t, size_t>> RowEntries(const ColumnLevels& levels, int64_t row) {
+  int64_t seen = -1;
+  size_t begin = 0;
+  for (size_t k = 0; k < levels.num_levels; ++k) {
+    if (levels.rep_levels[k] != 0) continue;
+    if (seen == row) return std::make_pair(begin, k);
+    ++seen;
+    begin = k;
+  }
+  if (seen == row) return std::make_pair(begin, levels.num_levels);
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<ArrayLeaf> FindArrayLeaf(const ParquetReader& reader, const std::string& name) {
@@ -90,9 +111,10 @@ Result<ArrayLeaf> FindArrayLeaf(const ParquetReader& reader, const std::string& 
   ArrayLeaf leaf;
   leaf.depth = depth;
   const auto& columns = reader.columns();
-  const std::string prefix = name + ".";
-  auto it = std::find_if(columns.begin(), columns.end(), [&](const LeafColumn& c) { return c.name.rfind(prefix, 0) == 0; });
-  if (it == columns.end() || it->max_repetition_level != depth) {
+  size_t before = 0;  // leaves of the top-level fields before this one (depth-first order)
+  for (auto f = root.children.begin(); f != field; ++f) before += LeafCount(*f);
+  auto it = columns.begin() + static_cast<std::ptrdiff_t>(std::min(before, columns.size()));
+  if (it == columns.end() || it->name.rfind(name + ".", 0) != 0 || it->max_repetition_level != depth) {
     return Status::Corruption(fmt::format("{}: column '{}': its leaf does not match its list nesting", reader.path(), name));
   }
   leaf.leaf = static_cast<size_t>(it - columns.begin());
@@ -151,9 +173,21 @@ Result<ArrayCells::Place> ArrayCells::Locate(int64_t row) {
   return p;
 }
 
+Result<ArrayLeaf> ArrayCells::LeafOf(const std::string& name, const Place& place) {
+  {
+    MutexLock l(&mu_);
+    auto it = leaves_.find({place.file, name});
+    if (it != leaves_.end()) return it->second;
+  }
+  STOKE_ASSIGN_OR_RETURN(ArrayLeaf leaf, FindArrayLeaf(*place.reader, name));
+  MutexLock l(&mu_);
+  leaves_.emplace(std::make_pair(place.file, name), leaf);
+  return leaf;
+}
+
 Result<std::shared_ptr<const DecodedPage>> ArrayCells::Chunk(const std::string& name, const Place& place, DType dtype,
                                                              std::vector<int64_t>* shape) {
-  STOKE_ASSIGN_OR_RETURN(ArrayLeaf leaf, FindArrayLeaf(*place.reader, name));
+  STOKE_ASSIGN_OR_RETURN(ArrayLeaf leaf, LeafOf(name, place));
   if (leaf.dtype != dtype) {
     return Status::Corruption(fmt::format("{}: column '{}' holds {} values where other files hold {}", place.reader->path(),
                                           name, DTypeName(leaf.dtype), DTypeName(dtype)));
@@ -175,19 +209,15 @@ Result<std::pair<DType, std::vector<int64_t>>> ArrayCells::Probe(const std::stri
   STOKE_ASSIGN_OR_RETURN(Place place, Locate(row));
   STOKE_ASSIGN_OR_RETURN(ArrayLeaf leaf, FindArrayLeaf(*place.reader, name));
   STOKE_ASSIGN_OR_RETURN(ColumnLevels levels, place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf));
-  levels.values = ValueVector{};  // the shape needs the levels only
-  DecodedPage rows;
-  std::vector<int64_t> shape;
-  // Learnt from the chunk's first dense row; the probed row must have it.
-  STOKE_RETURN_IF_ERROR(FlattenArrayRows(levels, leaf, &shape, &rows));
-  if (static_cast<size_t>(place.row_in_group) >= rows.offsets.size() ||
-      rows.offsets[static_cast<size_t>(place.row_in_group)] == DecodedPage::kNull) {
+  const auto entries = RowEntries(levels, place.row_in_group);
+  const auto shape = entries ? RowShape(levels, leaf, entries->first, entries->second) : std::nullopt;
+  if (!shape) {
     return Status::InvalidArgument(fmt::format(
         "{}: row {} of column '{}' is not an array the loader can deliver (a null, an empty or ragged list, or a null "
-        "element), and its shape sets the column's",
+        "element), and its shape would set the column's",
         place.reader->path(), place.row_in_file, name));
   }
-  return std::make_pair(leaf.dtype, shape);
+  return std::make_pair(leaf.dtype, std::vector<int64_t>(shape->begin() + 1, shape->begin() + 1 + leaf.depth));
 }
 
 Status ArrayCells::ReadCell(const std::string& name, DType dtype, const std::vector<int64_t>& shape, int64_t row,

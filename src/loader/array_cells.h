@@ -15,11 +15,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/mutex.h"
 #include "format/parquet_reader.h"
 #include "loader/page_cache.h"
 #include "loader/slow_cells.h"
@@ -81,10 +83,14 @@ class ArrayCells {
   // The decoded chunk of `name` in place.row_group (`*shape` empty: learnt from its first dense row).
   Result<std::shared_ptr<const DecodedPage>> Chunk(const std::string& name, const Place& place, DType dtype,
                                                    std::vector<int64_t>* shape);
+  // FindArrayLeaf of `name` in place.file, found once per file.
+  Result<ArrayLeaf> LeafOf(const std::string& name, const Place& place) EXCLUDES(mu_);
 
   const SampleIndex& index_;
   SlowCells& readers_;
-  PageCache cache_;  // keyed by (file, row group)
+  PageCache cache_;  // keyed by (file, leaf << 32 | row group)
+  Mutex mu_;
+  std::map<std::pair<uint32_t, std::string>, ArrayLeaf> leaves_ GUARDED_BY(mu_);
 };
 
 }  // namespace stoke

@@ -234,6 +234,21 @@ TEST(ArrayColumns, AGivenShapeReshapesEachRowsValues) {
   EXPECT_EQ(Loader::Open(table.dir(), o).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(ArrayColumns, TheShapeIsTheFirstServedRowsNotTheFileFirstRows) {
+  std::vector<json> rows = Rows(0, 4);
+  rows[0]["v"] = json{1.0, 2.0};  // row 0 alone has two values; `where` leaves it out
+  ArrayTable table({rows});
+  LoaderOptions o;
+  o.columns = {"v"};
+  o.where = "id >= 1";
+  o.batch_size = 3;
+  auto loader = Loader::Open(table.dir(), o);
+  ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+  auto next = (*loader)->Next();
+  ASSERT_TRUE(next.ok() && next->has_value()) << next.status().ToString();
+  EXPECT_EQ((**next).column("v")->shape, (std::vector<int64_t>{3, 3}));
+}
+
 TEST(ArrayColumns, ListsOfStringsAreRefusedNamingTheColumn) {
   std::string tmpl = std::filesystem::temp_directory_path() / "stoke_arrays_XXXXXX";
   const std::string dir = mkdtemp(tmpl.data());

@@ -331,7 +331,8 @@ Status Loader::Impl::ReshapeArrayColumn(TensorColumn* t) const {
   }
   int64_t have = 1;
   for (int64_t d : t->array_shape) have *= d;
-  if (n != have) {
+  const bool served = t->array_shape != std::vector<int64_t>{0};  // {0}: no row is served (dense rows are never empty)
+  if (served && n != have) {
     return Status::InvalidArgument(fmt::format("shapes['{}']: [{}] holds {} values, but the column's rows hold {} ([{}])",
                                                t->name, fmt::join(given->second, ", "), n, have,
                                                fmt::join(t->array_shape, ", ")));
