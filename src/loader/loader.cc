@@ -199,7 +199,8 @@ Status Loader::Impl::Open() {
     return Status::InvalidArgument(fmt::format("image_channels must be 1, 3 or 4, got {}", o_.image_channels));
   }
   STOKE_RETURN_IF_ERROR(SetUpColumns(view, selected_cols, image_columns));
-  for (const auto& [name, shape] : o_.shapes) {
+  for (const auto& entry : o_.shapes) {
+    const std::string& name = entry.first;  // not a structured binding: clang 14 cannot capture those
     if (std::none_of(tensors_.begin(), tensors_.end(), [&](const TensorColumn& t) { return t.array && t.name == name; })) {
       return Status::InvalidArgument(fmt::format("shapes: '{}' is not an array column the loader delivers (selected array "
                                                  "columns only)", name));
