@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <random>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -120,10 +121,13 @@ inline constexpr const char* kAzuriteAccount = "devstoreaccount1";
 inline constexpr const char* kAzuriteKey =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
-// A fresh container name per call (tests never share state).
+// A fresh container name per call (tests never share state): the process id, a counter, and a
+// random part, so that processes in different PID namespaces (which may share a pid) never meet.
 inline std::string UniqueName(const std::string& base) {
   static std::atomic<int> n{0};
-  return base + "-" + std::to_string(::getpid()) + "-" + std::to_string(n.fetch_add(1));
+  static const uint32_t salt = std::random_device{}();
+  return base + "-" + std::to_string(::getpid()) + "-" + std::to_string(salt % 100000) + "-" +
+         std::to_string(n.fetch_add(1));
 }
 
 // Fast retries for tests: faults are injected on purpose.
