@@ -127,8 +127,8 @@ Status BuildPhys(const std::vector<parquet::SchemaElement>& schema, size_t* i, c
     return Status::Unsupported(fmt::format("{} group '{}' is itself repeated", is_list ? "LIST" : "MAP", out->path));
   }
   // The repeated child of a list or map is itself a list or map only where it is a two-level list's
-  // element (named "array" or "<list>_tuple"; parquet-mr's old list of lists); elsewhere an annotation
-  // on it (some writers annotate the middle group of a three-level list) says nothing more.
+  // element (named "array" or "<list>_tuple"; parquet-mr's old list of lists); a LIST or MAP
+  // annotation on any other repeated child is refused below (no writer is known to make one).
   const bool repeated_child = in_collection && out->repetition == Repetition::kRepeated;
   const bool two_level_element = repeated_child && is_list && (e.name == "array" || e.name == parent.name + "_tuple");
   const bool collection = (is_list || is_map) && (!repeated_child || two_level_element);
