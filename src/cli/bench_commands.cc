@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -125,19 +124,17 @@ struct LoadState {
 
 // --shape NAME=D1,D2,...: the array column NAME delivered as [D1, D2, ...].
 Status ParseShapeOption(const std::string& text, std::map<std::string, std::vector<int64_t>>* out) {
+  const Status bad =
+      Status::InvalidArgument(fmt::format("--shape '{}': expected NAME=D1,D2,... (e.g. volume=30,30,10,10)", text));
   const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) return bad;
   std::vector<int64_t> dims;
-  bool ok = eq != std::string::npos && eq > 0 && eq + 1 < text.size();
-  for (size_t pos = eq + 1; ok && pos <= text.size();) {
-    const size_t comma = std::min(text.find(',', pos), text.size());
-    const std::string part = text.substr(pos, comma - pos);
-    char* end = nullptr;
-    const long long d = part.empty() ? -1 : std::strtoll(part.c_str(), &end, 10);
-    ok = !part.empty() && *end == '\0' && d >= 0;
-    dims.push_back(d);
-    pos = comma + 1;
+  try {
+    dims = ParseShape(text.substr(eq + 1));
+  } catch (const CLI::ValidationError&) {
+    return bad;
   }
-  if (!ok) return Status::InvalidArgument(fmt::format("--shape '{}': expected NAME=D1,D2,... (e.g. volume=30,30,10,10)", text));
+  if (std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) return bad;
   (*out)[text.substr(0, eq)] = std::move(dims);
   return Status::OK();
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <stdexcept>
 
 namespace stoke::cli {
 namespace {
@@ -32,5 +33,25 @@ std::vector<std::string> ColumnList(const std::string& text) {
   return out;
 }
 
+
+std::vector<int64_t> ParseShape(const std::string& s, const char* option, const char* example) {
+  std::vector<int64_t> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find_first_of(",x", pos);
+    std::string part = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    try {
+      size_t used = 0;
+      long long v = std::stoll(part, &used);
+      if (used != part.size()) throw std::invalid_argument(part);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw CLI::ValidationError(option, fmt::format("expected sizes separated by commas, e.g. {}", example));
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
 
 }  // namespace stoke::cli

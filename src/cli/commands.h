@@ -43,6 +43,9 @@ inline constexpr const char* kTableHelp =
 int Fail(const Status& s);
 // "12.3 MB".
 std::string Mb(int64_t bytes);
+// "30,30,10" (or "224x160") as its sizes; CLI::ValidationError naming `option`, with `example`,
+// when a part is not an integer.
+std::vector<int64_t> ParseShape(const std::string& s, const char* option = "--shape", const char* example = "30,30,10");
 // --select / --columns: "a,b,c" as its names, in order (empty parts kept; "" is no list).
 std::vector<std::string> ColumnList(const std::string& text);
 

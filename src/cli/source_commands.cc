@@ -32,27 +32,6 @@ constexpr const char* kCodecHelp =
     "Page codec: auto (per column chunk, zstd where it saves at least 10 % of the bytes, else uncompressed), "
     "or one of zstd, lz4_raw, snappy, gzip, uncompressed for every chunk";
 
-std::vector<int64_t> ParseShape(const std::string& s, const char* option = "--shape",
-                                const char* example = "30,30,10") {
-  std::vector<int64_t> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t comma = s.find_first_of(",x", pos);
-    std::string part = s.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    try {
-      size_t used = 0;
-      long long v = std::stoll(part, &used);
-      if (used != part.size()) throw std::invalid_argument(part);
-      out.push_back(v);
-    } catch (const std::exception&) {
-      throw CLI::ValidationError(option, fmt::format("expected sizes separated by commas, e.g. {}", example));
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
 // --decode: "224" (224 x 224) or HEIGHTxWIDTH ("224x160", or "224,160").
 std::vector<int64_t> ParseDecodeSize(const std::string& s) {
   if (s.empty()) return {};

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <optional>
 #include <type_traits>
 #include <variant>
@@ -24,8 +23,8 @@ Status NotAnArray(const std::string& name, std::string_view why) {
                                          name, why));
 }
 
-// The present values of a chunk, converted to the leaf's delivered type, as bytes.
-Status ValueBytes(const ParquetReader& reader, const ArrayLeaf& leaf, ValueVector values, std::vector<uint8_t>* out) {
+// Appends the present values of a chunk, converted to the leaf's delivered type, to `out` as bytes.
+Status AppendValueBytes(const ParquetReader& reader, const ArrayLeaf& leaf, ValueVector values, AlignedBuffer* out) {
   const parquet::SchemaElement& stored = reader.metadata().schema[reader.columns()[leaf.leaf].schema_index];
   ColumnValues converted{std::move(values), {}};
   STOKE_RETURN_IF_ERROR(ConvertToColumnType(stored, ColumnOfStored(stored), &converted, reader.path()));
@@ -34,8 +33,7 @@ Status ValueBytes(const ParquetReader& reader, const ArrayLeaf& leaf, ValueVecto
         using T = typename std::decay_t<decltype(v)>::value_type;
         if constexpr (std::is_arithmetic_v<T>) {
           if (sizeof(T) != DTypeSize(leaf.dtype)) return Status::Internal("array values of an unexpected width");
-          out->resize(v.size() * sizeof(T));
-          if (!v.empty()) std::memcpy(out->data(), v.data(), out->size());
+          out->Append(v.data(), v.size() * sizeof(T));
           return Status::OK();
         } else {
           return Status::Internal("array values that are not numbers");
@@ -196,11 +194,9 @@ Result<std::shared_ptr<const DecodedPage>> ArrayCells::Chunk(const std::string& 
   return cache_.GetOrLoad(place.file, key, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
     STOKE_ASSIGN_OR_RETURN(ColumnLevels levels, place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf));
     auto decoded = std::make_shared<DecodedPage>();
-    std::vector<uint8_t> values;
-    STOKE_RETURN_IF_ERROR(ValueBytes(*place.reader, leaf, std::move(levels.values), &values));
+    STOKE_RETURN_IF_ERROR(AppendValueBytes(*place.reader, leaf, std::move(levels.values), &decoded->body));
     levels.values = ValueVector{};
     STOKE_RETURN_IF_ERROR(FlattenArrayRows(levels, leaf, shape, decoded.get()));
-    decoded->body.Append(values.data(), values.size());
     return std::shared_ptr<const DecodedPage>(std::move(decoded));
   });
 }

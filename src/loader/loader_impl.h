@@ -290,8 +290,8 @@ class Loader::Impl {
   std::vector<int64_t> BlockSizes() const;
   // Creates sampler_ over BlockSizes(), and keeps its blocks and options for MeasureShuffle.
   Status CreateSampler();
-  // Divides prefetch_bytes: sets max_slots_ and slow_cells_ (its page cache), and returns the bytes that reads in
-  // flight may take. REQUIRES: the tensor columns' output sizes are known (CreateImagePipelines).
+  // Divides prefetch_bytes: sets max_slots_, and returns the bytes that reads in flight may take (the
+  // caches' quarter went to slow_cells_ and array_cells_ in SetUpArrayColumns). REQUIRES: the tensor columns' output sizes are known (CreateImagePipelines).
   int64_t DivideMemoryBudget();
   // Opens fetcher_ over the sample index's data files, when a tensor column is selected;
   // `file_versions` (ReadCacheFileVersions) name their bytes in the read cache, when there is one.
