@@ -79,113 +79,135 @@ std::string EncodingsText(const std::vector<parquet::Encoding>& encs) {
 
 }  // namespace
 
-Status InspectParquetFile(const std::string& path, const InspectFileOptions& options, std::ostream& out) {
-  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(path));
-  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*where.storage, where.path));
-  const auto& m = reader->metadata();
-  const auto& cols = reader->columns();
-  nlohmann::ordered_json j;
-  j["file"] = path;
-  j["size"] = reader->file_size();
-  j["footer_size"] = reader->footer_size();
-  j["created_by"] = m.created_by.value_or("");
-  j["rows"] = m.num_rows;
-  j["row_groups"] = nlohmann::ordered_json::array();
-  nlohmann::ordered_json kv = nlohmann::ordered_json::object();
-  for (const auto& e : m.key_value_metadata) kv[e.key] = e.value.value_or("");
-  j["metadata"] = kv;
-  j["schema"] = nlohmann::ordered_json::array();
-  for (const auto& c : cols) j["schema"].push_back({{"name", c.name}, {"type", TypeText(m, c)}});
+namespace {
 
-  std::ostringstream text;
+using Json = nlohmann::ordered_json;
+
+// A column chunk's page list (`inspect --pages`): a line per page in `text`, and jc["page_list"].
+void DescribePages(const std::vector<PageInfo>& pages, std::ostringstream& text, Json* jc) {
+  Json jp = Json::array();
+  for (const auto& p : pages) {
+    const auto& h = p.header;
+    int64_t values = h.data_page_header ? h.data_page_header->num_values
+                     : h.data_page_header_v2 ? h.data_page_header_v2->num_values
+                     : h.dictionary_page_header ? h.dictionary_page_header->num_values : 0;
+    parquet::Encoding enc = h.data_page_header ? h.data_page_header->encoding
+                            : h.data_page_header_v2 ? h.data_page_header_v2->encoding
+                            : h.dictionary_page_header ? h.dictionary_page_header->encoding : parquet::Encoding::kPlain;
+    text << fmt::format("      page @{:<12} {:<15} values {:<7} header {:>4} B  stored {:>10} B  raw {:>10} B  {:<16} crc {}\n",
+                        p.offset, parquet::PageTypeName(h.type), values, p.header_size, h.compressed_page_size,
+                        h.uncompressed_page_size, parquet::EncodingName(enc),
+                        h.crc ? fmt::format("{:08x}", static_cast<uint32_t>(*h.crc)) : "none");
+    jp.push_back({{"offset", p.offset}, {"type", parquet::PageTypeName(h.type)}, {"values", values},
+                  {"header_size", p.header_size}, {"compressed_size", h.compressed_page_size},
+                  {"uncompressed_size", h.uncompressed_page_size}, {"encoding", parquet::EncodingName(enc)},
+                  {"crc", h.crc.has_value()}});
+  }
+  (*jc)["page_list"] = jp;
+}
+
+// The codec choice stoke recorded in a chunk's key-value metadata, when there is one.
+void DescribeCodecChoice(const parquet::ColumnMetaData& cm, size_t name_w, std::ostringstream& text, Json* jc) {
+  for (const auto& kv : cm.key_value_metadata) {
+    if (kv.key != kCodecChoiceKey || !kv.value) continue;
+    auto choice = Json::parse(*kv.value, nullptr, false);
+    if (choice.is_discarded()) continue;
+    (*jc)["codec_choice"] = choice;
+    const double raw = choice.value("trial_bytes", 0.0), stored = choice.value("trial_compressed_bytes", 0.0);
+    if (raw > 0) {
+      text << fmt::format("  {:<{}}  codec chosen: {} saved {:.1f} % of the first {} pages' bytes (kept when >= {:.0f} %)\n",
+                          "", name_w, choice.value("requested", "?"), 100.0 * (1.0 - stored / raw),
+                          FormatBytes(static_cast<uint64_t>(raw)), 100.0 * choice.value("min_saving", 0.0));
+    }
+  }
+}
+
+// One column chunk of row group g: a line in `text`, an entry of jg["columns"].
+Status DescribeChunk(const ParquetReader& reader, int g, size_t c, size_t name_w, bool list_pages,
+                     std::ostringstream& text, Json* jg) {
+  const auto& cols = reader.columns();
+  const auto& cm = *reader.metadata().row_groups[g].columns[c].meta_data;
+  STOKE_ASSIGN_OR_RETURN(auto pages, reader.ListPages(g, c));
+  STOKE_ASSIGN_OR_RETURN(auto oi, reader.ReadOffsetIndex(g, c));
+  STOKE_ASSIGN_OR_RETURN(auto ci, reader.ReadColumnIndex(g, c));
+  std::string range = "-";
+  std::string nulls = "-";
+  if (cm.statistics) {
+    const auto& s = *cm.statistics;
+    auto lo = s.min_value ? s.min_value : s.min;
+    auto hi = s.max_value ? s.max_value : s.max;
+    if (lo && hi && !cols[c].tensor && !cols[c].blob) range = StatText(cols[c], *lo) + " .. " + StatText(cols[c], *hi);
+    if (s.null_count) nulls = std::to_string(*s.null_count);
+  }
+  double ratio = cm.total_compressed_size > 0 ? static_cast<double>(cm.total_uncompressed_size) / cm.total_compressed_size : 0;
+  text << fmt::format("  {:<{}}  {:<12} {:<22} {:>7} {:>11} {:>12} {:>6.2f}  {:>6}  {:<5} {:<5}  {}\n", cols[c].name, name_w,
+                      parquet::CodecName(cm.codec), EncodingsText(cm.encodings), pages.size(),
+                      FormatBytes(static_cast<uint64_t>(cm.total_compressed_size)),
+                      FormatBytes(static_cast<uint64_t>(cm.total_uncompressed_size)), ratio, nulls, oi ? "yes" : "no",
+                      ci ? "yes" : "no", range);
+  Json jc = {{"name", cols[c].name},
+             {"codec", parquet::CodecName(cm.codec)},
+             {"encodings", EncodingsText(cm.encodings)},
+             {"num_values", cm.num_values},
+             {"compressed_size", cm.total_compressed_size},
+             {"uncompressed_size", cm.total_uncompressed_size},
+             {"pages", pages.size()},
+             {"offset_index", oi.has_value()},
+             {"column_index", ci.has_value()}};
+  DescribeCodecChoice(cm, name_w, text, &jc);
+  if (cm.statistics && cm.statistics->null_count) jc["null_count"] = *cm.statistics->null_count;
+  if (range != "-") jc["range"] = range;
+  if (list_pages) DescribePages(pages, text, &jc);
+  (*jg)["columns"].push_back(jc);
+  return Status::OK();
+}
+
+// The file's header: size, writer, rows, key-value metadata and schema. Returns the name column's width.
+size_t DescribeFile(const std::string& path, const ParquetReader& reader, std::ostringstream& text, Json* j) {
+  const auto& m = reader.metadata();
+  const auto& cols = reader.columns();
+  (*j)["file"] = path;
+  (*j)["size"] = reader.file_size();
+  (*j)["footer_size"] = reader.footer_size();
+  (*j)["created_by"] = m.created_by.value_or("");
+  (*j)["rows"] = m.num_rows;
+  (*j)["row_groups"] = Json::array();
+  Json kv = Json::object();
+  for (const auto& e : m.key_value_metadata) kv[e.key] = e.value.value_or("");
+  (*j)["metadata"] = kv;
+  (*j)["schema"] = Json::array();
+  for (const auto& c : cols) (*j)["schema"].push_back({{"name", c.name}, {"type", TypeText(m, c)}});
   text << fmt::format("file        {}\n", path);
-  text << fmt::format("size        {} ({} bytes), footer {} bytes\n", FormatBytes(reader->file_size()), reader->file_size(),
-                      reader->footer_size());
+  text << fmt::format("size        {} ({} bytes), footer {} bytes\n", FormatBytes(reader.file_size()), reader.file_size(),
+                      reader.footer_size());
   text << fmt::format("created_by  {}\n", m.created_by.value_or("(not set)"));
   text << fmt::format("rows        {} in {} row group{}\n", m.num_rows, m.row_groups.size(), m.row_groups.size() == 1 ? "" : "s");
-  for (const auto& e : m.key_value_metadata) {
-    std::string v = e.value.value_or("");
-    v = Shorten(v, 200);
-    text << fmt::format("metadata    {} = {}\n", e.key, v);
-  }
+  for (const auto& e : m.key_value_metadata) text << fmt::format("metadata    {} = {}\n", e.key, Shorten(e.value.value_or(""), 200));
   text << "schema\n";
   size_t name_w = 6;
   for (const auto& c : cols) name_w = std::max(name_w, c.name.size());
   for (const auto& c : cols) text << fmt::format("  {:<{}}  {}\n", c.name, name_w, TypeText(m, c));
+  return name_w;
+}
 
+}  // namespace
+
+Status InspectParquetFile(const std::string& path, const InspectFileOptions& options, std::ostream& out) {
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(path));
+  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*where.storage, where.path));
+  Json j;
+  std::ostringstream text;
+  const size_t name_w = DescribeFile(path, *reader, text, &j);
   for (int g = 0; g < reader->num_row_groups(); ++g) {
-    const auto& rg = m.row_groups[g];
-    nlohmann::ordered_json jg = {{"rows", rg.num_rows}, {"first_row", reader->row_group_starts()[g]},
-                                 {"total_byte_size", rg.total_byte_size}, {"columns", nlohmann::ordered_json::array()}};
+    const auto& rg = reader->metadata().row_groups[g];
+    Json jg = {{"rows", rg.num_rows}, {"first_row", reader->row_group_starts()[g]},
+               {"total_byte_size", rg.total_byte_size}, {"columns", Json::array()}};
     text << fmt::format("row group {}: {} rows, {} uncompressed, first row {}\n", g, rg.num_rows,
                         FormatBytes(static_cast<uint64_t>(rg.total_byte_size)), reader->row_group_starts()[g]);
     text << fmt::format("  {:<{}}  {:<12} {:<22} {:>7} {:>11} {:>12} {:>6}  {:>6}  {:<5} {:<5}  {}\n", "column", name_w, "codec",
                         "encodings", "pages", "compressed", "uncompressed", "ratio", "nulls", "oidx", "cidx", "min .. max");
-    for (size_t c = 0; c < cols.size(); ++c) {
-      const auto& cm = *rg.columns[c].meta_data;
-      STOKE_ASSIGN_OR_RETURN(auto pages, reader->ListPages(g, c));
-      STOKE_ASSIGN_OR_RETURN(auto oi, reader->ReadOffsetIndex(g, c));
-      STOKE_ASSIGN_OR_RETURN(auto ci, reader->ReadColumnIndex(g, c));
-      std::string range = "-";
-      std::string nulls = "-";
-      if (cm.statistics) {
-        const auto& s = *cm.statistics;
-        auto lo = s.min_value ? s.min_value : s.min;
-        auto hi = s.max_value ? s.max_value : s.max;
-        if (lo && hi && !cols[c].tensor && !cols[c].blob) range = StatText(cols[c], *lo) + " .. " + StatText(cols[c], *hi);
-        if (s.null_count) nulls = std::to_string(*s.null_count);
-      }
-      double ratio = cm.total_compressed_size > 0 ? static_cast<double>(cm.total_uncompressed_size) / cm.total_compressed_size : 0;
-      text << fmt::format("  {:<{}}  {:<12} {:<22} {:>7} {:>11} {:>12} {:>6.2f}  {:>6}  {:<5} {:<5}  {}\n", cols[c].name, name_w,
-                          parquet::CodecName(cm.codec), EncodingsText(cm.encodings), pages.size(),
-                          FormatBytes(static_cast<uint64_t>(cm.total_compressed_size)),
-                          FormatBytes(static_cast<uint64_t>(cm.total_uncompressed_size)), ratio, nulls,
-                          oi ? "yes" : "no", ci ? "yes" : "no", range);
-      nlohmann::ordered_json jc = {{"name", cols[c].name},
-                                   {"codec", parquet::CodecName(cm.codec)},
-                                   {"encodings", EncodingsText(cm.encodings)},
-                                   {"num_values", cm.num_values},
-                                   {"compressed_size", cm.total_compressed_size},
-                                   {"uncompressed_size", cm.total_uncompressed_size},
-                                   {"pages", pages.size()},
-                                   {"offset_index", oi.has_value()},
-                                   {"column_index", ci.has_value()}};
-      for (const auto& kv : cm.key_value_metadata) {
-        if (kv.key != kCodecChoiceKey || !kv.value) continue;
-        auto choice = nlohmann::ordered_json::parse(*kv.value, nullptr, false);
-        if (choice.is_discarded()) continue;
-        jc["codec_choice"] = choice;
-        const double raw = choice.value("trial_bytes", 0.0), stored = choice.value("trial_compressed_bytes", 0.0);
-        if (raw > 0) {
-          text << fmt::format("  {:<{}}  codec chosen: {} saved {:.1f} % of the first {} pages' bytes (kept when >= {:.0f} %)\n",
-                              "", name_w, choice.value("requested", "?"), 100.0 * (1.0 - stored / raw),
-                              FormatBytes(static_cast<uint64_t>(raw)), 100.0 * choice.value("min_saving", 0.0));
-        }
-      }
-      if (cm.statistics && cm.statistics->null_count) jc["null_count"] = *cm.statistics->null_count;
-      if (range != "-") jc["range"] = range;
-      if (options.pages) {
-        nlohmann::ordered_json jp = nlohmann::ordered_json::array();
-        for (const auto& p : pages) {
-          const auto& h = p.header;
-          int64_t values = h.data_page_header ? h.data_page_header->num_values
-                           : h.data_page_header_v2 ? h.data_page_header_v2->num_values
-                           : h.dictionary_page_header ? h.dictionary_page_header->num_values : 0;
-          parquet::Encoding enc = h.data_page_header ? h.data_page_header->encoding
-                                  : h.data_page_header_v2 ? h.data_page_header_v2->encoding
-                                  : h.dictionary_page_header ? h.dictionary_page_header->encoding : parquet::Encoding::kPlain;
-          text << fmt::format("      page @{:<12} {:<15} values {:<7} header {:>4} B  stored {:>10} B  raw {:>10} B  {:<16} crc {}\n",
-                              p.offset, parquet::PageTypeName(h.type), values, p.header_size, h.compressed_page_size,
-                              h.uncompressed_page_size, parquet::EncodingName(enc),
-                              h.crc ? fmt::format("{:08x}", static_cast<uint32_t>(*h.crc)) : "none");
-          jp.push_back({{"offset", p.offset}, {"type", parquet::PageTypeName(h.type)}, {"values", values},
-                        {"header_size", p.header_size}, {"compressed_size", h.compressed_page_size},
-                        {"uncompressed_size", h.uncompressed_page_size}, {"encoding", parquet::EncodingName(enc)},
-                        {"crc", h.crc.has_value()}});
-        }
-        jc["page_list"] = jp;
-      }
-      jg["columns"].push_back(jc);
+    for (size_t c = 0; c < reader->columns().size(); ++c) {
+      STOKE_RETURN_IF_ERROR(DescribeChunk(*reader, g, c, name_w, options.pages, text, &jg));
     }
     j["row_groups"].push_back(jg);
   }

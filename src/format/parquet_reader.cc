@@ -8,6 +8,7 @@
 
 #include "format/codec.h"
 #include "format/parquet_encoding.h"
+#include "format/parquet_values.h"
 
 namespace stoke {
 
@@ -46,90 +47,6 @@ bool IsStringAnnotated(const parquet::SchemaElement& e) {
   return e.converted_type && (*e.converted_type == parquet::ConvertedType::kUtf8 ||
                               *e.converted_type == parquet::ConvertedType::kJson ||
                               *e.converted_type == parquet::ConvertedType::kEnum);
-}
-
-// Decodes `count` values encoded `encoding` from `data`, appending to `out`.
-Status DecodeValues(const LeafColumn& col, Encoding encoding, ByteView data, size_t count, const ValueVector* dict,
-                    ValueVector* out) {
-  using namespace parquet;  // NOLINT: the decoders
-  size_t consumed = 0;
-  switch (encoding) {
-    case Encoding::kPlain:
-      return std::visit(
-          [&](auto& v) -> Status {
-            using T = typename std::decay_t<decltype(v)>::value_type;
-            if constexpr (std::is_same_v<T, uint8_t>) {
-              return DecodePlainBoolean(data, count, &v, &consumed);
-            } else if constexpr (std::is_same_v<T, std::string>) {
-              if (col.type == Type::kByteArray) return DecodePlainByteArray(data, count, &v, &consumed);
-              int width = col.type == Type::kInt96 ? 12 : col.type_length;
-              return DecodePlainFixedLenByteArray(data, count, width, &v, &consumed);
-            } else {
-              return DecodePlain(data, count, &v, &consumed);
-            }
-          },
-          *out);
-    case Encoding::kPlainDictionary:
-    case Encoding::kRleDictionary: {
-      if (dict == nullptr) return Status::Corruption("dictionary-encoded page without a dictionary page");
-      std::vector<uint32_t> idx(count);
-      STOKE_RETURN_IF_ERROR(DecodeDictionaryIndices(data, count, idx.data()));
-      return std::visit(
-          [&](auto& v) -> Status {
-            using V = std::decay_t<decltype(v)>;
-            const auto& d = std::get<V>(*dict);
-            for (uint32_t i : idx) {
-              if (i >= d.size()) {
-                return Status::Corruption(fmt::format("dictionary index {} out of range ({} entries)", i, d.size()));
-              }
-              v.push_back(d[i]);
-            }
-            return Status::OK();
-          },
-          *out);
-    }
-    case Encoding::kRle:
-      if (col.type != Type::kBoolean) break;
-      return DecodeRleBoolean(data, count, &std::get<std::vector<uint8_t>>(*out), &consumed);
-    case Encoding::kDeltaBinaryPacked:
-      if (col.type == Type::kInt32) return DecodeDeltaBinaryPacked(data, count, &std::get<std::vector<int32_t>>(*out), &consumed);
-      if (col.type == Type::kInt64) return DecodeDeltaBinaryPacked(data, count, &std::get<std::vector<int64_t>>(*out), &consumed);
-      break;
-    case Encoding::kDeltaLengthByteArray:
-      if (col.type != Type::kByteArray) break;
-      return DecodeDeltaLengthByteArray(data, count, &std::get<std::vector<std::string>>(*out), &consumed);
-    case Encoding::kDeltaByteArray: {
-      if (col.type != Type::kByteArray && col.type != Type::kFixedLenByteArray) break;
-      auto& v = std::get<std::vector<std::string>>(*out);
-      size_t before = v.size();
-      STOKE_RETURN_IF_ERROR(DecodeDeltaByteArray(data, count, &v, &consumed));
-      if (col.type == Type::kFixedLenByteArray) {
-        for (size_t i = before; i < v.size(); ++i) {
-          if (static_cast<int32_t>(v[i].size()) != col.type_length) {
-            return Status::Corruption(fmt::format("DELTA_BYTE_ARRAY value of {} bytes in a FIXED_LEN_BYTE_ARRAY({}) column",
-                                                  v[i].size(), col.type_length));
-          }
-        }
-      }
-      return Status::OK();
-    }
-    case Encoding::kByteStreamSplit:
-      return std::visit(
-          [&](auto& v) -> Status {
-            using T = typename std::decay_t<decltype(v)>::value_type;
-            if constexpr (std::is_same_v<T, uint8_t>) {
-              return Status::Corruption("BYTE_STREAM_SPLIT on a BOOLEAN column");
-            } else if constexpr (std::is_same_v<T, std::string>) {
-              if (col.type != Type::kFixedLenByteArray) return Status::Corruption("BYTE_STREAM_SPLIT on a BYTE_ARRAY column");
-              return DecodeByteStreamSplitFixedLenByteArray(data, count, col.type_length, &v);
-            } else {
-              return DecodeByteStreamSplit(data, count, &v);
-            }
-          },
-          *out);
-    default: break;
-  }
-  return Status::Unsupported(fmt::format("encoding {} for a {} column", EncodingName(encoding), TypeName(col.type)));
 }
 
 // Reads the decompressed bytes of a page body.
@@ -546,7 +463,7 @@ Result<std::pair<int64_t, int64_t>> ParquetReader::ChunkRange(int row_group, siz
   if (m.dictionary_page_offset && *m.dictionary_page_offset > 0 && *m.dictionary_page_offset < start) {
     start = *m.dictionary_page_offset;
   }
-  int64_t limit = static_cast<int64_t>(file_->size() - footer_size_ - 8);
+  int64_t limit = static_cast<int64_t>(DataEnd());
   int64_t end;
   if (start < 4 || m.total_compressed_size < 0 || __builtin_add_overflow(start, m.total_compressed_size, &end) ||
       end > limit) {
@@ -598,7 +515,7 @@ Result<std::vector<PageInfo>> ParquetReader::ListPages(int row_group, size_t col
     p.header_size = static_cast<int64_t>(consumed);
     const int64_t total = p.header_size + p.header.compressed_page_size;
     // A page past the chunk's recorded end but before the footer: see ExtendChunkForPage.
-    if (total > range.second - pos && total > static_cast<int64_t>(file_->size() - footer_size_ - 8) - pos) {
+    if (total > range.second - pos && total > static_cast<int64_t>(DataEnd()) - pos) {
       return Status::Corruption(fmt::format("{}: offset {}: page of {} bytes runs past the chunk end {}", ctx, pos,
                                             p.header.compressed_page_size, range.second));
     }
@@ -614,7 +531,7 @@ Status ParquetReader::ExtendChunkForPage(int row_group, size_t column, int64_t c
                                          size_t needed, AlignedBuffer* chunk) const {
   // Some old writers recorded a chunk's total_compressed_size short of its last page (PARQUET-816);
   // Arrow, Impala and DuckDB read on into the bytes that follow, as long as they precede the footer.
-  const uint64_t limit = file_->size() - footer_size_ - 8;
+  const uint64_t limit = DataEnd();
   if (static_cast<uint64_t>(chunk_start) + needed > limit) {
     return Status::Corruption(fmt::format("{}: offset {}: page runs past the chunk end {} and on into the footer at {}",
                                           Context(row_group, column), page_offset,

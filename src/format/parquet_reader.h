@@ -119,6 +119,8 @@ class ParquetReader {
   Status ValidateRowGroups();
   // The byte range [start, end) of a column chunk's pages.
   Result<std::pair<int64_t, int64_t>> ChunkRange(int row_group, size_t column) const;
+  // Where the data region ends: the footer's first byte (column chunks and their pages lie before).
+  uint64_t DataEnd() const { return file_->size() - footer_size_ - 8; }
   std::string Context(int row_group, size_t column) const;
   // Reads a column chunk and walks its pages, decoding dictionary pages itself and handing each data
   // page to `visit` (header, stored body, codec, dictionary or null, scratch buffer). Stops at the

@@ -574,6 +574,29 @@ Result<EncodedColumnChunk> RowGroupEncoder::EncodeLeveledColumn(size_t column, c
   return chunk;
 }
 
+namespace {
+
+// A column index's boundary order: ascending or descending when consecutive non-null pages' bounds
+// are monotonic, else unordered.
+parquet::BoundaryOrder BoundaryOrderOf(parquet::Type type, const parquet::ColumnIndex& ci) {
+  bool asc = true, desc = true;
+  int prev = -1;
+  for (size_t i = 0; i < ci.null_pages.size(); ++i) {
+    if (ci.null_pages[i]) continue;
+    if (prev >= 0) {
+      int cmin = CompareStat(type, ci.min_values[prev], ci.min_values[i]);
+      int cmax = CompareStat(type, ci.max_values[prev], ci.max_values[i]);
+      asc = asc && cmin <= 0 && cmax <= 0;
+      desc = desc && cmin >= 0 && cmax >= 0;
+    }
+    prev = static_cast<int>(i);
+  }
+  return asc ? parquet::BoundaryOrder::kAscending
+             : (desc ? parquet::BoundaryOrder::kDescending : parquet::BoundaryOrder::kUnordered);
+}
+
+}  // namespace
+
 Result<EncodedColumnChunk> RowGroupEncoder::EncodeScalarColumn(size_t column, const ColumnValues& values) const {
   const ColumnSpec& spec = columns_[column];
   EncodedColumnChunk chunk;
@@ -640,21 +663,7 @@ Result<EncodedColumnChunk> RowGroupEncoder::EncodeScalarColumn(size_t column, co
   chunk.meta.statistics = stats;
 
   if (index_ok) {
-    // Boundary order: ascending or descending when consecutive non-null pages' bounds are monotonic.
-    bool asc = true, desc = true;
-    int prev = -1;
-    for (size_t i = 0; i < ci.null_pages.size(); ++i) {
-      if (ci.null_pages[i]) continue;
-      if (prev >= 0) {
-        int cmin = CompareStat(spec.type, ci.min_values[prev], ci.min_values[i]);
-        int cmax = CompareStat(spec.type, ci.max_values[prev], ci.max_values[i]);
-        asc = asc && cmin <= 0 && cmax <= 0;
-        desc = desc && cmin >= 0 && cmax >= 0;
-      }
-      prev = static_cast<int>(i);
-    }
-    ci.boundary_order = asc ? parquet::BoundaryOrder::kAscending
-                            : (desc ? parquet::BoundaryOrder::kDescending : parquet::BoundaryOrder::kUnordered);
+    ci.boundary_order = BoundaryOrderOf(spec.type, ci);
     chunk.column_index = std::move(ci);
   }
   return chunk;

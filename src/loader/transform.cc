@@ -327,6 +327,65 @@ void ExecutePlan(const CopyPlan& plan, const uint8_t* src, uint8_t* dst, size_t 
   }
 }
 
+// PlanGeometricStep's kinds: each adjusts `plan`, set up as a plain copy with the input strides
+// `in_stride` and output strides `out_stride`.
+void PlanRot90(const Step& step, Rng& rng, const int64_t* in_stride, CopyPlan* plan) {
+  const int a0 = step.axes[0], a1 = step.axes[1];
+  const int64_t last = step.in_shape[a0] - 1;  // == step.in_shape[a1] - 1
+  switch (rng.Below(4)) {
+    case 1:  // out[i, j] = m[j, n-1-i]
+      plan->src_stride[a0] = -in_stride[a1];
+      plan->src_stride[a1] = in_stride[a0];
+      plan->src_offset = last * in_stride[a1];
+      break;
+    case 2:  // out[i, j] = m[n-1-i, n-1-j]
+      plan->src_stride[a0] = -in_stride[a0];
+      plan->src_stride[a1] = -in_stride[a1];
+      plan->src_offset = last * (in_stride[a0] + in_stride[a1]);
+      break;
+    case 3:  // out[i, j] = m[n-1-j, i]
+      plan->src_stride[a0] = in_stride[a1];
+      plan->src_stride[a1] = -in_stride[a0];
+      plan->src_offset = last * in_stride[a0];
+      break;
+    default: break;
+  }
+}
+
+void PlanCrop(const Step& step, Rng& rng, const int64_t* in_stride, const int64_t* out_stride, CopyPlan* plan) {
+  const bool random = step.kind == Kind::kRandomCrop;
+  for (size_t i = 0; i < step.axes.size(); ++i) {
+    const int a = step.axes[i];
+    const int64_t extent = step.in_shape[a], size = step.size[i];
+    if (extent >= size) {
+      const int64_t diff = extent - size;
+      // torchvision: int(round(diff / 2.0)), Python's round: half to even.
+      const int64_t centred = step.torchvision_center && diff % 2 == 1 ? diff / 2 + ((diff / 2) % 2) : diff / 2;
+      const int64_t offset = random ? static_cast<int64_t>(rng.Below(static_cast<uint64_t>(diff + 1))) : centred;
+      plan->src_offset += offset * in_stride[a];
+    } else {
+      const int64_t offset =
+          random ? static_cast<int64_t>(rng.Below(static_cast<uint64_t>(size - extent + 1))) : (size - extent) / 2;
+      plan->dst_offset += offset * out_stride[a];
+      plan->extent[a] = extent;
+      plan->zero_fill = true;
+    }
+  }
+}
+
+void PlanChannelsMove(const Step& step, const int64_t* in_stride, CopyPlan* plan) {
+  const int rank = static_cast<int>(step.in_shape.size());
+  // out dimension d reads input dimension perm[d].
+  int perm[kMaxRank];
+  int k = 0;
+  if (step.kind == Kind::kChannelsFirst) perm[k++] = step.axis;
+  for (int d = 0; d < rank; ++d) {
+    if (d != step.axis) perm[k++] = d;
+  }
+  if (step.kind == Kind::kChannelsLast) perm[k++] = step.axis;
+  for (int d = 0; d < rank; ++d) plan->src_stride[d] = in_stride[perm[d]];
+}
+
 // Fills `plan` for one geometric step and the random choices it draws from `rng`.
 void PlanGeometricStep(const Step& step, Rng& rng, CopyPlan* plan) {
   const size_t elem = DTypeSize(step.in_dtype);
@@ -350,64 +409,11 @@ void PlanGeometricStep(const Step& step, Rng& rng, CopyPlan* plan) {
         }
       }
       break;
-    case Kind::kRandomRot90: {
-      const int a0 = step.axes[0], a1 = step.axes[1];
-      const int64_t last = step.in_shape[a0] - 1;  // == step.in_shape[a1] - 1
-      switch (rng.Below(4)) {
-        case 1:  // out[i, j] = m[j, n-1-i]
-          plan->src_stride[a0] = -in_stride[a1];
-          plan->src_stride[a1] = in_stride[a0];
-          plan->src_offset = last * in_stride[a1];
-          break;
-        case 2:  // out[i, j] = m[n-1-i, n-1-j]
-          plan->src_stride[a0] = -in_stride[a0];
-          plan->src_stride[a1] = -in_stride[a1];
-          plan->src_offset = last * (in_stride[a0] + in_stride[a1]);
-          break;
-        case 3:  // out[i, j] = m[n-1-j, i]
-          plan->src_stride[a0] = in_stride[a1];
-          plan->src_stride[a1] = -in_stride[a0];
-          plan->src_offset = last * in_stride[a0];
-          break;
-        default: break;
-      }
-      break;
-    }
+    case Kind::kRandomRot90: PlanRot90(step, rng, in_stride, plan); break;
     case Kind::kRandomCrop:
-    case Kind::kCenterCrop: {
-      const bool random = step.kind == Kind::kRandomCrop;
-      for (size_t i = 0; i < step.axes.size(); ++i) {
-        const int a = step.axes[i];
-        const int64_t extent = step.in_shape[a], size = step.size[i];
-        if (extent >= size) {
-          const int64_t diff = extent - size;
-          // torchvision: int(round(diff / 2.0)), Python's round: half to even.
-          const int64_t centred = step.torchvision_center && diff % 2 == 1 ? diff / 2 + ((diff / 2) % 2) : diff / 2;
-          const int64_t offset = random ? static_cast<int64_t>(rng.Below(static_cast<uint64_t>(diff + 1))) : centred;
-          plan->src_offset += offset * in_stride[a];
-        } else {
-          const int64_t offset = random ? static_cast<int64_t>(rng.Below(static_cast<uint64_t>(size - extent + 1)))
-                                        : (size - extent) / 2;
-          plan->dst_offset += offset * out_stride[a];
-          plan->extent[a] = extent;
-          plan->zero_fill = true;
-        }
-      }
-      break;
-    }
+    case Kind::kCenterCrop: PlanCrop(step, rng, in_stride, out_stride, plan); break;
     case Kind::kChannelsFirst:
-    case Kind::kChannelsLast: {
-      // out dimension d reads input dimension perm[d].
-      int perm[kMaxRank];
-      int k = 0;
-      if (step.kind == Kind::kChannelsFirst) perm[k++] = step.axis;
-      for (int d = 0; d < rank; ++d) {
-        if (d != step.axis) perm[k++] = d;
-      }
-      if (step.kind == Kind::kChannelsLast) perm[k++] = step.axis;
-      for (int d = 0; d < rank; ++d) plan->src_stride[d] = in_stride[perm[d]];
-      break;
-    }
+    case Kind::kChannelsLast: PlanChannelsMove(step, in_stride, plan); break;
     default: break;
   }
 }

@@ -56,6 +56,60 @@ struct MatchedRows {
   const std::vector<size_t>& rows;                     // matching rows of the row group, ascending
 };
 
+// Per file, from its add statistics: -1 no row can match, 1 every row matches (counting: the file
+// is not opened), 0 it must be read; `records` gets each file's numRecords (-1 unknown). Parsing the
+// statistics of 100,000s of files is the bulk of a count, so it runs on every core.
+Status DecideFromStats(const Scan& s, bool want_rows, std::vector<int8_t>* decision, std::vector<int64_t>* records) {
+  const TableView& t = s.t;
+  const auto& files = t.snapshot.files;
+  constexpr size_t kChunk = 4096;
+  const size_t chunks = (files.size() + kChunk - 1) / kChunk;
+  // Only the predicate's columns' statistics are read.
+  std::vector<ColumnSpec> stat_columns;
+  for (const auto& c : t.columns) {
+    if (s.where && std::binary_search(s.where->columns().begin(), s.where->columns().end(), c.name)) {
+      stat_columns.push_back(c);
+    }
+  }
+  auto decide = [&](size_t chunk) -> Status {
+    AddStatsReader reader(stat_columns);
+    for (size_t i = chunk * kChunk; i < std::min(files.size(), (chunk + 1) * kChunk); ++i) {
+      int64_t& n = (*records)[i];
+      const auto stats = FileStats(files[i], reader, &n);
+      if ((s.where && !s.where->MayMatch(stats, n)) || files[i].LiveRecords(n) == 0) {
+        (*decision)[i] = -1;
+      } else if (!want_rows && files[i].LiveRecords(n) >= 0 && (!s.where || s.where->MustMatch(stats, n))) {
+        // The statistics describe every row of the file, deleted ones too: what holds for all of
+        // them holds for the live ones, which the deletion vector's cardinality counts.
+        (*decision)[i] = 1;
+      }
+    }
+    return Status::OK();
+  };
+  if (chunks > 1) {
+    ThreadPool pool(0);
+    return ParallelFor(pool, chunks, decide);
+  }
+  return chunks == 1 ? decide(0) : Status::OK();
+}
+
+// Per table column, its leaf in the file (kNotInFile for an OPTIONAL column added after the file was
+// written; unset for partition and nested columns).
+Result<std::vector<size_t>> FileColumns(const TableView& t, const ParquetReader& reader) {
+  std::vector<size_t> file_col(t.columns.size());
+  for (size_t c = 0; c < t.columns.size(); ++c) {
+    // Partition columns' values come from the log; nested ones are read whole by name, not as a leaf.
+    if (t.IsPartitionColumn(t.columns[c].name) || t.columns[c].nested()) continue;
+    auto found = FindFileColumn(reader, t.columns[c]);
+    if (!found.ok() && t.columns[c].optional) {
+      file_col[c] = kNotInFile;  // added to the schema after this file was written: null
+      continue;
+    }
+    STOKE_ASSIGN_OR_RETURN(file_col[c], std::move(found));
+  }
+  return file_col;
+}
+
 // Visits the rows matching the predicate, file by file and row group by row group (snapshot order),
 // skipping files and row groups whose statistics exclude it; stops after o.limit rows. With
 // o.count_only, counts without decoding the selected columns and without calling on_rows.
@@ -66,43 +120,9 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
   auto limit_reached = [&] { return want_rows && o.limit >= 0 && report->rows >= o.limit; };
   const auto& files = t.snapshot.files;
   report->files_total = static_cast<int64_t>(files.size());
-  // Per file, from its add statistics: -1 no row can match, 1 every row matches (counting: the file
-  // is not opened), 0 it must be read. Parsing the statistics of 100,000s of files is the bulk of a
-  // count, so it runs on every core.
   std::vector<int8_t> decision(files.size(), 0);
   std::vector<int64_t> records(files.size(), -1);
-  if (s.where || !want_rows) {
-    constexpr size_t kChunk = 4096;
-    const size_t chunks = (files.size() + kChunk - 1) / kChunk;
-    // Only the predicate's columns' statistics are read.
-    std::vector<ColumnSpec> stat_columns;
-    for (const auto& c : t.columns) {
-      if (s.where && std::binary_search(s.where->columns().begin(), s.where->columns().end(), c.name)) {
-        stat_columns.push_back(c);
-      }
-    }
-    auto decide = [&](size_t chunk) -> Status {
-      AddStatsReader reader(stat_columns);
-      for (size_t i = chunk * kChunk; i < std::min(files.size(), (chunk + 1) * kChunk); ++i) {
-        const auto stats = FileStats(files[i], reader, &records[i]);
-        if ((s.where && !s.where->MayMatch(stats, records[i])) || files[i].LiveRecords(records[i]) == 0) {
-          decision[i] = -1;
-        } else if (!want_rows && files[i].LiveRecords(records[i]) >= 0 &&
-                   (!s.where || s.where->MustMatch(stats, records[i]))) {
-          // The statistics describe every row of the file, deleted ones too: what holds for all of
-          // them holds for the live ones, which the deletion vector's cardinality counts.
-          decision[i] = 1;
-        }
-      }
-      return Status::OK();
-    };
-    if (chunks > 1) {
-      ThreadPool pool(0);
-      STOKE_RETURN_IF_ERROR(ParallelFor(pool, chunks, decide));
-    } else if (chunks == 1) {
-      STOKE_RETURN_IF_ERROR(decide(0));
-    }
-  }
+  if (s.where || !want_rows) STOKE_RETURN_IF_ERROR(DecideFromStats(s, want_rows, &decision, &records));
   for (size_t i = 0; i < files.size(); ++i) {
     const auto& add = files[i];
     if (limit_reached()) break;
@@ -115,17 +135,7 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
     ++report->files_scanned;
     STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*t.storage, t.FilePath(add)));
     STOKE_ASSIGN_OR_RETURN(const std::vector<uint64_t> deleted, DeletedRows(t, add));
-    std::vector<size_t> file_col(t.columns.size());
-    for (size_t c = 0; c < t.columns.size(); ++c) {
-      // Partition columns' values come from the log; nested ones are read whole by name, not as a leaf.
-      if (t.IsPartitionColumn(t.columns[c].name) || t.columns[c].nested()) continue;
-      auto found = FindFileColumn(*reader, t.columns[c]);
-      if (!found.ok() && t.columns[c].optional) {
-        file_col[c] = kNotInFile;  // added to the schema after this file was written: null
-        continue;
-      }
-      STOKE_ASSIGN_OR_RETURN(file_col[c], std::move(found));
-    }
+    STOKE_ASSIGN_OR_RETURN(const std::vector<size_t> file_col, FileColumns(t, *reader));
     report->row_groups_total += reader->num_row_groups();
     for (int g = 0; g < reader->num_row_groups(); ++g) {
       if (limit_reached()) break;
@@ -261,104 +271,127 @@ Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
   return report;
 }
 
+namespace {
+
+// The result column of table column `spec`: its kind and, for numbers and tensors, its dtype and shape.
+QueryColumn ResultColumn(const ColumnSpec& spec) {
+  QueryColumn q;
+  q.name = spec.name;
+  if (spec.tensor) {
+    q.kind = ColumnKind::kTensor;
+    q.dtype = spec.tensor->dtype;
+    q.shape = spec.tensor->shape;
+  } else if (spec.logical == LogicalType::kDate || spec.logical == LogicalType::kTimestamp ||
+             spec.logical == LogicalType::kTimestampNtz) {
+    q.kind = spec.logical == LogicalType::kDate ? ColumnKind::kDate : ColumnKind::kTimestamp;
+    q.dtype = DType::kInt64;
+  } else if (spec.logical == LogicalType::kDecimal) {
+    q.kind = ColumnKind::kDecimal;
+  } else if (spec.nested()) {
+    q.kind = ColumnKind::kNested;
+  } else if (spec.type == parquet::Type::kByteArray || spec.type == parquet::Type::kFixedLenByteArray ||
+             spec.type == parquet::Type::kInt96) {
+    q.kind = spec.is_string ? ColumnKind::kString : ColumnKind::kBinary;
+  } else {
+    q.kind = ColumnKind::kScalar;
+    q.dtype = ScalarDType(spec.type);
+  }
+  return q;
+}
+
+// Appends the matched rows' cells of tensor column `spec` (leaf `file_column`) to q: zeros, marked
+// invalid, for a null cell.
+Status AppendTensorCells(const MatchedRows& m, const ColumnSpec& spec, size_t file_column, AlignedBuffer& cell,
+                         QueryColumn* q) {
+  const size_t before = q->valid.size();
+  const size_t cell_bytes = static_cast<size_t>(spec.tensor->num_bytes());
+  q->data.resize((before + m.rows.size()) * cell_bytes);
+  for (size_t i = 0; i < m.rows.size(); ++i) {
+    Status st = ReadPagedCell(m.reader, m.row_group, m.rows[i], file_column, &cell);
+    uint8_t* dst = q->data.data() + (before + i) * cell_bytes;
+    if (st.code() == StatusCode::kNotFound) {  // null: zeros, marked invalid
+      std::memset(dst, 0, cell_bytes);
+      q->valid.push_back(0);
+      continue;
+    }
+    STOKE_RETURN_IF_ERROR(st);
+    if (cell.size() != cell_bytes) {
+      return Status::Corruption(fmt::format("{}: row {} of row group {}: column '{}' holds {} bytes, its tensor "
+                                            "type {}{} needs {}", m.reader.path(), m.rows[i], m.row_group,
+                                            spec.name, cell.size(), DTypeName(spec.tensor->dtype),
+                                            fmt::format("[{}]", fmt::join(spec.tensor->shape, ",")), cell_bytes));
+    }
+    std::memcpy(dst, cell.data(), cell_bytes);
+    q->valid.push_back(1);
+  }
+  return Status::OK();
+}
+
+// Appends the matched rows' cells of blob column (leaf `file_column`) to q's strings.
+Status AppendBlobCells(const MatchedRows& m, size_t file_column, AlignedBuffer& cell, QueryColumn* q) {
+  for (size_t r : m.rows) {
+    Status st = ReadPagedCell(m.reader, m.row_group, r, file_column, &cell);
+    if (st.code() == StatusCode::kNotFound) {  // null
+      q->strings.emplace_back();
+      q->valid.push_back(0);
+      continue;
+    }
+    STOKE_RETURN_IF_ERROR(st);
+    q->strings.emplace_back(AsChars(cell.view()));
+    q->valid.push_back(1);
+  }
+  return Status::OK();
+}
+
+// Appends the matched rows' values of a scalar, string, decimal or nested column to q.
+void AppendDecodedValues(const MatchedRows& m, const ColumnSpec& spec, QueryColumn* q) {
+  const size_t before = q->valid.size();
+  ColumnValues taken = TakeRows(m.decoded.at(spec.name), m.rows);
+  size_t v = 0;  // next present value
+  for (size_t i = 0; i < m.rows.size(); ++i) q->valid.push_back(taken.defined.empty() || taken.defined[i] ? 1 : 0);
+  if (q->kind == ColumnKind::kDecimal || q->kind == ColumnKind::kDate) taken.values = ResultValues(spec, taken.values);
+  if (q->kind == ColumnKind::kDecimal || q->kind == ColumnKind::kNested) {
+    const auto& texts = std::get<std::vector<std::string>>(taken.values);
+    for (size_t i = 0; i < m.rows.size(); ++i) q->strings.push_back(q->valid[before + i] ? texts[v++] : std::string());
+    return;
+  }
+  std::visit(
+      [&](const auto& values) {
+        using T = typename std::decay_t<decltype(values)>::value_type;
+        if constexpr (std::is_same_v<T, std::string>) {
+          for (size_t i = 0; i < m.rows.size(); ++i) q->strings.push_back(q->valid[before + i] ? values[v++] : std::string());
+        } else {
+          const size_t size = sizeof(T);
+          q->data.resize((before + m.rows.size()) * size);
+          uint8_t* dst = q->data.data() + before * size;
+          for (size_t i = 0; i < m.rows.size(); ++i, dst += size) {
+            const T x = q->valid[before + i] ? values[v++] : T{};
+            std::memcpy(dst, &x, size);
+          }
+        }
+      },
+      taken.values);
+}
+
+}  // namespace
+
 Result<QueryResult> QueryTableColumns(const QueryOptions& o) {
   STOKE_ASSIGN_OR_RETURN(Scan s, PrepareScan(o));
   const TableView& t = s.t;
   QueryResult result;
-  for (size_t c : s.selected) {
-    const ColumnSpec& spec = t.columns[c];
-    QueryColumn q;
-    q.name = spec.name;
-    if (spec.tensor) {
-      q.kind = ColumnKind::kTensor;
-      q.dtype = spec.tensor->dtype;
-      q.shape = spec.tensor->shape;
-    } else if (spec.logical == LogicalType::kDate || spec.logical == LogicalType::kTimestamp ||
-               spec.logical == LogicalType::kTimestampNtz) {
-      q.kind = spec.logical == LogicalType::kDate ? ColumnKind::kDate : ColumnKind::kTimestamp;
-      q.dtype = DType::kInt64;
-    } else if (spec.logical == LogicalType::kDecimal) {
-      q.kind = ColumnKind::kDecimal;
-    } else if (spec.nested()) {
-      q.kind = ColumnKind::kNested;
-    } else if (spec.type == parquet::Type::kByteArray || spec.type == parquet::Type::kFixedLenByteArray ||
-               spec.type == parquet::Type::kInt96) {
-      q.kind = spec.is_string ? ColumnKind::kString : ColumnKind::kBinary;
-    } else {
-      q.kind = ColumnKind::kScalar;
-      q.dtype = ScalarDType(spec.type);
-    }
-    result.columns.push_back(std::move(q));
-  }
-
+  for (size_t c : s.selected) result.columns.push_back(ResultColumn(t.columns[c]));
   AlignedBuffer cell;
   STOKE_RETURN_IF_ERROR(ScanMatches(s, o, &result.report, [&](const MatchedRows& m) -> Status {
     for (size_t k = 0; k < s.selected.size(); ++k) {
       const ColumnSpec& spec = t.columns[s.selected[k]];
-      QueryColumn& q = result.columns[k];
-      const size_t before = q.valid.size();  // rows so far (valid is kept for every row, trimmed at the end)
+      QueryColumn& q = result.columns[k];  // valid is kept for every row, trimmed at the end
       if (spec.tensor) {
-        const size_t cell_bytes = static_cast<size_t>(spec.tensor->num_bytes());
-        q.data.resize((before + m.rows.size()) * cell_bytes);
-        for (size_t i = 0; i < m.rows.size(); ++i) {
-          Status st = ReadPagedCell(m.reader, m.row_group, m.rows[i], m.file_column[s.selected[k]], &cell);
-          uint8_t* dst = q.data.data() + (before + i) * cell_bytes;
-          if (st.code() == StatusCode::kNotFound) {  // null: zeros, marked invalid
-            std::memset(dst, 0, cell_bytes);
-            q.valid.push_back(0);
-            continue;
-          }
-          STOKE_RETURN_IF_ERROR(st);
-          if (cell.size() != cell_bytes) {
-            return Status::Corruption(fmt::format("{}: row {} of row group {}: column '{}' holds {} bytes, its tensor "
-                                                  "type {}{} needs {}", m.reader.path(), m.rows[i], m.row_group,
-                                                  spec.name, cell.size(), DTypeName(spec.tensor->dtype),
-                                                  fmt::format("[{}]", fmt::join(spec.tensor->shape, ",")), cell_bytes));
-          }
-          std::memcpy(dst, cell.data(), cell_bytes);
-          q.valid.push_back(1);
-        }
-        continue;
+        STOKE_RETURN_IF_ERROR(AppendTensorCells(m, spec, m.file_column[s.selected[k]], cell, &q));
+      } else if (spec.blob) {
+        STOKE_RETURN_IF_ERROR(AppendBlobCells(m, m.file_column[s.selected[k]], cell, &q));
+      } else {
+        AppendDecodedValues(m, spec, &q);
       }
-      if (spec.blob) {
-        for (size_t r : m.rows) {
-          Status st = ReadPagedCell(m.reader, m.row_group, r, m.file_column[s.selected[k]], &cell);
-          if (st.code() == StatusCode::kNotFound) {  // null
-            q.strings.emplace_back();
-            q.valid.push_back(0);
-            continue;
-          }
-          STOKE_RETURN_IF_ERROR(st);
-          q.strings.emplace_back(AsChars(cell.view()));
-          q.valid.push_back(1);
-        }
-        continue;
-      }
-      ColumnValues taken = TakeRows(m.decoded.at(spec.name), m.rows);
-      size_t v = 0;  // next present value
-      for (size_t i = 0; i < m.rows.size(); ++i) q.valid.push_back(taken.defined.empty() || taken.defined[i] ? 1 : 0);
-      if (q.kind == ColumnKind::kDecimal || q.kind == ColumnKind::kDate) taken.values = ResultValues(spec, taken.values);
-      if (q.kind == ColumnKind::kDecimal || q.kind == ColumnKind::kNested) {
-        const auto& texts = std::get<std::vector<std::string>>(taken.values);
-        for (size_t i = 0; i < m.rows.size(); ++i) q.strings.push_back(q.valid[before + i] ? texts[v++] : std::string());
-        continue;
-      }
-      std::visit(
-          [&](const auto& values) {
-            using T = typename std::decay_t<decltype(values)>::value_type;
-            if constexpr (std::is_same_v<T, std::string>) {
-              for (size_t i = 0; i < m.rows.size(); ++i) q.strings.push_back(q.valid[before + i] ? values[v++] : std::string());
-            } else {
-              const size_t size = sizeof(T);
-              q.data.resize((before + m.rows.size()) * size);
-              uint8_t* dst = q.data.data() + before * size;
-              for (size_t i = 0; i < m.rows.size(); ++i, dst += size) {
-                const T x = q.valid[before + i] ? values[v++] : T{};
-                std::memcpy(dst, &x, size);
-              }
-            }
-          },
-          taken.values);
     }
     return Status::OK();
   }));

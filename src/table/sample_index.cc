@@ -261,46 +261,65 @@ Status ReadFilePagesBatch(const IndexedTable& view, const std::vector<delta::Add
 }
 
 // Serializes the built index in the cache layout.
-Result<std::string> Serialize(int64_t version, CommitStamp stamp, const std::vector<std::string>& tensor_columns,
-                              const std::vector<const BuiltFile*>& files) {
-  const size_t ncols = tensor_columns.size();
+// Where each section of a cache file of `files` and `tensor_columns` goes (see the class comment).
+struct CacheLayout {
   uint64_t num_rows = 0, num_pages = 0, strings_size = 0;
-  for (const BuiltFile* f : files) {
-    num_rows += f->num_rows;
-    strings_size += f->rel_path.size();
-    for (const auto& p : f->pages) num_pages += p.size();
-  }
-  for (const auto& n : tensor_columns) strings_size += n.size();
-  if (files.size() > std::numeric_limits<uint32_t>::max() || num_pages > std::numeric_limits<uint32_t>::max()) {
-    return Status::Unsupported(fmt::format("sample index: {} files and {} pages exceed the format's 2^32-1 limit",
-                                           files.size(), num_pages));
-  }
-  const uint64_t files_off = kHeaderSize;
-  const uint64_t columns_off = files_off + kFileRecordSize * files.size();
-  const uint64_t pages_off = columns_off + kColumnRecordSize * ncols;
-  const uint64_t rows_off = pages_off + kPageRecordSize * num_pages;
-  const uint64_t strings_off = Align8(rows_off + 4 * ncols * num_rows);
-  const uint64_t total = strings_off + strings_size;
+  uint64_t files_off = 0, columns_off = 0, pages_off = 0, rows_off = 0, strings_off = 0, total = 0;
+};
 
-  std::string out(total, '\0');
-  auto* b = reinterpret_cast<uint8_t*>(out.data());
+Result<CacheLayout> LayoutOf(const std::vector<std::string>& tensor_columns, const std::vector<const BuiltFile*>& files) {
+  CacheLayout l;
+  for (const BuiltFile* f : files) {
+    l.num_rows += f->num_rows;
+    l.strings_size += f->rel_path.size();
+    for (const auto& p : f->pages) l.num_pages += p.size();
+  }
+  for (const auto& n : tensor_columns) l.strings_size += n.size();
+  if (files.size() > std::numeric_limits<uint32_t>::max() || l.num_pages > std::numeric_limits<uint32_t>::max()) {
+    return Status::Unsupported(fmt::format("sample index: {} files and {} pages exceed the format's 2^32-1 limit",
+                                           files.size(), l.num_pages));
+  }
+  l.files_off = kHeaderSize;
+  l.columns_off = l.files_off + kFileRecordSize * files.size();
+  l.pages_off = l.columns_off + kColumnRecordSize * tensor_columns.size();
+  l.rows_off = l.pages_off + kPageRecordSize * l.num_pages;
+  l.strings_off = Align8(l.rows_off + 4 * tensor_columns.size() * l.num_rows);
+  l.total = l.strings_off + l.strings_size;
+  return l;
+}
+
+// The header's fields but its CRCs.
+void WriteHeader(uint8_t* b, int64_t version, CommitStamp stamp, size_t num_files, size_t num_columns,
+                 const CacheLayout& l) {
   std::memcpy(b, kMagic, sizeof(kMagic));
   StoreLE<uint32_t>(b + kOffFormatVersion, kFormatVersion);
   StoreLE<uint32_t>(b + kOffHeaderSize, kHeaderSize);
   StoreLE<int64_t>(b + kOffTableVersion, version);
-  StoreLE<uint64_t>(b + kOffNumRows, num_rows);
-  StoreLE<uint32_t>(b + kOffNumFiles, static_cast<uint32_t>(files.size()));
-  StoreLE<uint32_t>(b + kOffNumColumns, static_cast<uint32_t>(ncols));
-  StoreLE<uint64_t>(b + kOffNumPages, num_pages);
-  StoreLE<uint64_t>(b + kOffFiles, files_off);
-  StoreLE<uint64_t>(b + kOffColumns, columns_off);
-  StoreLE<uint64_t>(b + kOffPages, pages_off);
-  StoreLE<uint64_t>(b + kOffRows, rows_off);
-  StoreLE<uint64_t>(b + kOffStrings, strings_off);
-  StoreLE<uint64_t>(b + kOffStringsSize, strings_size);
-  StoreLE<uint64_t>(b + kOffTotalSize, total);
+  StoreLE<uint64_t>(b + kOffNumRows, l.num_rows);
+  StoreLE<uint32_t>(b + kOffNumFiles, static_cast<uint32_t>(num_files));
+  StoreLE<uint32_t>(b + kOffNumColumns, static_cast<uint32_t>(num_columns));
+  StoreLE<uint64_t>(b + kOffNumPages, l.num_pages);
+  StoreLE<uint64_t>(b + kOffFiles, l.files_off);
+  StoreLE<uint64_t>(b + kOffColumns, l.columns_off);
+  StoreLE<uint64_t>(b + kOffPages, l.pages_off);
+  StoreLE<uint64_t>(b + kOffRows, l.rows_off);
+  StoreLE<uint64_t>(b + kOffStrings, l.strings_off);
+  StoreLE<uint64_t>(b + kOffStringsSize, l.strings_size);
+  StoreLE<uint64_t>(b + kOffTotalSize, l.total);
   StoreLE<uint64_t>(b + kOffCommitSize, stamp.size);
   StoreLE<int64_t>(b + kOffCommitMtime, stamp.mtime_ms);
+}
+
+Result<std::string> Serialize(int64_t version, CommitStamp stamp, const std::vector<std::string>& tensor_columns,
+                              const std::vector<const BuiltFile*>& files) {
+  const size_t ncols = tensor_columns.size();
+  STOKE_ASSIGN_OR_RETURN(const CacheLayout layout, LayoutOf(tensor_columns, files));
+  const uint64_t num_rows = layout.num_rows, files_off = layout.files_off, columns_off = layout.columns_off;
+  const uint64_t pages_off = layout.pages_off, rows_off = layout.rows_off, strings_off = layout.strings_off;
+  const uint64_t total = layout.total;
+  std::string out(total, '\0');
+  auto* b = reinterpret_cast<uint8_t*>(out.data());
+  WriteHeader(b, version, stamp, files.size(), ncols, layout);
 
   uint64_t str_pos = 0;
   auto put_string = [&](const std::string& s) {
