@@ -270,6 +270,84 @@ Result<WrittenBin> RewriteBin(const TableView& t, const std::vector<const delta:
   return out;
 }
 
+// Pass 1 of a sorted rewrite: the scalars of every input row, where each row is (input, row in it),
+// and per input its leaf of every column. A file of up to kSortedWholeFileBytes is read whole (one
+// request); of a larger one, the tensors would be read twice, so only its footer and scalar column
+// chunks are. Their readers go to `readers` for pass 2 (as many as its budget allows), which then
+// reads a whole-read file's cells from memory.
+struct SortSource {
+  size_t input;
+  int64_t row;  // file-global row
+};
+struct SortInput {
+  std::vector<SortSource> sources;
+  std::vector<ColumnValues> scalars;  // per column (empty for paged ones), rows in input order
+  std::vector<std::vector<size_t>> file_columns;
+};
+
+Result<SortInput> ReadSortInput(const TableView& t, const std::vector<const delta::AddFile*>& inputs,
+                                const std::vector<ColumnSpec>& cols, InputReaders& readers) {
+  SortInput in;
+  in.scalars.resize(cols.size());
+  for (size_t c = 0; c < cols.size(); ++c) in.scalars[c] = ColumnValues{EmptyValuesFor(cols[c].type), {}};
+  in.file_columns.resize(inputs.size());
+  size_t paged_columns = 0;
+  for (const auto& c : cols) paged_columns += c.paged() ? 1 : 0;
+  constexpr uint64_t kSortedWholeFileBytes = uint64_t{1} << 20;
+  // Each input's scalar columns, read where its reader is opened (in parallel on an object store: a
+  // file read in parts takes a request per column chunk), appended in input order.
+  std::vector<std::vector<ColumnValues>> input_scalars(inputs.size());
+  const auto read_scalars = [&](size_t i, const ParquetReader& reader) -> Status {
+    for (const auto& c : cols) {
+      STOKE_ASSIGN_OR_RETURN(size_t idx, reader.FindColumn(c.name));
+      in.file_columns[i].push_back(idx);
+    }
+    input_scalars[i].resize(cols.size());
+    for (size_t c = 0; c < cols.size(); ++c) {
+      if (cols[c].paged()) continue;
+      STOKE_ASSIGN_OR_RETURN(input_scalars[i][c], reader.ReadColumn(in.file_columns[i][c]));
+      if (input_scalars[i][c].values.index() != EmptyValuesFor(cols[c].type).index()) {
+        return Status::Corruption(
+            fmt::format("{}: column '{}' does not have the table's type", t.FilePath(*inputs[i]), cols[c].name));
+      }
+    }
+    return Status::OK();
+  };
+  STOKE_RETURN_IF_ERROR(ForEachInputInOrder(
+      t, inputs, kSortedWholeFileBytes,
+      [&](size_t i, std::unique_ptr<ParquetReader> reader) -> Status {
+        for (size_t c = 0; c < cols.size(); ++c) {
+          if (!cols[c].paged()) AppendColumnValues(&in.scalars[c], std::move(input_scalars[i][c]));
+        }
+        std::vector<ColumnValues>().swap(input_scalars[i]);
+        for (int64_t r = 0; r < reader->num_rows(); ++r) in.sources.push_back({i, r});
+        const int64_t cells = reader->num_rows() * static_cast<int64_t>(paged_columns);
+        readers.Keep(i, std::move(reader), cells);
+        return Status::OK();
+      },
+      read_scalars));
+  return in;
+}
+
+// The order of `rows` rows in a sorted rewrite: a stable sort of row indices by `key`'s values, nulls
+// last.
+std::vector<size_t> SortedOrder(const ColumnValues& key, size_t rows) {
+  std::vector<int64_t> key_value(rows, -1);  // index of each row's key among present values
+  int64_t next = 0;
+  for (size_t r = 0; r < rows; ++r) key_value[r] = key.defined.empty() || key.defined[r] ? next++ : -1;
+  std::vector<size_t> order(rows);
+  for (size_t r = 0; r < order.size(); ++r) order[r] = r;
+  std::visit(
+      [&](const auto& keys) {
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+          if (key_value[a] < 0 || key_value[b] < 0) return key_value[a] >= 0 && key_value[b] < 0;
+          return keys[static_cast<size_t>(key_value[a])] < keys[static_cast<size_t>(key_value[b])];
+        });
+      },
+      key.values);
+  return order;
+}
+
 // The bin's rows ordered by `sort_by` (ascending, nulls last, stable) in one new file. Scalar columns
 // of the whole bin are decoded into memory (they are small); tensors are then fetched row by row in
 // the new order, one positioned read each, so memory stays bounded by the scalars, one row group, the
@@ -284,73 +362,12 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
   const std::vector<ColumnSpec> cols = ColumnsToWrite(t);
   auto key_it = std::find_if(cols.begin(), cols.end(), [&](const ColumnSpec& c) { return c.name == sort_by; });
   const size_t key = static_cast<size_t>(key_it - cols.begin());
-  // Pass 1: scalars of every input row, and where each row's tensors are. A file of up to
-  // kSortedWholeFileBytes is read whole (one request); of a larger one, the tensors would be read
-  // twice, so only its footer and scalar column chunks are. Their readers go to pass 2 (as many as
-  // `reader_bytes` and `max_readers` allow), which then reads a whole-read file's cells from memory.
-  struct Source {
-    size_t input;
-    int64_t row;  // file-global row
-  };
-  std::vector<Source> sources;
-  std::vector<ColumnValues> scalars(cols.size());
-  for (size_t c = 0; c < cols.size(); ++c) scalars[c] = ColumnValues{EmptyValuesFor(cols[c].type), {}};
-  std::vector<std::vector<size_t>> file_columns(inputs.size());
-  size_t paged_columns = 0;
-  for (const auto& c : cols) paged_columns += c.paged() ? 1 : 0;
   InputReaders readers(t, inputs, reader_bytes, max_readers);
-  constexpr uint64_t kSortedWholeFileBytes = uint64_t{1} << 20;
-  // Each input's scalar columns, read where its reader is opened (in parallel on an object store: a
-  // file read in parts takes a request per column chunk), appended in input order.
-  std::vector<std::vector<ColumnValues>> input_scalars(inputs.size());
-  const auto read_scalars = [&](size_t i, const ParquetReader& reader) -> Status {
-    for (const auto& c : cols) {
-      STOKE_ASSIGN_OR_RETURN(size_t idx, reader.FindColumn(c.name));
-      file_columns[i].push_back(idx);
-    }
-    input_scalars[i].resize(cols.size());
-    for (size_t c = 0; c < cols.size(); ++c) {
-      if (cols[c].paged()) continue;
-      STOKE_ASSIGN_OR_RETURN(input_scalars[i][c], reader.ReadColumn(file_columns[i][c]));
-      if (input_scalars[i][c].values.index() != EmptyValuesFor(cols[c].type).index()) {
-        return Status::Corruption(
-            fmt::format("{}: column '{}' does not have the table's type", t.FilePath(*inputs[i]), cols[c].name));
-      }
-    }
-    return Status::OK();
-  };
-  STOKE_RETURN_IF_ERROR(ForEachInputInOrder(
-      t, inputs, kSortedWholeFileBytes,
-      [&](size_t i, std::unique_ptr<ParquetReader> reader) -> Status {
-        for (size_t c = 0; c < cols.size(); ++c) {
-          if (!cols[c].paged()) AppendColumnValues(&scalars[c], std::move(input_scalars[i][c]));
-        }
-        std::vector<ColumnValues>().swap(input_scalars[i]);
-        for (int64_t r = 0; r < reader->num_rows(); ++r) sources.push_back({i, r});
-        const int64_t cells = reader->num_rows() * static_cast<int64_t>(paged_columns);
-        readers.Keep(i, std::move(reader), cells);
-        return Status::OK();
-      },
-      read_scalars));
-  // The order: stable sort of row indices by the key, nulls last.
-  std::vector<int64_t> key_value(sources.size(), -1);  // index of each row's key among present values
-  {
-    int64_t next = 0;
-    for (size_t r = 0; r < sources.size(); ++r) {
-      bool present = scalars[key].defined.empty() || scalars[key].defined[r];
-      key_value[r] = present ? next++ : -1;
-    }
-  }
-  std::vector<size_t> order(sources.size());
-  for (size_t r = 0; r < order.size(); ++r) order[r] = r;
-  std::visit(
-      [&](const auto& keys) {
-        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-          if (key_value[a] < 0 || key_value[b] < 0) return key_value[a] >= 0 && key_value[b] < 0;
-          return keys[static_cast<size_t>(key_value[a])] < keys[static_cast<size_t>(key_value[b])];
-        });
-      },
-      scalars[key].values);
+  STOKE_ASSIGN_OR_RETURN(SortInput in, ReadSortInput(t, inputs, cols, readers));
+  const std::vector<size_t> order = SortedOrder(in.scalars[key], in.sources.size());
+  const std::vector<SortSource>& sources = in.sources;
+  const std::vector<ColumnValues>& scalars = in.scalars;
+  const std::vector<std::vector<size_t>>& file_columns = in.file_columns;
 
   // Pass 2: row groups in the new order; tensors read where they are, through the readers held, a run
   // of cells at a time (in parallel on an object store), appended in order.
@@ -389,7 +406,7 @@ Result<WrittenBin> RewriteBinSorted(const TableView& t, const std::vector<const 
       for (size_t from = 0; from < group.size() && status.ok(); from += run_rows) {
         const size_t n = std::min(run_rows, group.size() - from);
         status = ForEachIndex(fetchers.get(), n, [&](size_t k) -> Status {
-          const Source& src = sources[group[from + k]];
+          const SortSource& src = sources[group[from + k]];
           return readers.ReadCell(src.input, src.row, file_columns[src.input][c], &cells[k]);
         });
         for (size_t k = 0; k < n && status.ok(); ++k) status = enc.AppendTensor(c, cells[k].view());
