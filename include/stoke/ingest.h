@@ -26,12 +26,27 @@ Result<IngestMode> ParseIngestMode(std::string_view name);
 // "append" or "overwrite".
 std::string_view IngestModeName(IngestMode mode);
 
+// What an append does with a source file whose location is in the table but whose version (size and
+// modification time; the ETag on object stores) is not: the file changed after it was ingested.
+enum class OnChanged {
+  kSkip,    // report it and leave it out (the table keeps the version it has)
+  kAppend,  // append the new version as new rows (the old rows stay)
+  kError,   // stop before writing anything, naming the changed files
+};
+
+// The OnChanged named "skip", "append" or "error" (the CLI's --on-changed, the Python keyword
+// `on_changed`); InvalidArgument otherwise, saying what is expected.
+Result<OnChanged> ParseOnChanged(std::string_view name);
+// "skip", "append" or "error".
+std::string_view OnChangedName(OnChanged on_changed);
+
 // `stoke ingest`: what to ingest, where, and how to lay it out. Sizes are bytes.
 struct IngestOptions {
   std::string source_dir;                 // required: a directory, or one file (a path or a URI)
   std::string labels_csv;                 // default none: a CSV with a `file` column (the path relative to the source)
   std::string table_dir;                  // required: a directory or a URI, created with the table when missing
   IngestMode mode = IngestMode::kAppend;  // default append
+  OnChanged on_changed = OnChanged::kSkip;  // default skip: appending, a source file changed since it was ingested
   std::string tensor_column = "data";     // default "data": the column name for .npy arrays
   // Default "" (detected from the file names); or npy, npz, hdf5, images.
   std::string format;
@@ -68,11 +83,28 @@ struct IngestOptions {
   bool progress = true;                   // default true: a progress bar when stdout is a terminal
 };
 
+// A source file whose location is in the table with another version than the file has now.
+struct ChangedSourceFile {
+  std::string location;                   // SourceSet::FileLocation: "/data/a/x.npy", "az://c/a/x.npy"
+  std::string table_version;              // the version the table holds ("size:N,mtime:MS" or "etag:E"; the last
+                                          // of several)
+  std::string source_version;             // the version the source has now
+};
+
 // What an ingest did.
 struct IngestReport {
   int64_t version = -1;                   // the version committed (nothing to do: the current version)
   int64_t source_files = 0;               // files found in the source (this shard's)
-  int64_t skipped = 0;                    // files already in the table (append resumes)
+  int64_t new_files = 0;                  // files not in the table, added
+  int64_t skipped = 0;                    // files already in the table, left out (append resumes): the same
+                                          // location and version, or, in rows written before stoke recorded
+                                          // locations, the same name
+  int64_t changed = 0;                    // files in the table with another version: appended when on_changed
+                                          // is kAppend, else left out
+  std::vector<ChangedSourceFile> changed_files;  // the first kMaxChangedFilesListed of them
+  // How many changed files changed_files lists at most (a changed directory of millions of files
+  // must not fill memory with its names).
+  static constexpr size_t kMaxChangedFilesListed = 1000;
   int64_t rows = 0;                       // rows (samples) added
   int64_t files_added = 0;                // data files added
   int64_t files_removed = 0;              // data files removed (overwrite)

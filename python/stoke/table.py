@@ -154,7 +154,8 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
            threads: int = _INGEST_DEFAULTS["threads"], progress: bool = _INGEST_DEFAULTS["progress"],
            shard: Optional[Tuple[int, int]] = None, format: str = _INGEST_DEFAULTS["format"],
            datasets: Sequence[str] = (), hdf5_samples: str = _INGEST_DEFAULTS["hdf5_samples"],
-           decode: Union[None, int, Sequence[int]] = None) -> Dict[str, Any]:
+           decode: Union[None, int, Sequence[int]] = None,
+           on_changed: str = _INGEST_DEFAULTS["on_changed"]) -> Dict[str, Any]:
     """Ingest the source files at `source` (a directory or one file) into the table at `table`
     (created when missing), as `stoke ingest`.
 
@@ -178,6 +179,13 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
       become scalar columns.
     mode: "append" adds the files not yet in the table (all samples of a file at once; re-running
       resumes an interrupted ingest); "overwrite" replaces the table's contents in one new version.
+      A file is in the table when a row records its location (absolute path or URI, in the columns
+      `source`) and version (`source_version`: size and modification time, or the ETag on object
+      stores): another directory's files with the same names are new rows. Rows of tables written
+      before stoke recorded locations match by name.
+    on_changed: appending, a file whose location is in the table with another version (it changed
+      after it was ingested): "skip" reports it in changed_files and leaves it out, "append" adds
+      the new version as new rows, "error" raises before anything is written.
     codec: "auto" (per column chunk: zstd where it saves at least 10 % of the bytes, else
       uncompressed, so noisy float tensors and encoded images stay uncompressed and fast to load), or
       one of "zstd", "lz4_raw", "snappy", "gzip", "uncompressed" for every chunk.
@@ -190,14 +198,16 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
       files go in the table's directory `shard-<index>-of-<count>`. Needs mode "append".
 
     Returns the report: version (the version committed; when every source file is already in the
-    table, the current one with files_added 0), source_files, skipped, rows, files_added,
-    files_removed, bytes_in, bytes_out, seconds. Open the result with open_table(table)."""
+    table, the current one with files_added 0), source_files, new_files, skipped (already in the
+    table), changed (files whose version changed), changed_files (the first 1,000 of them: dicts
+    of location, table_version, source_version), rows, files_added, files_removed, bytes_in,
+    bytes_out, seconds. Open the result with open_table(table)."""
     return _stoke.ingest(os.fspath(source), os.fspath(table), labels="" if labels is None else os.fspath(labels),
                          mode=mode, tensor_column=tensor_column, codec=codec, compression_level=compression_level,
                          target_file_bytes=target_file_bytes, row_group_bytes=row_group_bytes,
                          rows_per_file=rows_per_file, partition_by=partition_by, threads=threads, progress=progress,
                          shard=shard, format=format, datasets=[str(d) for d in datasets], hdf5_samples=hdf5_samples,
-                         decode=_decode_size(decode))
+                         decode=_decode_size(decode), on_changed=on_changed)
 
 
 def _decode_size(decode: Union[None, int, Sequence[int]]) -> List[int]:

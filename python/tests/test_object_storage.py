@@ -119,7 +119,7 @@ def test_lifecycle_byte_equal(store, tmp_path):
     assert f"{SAMPLES} rows" in out
     out = run(env, "ingest", f"{prefix}/volumes", "--labels", f"{prefix}/volumes/labels.csv", "--table", table,
               "--tensor-column", "volume")
-    assert f"all {SAMPLES} source files are in" in out
+    assert f"nothing to do: {SAMPLES} source files: 0 new, {SAMPLES} already in the table" in out
 
     labels = {r["file"]: r for r in csv.DictReader(open(local / "labels.csv"))}
     positives = sum(int(r["label"]) for r in labels.values())
@@ -143,8 +143,11 @@ def test_lifecycle_byte_equal(store, tmp_path):
     # Python loader over the store: every sample byte-equal to the local .npy file of its row
     with in_process_env(env):
         t = stoke.open_table(table)
-        ids = t.query(columns=["id", "file"])
+        ids = t.query(columns=["id", "file", "source", "source_version"])
         file_of = dict(zip(ids["id"].tolist(), ids["file"].tolist()))
+        # Each row records its object's URI and ETag (what makes an append of other objects new rows).
+        assert all(s == f"{prefix}/volumes/{f}" for f, s in zip(ids["file"], ids["source"])), ids["source"][:3]
+        assert all(v.startswith("etag:") and len(v) > 5 for v in ids["source_version"]), ids["source_version"][:3]
         seen = 0
         with stoke.Loader(t, batch_size=8, shuffle="global", seed=3, columns=["id", "volume"], to="numpy") as loader:
             for batch in loader:
@@ -238,8 +241,11 @@ def test_later_epochs_and_other_processes_read_from_the_cache(store, tmp_path):
     cache = tmp_path / "cache"
     with in_process_env(env):
         t = stoke.open_table(table)
-        ids = t.query(columns=["id", "file"])
+        ids = t.query(columns=["id", "file", "source", "source_version"])
         file_of = dict(zip(ids["id"].tolist(), ids["file"].tolist()))
+        # Each row records its object's URI and ETag (what makes an append of other objects new rows).
+        assert all(s == f"{prefix}/volumes/{f}" for f, s in zip(ids["file"], ids["source"])), ids["source"][:3]
+        assert all(v.startswith("etag:") and len(v) > 5 for v in ids["source_version"]), ids["source_version"][:3]
         with stoke.Loader(t, batch_size=8, seed=2, columns=["id", "volume"], to="numpy", cache_dir=cache,
                           cache_bytes=1 << 30) as loader:
             proxy(env, "set?methods=GET")  # the requests of the epochs, not of the open

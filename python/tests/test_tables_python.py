@@ -7,6 +7,7 @@ nulls survive, errors keep their messages.
 
 import csv
 import json
+import os
 import subprocess
 
 import numpy as np
@@ -198,6 +199,42 @@ def test_sharded_ingest_from_python(tmp_path, data):
     assert sorted(zip(got["id"].tolist(), got["file"])) == sorted(zip(want["id"].tolist(), want["file"]))
     with pytest.raises(ValueError, match="--shard"):
         stoke.ingest(data["src"], tmp_path / "bad", shard=(3, 3), progress=False)
+
+
+def test_same_names_elsewhere_are_new_rows_and_changed_files_follow_on_changed(tmp_path):
+    """Appending day2/ after day1/ (the same file names, other volumes) adds day2's rows; a file
+    rewritten in place is reported and skipped by default, raises with on_changed="error" and is
+    appended with on_changed="append"; every row records its absolute location."""
+    day1, day2, table = tmp_path / "day1", tmp_path / "day2", tmp_path / "t"
+    stoke.synth_volumes(day1, samples=4, shape=(2, 2, 1), channels=1, seed=1, threads=1, progress=False)
+    stoke.synth_volumes(day2, samples=3, shape=(2, 2, 1), channels=1, seed=2, threads=1, progress=False)
+    assert stoke.ingest(day1, table, progress=False)["rows"] == 4
+    r = stoke.ingest(day2, table, progress=False)
+    assert (r["new_files"], r["skipped"], r["changed"], r["rows"]) == (3, 0, 0, 3)
+    q = stoke.open_table(table).query(columns=["file", "source", "data"])
+    assert sorted(q["source"]) == sorted(str((d / f"volume_{i:06d}.npy").resolve())
+                                         for d, n in ((day1, 4), (day2, 3)) for i in range(n))
+    for name, source, volume in zip(q["file"], q["source"], q["data"]):
+        assert source.endswith("/" + name)
+        np.testing.assert_array_equal(volume, np.load(source))
+
+    changed = day2 / "volume_000001.npy"
+    np.save(changed, np.full((2, 2, 1, 1), 7.0, np.float32))
+    st = changed.stat()
+    os.utime(changed, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    r = stoke.ingest(day2, table, progress=False)
+    assert (r["skipped"], r["changed"], r["rows"], r["files_added"]) == (2, 1, 0, 0)
+    assert r["changed_files"][0]["location"] == str(changed.resolve())
+    assert r["changed_files"][0]["table_version"] != r["changed_files"][0]["source_version"]
+    with pytest.raises(ValueError, match="changed since it was ingested"):
+        stoke.ingest(day2, table, on_changed="error", progress=False)
+    with pytest.raises(ValueError, match="skip, append or error"):
+        stoke.ingest(day2, table, on_changed="replace", progress=False)
+    r = stoke.ingest(day2, table, on_changed="append", progress=False)
+    assert (r["changed"], r["rows"]) == (1, 1)
+    q = stoke.open_table(table).query(where=f"source = '{changed.resolve()}'", columns=["data"])
+    assert len(q["data"]) == 2 and any((v == 7.0).all() for v in q["data"])
+    assert stoke.ingest(day2, table, on_changed="error", progress=False)["files_added"] == 0
 
 
 def test_samples_with_more_dimensions_than_numpy_batches_name_the_column(tmp_path):

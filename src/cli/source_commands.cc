@@ -182,6 +182,7 @@ struct IngestState {
   std::string ig_decode;
   std::string ig_mode = std::string(IngestModeName(IngestOptions{}.mode));
   std::string ig_codec = std::string(CodecName(IngestOptions{}.codec));
+  std::string on_changed = std::string(OnChangedName(IngestOptions{}.on_changed));
   std::string shard;
 };
 
@@ -204,8 +205,15 @@ CLI::App* AddIngestOptions(CLI::App& app, IngestState* s) {
       ->capture_default_str();
   ingest->add_option("--mode", s->ig_mode,
                      "append (adds the files not yet in the table, all samples of a file at once; re-running resumes) or "
-                     "overwrite")
+                     "overwrite. A file is in the table when a row records its location (absolute path or URI) and "
+                     "version (size and modification time; the ETag on object stores)")
       ->check(CLI::IsMember({"append", "overwrite"}))
+      ->capture_default_str();
+  ingest->add_option("--on-changed", s->on_changed,
+                     "Appending, a source file whose location is in the table with another version (it changed after "
+                     "it was ingested): skip (report it, leave it out), append (add the new version as new rows) or "
+                     "error (stop before writing anything)")
+      ->check(CLI::IsMember({"skip", "append", "error"}))
       ->capture_default_str();
   ingest->add_option("--tensor-column", ig.tensor_column, "Column name for .npy arrays")->capture_default_str();
   ingest->add_option("--codec", s->ig_codec, kCodecHelp)->capture_default_str();
@@ -234,6 +242,22 @@ CLI::App* AddIngestOptions(CLI::App& app, IngestState* s) {
   return ingest;
 }
 
+// One line per changed source file (IngestReport lists the first kMaxChangedFilesListed), on stderr.
+void PrintChangedFiles(const std::string& who, OnChanged on_changed, const IngestReport& r) {
+  const char* what = on_changed == OnChanged::kAppend ? "appended the new version of" : "skipped";
+  for (const ChangedSourceFile& f : r.changed_files) {
+    std::fprintf(stderr, "%s: %s changed file '%s' (the table holds %s, the file is now %s)\n", who.c_str(), what,
+                 f.location.c_str(), f.table_version.c_str(), f.source_version.c_str());
+  }
+  if (r.changed > static_cast<int64_t>(r.changed_files.size())) {
+    std::fprintf(stderr, "%s: ... and %lld more changed files\n", who.c_str(),
+                 static_cast<long long>(r.changed - static_cast<int64_t>(r.changed_files.size())));
+  }
+  if (r.changed > 0 && on_changed == OnChanged::kSkip) {
+    std::fprintf(stderr, "%s: --on-changed append adds the new versions of changed files\n", who.c_str());
+  }
+}
+
 int RunIngest(IngestState* s, const Context& ctx) {
   auto& ig = s->ig;
   auto& ig_decode = s->ig_decode;
@@ -250,6 +274,9 @@ int RunIngest(IngestState* s, const Context& ctx) {
   auto codec = ParseCodec(s->ig_codec);
   if (!codec.ok()) return Fail(codec.status());
   ig.codec = *codec;
+  auto on_changed = ParseOnChanged(s->on_changed);
+  if (!on_changed.ok()) return Fail(on_changed.status());
+  ig.on_changed = *on_changed;
   if (!shard.empty()) {
     long long i = 0, n = 1;
     std::sscanf(shard.c_str(), "%lld/%lld", &i, &n);
@@ -258,18 +285,20 @@ int RunIngest(IngestState* s, const Context& ctx) {
   }
   auto r = IngestSources(ig);
   if (!r.ok()) return Fail(r.status());
+  const std::string who = ig.shard_count > 1 ? "ingest (shard " + shard + ")" : "ingest";
+  PrintChangedFiles(who, ig.on_changed, *r);
+  const std::string counts = fmt::format("{} source files: {} new, {} already in the table, {} changed{}", r->source_files,
+                                         r->new_files, r->skipped, r->changed,
+                                         r->changed == 0 ? "" : ig.on_changed == OnChanged::kAppend ? " (appended)" : " (skipped)");
   if (r->files_added == 0 && r->files_removed == 0) {
-    std::printf("ingest: nothing to do: all %lld source files are in '%s' (version %lld)\n",
-                static_cast<long long>(r->source_files), ig.table_dir.c_str(), static_cast<long long>(r->version));
+    std::printf("%s: nothing to do: %s; table '%s' stays at version %lld\n", who.c_str(), counts.c_str(),
+                ig.table_dir.c_str(), static_cast<long long>(r->version));
     return 0;
   }
-  const std::string who = ig.shard_count > 1 ? "ingest (shard " + shard + ")" : "ingest";
-  std::printf("%s: %lld source files (%lld already in the table), %lld rows (%s) -> %lld data files (%s), "
-              "%lld removed, version %lld, in %.2f s (%.1f MB/s)\n",
-              who.c_str(), static_cast<long long>(r->source_files), static_cast<long long>(r->skipped), static_cast<long long>(r->rows),
-              Mb(r->bytes_in).c_str(), static_cast<long long>(r->files_added), Mb(r->bytes_out).c_str(),
-              static_cast<long long>(r->files_removed), static_cast<long long>(r->version), r->seconds,
-              r->bytes_in / 1e6 / r->seconds);
+  std::printf("%s: %s; %lld rows (%s) -> %lld data files (%s), %lld removed, version %lld, in %.2f s (%.1f MB/s)\n",
+              who.c_str(), counts.c_str(), static_cast<long long>(r->rows), Mb(r->bytes_in).c_str(),
+              static_cast<long long>(r->files_added), Mb(r->bytes_out).c_str(), static_cast<long long>(r->files_removed),
+              static_cast<long long>(r->version), r->seconds, r->bytes_in / 1e6 / r->seconds);
   return 0;
 }
 

@@ -114,9 +114,9 @@ class CrashConsistencyTest : public ::testing::Test {
   void SetUp() override {
     std::string tmpl = fsys::temp_directory_path() / "stoke_crash_XXXXXX";
     root_ = mkdtemp(tmpl.data());
-    // Two source directories: four files, then the same four and two more (the append).
-    MakeSources(root_ + "/src_a", 4);
-    MakeSources(root_ + "/src_b", 6);
+    // Two source directories: four files, then two more (the append).
+    MakeSources(root_ + "/src_a", 0, 4);
+    MakeSources(root_ + "/src_b", 4, 2);
     // The table before and after each workload, built without faults: templates_[k] is the state
     // before workload k, templates_[k + 1] the state after it.
     templates_.push_back(root_ + "/t0");  // no table yet
@@ -135,12 +135,12 @@ class CrashConsistencyTest : public ::testing::Test {
   }
   void TearDown() override { fsys::remove_all(root_); }
 
-  // Files s_000.npy.. (float32 [8, 8] filled with the file's index) and labels.csv.
-  static void MakeSources(const std::string& dir, int n) {
+  // Files s_<first>.npy.. (float32 [8, 8] filled with the file's index) and labels.csv.
+  static void MakeSources(const std::string& dir, int first, int n) {
     ASSERT_TRUE(LocalStorage().CreateDirectories(dir).ok());
     std::string csv = "file,label\n";
     const std::vector<int64_t> shape = {8, 8};
-    for (int i = 0; i < n; ++i) {
+    for (int i = first; i < first + n; ++i) {
       std::vector<float> v(64, static_cast<float>(i));
       const std::string name = fmt::format("s_{:03d}.npy", i);
       ASSERT_TRUE(WriteNpyFile(LocalStorage(), dir + "/" + name, DType::kFloat32, shape,

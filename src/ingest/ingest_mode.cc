@@ -1,4 +1,4 @@
-// The names of IngestMode (stoke/ingest.h), as users type them.
+// The names of IngestMode and OnChanged (stoke/ingest.h), as users type them.
 #include <fmt/format.h>
 
 #include "stoke/ingest.h"
@@ -15,6 +15,22 @@ std::string_view IngestModeName(IngestMode mode) {
   switch (mode) {
     case IngestMode::kAppend: return "append";
     case IngestMode::kOverwrite: return "overwrite";
+  }
+  return "unknown";
+}
+
+Result<OnChanged> ParseOnChanged(std::string_view name) {
+  if (name == "skip") return OnChanged::kSkip;
+  if (name == "append") return OnChanged::kAppend;
+  if (name == "error") return OnChanged::kError;
+  return Status::InvalidArgument(fmt::format("ingest: --on-changed must be skip, append or error, not '{}'", name));
+}
+
+std::string_view OnChangedName(OnChanged on_changed) {
+  switch (on_changed) {
+    case OnChanged::kSkip: return "skip";
+    case OnChanged::kAppend: return "append";
+    case OnChanged::kError: return "error";
   }
   return "unknown";
 }

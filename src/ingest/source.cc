@@ -151,6 +151,14 @@ SourceItem SourceSet::item(int64_t k) const {
 
 std::string SourceSet::FilePath(uint32_t file) const { return JoinPath(root, files[file].name); }
 
+std::string SourceSet::FileLocation(uint32_t file) const { return JoinPath(location_root, files[file].name); }
+
+std::string SourceSet::FileVersion(uint32_t file) const {
+  const DirEntry& e = files[file];
+  if (!e.etag.empty()) return "etag:" + e.etag;
+  return fmt::format("size:{},mtime:{}", e.size, e.modification_time_ms);
+}
+
 void SourceSet::ReleaseItems() {
   std::vector<DirEntry>().swap(files);
   std::vector<int64_t>{0}.swap(item_starts);
@@ -246,6 +254,11 @@ Status SetColumns(SourceSet* set, bool has_index, std::vector<ColumnSpec> own) {
   std::vector<ColumnSpec> columns;
   columns.push_back({.name = "id", .type = parquet::Type::kInt64});
   columns.push_back({.name = "file", .type = parquet::Type::kByteArray, .is_string = true});
+  if (set->has_locations) {
+    // Optional: tables written before stoke recorded them gain them, null in their older rows.
+    columns.push_back({.name = kSourceLocationColumn, .type = parquet::Type::kByteArray, .optional = true, .is_string = true});
+    columns.push_back({.name = kSourceVersionColumn, .type = parquet::Type::kByteArray, .optional = true, .is_string = true});
+  }
   if (has_index) columns.push_back({.name = "index", .type = parquet::Type::kInt64});
   for (const auto& l : set->labels) columns.push_back(l.spec);
   set->has_index = has_index;
@@ -362,6 +375,32 @@ Status WholeFileReader::ForEach(const SourceSet& set, std::span<const SourceItem
   return Status::OK();
 }
 
+// The directory of the source (`source` itself, or a single file's directory) as CanonicalLocation
+// spells it; `root` is its path in the source's storage. A local file's directory is resolved on its
+// own, as the file may be a symbolic link to another name.
+Result<std::string> SourceRootLocation(const std::string& source, const std::string& root, bool single_file) {
+  STOKE_ASSIGN_OR_RETURN(StorageUri uri, ParseStorageUri(source));
+  if (uri.scheme == StorageScheme::kLocal) return CanonicalLocation(root.empty() ? "." : root);
+  STOKE_ASSIGN_OR_RETURN(std::string location, CanonicalLocation(source));
+  return single_file ? ParentPath(location) : location;
+}
+
+// Sorts the listing by name, checks that the names (the `file` column, a Parquet STRING) are UTF-8,
+// and records where the source is when o.record_locations is set.
+Status FinishListing(const SourceOptions& o, std::string_view what, bool single_file, SourceSet* set) {
+  std::sort(set->files.begin(), set->files.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  for (const DirEntry& e : set->files) {
+    if (!IsValidUtf8(e.name)) {
+      return Status::InvalidArgument(fmt::format("{}: source file name '{}' in '{}' is not valid UTF-8 (rename it)", what,
+                                                 EscapeNonUtf8(e.name), o.source));
+    }
+  }
+  if (!o.record_locations) return Status::OK();
+  set->has_locations = true;
+  STOKE_ASSIGN_OR_RETURN(set->location_root, SourceRootLocation(o.source, set->root, single_file));
+  return Status::OK();
+}
+
 Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
   if (o.source.empty()) return Status::InvalidArgument(fmt::format("{}: a source directory or file is required", what));
   std::optional<SourceKind> forced;
@@ -375,7 +414,8 @@ Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
 
   // One file, or a directory.
   auto stat = fs.Stat(where.path);
-  if (stat.ok() && !stat->is_directory) {
+  const bool single_file = stat.ok() && !stat->is_directory;
+  if (single_file) {
     auto kind = forced ? forced : SourceKindOfFileName(stat->name);
     if (!kind) {
       return Status::InvalidArgument(fmt::format("{}: '{}' is not a .npy, .npz, .h5, .hdf5, .jpg, .jpeg or .png file "
@@ -426,14 +466,7 @@ Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
       return Status::InvalidArgument(fmt::format("{}: no {} files in '{}'", what, SourceKindName(set.kind), o.source));
     }
   }
-  std::sort(set.files.begin(), set.files.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
-  // Names go into the `file` column, a Parquet STRING: UTF-8 only.
-  for (const DirEntry& e : set.files) {
-    if (!IsValidUtf8(e.name)) {
-      return Status::InvalidArgument(fmt::format("{}: source file name '{}' in '{}' is not valid UTF-8 (rename it)", what,
-                                                 EscapeNonUtf8(e.name), o.source));
-    }
-  }
+  STOKE_RETURN_IF_ERROR(FinishListing(o, what, single_file, &set));
   if (!o.decode_images.empty() && set.kind != SourceKind::kImages) {
     return Status::InvalidArgument(fmt::format("{}: --decode applies to image sources; '{}' holds {} files", what,
                                                o.source, SourceKindName(set.kind)));

@@ -57,6 +57,9 @@ struct SourceOptions {
   std::string hdf5_samples = "auto";      // HDF5: auto, axis0 or file (docs/format.md, "HDF5 sources")
   std::vector<int64_t> decode_images;     // images: {} encoded bytes, or {height, width} (IngestOptions)
   size_t threads = 0;                     // planning threads for sources that open every file; 0 = 8
+  // Adds the columns `source` and `source_version` (ingest: where each row came from, and which
+  // version of that file; see SourceSet::FileLocation and FileVersion).
+  bool record_locations = false;
 };
 
 // The planning options of a tool's options (IngestOptions, ConvertOptions: the same field names).
@@ -76,19 +79,26 @@ SourceOptions SourceOptionsOf(const ToolOptions& o) {
 
 class SourceReader;
 
+// The columns naming where a row came from (SourceOptions::record_locations).
+inline constexpr char kSourceLocationColumn[] = "source";
+inline constexpr char kSourceVersionColumn[] = "source_version";
+
 // A planned source: where it is, its items in order, and the columns of the rows they become.
 struct SourceSet {
   SourceKind kind = SourceKind::kNpy;
   std::shared_ptr<Storage> storage;       // where the sources are (local, Azure Blob, S3)
   std::string root;                       // the source directory's path in `storage`
+  std::string location_root;              // the source directory as CanonicalLocation spells it
   std::vector<DirEntry> files;            // sorted by name; names relative to root ("cat/0001.jpg")
   // Items of file f are [item_starts[f], item_starts[f + 1]): sample i of file f is item
   // item_starts[f] + i. item_starts.size() == files.size() + 1.
   std::vector<int64_t> item_starts;
   std::vector<LabelColumn> labels;
-  // id, file, [index], labels..., the source's own columns (scalars first, then tensors and blobs).
+  // id, file, [source, source_version], [index], labels..., the source's own columns (scalars first,
+  // then tensors and blobs).
   std::vector<ColumnSpec> columns;
-  bool has_index = false;                 // columns[2] is `index` (files of several samples)
+  bool has_locations = false;             // columns[2] and [3] are `source` and `source_version`
+  bool has_index = false;                 // columns[index_column()] is `index` (files of several samples)
   size_t first_source_column = 0;         // index in `columns` of the first of the source's own columns
   int64_t sample_bytes = 0;               // bytes per row, for row group and file sizes (mean for blobs)
   // Key-value metadata the data files' footers carry and the Delta configuration records, besides
@@ -106,8 +116,15 @@ struct SourceSet {
 
   int64_t num_items() const { return item_starts.back(); }
   SourceItem item(int64_t k) const;       // REQUIRES: 0 <= k < num_items()
-  size_t first_label_column() const { return has_index ? 3 : 2; }
+  size_t index_column() const { return has_locations ? 4 : 2; }
+  size_t first_label_column() const { return index_column() + (has_index ? 1 : 0); }
   std::string FilePath(uint32_t file) const;  // the file's path in `storage`
+  // Where file `file` is, as CanonicalLocation spells it ("/data/a/volume_000000.npy",
+  // "az://container/a/volume_000000.npy"): with FileVersion, what identifies a source file.
+  std::string FileLocation(uint32_t file) const;
+  // Which version of the file this is: "etag:<ETag>" on object stores, else
+  // "size:<bytes>,mtime:<milliseconds since the epoch>".
+  std::string FileVersion(uint32_t file) const;
 };
 
 // Reads the source's own columns (columns[first_source_column...]) of a run of items into a row group.
@@ -151,8 +168,8 @@ Result<std::vector<LabelColumn>> JoinLabelsCsv(const std::string& labels_csv, co
 // The cells of `col` for `items`, as typed values.
 ColumnValues LabelValues(const LabelColumn& col, std::span<const SourceItem> items);
 
-// Fills set->columns (id, file, [index], labels, then `own`), first_source_column and has_index, and
-// validates the schema.
+// Fills set->columns (id, file, [source, source_version] when set->has_locations, [index], labels,
+// then `own`), first_source_column and has_index, and validates the schema.
 Status SetColumns(SourceSet* set, bool has_index, std::vector<ColumnSpec> own);
 
 // Whole source files for a reader. On an object store every file costs a request of tens of

@@ -45,6 +45,38 @@ FileSetLayout LayoutForSizes(int64_t sample_bytes, int64_t rows, int64_t row_gro
   return l;
 }
 
+namespace {
+
+// Sets the columns stoke writes itself for `items`: id (`ids`), file, source and source_version
+// (where the plan records locations), index (where files hold several samples) and the labels.
+Status SetRowColumns(const SourceSet& s, std::span<const SourceItem> items, std::vector<int64_t> ids,
+                     RowGroupEncoder& enc) {
+  std::vector<std::string> names, locations, versions;
+  std::vector<int64_t> index;
+  names.reserve(items.size());
+  for (const SourceItem& item : items) {
+    names.push_back(s.files[item.file].name);
+    if (s.has_locations) {
+      locations.push_back(s.FileLocation(item.file));
+      versions.push_back(s.FileVersion(item.file));
+    }
+    if (s.has_index) index.push_back(item.index);
+  }
+  STOKE_RETURN_IF_ERROR(enc.SetScalars(0, ColumnValues{std::move(ids), {}}));
+  STOKE_RETURN_IF_ERROR(enc.SetScalars(1, ColumnValues{std::move(names), {}}));
+  if (s.has_locations) {
+    STOKE_RETURN_IF_ERROR(enc.SetScalars(2, ColumnValues{std::move(locations), {}}));
+    STOKE_RETURN_IF_ERROR(enc.SetScalars(3, ColumnValues{std::move(versions), {}}));
+  }
+  if (s.has_index) STOKE_RETURN_IF_ERROR(enc.SetScalars(s.index_column(), ColumnValues{std::move(index), {}}));
+  for (size_t l = 0; l < s.labels.size(); ++l) {
+    STOKE_RETURN_IF_ERROR(enc.SetScalars(s.first_label_column() + l, LabelValues(s.labels[l], items)));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::vector<int64_t>& rows,
                                                  const std::vector<int64_t>& ids, const FileSetLayout& layout,
                                                  const WriterOptions& base_options, size_t threads, ProgressBar* progress) {
@@ -80,20 +112,7 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
     items.reserve(static_cast<size_t>(g.end - g.begin));
     for (int64_t k = g.begin; k < g.end; ++k) items.push_back(s.item(rows[static_cast<size_t>(k)]));
     STOKE_ASSIGN_OR_RETURN(uint64_t bytes, s.reader->ReadRows(s, items, enc));
-    std::vector<int64_t> row_ids(ids.begin() + g.begin, ids.begin() + g.end);
-    std::vector<std::string> names;
-    std::vector<int64_t> index;
-    names.reserve(items.size());
-    for (const SourceItem& item : items) {
-      names.push_back(s.files[item.file].name);
-      if (s.has_index) index.push_back(item.index);
-    }
-    STOKE_RETURN_IF_ERROR(enc.SetScalars(0, ColumnValues{std::move(row_ids), {}}));
-    STOKE_RETURN_IF_ERROR(enc.SetScalars(1, ColumnValues{std::move(names), {}}));
-    if (s.has_index) STOKE_RETURN_IF_ERROR(enc.SetScalars(2, ColumnValues{std::move(index), {}}));
-    for (size_t l = 0; l < s.labels.size(); ++l) {
-      STOKE_RETURN_IF_ERROR(enc.SetScalars(s.first_label_column() + l, LabelValues(s.labels[l], items)));
-    }
+    STOKE_RETURN_IF_ERROR(SetRowColumns(s, items, std::vector<int64_t>(ids.begin() + g.begin, ids.begin() + g.end), enc));
     if (progress != nullptr) progress->Add(items.size(), bytes);
     return enc.Finish();
   };

@@ -1,8 +1,9 @@
 // `stoke ingest`: source files into a Delta table. Data files are written first under fresh names,
 // then referenced by one commit; a crash before the commit leaves only orphan files (VACUUM removes
-// them), never a half-visible ingest. Appending is idempotent by source file name: files whose name
-// is already in the table's `file` column are skipped, so an interrupted ingest re-run adds exactly
-// the rest.
+// them), never a half-visible ingest. Appending is idempotent by source file: each row records the
+// file's location and version (`source`, `source_version`), files already in the table are skipped,
+// so an interrupted ingest re-run adds exactly the rest, and a file at a known location whose version
+// changed is reported (OnChanged). Rows written before stoke recorded locations match by name.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -78,20 +79,99 @@ Status CheckAppendSchema(const std::vector<ColumnSpec>& table, const std::vector
 // The add tag naming the sharded ingest run that wrote a file (see ShardRunId).
 constexpr char kIngestRunTag[] = "stoke.ingestRun";
 
-// What the table already holds of the sources: which of `candidates` (sorted source names) are in
-// its `file` column, and the largest id of files not tagged with `run` ("" = of every file).
-// A file whose add statistics give its `file` range and largest id is opened only when that range
-// holds a candidate name (so the shards of one sharded ingest do not read each other's files);
-// the files that must be read are read in parallel.
-Status ReadIngestedFiles(Storage& fs, const delta::Snapshot& snap, const std::string& table_dir,
-                         std::span<const DirEntry> candidates, const std::string& run, std::set<std::string>* names,
+// What the table holds of one candidate source file, from its rows whose `file` is the file's name.
+enum class InTable : uint8_t {
+  kNo,       // no row of this file
+  kChanged,  // rows of its location, but none of its version
+  kYes,      // a row of its location and version, or a row without a location (written before stoke
+             // recorded them: matched by name, as then)
+};
+
+// The table's answer for the candidates (a contiguous run of the plan's sorted files).
+struct SourcesInTable {
+  size_t first = 0;                              // the plan's index of candidate 0
+  std::vector<InTable> state;                    // per candidate
+  std::map<size_t, std::string> table_versions;  // kChanged candidates: a version the table holds
+
+  InTable Of(uint32_t file) const {
+    return file >= first && file - first < state.size() ? state[file - first] : InTable::kNo;
+  }
+};
+
+// The cells of a STRING column by row (null for a null cell); all null when `column` is null.
+std::vector<const std::string*> StringCellsByRow(const ColumnValues* column, size_t rows) {
+  std::vector<const std::string*> cells(rows, nullptr);
+  if (column == nullptr) return cells;
+  const auto& values = std::get<std::vector<std::string>>(column->values);
+  for (size_t r = 0, v = 0; r < rows && v < values.size(); ++r) {
+    if (column->defined.empty() || column->defined[r]) cells[r] = &values[v++];
+  }
+  return cells;
+}
+
+// Folds one data file's rows (their `file`, `source` and `source_version` cells; no location columns
+// in files written before stoke recorded them) into `out`. `candidates` are the plan's files from
+// out->first on.
+void MatchSourceRows(const SourceSet& planned, std::span<const DirEntry> candidates, const ColumnValues& files,
+                     const ColumnValues* locations, const ColumnValues* versions, SourcesInTable* out) {
+  const auto& names = std::get<std::vector<std::string>>(files.values);
+  const auto location = StringCellsByRow(locations, names.size());
+  const auto version = StringCellsByRow(versions, names.size());
+  for (size_t r = 0; r < names.size(); ++r) {
+    auto it = std::lower_bound(candidates.begin(), candidates.end(), names[r],
+                               [](const DirEntry& e, const std::string& name) { return e.name < name; });
+    if (it == candidates.end() || it->name != names[r]) continue;
+    const size_t k = static_cast<size_t>(it - candidates.begin());
+    const auto file = static_cast<uint32_t>(out->first + k);
+    InTable& state = out->state[k];
+    if (location[r] == nullptr) {
+      state = InTable::kYes;
+    } else if (*location[r] == planned.FileLocation(file) && state != InTable::kYes) {
+      const bool same = version[r] != nullptr && *version[r] == planned.FileVersion(file);
+      state = same ? InTable::kYes : InTable::kChanged;
+      if (!same) out->table_versions[k] = version[r] ? *version[r] : "(none)";
+    }
+  }
+}
+
+// One data file's `file` cells, with its `source` and `source_version` cells where it has them, folded
+// into `out` under `mu`; and the largest of its ids when `ids` is set.
+Status ReadSourceRows(Storage& fs, const std::string& path, const SourceSet& planned, std::span<const DirEntry> candidates,
+                      Mutex& mu, SourcesInTable* out, int64_t* ids) {
+  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(fs, path));
+  STOKE_ASSIGN_OR_RETURN(size_t file_col, reader->FindColumn("file"));
+  STOKE_ASSIGN_OR_RETURN(auto files, reader->ReadColumn(file_col));
+  std::optional<ColumnValues> locations, versions;
+  auto location_col = reader->FindColumn(kSourceLocationColumn);
+  auto version_col = reader->FindColumn(kSourceVersionColumn);
+  if (location_col.ok() && version_col.ok()) {
+    STOKE_ASSIGN_OR_RETURN(locations, reader->ReadColumn(*location_col));
+    STOKE_ASSIGN_OR_RETURN(versions, reader->ReadColumn(*version_col));
+  }
+  int64_t file_max = -1;
+  if (ids != nullptr) {
+    STOKE_ASSIGN_OR_RETURN(size_t id_col, reader->FindColumn("id"));
+    STOKE_ASSIGN_OR_RETURN(auto values, reader->ReadColumn(id_col));
+    for (int64_t id : std::get<std::vector<int64_t>>(values.values)) file_max = std::max(file_max, id);
+  }
+  MutexLock lock(&mu);
+  MatchSourceRows(planned, candidates, files, locations ? &*locations : nullptr, versions ? &*versions : nullptr, out);
+  if (ids != nullptr) *ids = std::max(*ids, file_max);
+  return Status::OK();
+}
+
+// What the table already holds of the sources: which of `candidates` (planned.files[first...],
+// sorted by name) are in it (SourcesInTable), and the largest id of files not tagged with `run`
+// ("" = of every file). A file whose add statistics give its `file` range and largest id is opened
+// only when that range holds a candidate name (so the shards of one sharded ingest do not read each
+// other's files); the files that must be read are read in parallel.
+Status ReadIngestedFiles(Storage& fs, const delta::Snapshot& snap, const std::string& table_dir, const SourceSet& planned,
+                         size_t first, std::span<const DirEntry> candidates, const std::string& run, SourcesInTable* out,
                          int64_t* max_id) {
   const auto by_name = [](const DirEntry& e, std::string_view name) { return e.name < name; };
-  // The first candidate not before `name`.
-  const auto first_from = [&](std::string_view name) {
-    return std::lower_bound(candidates.begin(), candidates.end(), name, by_name);
-  };
   *max_id = -1;
+  out->first = first;
+  out->state.assign(candidates.size(), InTable::kNo);
   std::vector<size_t> to_open;
   std::vector<bool> needs_ids(snap.files.size(), true);
   // The `file` range and the largest id from the add statistics (a string maximum of 32 bytes or
@@ -119,7 +199,7 @@ Status ReadIngestedFiles(Storage& fs, const delta::Snapshot& snap, const std::st
     }
     bool may_hold_candidate = true;
     if (lo != nullptr && hi != nullptr) {
-      auto it = first_from(*lo);
+      auto it = std::lower_bound(candidates.begin(), candidates.end(), *lo, by_name);
       may_hold_candidate = it != candidates.end() && it->name <= *hi;
     }
     if (may_hold_candidate || needs_ids[i]) to_open.push_back(i);
@@ -129,21 +209,7 @@ Status ReadIngestedFiles(Storage& fs, const delta::Snapshot& snap, const std::st
   return ParallelFor(pool, to_open.size(), [&](size_t k) -> Status {
     const size_t i = to_open[k];
     STOKE_ASSIGN_OR_RETURN(std::string rel, delta::DecodePath(snap.files[i].path));
-    STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(fs, JoinPath(table_dir, rel)));
-    STOKE_ASSIGN_OR_RETURN(size_t file_col, reader->FindColumn("file"));
-    STOKE_ASSIGN_OR_RETURN(auto files, reader->ReadColumn(file_col));
-    int64_t file_max = -1;
-    if (needs_ids[i]) {
-      STOKE_ASSIGN_OR_RETURN(size_t id_col, reader->FindColumn("id"));
-      STOKE_ASSIGN_OR_RETURN(auto ids, reader->ReadColumn(id_col));
-      for (int64_t id : std::get<std::vector<int64_t>>(ids.values)) file_max = std::max(file_max, id);
-    }
-    MutexLock lock(&mu);
-    for (auto& f : std::get<std::vector<std::string>>(files.values)) {
-      if (auto it = first_from(f); it != candidates.end() && it->name == f) names->insert(std::move(f));
-    }
-    *max_id = std::max(*max_id, file_max);
-    return Status::OK();
+    return ReadSourceRows(fs, JoinPath(table_dir, rel), planned, candidates, mu, out, needs_ids[i] ? max_id : nullptr);
   });
 }
 
@@ -170,15 +236,16 @@ std::string ShardRunId(const IngestOptions& o, const SourceSet& sources) {
 }
 
 // The metaData action of a table created (or overwritten) by this ingest.
-delta::Metadata NewTableMetadata(const IngestOptions& o, const SourceSet& sources, const std::string& partition,
-                                 const delta::Snapshot* snap) {
+// `columns` is the schema it declares: the source's, or (appending) the table's.
+delta::Metadata NewTableMetadata(const IngestOptions& o, const SourceSet& sources, const std::vector<ColumnSpec>& columns,
+                                 const std::string& partition, const delta::Snapshot* snap) {
   delta::Metadata meta;
   meta.id = snap ? snap->metadata.id : RandomUuid();
-  meta.schema_string = delta::SchemaToSparkJson(sources.columns);
+  meta.schema_string = delta::SchemaToSparkJson(columns);
   if (snap) meta.configuration = snap->metadata.configuration;
-  meta.configuration[kTensorsMetadataKey] = TensorSpecsToJson(sources.columns);
-  if (std::any_of(sources.columns.begin(), sources.columns.end(), [](const ColumnSpec& c) { return c.blob; })) {
-    meta.configuration[kBlobsMetadataKey] = BlobColumnsToJson(sources.columns);
+  meta.configuration[kTensorsMetadataKey] = TensorSpecsToJson(columns);
+  if (std::any_of(columns.begin(), columns.end(), [](const ColumnSpec& c) { return c.blob; })) {
+    meta.configuration[kBlobsMetadataKey] = BlobColumnsToJson(columns);
   } else {
     meta.configuration.erase(kBlobsMetadataKey);
   }
@@ -197,7 +264,8 @@ Status CreateTableForShards(const IngestOptions& o, const SourceSet& sources) {
   delta::DeltaLog log(*where.storage, where.path);
   STOKE_ASSIGN_OR_RETURN(int64_t version, log.LatestVersion());
   if (version >= 0) return Status::OK();
-  std::vector<delta::Action> actions = {delta::Protocol{}, NewTableMetadata(o, sources, o.partition_by, nullptr)};
+  std::vector<delta::Action> actions = {delta::Protocol{},
+                                        NewTableMetadata(o, sources, sources.columns, o.partition_by, nullptr)};
   nlohmann::json params = {{"description", "created for a sharded ingest"}, {"source", o.source_dir}};
   auto created = log.Commit(-1, std::move(actions), delta::CommitKind::kExclusive, "CREATE TABLE", params);
   if (created.ok() || created.status().code() == StatusCode::kConflict) return Status::OK();  // another shard won
@@ -273,10 +341,33 @@ struct TableState {
   int64_t read_version = -1;            // -1: there is no table yet
   std::optional<delta::Snapshot> snap;  // the snapshot at read_version, when there is one
   std::optional<SourceSet> merged;      // appending images: the plan relabelled to the table's classes
-  std::set<std::string> ingested;       // appending: the candidates already in the table
+  SourcesInTable in_table;              // appending: what the table holds of the candidates
   int64_t max_id = -1;                  // appending: the largest id outside this shard's run
   bool schema_changes = false;          // the commit writes a metaData action (and a protocol, creating)
+  // Appending: the table's columns, with `source` and `source_version` added when it had none (a
+  // table written before stoke recorded locations): the schema a metaData action declares.
+  std::vector<ColumnSpec> columns;
 };
+
+// Whether an append writes the rows of `file` (new, or changed with OnChanged::kAppend).
+bool WritesFile(const TableState& table, const IngestOptions& o, uint32_t file) {
+  const InTable state = table.in_table.Of(file);
+  return state == InTable::kNo || (state == InTable::kChanged && o.on_changed == OnChanged::kAppend);
+}
+
+// A table written before stoke recorded source locations gains the columns `source` and
+// `source_version` after `file`, where every plan has them; its older rows read null there.
+bool AddLocationColumns(std::vector<ColumnSpec>* table, const SourceSet& planned) {
+  auto has = [&](const char* name) {
+    return std::any_of(table->begin(), table->end(), [&](const ColumnSpec& c) { return c.name == name; });
+  };
+  if (!planned.has_locations || table->size() < 2 || (*table)[1].name != "file" || has(kSourceLocationColumn) ||
+      has(kSourceVersionColumn)) {
+    return false;
+  }
+  table->insert(table->begin() + 2, planned.columns.begin() + 2, planned.columns.begin() + 4);
+  return true;
+}
 
 // Reads the table's latest version. Appending: the source's schema must be the table's (else
 // InvalidArgument), images are relabelled to the table's classes, and the candidates already in the
@@ -292,11 +383,13 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
   const delta::Metadata& metadata = table.snap->metadata;
   STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::ColumnsFromMetadata(metadata, o.table_dir));
   if (o.mode != IngestMode::kOverwrite) {
+    if (AddLocationColumns(&table_columns, planned)) table.schema_changes = true;
+    table.columns = table_columns;
     // The files already in the table are skipped; the labels of the others take the table's types.
-    STOKE_RETURN_IF_ERROR(
-        ReadIngestedFiles(fs, *table.snap, log.table_dir(), shard.candidates, shard.run, &table.ingested, &table.max_id));
+    STOKE_RETURN_IF_ERROR(ReadIngestedFiles(fs, *table.snap, log.table_dir(), planned, shard.begin, shard.candidates,
+                                            shard.run, &table.in_table, &table.max_id));
     STOKE_RETURN_IF_ERROR(AdoptTableLabelTypes(
-        table_columns, o.labels_csv, [&](uint32_t f) { return !table.ingested.count(planned.files[f].name); }, &planned));
+        table_columns, o.labels_csv, [&](uint32_t f) { return WritesFile(table, o, f); }, &planned));
   }
   Status same = CheckAppendSchema(table_columns, planned.columns, o.table_dir, planned.FilePath(0));
   if (o.mode == IngestMode::kOverwrite) {
@@ -353,20 +446,43 @@ Result<PartitionColumn> ChoosePartitionColumn(const IngestOptions& o, const Tabl
   return partition;
 }
 
-// The items of the shard's source files not in the table yet (a file's samples are always written
-// together); counts the files skipped and the bytes read in `report`.
-std::vector<int64_t> NewItems(const SourceSet& sources, const ShardPlan& shard, const std::set<std::string>& ingested,
-                              IngestReport* report) {
+// The items of the shard's source files to write: those not in the table yet, and the changed ones
+// when o.on_changed is kAppend (a file's samples are always written together). Counts the files new,
+// skipped and changed, and the bytes read, in `report`, and lists the changed files there.
+std::vector<int64_t> ItemsToWrite(const IngestOptions& o, const SourceSet& sources, const ShardPlan& shard,
+                                  const TableState& table, IngestReport* report) {
   std::vector<int64_t> rows;
   for (size_t i = shard.begin; i < shard.end; ++i) {
-    if (ingested.count(sources.files[i].name)) {
-      ++report->skipped;
-    } else {
-      for (int64_t k = sources.item_starts[i]; k < sources.item_starts[i + 1]; ++k) rows.push_back(k);
-      report->bytes_in += static_cast<int64_t>(sources.files[i].size);
+    const auto file = static_cast<uint32_t>(i);
+    const InTable state = table.in_table.Of(file);
+    if (state == InTable::kYes) ++report->skipped;
+    if (state == InTable::kNo) ++report->new_files;
+    if (state == InTable::kChanged) {
+      if (++report->changed <= static_cast<int64_t>(IngestReport::kMaxChangedFilesListed)) {
+        report->changed_files.push_back(
+            {sources.FileLocation(file), table.in_table.table_versions.at(i - shard.begin), sources.FileVersion(file)});
+      }
     }
+    if (!WritesFile(table, o, file)) continue;
+    for (int64_t k = sources.item_starts[i]; k < sources.item_starts[i + 1]; ++k) rows.push_back(k);
+    report->bytes_in += static_cast<int64_t>(sources.files[i].size);
   }
   return rows;
+}
+
+// OnChanged::kError: InvalidArgument naming the changed files, before anything is written.
+Status RefuseChangedFiles(const IngestOptions& o, const IngestReport& report) {
+  if (o.on_changed != OnChanged::kError || report.changed == 0) return Status::OK();
+  std::string list;
+  for (size_t i = 0; i < report.changed_files.size() && i < 10; ++i) {
+    const ChangedSourceFile& f = report.changed_files[i];
+    list += fmt::format("\n  {} (the table holds {}, the file is now {})", f.location, f.table_version, f.source_version);
+  }
+  if (report.changed > 10) list += fmt::format("\n  and {} more", report.changed - 10);
+  return Status::InvalidArgument(fmt::format(
+      "ingest into '{}': {} source file{} changed since {} ingested (--on-changed error); nothing was written:{}\n"
+      "(--on-changed append adds the new versions, --on-changed skip leaves them out)",
+      o.table_dir, report.changed, report.changed == 1 ? "" : "s", report.changed == 1 ? "it was" : "they were", list));
 }
 
 // Rows of one partition value (all rows without partitioning); ids follow the source order.
@@ -515,7 +631,9 @@ std::vector<delta::Action> WriteActions(const IngestOptions& o, const SourceSet&
   actions.reserve(written.size() + (overwrite && snap ? snap->files.size() : 0) + 2);
   if (table.schema_changes) {
     if (table.read_version < 0) actions.push_back(delta::Protocol{});
-    actions.push_back(NewTableMetadata(o, sources, partition.name, snap ? &*snap : nullptr));
+    const bool append = snap && o.mode != IngestMode::kOverwrite;
+    actions.push_back(NewTableMetadata(o, sources, append ? table.columns : sources.columns, partition.name,
+                                       snap ? &*snap : nullptr));
   }
   const int64_t now_ms = EpochMillis();
   if (overwrite && snap) {
@@ -604,7 +722,8 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, SourceSet& planned, c
   // plan as this version of the table sees it.
   const SourceSet& sources = table.merged ? *table.merged : planned;
   STOKE_ASSIGN_OR_RETURN(PartitionColumn partition, ChoosePartitionColumn(o, table, sources));
-  std::vector<int64_t> rows = NewItems(sources, shard, table.ingested, &report);
+  std::vector<int64_t> rows = ItemsToWrite(o, sources, shard, table, &report);
+  STOKE_RETURN_IF_ERROR(RefuseChangedFiles(o, report));
   if (rows.empty() && o.mode != IngestMode::kOverwrite) {
     report.version = table.read_version;
     report.seconds = watch.Seconds();
@@ -663,7 +782,8 @@ Result<IngestReport> IngestInto(const IngestOptions& o) {
   if (o.shard_count > 1 && o.mode != IngestMode::kAppend) {
     return Status::InvalidArgument("ingest: --shard needs --mode append (an overwrite cannot be split between processes)");
   }
-  const SourceOptions plan_options = SourceOptionsOf(o);
+  SourceOptions plan_options = SourceOptionsOf(o);
+  plan_options.record_locations = true;
   STOKE_ASSIGN_OR_RETURN(SourceSet sources, PlanSources(plan_options, "ingest"));
   ReleaseFreeHeapMemory();  // what listing and joining the labels freed (hundreds of MB at 650,000 files)
   STOKE_RETURN_IF_ERROR(CreateContainerFor(o.table_dir));

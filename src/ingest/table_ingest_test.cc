@@ -10,10 +10,12 @@
 #include "format/npy.h"
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
+#include "ingest/source.h"
 #include "io/storage.h"
 #include "stoke/ingest.h"
 #include "stoke/maintenance.h"
 #include "stoke/table.h"
+#include "stoke/tools.h"
 #include "table/delta_log.h"
 #include "table/sample_index.h"
 
@@ -76,6 +78,42 @@ class IngestTest : public ::testing::Test {
     std::sort(rows.begin(), rows.end());
     return rows;
   }
+  // A table of the source's files as stoke wrote it before it recorded locations: columns id, file,
+  // the labels and the tensor, one data file, one commit.
+  void WriteTableWithoutLocations() {
+    SourceOptions so;
+    so.source = src_;
+    so.labels_csv = src_ + "/labels.csv";
+    so.npy_column = "x";
+    auto plan = PlanSources(so, "ingest");
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ConvertOptions c;
+    c.source_dir = src_;
+    c.labels_csv = so.labels_csv;
+    c.tensor_column = "x";
+    c.out = table_ + "/part-00000-old.parquet";
+    c.progress = false;
+    ASSERT_TRUE(ConvertSources(c).ok());
+    delta::Metadata meta;
+    meta.id = "old-table";
+    meta.schema_string = delta::SchemaToSparkJson(plan->columns);
+    meta.configuration[kTensorsMetadataKey] = TensorSpecsToJson(plan->columns);
+    delta::AddFile add;
+    add.path = "part-00000-old.parquet";
+    add.size = static_cast<int64_t>(fsys::file_size(c.out));
+    add.data_change = true;
+    std::vector<delta::Action> actions = {delta::Protocol{}, meta, add};
+    auto v = delta::DeltaLog(LocalStorage(), table_).Commit(-1, std::move(actions), delta::CommitKind::kExclusive, "WRITE",
+                                                            nlohmann::json::object());
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+  }
+  Result<QueryResult> Query(const std::string& where, std::vector<std::string> select) {
+    QueryOptions q;
+    q.table_dir = table_;
+    q.where = where;
+    q.select = std::move(select);
+    return QueryTableColumns(q);
+  }
   size_t DataFilesOnDisk() {
     size_t n = 0;
     if (!fsys::exists(table_)) return 0;  // a failed first ingest removes the directory it created
@@ -121,10 +159,11 @@ TEST_F(IngestTest, AppendedLabelsTakeTheTablesTypesOrNameTheCell) {
     auto pr = ParquetReader::Open(LocalStorage(), table_ + "/" + *delta::DecodePath(f.path));
     ASSERT_TRUE(pr.ok());
     if ((*pr)->num_rows() != 1) continue;
-    EXPECT_EQ((*pr)->columns()[3].type, parquet::Type::kDouble);
-    EXPECT_EQ((*pr)->columns()[3].max_definition_level, 1);  // OPTIONAL, as the table's
-    EXPECT_EQ(std::get<std::vector<double>>((*pr)->ReadColumn(3)->values), std::vector<double>{2.0});
-    EXPECT_EQ(std::get<std::vector<int32_t>>((*pr)->ReadColumn(2)->values), std::vector<int32_t>{7});
+    const size_t label = *(*pr)->FindColumn("label"), weight = *(*pr)->FindColumn("weight");
+    EXPECT_EQ((*pr)->columns()[weight].type, parquet::Type::kDouble);
+    EXPECT_EQ((*pr)->columns()[weight].max_definition_level, 1);  // OPTIONAL, as the table's
+    EXPECT_EQ(std::get<std::vector<double>>((*pr)->ReadColumn(weight)->values), std::vector<double>{2.0});
+    EXPECT_EQ(std::get<std::vector<int32_t>>((*pr)->ReadColumn(label)->values), std::vector<int32_t>{7});
   }
 }
 
@@ -189,6 +228,148 @@ TEST_F(IngestTest, CreatesAppendsResumesAndOverwrites) {
   ASSERT_TRUE(snap.ok());
   EXPECT_EQ(snap->num_records(), 15);
   EXPECT_NE(snap->metadata.configuration.at("stoke.tensors").find("float32"), std::string::npos);
+}
+
+// A source file is its location and version: another directory's files with the same names are
+// new rows, and re-running either ingest finds nothing to do.
+TEST_F(IngestTest, SameNamesInAnotherDirectoryAreNewRows) {
+  AddSources(0, 4);
+  ASSERT_TRUE(IngestSources(Options()).ok());
+  const std::string day1 = src_;
+  src_ = dir_ + "/day2";
+  ASSERT_TRUE(LocalStorage().CreateDirectories(src_).ok());
+  AddSources(0, 3);  // s_000.npy .. s_002.npy again, in day2/
+  auto r = IngestSources(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->new_files, 3);
+  EXPECT_EQ(r->skipped, 0);
+  EXPECT_EQ(r->rows, 3);
+  EXPECT_EQ(Rows().size(), 7u);
+  for (const std::string& source : {day1, src_}) {
+    IngestOptions o = Options();
+    o.source_dir = source;
+    o.labels_csv = source + "/labels.csv";
+    auto again = IngestSources(o);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ(again->files_added, 0) << source;
+    EXPECT_EQ(again->skipped, source == day1 ? 4 : 3);
+  }
+  // Each row records where it came from, as an absolute location, and which version of the file.
+  auto rows = Query("file = 's_001.npy'", {"source", "source_version"});
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->report.rows, 2);
+  const std::set<std::string> locations(rows->columns[0].strings.begin(), rows->columns[0].strings.end());
+  EXPECT_EQ(locations, (std::set<std::string>{fsys::canonical(day1).string() + "/s_001.npy",
+                                              fsys::canonical(src_).string() + "/s_001.npy"}));
+  EXPECT_EQ(rows->columns[1].strings[0].rfind("size:384,mtime:", 0), 0u) << rows->columns[1].strings[0];
+}
+
+// A file at a known location with another version: skipped and reported by default, refused before
+// anything is written with kError, appended as new rows with kAppend (after which it is present).
+TEST_F(IngestTest, AChangedFileIsReportedAndSkippedRefusedOrAppended) {
+  AddSources(0, 4);
+  ASSERT_TRUE(IngestSources(Options()).ok());
+  const std::string changed = src_ + "/s_001.npy";
+  std::vector<float> v(64, 99.0f);
+  ASSERT_TRUE(WriteNpyFile(LocalStorage(), changed, DType::kFloat32, std::vector<int64_t>{8, 8}, ByteView(reinterpret_cast<const uint8_t*>(v.data()), 256)).ok());
+  fsys::last_write_time(changed, fsys::last_write_time(changed) + std::chrono::seconds(5));
+  AddSources(4, 1);
+
+  auto skip = IngestSources(Options());
+  ASSERT_TRUE(skip.ok()) << skip.status().ToString();
+  EXPECT_EQ(skip->new_files, 1);
+  EXPECT_EQ(skip->skipped, 3);
+  EXPECT_EQ(skip->changed, 1);
+  EXPECT_EQ(skip->rows, 1);
+  ASSERT_EQ(skip->changed_files.size(), 1u);
+  EXPECT_EQ(skip->changed_files[0].location, fsys::canonical(changed).string());
+  EXPECT_NE(skip->changed_files[0].table_version, skip->changed_files[0].source_version);
+  EXPECT_EQ(Rows().size(), 5u);
+
+  IngestOptions o = Options();
+  o.on_changed = OnChanged::kError;
+  auto error = IngestSources(o);
+  ASSERT_EQ(error.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(error.status().message().find(fsys::canonical(changed).string()), std::string::npos) << error.status().message();
+  EXPECT_NE(error.status().message().find("nothing was written"), std::string::npos);
+  EXPECT_EQ(delta::DeltaLog(LocalStorage(), table_).LatestVersion().value(), 1);
+
+  o.on_changed = OnChanged::kAppend;
+  auto append = IngestSources(o);
+  ASSERT_TRUE(append.ok()) << append.status().ToString();
+  EXPECT_EQ(append->changed, 1);
+  EXPECT_EQ(append->rows, 1);
+  auto rows = Rows();
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows.back(), (std::pair<int64_t, std::string>{5, "s_001.npy"}));  // the new version, a new id
+
+  o.on_changed = OnChanged::kError;  // the table now holds this version too
+  auto again = IngestSources(o);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->changed, 0);
+  EXPECT_EQ(again->skipped, 5);
+  EXPECT_EQ(again->files_added, 0);
+}
+
+TEST(IngestModeNames, OnChangedNamesReadBack) {
+  for (OnChanged c : {OnChanged::kSkip, OnChanged::kAppend, OnChanged::kError}) {
+    EXPECT_EQ(ParseOnChanged(OnChangedName(c)).value(), c);
+  }
+  auto bad = ParseOnChanged("replace");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("skip, append or error"), std::string::npos);
+}
+
+// A table written before stoke recorded locations (columns id, file, label, x): its rows match by
+// name, as they did; new rows add `source` and `source_version` to the schema (null in the old
+// rows), and the table still reads, compacts and loads.
+TEST_F(IngestTest, TablesWithoutLocationsMatchByNameAndGainTheColumns) {
+  AddSources(0, 3);
+  WriteTableWithoutLocations();
+  AddSources(3, 2);
+  auto r = IngestSources(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->skipped, 3);
+  EXPECT_EQ(r->new_files, 2);
+  EXPECT_EQ(Rows().size(), 5u);
+  auto snap = delta::DeltaLog(LocalStorage(), table_).ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  auto columns = delta::ColumnsFromMetadata(snap->metadata, table_);
+  ASSERT_TRUE(columns.ok());
+  std::vector<std::string> names;
+  for (const auto& c : *columns) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"id", "file", "source", "source_version", "label", "x"}));
+  EXPECT_TRUE((*columns)[2].optional);
+
+  auto rows = Query("source IS NULL", {"file"});
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ(rows->report.rows, 3);
+  // Both rewrites (in file order, and sorted) give the old rows a null location.
+  fsys::copy(table_, table_ + "_sorted", fsys::copy_options::recursive);
+  OptimizeOptions opt;
+  opt.table_dir = table_ + "_sorted";
+  opt.sort_by = "label";
+  opt.progress = false;
+  auto sorted = OptimizeTable(opt);
+  ASSERT_TRUE(sorted.ok()) << sorted.status().ToString();
+  QueryOptions q;
+  q.table_dir = opt.table_dir;
+  q.where = "source IS NULL";
+  q.count_only = true;
+  EXPECT_EQ(QueryTableColumns(q)->report.rows, 3);
+  opt.table_dir = table_;
+  opt.sort_by.clear();
+  auto optimized = OptimizeTable(opt);
+  ASSERT_TRUE(optimized.ok()) << optimized.status().ToString();
+  EXPECT_EQ(Rows().size(), 5u);
+  rows = Query("source IS NULL", {"file"});
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ(rows->report.rows, 3);
+  EXPECT_EQ(Query("source IS NOT NULL", {"file"})->report.rows, 2);
+  auto again = IngestSources(Options());  // old rows by name, new rows by location
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->skipped, 5);
+  EXPECT_EQ(again->files_added, 0);
 }
 
 // The sample index an ingest writes for its version, compared with one a loader builds from the data

@@ -258,6 +258,7 @@ Result<ObjectListing> ParseAzureBlobListing(std::string_view body, const std::st
         o.size = *size;
         auto t = ParseHttpDateMs(p->ChildText("Last-Modified"));
         if (t.ok()) o.modification_time_ms = *t;
+        o.etag = UnquotedEtag(p->ChildText("Etag"));
       }
       out.objects.push_back(std::move(o));
     }

@@ -206,6 +206,7 @@ Result<std::vector<DirEntry>> ObjectStorage::List(const std::string& dir) {
       e.name = o.key.substr(prefix.size());
       e.size = o.size;
       e.modification_time_ms = o.modification_time_ms;
+      e.etag = std::move(o.etag);
       out.push_back(std::move(e));
     }
     for (auto& p : page.prefixes) {
@@ -249,6 +250,7 @@ Result<DirEntry> ObjectStorage::Stat(const std::string& path) {
     if (info.ok()) {
       e.size = info->size;
       e.modification_time_ms = info->modification_time_ms;
+      e.etag = std::move(info->etag);
       return e;
     }
     if (info.status().code() != StatusCode::kNotFound) return info.status();
@@ -377,6 +379,12 @@ Result<uint64_t> ParseDecimalU64(std::string_view text) {
   return v;
 }
 
+std::string UnquotedEtag(std::string_view etag) {
+  if (etag.starts_with("W/")) etag.remove_prefix(2);
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+  return std::string(etag);
+}
+
 Result<ObjectInfo> ObjectInfoFromHead(const HttpResponse& r, const std::string& described_key) {
   ObjectInfo info;
   auto size = ParseDecimalU64(r.Header("content-length"));
@@ -384,6 +392,7 @@ Result<ObjectInfo> ObjectInfoFromHead(const HttpResponse& r, const std::string& 
   info.size = *size;
   auto t = ParseHttpDateMs(r.Header("last-modified"));
   if (t.ok()) info.modification_time_ms = *t;
+  info.etag = UnquotedEtag(r.Header("etag"));
   return info;
 }
 

@@ -29,6 +29,7 @@ namespace stoke {
 struct ObjectInfo {
   uint64_t size = 0;
   int64_t modification_time_ms = 0;
+  std::string etag;  // as the service sent it, quotes removed; "" when it sent none
 };
 
 struct ObjectListing {
@@ -36,6 +37,7 @@ struct ObjectListing {
     std::string key;
     uint64_t size = 0;
     int64_t modification_time_ms = 0;
+    std::string etag;  // quotes removed; "" when the listing has none
   };
   std::vector<Object> objects;
   std::vector<std::string> prefixes;  // common prefixes ending in '/', when listing with a delimiter
@@ -152,6 +154,9 @@ Result<uint64_t> ParseDecimalU64(std::string_view text);
 // The size (Content-Length) and modification time (Last-Modified) of an object from a successful
 // HEAD response; Corruption naming `described_key` when the size is missing or malformed.
 Result<ObjectInfo> ObjectInfoFromHead(const HttpResponse& response, const std::string& described_key);
+
+// An ETag without the double quotes services put around it (and without a weak validator's "W/").
+std::string UnquotedEtag(std::string_view etag);
 
 // The Status of one ranged GET of `size` bytes at `offset`: the transport error in the context of
 // `described_key`, the server's error as `map_error(response, "read bytes A-B of")` gives it, or OK.

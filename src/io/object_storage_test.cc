@@ -61,11 +61,19 @@ TEST(ObjectParsing, DatesAndSizes) {
   }
 }
 
+TEST(ObjectParsing, Etags) {
+  EXPECT_EQ(UnquotedEtag("\"abc\""), "abc");
+  EXPECT_EQ(UnquotedEtag("W/\"abc\""), "abc");
+  EXPECT_EQ(UnquotedEtag("0x8D4BCC2E4835CD0"), "0x8D4BCC2E4835CD0");
+  EXPECT_EQ(UnquotedEtag("\""), "\"");
+  EXPECT_EQ(UnquotedEtag(""), "");
+}
+
 TEST(ListingParsers, AzureBlobListing) {
   auto l = ParseAzureBlobListing(
       "<?xml version=\"1.0\" encoding=\"utf-8\"?><EnumerationResults><Blobs>"
       "<Blob><Name>t/a.json</Name><Properties><Last-Modified>Sun, 06 Nov 1994 08:49:37 GMT</Last-Modified>"
-      "<Content-Length>12</Content-Length></Properties></Blob><BlobPrefix><Name>t/d/</Name></BlobPrefix>"
+      "<Etag>0x8D4BCC2E4835CD0</Etag><Content-Length>12</Content-Length></Properties></Blob><BlobPrefix><Name>t/d/</Name></BlobPrefix>"
       "</Blobs><NextMarker>2!abc</NextMarker></EnumerationResults>",
       "list az://c/t/");
   ASSERT_TRUE(l.ok()) << l.status().ToString();
@@ -73,6 +81,7 @@ TEST(ListingParsers, AzureBlobListing) {
   EXPECT_EQ(l->objects[0].key, "t/a.json");
   EXPECT_EQ(l->objects[0].size, 12u);
   EXPECT_EQ(l->objects[0].modification_time_ms, 784111777000);
+  EXPECT_EQ(l->objects[0].etag, "0x8D4BCC2E4835CD0");
   EXPECT_EQ(l->prefixes, std::vector<std::string>{"t/d/"});
   EXPECT_EQ(l->next_token, "2!abc");
   for (const char* bad : {"", "<Error><Code>x</Code></Error>", "<EnumerationResults><Blobs><Blob></Blob></Blobs></EnumerationResults>",
@@ -88,13 +97,15 @@ TEST(ListingParsers, AzureBlobListing) {
 TEST(ListingParsers, S3Listing) {
   auto l = ParseS3Listing(
       "<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>tok=</NextContinuationToken>"
-      "<Contents><Key>t/a</Key><Size>5</Size><LastModified>1994-11-06T08:49:37.000Z</LastModified></Contents>"
+      "<Contents><Key>t/a</Key><Size>5</Size><LastModified>1994-11-06T08:49:37.000Z</LastModified>"
+      "<ETag>&quot;9b2cf535f27731c974343645a3985328&quot;</ETag></Contents>"
       "<CommonPrefixes><Prefix>t/d/</Prefix></CommonPrefixes></ListBucketResult>",
       "list s3://b/t/");
   ASSERT_TRUE(l.ok()) << l.status().ToString();
   ASSERT_EQ(l->objects.size(), 1u);
   EXPECT_EQ(l->objects[0].size, 5u);
   EXPECT_EQ(l->objects[0].modification_time_ms, 784111777000);
+  EXPECT_EQ(l->objects[0].etag, "9b2cf535f27731c974343645a3985328");
   EXPECT_EQ(l->prefixes, std::vector<std::string>{"t/d/"});
   EXPECT_EQ(l->next_token, "tok=");
   for (const char* bad : {"<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>",
@@ -194,6 +205,16 @@ TEST_P(ObjectStoreTest, WritesReadsRangesAndStats) {
   EXPECT_EQ(st->size, data.size());
   EXPECT_EQ(st->name, "part-0.parquet");
   EXPECT_GT(st->modification_time_ms, 1600000000000);
+  // The ETag identifies this version of the object: the listing gives the one HEAD gives, without
+  // quotes, and a rewrite changes it.
+  ASSERT_FALSE(st->etag.empty());
+  EXPECT_EQ(st->etag.find('"'), std::string::npos) << st->etag;
+  auto listed = s->List("t");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_FALSE(listed->empty());
+  EXPECT_EQ((*listed)[0].etag, st->etag);
+  ASSERT_TRUE(Write(*s, "t/part-0.parquet", data + "more").ok());
+  EXPECT_NE(s->Stat("t/part-0.parquet")->etag, st->etag);
   auto dir = s->Stat("t");
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
   EXPECT_TRUE(dir->is_directory);

@@ -276,6 +276,7 @@ Result<ObjectListing> ParseS3Listing(std::string_view body, const std::string& w
     o.size = *size;
     auto t = ParseIso8601Ms(c->ChildText("LastModified"));
     if (t.ok()) o.modification_time_ms = *t;
+    o.etag = UnquotedEtag(c->ChildText("ETag"));
     out.objects.push_back(std::move(o));
   }
   for (const XmlElement* p : doc.Children("CommonPrefixes")) out.prefixes.push_back(p->ChildText("Prefix"));

@@ -70,6 +70,7 @@ struct DirEntry {
   bool is_directory = false;
   uint64_t size = 0;
   int64_t modification_time_ms = 0;  // milliseconds since the epoch
+  std::string etag;  // object stores: the object's ETag (quotes removed); "" elsewhere
 };
 
 // Thread-safe: all methods may be called concurrently.

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 
 #include "core/mutex.h"
@@ -132,6 +133,40 @@ Result<StorageUri> ParseStorageUri(const std::string& uri) {
     return out;
   }
   return Malformed(uri, fmt::format("unknown scheme '{}' (known: file, az, abfss, https, s3, test)", scheme));
+}
+
+namespace {
+
+// "a//b/" -> "a/b".
+std::string CollapseSlashes(std::string_view path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '/' && (out.empty() || out.back() == '/')) continue;
+    out += c;
+  }
+  while (!out.empty() && out.back() == '/') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> CanonicalLocation(const std::string& uri) {
+  STOKE_ASSIGN_OR_RETURN(StorageUri u, ParseStorageUri(uri));
+  std::string scheme;
+  switch (u.scheme) {
+    case StorageScheme::kLocal: {
+      std::error_code ec;
+      std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(u.path, ec), ec);
+      if (ec) p = std::filesystem::absolute(u.path, ec).lexically_normal();
+      std::string out = CollapseSlashes(p.string());
+      return out.empty() ? std::string("/") : "/" + out;
+    }
+    case StorageScheme::kAzureBlob: scheme = "az"; break;
+    case StorageScheme::kS3: scheme = "s3"; break;
+    case StorageScheme::kRegistered: scheme = "test"; break;
+  }
+  std::string path = CollapseSlashes(u.path);
+  return fmt::format("{}://{}{}{}", scheme, u.container, path.empty() || path[0] == '/' ? "" : "/", path);
 }
 
 EnvLookup ProcessEnvironment() {

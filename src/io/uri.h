@@ -47,6 +47,13 @@ Result<StorageUri> ParseStorageUri(const std::string& uri);
 // local path.
 bool HasUriScheme(const std::string& s);
 
+// The location a path or URI names, spelt one way, for recording where data came from: a local path
+// made absolute with symbolic links resolved (as far as it exists) and "." and ".." removed;
+// az://<container>/<path> for every Azure form (az://, abfss://, https://; the account is not part
+// of it); s3://<bucket>/<path>; test://<name>/<path>. Repeated and trailing slashes are dropped.
+// InvalidArgument for what ParseStorageUri refuses.
+Result<std::string> CanonicalLocation(const std::string& uri);
+
 // Environment lookup, injectable for tests. Returns "" for unset variables.
 using EnvLookup = std::function<std::string(const std::string& name)>;
 EnvLookup ProcessEnvironment();

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <map>
 
 #include "io/azure_storage.h"
@@ -82,6 +85,33 @@ TEST(StorageUri, ColonsInLocalPathsAreNotSchemes) {
   for (const char* bad : {"AZ:/x", "S3:bucket/x", "gs:/b/x", "hdfs:/x", "file:relative"}) {
     EXPECT_FALSE(ParseStorageUri(bad).ok()) << bad;
   }
+}
+
+TEST(StorageUri, CanonicalLocationsSpellEachPlaceOneWay) {
+  EXPECT_EQ(*CanonicalLocation("az://c/a//b/"), "az://c/a/b");
+  EXPECT_EQ(*CanonicalLocation("abfss://c@acct.dfs.core.windows.net/a/b"), "az://c/a/b");
+  EXPECT_EQ(*CanonicalLocation("https://acct.blob.core.windows.net/c/a/b"), "az://c/a/b");
+  EXPECT_EQ(*CanonicalLocation("s3://bkt"), "s3://bkt");
+  EXPECT_EQ(*CanonicalLocation("s3://bkt/x/y.npy"), "s3://bkt/x/y.npy");
+  EXPECT_EQ(*CanonicalLocation("test://mem/t/x"), "test://mem/t/x");
+  EXPECT_FALSE(CanonicalLocation("az:/x").ok());
+
+  // Local paths: absolute, normalised, symbolic links resolved, whether or not the file exists.
+  auto dir = std::filesystem::temp_directory_path() / ("stoke_uri_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "real");
+  std::filesystem::create_directory_symlink(dir / "real", dir / "link");
+  const std::string real = *CanonicalLocation((dir / "real").string());
+  EXPECT_EQ(*CanonicalLocation((dir / "link").string()), real);
+  EXPECT_EQ(*CanonicalLocation((dir / "link" / ".." / "real" / "x.npy").string()), real + "/x.npy");
+  EXPECT_EQ(*CanonicalLocation("file://" + (dir / "link/").string()), real);
+  EXPECT_EQ(*CanonicalLocation((dir / "real" / "missing" / "y").string()), real + "/missing/y");
+  const std::string cwd = std::filesystem::current_path().string();
+  std::filesystem::current_path(dir);
+  EXPECT_EQ(*CanonicalLocation("link/z.npy"), real + "/z.npy");
+  std::filesystem::current_path(cwd);
+  EXPECT_EQ(*CanonicalLocation("/"), "/");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(StorageUri, LocalPathsResolveToLocalStorage) {

@@ -157,36 +157,60 @@ Status ForEachInputInOrder(const TableView& t, const std::vector<const delta::Ad
   return Status::OK();
 }
 
+// MapFileColumns' mark for a column the file does not have.
+constexpr size_t kAbsentColumn = SIZE_MAX;
+
+// The file's column for each of `cols`, by name (files written by other tools may order them
+// differently). An OPTIONAL scalar column the file lacks was added to the schema after the file was
+// written: kAbsentColumn, null in every row. NotFound naming the file for any other missing column.
+Result<std::vector<size_t>> MapFileColumns(const ParquetReader& reader, const std::vector<ColumnSpec>& cols) {
+  std::vector<size_t> map(cols.size());
+  for (size_t c = 0; c < cols.size(); ++c) {
+    auto idx = reader.FindColumn(cols[c].name);
+    if (!idx.ok() && idx.status().code() == StatusCode::kNotFound && cols[c].optional && !cols[c].paged()) {
+      map[c] = kAbsentColumn;
+      continue;
+    }
+    STOKE_RETURN_IF_ERROR(idx.status());
+    map[c] = *idx;
+  }
+  return map;
+}
+
+// Column `c` of one row group (`rows` rows; all null where the file lacks it), checked to have the
+// table's type.
+Result<ColumnValues> ReadInputChunk(const TableView& t, const delta::AddFile& add, const ParquetReader& reader, int group,
+                                    size_t file_column, const ColumnSpec& column, size_t rows) {
+  if (file_column == kAbsentColumn) return ColumnValues{EmptyValuesFor(column.type), std::vector<uint8_t>(rows, 0)};
+  STOKE_ASSIGN_OR_RETURN(ColumnValues v, group < 0 ? reader.ReadColumn(file_column) : reader.ReadColumnChunk(group, file_column));
+  if (v.values.index() != EmptyValuesFor(column.type).index()) {
+    return Status::Corruption(fmt::format("{}: column '{}' does not have the table's type", t.FilePath(add), column.name));
+  }
+  return v;
+}
+
 // Appends the rows of one input file (open in `reader`) to the bin's output: scalars gathered in
 // `scalars`, tensors appended to `enc`, a row group flushed whenever rows_per_group are pending.
 template <typename Flush>
 Status RewriteInput(const TableView& t, const delta::AddFile& add, const ParquetReader& reader,
                     const std::vector<ColumnSpec>& cols, int64_t rows_per_group, RowGroupEncoder& enc,
                     std::vector<ColumnValues>& scalars, int64_t& pending_rows, WrittenBin& out, Flush& flush) {
+  auto mapped = MapFileColumns(reader, cols);
+  if (!mapped.ok()) return mapped.status();
+  const std::vector<size_t>& map = *mapped;
   Status status;
-  // The file's columns by table column (files written by other tools may order them differently).
-  std::vector<size_t> map(cols.size());
-  for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
-    auto idx = reader.FindColumn(cols[c].name);
-    if (!idx.ok()) status = idx.status();
-    else map[c] = *idx;
-  }
   for (int g = 0; g < reader.num_row_groups() && status.ok(); ++g) {
+    const int64_t rows = reader.metadata().row_groups[g].num_rows;
     std::vector<ColumnValues> values(cols.size());
     for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
-      auto v = reader.ReadColumnChunk(g, map[c]);
+      auto v = ReadInputChunk(t, add, reader, g, map[c], cols[c], static_cast<size_t>(rows));
       if (!v.ok()) {
         status = v.status();
-        break;
-      }
-      if (v->values.index() != EmptyValuesFor(cols[c].type).index()) {
-        status = Status::Corruption(fmt::format("{}: column '{}' does not have the table's type", t.FilePath(add), cols[c].name));
         break;
       }
       values[c] = std::move(*v);
     }
     if (!status.ok()) break;
-    const int64_t rows = reader.metadata().row_groups[g].num_rows;
     // Feed the rows in slices that end exactly at row-group boundaries of the output.
     for (int64_t r = 0; r < rows && status.ok();) {
       int64_t take = std::min(rows - r, rows_per_group - pending_rows);
@@ -298,18 +322,12 @@ Result<SortInput> ReadSortInput(const TableView& t, const std::vector<const delt
   // file read in parts takes a request per column chunk), appended in input order.
   std::vector<std::vector<ColumnValues>> input_scalars(inputs.size());
   const auto read_scalars = [&](size_t i, const ParquetReader& reader) -> Status {
-    for (const auto& c : cols) {
-      STOKE_ASSIGN_OR_RETURN(size_t idx, reader.FindColumn(c.name));
-      in.file_columns[i].push_back(idx);
-    }
+    STOKE_ASSIGN_OR_RETURN(in.file_columns[i], MapFileColumns(reader, cols));
     input_scalars[i].resize(cols.size());
     for (size_t c = 0; c < cols.size(); ++c) {
       if (cols[c].paged()) continue;
-      STOKE_ASSIGN_OR_RETURN(input_scalars[i][c], reader.ReadColumn(in.file_columns[i][c]));
-      if (input_scalars[i][c].values.index() != EmptyValuesFor(cols[c].type).index()) {
-        return Status::Corruption(
-            fmt::format("{}: column '{}' does not have the table's type", t.FilePath(*inputs[i]), cols[c].name));
-      }
+      STOKE_ASSIGN_OR_RETURN(input_scalars[i][c], ReadInputChunk(t, *inputs[i], reader, /*group=*/-1, in.file_columns[i][c],
+                                                                 cols[c], static_cast<size_t>(reader.num_rows())));
     }
     return Status::OK();
   };
