@@ -241,11 +241,8 @@ def test_later_epochs_and_other_processes_read_from_the_cache(store, tmp_path):
     cache = tmp_path / "cache"
     with in_process_env(env):
         t = stoke.open_table(table)
-        ids = t.query(columns=["id", "file", "source", "source_version"])
+        ids = t.query(columns=["id", "file"])
         file_of = dict(zip(ids["id"].tolist(), ids["file"].tolist()))
-        # Each row records its object's URI and ETag (what makes an append of other objects new rows).
-        assert all(s == f"{prefix}/volumes/{f}" for f, s in zip(ids["file"], ids["source"])), ids["source"][:3]
-        assert all(v.startswith("etag:") and len(v) > 5 for v in ids["source_version"]), ids["source_version"][:3]
         with stoke.Loader(t, batch_size=8, seed=2, columns=["id", "volume"], to="numpy", cache_dir=cache,
                           cache_bytes=1 << 30) as loader:
             proxy(env, "set?methods=GET")  # the requests of the epochs, not of the open

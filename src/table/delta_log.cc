@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "io/object_storage.h"
 #include "table/checkpoint.h"
+#include "table/log_replay.h"
 #include "table/table_features.h"
 
 #include <fmt/format.h>
@@ -97,213 +98,6 @@ struct LogListing {
     if (!checkpoints.empty()) v = std::max(v, *checkpoints.rbegin());
     return v;
   }
-};
-
-// ---------------------------------------------------------------------------------------------
-// Replay.
-
-// Replays a checkpoint and the commits after it. A checkpoint is a reconciled state (no path added
-// twice, no add of a removed path), so its actions are taken as they are, with no map of their
-// paths: at 650,000 files that map was most of an open. Commits after it are replayed with maps of
-// the paths they touch only, and Finish drops the checkpoint's adds and tombstones those replaced.
-class Replayer {
- public:
-  Replayer() = default;
-  // Continues from `base`, a snapshot (what a commit on top of it then changes): its files and
-  // tombstones are taken as a checkpoint's are.
-  explicit Replayer(Snapshot&& base) {
-    adds_ = std::move(base.files);
-    superseded_.assign(adds_.size(), 0);
-    tombstones_ = std::move(base.tombstones);
-    checkpoint_adds_ = adds_.size();
-    checkpoint_tombstones_ = tombstones_.size();
-    own_begin_ = adds_.size();
-    has_protocol_ = has_metadata_ = base.version >= 0;
-    snapshot_ = std::move(base);
-    snapshot_.files.clear();
-    snapshot_.tombstones.clear();
-  }
-
-  // The actions of the checkpoint (before any commit), moved.
-  // REQUIRES: every path decodes (ReadCheckpoint checks them, on the parts' threads).
-  void ApplyCheckpoint(CheckpointActions&& checkpoint) {
-    for (const Action& action : checkpoint.others) ApplyState(action);
-    adds_ = std::move(checkpoint.adds);
-    superseded_.assign(adds_.size(), 0);
-    tombstones_ = std::move(checkpoint.removes);
-    checkpoint = CheckpointActions{};
-    checkpoint_adds_ = adds_.size();
-    checkpoint_tombstones_ = tombstones_.size();
-  }
-
-  // Room for `n` more adds of commits (no doubling of 100,000s of them).
-  void ReserveAdds(size_t n) {
-    adds_.reserve(adds_.size() + n);
-    superseded_.reserve(superseded_.size() + n);
-  }
-
-  // One action of a commit, in order (an add or remove is moved out of it).
-  Status Apply(Action& action, const std::string& file) {
-    if (auto* add = std::get_if<AddFile>(&action)) {
-      STOKE_ASSIGN_OR_RETURN(std::string key, DecodedPath(add->path, file));
-      if (auto it = FindLive(key); it != live_.end()) {
-        Supersede(it->second);
-        it->second = adds_.size();
-      } else {
-        live_.emplace(PathHash64(key), adds_.size());
-      }
-      if (auto it = FindTombstone(key); it != removed_.end()) {  // removed by a commit, now added again
-        commit_tombstones_[it->second] = RemoveFile{};
-        tombstone_dropped_[it->second] = 1;
-        removed_.erase(it);
-      }
-      adds_.push_back(std::move(*add));
-      superseded_.push_back(0);
-    } else if (auto* rm = std::get_if<RemoveFile>(&action)) {
-      STOKE_ASSIGN_OR_RETURN(std::string key, DecodedPath(rm->path, file));
-      // Adds and removes are keyed by path and deletion vector (PROTOCOL.md, "Action Reconciliation"):
-      // a commit that replaces a file's DV removes (path, old DV) and adds (path, new DV), in either
-      // order, and the remove must not take the new add with it.
-      if (auto it = FindLive(key); it != live_.end() && SameDeletionVector(adds_[it->second], *rm)) {
-        Supersede(it->second);
-        live_.erase(it);
-      }
-      if (auto it = FindTombstone(key); it != removed_.end()) {  // the latest remove of a path is kept
-        commit_tombstones_[it->second] = std::move(*rm);
-      } else {
-        removed_.emplace(PathHash64(key), commit_tombstones_.size());
-        commit_tombstones_.push_back(std::move(*rm));
-        tombstone_dropped_.push_back(0);
-      }
-    } else {
-      ApplyState(action);
-    }
-    return Status::OK();
-  }
-
-  // A commit on top of the base went in after other writers' commits: their actions, applied from
-  // here on (after the commit's own), come first in the snapshot's file order, as in the log.
-  void BeginEarlierCommits() {
-    if (earlier_begin_ == kNone) earlier_begin_ = adds_.size();
-  }
-
-  Result<Snapshot> Finish(int64_t version, int64_t timestamp, const std::string& log_dir) && {
-    if (!has_protocol_) return Status::Corruption(fmt::format("{}: no protocol action in versions 0..{}", log_dir, version));
-    if (!has_metadata_) return Status::Corruption(fmt::format("{}: no metaData action in versions 0..{}", log_dir, version));
-    snapshot_.version = version;
-    snapshot_.timestamp = timestamp;
-    // The checkpoint's adds and tombstones of paths a later commit added or removed (before the
-    // rotation below, which moves only commits' adds and would leave live_'s indices stale).
-    if (checkpoint_adds_ + checkpoint_tombstones_ > 0 && !(live_.empty() && removed_.empty())) {
-      for (size_t i = 0; i < checkpoint_adds_; ++i) {
-        if (Replaced(adds_[i].path)) Supersede(i);
-      }
-      std::erase_if(tombstones_, [&](const RemoveFile& r) { return Replaced(r.path); });
-    }
-    LiveAdds().swap(live_);
-    if (earlier_begin_ != kNone) {  // [own_begin_, earlier_begin_) were this commit's adds
-      std::rotate(adds_.begin() + static_cast<std::ptrdiff_t>(own_begin_),
-                  adds_.begin() + static_cast<std::ptrdiff_t>(earlier_begin_), adds_.end());
-      std::rotate(superseded_.begin() + static_cast<std::ptrdiff_t>(own_begin_),
-                  superseded_.begin() + static_cast<std::ptrdiff_t>(earlier_begin_), superseded_.end());
-    }
-    // The live adds, compacted in place (no second vector of them).
-    size_t kept = 0;
-    for (size_t i = 0; i < adds_.size(); ++i) {
-      if (superseded_[i]) continue;
-      if (kept != i) adds_[kept] = std::move(adds_[i]);
-      ++kept;
-    }
-    adds_.resize(kept);
-    snapshot_.files = std::move(adds_);
-    PathIndex().swap(removed_);
-    tombstones_.reserve(tombstones_.size() + commit_tombstones_.size());
-    for (size_t i = 0; i < commit_tombstones_.size(); ++i) {
-      if (!tombstone_dropped_[i]) tombstones_.push_back(std::move(commit_tombstones_[i]));
-    }
-    std::vector<RemoveFile>().swap(commit_tombstones_);
-    snapshot_.tombstones = std::move(tombstones_);
-    return std::move(snapshot_);
-  }
-
- private:
-  void ApplyState(const Action& action) {
-    if (const auto* p = std::get_if<Protocol>(&action)) {
-      snapshot_.protocol = *p;
-      has_protocol_ = true;
-    } else if (const auto* m = std::get_if<Boxed<Metadata>>(&action)) {
-      snapshot_.metadata = **m;
-      has_metadata_ = true;
-    } else if (const auto* t = std::get_if<Txn>(&action)) {
-      auto [it, inserted] = snapshot_.app_versions.emplace(t->app_id, t->version);
-      if (!inserted) it->second = std::max(it->second, t->version);
-    }
-  }
-
-  static bool SameDeletionVector(const AddFile& add, const RemoveFile& rm) {
-    if (!add.deletion_vector || !rm.deletion_vector) return !add.deletion_vector && !rm.deletion_vector;
-    return add.deletion_vector->UniqueId() == rm.deletion_vector->UniqueId();
-  }
-
-  void Supersede(size_t i) {
-    superseded_[i] = 1;
-    adds_[i] = AddFile{};  // frees its strings now
-  }
-
-  // Hash of a decoded path -> an index (into adds_ or commit_tombstones_): indexes by path without
-  // holding the paths again (a commit of 650,000 files held 85 MB of key strings in each).
-  using PathIndex = std::unordered_multimap<uint64_t, size_t>;
-  using LiveAdds = PathIndex;
-  // Whether `encoded` (an action's path) decodes to `key`.
-  static bool SamePath(const std::string& encoded, const std::string& key) {
-    if (encoded.find('%') == std::string::npos) return encoded == key;
-    auto decoded = DecodePath(encoded);
-    return decoded.ok() && *decoded == key;
-  }
-  // The entry of `index` for decoded path `key`: entries whose hash matches are checked against the
-  // path of the action they point to (the entries' actions keep their paths while indexed).
-  template <typename Actions>
-  static PathIndex::iterator Find(PathIndex& index, const Actions& actions, const std::string& key) {
-    auto [it, end] = index.equal_range(PathHash64(key));
-    for (; it != end; ++it) {
-      if (SamePath(actions[it->second].path, key)) return it;
-    }
-    return index.end();
-  }
-  PathIndex::iterator FindLive(const std::string& key) { return Find(live_, adds_, key); }
-  PathIndex::iterator FindTombstone(const std::string& key) { return Find(removed_, commit_tombstones_, key); }
-  static Result<std::string> DecodedPath(const std::string& path, const std::string& file) {
-    auto decoded = DecodePath(path);
-    if (!decoded.ok()) return Status::Corruption(fmt::format("{}: {}", file, decoded.status().message()));
-    return std::move(decoded).value();
-  }
-  // Whether a commit added or removed the checkpoint's `path` (which decodes: see ApplyCheckpoint): a
-  // path a commit touched is in live_ (added last) or in removed_ (removed last).
-  bool Replaced(const std::string& path) {
-    std::string decoded;
-    if (path.find('%') != std::string::npos) {
-      auto d = DecodePath(path);
-      if (!d.ok()) return false;
-      decoded = std::move(*d);
-    }
-    const std::string& key = decoded.empty() ? path : decoded;
-    return FindLive(key) != live_.end() || FindTombstone(key) != removed_.end();
-  }
-
-  Snapshot snapshot_;
-  std::vector<AddFile> adds_;                         // in the order added: the checkpoint's, then the commits'
-  std::vector<char> superseded_;                      // per entry of adds_: 1 once removed or added again
-  std::vector<RemoveFile> tombstones_;                // the checkpoint's
-  size_t checkpoint_adds_ = 0, checkpoint_tombstones_ = 0;
-  static constexpr size_t kNone = SIZE_MAX;
-  size_t own_begin_ = 0;           // a commit on top of a base: where its adds start
-  size_t earlier_begin_ = kNone;   // where the adds of commits that went in before it start
-  PathIndex live_;                            // the commits' live adds: decoded path hash -> index in adds_
-  std::vector<RemoveFile> commit_tombstones_;  // the commits' latest remove of each path, in order
-  std::vector<char> tombstone_dropped_;        // per entry of commit_tombstones_: 1 once added again
-  PathIndex removed_;                          // decoded path hash -> index in commit_tombstones_ (not dropped)
-  bool has_protocol_ = false;
-  bool has_metadata_ = false;
 };
 
 // commitInfo.timestamp, when it is there and an int64.
@@ -641,6 +435,24 @@ Result<CommitInfo> NewCommitInfo(const std::string& operation, const json& opera
   return CommitInfo{std::move(info)};
 }
 
+// The commitInfo among `actions` (CheckActions allows one), moved out of them.
+CommitInfo TakeCommitInfo(std::vector<Action>& actions) {
+  auto it = std::find_if(actions.begin(), actions.end(), [](const Action& a) { return std::holds_alternative<CommitInfo>(a); });
+  CommitInfo info = std::move(std::get<CommitInfo>(*it));
+  actions.erase(it);
+  return info;
+}
+
+// The timestamp of `version` (a commit's predecessor; nullopt for -1): `state`'s when it is that
+// version, else the commit's commitInfo timestamp, else its file's time.
+std::optional<int64_t> VersionTime(Storage& storage, const DeltaLog& log, int64_t version, const Snapshot* state) {
+  if (version < 0) return std::nullopt;
+  if (state != nullptr && state->version == version) return state->timestamp;
+  const std::string path = log.CommitPath(version);
+  if (auto ts = FirstLineTimestamp(storage, path)) return ts;
+  return FileTime(storage, path);
+}
+
 // Readies `log` for a commit on top of `read_version`: creates the log directory for a new table
 // (read_version -1), else NotFound unless that version exists.
 Status PrepareLogFor(Storage& storage, const DeltaLog& log, int64_t read_version) {
@@ -713,6 +525,27 @@ class CommitFile {
     return file->Close();
   }
 
+  // Replaces the commit's first line (its commitInfo) with `line` (ending in '\n'): a commit that
+  // goes in after a winner takes a later timestamp. A staged commit is copied into a new temporary
+  // file (1 MiB at a time), since the line's length may change.
+  Status ReplaceFirstLine(const std::string& line) {
+    if (!staged_) {
+      const size_t nl = bytes_.find('\n');
+      bytes_.replace(0, nl == std::string::npos ? bytes_.size() : nl + 1, line);
+      return Status::OK();
+    }
+    const std::string old_path = staged_path_;
+    staged_path_ = JoinPath(log_dir_, fmt::format(".commit-{}.json.tmp", RandomUuid()));
+    Status copied = CopyWithFirstLine(old_path, line, staged_path_);
+    if (!copied.ok()) {
+      (void)storage_.Delete(staged_path_);
+      staged_path_ = old_path;
+      return copied;
+    }
+    (void)storage_.Delete(old_path);
+    return Status::OK();
+  }
+
   // Publishes the commit as `path` unless a file is there (AlreadyExists); once published, holds
   // nothing more.
   Status PublishAs(const std::string& path) {
@@ -723,6 +556,30 @@ class CommitFile {
   }
 
  private:
+  // Writes `line` and then what follows the first line of `from` to a new file `to`, synced.
+  Status CopyWithFirstLine(const std::string& from, const std::string& line, const std::string& to) {
+    STOKE_ASSIGN_OR_RETURN(auto in, storage_.OpenForRead(from));
+    STOKE_ASSIGN_OR_RETURN(auto out, storage_.Create(to, /*exclusive=*/true));
+    STOKE_RETURN_IF_ERROR(out->Append(AsBytes(line)));
+    constexpr uint64_t kChunk = 1 << 20;
+    std::string chunk;
+    bool first_line_done = false;
+    for (uint64_t at = 0; at < in->size(); at += chunk.size()) {
+      chunk.resize(static_cast<size_t>(std::min<uint64_t>(kChunk, in->size() - at)));
+      STOKE_RETURN_IF_ERROR(in->ReadAt(at, MutableByteView(reinterpret_cast<uint8_t*>(chunk.data()), chunk.size())));
+      std::string_view rest(chunk);
+      if (!first_line_done) {
+        const size_t nl = rest.find('\n');
+        if (nl == std::string_view::npos) continue;  // still inside the first line
+        rest.remove_prefix(nl + 1);
+        first_line_done = true;
+      }
+      STOKE_RETURN_IF_ERROR(out->Append(AsBytes(rest)));
+    }
+    STOKE_RETURN_IF_ERROR(out->Sync());
+    return out->Close();
+  }
+
   Storage& storage_;
   const std::string log_dir_;
   const bool staged_;
@@ -730,13 +587,33 @@ class CommitFile {
   std::string bytes_;        // in memory: the commit; staged: lines not appended yet
 };
 
+// A commit's commitInfo (its first line) and timestamp: never below its predecessor's, so that
+// timestamps grow with versions (time travel by timestamp assumes it) even when writers' clocks
+// differ or a commit goes in after winners that took their timestamps later.
+struct CommitStamp {
+  CommitInfo info;
+  int64_t timestamp = 0;
+
+  // Sets the timestamp to the later of `now` and previous + 1, in `info` too.
+  void Set(int64_t now, std::optional<int64_t> previous) {
+    timestamp = previous && *previous >= now ? *previous + 1 : now;
+    info.value["timestamp"] = timestamp;
+  }
+  // Set(now, previous), as the commit's new first line.
+  std::string After(int64_t previous) {
+    Set(EpochMillis(), previous);
+    return Dump(ActionJson(Action(info))) + "\n";
+  }
+};
+
 // OK when none of the winning commits `first`..`last` conflicts with `claims` (CheckConcurrentCommit);
 // Corruption when one of them is missing.
 // With `replay` (a commit that keeps its state, see DeltaLog::Commit), each winner's actions are
 // applied to it too, as commits that went in before this one; *replayed_through is then the last
 // version applied (a failure to apply one leaves it where it was: the state is read from the log).
+// *latest_timestamp becomes at least the largest commitInfo timestamp among them.
 Status CheckWinners(Storage& storage, const DeltaLog& log, const CommitClaims& claims, int64_t first, int64_t last,
-                    Replayer* replay, int64_t* replayed_through) {
+                    Replayer* replay, int64_t* replayed_through, int64_t* latest_timestamp) {
   for (int64_t w = first; w <= last; ++w) {
     const std::string path = log.CommitPath(w);
     auto text = ReadFileToString(storage, path);
@@ -750,6 +627,7 @@ Status CheckWinners(Storage& storage, const DeltaLog& log, const CommitClaims& c
     text->clear();
     text->shrink_to_fit();
     STOKE_RETURN_IF_ERROR(CheckConcurrentCommit(claims, winner, w, log.table_dir()));
+    *latest_timestamp = std::max(*latest_timestamp, CommitTimestamp(winner).value_or(INT64_MIN));
     if (replay != nullptr && *replayed_through == w - 1) {
       replay->BeginEarlierCommits();
       bool applied = true;
@@ -765,8 +643,10 @@ Status CheckWinners(Storage& storage, const DeltaLog& log, const CommitClaims& c
 // Returns the version published. Conflict when a winner conflicts, when a kExclusive commit without
 // exclusive_allows loses, or after max_attempts; the storage's other errors as they are. `claims` is
 // freed on return (100,000s of paths).
+// After losing to winners, the commit's timestamp (stamp) is moved past theirs (ReplaceFirstLine), so
+// that timestamps never decrease with versions, whatever the writers' clocks.
 Result<int64_t> PublishWithRetries(Storage& storage, const DeltaLog& log, CommitFile& file, CommitClaims claims,
-                                   int max_attempts, Replayer* replay, int64_t* replayed_through) {
+                                   int max_attempts, Replayer* replay, int64_t* replayed_through, CommitStamp& stamp) {
   const int64_t read_version = claims.read_version;
   int64_t version = read_version + 1;
   int64_t checked = read_version;  // winners up to here hold nothing that conflicts
@@ -781,7 +661,9 @@ Result<int64_t> PublishWithRetries(Storage& storage, const DeltaLog& log, Commit
     }
     STOKE_ASSIGN_OR_RETURN(int64_t latest, log.LatestVersion());
     latest = std::max(latest, version);
-    STOKE_RETURN_IF_ERROR(CheckWinners(storage, log, claims, checked + 1, latest, replay, replayed_through));
+    int64_t winners_time = INT64_MIN;
+    STOKE_RETURN_IF_ERROR(CheckWinners(storage, log, claims, checked + 1, latest, replay, replayed_through, &winners_time));
+    if (winners_time >= stamp.timestamp) STOKE_RETURN_IF_ERROR(file.ReplaceFirstLine(stamp.After(winners_time)));
     checked = latest;
     version = latest + 1;
   }
@@ -830,18 +712,20 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
   }
   STOKE_ASSIGN_OR_RETURN(CheckedActions checked,
                          CheckActions(actions, read_version, kind, std::move(exclusive_allows), table_dir_));
-  // The commitInfo this commit adds, written as its first line (readers look for the timestamp
-  // there); kept apart rather than inserted before 100,000s of actions, which reallocated them all.
-  std::optional<Action> commit_info;
-  if (!checked.has_commit_info) {
-    STOKE_ASSIGN_OR_RETURN(commit_info, NewCommitInfo(operation, operation_parameters, read_version, checked.claims.kind));
+  // The commitInfo, the actions' own or a new one, written as the commit's first line (readers look
+  // for the timestamp there); kept apart rather than inserted before 100,000s of actions, which
+  // reallocated them all.
+  CommitStamp stamp;
+  if (checked.has_commit_info) {
+    stamp.info = TakeCommitInfo(actions);
+  } else {
+    STOKE_ASSIGN_OR_RETURN(stamp.info, NewCommitInfo(operation, operation_parameters, read_version, checked.claims.kind));
   }
   STOKE_RETURN_IF_ERROR(PrepareLogFor(storage_, *this, read_version));
   if (storage_.CreateIsAtomic()) STOKE_RETURN_IF_ERROR(CheckConditionalCommits(storage_, table_dir_));
-
-  const size_t num_actions = actions.size() + (commit_info ? 1 : 0);
-  const std::optional<int64_t> commit_time =
-      commit_info ? CommitTimestamp(std::get<CommitInfo>(*commit_info)) : CommitTimestamp(actions);
+  stamp.Set(CommitTimestamp(stamp.info).value_or(EpochMillis()), VersionTime(storage_, *this, read_version, state));
+  std::optional<Action> commit_info = Action(stamp.info);
+  const size_t num_actions = actions.size() + 1;
   // With `state`, the actions move into a replay on top of it as they are written: the state at the
   // committed version is then known without reading the log (nor holding the actions twice).
   std::optional<Replayer> replay;
@@ -853,8 +737,8 @@ Result<int64_t> DeltaLog::Commit(int64_t read_version, std::vector<Action> actio
   STOKE_RETURN_IF_ERROR(file.Write(commit_info, actions, replay ? &*replay : nullptr, table_dir_));
   int64_t replayed_through = read_version;  // the replay holds every commit up to this one
   STOKE_ASSIGN_OR_RETURN(int64_t version, PublishWithRetries(storage_, *this, file, std::move(checked.claims), max_attempts,
-                                                             replay ? &*replay : nullptr, &replayed_through));
-  if (replay) SetStateAfterCommit(*this, replay, replayed_through, version, commit_time, state);
+                                                             replay ? &*replay : nullptr, &replayed_through, stamp));
+  if (replay) SetStateAfterCommit(*this, replay, replayed_through, version, stamp.timestamp, state);
   CheckpointIfDue(storage_, *this, version, num_actions, state);
   return version;
 }

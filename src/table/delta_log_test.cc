@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "core/clock.h"
 #include "table/checkpoint.h"
 #include "table/delta_testing.h"
 
@@ -859,6 +860,40 @@ TEST_F(DeltaLogTest, GivesUpAfterMaxAttempts) {
   EXPECT_EQ(v.status().code(), StatusCode::kConflict);
 }
 
+// Commit timestamps never decrease with versions: a predecessor stamped by a clock ahead of ours
+// (another machine), and winners a commit goes in after, push its timestamp past theirs, in the
+// commit's first line (a staged commit file is rewritten) and in the state it returns.
+TEST_F(DeltaLogTest, TimestampsNeverGoBackwards) {
+  DeltaLog log = CreateTable();
+  const int64_t ahead = EpochMillis() + 3'600'000;  // an hour ahead
+  nlohmann::json info = {{"timestamp", ahead}, {"operation", "WRITE"}};
+  ASSERT_EQ(*log.Commit(0, {CommitInfo{info}, NewAdd("a")}, CommitKind::kBlindAppend, "WRITE", {}), 1);
+  EXPECT_EQ(log.ReadSnapshot(1)->timestamp, ahead);
+  Snapshot state = *log.ReadSnapshot(1);
+  ASSERT_EQ(*log.Commit(1, {NewAdd("b")}, CommitKind::kBlindAppend, "WRITE", {}, 100, nullptr, &state), 2);
+  EXPECT_EQ(state.timestamp, ahead + 1);
+  EXPECT_EQ(log.ReadSnapshot(2)->timestamp, ahead + 1);
+  // From a stale read version: version 3 is a winner an hour and a half ahead; this commit, written
+  // for version 3, goes in as 4 with a later timestamp than the winner's.
+  info["timestamp"] = ahead + 1'800'000;
+  ASSERT_EQ(*log.Commit(2, {CommitInfo{info}, NewAdd("c")}, CommitKind::kBlindAppend, "WRITE", {}), 3);
+  std::vector<Action> many;
+  for (int i = 0; i < 20000; ++i) many.push_back(NewAdd("d" + std::to_string(i)));  // a staged file over 1 MiB
+  auto v = log.Commit(2, std::move(many), CommitKind::kBlindAppend, "WRITE", {});
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_EQ(*v, 4);
+  auto snap = log.ReadSnapshot(4);
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  EXPECT_EQ(snap->timestamp, ahead + 1'800'001);
+  EXPECT_EQ(snap->files.size(), 20003u);
+  auto history = log.History();
+  ASSERT_TRUE(history.ok());
+  for (size_t i = 1; i < history->size(); ++i) EXPECT_GT((*history)[i - 1].timestamp, (*history)[i].timestamp) << i;
+  for (const auto& e : std::filesystem::directory_iterator(log.log_dir())) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();  // no staged leftovers
+  }
+}
+
 TEST_F(DeltaLogTest, ConcurrentBlindAppendsFromAStaleReadVersionAllLand) {
   CreateTable();
   constexpr int kThreads = 4, kCommits = 25;
@@ -890,6 +925,11 @@ TEST_F(DeltaLogTest, ConcurrentBlindAppendsFromAStaleReadVersionAllLand) {
   for (const auto& f : snap->files) paths.insert(f.path);
   EXPECT_EQ(paths.size(), size_t{kThreads * kCommits});
   EXPECT_EQ(snap->num_records(), 10 * kThreads * kCommits);
+  // Each commit's timestamp is later than its predecessor's, whichever writer won each version.
+  auto history = log.History();
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ(history->size(), size_t{kThreads * kCommits + 1});
+  for (size_t i = 1; i < history->size(); ++i) EXPECT_GT((*history)[i - 1].timestamp, (*history)[i].timestamp) << i;
 }
 
 }  // namespace
