@@ -1,6 +1,6 @@
-"""Process-level tests of stoke's Delta tables: SIGKILL during ingest, two
-processes appending concurrently, corrupt or missing inputs, and the row bytes
-across optimize and vacuum.
+"""Process-level tests of stoke's Delta tables: SIGKILL during ingest, four
+processes appending concurrently (versions dense, timestamps growing with
+them), corrupt or missing inputs, and the row bytes across optimize and vacuum.
 
 Run with Debian's interpreter (it has numpy and pytest):
 
@@ -257,9 +257,10 @@ def test_kill9_during_append(stoke, kill_env, seed):
 
 
 # --------------------------------------------------------------------------
-# 2. two processes appending concurrently
+# 2. processes appending concurrently
 
-COMMITS_PER_PROCESS = 100
+PROCESSES = "abcd"
+COMMITS_PER_PROCESS = 50
 
 
 def test_concurrent_appends(stoke, tmp_path):
@@ -287,22 +288,26 @@ def test_concurrent_appends(stoke, tmp_path):
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(f"{tag}: {e!r}")
 
-    for tag in ("a", "b"):
+    for tag in PROCESSES:
         names.update(f"{tag}_{i:03d}.npy" for i in range(COMMITS_PER_PROCESS))
     t0 = time.monotonic()
-    threads = [threading.Thread(target=worker, args=(tag, s)) for s, tag in enumerate("ab")]
+    threads = [threading.Thread(target=worker, args=(tag, s)) for s, tag in enumerate(PROCESSES)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     elapsed = time.monotonic() - t0
-    print(f"concurrent appends: {2 * COMMITS_PER_PROCESS} ingests in {elapsed:.1f} s")
+    total = len(PROCESSES) * COMMITS_PER_PROCESS
+    print(f"concurrent appends: {total} ingests in {elapsed:.1f} s")
     assert not errors, "\n".join(errors[:10])
 
     hist = stoke.history(table)
     versions = sorted(h["version"] for h in hist)
-    assert versions == list(range(2 * COMMITS_PER_PROCESS + 1)), "dense versions 0..200"
+    assert versions == list(range(total + 1)), f"dense versions 0..{total}"
     assert all(h["files_added"] == 1 for h in hist)
+    # Timestamps grow with versions, whichever process won each one.
+    stamps = [h["timestamp"] for h in sorted(hist, key=lambda h: h["version"])]
+    assert all(a < b for a, b in zip(stamps, stamps[1:])), stamps
     assert commits(table) == [f"{v:020d}.json" for v in versions]
     check_complete(stoke, table, sorted(names))
 
