@@ -65,6 +65,7 @@ test-asan: bootstrap
 bench: build
 	@bash bench/write_vs_dd.sh $(BUILD)/stoke
 	@bash bench/table_open.sh $(BUILD)/stoke
+	@bash bench/commit_cost.sh $(BUILD)/stoke
 	@bash bench/deletion_vectors.sh $(BUILD)/stoke
 	@bash bench/load_vs_baselines.sh $(BUILD)/stoke
 	@bash bench/sample_sizes.sh $(BUILD)/stoke

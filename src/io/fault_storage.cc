@@ -362,6 +362,13 @@ Result<std::vector<std::string>> FaultInjectingStorage::ListNames(const std::str
   return base_.ListNames(dir);
 }
 
+Result<std::vector<std::string>> FaultInjectingStorage::ListNamesWithPrefix(const std::string& dir,
+                                                                          const std::string& prefix) {
+  InFlightOperation op(this, kOpList, dir);
+  STOKE_RETURN_IF_ERROR(op.status());
+  return base_.ListNamesWithPrefix(dir, prefix);
+}
+
 Result<DirEntry> FaultInjectingStorage::Stat(const std::string& path) {
   InFlightOperation op(this, kOpStat, path);
   STOKE_RETURN_IF_ERROR(op.status());
@@ -483,6 +490,11 @@ Result<std::vector<DirEntry>> ThrottledStorage::List(const std::string& dir) {
 Result<std::vector<std::string>> ThrottledStorage::ListNames(const std::string& dir) {
   Charge(0);
   return base_.ListNames(dir);
+}
+
+Result<std::vector<std::string>> ThrottledStorage::ListNamesWithPrefix(const std::string& dir, const std::string& prefix) {
+  Charge(0);
+  return base_.ListNamesWithPrefix(dir, prefix);
 }
 
 Result<DirEntry> ThrottledStorage::Stat(const std::string& path) {

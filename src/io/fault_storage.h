@@ -26,7 +26,7 @@ enum StorageOp : uint32_t {
   kOpAppend = 1u << 3,  // WritableFile::Append
   kOpSync = 1u << 4,    // WritableFile::Sync
   kOpClose = 1u << 5,   // WritableFile::Close
-  kOpList = 1u << 6,    // List and ListNames
+  kOpList = 1u << 6,    // List, ListNames and ListNamesWithPrefix
   kOpStat = 1u << 7,
   kOpCreateDirectories = 1u << 8,
   kOpRename = 1u << 9,  // matched against the source path
@@ -109,6 +109,7 @@ class FaultInjectingStorage final : public Storage {
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive = false) override;
   Result<std::vector<DirEntry>> List(const std::string& dir) override;
   Result<std::vector<std::string>> ListNames(const std::string& dir) override;
+  Result<std::vector<std::string>> ListNamesWithPrefix(const std::string& dir, const std::string& prefix) override;
   Result<DirEntry> Stat(const std::string& path) override;
   Status CreateDirectories(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
@@ -182,6 +183,7 @@ class ThrottledStorage final : public Storage {
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive = false) override;
   Result<std::vector<DirEntry>> List(const std::string& dir) override;
   Result<std::vector<std::string>> ListNames(const std::string& dir) override;
+  Result<std::vector<std::string>> ListNamesWithPrefix(const std::string& dir, const std::string& prefix) override;
   Result<DirEntry> Stat(const std::string& path) override;
   Status CreateDirectories(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;

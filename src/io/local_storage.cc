@@ -469,11 +469,16 @@ class LocalFileSystem final : public Storage {
     return out;
   }
 
-  Result<std::vector<std::string>> ListNames(const std::string& dir) override {
+  Result<std::vector<std::string>> ListNames(const std::string& dir) override { return ListNamesWithPrefix(dir, ""); }
+
+  // Names that do not match are skipped before they are copied (a Delta log's block of 100 versions
+  // among 10,000s of names).
+  Result<std::vector<std::string>> ListNamesWithPrefix(const std::string& dir, const std::string& prefix) override {
     DIR* d = ::opendir(dir.c_str());
     if (d == nullptr) return ErrnoStatus("list directory", dir, errno);
     std::vector<std::string> out;
     while (struct dirent* ent = ::readdir(d)) {
+      if (!std::string_view(ent->d_name).starts_with(prefix)) continue;
       std::string name = ent->d_name;
       if (name == "." || name == "..") continue;
       bool is_dir = ent->d_type == DT_DIR;
@@ -597,6 +602,12 @@ Status Storage::PublishIfAbsent(const std::string& tmp, const std::string& path)
   STOKE_RETURN_IF_ERROR(PutIfAbsent(path, AsBytes(bytes)));
   (void)Delete(tmp);
   return Status::OK();
+}
+
+Result<std::vector<std::string>> Storage::ListNamesWithPrefix(const std::string& dir, const std::string& prefix) {
+  STOKE_ASSIGN_OR_RETURN(std::vector<std::string> names, ListNames(dir));
+  std::erase_if(names, [&](const std::string& name) { return !name.starts_with(prefix); });
+  return names;
 }
 
 Result<std::string> Storage::ReadFile(const std::string& path) {

@@ -87,6 +87,14 @@ TEST_F(LocalStorageTest, WritesReadsAndLists) {
   EXPECT_EQ((*list)[1].size, 12u);
   EXPECT_TRUE((*list)[2].is_directory);
   EXPECT_EQ(*ReadFileToString(fs_, JoinPath(dir_, "a.txt")), "x");
+  // Names only (no directories), sorted; with a prefix, only those that start with it.
+  ASSERT_TRUE(WriteFileAtomically(fs_, JoinPath(dir_, "a0"), AsBytes("y")).ok());
+  ASSERT_TRUE(fs_.CreateDirectories(JoinPath(dir_, "a-dir")).ok());
+  EXPECT_EQ(*fs_.ListNames(dir_), (std::vector<std::string>{"a.txt", "a0", "b.bin"}));
+  EXPECT_EQ(*fs_.ListNamesWithPrefix(dir_, "a"), (std::vector<std::string>{"a.txt", "a0"}));
+  EXPECT_EQ(*fs_.ListNamesWithPrefix(dir_, "b.bin"), (std::vector<std::string>{"b.bin"}));
+  EXPECT_TRUE(fs_.ListNamesWithPrefix(dir_, "c")->empty());
+  EXPECT_EQ(fs_.ListNamesWithPrefix(JoinPath(dir_, "missing"), "a").status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(LocalStorageTest, ReadPastTheEndNamesFileOffsetAndSize) {

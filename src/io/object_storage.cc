@@ -225,13 +225,15 @@ Result<std::vector<DirEntry>> ObjectStorage::List(const std::string& dir) {
   return out;
 }
 
-Result<std::vector<std::string>> ObjectStorage::ListNames(const std::string& dir) {
+Result<std::vector<std::string>> ObjectStorage::ListNames(const std::string& dir) { return ListNamesWithPrefix(dir, ""); }
+
+Result<std::vector<std::string>> ObjectStorage::ListNamesWithPrefix(const std::string& dir, const std::string& name_prefix) {
   STOKE_ASSIGN_OR_RETURN(std::string key, ObjectKeyFromPath(dir, true));
-  std::string prefix = DirPrefix(key);
+  const std::string prefix = DirPrefix(key);
   std::vector<std::string> out;
   std::string token;
   do {
-    STOKE_ASSIGN_OR_RETURN(ObjectListing page, client_->ListPage(prefix, true, token));
+    STOKE_ASSIGN_OR_RETURN(ObjectListing page, client_->ListPage(prefix + name_prefix, true, token));
     for (auto& o : page.objects) {
       if (o.key.size() > prefix.size()) out.push_back(o.key.substr(prefix.size()));
     }

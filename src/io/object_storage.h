@@ -107,6 +107,7 @@ class ObjectStorage final : public Storage {
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path, bool exclusive = false) override;
   Result<std::vector<DirEntry>> List(const std::string& dir) override;
   Result<std::vector<std::string>> ListNames(const std::string& dir) override;
+  Result<std::vector<std::string>> ListNamesWithPrefix(const std::string& dir, const std::string& prefix) override;
   Result<DirEntry> Stat(const std::string& path) override;
   Status CreateDirectories(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;

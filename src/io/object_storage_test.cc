@@ -242,6 +242,10 @@ TEST_P(ObjectStoreTest, ListsAcrossPages) {
   auto listed = s->ListNames("t/_delta_log");
   ASSERT_TRUE(listed.ok()) << listed.status().ToString();
   EXPECT_EQ(*listed, names);
+  // A prefix lists only its keys (across pages too); nothing under "0-sub/".
+  EXPECT_EQ(*s->ListNamesWithPrefix("t/_delta_log", "0000000000000000000"), names);
+  EXPECT_EQ(*s->ListNamesWithPrefix("t/_delta_log/", "00000000000000000003"), std::vector<std::string>{names[3]});
+  EXPECT_TRUE(s->ListNamesWithPrefix("t/_delta_log", "1")->empty());
   auto entries = s->List("t/_delta_log/");
   ASSERT_TRUE(entries.ok());
   ASSERT_EQ(entries->size(), 8u);

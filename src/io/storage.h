@@ -109,6 +109,10 @@ class Storage {
   // The names of the non-directory entries of a directory, sorted: List without a stat per entry
   // (a Delta log can hold tens of thousands of files).
   virtual Result<std::vector<std::string>> ListNames(const std::string& dir) = 0;
+  // ListNames, only the names that start with `prefix`: on object stores one listing of the keys
+  // with that prefix (a request for up to 1,000 of them, however many others the directory holds);
+  // the default filters ListNames.
+  virtual Result<std::vector<std::string>> ListNamesWithPrefix(const std::string& dir, const std::string& prefix);
   virtual Result<DirEntry> Stat(const std::string& path) = 0;
   virtual Status CreateDirectories(const std::string& path) = 0;
   virtual Status Rename(const std::string& from, const std::string& to) = 0;

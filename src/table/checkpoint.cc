@@ -288,7 +288,13 @@ Result<CheckpointActions> ReadCheckpointFiles(Storage& storage, const std::vecto
 }  // namespace
 
 Result<CheckpointActions> ReadCheckpoint(Storage& storage, const std::string& log_dir, int64_t version) {
-  STOKE_ASSIGN_OR_RETURN(auto names, storage.ListNames(log_dir));
+  // Only this version's names (on an object store one short listing, however long the log).
+  STOKE_ASSIGN_OR_RETURN(auto names, storage.ListNamesWithPrefix(log_dir, fmt::format("{:020d}.", version)));
+  return ReadCheckpoint(storage, log_dir, version, names);
+}
+
+Result<CheckpointActions> ReadCheckpoint(Storage& storage, const std::string& log_dir, int64_t version,
+                                         const std::vector<std::string>& names) {
   std::vector<std::string> files = CheckpointFiles(names, version);
   if (files.empty()) return Status::NotFound(fmt::format("{}: no complete checkpoint at version {}", log_dir, version));
   for (std::string& f : files) f = JoinPath(log_dir, f);

@@ -48,6 +48,10 @@ struct CheckpointActions {
 // Corruption naming the file when one is malformed (a path that does not decode included). V2
 // checkpoints are read with their sidecars.
 Result<CheckpointActions> ReadCheckpoint(Storage& storage, const std::string& log_dir, int64_t version);
+// The same, with the checkpoint's files found among `names` (a listing of the log that holds this
+// version's names) instead of listing them again.
+Result<CheckpointActions> ReadCheckpoint(Storage& storage, const std::string& log_dir, int64_t version,
+                                         const std::vector<std::string>& names);
 
 // The actions of one checkpoint file read column by column, with no JSON in between (what
 // ReadCheckpoint uses first). Unsupported, with nothing usable appended, when the file has a shape

@@ -85,8 +85,11 @@ LogFileName ClassifyLogFile(std::string_view name) {
   return out;
 }
 
+}  // namespace
+
 // The listing of _delta_log, reduced to what replay needs.
 struct LogListing {
+  int64_t from = 0;                    // versions before this one were not listed (ListRecentLog)
   std::set<int64_t> commits;           // versions with a commit file
   std::set<int64_t> checkpoints;       // versions with a checkpoint file
   std::vector<std::string> checkpoint_names;
@@ -99,6 +102,8 @@ struct LogListing {
     return v;
   }
 };
+
+namespace {
 
 // commitInfo.timestamp, when it is there and an int64.
 std::optional<int64_t> CommitTimestamp(const CommitInfo& ci) {
@@ -147,6 +152,48 @@ Result<LogListing> ListLog(Storage& storage, const std::string& log_dir) {
   return out;
 }
 
+// The version `_last_checkpoint` names, when it is there and says one.
+std::optional<int64_t> LastCheckpointVersion(Storage& storage, const std::string& log_dir) {
+  auto text = storage.ReadFile(JoinPath(log_dir, "_last_checkpoint"));
+  if (!text.ok()) return std::nullopt;
+  auto j = json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("version") || !j["version"].is_number_integer()) return std::nullopt;
+  const int64_t version = j["version"].get<int64_t>();
+  return version >= 0 ? std::optional<int64_t>(version) : std::nullopt;
+}
+
+// Versions listed at a time by ListRecentLog: the names of a block share their first 18 digits.
+constexpr int64_t kListBlock = 100;
+
+// The log's listing from the checkpoint `_last_checkpoint` names on: the blocks of kListBlock
+// versions from that one's, each one listing of the names with its prefix (on an object store a
+// request, however long the log), until a block that does not end in a commit. Then neither a table
+// open nor a commit lists more as the log grows. The whole listing (ListLog) when there is no hint,
+// or when the listing from it holds neither that checkpoint nor a commit after it (a hint from
+// another life of the table).
+Result<LogListing> ListRecentLog(Storage& storage, const std::string& log_dir) {
+  const std::optional<int64_t> hint = LastCheckpointVersion(storage, log_dir);
+  if (!hint) return ListLog(storage, log_dir);
+  LogListing out;
+  out.from = *hint;
+  for (int64_t block = *hint / kListBlock;; ++block) {
+    auto names = storage.ListNamesWithPrefix(log_dir, fmt::format("{:0{}d}", block, kVersionDigits - 2));
+    if (!names.ok()) return ListLog(storage, log_dir);
+    for (const std::string& name : *names) {
+      LogFileName n = ClassifyLogFile(name);
+      if (n.version < out.from) continue;
+      if (n.kind == LogFileName::kCommit) out.commits.insert(n.version);
+      if (n.kind == LogFileName::kCheckpoint) {
+        out.checkpoints.insert(n.version);
+        out.checkpoint_names.push_back(name);
+      }
+    }
+    if (!out.commits.count(block * kListBlock + kListBlock - 1)) break;
+  }
+  if (!out.checkpoints.count(*hint) && out.commits.empty()) return ListLog(storage, log_dir);
+  return out;
+}
+
 // A commit's modification time (ms), the fallback timestamp of a commit without commitInfo.timestamp.
 int64_t FileTime(Storage& storage, const std::string& path) {
   auto st = storage.Stat(path);
@@ -180,13 +227,26 @@ std::string DeltaLog::CommitPath(int64_t version) const {
 }
 
 Result<int64_t> DeltaLog::LatestVersion() const {
-  STOKE_ASSIGN_OR_RETURN(LogListing listing, ListLog(storage_, log_dir()));
+  STOKE_ASSIGN_OR_RETURN(LogListing listing, ListRecentLog(storage_, log_dir()));
   return listing.latest();
 }
 
 Result<Snapshot> DeltaLog::ReadSnapshot(std::optional<int64_t> version) const {
+  // From the latest checkpoint's listing; an older version, or a snapshot that cannot be read from
+  // it (a checkpoint missing or unreadable), from the whole log's.
+  STOKE_ASSIGN_OR_RETURN(LogListing listing, ListRecentLog(storage_, log_dir()));
+  if (listing.from > 0 && (!version || *version >= listing.from)) {
+    auto snapshot = ReadSnapshotFrom(listing, version);
+    if (snapshot.ok()) return snapshot;
+  }
+  if (listing.from > 0) {
+    STOKE_ASSIGN_OR_RETURN(listing, ListLog(storage_, log_dir()));
+  }
+  return ReadSnapshotFrom(listing, version);
+}
+
+Result<Snapshot> DeltaLog::ReadSnapshotFrom(const LogListing& listing, std::optional<int64_t> version) const {
   const std::string dir = log_dir();
-  STOKE_ASSIGN_OR_RETURN(LogListing listing, ListLog(storage_, dir));
   const int64_t latest = listing.latest();
   if (latest < 0) {
     return Status::NotFound(fmt::format("no Delta table at '{}' ({})", table_dir_,
@@ -206,7 +266,7 @@ Result<Snapshot> DeltaLog::ReadSnapshot(std::optional<int64_t> version) const {
   for (auto it = listing.checkpoints.rbegin(); it != listing.checkpoints.rend(); ++it) {
     const int64_t cp = *it;
     if (cp > target || CheckpointFiles(listing.checkpoint_names, cp).empty()) continue;
-    auto actions = ReadCheckpoint(storage_, dir, cp);
+    auto actions = ReadCheckpoint(storage_, dir, cp, listing.checkpoint_names);
     if (!actions.ok()) {
       bool commits_cover = static_cast<int64_t>(std::distance(listing.commits.begin(), listing.commits.upper_bound(cp))) == cp + 1;
       if (!commits_cover) return actions.status();

@@ -256,6 +256,9 @@ class DeltaLog {
                          Snapshot* state = nullptr) const;
 
  private:
+  // ReadSnapshot from `listing` (of the whole log, or of its latest versions).
+  Result<Snapshot> ReadSnapshotFrom(const struct LogListing& listing, std::optional<int64_t> version) const;
+
   Storage& storage_;
   std::string table_dir_;
 };

@@ -894,6 +894,78 @@ TEST_F(DeltaLogTest, TimestampsNeverGoBackwards) {
   }
 }
 
+// The local file system, counting the names its listings return.
+class NameCountingStorage : public Storage {
+ public:
+  Result<std::unique_ptr<RandomAccessFile>> OpenForRead(const std::string& p) override { return base_.OpenForRead(p); }
+  Result<std::unique_ptr<WritableFile>> Create(const std::string& p, bool exclusive) override {
+    return base_.Create(p, exclusive);
+  }
+  Result<std::vector<DirEntry>> List(const std::string& dir) override { return Count(base_.List(dir)); }
+  Result<std::vector<std::string>> ListNames(const std::string& dir) override { return Count(base_.ListNames(dir)); }
+  Result<std::vector<std::string>> ListNamesWithPrefix(const std::string& dir, const std::string& prefix) override {
+    return Count(base_.ListNamesWithPrefix(dir, prefix));
+  }
+  Result<DirEntry> Stat(const std::string& p) override { return base_.Stat(p); }
+  Status CreateDirectories(const std::string& p) override { return base_.CreateDirectories(p); }
+  Status Rename(const std::string& from, const std::string& to) override { return base_.Rename(from, to); }
+  Status Delete(const std::string& p) override { return base_.Delete(p); }
+  Status PutIfAbsent(const std::string& p, ByteView data) override { return base_.PutIfAbsent(p, data); }
+  Status PublishIfAbsent(const std::string& tmp, const std::string& p) override { return base_.PublishIfAbsent(tmp, p); }
+
+  size_t names = 0;
+
+ private:
+  template <typename T>
+  Result<std::vector<T>> Count(Result<std::vector<T>> r) {
+    if (r.ok()) names += r->size();
+    return r;
+  }
+  Storage& base_ = LocalStorage();
+};
+
+// Opening the latest version and committing list only the versions from the checkpoint
+// _last_checkpoint names (blocks of 100 names), whatever the log's length; older versions, and hints
+// that lead nowhere (a missing checkpoint, one past the log's end, a malformed file), fall back to
+// the whole listing with the same results.
+TEST_F(DeltaLogTest, ReadsListOnlyFromTheLastCheckpoint) {
+  CreateTable();
+  NameCountingStorage counting;
+  DeltaLog log(counting, dir_);
+  for (int v = 1; v <= 250; ++v) ASSERT_EQ(*log.Commit(v - 1, {NewAdd("f" + std::to_string(v))}, CommitKind::kBlindAppend, "WRITE", {}), v);
+  const std::string last = log.log_dir() + "/_last_checkpoint";
+  ASSERT_NE(ReadRaw(last).find("\"version\":250"), std::string::npos) << ReadRaw(last);
+  auto open = [&](std::optional<int64_t> version = std::nullopt) {
+    counting.names = 0;
+    auto snap = log.ReadSnapshot(version);
+    EXPECT_TRUE(snap.ok()) << snap.status().ToString();
+    return snap.ok() ? snap->files.size() : 0;
+  };
+  // The log holds 277 names; the block of 200-299 57 (commits 200-250, checkpoints 200-250). The
+  // checkpoint's files are found among them (no listing of their own).
+  EXPECT_EQ(open(), 250u);
+  EXPECT_EQ(counting.names, 57u);
+  counting.names = 0;
+  EXPECT_EQ(*log.LatestVersion(), 250);
+  EXPECT_EQ(counting.names, 57u);
+  ASSERT_EQ(*log.Commit(250, {NewAdd("g")}, CommitKind::kBlindAppend, "WRITE", {}), 251);
+  EXPECT_EQ(open(5), 5u);  // time travel before the checkpoint: the whole log
+  EXPECT_GT(counting.names, 250u);
+
+  WriteRaw(last, "{\"version\":120,\"size\":3}");  // stale: blocks 100-199 and 200-299 are listed
+  EXPECT_EQ(open(), 251u);
+  EXPECT_EQ(*log.LatestVersion(), 251);
+  WriteRaw(last, "{\"version\":5000,\"size\":3}");  // past the end (another life of the table)
+  EXPECT_EQ(open(), 251u);
+  EXPECT_EQ(*log.LatestVersion(), 251);
+  WriteRaw(last, "not json");
+  EXPECT_EQ(open(), 251u);
+  WriteRaw(last, "{\"version\":250,\"size\":3}");
+  std::filesystem::remove(log.log_dir() + "/00000000000000000250.checkpoint.parquet");  // a hint to a lost checkpoint
+  EXPECT_EQ(open(), 251u);
+  EXPECT_EQ(open(249), 249u);
+}
+
 TEST_F(DeltaLogTest, ConcurrentBlindAppendsFromAStaleReadVersionAllLand) {
   CreateTable();
   constexpr int kThreads = 4, kCommits = 25;
