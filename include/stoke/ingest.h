@@ -86,8 +86,8 @@ struct IngestOptions {
 // A source file whose location is in the table with another version than the file has now.
 struct ChangedSourceFile {
   std::string location;                   // SourceSet::FileLocation: "/data/a/x.npy", "az://c/a/x.npy"
-  std::string table_version;              // the version the table holds ("size:N,mtime:MS" or "etag:E"; the last
-                                          // of several)
+  std::string table_version;              // a version the table holds ("size:N,mtime:MS" or "etag:E"; one of
+                                          // them when it holds several)
   std::string source_version;             // the version the source has now
 };
 

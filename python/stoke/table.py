@@ -179,10 +179,10 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
       become scalar columns.
     mode: "append" adds the files not yet in the table (all samples of a file at once; re-running
       resumes an interrupted ingest); "overwrite" replaces the table's contents in one new version.
-      A file is in the table when a row records its location (absolute path or URI, in the columns
-      `source`) and version (`source_version`: size and modification time, or the ETag on object
-      stores): another directory's files with the same names are new rows. Rows of tables written
-      before stoke recorded locations match by name.
+      A file is in the table when a row records its location (absolute path or URI, in the column
+      `source_location`) and version (`source_version`: size and modification time, or the ETag on
+      object stores): another directory's files with the same names are new rows. Rows of tables
+      written before stoke recorded locations match by name.
     on_changed: appending, a file whose location is in the table with another version (it changed
       after it was ingested): "skip" reports it in changed_files and leaves it out, "append" adds
       the new version as new rows, "error" raises before anything is written.

@@ -143,10 +143,10 @@ def test_lifecycle_byte_equal(store, tmp_path):
     # Python loader over the store: every sample byte-equal to the local .npy file of its row
     with in_process_env(env):
         t = stoke.open_table(table)
-        ids = t.query(columns=["id", "file", "source", "source_version"])
+        ids = t.query(columns=["id", "file", "source_location", "source_version"])
         file_of = dict(zip(ids["id"].tolist(), ids["file"].tolist()))
         # Each row records its object's URI and ETag (what makes an append of other objects new rows).
-        assert all(s == f"{prefix}/volumes/{f}" for f, s in zip(ids["file"], ids["source"])), ids["source"][:3]
+        assert all(s == f"{prefix}/volumes/{f}" for f, s in zip(ids["file"], ids["source_location"])), ids["source_location"][:3]
         assert all(v.startswith("etag:") and len(v) > 5 for v in ids["source_version"]), ids["source_version"][:3]
         seen = 0
         with stoke.Loader(t, batch_size=8, shuffle="global", seed=3, columns=["id", "volume"], to="numpy") as loader:

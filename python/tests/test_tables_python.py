@@ -211,10 +211,10 @@ def test_same_names_elsewhere_are_new_rows_and_changed_files_follow_on_changed(t
     assert stoke.ingest(day1, table, progress=False)["rows"] == 4
     r = stoke.ingest(day2, table, progress=False)
     assert (r["new_files"], r["skipped"], r["changed"], r["rows"]) == (3, 0, 0, 3)
-    q = stoke.open_table(table).query(columns=["file", "source", "data"])
-    assert sorted(q["source"]) == sorted(str((d / f"volume_{i:06d}.npy").resolve())
+    q = stoke.open_table(table).query(columns=["file", "source_location", "data"])
+    assert sorted(q["source_location"]) == sorted(str((d / f"volume_{i:06d}.npy").resolve())
                                          for d, n in ((day1, 4), (day2, 3)) for i in range(n))
-    for name, source, volume in zip(q["file"], q["source"], q["data"]):
+    for name, source, volume in zip(q["file"], q["source_location"], q["data"]):
         assert source.endswith("/" + name)
         np.testing.assert_array_equal(volume, np.load(source))
 
@@ -232,7 +232,7 @@ def test_same_names_elsewhere_are_new_rows_and_changed_files_follow_on_changed(t
         stoke.ingest(day2, table, on_changed="replace", progress=False)
     r = stoke.ingest(day2, table, on_changed="append", progress=False)
     assert (r["changed"], r["rows"]) == (1, 1)
-    q = stoke.open_table(table).query(where=f"source = '{changed.resolve()}'", columns=["data"])
+    q = stoke.open_table(table).query(where=f"source_location = '{changed.resolve()}'", columns=["data"])
     assert len(q["data"]) == 2 and any((v == 7.0).all() for v in q["data"])
     assert stoke.ingest(day2, table, on_changed="error", progress=False)["files_added"] == 0
 

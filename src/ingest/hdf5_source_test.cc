@@ -168,7 +168,7 @@ TEST_F(Hdf5IngestTest, SamplesAlongAxisZeroOfChunkedGzipFilesValueForValue) {
   ASSERT_TRUE(columns.ok());
   std::vector<std::string> names;
   for (const auto& c : *columns) names.push_back(c.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"id", "file", "source", "source_version", "index", "instrument", "run",
+  EXPECT_EQ(names, (std::vector<std::string>{"id", "file", "source_location", "source_version", "index", "instrument", "run",
                                              "meta/label", "weight", "images"}));
   EXPECT_EQ(columns->back().tensor->shape, (std::vector<int64_t>{5, 7}));
   EXPECT_EQ((*columns)[7].type, parquet::Type::kInt32);  // int16 samples widen to INT32

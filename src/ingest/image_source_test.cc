@@ -289,7 +289,7 @@ TEST_F(ImageIngestTest, LabelsCsvJoinsOnThePathUnderTheRoot) {
   ASSERT_TRUE(columns.ok());
   std::vector<std::string> names;
   for (const auto& c : *columns) names.push_back(c.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"id", "file", "source", "source_version", "split", "score", "width", "height",
+  EXPECT_EQ(names, (std::vector<std::string>{"id", "file", "source_location", "source_version", "split", "score", "width", "height",
                                              "channels", "image"}));
   EXPECT_EQ(snap.metadata.configuration.count(kClassesMetadataKey), 0u);
   auto rows = Rows();

@@ -23,7 +23,8 @@ Result<OnChanged> ParseOnChanged(std::string_view name) {
   if (name == "skip") return OnChanged::kSkip;
   if (name == "append") return OnChanged::kAppend;
   if (name == "error") return OnChanged::kError;
-  return Status::InvalidArgument(fmt::format("ingest: --on-changed must be skip, append or error, not '{}'", name));
+  return Status::InvalidArgument(
+      fmt::format("ingest: --on-changed (Python: on_changed) must be skip, append or error, not '{}'", name));
 }
 
 std::string_view OnChangedName(OnChanged on_changed) {

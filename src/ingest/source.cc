@@ -250,7 +250,28 @@ ColumnValues LabelValues(const LabelColumn& col, std::span<const SourceItem> ite
   return v;
 }
 
+namespace {
+
+// Whether a labels column or one of the source's own is named like a column that records locations.
+bool NamesLocationColumn(const SourceSet& set, const std::vector<ColumnSpec>& own) {
+  auto clashes = [](const std::string& name) {
+    return EqualsIgnoringAsciiCase(name, kSourceLocationColumn) || EqualsIgnoringAsciiCase(name, kSourceVersionColumn);
+  };
+  return std::any_of(set.labels.begin(), set.labels.end(), [&](const LabelColumn& l) { return clashes(l.spec.name); }) ||
+         std::any_of(own.begin(), own.end(), [&](const ColumnSpec& c) { return clashes(c.name); });
+}
+
+}  // namespace
+
 Status SetColumns(SourceSet* set, bool has_index, std::vector<ColumnSpec> own) {
+  if (set->has_locations && NamesLocationColumn(*set, own)) {
+    // The source's own column keeps its name; rows then match by their `file` name, as in tables
+    // written before stoke recorded locations.
+    STOKE_LOG(kWarn, "ingest.locations_not_recorded", "source={} note=\"a column of the source is named {} or {}: rows do "
+              "not record their file's location, and appends match files by name\"", set->location_root,
+              kSourceLocationColumn, kSourceVersionColumn);
+    set->has_locations = false;
+  }
   std::vector<ColumnSpec> columns;
   columns.push_back({.name = "id", .type = parquet::Type::kInt64});
   columns.push_back({.name = "file", .type = parquet::Type::kByteArray, .is_string = true});

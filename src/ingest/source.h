@@ -57,7 +57,7 @@ struct SourceOptions {
   std::string hdf5_samples = "auto";      // HDF5: auto, axis0 or file (docs/format.md, "HDF5 sources")
   std::vector<int64_t> decode_images;     // images: {} encoded bytes, or {height, width} (IngestOptions)
   size_t threads = 0;                     // planning threads for sources that open every file; 0 = 8
-  // Adds the columns `source` and `source_version` (ingest: where each row came from, and which
+  // Adds the columns `source_location` and `source_version` (ingest: where each row came from, and which
   // version of that file; see SourceSet::FileLocation and FileVersion).
   bool record_locations = false;
 };
@@ -80,7 +80,7 @@ SourceOptions SourceOptionsOf(const ToolOptions& o) {
 class SourceReader;
 
 // The columns naming where a row came from (SourceOptions::record_locations).
-inline constexpr char kSourceLocationColumn[] = "source";
+inline constexpr char kSourceLocationColumn[] = "source_location";
 inline constexpr char kSourceVersionColumn[] = "source_version";
 
 // A planned source: where it is, its items in order, and the columns of the rows they become.
@@ -94,10 +94,10 @@ struct SourceSet {
   // item_starts[f] + i. item_starts.size() == files.size() + 1.
   std::vector<int64_t> item_starts;
   std::vector<LabelColumn> labels;
-  // id, file, [source, source_version], [index], labels..., the source's own columns (scalars first,
+  // id, file, [source_location, source_version], [index], labels..., the source's own columns (scalars first,
   // then tensors and blobs).
   std::vector<ColumnSpec> columns;
-  bool has_locations = false;             // columns[2] and [3] are `source` and `source_version`
+  bool has_locations = false;             // columns[2] and [3] are `source_location` and `source_version`
   bool has_index = false;                 // columns[index_column()] is `index` (files of several samples)
   size_t first_source_column = 0;         // index in `columns` of the first of the source's own columns
   int64_t sample_bytes = 0;               // bytes per row, for row group and file sizes (mean for blobs)
@@ -168,7 +168,7 @@ Result<std::vector<LabelColumn>> JoinLabelsCsv(const std::string& labels_csv, co
 // The cells of `col` for `items`, as typed values.
 ColumnValues LabelValues(const LabelColumn& col, std::span<const SourceItem> items);
 
-// Fills set->columns (id, file, [source, source_version] when set->has_locations, [index], labels,
+// Fills set->columns (id, file, [source_location, source_version] when set->has_locations, [index], labels,
 // then `own`), first_source_column and has_index, and validates the schema.
 Status SetColumns(SourceSet* set, bool has_index, std::vector<ColumnSpec> own);
 

@@ -47,7 +47,7 @@ FileSetLayout LayoutForSizes(int64_t sample_bytes, int64_t rows, int64_t row_gro
 
 namespace {
 
-// Sets the columns stoke writes itself for `items`: id (`ids`), file, source and source_version
+// Sets the columns stoke writes itself for `items`: id (`ids`), file, source_location and source_version
 // (where the plan records locations), index (where files hold several samples) and the labels.
 Status SetRowColumns(const SourceSet& s, std::span<const SourceItem> items, std::vector<int64_t> ids,
                      RowGroupEncoder& enc) {

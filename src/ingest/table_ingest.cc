@@ -1,7 +1,7 @@
 // `stoke ingest`: source files into a Delta table. Data files are written first under fresh names,
 // then referenced by one commit; a crash before the commit leaves only orphan files (VACUUM removes
 // them), never a half-visible ingest. Appending is idempotent by source file: each row records the
-// file's location and version (`source`, `source_version`), files already in the table are skipped,
+// file's location and version (`source_location`, `source_version`), files already in the table are skipped,
 // so an interrupted ingest re-run adds exactly the rest, and a file at a known location whose version
 // changed is reported (OnChanged). Rows written before stoke recorded locations match by name.
 #include <fmt/format.h>
@@ -109,7 +109,7 @@ std::vector<const std::string*> StringCellsByRow(const ColumnValues* column, siz
   return cells;
 }
 
-// Folds one data file's rows (their `file`, `source` and `source_version` cells; no location columns
+// Folds one data file's rows (their `file`, `source_location` and `source_version` cells; no location columns
 // in files written before stoke recorded them) into `out`. `candidates` are the plan's files from
 // out->first on.
 void MatchSourceRows(const SourceSet& planned, std::span<const DirEntry> candidates, const ColumnValues& files,
@@ -134,7 +134,7 @@ void MatchSourceRows(const SourceSet& planned, std::span<const DirEntry> candida
   }
 }
 
-// One data file's `file` cells, with its `source` and `source_version` cells where it has them, folded
+// One data file's `file` cells, with its `source_location` and `source_version` cells where it has them, folded
 // into `out` under `mu`; and the largest of its ids when `ids` is set.
 Status ReadSourceRows(Storage& fs, const std::string& path, const SourceSet& planned, std::span<const DirEntry> candidates,
                       Mutex& mu, SourcesInTable* out, int64_t* ids) {
@@ -144,7 +144,7 @@ Status ReadSourceRows(Storage& fs, const std::string& path, const SourceSet& pla
   std::optional<ColumnValues> locations, versions;
   auto location_col = reader->FindColumn(kSourceLocationColumn);
   auto version_col = reader->FindColumn(kSourceVersionColumn);
-  if (location_col.ok() && version_col.ok()) {
+  if (planned.has_locations && location_col.ok() && version_col.ok()) {
     STOKE_ASSIGN_OR_RETURN(locations, reader->ReadColumn(*location_col));
     STOKE_ASSIGN_OR_RETURN(versions, reader->ReadColumn(*version_col));
   }
@@ -344,7 +344,7 @@ struct TableState {
   SourcesInTable in_table;              // appending: what the table holds of the candidates
   int64_t max_id = -1;                  // appending: the largest id outside this shard's run
   bool schema_changes = false;          // the commit writes a metaData action (and a protocol, creating)
-  // Appending: the table's columns, with `source` and `source_version` added when it had none (a
+  // Appending: the table's columns, with `source_location` and `source_version` added when it had none (a
   // table written before stoke recorded locations): the schema a metaData action declares.
   std::vector<ColumnSpec> columns;
 };
@@ -355,8 +355,8 @@ bool WritesFile(const TableState& table, const IngestOptions& o, uint32_t file) 
   return state == InTable::kNo || (state == InTable::kChanged && o.on_changed == OnChanged::kAppend);
 }
 
-// A table written before stoke recorded source locations gains the columns `source` and
-// `source_version` after `file`, where every plan has them; its older rows read null there.
+// A table written before stoke recorded source locations gains the columns `source_location`
+// and `source_version` after `file`, where every plan has them; its older rows read null there.
 bool AddLocationColumns(std::vector<ColumnSpec>* table, const SourceSet& planned) {
   auto has = [&](const char* name) {
     return std::any_of(table->begin(), table->end(), [&](const ColumnSpec& c) { return c.name == name; });
@@ -410,6 +410,29 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
     if (it == metadata.configuration.end() || it->second != value) table.schema_changes = true;
   }
   return table;
+}
+
+// Sharded ingest into a table written before stoke recorded locations: the table gains the two
+// columns in a commit of its own, made by whichever shard gets there first, rather than in every
+// shard's commit (each of which would then conflict with the others' and write its shard again).
+// Nothing is committed when the rest of the table's schema is not the source's (the shards report
+// the mismatch).
+Status AddLocationColumnsForShards(const IngestOptions& o, const SourceSet& sources) {
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
+  delta::DeltaLog log(*where.storage, where.path);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    STOKE_ASSIGN_OR_RETURN(delta::Snapshot snap, log.ReadSnapshot());
+    STOKE_ASSIGN_OR_RETURN(auto columns, delta::ColumnsFromMetadata(snap.metadata, o.table_dir));
+    if (!AddLocationColumns(&columns, sources)) return Status::OK();
+    if (!CheckAppendSchema(columns, sources.columns, o.table_dir, sources.FilePath(0)).ok()) return Status::OK();
+    STOKE_RETURN_IF_ERROR(delta::CheckWritable(snap, "ingest", o.table_dir, /*removes_data=*/false));
+    delta::Metadata meta = snap.metadata;
+    meta.schema_string = delta::SchemaToSparkJson(columns);
+    nlohmann::json params = {{"columns", fmt::format("{}, {}", kSourceLocationColumn, kSourceVersionColumn)}};
+    auto v = log.Commit(snap.version, {meta}, delta::CommitKind::kExclusive, "ADD COLUMNS", params);
+    if (v.ok() || v.status().code() != StatusCode::kConflict) return v.status();
+  }
+  return Status::OK();  // others keep committing: the shards' own commits add the columns
 }
 
 // The column an ingest partitions by, and the labels column that holds its values.
@@ -787,7 +810,10 @@ Result<IngestReport> IngestInto(const IngestOptions& o) {
   STOKE_ASSIGN_OR_RETURN(SourceSet sources, PlanSources(plan_options, "ingest"));
   ReleaseFreeHeapMemory();  // what listing and joining the labels freed (hundreds of MB at 650,000 files)
   STOKE_RETURN_IF_ERROR(CreateContainerFor(o.table_dir));
-  if (o.shard_count > 1) STOKE_RETURN_IF_ERROR(CreateTableForShards(o, sources));
+  if (o.shard_count > 1) {
+    STOKE_RETURN_IF_ERROR(CreateTableForShards(o, sources));
+    STOKE_RETURN_IF_ERROR(AddLocationColumnsForShards(o, sources));
+  }
   // Another writer committing between our read and our commit makes us re-plan from its version
   // (new ids, its files skipped). Backoff with jitter keeps two busy writers from lock-stepping.
   constexpr int kMaxAttempts = 50;

@@ -255,7 +255,7 @@ TEST_F(IngestTest, SameNamesInAnotherDirectoryAreNewRows) {
     EXPECT_EQ(again->skipped, source == day1 ? 4 : 3);
   }
   // Each row records where it came from, as an absolute location, and which version of the file.
-  auto rows = Query("file = 's_001.npy'", {"source", "source_version"});
+  auto rows = Query("file = 's_001.npy'", {"source_location", "source_version"});
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->report.rows, 2);
   const std::set<std::string> locations(rows->columns[0].strings.begin(), rows->columns[0].strings.end());
@@ -321,7 +321,7 @@ TEST(IngestModeNames, OnChangedNamesReadBack) {
 }
 
 // A table written before stoke recorded locations (columns id, file, label, x): its rows match by
-// name, as they did; new rows add `source` and `source_version` to the schema (null in the old
+// name, as they did; new rows add `source_location` and `source_version` to the schema (null in the old
 // rows), and the table still reads, compacts and loads.
 TEST_F(IngestTest, TablesWithoutLocationsMatchByNameAndGainTheColumns) {
   AddSources(0, 3);
@@ -338,10 +338,10 @@ TEST_F(IngestTest, TablesWithoutLocationsMatchByNameAndGainTheColumns) {
   ASSERT_TRUE(columns.ok());
   std::vector<std::string> names;
   for (const auto& c : *columns) names.push_back(c.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"id", "file", "source", "source_version", "label", "x"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"id", "file", "source_location", "source_version", "label", "x"}));
   EXPECT_TRUE((*columns)[2].optional);
 
-  auto rows = Query("source IS NULL", {"file"});
+  auto rows = Query("source_location IS NULL", {"file"});
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   EXPECT_EQ(rows->report.rows, 3);
   // Both rewrites (in file order, and sorted) give the old rows a null location.
@@ -354,7 +354,7 @@ TEST_F(IngestTest, TablesWithoutLocationsMatchByNameAndGainTheColumns) {
   ASSERT_TRUE(sorted.ok()) << sorted.status().ToString();
   QueryOptions q;
   q.table_dir = opt.table_dir;
-  q.where = "source IS NULL";
+  q.where = "source_location IS NULL";
   q.count_only = true;
   EXPECT_EQ(QueryTableColumns(q)->report.rows, 3);
   opt.table_dir = table_;
@@ -362,13 +362,53 @@ TEST_F(IngestTest, TablesWithoutLocationsMatchByNameAndGainTheColumns) {
   auto optimized = OptimizeTable(opt);
   ASSERT_TRUE(optimized.ok()) << optimized.status().ToString();
   EXPECT_EQ(Rows().size(), 5u);
-  rows = Query("source IS NULL", {"file"});
+  rows = Query("source_location IS NULL", {"file"});
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   EXPECT_EQ(rows->report.rows, 3);
-  EXPECT_EQ(Query("source IS NOT NULL", {"file"})->report.rows, 2);
+  EXPECT_EQ(Query("source_location IS NOT NULL", {"file"})->report.rows, 2);
   auto again = IngestSources(Options());  // old rows by name, new rows by location
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->skipped, 5);
+  EXPECT_EQ(again->files_added, 0);
+}
+
+// Sharded appends to a table without location columns: the columns come in one commit of their
+// own before the shards' data, so no shard's commit conflicts with another's over them.
+TEST_F(IngestTest, ShardsAddTheLocationColumnsInACommitOfTheirOwn) {
+  AddSources(0, 2);
+  WriteTableWithoutLocations();
+  AddSources(2, 4);
+  for (int shard : {1, 0}) {
+    IngestOptions o = Options();
+    o.shard_index = shard;
+    o.shard_count = 2;
+    auto r = IngestSources(o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  EXPECT_EQ(Rows().size(), 6u);
+  auto history = delta::DeltaLog(LocalStorage(), table_).History();
+  ASSERT_TRUE(history.ok());
+  std::vector<std::string> operations;
+  for (auto it = history->rbegin(); it != history->rend(); ++it) operations.push_back(it->operation);
+  EXPECT_EQ(operations, (std::vector<std::string>{"WRITE", "ADD COLUMNS", "WRITE", "WRITE"}));
+  EXPECT_EQ(Query("source_location IS NOT NULL", {"file"})->report.rows, 4);
+}
+
+// A labels column named like a location column keeps its name and values: rows then record no
+// location, and appends match by name.
+TEST_F(IngestTest, ALabelNamedLikeALocationColumnKeepsItsName) {
+  AddSources(0, 2);
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), src_ + "/labels.csv",
+                                  AsBytes(std::string("file,source_location\ns_000.npy,camera\ns_001.npy,lidar\n"))).ok());
+  auto r = IngestSources(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto rows = Query("", {"file", "source_location"});
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ(rows->columns[1].strings, (std::vector<std::string>{"camera", "lidar"}));
+  EXPECT_FALSE(Query("", {"source_version"}).ok());
+  auto again = IngestSources(Options());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->skipped, 2);
   EXPECT_EQ(again->files_added, 0);
 }
 

@@ -176,8 +176,11 @@ Result<LogListing> ListRecentLog(Storage& storage, const std::string& log_dir) {
   if (!hint) return ListLog(storage, log_dir);
   LogListing out;
   out.from = *hint;
+  const auto list_block = [&](int64_t block) {
+    return storage.ListNamesWithPrefix(log_dir, fmt::format("{:0{}d}", block, kVersionDigits - 2));
+  };
   for (int64_t block = *hint / kListBlock;; ++block) {
-    auto names = storage.ListNamesWithPrefix(log_dir, fmt::format("{:0{}d}", block, kVersionDigits - 2));
+    auto names = list_block(block);
     if (!names.ok()) return ListLog(storage, log_dir);
     for (const std::string& name : *names) {
       LogFileName n = ClassifyLogFile(name);
@@ -188,7 +191,16 @@ Result<LogListing> ListRecentLog(Storage& storage, const std::string& log_dir) {
         out.checkpoint_names.push_back(name);
       }
     }
-    if (!out.commits.count(block * kListBlock + kListBlock - 1)) break;
+    if (out.commits.count(block * kListBlock + kListBlock - 1)) continue;
+    // A block that ends short is the log's last, unless commits are missing at its end: then the
+    // next block holds commits, and the whole listing reports the gap (a commit would fill it).
+    auto next = list_block(block + 1);
+    if (!next.ok() || std::any_of(next->begin(), next->end(), [](const std::string& name) {
+          return ClassifyLogFile(name).kind == LogFileName::kCommit;
+        })) {
+      return ListLog(storage, log_dir);
+    }
+    break;
   }
   if (!out.checkpoints.count(*hint) && out.commits.empty()) return ListLog(storage, log_dir);
   return out;
@@ -687,7 +699,8 @@ Status CheckWinners(Storage& storage, const DeltaLog& log, const CommitClaims& c
     text->clear();
     text->shrink_to_fit();
     STOKE_RETURN_IF_ERROR(CheckConcurrentCommit(claims, winner, w, log.table_dir()));
-    *latest_timestamp = std::max(*latest_timestamp, CommitTimestamp(winner).value_or(INT64_MIN));
+    const std::optional<int64_t> winner_time = CommitTimestamp(winner);  // else its file's (a stat)
+    *latest_timestamp = std::max(*latest_timestamp, winner_time ? *winner_time : FileTime(storage, path));
     if (replay != nullptr && *replayed_through == w - 1) {
       replay->BeginEarlierCommits();
       bool applied = true;

@@ -964,6 +964,14 @@ TEST_F(DeltaLogTest, ReadsListOnlyFromTheLastCheckpoint) {
   std::filesystem::remove(log.log_dir() + "/00000000000000000250.checkpoint.parquet");  // a hint to a lost checkpoint
   EXPECT_EQ(open(), 251u);
   EXPECT_EQ(open(249), 249u);
+  // Commits missing at the end of a block (here 199) with later ones present: never taken for the
+  // log's end, where a commit would fill the gap. The whole listing finds the latest version; the
+  // version that needs the missing commit is Corruption.
+  WriteRaw(last, "{\"version\":190,\"size\":3}");
+  std::filesystem::remove(log.log_dir() + "/00000000000000000199.json");
+  EXPECT_EQ(*log.LatestVersion(), 251);
+  EXPECT_EQ(open(), 251u);  // from the checkpoint at 240
+  EXPECT_EQ(log.ReadSnapshot(199).status().code(), StatusCode::kCorruption);
 }
 
 TEST_F(DeltaLogTest, ConcurrentBlindAppendsFromAStaleReadVersionAllLand) {
