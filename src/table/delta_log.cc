@@ -176,11 +176,8 @@ Result<LogListing> ListRecentLog(Storage& storage, const std::string& log_dir) {
   if (!hint) return ListLog(storage, log_dir);
   LogListing out;
   out.from = *hint;
-  const auto list_block = [&](int64_t block) {
-    return storage.ListNamesWithPrefix(log_dir, fmt::format("{:0{}d}", block, kVersionDigits - 2));
-  };
   for (int64_t block = *hint / kListBlock;; ++block) {
-    auto names = list_block(block);
+    auto names = storage.ListNamesWithPrefix(log_dir, fmt::format("{:0{}d}", block, kVersionDigits - 2));
     if (!names.ok()) return ListLog(storage, log_dir);
     for (const std::string& name : *names) {
       LogFileName n = ClassifyLogFile(name);
@@ -193,13 +190,10 @@ Result<LogListing> ListRecentLog(Storage& storage, const std::string& log_dir) {
     }
     if (out.commits.count(block * kListBlock + kListBlock - 1)) continue;
     // A block that ends short is the log's last, unless commits are missing at its end: then the
-    // next block holds commits, and the whole listing reports the gap (a commit would fill it).
-    auto next = list_block(block + 1);
-    if (!next.ok() || std::any_of(next->begin(), next->end(), [](const std::string& name) {
-          return ClassifyLogFile(name).kind == LogFileName::kCommit;
-        })) {
-      return ListLog(storage, log_dir);
-    }
+    // next block's first commit is there (a stat, not a listing: locally a scan of the whole
+    // directory), and the whole listing reports the gap, which a commit would otherwise fill.
+    auto next = storage.Stat(JoinPath(log_dir, fmt::format("{:0{}d}.json", (block + 1) * kListBlock, kVersionDigits)));
+    if (next.ok() || next.status().code() != StatusCode::kNotFound) return ListLog(storage, log_dir);
     break;
   }
   if (!out.checkpoints.count(*hint) && out.commits.empty()) return ListLog(storage, log_dir);
