@@ -147,6 +147,13 @@ Status ReadSourceRows(Storage& fs, const std::string& path, const SourceSet& pla
   if (planned.has_locations && location_col.ok() && version_col.ok()) {
     STOKE_ASSIGN_OR_RETURN(locations, reader->ReadColumn(*location_col));
     STOKE_ASSIGN_OR_RETURN(versions, reader->ReadColumn(*version_col));
+    // Columns of those names that are not strings are another writer's (the schema check refuses
+    // the append): no locations.
+    const auto strings = [](const ColumnValues& c) { return std::holds_alternative<std::vector<std::string>>(c.values); };
+    if (!strings(*locations) || !strings(*versions)) {
+      locations.reset();
+      versions.reset();
+    }
   }
   int64_t file_max = -1;
   if (ids != nullptr) {

@@ -412,6 +412,21 @@ TEST_F(IngestTest, ALabelNamedLikeALocationColumnKeepsItsName) {
   EXPECT_EQ(again->files_added, 0);
 }
 
+// A table whose columns of those names are not strings (a labels column of integers, from an ingest
+// that recorded no locations): an append is a schema mismatch, never a crash.
+TEST_F(IngestTest, LocationColumnsOfAnotherTypeAreASchemaMismatch) {
+  AddSources(0, 2);
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), src_ + "/labels.csv",
+                                  AsBytes(std::string("file,source_location,source_version\ns_000.npy,1,2\ns_001.npy,3,4\n")))
+                  .ok());
+  ASSERT_TRUE(IngestSources(Options()).ok());
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), src_ + "/labels.csv",
+                                  AsBytes(std::string("file,label\ns_000.npy,1\ns_001.npy,0\n"))).ok());
+  auto r = IngestSources(Options());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("schema mismatch"), std::string::npos) << r.status().message();
+}
+
 // The sample index an ingest writes for its version, compared with one a loader builds from the data
 // files' footers: byte for byte (the cache records the commit file's size and time, so both describe
 // the same commit).
