@@ -96,6 +96,16 @@ struct LogListing {
   // Why the log could not be listed when its directory is missing: on an object store, the missing
   // container or bucket (a prefix without keys lists as empty).
   std::string missing;
+  // Records `name` when it is a commit or checkpoint of version `from` or later.
+  void Add(const std::string& name) {
+    LogFileName n = ClassifyLogFile(name);
+    if (n.version < from) return;
+    if (n.kind == LogFileName::kCommit) commits.insert(n.version);
+    if (n.kind == LogFileName::kCheckpoint) {
+      checkpoints.insert(n.version);
+      checkpoint_names.push_back(name);
+    }
+  }
   int64_t latest() const {
     int64_t v = commits.empty() ? -1 : *commits.rbegin();
     if (!checkpoints.empty()) v = std::max(v, *checkpoints.rbegin());
@@ -140,15 +150,7 @@ Result<LogListing> ListLog(Storage& storage, const std::string& log_dir) {
     out.missing = names.status().message();
     return out;
   }
-  for (const std::string& name : *names) {
-    // _last_checkpoint only saves object stores a listing; the listing here finds checkpoints.
-    LogFileName n = ClassifyLogFile(name);
-    if (n.kind == LogFileName::kCommit) out.commits.insert(n.version);
-    if (n.kind == LogFileName::kCheckpoint) {
-      out.checkpoints.insert(n.version);
-      out.checkpoint_names.push_back(name);
-    }
-  }
+  for (const std::string& name : *names) out.Add(name);
   return out;
 }
 
@@ -179,15 +181,7 @@ Result<LogListing> ListRecentLog(Storage& storage, const std::string& log_dir) {
   for (int64_t block = *hint / kListBlock;; ++block) {
     auto names = storage.ListNamesWithPrefix(log_dir, fmt::format("{:0{}d}", block, kVersionDigits - 2));
     if (!names.ok()) return ListLog(storage, log_dir);
-    for (const std::string& name : *names) {
-      LogFileName n = ClassifyLogFile(name);
-      if (n.version < out.from) continue;
-      if (n.kind == LogFileName::kCommit) out.commits.insert(n.version);
-      if (n.kind == LogFileName::kCheckpoint) {
-        out.checkpoints.insert(n.version);
-        out.checkpoint_names.push_back(name);
-      }
-    }
+    for (const std::string& name : *names) out.Add(name);
     if (out.commits.count(block * kListBlock + kListBlock - 1)) continue;
     // A block that ends short is the log's last, unless commits are missing at its end: then the
     // next block's first commit is there (a stat, not a listing: locally a scan of the whole
