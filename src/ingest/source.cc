@@ -406,6 +406,21 @@ Result<std::string> SourceRootLocation(const std::string& source, const std::str
   return single_file ? ParentPath(location) : location;
 }
 
+// InvalidArgument when `o` sets options of another kind than `kind` (--decode, --dataset,
+// --hdf5-samples).
+Status CheckKindOptions(const SourceOptions& o, std::string_view what, SourceKind kind) {
+  if (!o.decode_images.empty() && kind != SourceKind::kImages) {
+    return Status::InvalidArgument(fmt::format("{}: --decode applies to image sources; '{}' holds {} files", what,
+                                               o.source, SourceKindName(kind)));
+  }
+  if (kind != SourceKind::kHdf5 && (!o.datasets.empty() || o.hdf5_samples != "auto")) {
+    return Status::InvalidArgument(fmt::format("{}: {} applies to HDF5 sources; '{}' holds {} files", what,
+                                               o.datasets.empty() ? "--hdf5-samples" : "--dataset", o.source,
+                                               SourceKindName(kind)));
+  }
+  return Status::OK();
+}
+
 // Sorts the listing by name, checks that the names (the `file` column, a Parquet STRING) are UTF-8,
 // and records where the source is when o.record_locations is set.
 Status FinishListing(const SourceOptions& o, std::string_view what, bool single_file, SourceSet* set) {
@@ -488,15 +503,7 @@ Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
     }
   }
   STOKE_RETURN_IF_ERROR(FinishListing(o, what, single_file, &set));
-  if (!o.decode_images.empty() && set.kind != SourceKind::kImages) {
-    return Status::InvalidArgument(fmt::format("{}: --decode applies to image sources; '{}' holds {} files", what,
-                                               o.source, SourceKindName(set.kind)));
-  }
-  if (set.kind != SourceKind::kHdf5 && (!o.datasets.empty() || o.hdf5_samples != "auto")) {
-    return Status::InvalidArgument(fmt::format("{}: {} applies to HDF5 sources; '{}' holds {} files", what,
-                                               o.datasets.empty() ? "--hdf5-samples" : "--dataset", o.source,
-                                               SourceKindName(set.kind)));
-  }
+  STOKE_RETURN_IF_ERROR(CheckKindOptions(o, what, set.kind));
   switch (set.kind) {
     case SourceKind::kNpy:
     case SourceKind::kNpz: STOKE_RETURN_IF_ERROR(PlanNpy(o, what, &set)); break;
