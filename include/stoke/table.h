@@ -20,6 +20,9 @@ namespace stoke {
 
 // True when `path` is a table: a directory (or an object-store prefix) holding a Delta log.
 bool IsTableDirectory(const std::string& path);
+// True when `path` names a directory, to be described as a table rather than as a file: a local
+// directory (a table or not: describing it says which), or an object-store prefix holding a Delta log.
+bool NamesDirectory(const std::string& path);
 
 // `stoke query`: rows of a table matching a predicate over its scalar columns. Files whose add
 // statistics exclude the predicate are skipped, then row groups whose Parquet statistics do.

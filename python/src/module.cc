@@ -28,12 +28,12 @@
 #include <utility>
 #include <vector>
 
-#include "loader/out_of_memory.h"
 #include "stoke/codec.h"
 #include "stoke/dtype.h"
 #include "stoke/ingest.h"
 #include "stoke/loader.h"
 #include "stoke/maintenance.h"
+#include "stoke/process.h"
 #include "stoke/status.h"
 #include "stoke/table.h"
 #include "stoke/tools.h"
@@ -528,9 +528,9 @@ void RegisterNotFoundError(py::module_& m) {
 void BindMisc(py::module_& m) {
   m.def("built_with_cuda", &stoke::BuiltWithCuda,
         "True when stoke was built with the CUDA runtime: batch buffers are page-locked when a device is present.");
-  // A test hook (loader/out_of_memory.h): the n-th allocation the loader checks from now fails as if
-  // the allocator had refused it (0 disarms). Production code never arms it.
-  m.def("_fail_nth_allocation", [](int64_t n) { stoke::AllocationFaults::Instance().FailNth(n); }, py::arg("n"),
+  // A test hook (stoke/process.h): the n-th allocation the loader checks from now fails as if the
+  // allocator had refused it (0 disarms). Production code never arms it.
+  m.def("_fail_nth_allocation", &stoke::FailNthLoaderAllocation, py::arg("n"),
         "Test hook: the n-th allocation the loader's pipeline checks from now fails (0 disarms).");
   m.def("is_table", &stoke::IsTableDirectory, py::arg("path"), "True when `path` is a directory holding a Delta log.");
 }

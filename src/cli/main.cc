@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "core/huge_page_heap.h"
+#include "stoke/process.h"
 
 int main(int argc, char** argv) {
-  // Before anything else: this may start the program again (core/huge_page_heap.h).
+  // Before anything else: this may start the program again (stoke/process.h).
   stoke::ReexecWithHugePageHeap(argv);
   CLI::App app{"stoke: many small array files in, Delta tables of Parquet out, laid out so that one sample is one read."};
   app.require_subcommand(1);

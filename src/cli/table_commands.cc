@@ -2,7 +2,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -168,8 +167,7 @@ void AddInspect(CLI::App& app, std::vector<Command>* out) {
     s->table.json = s->file.json;  // --json is one flag for files and tables
     // A directory (or an object-store prefix holding a Delta log) is a table; anything else a
     // Parquet file.
-    std::error_code ec;
-    Status st = std::filesystem::is_directory(s->path, ec) || IsTableDirectory(s->path)
+    Status st = NamesDirectory(s->path)
                     ? InspectTable(s->path, s->table, std::cout)
                     : InspectParquetFile(s->path, s->file, std::cout);
     return st.ok() ? 0 : Fail(st);

@@ -22,6 +22,8 @@
 #include <string>
 #include <string_view>
 
+#include "stoke/process.h"
+
 namespace stoke {
 
 // Grows the heap by this much beyond each request (glibc.malloc.top_pad): with less, the heap's end
@@ -38,9 +40,7 @@ inline constexpr char kHugePageHeapEnv[] = "STOKE_HUGE_PAGE_HEAP";
 std::optional<std::string> HugePageHeapTunables(const char* current_tunables, std::string_view thp_enabled,
                                                 const char* opt_out);
 
-// See above. Call it first in main, before any thread starts; it returns (having put the
-// environment back) in the program started again, and in the first one when nothing changes.
-// The program started again logs "heap.huge_pages" at debug level (STOKE_LOG_LEVEL=debug).
-void ReexecWithHugePageHeap(char** argv);
+// ReexecWithHugePageHeap (stoke/process.h) does the above. The program started again logs
+// "heap.huge_pages" at debug level (STOKE_LOG_LEVEL=debug).
 
 }  // namespace stoke

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <iterator>
 #include <set>
 #include <span>
@@ -28,6 +27,7 @@
 #include "ingest/image_source.h"
 #include "ingest/source.h"
 #include "ingest/source_writer.h"
+#include "io/local_files.h"
 #include "io/uri.h"
 #include "stoke/ingest.h"
 #include "table/add_stats.h"
@@ -683,7 +683,7 @@ std::vector<delta::Action> WriteActions(const IngestOptions& o, const SourceSet&
     WrittenFile& w = written[i];
     const Partition* part = partition_of[i];
     delta::AddFile a;
-    const std::string name = std::filesystem::path(w.path).filename().string();
+    const std::string name = BaseName(w.path);
     a.path = delta::EncodePath(JoinPath(JoinPath(part->dir, shard.subdir), name));
     if (partition.label) a.partition_values[partition.name] = part->value;
     a.size = static_cast<int64_t>(w.bytes);
@@ -843,11 +843,10 @@ Result<IngestReport> IngestSources(const IngestOptions& o) {
   // A local table directory this call creates and then fails to fill goes again (when it is still
   // empty: never another writer's files), so that no "table" without a log is left behind.
   auto location = ParseStorageUri(o.table_dir);
-  std::error_code ec;
   const bool created_here = location.ok() && location->scheme == StorageScheme::kLocal &&
-                            !std::filesystem::exists(location->path, ec) && !ec;
+                            LocalStorage().Stat(location->path).status().code() == StatusCode::kNotFound;
   auto r = IngestInto(o);
-  if (!r.ok() && created_here) std::filesystem::remove(location->path, ec);  // only an empty directory
+  if (!r.ok() && created_here) RemoveEmptyLocalDirectory(location->path);  // never another writer's files
   return r;
 }
 

@@ -705,6 +705,19 @@ std::string ParentPath(const std::string& path) {
   return path.substr(0, slash);
 }
 
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string PathUnder(const std::string& path, const std::string& dir) {
+  std::string_view d = dir;
+  while (d.size() > 1 && d.back() == '/') d.remove_suffix(1);
+  if (d.empty() || path.size() <= d.size() + 1 || path.compare(0, d.size(), d) != 0) return path;
+  if (d == "/") return path.substr(1);
+  return path[d.size()] == '/' ? path.substr(d.size() + 1) : path;
+}
+
 std::string JoinPath(const std::string& a, const std::string& b) {
   if (a.empty()) return b;
   if (b.empty()) return a;

@@ -1,5 +1,5 @@
 // The storage interface: everything stoke reads or writes goes through it, so that backends
-// (local files now; HTTP/S3 later) and wrappers (throttling, fault injection) plug in one place.
+// (local files, Azure Blob, S3) and wrappers (throttling, fault injection) plug in one place.
 #pragma once
 
 #include <cstdint>
@@ -172,6 +172,13 @@ std::string ParentPath(const std::string& path);
 
 // Joins two path parts with exactly one '/'.
 std::string JoinPath(const std::string& a, const std::string& b);
+
+// The last part of a path or key ("a/b/c" -> "c", "c" -> "c").
+std::string BaseName(const std::string& path);
+
+// `path` relative to the directory `dir` it lies under ("t/a/b" under "t" or "t/" -> "a/b"); `path`
+// itself when it does not lie under `dir`.
+std::string PathUnder(const std::string& path, const std::string& dir);
 
 // Clean-up after a failed write: deletes `paths` in order, best effort. It stops at the first failure
 // other than NotFound: the storage is then most likely unreachable (the reason the write failed),

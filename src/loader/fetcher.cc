@@ -1,6 +1,5 @@
 #include "loader/fetcher.h"
 
-#include <fcntl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include "core/fd_limit.h"
 #include "core/thread_pool.h"
 #include "format/codec.h"
+#include "io/local_files.h"
 #include "io/read_cache.h"
 #include "io/storage.h"
 #include "io/uri.h"
@@ -47,7 +47,6 @@ size_t DerivedMaxOpenFiles(int queue_depth) {
   return static_cast<size_t>(std::clamp<uint64_t>(n, 1, kMaxDerivedOpenFiles));
 }
 
-int OpenFlags(bool direct) { return O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0); }
 
 // The destinations of bytes [done, length) of a read whose first head_length bytes go to `head` and
 // the rest to `tail` (none when tail is null): into iov[0..n), returns n (at most 2).
@@ -79,12 +78,8 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::shared_ptr<const std::vector
   }
   if (o.direct && !paths.empty()) {
     // Support for O_DIRECT is a property of the file system: probe it once here, so that a table on
-    // tmpfs fails at Open rather than on every read. Other errors are left to the reads of the file.
-    int fd = ::open(paths[0].c_str(), OpenFlags(true));
-    if (fd < 0 && errno == EINVAL) {
-      return Status::Unsupported("O_DIRECT refused for " + paths[0] + " (file system without direct I/O?)");
-    }
-    if (fd >= 0) ::close(fd);
+    // tmpfs fails at Open rather than on every read.
+    STOKE_RETURN_IF_ERROR(CheckDirectReads(paths[0]));
   }
   auto first = paths.empty() ? Result<StorageUri>(StorageUri{}) : ParseStorageUri(paths[0]);
   const bool remote = first.ok() && first->scheme != StorageScheme::kLocal;
@@ -120,7 +115,7 @@ Fetcher::~Fetcher() {
   // No read in flight and no other caller (the contract): the backend's threads touch nothing more.
   backend_.reset();
   for (Descriptor& d : descriptors_) {
-    if (d.fd >= 0) ::close(d.fd);
+    CloseDescriptor(d.fd);
   }
 }
 
@@ -321,11 +316,10 @@ Status Fetcher::PinDescriptor(uint32_t f, PendingStarts* pending, bool wait, int
     if (!reserved) StartPrepared(pending);
   }
   // open and close outside the lock: completions need mu_, and these may be slow on network file systems.
-  if (victim >= 0) ::close(victim);
+  CloseDescriptor(victim);
   int fd, err;
   for (;;) {
-    fd = ::open(path(f).c_str(), OpenFlags(options_.direct));
-    err = errno;
+    fd = OpenReadDescriptor(path(f), options_.direct, &err);
     if (fd >= 0 || (err != EMFILE && err != ENFILE)) break;
     // The process ran out of descriptors (the rest of it holds more than max_open_files_ left it):
     // close an idle one of ours and try again, waiting for a read in flight to free one if need be
@@ -346,7 +340,7 @@ Status Fetcher::PinDescriptor(uint32_t f, PendingStarts* pending, bool wait, int
       continue;
     }
     if (spare < 0) break;
-    ::close(spare);
+    CloseDescriptor(spare);
   }
   MutexLock lock(&mu_);
   Descriptor& d = descriptors_[f];

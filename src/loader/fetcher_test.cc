@@ -977,7 +977,7 @@ TEST(FetcherTest, ReadNowReadsCachedPagesOnAnyThreadAndReportsUncachedOnes) {
   // machine): only a read that never once reports a dropped page as missing fails.
   bool checked = false, reported_missing = false;
   for (int attempt = 0; attempt < 5 && !reported_missing; ++attempt) {
-    if (!DropFromPageCache(file.path(), kSize) || testing_support::ResidentPages(file.path(), 3 << 20, 4096) != 0) continue;
+    if (!DropFromPageCache(file.path(), kSize) || ResidentPages(file.path(), 3 << 20, 4096) != 0) continue;
     checked = true;
     std::vector<uint8_t> page(4096);
     const FetchRequest q{.file = 0, .offset = 3 << 20, .length = 4096};

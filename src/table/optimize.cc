@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -57,9 +56,8 @@ struct WrittenBin {
 // merges the files of several shards, so a shard's directory (sharded ingest) is left out.
 std::string NewDataFilePath(const TableView& t, const delta::AddFile& input) {
   auto rel = delta::DecodePath(input.path);
-  std::filesystem::path parent = rel.ok() ? std::filesystem::path(*rel).parent_path() : std::filesystem::path();
-  if (IsShardDirectoryName(parent.filename().string())) parent = parent.parent_path();
-  const std::string dir = parent.string();
+  std::string dir = rel.ok() ? ParentPath(*rel) : std::string();
+  if (IsShardDirectoryName(BaseName(dir))) dir = ParentPath(dir);
   return JoinPath(dir.empty() ? t.dir : JoinPath(t.dir, dir), fmt::format("part-00000-{}.parquet", RandomUuid()));
 }
 
@@ -670,7 +668,7 @@ std::vector<delta::Action> OptimizeActions(const TableView& t, const std::vector
   for (size_t i = 0; i < written.size(); ++i) {
     const auto& w = written[i];
     delta::AddFile a;
-    a.path = delta::EncodePath(std::filesystem::path(w->path).lexically_relative(t.dir).generic_string());
+    a.path = delta::EncodePath(PathUnder(w->path, t.dir));
     a.partition_values = work[i][0]->partition_values;
     a.size = static_cast<int64_t>(w->bytes);
     auto st = t.storage->Stat(w->path);

@@ -2,18 +2,14 @@
 
 #include "io/uri.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <cerrno>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -22,6 +18,7 @@
 #include "core/thread_pool.h"
 #include "format/codec.h"
 #include "format/parquet_reader.h"
+#include "io/local_files.h"
 #include "io/storage.h"
 #include "table/delta_log.h"
 #include "table/scan.h"
@@ -553,37 +550,20 @@ void PruneOlderCaches(Storage& fs, const std::string& table_path, int64_t versio
 
 }  // namespace
 
-// The bytes of an index: a read-only private mapping of a cache file, or a buffer built in memory.
+// The bytes of an index: a read-only mapping of a cache file, or a buffer built in memory.
 class SampleIndex::Mapping {
  public:
-  ~Mapping() {
-    if (map_ != nullptr) munmap(map_, size_);
-  }
   // NotFound when the file does not exist; Corruption when it is too short to hold a header.
   static Result<std::unique_ptr<Mapping>> MapFile(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      int e = errno;
-      if (e == ENOENT) return Status::NotFound(path + ": no sample index cache");
-      return Status::IOError(fmt::format("{}: open: {}", path, std::strerror(e)));
+    auto mapped = MappedFile::Open(path);
+    if (mapped.status().code() == StatusCode::kNotFound) return Status::NotFound(path + ": no sample index cache");
+    STOKE_RETURN_IF_ERROR(mapped.status());
+    if (mapped->bytes().size() < kHeaderSize) {
+      return Status::Corruption(fmt::format("{}: {} bytes, shorter than the {}-byte header", path, mapped->bytes().size(),
+                                            kHeaderSize));
     }
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-      int e = errno;
-      ::close(fd);
-      return Status::IOError(fmt::format("{}: fstat: {}", path, std::strerror(e)));
-    }
-    if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) < kHeaderSize) {
-      ::close(fd);
-      return Status::Corruption(fmt::format("{}: {} bytes, shorter than the {}-byte header", path, st.st_size, kHeaderSize));
-    }
-    void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
-    ::close(fd);
-    if (p == MAP_FAILED) return Status::IOError(fmt::format("{}: mmap: {}", path, std::strerror(e)));
     auto m = std::unique_ptr<Mapping>(new Mapping());
-    m->map_ = p;
-    m->size_ = static_cast<size_t>(st.st_size);
+    m->mapped_.emplace(std::move(*mapped));
     return m;
   }
   static std::unique_ptr<Mapping> Own(std::string bytes) {
@@ -591,15 +571,11 @@ class SampleIndex::Mapping {
     m->owned_ = std::move(bytes);
     return m;
   }
-  ByteView view() const {
-    if (map_ != nullptr) return ByteView(static_cast<const uint8_t*>(map_), size_);
-    return AsBytes(owned_);
-  }
+  ByteView view() const { return mapped_ ? mapped_->bytes() : AsBytes(owned_); }
 
  private:
   Mapping() = default;
-  void* map_ = nullptr;
-  size_t size_ = 0;
+  std::optional<MappedFile> mapped_;
   std::string owned_;
 };
 

@@ -9,6 +9,7 @@
 #include "format/logical_value.h"
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
+#include "io/local_files.h"
 #include "io/uri.h"
 #include "stoke/maintenance.h"
 #include "stoke/table.h"
@@ -88,6 +89,8 @@ bool IsTableDirectory(const std::string& path) {
   auto names = where->storage->ListNames(log_dir);
   return names.ok() && !names->empty();
 }
+
+bool NamesDirectory(const std::string& path) { return IsLocalDirectory(path) || IsTableDirectory(path); }
 
 Status CheckpointTable(const std::string& table_dir, std::optional<int64_t> version) {
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));

@@ -1,14 +1,9 @@
 // Test support: builds small stoke tables with the Parquet writer and the Delta log directly.
 #pragma once
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -18,6 +13,7 @@
 #include "format/parquet_testing.h"
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
+#include "io/local_files.h"
 #include "io/storage.h"
 #include "table/scan.h"
 #include "table/delta_log.h"
@@ -81,32 +77,13 @@ inline delta::AddFile WriteDataFile(const std::string& dir, const std::string& n
   return add;
 }
 
-// How many of the 4 KiB pages of bytes [offset, offset + size) of `path` are in the page cache
-// (mincore); -1 when it cannot tell.
-inline int64_t ResidentPages(const std::string& path, size_t offset, size_t size) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return -1;
-  const size_t start = offset / 4096 * 4096;
-  const size_t length = offset + size - start;
-  void* map = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
-  ::close(fd);
-  if (map == MAP_FAILED) return -1;
-  std::vector<unsigned char> resident((length + 4095) / 4096);
-  const bool ok = ::mincore(map, length, resident.data()) == 0;
-  ::munmap(map, length);
-  if (!ok) return -1;
-  return std::count_if(resident.begin(), resident.end(), [](unsigned char c) { return c & 1; });
-}
-
 // Writes the file's pages back and drops them from the page cache; true when (nearly) none is left
 // there (false on file systems that keep them, such as tmpfs).
 inline bool DropFromPageCache(const std::string& path, size_t size) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  EXPECT_GE(fd, 0) << path;
-  if (fd < 0) return false;
-  const bool advised = ::fdatasync(fd) == 0 && ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
-  ::close(fd);
-  if (!advised) return false;
+  if (!AdviseDropFromPageCache(path)) {
+    ADD_FAILURE() << "cannot drop " << path << " from the page cache";
+    return false;
+  }
   const int64_t left = ResidentPages(path, 0, size);
   return left >= 0 && left <= 16;
 }
@@ -118,11 +95,7 @@ class TestTable {
  public:
   // tensor_len: bytes per tensor cell; rows of 64 KiB and more get one page each.
   explicit TestTable(int64_t tensor_len = 16, parquet::Codec codec = parquet::Codec::kZstd)
-      : tensor_len_(tensor_len), codec_(codec) {
-    std::string tmpl = std::filesystem::temp_directory_path() / "stoke_table_XXXXXX";
-    dir_ = mkdtemp(tmpl.data());
-  }
-  ~TestTable() { std::filesystem::remove_all(dir_); }
+      : temp_(TemporaryDirectory::Create("stoke_table_").value()), dir_(temp_.path()), tensor_len_(tensor_len), codec_(codec) {}
   const std::string& dir() const { return dir_; }
   delta::DeltaLog log() const { return delta::DeltaLog(LocalStorage(), dir_); }
 
@@ -136,9 +109,10 @@ class TestTable {
   parquet::Codec codec() const { return codec_; }
 
  private:
+  TemporaryDirectory temp_;
+  std::string dir_;
   int64_t tensor_len_;
   parquet::Codec codec_;
-  std::string dir_;
 };
 
 // Commits `adds` in one commit (creating the table when it has none). Returns the version.
