@@ -103,7 +103,7 @@ Result<SynthReport> SynthImages(const SynthImagesOptions& o) {
                   o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
   std::atomic<int64_t> bytes{0};
   // Object stores: one PUT per file, so many in flight hide the per-request latency.
-  ThreadPool pool(o.threads != 0 ? o.threads : fs.CreateIsAtomic() ? 32 : 0);
+  ThreadPool pool(o.threads != 0 ? o.threads : fs.remote() ? fs.parallelism() : 0);
   STOKE_RETURN_IF_ERROR(ParallelFor(pool, static_cast<size_t>(o.images), [&](size_t i) -> Status {
     const int64_t index = static_cast<int64_t>(i);
     Rng rng(SplitMix64(o.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(index)));

@@ -122,7 +122,7 @@ Result<SynthReport> SynthVolumes(const SynthVolumesOptions& o) {
                   o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
   std::atomic<int64_t> bytes{0};
   // Object stores: one PUT per file, so many in flight hide the per-request latency.
-  ThreadPool pool(o.threads != 0 ? o.threads : fs.CreateIsAtomic() ? 32 : 0);
+  ThreadPool pool(o.threads != 0 ? o.threads : fs.remote() ? fs.parallelism() : 0);
   // Tasks of 16 samples keep per-task overhead low and the output order irrelevant.
   const int64_t per_task = 16;
   const size_t tasks = static_cast<size_t>((o.samples + per_task - 1) / per_task);

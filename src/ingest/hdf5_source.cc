@@ -362,8 +362,8 @@ class Hdf5Reader final : public SourceReader {
 }  // namespace
 
 Status PlanHdf5(const SourceOptions& o, std::string_view what, SourceSet* set) {
-  if (set->storage.get() != &LocalStorage()) {
-    return Status::Unsupported(fmt::format("{}: HDF5 sources must be local files ('{}' is on an object store): libhdf5 reads "
+  if (!set->storage->local_files()) {
+    return Status::Unsupported(fmt::format("{}: HDF5 sources must be local files ('{}' is not on the local file system): libhdf5 reads "
                                            "through file names with many small reads; copy the files to a local disk first",
                                            what, o.source));
   }

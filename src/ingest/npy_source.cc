@@ -30,7 +30,7 @@ class NpyReader final : public SourceReader {
  public:
   NpyReader(const SourceSet& set, bool npz, std::string npy_column, std::vector<std::pair<std::string, TensorSpec>> tensors)
       : npz_(npz), npy_column_(std::move(npy_column)), tensors_(std::move(tensors)), whole_files_(*set.storage) {
-    remote_ = !npz && dynamic_cast<ObjectStorage*>(set.storage.get()) != nullptr;
+    remote_ = !npz && set.storage->remote();
   }
 
   Result<uint64_t> ReadRows(const SourceSet& set, std::span<const SourceItem> items, RowGroupEncoder& enc) const override {

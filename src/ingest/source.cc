@@ -349,7 +349,7 @@ SourceSet WithoutLabel(const SourceSet& sources, size_t label) {
   return s;
 }
 
-WholeFileReader::WholeFileReader(Storage& storage) : objects_(dynamic_cast<ObjectStorage*>(&storage)) {
+WholeFileReader::WholeFileReader(Storage& storage) : objects_(storage.objects()) {
   if (objects_ != nullptr) pool_ = std::make_unique<ThreadPool>(kFetchThreads);
 }
 

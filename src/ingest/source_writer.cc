@@ -121,7 +121,7 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   const bool in_place = layout.write_in_place && layout.single_file.empty();
   // Files of one row group each written in place on a local disk (a table of one sample per file)
   // take write_whole_files below; everything else the loop over row groups at the end.
-  const bool whole_files = in_place && !fs.CreateIsAtomic() && per_file <= layout.rows_per_group;
+  const bool whole_files = in_place && !fs.remote() && per_file <= layout.rows_per_group;
 
   std::unique_ptr<ParquetFileWriter> writer;
   std::string final_path;
@@ -129,7 +129,7 @@ Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::
   // own threads while this one goes on with the next file: with one file per sample, finishing is
   // most of the work, and fdatasyncs in flight together cost about one. At most kMaxFinishing
   // files wait to be finished (each holds at most its staging buffer).
-  const size_t finish_threads = fs.CreateIsAtomic() ? 16 : 8;
+  const size_t finish_threads = fs.remote() ? 16 : 8;
   const size_t kMaxFinishing = 2 * finish_threads;
   std::optional<ThreadPool> finish_pool;  // only for the loop over row groups
   if (!whole_files) finish_pool.emplace(finish_threads);

@@ -212,7 +212,7 @@ Status ReadIngestedFiles(Storage& fs, const delta::Snapshot& snap, const std::st
     if (may_hold_candidate || needs_ids[i]) to_open.push_back(i);
   }
   Mutex mu;
-  ThreadPool pool(std::min<size_t>(std::max<size_t>(to_open.size(), 1), fs.CreateIsAtomic() ? 32 : 8));
+  ThreadPool pool(std::min<size_t>(std::max<size_t>(to_open.size(), 1), fs.parallelism()));
   return ParallelFor(pool, to_open.size(), [&](size_t k) -> Status {
     const size_t i = to_open[k];
     STOKE_ASSIGN_OR_RETURN(std::string rel, delta::DecodePath(snap.files[i].path));

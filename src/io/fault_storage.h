@@ -76,6 +76,7 @@ struct FaultRule {
 class FaultInjectingStorage final : public Storage {
  public:
   explicit FaultInjectingStorage(Storage& base, uint64_t seed = 1);
+  bool remote() const override { return base_.remote(); }  // the wrapped storage's answer
 
   void AddRule(FaultRule rule) EXCLUDES(mu_);
   void ClearRules() EXCLUDES(mu_);
@@ -175,6 +176,7 @@ struct ThrottleOptions {
 class ThrottledStorage final : public Storage {
  public:
   ThrottledStorage(Storage& base, ThrottleOptions options);
+  bool remote() const override { return base_.remote(); }  // the wrapped storage's answer
 
   // Sleeps for one request's latency plus the transfer time of `bytes`.
   void Charge(uint64_t bytes) EXCLUDES(mu_);

@@ -23,6 +23,25 @@ class WrapperTest : public ::testing::Test {
   std::string dir_;
 };
 
+// What each storage is: the local file system may be opened and mapped by name; its wrappers may not
+// (that would bypass them), and say remote() as the storage they wrap does.
+TEST_F(WrapperTest, WrappersAnswerTheCapabilityQuestionsOfWhatTheyWrap) {
+  Storage& local = LocalStorage();
+  EXPECT_TRUE(local.local_files());
+  EXPECT_FALSE(local.remote());
+  EXPECT_FALSE(local.CreateIsAtomic());
+  EXPECT_EQ(local.objects(), nullptr);
+  EXPECT_EQ(local.parallelism(), Storage::kLocalParallelism);
+  FaultInjectingStorage faults(local);
+  ThrottledStorage slow(local, ThrottleOptions{});
+  for (Storage* s : {static_cast<Storage*>(&faults), static_cast<Storage*>(&slow)}) {
+    EXPECT_FALSE(s->local_files());
+    EXPECT_FALSE(s->remote());
+    EXPECT_EQ(s->objects(), nullptr);
+    EXPECT_EQ(s->parallelism(), Storage::kLocalParallelism);
+  }
+}
+
 // A failed write's clean-up: files already gone do not stop it; the first delete that fails does
 // (the storage is most likely unreachable), and what is left is counted.
 TEST_F(WrapperTest, DeleteLeftoversStopsAtTheFirstFailedDelete) {

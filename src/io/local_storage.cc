@@ -417,6 +417,7 @@ thread_local std::unique_ptr<EndsRing> EndsRing::t_ring_;
 
 class LocalFileSystem final : public Storage {
  public:
+  bool local_files() const override { return true; }
   Status ReadFileEnds(std::span<FileEnds> files) override {
     if (files.empty() && !EndsRing::Available()) return Status::Unsupported("io_uring direct opens");
     while (!files.empty()) {

@@ -114,6 +114,8 @@ class ObjectStorage final : public Storage {
   Status Delete(const std::string& path) override;
   Status PutIfAbsent(const std::string& path, ByteView data) override;
   bool CreateIsAtomic() const override { return true; }  // objects appear at Close, whole
+  bool remote() const override { return true; }
+  ObjectStorage* objects() override { return this; }
 
   // Many ranged reads of one object at once (hundreds in flight through one curl multi handle).
   // Returns one Status per range; ranges past the end fail individually; empty ranges are OK

@@ -183,6 +183,12 @@ class ObjectStoreTest : public ::testing::TestWithParam<std::string> {
 TEST_P(ObjectStoreTest, WritesReadsRangesAndStats) {
   auto s = Make({});
   ASSERT_NE(s, nullptr);
+  // What an object store is (Storage's capability questions).
+  EXPECT_TRUE(s->remote());
+  EXPECT_FALSE(s->local_files());
+  EXPECT_TRUE(s->CreateIsAtomic());
+  EXPECT_EQ(s->objects(), s.get());
+  EXPECT_EQ(s->parallelism(), Storage::kRemoteParallelism);
   std::string data = TestBytes(100000, 1);
   ASSERT_TRUE(Write(*s, "t/part-0.parquet", data, 7000).ok());
   auto f = s->OpenForRead("t/part-0.parquet");

@@ -15,6 +15,8 @@
 
 namespace stoke {
 
+class ObjectStorage;
+
 // Told the outcome of an asynchronous read (RandomAccessFile::ReadAtAsync), once.
 using ReadCallback = std::function<void(Status)>;
 
@@ -140,10 +142,31 @@ class Storage {
   // or, for many files, one syncfs(2) per file system (one journal commit instead of one per file;
   // it also writes back other dirty data of that file system). Nothing on object stores.
   virtual Status SyncFiles(const std::vector<std::string>& paths) { return Status::OK(); }
+
+  // What this storage is, asked by the layers above to choose how to use it (one answer per question):
+  //
+  // True for an object store (or a wrapper of one): every request is a round trip over the network,
+  // so merge reads, read ahead and keep many requests in flight. False for this machine's disks.
+  virtual bool remote() const { return false; }
+  // True only for the local file system itself: its paths are this machine's file names, and
+  // reading them with open(2), mmap(2) or a library that opens files itself (libhdf5) is the same as
+  // reading through it. False for object stores, and for wrappers (fault injection, throttling),
+  // which such reads would bypass.
+  virtual bool local_files() const { return false; }
   // True when a file made by Create becomes visible only whole, at a successful Close (object
   // stores), so writers need no temporary name and rename; false where it is visible while being
   // written (local file systems).
   virtual bool CreateIsAtomic() const { return false; }
+  // How many requests at once use this storage well in bulk work (stats, uploads, listings of many
+  // directories): a local disk gains little past kLocalParallelism, an object store hides its
+  // latency behind kRemoteParallelism.
+  virtual size_t parallelism() const { return remote() ? kRemoteParallelism : kLocalParallelism; }
+  // The object-store interface behind this storage (many ranges of one object at once, the
+  // container), or nullptr.
+  virtual ObjectStorage* objects() { return nullptr; }
+
+  static constexpr size_t kLocalParallelism = 8;
+  static constexpr size_t kRemoteParallelism = 32;
 };
 
 // Where to write a file that readers must see complete or not at all: "<path>.inprogress", to be

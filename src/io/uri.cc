@@ -273,7 +273,7 @@ Result<std::shared_ptr<Storage>> StorageForUri(const std::string& uri, const Env
 
 Status CreateContainerFor(const std::string& uri, const EnvLookup& env) {
   STOKE_ASSIGN_OR_RETURN(std::shared_ptr<Storage> storage, StorageForUri(uri, env));
-  auto* objects = dynamic_cast<ObjectStorage*>(storage.get());
+  ObjectStorage* objects = storage->objects();
   return objects == nullptr ? Status::OK() : objects->client().CreateContainer();
 }
 

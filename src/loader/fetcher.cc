@@ -81,8 +81,9 @@ Result<std::unique_ptr<Fetcher>> Fetcher::Open(std::shared_ptr<const std::vector
     // tmpfs fails at Open rather than on every read.
     STOKE_RETURN_IF_ERROR(CheckDirectReads(paths[0]));
   }
-  auto first = paths.empty() ? Result<StorageUri>(StorageUri{}) : ParseStorageUri(paths[0]);
-  const bool remote = first.ok() && first->scheme != StorageScheme::kLocal;
+  // The fetcher opens plain local paths itself; it reads URIs (object stores, file://, storages
+  // registered for tests) through their Storage. The files of one fetcher are all on one storage.
+  const bool remote = !paths.empty() && HasUriScheme(paths[0]);
   if (remote && o.direct) o.direct = false;  // no page cache between us and an object store
   const size_t max_open = o.max_open_files > 0 ? o.max_open_files : DerivedMaxOpenFiles(o.queue_depth);
   std::unique_ptr<Fetcher> f(new Fetcher(std::move(files), remote, o, max_open));

@@ -105,12 +105,6 @@ Result<std::optional<Predicate>> BindWhere(const std::string& where, const std::
   return predicate;
 }
 
-// Whether the table at `dir` is on an object store (its location is a URI).
-bool OnObjectStore(const std::string& dir) {
-  auto location = ParseStorageUri(dir);
-  return location.ok() && location->scheme != StorageScheme::kLocal;
-}
-
 // For the read cache, the version of each of the sample index's data files (`index_paths`, joined to
 // the table's URI as the index joins them): its modification time in the log, which with the URI
 // and size names the file's bytes; "" for a file the log does not list.
@@ -189,7 +183,7 @@ Status Loader::Impl::Open() {
   SampleIndex::Options index_options;
   index_options.snapshot = &view.snapshot;
   STOKE_ASSIGN_OR_RETURN(SampleIndex index, SampleIndex::Open(dir_, view.snapshot.version, index_options));
-  remote_ = OnObjectStore(dir_);
+  remote_ = HasUriScheme(dir_);  // read through its Storage, as the fetcher will (fetcher.h)
   index_ = std::make_unique<SampleIndex>(std::move(index));
   queue_depth_ = o_.queue_depth > 0 ? o_.queue_depth : remote_ ? kRemoteQueueDepth : kLocalQueueDepth;
 

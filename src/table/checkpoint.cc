@@ -271,7 +271,7 @@ Result<CheckpointActions> ReadCheckpointFiles(Storage& storage, const std::vecto
   if (paths.size() == 1) {
     STOKE_RETURN_IF_ERROR(read_part(0));
   } else if (!paths.empty()) {
-    ThreadPool pool(std::min<size_t>(paths.size(), storage.CreateIsAtomic() ? 16 : 0));
+    ThreadPool pool(std::min<size_t>(paths.size(), storage.remote() ? 16 : 0));
     STOKE_RETURN_IF_ERROR(ParallelFor(pool, paths.size(), read_part));
   }
   CheckpointActions out;

@@ -111,7 +111,7 @@ constexpr uint64_t kMaxSortedReaders = 64;
 // The threads that read a table's data files in parallel for one task of `n` reads: none (read on the
 // calling thread) on local storage or for a single read.
 std::unique_ptr<ThreadPool> ReadersFor(const TableView& t, size_t n) {
-  if (!t.storage->CreateIsAtomic() || n <= 1) return nullptr;
+  if (!t.storage->remote() || n <= 1) return nullptr;
   return std::make_unique<ThreadPool>(std::min(n, kRemoteParallelReads));
 }
 
@@ -606,7 +606,7 @@ Status RewriteBins(const TableView& t, const OptimizeOptions& o, const std::vect
   const size_t at_once = std::max<size_t>(1, std::min(pool.size(), work.size()));
   const uint64_t reader_bytes = std::max(kSortedReaderBytes / at_once, kMinSortedReaderBytes);
   size_t max_readers = SIZE_MAX;
-  if (!o.sort_by.empty() && !t.storage->CreateIsAtomic()) {
+  if (!o.sort_by.empty() && !t.storage->remote()) {
     const uint64_t descriptors = RaiseOpenFileLimitOnce();
     max_readers = static_cast<size_t>(std::min<uint64_t>(descriptors / 4 / at_once, kMaxSortedReaders));
   }

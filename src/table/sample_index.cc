@@ -235,7 +235,7 @@ Status ReadFilePagesBatch(const IndexedTable& view, const std::vector<delta::Add
   }
   std::vector<bool> done(todo.size(), false);
   if (!ends.empty() && view.storage->ReadFileEnds(ends).ok()) {
-    const bool remote = view.storage->CreateIsAtomic();
+    const bool remote = view.storage->remote();
     for (size_t j = 0; j < ends.size(); ++j) {
       FileEnds& e = ends[j];
       if (!e.status.ok()) continue;
@@ -717,9 +717,9 @@ Result<SampleIndex> SampleIndex::Open(const std::string& table_dir, std::optiona
   const CommitStamp stamp = StampOf(fs, where.path, v);
   const std::string cache_path = CachePath(where.path, v);
 
-  // Local caches are memory-mapped; on an object store the cache object is read whole (one GET).
+  // Local caches are memory-mapped; elsewhere the cache is read whole (on an object store, one GET).
   auto load_cache = [&](const std::string& path) -> Result<std::unique_ptr<Mapping>> {
-    if (!fs.CreateIsAtomic()) return Mapping::MapFile(path);
+    if (fs.local_files()) return Mapping::MapFile(path);
     STOKE_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(fs, path));
     return Mapping::Own(std::move(bytes));
   };

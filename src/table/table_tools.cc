@@ -82,7 +82,7 @@ bool IsTableDirectory(const std::string& path) {
   if (!where.ok()) return false;
   // A log directory on local disks; on object stores, at least one key under "_delta_log/".
   const std::string log_dir = JoinPath(where->path, delta::kLogDirName);
-  if (!where->storage->CreateIsAtomic()) {
+  if (!where->storage->remote()) {
     auto st = where->storage->Stat(log_dir);
     return st.ok() && st->is_directory;
   }

@@ -117,7 +117,7 @@ Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
   if (!o.dry_run && !report.files.empty()) {
     // Deletes in parallel: a table compacted from 100,000s of small files has as many to delete,
     // each a metadata operation (an unlink, or a request of tens of milliseconds on an object store).
-    const size_t threads = fs.CreateIsAtomic() ? 64 : 8;
+    const size_t threads = fs.remote() ? 64 : 8;
     ThreadPool pool(std::min(threads, report.files.size()));
     ProgressBar bar("vacuum", report.files.size(), "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
     Status deleted = ParallelFor(pool, report.files.size(), [&](size_t i) -> Status {
