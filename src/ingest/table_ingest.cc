@@ -10,15 +10,13 @@
 #include <iterator>
 #include <set>
 #include <span>
-#include <thread>
 #include <tuple>
-#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/host_memory.h"
 #include "core/mutex.h"
 #include "core/thread_pool.h"
-#include "core/random.h"
+#include "core/retry.h"
 #include "core/text.h"
 #include "core/log.h"
 #include "core/progress.h"
@@ -821,18 +819,22 @@ Result<IngestReport> IngestInto(const IngestOptions& o) {
     STOKE_RETURN_IF_ERROR(CreateTableForShards(o, sources));
     STOKE_RETURN_IF_ERROR(AddLocationColumnsForShards(o, sources));
   }
-  // Another writer committing between our read and our commit makes us re-plan from its version
-  // (new ids, its files skipped). Backoff with jitter keeps two busy writers from lock-stepping.
-  constexpr int kMaxAttempts = 50;
-  Rng jitter(static_cast<uint64_t>(NowNanos()) ^ static_cast<uint64_t>(::getpid()));
+  // Two retry loops, nested, for two kinds of losing to another writer:
+  // - inside Commit (PublishWithRetries, delta_log.cc), a commit whose version another writer took
+  //   first, and which nothing the winners did conflicts with, is written again as the next version
+  //   at once: the same actions, no wait (the version is free now);
+  // - here, a commit that conflicts (the winners added some of the same source files, or changed
+  //   the table's metadata) is planned again from the new version (new ids, their files skipped),
+  //   after a jittered backoff that keeps two busy writers from retrying in lock step.
+  const RetryPolicy replan{.max_attempts = 50, .initial_backoff_us = 2'000, .max_backoff_us = 50'000};
   for (int attempt = 1;; ++attempt) {
     if (sources.items_released) {
       STOKE_ASSIGN_OR_RETURN(sources, PlanSources(plan_options, "ingest"));
     }
     auto r = IngestAttempt(o, sources, wopts);
-    if (r.ok() || r.status().code() != StatusCode::kConflict || attempt == kMaxAttempts) return r;
+    if (r.ok() || r.status().code() != StatusCode::kConflict || !replan.AllowsAnother(attempt)) return r;
     STOKE_LOG(kInfo, "ingest.retry", "table={} attempt={} cause=\"{}\"", o.table_dir, attempt, r.status().message());
-    std::this_thread::sleep_for(std::chrono::microseconds(1000 + jitter.Below(static_cast<uint64_t>(5000) * std::min(attempt, 10))));
+    replan.Wait(attempt);
   }
 }
 

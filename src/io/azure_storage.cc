@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <chrono>
 #include <random>
-#include <thread>
 
 #include "core/random.h"
 #include "core/text.h"
@@ -134,9 +132,11 @@ class AzureBlobClient final : public ObjectStoreClient {
     STOKE_ASSIGN_OR_RETURN(HttpResponse r, Send("PUT", to, {}, {{"x-ms-copy-source", source}}, {}, {}));
     if (!r.ok()) return MapError(r, fmt::format("copy {} to", Describe(from)), to);
     std::string state = r.Header("x-ms-copy-status");
-    // Copies within an account usually finish synchronously; otherwise poll (bounded).
-    for (int i = 0; state == "pending" && i < 600; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Copies within an account usually finish synchronously; otherwise poll, backing off, for about
+    // a minute.
+    const RetryPolicy poll{.max_attempts = 120, .initial_backoff_us = 100'000, .max_backoff_us = 1'000'000};
+    for (int attempt = 1; state == "pending" && poll.AllowsAnother(attempt); ++attempt) {
+      poll.Wait(attempt);
       STOKE_ASSIGN_OR_RETURN(HttpResponse h, Send("HEAD", to, {}, {}, {}, {}));
       if (!h.ok()) return MapError(h, "copy (poll)", to);
       state = h.Header("x-ms-copy-status");

@@ -141,7 +141,7 @@ TEST_P(FaultProxyTest, PutIfAbsentWhoseAnswerWasLostStillSucceeds) {
 
 TEST_P(FaultProxyTest, ExhaustedRetriesNameObjectAndRange) {
   HttpClientOptions http = testing::TestHttpOptions();
-  http.max_attempts = 3;
+  http.retry.max_attempts = 3;
   auto s = Make(http);
   ASSERT_NE(s, nullptr);
   auto f = s->OpenForRead("obj/data.bin");
@@ -166,7 +166,7 @@ TEST_P(FaultProxyTest, ExhaustedRetriesNameObjectAndRange) {
 
 TEST_P(FaultProxyTest, TimeoutsAreRetriedThenReported) {
   HttpClientOptions http = testing::TestHttpOptions();
-  http.max_attempts = 2;
+  http.retry.max_attempts = 2;
   http.request_timeout_ms = 200;
   auto s = Make(http);
   ASSERT_NE(s, nullptr);
@@ -230,7 +230,7 @@ TEST_P(FaultProxyTest, AsyncReadsAreInFlightTogetherOnOneThreadAndRetryOnTheirOw
   EXPECT_GE(std::atoi(stats.c_str() + at + 16), 150) << stats;
 
   HttpClientOptions http = testing::TestHttpOptions();
-  http.max_attempts = 2;
+  http.retry.max_attempts = 2;
   auto s = Make(http);
   ASSERT_NE(s, nullptr);
   auto g = s->OpenForRead("obj/data.bin");

@@ -8,14 +8,12 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include <unistd.h>
 
 #include "core/text.h"
 #include "core/log.h"
-#include "core/random.h"
 #include "io/xml.h"
 
 namespace stoke {
@@ -32,14 +30,6 @@ std::string_view Trim(std::string_view s) {
 void GlobalInitOnce() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-long BackoffMs(const HttpClientOptions& o, int attempt) {
-  thread_local Rng rng(std::random_device{}() ^ std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  double cap = static_cast<double>(o.initial_backoff_ms);
-  for (int i = 1; i < attempt && cap < static_cast<double>(o.max_backoff_ms); ++i) cap *= 2;
-  cap = std::min(cap, static_cast<double>(o.max_backoff_ms));
-  return static_cast<long>(rng.Uniform() * cap);
 }
 
 bool IsRetryableCurlCode(CURLcode rc) {
@@ -280,11 +270,11 @@ void HttpClient::Engine::Complete(Transfer* t, CURLcode rc) {
     return;
   }
   const HttpClientOptions& o = client_->options_;
-  if (retry && t->attempt < o.max_attempts) {
-    long wait = BackoffMs(o, t->attempt);
+  if (retry && o.retry.AllowsAnother(t->attempt)) {
+    const int64_t wait_us = o.retry.BackoffMicros(t->attempt);
     STOKE_LOG(kDebug, "http.retry", "method={} url={} attempt={} wait_ms={} cause=\"{}\"", req.method,
-              RedactUrl(req.url), t->attempt, wait, cause);
-    t->not_before = Clock::now() + std::chrono::milliseconds(wait);
+              RedactUrl(req.url), t->attempt, wait_us / 1000, cause);
+    t->not_before = Clock::now() + std::chrono::microseconds(wait_us);
     waiting_.push_back(t);
     return;
   }
@@ -398,7 +388,7 @@ const std::string& HttpResponse::Header(std::string_view lowercase_name) const {
 
 HttpClient::HttpClient(HttpClientOptions options) : options_(options) {
   GlobalInitOnce();
-  if (options_.max_attempts < 1) options_.max_attempts = 1;
+  if (options_.retry.max_attempts < 1) options_.retry.max_attempts = 1;
   if (options_.max_in_flight < 1) options_.max_in_flight = 1;
   share_ = std::make_unique<Share>();
 }

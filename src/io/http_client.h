@@ -20,6 +20,7 @@
 
 #include "core/buffer.h"
 #include "core/mutex.h"
+#include "core/retry.h"
 #include "io/signing.h"
 #include "stoke/status.h"
 
@@ -30,12 +31,9 @@ struct HttpClientOptions {
   long request_timeout_ms = 30000;
   // Connection establishment limit, in milliseconds. Default 5000.
   long connect_timeout_ms = 5000;
-  // Attempts per request including the first (1 = no retry). Default 5.
-  int max_attempts = 5;
-  // Backoff before retry k (k = 1, 2, ...) is uniform in [0, min(max_backoff, initial_backoff * 2^(k-1))]
-  // ("full jitter"), in milliseconds. Defaults 50 and 2000.
-  long initial_backoff_ms = 50;
-  long max_backoff_ms = 2000;
+  // Retries of a failed request (core/retry.h): 5 attempts in all, the first included, with
+  // jittered backoff from 50 ms up to 2 s.
+  RetryPolicy retry;
   // Verify TLS certificates and host names (HTTPS). Default true; only tests against
   // self-signed servers should turn it off.
   bool verify_tls = true;
@@ -86,7 +84,7 @@ class HttpClient {
 
   // Runs one request with retries. Any final status that is not retryable is returned as a
   // response (the caller interprets 4xx); transport failures and retryable statuses that persist
-  // after max_attempts give an IOError (retryable) naming method, URL and byte range.
+  // after retry.max_attempts give an IOError (retryable) naming method, URL and byte range.
   Result<HttpResponse> Execute(const HttpRequest& request);
   // Runs the requests concurrently (at most options.max_in_flight at once), each with its own
   // retries; results are in the order of `requests`.

@@ -92,8 +92,8 @@ TEST(HttpClient, RefusedConnectionIsRetriedThenNamed) {
   ::close(fd);  // bound then closed: nothing listens there
 
   HttpClientOptions o;
-  o.max_attempts = 3;
-  o.initial_backoff_ms = 1;
+  o.retry.max_attempts = 3;
+  o.retry.initial_backoff_us = 1000;
   HttpClient client(o);
   HttpRequest req;
   req.url = "http://127.0.0.1:" + std::to_string(port) + "/c/blob?sig=SECRET";

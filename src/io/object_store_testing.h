@@ -133,8 +133,8 @@ inline std::string UniqueName(const std::string& base) {
 // Fast retries for tests: faults are injected on purpose.
 inline HttpClientOptions TestHttpOptions() {
   HttpClientOptions o;
-  o.initial_backoff_ms = 5;
-  o.max_backoff_ms = 50;
+  o.retry.initial_backoff_us = 5'000;
+  o.retry.max_backoff_us = 50'000;
   o.request_timeout_ms = 10000;
   return o;
 }

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
-#include <thread>
 
 #include "io/crypto.h"
 #include "io/xml.h"
@@ -71,12 +69,12 @@ class S3Client final : public ObjectStoreClient {
   Status Put(const std::string& key, ByteView data, bool if_absent) override {
     KeyValues h;
     if (if_absent) h.emplace_back("if-none-match", "*");
-    for (int attempt = 0;; ++attempt) {
+    for (int attempt = 1;; ++attempt) {
       STOKE_ASSIGN_OR_RETURN(HttpResponse r, Send("PUT", key, {}, h, data));
       if (r.ok()) return Status::OK();
       // 409 ConditionalRequestConflict: another conditional write to the key is in flight; try again.
-      if (if_absent && r.status == 409 && attempt < o_.conflict_retries) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20 << attempt));
+      if (if_absent && r.status == 409 && o_.conflict_retry.AllowsAnother(attempt)) {
+        o_.conflict_retry.Wait(attempt);
         continue;
       }
       if (if_absent && r.status == 412 && ObjectHoldsExactly(*this, key, data)) {

@@ -238,8 +238,10 @@ class DeltaLog {
   // commitInfo (timestamp, operation, operationParameters, isBlindAppend, engineInfo "stoke/0.1.0",
   // readVersion) when `actions` has none. If another writer took that version first: for
   // kBlindAppend, and for kRewrite when no winning commit removed a file this commit removes, and
-  // no winner changed metadata or protocol, it retries on the next version (up to `max_attempts`);
-  // otherwise Conflict naming the winning version. Returns the version written.
+  // no winner changed metadata or protocol, it retries on the next version at once, without a wait
+  // (up to `max_attempts`): the version is free now, and the same actions are still valid. Otherwise
+  // Conflict naming the winning version: a caller that can plan its actions again (ingest) retries
+  // under a RetryPolicy (core/retry.h). Returns the version written.
   // `exclusive_allows`, for a kExclusive commit that neither creates the table nor changes its
   // metadata: winners it accepts are checked like any winner (CheckConcurrentCommit) and the commit
   // retries on top of them instead of failing.
