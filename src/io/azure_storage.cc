@@ -9,6 +9,7 @@
 #include "core/text.h"
 #include "io/crypto.h"
 #include "io/signing.h"
+#include "io/uri.h"
 #include "io/xml.h"
 
 namespace stoke {
@@ -18,17 +19,10 @@ int64_t NowSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// The path part of an endpoint URL ("http://h:p/devstoreaccount1" -> "/devstoreaccount1").
-std::string EndpointPath(const std::string& endpoint) {
-  size_t scheme = endpoint.find("://");
-  size_t slash = endpoint.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-  return slash == std::string::npos ? "" : endpoint.substr(slash);
-}
-
 class AzureBlobClient final : public ObjectStoreClient {
  public:
   AzureBlobClient(AzureBlobOptions o, std::string decoded_key)
-      : o_(std::move(o)), key_(std::move(decoded_key)), http_(o_.http), endpoint_path_(EndpointPath(o_.endpoint)) {}
+      : o_(std::move(o)), key_(std::move(decoded_key)), http_(o_.http), endpoint_path_(SplitUrl(o_.endpoint).path) {}
 
   std::string Describe(const std::string& key) const override {
     return key.empty() ? fmt::format("az://{}", o_.container) : fmt::format("az://{}/{}", o_.container, key);
@@ -346,10 +340,8 @@ Result<AzureConnectionString> ParseAzureConnectionString(std::string_view text) 
   }
   if (out.account_name.empty()) {
     // A SAS connection string may give only BlobEndpoint: take the account from its host.
-    std::string_view ep = out.blob_endpoint;
-    size_t s = ep.find("://");
-    if (s != std::string_view::npos) ep.remove_prefix(s + 3);
-    out.account_name = std::string(ep.substr(0, ep.find('.')));
+    const std::string host = SplitUrl(out.blob_endpoint).host;
+    out.account_name = host.substr(0, host.find('.'));
   }
   return out;
 }

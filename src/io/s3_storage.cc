@@ -4,6 +4,7 @@
 
 
 #include "io/crypto.h"
+#include "io/uri.h"
 #include "io/xml.h"
 
 namespace stoke {
@@ -25,10 +26,9 @@ class S3Client final : public ObjectStoreClient {
       path_style_ = true;
       base_ = o_.endpoint;
     }
-    size_t s = base_.find("://");
-    std::string rest = base_.substr(s == std::string::npos ? 0 : s + 3);
-    host_ = rest.substr(0, rest.find('/'));
-    base_path_ = rest.find('/') == std::string::npos ? "" : rest.substr(rest.find('/'));
+    UrlParts parts = SplitUrl(base_);
+    host_ = std::move(parts.host);
+    base_path_ = std::move(parts.path);
   }
 
   std::string Describe(const std::string& key) const override {

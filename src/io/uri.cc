@@ -68,6 +68,18 @@ bool HasUriScheme(const std::string& s) {
   return false;
 }
 
+UrlParts SplitUrl(std::string_view url) {
+  UrlParts out;
+  if (size_t s = url.find("://"); s != std::string_view::npos) {
+    out.scheme = std::string(url.substr(0, s));
+    url.remove_prefix(s + 3);
+  }
+  const size_t slash = url.find('/');
+  out.host = std::string(url.substr(0, slash));
+  if (slash != std::string_view::npos) out.path = std::string(url.substr(slash));
+  return out;
+}
+
 Result<StorageUri> ParseStorageUri(const std::string& uri) {
   StorageUri out;
   if (uri.empty()) return Status::InvalidArgument("storage URI: empty path");

@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "io/storage.h"
 
@@ -40,6 +41,16 @@ struct StorageUri {
 
 // Parses a path or URI. Pure; does not look at the environment.
 Result<StorageUri> ParseStorageUri(const std::string& uri);
+
+// An endpoint URL in its parts: "http://127.0.0.1:10000/devstoreaccount1" has scheme "http", host
+// "127.0.0.1:10000" (the port included) and path "/devstoreaccount1" ("" when there is none). Text
+// without "://" is all host and path. Pure.
+struct UrlParts {
+  std::string scheme;
+  std::string host;
+  std::string path;
+};
+UrlParts SplitUrl(std::string_view url);
 
 // True when `s` is to be read as a URI: it starts with a scheme followed by "://" ("xyz://...",
 // whether or not stoke knows the scheme), or with the scheme of a storage system and a colon

@@ -19,6 +19,22 @@ EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
   };
 }
 
+TEST(SplitUrl, SchemeHostAndPath) {
+  UrlParts a = SplitUrl("http://127.0.0.1:10000/devstoreaccount1");
+  EXPECT_EQ(a.scheme, "http");
+  EXPECT_EQ(a.host, "127.0.0.1:10000");
+  EXPECT_EQ(a.path, "/devstoreaccount1");
+  UrlParts b = SplitUrl("https://acct.blob.core.windows.net");
+  EXPECT_EQ(b.scheme, "https");
+  EXPECT_EQ(b.host, "acct.blob.core.windows.net");
+  EXPECT_EQ(b.path, "");
+  UrlParts c = SplitUrl("minio:9000/base/x");
+  EXPECT_EQ(c.scheme, "");
+  EXPECT_EQ(c.host, "minio:9000");
+  EXPECT_EQ(c.path, "/base/x");
+  EXPECT_EQ(SplitUrl("").host, "");
+}
+
 TEST(StorageUri, ParsesEverySupportedForm) {
   auto u = ParseStorageUri("az://data/tables/volumes");
   ASSERT_TRUE(u.ok());
