@@ -193,19 +193,7 @@ Status Fetcher::SubmitOne(const FetchRequest& r, PendingStarts* pending) {
       }
       wake_at_free_slots_ = 1;
       if (!SubmitBlockedLocked(charge)) {
-        // Room in the result queue for every outstanding read, so that completions never allocate.
-        if (done_.size() < static_cast<size_t>(outstanding_) + 1) {
-          try {
-            AllocationFaults::Instance().Check();
-            std::vector<FetchResult> bigger(done_.size() * 2);
-            for (size_t k = 0; k < done_count_; ++k) bigger[k] = std::move(done_[(done_head_ + k) % done_.size()]);
-            done_ = std::move(bigger);
-            done_head_ = 0;
-          } catch (const std::bad_alloc&) {
-            return OutOfMemoryError("growing the fetcher's result queue past " + std::to_string(done_.size()) +
-                                    " entries");
-          }
-        }
+        STOKE_RETURN_IF_ERROR(ReserveResultLocked());
         i = free_slots_.back();
         free_slots_.pop_back();
         ++in_flight_;
@@ -235,23 +223,43 @@ Status Fetcher::SubmitOne(const FetchRequest& r, PendingStarts* pending) {
     CompleteSlot(i, std::move(st));
     return Status::OK();
   }
-  try {
-    AllocationFaults::Instance().Check();
-    s.buffer = pool_.Take(s.buffered());  // cleared: Resize copies nothing when it has to grow
-    if (huge_pages_ != nullptr && s.buffer.capacity() < s.buffered()) s.buffer = huge_pages_->Take(s.buffered());
-    s.buffer.Resize(s.buffered());
-  } catch (const std::bad_alloc&) {
-    CompleteSlot(i, OutOfMemoryError("a " + std::to_string(s.buffered()) + "-byte buffer for the read of " +
-                                     path(r.file) + " at offset " + std::to_string(r.offset)),
-                 /*out_of_memory=*/true);
-    return Status::OK();
-  }
+  if (!TakeSlotBuffer(i)) return Status::OK();
   if (pending != nullptr) {
     pending->prepared->push_back(i);  // capacity queue_depth: one entry per slot at most
   } else {
     backend_->Start(i);
   }
   return Status::OK();
+}
+
+Status Fetcher::ReserveResultLocked() {
+  if (done_.size() >= static_cast<size_t>(outstanding_) + 1) return Status::OK();
+  try {
+    AllocationFaults::Instance().Check();
+    std::vector<FetchResult> bigger(done_.size() * 2);
+    for (size_t k = 0; k < done_count_; ++k) bigger[k] = std::move(done_[(done_head_ + k) % done_.size()]);
+    done_ = std::move(bigger);
+    done_head_ = 0;
+    return Status::OK();
+  } catch (const std::bad_alloc&) {
+    return OutOfMemoryError("growing the fetcher's result queue past " + std::to_string(done_.size()) + " entries");
+  }
+}
+
+bool Fetcher::TakeSlotBuffer(int i) {
+  Slot& s = slots_[i];
+  try {
+    AllocationFaults::Instance().Check();
+    s.buffer = pool_.Take(s.buffered());  // cleared: Resize copies nothing when it has to grow
+    if (huge_pages_ != nullptr && s.buffer.capacity() < s.buffered()) s.buffer = huge_pages_->Take(s.buffered());
+    s.buffer.Resize(s.buffered());
+    return true;
+  } catch (const std::bad_alloc&) {
+    CompleteSlot(i, OutOfMemoryError("a " + std::to_string(s.buffered()) + "-byte buffer for the read of " +
+                                     path(s.request.file) + " at offset " + std::to_string(s.request.offset)),
+                 /*out_of_memory=*/true);
+    return false;
+  }
 }
 
 Result<const RandomAccessFile*> Fetcher::OpenRemoteFile(uint32_t f) {

@@ -230,6 +230,12 @@ class Fetcher {
   Status SubmitOne(const FetchRequest& r, PendingStarts* pending) EXCLUDES(mu_);
   // No free slot, or `charge` more bytes would exceed the budget.
   bool SubmitBlockedLocked(int64_t charge) const REQUIRES(mu_);
+  // Makes room in the result queue for every outstanding read and one more, so that completions
+  // never allocate. An out-of-memory error when it cannot grow.
+  Status ReserveResultLocked() REQUIRES(mu_);
+  // Gives slot `i` its buffer (s.buffered() bytes); false, the slot completed with an out-of-memory
+  // error, when it cannot.
+  bool TakeSlotBuffer(int i);
   // The free slots Submit, blocked with none free, waits for: as many as it has requests left, up to
   // an eighth of the queue depth (8 of 64), so the depth in flight stays within an eighth of full.
   size_t RefillSlots(const PendingStarts* p) const;

@@ -587,6 +587,25 @@ std::string SampleIndex::CachePath(const std::string& table_dir, int64_t version
   return JoinPath(CacheDir(table_dir), fmt::format("{:020d}.idx", version));
 }
 
+namespace {
+
+// What is wrong with a page record of the cache (its flags, and its byte range in file `file` of
+// `file_size` bytes), or "" when nothing is.
+std::string PageRecordProblem(uint32_t flags, uint64_t offset, uint32_t length, uint32_t file, uint64_t file_size) {
+  if ((flags & ~kKnownFlags) != 0) return fmt::format("unknown flags {:#x}", flags);
+  if (!(flags & kNeedsDecode) && !CodecSupported(static_cast<parquet::Codec>((flags >> kCodecShift) & 0xFF))) {
+    return fmt::format("codec {} is not one stoke reads", (flags >> kCodecShift) & 0xFF);
+  }
+  if ((flags & kNeedsDecode) && flags != kNeedsDecode) return fmt::format("a needs-decode page with other flags {:#x}", flags);
+  if ((flags & kNeedsDecode) ? (length != 0 || offset != 0)
+                             : (length == 0 || offset > file_size || length > file_size - offset)) {
+    return fmt::format("range [{}, +{}) does not fit file {} ({} bytes)", offset, length, file, file_size);
+  }
+  return "";
+}
+
+}  // namespace
+
 Status SampleIndex::ValidateCache(ByteView b) {
   auto bad = [](std::string what) { return Status::Corruption("sample index cache: " + what); };
   if (b.size() < kHeaderSize) return bad(fmt::format("{} bytes, shorter than the {}-byte header", b.size(), kHeaderSize));
@@ -650,16 +669,8 @@ Status SampleIndex::ValidateCache(ByteView b) {
           n > file_rows - (first - file_first)) {
         return bad(fmt::format("page {}: rows [{}, +{}) out of place (expected first row {})", page, first, n, next_row));
       }
-      if ((flags & ~kKnownFlags) != 0) return bad(fmt::format("page {}: unknown flags {:#x}", page, flags));
-      if (!(flags & kNeedsDecode) && !CodecSupported(static_cast<parquet::Codec>((flags >> kCodecShift) & 0xFF))) {
-        return bad(fmt::format("page {}: codec {} is not one stoke reads", page, (flags >> kCodecShift) & 0xFF));
-      }
-      if ((flags & kNeedsDecode) && flags != kNeedsDecode) {
-        return bad(fmt::format("page {}: a needs-decode page with other flags {:#x}", page, flags));
-      }
-      if ((flags & kNeedsDecode) ? (length != 0 || offset != 0)
-                                 : (length == 0 || offset > file_size || length > file_size - offset)) {
-        return bad(fmt::format("page {}: range [{}, +{}) does not fit file {} ({} bytes)", page, offset, length, file, file_size));
+      if (std::string why = PageRecordProblem(flags, offset, length, file, file_size); !why.empty()) {
+        return bad(fmt::format("page {}: {}", page, why));
       }
       for (uint64_t r = first; r < first + n; ++r) {
         if (U32(b, rows_base + 4 * r) != page) return bad(fmt::format("column {} row {}: page entry is not {}", c, r, page));

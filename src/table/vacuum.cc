@@ -24,45 +24,41 @@
 
 namespace stoke {
 
-Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
-  if (!(o.retain_hours >= 0) || std::isinf(o.retain_hours)) {  // NaN fails the comparison
-    return Status::InvalidArgument(fmt::format("vacuum: --retain must be a non-negative number of hours, got {}",
-                                               o.retain_hours));
-  }
-  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
-  Storage& fs = *where.storage;
-  const std::string& dir = where.path;
-  delta::DeltaLog log(fs, dir);
-  STOKE_ASSIGN_OR_RETURN(int64_t latest, log.LatestVersion());
-  if (latest < 0) {  // the log's own error says why (a missing directory, container or bucket)
-    return log.ReadSnapshot(std::nullopt).status().WithContext(fmt::format("vacuum: '{}' is not a table", o.table_dir));
-  }
-  {
-    // Checked before anything is deleted (PROTOCOL.md, "VACUUM Protocol Check").
-    STOKE_ASSIGN_OR_RETURN(auto latest_snapshot, log.ReadSnapshot(latest));
-    STOKE_RETURN_IF_ERROR(delta::CheckWritable(latest_snapshot, "vacuum", o.table_dir));
-  }
+namespace {
+
+// The commit time before which files no version needs may go: now less the retention period.
+int64_t RetentionCutoffMs(double retain_hours) {
   const int64_t now_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  const int64_t cutoff = now_ms - static_cast<int64_t>(o.retain_hours * 3600.0 * 1000.0);
+  return now_ms - static_cast<int64_t>(retain_hours * 3600.0 * 1000.0);
+}
 
-  // Replay the log once, collecting the files live in every retained version.
-  STOKE_ASSIGN_OR_RETURN(auto history, log.History());
-  std::map<int64_t, int64_t> timestamps;  // version -> commit time
-  for (const auto& h : history) timestamps[h.version] = h.timestamp;
-  int64_t first_kept = 0;  // the last version at or before the cutoff, or 0
-  for (const auto& [v, ts] : timestamps) {
-    if (ts <= cutoff) first_kept = v;
+// The table's latest version, once vacuum may work on it: it is a table, and its protocol lets
+// stoke write (checked before anything is deleted: PROTOCOL.md, "VACUUM Protocol Check").
+Result<int64_t> LatestVacuumableVersion(const delta::DeltaLog& log, const std::string& table_dir) {
+  STOKE_ASSIGN_OR_RETURN(int64_t latest, log.LatestVersion());
+  if (latest < 0) {  // the log's own error says why (a missing directory, container or bucket)
+    return log.ReadSnapshot(std::nullopt).status().WithContext(fmt::format("vacuum: '{}' is not a table", table_dir));
   }
-  // The state at the oldest retained version (from its checkpoint and commits), then every later
-  // commit: old commits may be gone once a checkpoint covers them.
+  STOKE_ASSIGN_OR_RETURN(auto latest_snapshot, log.ReadSnapshot(latest));
+  STOKE_RETURN_IF_ERROR(delta::CheckWritable(latest_snapshot, "vacuum", table_dir));
+  return latest;
+}
+
+// The data files (decoded paths relative to the table) live in any version from the last one at or
+// before `cutoff` (or 0) to `latest`: the state at that version (from its checkpoint and commits:
+// old commits may be gone once a checkpoint covers them), then every later commit, replayed once.
+Result<std::set<std::string>> RetainedFiles(Storage& fs, const delta::DeltaLog& log, int64_t latest, int64_t cutoff) {
+  STOKE_ASSIGN_OR_RETURN(auto history, log.History());
+  int64_t first_kept = 0;
+  for (const auto& h : history) {
+    if (h.timestamp <= cutoff) first_kept = std::max(first_kept, h.version);
+  }
   std::set<std::string> live;
-  {
-    STOKE_ASSIGN_OR_RETURN(auto first, log.ReadSnapshot(first_kept));
-    for (const auto& f : first.files) {
-      STOKE_ASSIGN_OR_RETURN(std::string p, delta::DecodePath(f.path));
-      live.insert(p);
-    }
+  STOKE_ASSIGN_OR_RETURN(auto first, log.ReadSnapshot(first_kept));
+  for (const auto& f : first.files) {
+    STOKE_ASSIGN_OR_RETURN(std::string p, delta::DecodePath(f.path));
+    live.insert(p);
   }
   std::set<std::string> keep = live;
   for (int64_t v = first_kept + 1; v <= latest; ++v) {
@@ -78,14 +74,17 @@ Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
     }));
     keep.insert(live.begin(), live.end());
   }
+  return keep;
+}
 
-  VacuumReport report;
-  report.referenced_kept = static_cast<int64_t>(keep.size());
-  // Every file under the table, through the storage's listing (a local directory tree, or the keys
-  // under an object-store prefix), but as Delta's VACUUM: hidden names ('_' or '.' first: the log,
-  // stoke's cache, _SUCCESS, .crc files) are skipped at every depth, except partition directories
-  // (name=value). Beyond Delta, a directory holding a _delta_log of its own is another table: it is
-  // left whole rather than have its data deleted as files this table does not reference.
+// Every file under the table, through the storage's listing (a local directory tree, or the keys
+// under an object-store prefix), that is not in `keep` and is older than `cutoff`, into
+// report->files and report->bytes. As Delta's VACUUM: hidden names ('_' or '.' first: the log,
+// stoke's cache, _SUCCESS, .crc files) are skipped at every depth, except partition directories
+// (name=value). Beyond Delta, a directory holding a _delta_log of its own is another table: it is
+// left whole rather than have its data deleted as files this table does not reference.
+Status FindUnreferenced(Storage& fs, const std::string& dir, const std::set<std::string>& keep, int64_t cutoff,
+                        const std::string& table_dir, VacuumReport* report) {
   auto hidden = [](const std::string& name) {
     return (name[0] == '_' || name[0] == '.') && name.find('=') == std::string::npos;
   };
@@ -98,7 +97,7 @@ Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
           return e.is_directory && e.name == delta::kLogDirName;
         })) {
       STOKE_LOG(kWarn, "vacuum.nested_table", "table={} dir={} note=\"a table inside the table: left alone\"",
-                o.table_dir, rel_dir);
+                table_dir, rel_dir);
       continue;
     }
     for (const auto& e : entries) {
@@ -109,28 +108,49 @@ Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
         continue;
       }
       if (keep.count(rel) || e.modification_time_ms > cutoff) continue;
-      report.files.push_back(rel);
-      report.bytes += static_cast<int64_t>(e.size);
+      report->files.push_back(rel);
+      report->bytes += static_cast<int64_t>(e.size);
     }
   }
-  std::sort(report.files.begin(), report.files.end());
-  if (!o.dry_run && !report.files.empty()) {
-    // Deletes in parallel: a table compacted from 100,000s of small files has as many to delete,
-    // each a metadata operation (an unlink, or a request of tens of milliseconds on an object store).
-    const size_t threads = fs.remote() ? 64 : 8;
-    ThreadPool pool(std::min(threads, report.files.size()));
-    ProgressBar bar("vacuum", report.files.size(), "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
-    Status deleted = ParallelFor(pool, report.files.size(), [&](size_t i) -> Status {
-      const std::string& rel = report.files[i];
-      Status s = fs.Delete(JoinPath(dir, rel));
-      if (s.code() == StatusCode::kNotFound) s = Status::OK();  // gone already (another vacuum)
-      if (s.ok()) STOKE_LOG(kInfo, "vacuum.deleted", "table={} file={}", o.table_dir, rel);
-      bar.Add(1, 0);
-      return s;
-    });
-    bar.Finish();
-    STOKE_RETURN_IF_ERROR(deleted);
+  std::sort(report->files.begin(), report->files.end());
+  return Status::OK();
+}
+
+// Deletes `files` (relative to `dir`) in parallel: a table compacted from 100,000s of small files
+// has as many to delete, each a metadata operation (an unlink, or a request of tens of milliseconds
+// on an object store). A file gone already (another vacuum) is no error.
+Status DeleteFiles(Storage& fs, const std::string& dir, const std::vector<std::string>& files, const VacuumOptions& o) {
+  const size_t threads = fs.remote() ? 64 : 8;
+  ThreadPool pool(std::min(threads, files.size()));
+  ProgressBar bar("vacuum", files.size(), "files", o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
+  Status deleted = ParallelFor(pool, files.size(), [&](size_t i) -> Status {
+    Status s = fs.Delete(JoinPath(dir, files[i]));
+    if (s.code() == StatusCode::kNotFound) s = Status::OK();
+    if (s.ok()) STOKE_LOG(kInfo, "vacuum.deleted", "table={} file={}", o.table_dir, files[i]);
+    bar.Add(1, 0);
+    return s;
+  });
+  bar.Finish();
+  return deleted;
+}
+
+}  // namespace
+
+Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
+  if (!(o.retain_hours >= 0) || std::isinf(o.retain_hours)) {  // NaN fails the comparison
+    return Status::InvalidArgument(fmt::format("vacuum: --retain must be a non-negative number of hours, got {}",
+                                               o.retain_hours));
   }
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
+  Storage& fs = *where.storage;
+  delta::DeltaLog log(fs, where.path);
+  STOKE_ASSIGN_OR_RETURN(int64_t latest, LatestVacuumableVersion(log, o.table_dir));
+  const int64_t cutoff = RetentionCutoffMs(o.retain_hours);
+  STOKE_ASSIGN_OR_RETURN(std::set<std::string> keep, RetainedFiles(fs, log, latest, cutoff));
+  VacuumReport report;
+  report.referenced_kept = static_cast<int64_t>(keep.size());
+  STOKE_RETURN_IF_ERROR(FindUnreferenced(fs, where.path, keep, cutoff, o.table_dir, &report));
+  if (!o.dry_run && !report.files.empty()) STOKE_RETURN_IF_ERROR(DeleteFiles(fs, where.path, report.files, o));
   return report;
 }
 
