@@ -551,6 +551,45 @@ Status Hdf5File::ReadRows(const std::string& dataset, int64_t first, int64_t cou
   return Status::OK();
 }
 
+Result<ByteView> Hdf5File::UndoFilters(const OpenDataset& d, uint32_t filter_mask, size_t chunk_bytes, int64_t row) {
+  const Hdf5Dataset& info = d.info;
+  const size_t esize = DTypeSize(*info.dtype);
+  auto where = [&] { return fmt::format("{}: dataset '{}'", path_, info.name); };
+  // Undo the filters in reverse pipeline order (a set bit in filter_mask: that filter was skipped).
+  // Each filter reads `data` (one of the two scratch buffers) and writes the other.
+  ByteView data = raw_.view();
+  AlignedBuffer* spare = &inflated_;
+  auto applied = [&](int at_pos) { return at_pos >= 0 && (filter_mask & (1u << at_pos)) == 0; };
+  const int last = static_cast<int>(info.filters.size()) - 1;
+  for (int f = last; f >= 0; --f) {
+    if (f == d.deflate_at && applied(f)) {
+      spare->Resize(chunk_bytes);
+      uLongf out_len = static_cast<uLongf>(chunk_bytes);
+      const int rc = uncompress(spare->data(), &out_len, data.data(), static_cast<uLong>(data.size()));
+      if (rc != Z_OK || out_len != chunk_bytes) {
+        return Status::Corruption(fmt::format("{}: the chunk at row {} does not inflate to {} bytes (zlib: {})", where(),
+                                              row, chunk_bytes, rc == Z_OK ? "short" : zError(rc)));
+      }
+      data = spare->view();
+      spare = spare == &inflated_ ? &raw_ : &inflated_;
+    } else if (f == d.shuffle_at && applied(f)) {
+      if (data.size() != chunk_bytes) {
+        return Status::Corruption(fmt::format("{}: the chunk at row {} holds {} bytes, not {}", where(), row, data.size(),
+                                              chunk_bytes));
+      }
+      spare->Resize(chunk_bytes);
+      Unshuffle(data.data(), chunk_bytes, esize, spare->data());
+      data = spare->view();
+      spare = spare == &inflated_ ? &raw_ : &inflated_;
+    }
+  }
+  if (data.size() != chunk_bytes) {
+    return Status::Corruption(fmt::format("{}: the chunk at row {} holds {} bytes, not {}", where(), row, data.size(),
+                                          chunk_bytes));
+  }
+  return data;
+}
+
 Status Hdf5File::ReadRawChunks(OpenDataset& d, int64_t first, int64_t count, MutableByteView dst, bool* done) {
   const Hdf5Dataset& info = d.info;
   const size_t rank = info.shape.size();
@@ -603,38 +642,7 @@ Status Hdf5File::ReadRawChunks(OpenDataset& d, int64_t first, int64_t count, Mut
         return Status::Corruption(fmt::format("{}: reading the chunk at row {}: {}", where(), origin[0], TakeLibraryError()));
       }
     }
-    // Undo the filters in reverse pipeline order (a set bit in filter_mask: that filter was skipped).
-    // Each filter reads `data` (one of the two scratch buffers) and writes the other.
-    ByteView data = raw_.view();
-    AlignedBuffer* spare = &inflated_;
-    auto applied = [&](int at_pos) { return at_pos >= 0 && (filter_mask & (1u << at_pos)) == 0; };
-    const int last = static_cast<int>(info.filters.size()) - 1;
-    for (int f = last; f >= 0; --f) {
-      if (f == d.deflate_at && applied(f)) {
-        spare->Resize(chunk_bytes);
-        uLongf out_len = static_cast<uLongf>(chunk_bytes);
-        const int rc = uncompress(spare->data(), &out_len, data.data(), static_cast<uLong>(data.size()));
-        if (rc != Z_OK || out_len != chunk_bytes) {
-          return Status::Corruption(fmt::format("{}: the chunk at row {} does not inflate to {} bytes (zlib: {})", where(),
-                                                origin[0], chunk_bytes, rc == Z_OK ? "short" : zError(rc)));
-        }
-        data = spare->view();
-        spare = spare == &inflated_ ? &raw_ : &inflated_;
-      } else if (f == d.shuffle_at && applied(f)) {
-        if (data.size() != chunk_bytes) {
-          return Status::Corruption(fmt::format("{}: the chunk at row {} holds {} bytes, not {}", where(), origin[0], data.size(),
-                                                chunk_bytes));
-        }
-        spare->Resize(chunk_bytes);
-        Unshuffle(data.data(), chunk_bytes, esize, spare->data());
-        data = spare->view();
-        spare = spare == &inflated_ ? &raw_ : &inflated_;
-      }
-    }
-    if (data.size() != chunk_bytes) {
-      return Status::Corruption(fmt::format("{}: the chunk at row {} holds {} bytes, not {}", where(), origin[0], data.size(),
-                                            chunk_bytes));
-    }
+    STOKE_ASSIGN_OR_RETURN(ByteView data, UndoFilters(d, filter_mask, chunk_bytes, origin[0]));
     CopyChunkPart(data.data(), origin, cshape, info.shape, first, count, esize, dst.data());
     // The next chunk position, last axis fastest.
     size_t a = rank;

@@ -93,6 +93,9 @@ class Hdf5File {
   Hdf5File(std::string path, int64_t id, Hdf5ReadOptions options);
   Result<OpenDataset*> Dataset(const std::string& dataset);
   Status ReadRawChunks(OpenDataset& d, int64_t first, int64_t count, MutableByteView dst, bool* done);
+  // The chunk at `row` read into raw_, with the filters filter_mask says were applied undone (in
+  // raw_ or inflated_): chunk_bytes bytes, or Corruption.
+  Result<ByteView> UndoFilters(const OpenDataset& d, uint32_t filter_mask, size_t chunk_bytes, int64_t row);
 
   std::string path_;
   int64_t id_ = -1;  // hid_t of the file

@@ -245,6 +245,22 @@ Status AppendScalars(ByteView bytes, DType as, size_t n, size_t repeat, const st
   return Status::OK();
 }
 
+// Appends `n` copies of a file's attribute value to a scalar column's values.
+void RepeatAttribute(const Hdf5Attribute& a, size_t n, ValueVector* values) {
+  std::visit(
+      [&](auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        if constexpr (std::is_same_v<T, std::string>) {
+          v.insert(v.end(), n, a.string_value);
+        } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+          v.insert(v.end(), n, static_cast<T>(a.float_value));
+        } else {
+          v.insert(v.end(), n, static_cast<T>(a.int_value));
+        }
+      },
+      *values);
+}
+
 class Hdf5Reader final : public SourceReader {
  public:
   Hdf5Reader(std::vector<Hdf5Column> columns, Samples samples) : columns_(std::move(columns)), samples_(samples) {}
@@ -290,19 +306,7 @@ class Hdf5Reader final : public SourceReader {
         if (it == attributes.end() || AttributeSpec(*it).type != col.spec.type || it->is_string != col.spec.is_string) {
           return Status::InvalidArgument(fmt::format("{}: changed since the ingest was planned", where));
         }
-        const size_t n = static_cast<size_t>(count);
-        std::visit(
-            [&](auto& v) {
-              using T = typename std::decay_t<decltype(v)>::value_type;
-              if constexpr (std::is_same_v<T, std::string>) {
-                v.insert(v.end(), n, it->string_value);
-              } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-                v.insert(v.end(), n, static_cast<T>(it->float_value));
-              } else {
-                v.insert(v.end(), n, static_cast<T>(it->int_value));
-              }
-            },
-            *values);
+        RepeatAttribute(*it, static_cast<size_t>(count), values);
         continue;
       }
       // The dataset as planned (the file may have changed since).
