@@ -108,102 +108,134 @@ void StoreRowImpl(const uint8_t* values, int32_t ww, int channels, bool flip, ui
   for (int32_t x = 0; x < ww; ++x) std::memcpy(dst + (ww - 1 - x) * channels, values + x * channels, channels);
 }
 
-}  // namespace
+// The geometry of one resampling: the clip region, which passes it needs, and the rows of the clip
+// region the vertical pass reads, [first_row, last_row).
+struct ResampleShape {
+  int c = 0;
+  int32_t clip_w = 0, clip_h = 0;
+  bool need_h = false, need_v = false;
+  size_t src_stride = 0, row_bytes = 0;
+  const uint8_t* clip_origin = nullptr;
+  int y_ksize = 0;
+  int32_t first_row = 0, last_row = 0;
+};
 
-void ResampleBilinear(const ResampleRequest& r, uint8_t* dst, ResampleScratch* scratch) {
-  const int c = r.channels;
-  const int32_t clip_w = r.clip_right - r.clip_left, clip_h = r.clip_bottom - r.clip_top;
+// Rows of ww pixels that the vertical pass reads: row y of the clip region at data + (y - first_row) * stride.
+struct ResampleRows {
+  const uint8_t* data = nullptr;
+  size_t stride = 0;
+};
+
+// The shape of request `r`, with the vertical pass's coefficients in scratch when it needs one.
+ResampleShape PlanResample(const ResampleRequest& r, ResampleScratch* scratch) {
+  ResampleShape p;
+  p.c = r.channels;
+  p.clip_w = r.clip_right - r.clip_left;
+  p.clip_h = r.clip_bottom - r.clip_top;
   const double in0x = r.x0 - r.clip_left, in1x = r.x1 - r.clip_left;
   const double in0y = r.y0 - r.clip_top, in1y = r.y1 - r.clip_top;
   // Pillow: a pass is needed unless the box already is the whole (clipped) image at the output size.
-  const bool need_h = r.out_width != clip_w || in0x != 0 || in1x != clip_w;
-  const bool need_v = r.out_height != clip_h || in0y != 0 || in1y != clip_h;
-  const size_t src_stride = static_cast<size_t>(r.src_width) * c;
-  const size_t row_bytes = static_cast<size_t>(r.ww) * c;
-  const uint8_t* clip_origin = r.src + static_cast<size_t>(r.clip_top) * src_stride + static_cast<size_t>(r.clip_left) * c;
-
-  // Rows of the clip region the vertical pass reads: [first_row, last_row).
-  int y_ksize = 0;
-  int32_t first_row = 0, last_row = 0;
-  if (need_v) {
-    y_ksize = ComputeCoefficients(clip_h, in0y, in1y, r.out_height, r.wy, r.wh, &scratch->y_bounds, &scratch->y_coeffs,
+  p.need_h = r.out_width != p.clip_w || in0x != 0 || in1x != p.clip_w;
+  p.need_v = r.out_height != p.clip_h || in0y != 0 || in1y != p.clip_h;
+  p.src_stride = static_cast<size_t>(r.src_width) * p.c;
+  p.row_bytes = static_cast<size_t>(r.ww) * p.c;
+  p.clip_origin = r.src + static_cast<size_t>(r.clip_top) * p.src_stride + static_cast<size_t>(r.clip_left) * p.c;
+  if (!p.need_v) {
+    p.first_row = std::clamp(r.wy, 0, p.clip_h);
+    p.last_row = std::clamp(r.wy + r.wh, 0, p.clip_h);
+    return p;
+  }
+  p.y_ksize = ComputeCoefficients(p.clip_h, in0y, in1y, r.out_height, r.wy, r.wh, &scratch->y_bounds, &scratch->y_coeffs,
                                   &scratch->weights);
-    first_row = INT32_MAX;
-    for (int32_t i = 0; i < r.wh; ++i) {
-      if (scratch->y_bounds[2 * i + 1] < 0) continue;
-      first_row = std::min(first_row, scratch->y_bounds[2 * i]);
-      last_row = std::max(last_row, scratch->y_bounds[2 * i] + scratch->y_bounds[2 * i + 1]);
-    }
-    if (first_row > last_row) first_row = last_row = 0;  // the whole window is padding
-  } else {
-    first_row = std::clamp(r.wy, 0, clip_h);
-    last_row = std::clamp(r.wy + r.wh, 0, clip_h);
+  p.first_row = INT32_MAX;
+  for (int32_t i = 0; i < r.wh; ++i) {
+    if (scratch->y_bounds[2 * i + 1] < 0) continue;
+    p.first_row = std::min(p.first_row, scratch->y_bounds[2 * i]);
+    p.last_row = std::max(p.last_row, scratch->y_bounds[2 * i] + scratch->y_bounds[2 * i + 1]);
   }
+  if (p.first_row > p.last_row) p.first_row = p.last_row = 0;  // the whole window is padding
+  return p;
+}
 
-  // The horizontal pass (or, without one, the window's columns of the clip rows, padded with zeros
-  // where the window leaves the image): rows [first_row, last_row) of ww pixels.
-  const uint8_t* rows = nullptr;
-  size_t rows_stride = row_bytes;
-  if (need_h) {
-    const int x_ksize = ComputeCoefficients(clip_w, in0x, in1x, r.out_width, r.wx, r.ww, &scratch->x_bounds,
+// The horizontal pass (or, without one, the window's columns of the clip rows, padded with zeros
+// where the window leaves the image): rows [first_row, last_row) of ww pixels.
+ResampleRows HorizontalPass(const ResampleRequest& r, const ResampleShape& p, ResampleScratch* scratch) {
+  const size_t rows_bytes = p.row_bytes * static_cast<size_t>(std::max(p.last_row - p.first_row, 1));
+  if (p.need_h) {
+    const double in0x = r.x0 - r.clip_left, in1x = r.x1 - r.clip_left;
+    const int x_ksize = ComputeCoefficients(p.clip_w, in0x, in1x, r.out_width, r.wx, r.ww, &scratch->x_bounds,
                                             &scratch->x_coeffs, &scratch->weights);
-    scratch->horizontal.Resize(row_bytes * static_cast<size_t>(std::max(last_row - first_row, 1)));
-    for (int32_t y = first_row; y < last_row; ++y) {
-      HorizontalRowAny(c, clip_origin + static_cast<size_t>(y) * src_stride, scratch->x_bounds.data(),
+    scratch->horizontal.Resize(rows_bytes);
+    for (int32_t y = p.first_row; y < p.last_row; ++y) {
+      HorizontalRowAny(p.c, p.clip_origin + static_cast<size_t>(y) * p.src_stride, scratch->x_bounds.data(),
                        scratch->x_coeffs.data(), x_ksize, r.ww,
-                       scratch->horizontal.data() + static_cast<size_t>(y - first_row) * row_bytes);
+                       scratch->horizontal.data() + static_cast<size_t>(y - p.first_row) * p.row_bytes);
     }
-    rows = scratch->horizontal.data();
-  } else if (r.wx >= 0 && r.wx + r.ww <= clip_w) {
-    rows = clip_origin + static_cast<size_t>(first_row) * src_stride + static_cast<size_t>(r.wx) * c;
-    rows_stride = src_stride;
-  } else {
-    scratch->horizontal.Resize(row_bytes * static_cast<size_t>(std::max(last_row - first_row, 1)));
-    const int32_t lo = std::clamp(r.wx, 0, clip_w), hi = std::clamp(r.wx + r.ww, 0, clip_w);
-    for (int32_t y = first_row; y < last_row; ++y) {
-      uint8_t* out = scratch->horizontal.data() + static_cast<size_t>(y - first_row) * row_bytes;
-      std::memset(out, 0, row_bytes);
-      if (hi > lo) {
-        std::memcpy(out + static_cast<size_t>(lo - r.wx) * c, clip_origin + static_cast<size_t>(y) * src_stride + lo * c,
-                    static_cast<size_t>(hi - lo) * c);
-      }
-    }
-    rows = scratch->horizontal.data();
+    return {scratch->horizontal.data(), p.row_bytes};
   }
+  if (r.wx >= 0 && r.wx + r.ww <= p.clip_w) {
+    return {p.clip_origin + static_cast<size_t>(p.first_row) * p.src_stride + static_cast<size_t>(r.wx) * p.c, p.src_stride};
+  }
+  scratch->horizontal.Resize(rows_bytes);
+  const int32_t lo = std::clamp(r.wx, 0, p.clip_w), hi = std::clamp(r.wx + r.ww, 0, p.clip_w);
+  for (int32_t y = p.first_row; y < p.last_row; ++y) {
+    uint8_t* out = scratch->horizontal.data() + static_cast<size_t>(y - p.first_row) * p.row_bytes;
+    std::memset(out, 0, p.row_bytes);
+    if (hi > lo) {
+      std::memcpy(out + static_cast<size_t>(lo - r.wx) * p.c, p.clip_origin + static_cast<size_t>(y) * p.src_stride + lo * p.c,
+                  static_cast<size_t>(hi - lo) * p.c);
+    }
+  }
+  return {scratch->horizontal.data(), p.row_bytes};
+}
 
-  // The vertical pass, row by row, accumulating over the taps.
+// Output row i without a vertical pass: the clip row it lands on, or zeros outside the image.
+void CopyRow(const ResampleRequest& r, const ResampleShape& p, ResampleRows rows, int32_t i, uint8_t* out) {
+  const int32_t y = r.wy + i;
+  if (y < 0 || y >= p.clip_h) {
+    std::memset(out, 0, p.row_bytes);
+  } else {
+    StoreRowImpl(rows.data + static_cast<size_t>(y - p.first_row) * rows.stride, r.ww, p.c, r.flip, out);
+  }
+}
+
+// The vertical pass, row by row, accumulating over the taps, into dst (wh rows of ww pixels).
+void VerticalPass(const ResampleRequest& r, const ResampleShape& p, ResampleRows rows, ResampleScratch* scratch,
+                  uint8_t* dst) {
   std::vector<int32_t>& acc = scratch->accumulator;
   std::vector<uint8_t>& values = scratch->row;
-  values.resize(row_bytes);
+  values.resize(p.row_bytes);
   for (int32_t i = 0; i < r.wh; ++i) {
-    uint8_t* out = dst + static_cast<size_t>(i) * row_bytes;
-    if (!need_v) {
-      const int32_t y = r.wy + i;
-      if (y < 0 || y >= clip_h) {
-        std::memset(out, 0, row_bytes);
-      } else {
-        StoreRowImpl(rows + static_cast<size_t>(y - first_row) * rows_stride, r.ww, c, r.flip, out);
-      }
+    uint8_t* out = dst + static_cast<size_t>(i) * p.row_bytes;
+    if (!p.need_v) {
+      CopyRow(r, p, rows, i, out);
       continue;
     }
     const int32_t ymin = scratch->y_bounds[2 * i], n = scratch->y_bounds[2 * i + 1];
     if (n < 0) {
-      std::memset(out, 0, row_bytes);
+      std::memset(out, 0, p.row_bytes);
       continue;
     }
-    const int32_t* k = scratch->y_coeffs.data() + static_cast<size_t>(i) * y_ksize;
-    acc.assign(row_bytes, kHalf);
+    const int32_t* k = scratch->y_coeffs.data() + static_cast<size_t>(i) * p.y_ksize;
+    acc.assign(p.row_bytes, kHalf);
     for (int32_t t = 0; t < n; ++t) {
-      const uint8_t* row = rows + static_cast<size_t>(ymin + t - first_row) * rows_stride;
+      const uint8_t* row = rows.data + static_cast<size_t>(ymin + t - p.first_row) * rows.stride;
       const int32_t w = k[t];
       int32_t* a = acc.data();
-      for (size_t j = 0; j < row_bytes; ++j) a[j] += row[j] * w;
+      for (size_t j = 0; j < p.row_bytes; ++j) a[j] += row[j] * w;
     }
-    for (size_t j = 0; j < row_bytes; ++j) values[j] = Clip8(acc[j]);
-    StoreRowImpl(values.data(), r.ww, c, r.flip, out);
+    for (size_t j = 0; j < p.row_bytes; ++j) values[j] = Clip8(acc[j]);
+    StoreRowImpl(values.data(), r.ww, p.c, r.flip, out);
   }
 }
 
+}  // namespace
+
+void ResampleBilinear(const ResampleRequest& r, uint8_t* dst, ResampleScratch* scratch) {
+  const ResampleShape shape = PlanResample(r, scratch);
+  const ResampleRows rows = HorizontalPass(r, shape, scratch);
+  VerticalPass(r, shape, rows, scratch, dst);
+}
 
 void StorePixelRow(const uint8_t* values, int32_t width, int channels, bool flip, uint8_t* dst) {
   StoreRowImpl(values, width, channels, flip, dst);
