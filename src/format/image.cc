@@ -379,6 +379,59 @@ Result<ImageInfo> ReadImageInfo(ByteView bytes, std::string_view path) {
   return info;
 }
 
+namespace {
+
+// A PNG decoded into `out` as `want` channels; sets image->width, height and channels.
+Status DecodePng(ByteView bytes, std::string_view path, int want, int64_t max_bytes, AlignedBuffer* out,
+                 DecodedImage* image) {
+  PngState st;
+  st.in = bytes.data();
+  st.in_size = bytes.size();
+  int32_t decoded_channels = 0;
+  const int rc = DecodePngRows(&st, want, max_bytes, out, &image->width, &image->height, &decoded_channels);
+  if (rc == -2) return Status::Unsupported(fmt::format("{}: PNG {}", path, st.error));
+  if (rc != 0) return Status::Corruption(fmt::format("{}: bad PNG: {}", path, st.error));
+  if (want == 1 && decoded_channels == 3) {
+    RgbToGrayInPlace(out->data(), static_cast<size_t>(image->width) * static_cast<size_t>(image->height));
+    out->Resize(static_cast<size_t>(image->width) * static_cast<size_t>(image->height));
+  }
+  image->channels = want;
+  return Status::OK();
+}
+
+// The region options.region_* of a JPEG of image.width x image.height pixels (at its scale),
+// decoded as `decoded` channels into `out` (sized for the whole image) by libjpeg's scanline decoder,
+// which skips the rows above the region and crops the columns.
+Status DecodeJpegRegion(ByteView bytes, std::string_view path, int decoded, const DecodeImageOptions& options,
+                        const DecodedImage& image, AlignedBuffer* out) {
+  if (options.region_left < 0 || options.region_top < 0 || options.region_height <= 0 ||
+      int64_t{options.region_left} + options.region_width > image.width ||
+      int64_t{options.region_top} + options.region_height > image.height) {
+    return Status::InvalidArgument(fmt::format("{}: a region of {}x{} pixels at ({}, {}) outside the {}x{} image",
+                                               path, options.region_width, options.region_height,
+                                               options.region_left, options.region_top, image.width, image.height));
+  }
+  JpegRegionJob job;  // plain data: the longjmp stays inside DecodeJpegRegionRows
+  job.in = bytes.data();
+  job.in_size = bytes.size();
+  job.colour = decoded == 1 ? JCS_GRAYSCALE : decoded == 3 ? JCS_EXT_RGB : JCS_EXT_RGBA;
+  job.channels = decoded;
+  job.scale_eighths = options.scale_eighths;
+  job.left = static_cast<uint32_t>(options.region_left);
+  job.top = static_cast<uint32_t>(options.region_top);
+  job.width = static_cast<uint32_t>(options.region_width);
+  job.height = static_cast<uint32_t>(options.region_height);
+  job.full_width = static_cast<uint32_t>(image.width);
+  job.full_height = static_cast<uint32_t>(image.height);
+  job.out = out->data();
+  if (DecodeJpegRegionRows(&job) != 0) {
+    return Status::Corruption(fmt::format("{}: bad JPEG data: {}", path, job.errors.message));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<DecodedImage> DecodeImage(ByteView bytes, std::string_view path, const DecodeImageOptions& options,
                                  AlignedBuffer* out) {
   const int want = options.channels;
@@ -396,18 +449,7 @@ Result<DecodedImage> DecodeImage(ByteView bytes, std::string_view path, const De
   DecodedImage image;
   image.format = *format;
   if (*format == ImageFormat::kPng) {
-    PngState st;
-    st.in = bytes.data();
-    st.in_size = bytes.size();
-    int32_t decoded_channels = 0;
-    const int rc = DecodePngRows(&st, want, options.max_bytes, out, &image.width, &image.height, &decoded_channels);
-    if (rc == -2) return Status::Unsupported(fmt::format("{}: PNG {}", path, st.error));
-    if (rc != 0) return Status::Corruption(fmt::format("{}: bad PNG: {}", path, st.error));
-    if (want == 1 && decoded_channels == 3) {
-      RgbToGrayInPlace(out->data(), static_cast<size_t>(image.width) * static_cast<size_t>(image.height));
-      out->Resize(static_cast<size_t>(image.width) * static_cast<size_t>(image.height));
-    }
-    image.channels = want;
+    STOKE_RETURN_IF_ERROR(DecodePng(bytes, path, want, options.max_bytes, out, &image));
     return image;
   }
   tjhandle h = DecompressHandle();
@@ -448,29 +490,7 @@ Result<DecodedImage> DecodeImage(ByteView bytes, std::string_view path, const De
   out->Resize(static_cast<size_t>(decoded_bytes));
   if (options.region_width > 0 && decoded == want &&
       (options.region_width < image.width || options.region_height < image.height)) {
-    if (options.region_left < 0 || options.region_top < 0 || options.region_height <= 0 ||
-        int64_t{options.region_left} + options.region_width > image.width ||
-        int64_t{options.region_top} + options.region_height > image.height) {
-      return Status::InvalidArgument(fmt::format("{}: a region of {}x{} pixels at ({}, {}) outside the {}x{} image",
-                                                 path, options.region_width, options.region_height,
-                                                 options.region_left, options.region_top, image.width, image.height));
-    }
-    JpegRegionJob job;  // plain data: the longjmp stays inside DecodeJpegRegionRows
-    job.in = bytes.data();
-    job.in_size = bytes.size();
-    job.colour = decoded == 1 ? JCS_GRAYSCALE : decoded == 3 ? JCS_EXT_RGB : JCS_EXT_RGBA;
-    job.channels = decoded;
-    job.scale_eighths = options.scale_eighths;
-    job.left = static_cast<uint32_t>(options.region_left);
-    job.top = static_cast<uint32_t>(options.region_top);
-    job.width = static_cast<uint32_t>(options.region_width);
-    job.height = static_cast<uint32_t>(options.region_height);
-    job.full_width = static_cast<uint32_t>(image.width);
-    job.full_height = static_cast<uint32_t>(image.height);
-    job.out = out->data();
-    if (DecodeJpegRegionRows(&job) != 0) {
-      return Status::Corruption(fmt::format("{}: bad JPEG data: {}", path, job.errors.message));
-    }
+    STOKE_RETURN_IF_ERROR(DecodeJpegRegion(bytes, path, decoded, options, image, out));
     image.channels = want;
     return image;
   }
