@@ -175,146 +175,144 @@ bool ImagePipeline::HasImageTransforms(const std::vector<TransformSpec>& specs) 
 
 bool ImagePipeline::FixesSize(const std::vector<TransformSpec>& specs) { return FixedSize(specs).has_value(); }
 
-Result<ImagePipeline> ImagePipeline::Create(const std::vector<TransformSpec>& specs, const ImagePipelineOptions& options,
-                                            const std::vector<int64_t>& tensor_shape,
-                                            std::optional<std::pair<int64_t, int64_t>> uniform_size) {
-  ImagePipeline p;
-  p.encoded_ = tensor_shape.empty();
-  p.dct_scaling_ = options.jpeg_dct_scaling;
-  p.region_decode_ = options.jpeg_region_decode;
-  p.max_decoded_bytes_ = options.max_decoded_bytes;
-  if (p.encoded_) {
+Status ImagePipeline::SetInput(const ImagePipelineOptions& options, const std::vector<int64_t>& tensor_shape) {
+  encoded_ = tensor_shape.empty();
+  dct_scaling_ = options.jpeg_dct_scaling;
+  region_decode_ = options.jpeg_region_decode;
+  max_decoded_bytes_ = options.max_decoded_bytes;
+  if (encoded_) {
     if (options.channels != 1 && options.channels != 3 && options.channels != 4) {
       return Status::InvalidArgument(fmt::format("image_channels must be 1, 3 or 4, got {}", options.channels));
     }
-    p.channels_ = options.channels;
-  } else {
-    if (tensor_shape.size() != 3 || tensor_shape[2] < 1 || tensor_shape[2] > 4 || tensor_shape[0] < 1 ||
-        tensor_shape[1] < 1 || tensor_shape[0] > INT32_MAX || tensor_shape[1] > INT32_MAX) {
-      return Status::InvalidArgument(fmt::format("image transforms need images: an image column, or a uint8 tensor "
-                                                 "column of shape [H, W, C] with C 1 to 4 (this one is [{}])",
-                                                 fmt::join(tensor_shape, ",")));
-    }
-    p.channels_ = static_cast<int>(tensor_shape[2]);
-    p.tensor_height_ = static_cast<int32_t>(tensor_shape[0]);
-    p.tensor_width_ = static_cast<int32_t>(tensor_shape[1]);
+    channels_ = options.channels;
+    return Status::OK();
   }
-  const size_t image_part = ImagePartLength(specs);
-  bool resampled = false, jittered = false;
-  std::string describe = p.encoded_ ? fmt::format("decode({})", p.channels_ == 1 ? "gray" : p.channels_ == 3 ? "rgb" : "rgba")
-                                    : std::string();
-  for (size_t i = 0; i < image_part; ++i) {
-    const TransformSpec& s = specs[i];
-    Step step;
-    step.kind = s.kind;
-    auto fail = [&](Status st) { return st.WithContext(fmt::format("transforms[{}] ({})", i, TransformKindName(s.kind))); };
-    std::string text;
-    switch (s.kind) {
-      case Kind::kRandomResizedCrop:
-      case Kind::kResize:
-        if (resampled) {
-          return fail(Status::InvalidArgument("one resampling transform per column (random_resized_crop or resize): a "
-                                              "second would resample the pixels twice"));
-        }
-        if (jittered) return fail(Status::InvalidArgument("must come before color_jitter"));
-        resampled = true;
-        if (s.kind == Kind::kResize && s.size.size() == 1) {
-          if (s.size[0] < 1 || s.size[0] > INT32_MAX) {
-            return fail(Status::InvalidArgument(fmt::format("size {} is outside [1, 2^31)", s.size[0])));
-          }
-          step.height = s.size[0];
-          step.width = 0;  // the shorter side
-          text = fmt::format("resize({})", s.size[0]);
-          break;
-        }
-        if (Status st = ImageSize(s.size, &step.height, &step.width); !st.ok()) return fail(st);
-        if (s.kind == Kind::kResize) {
-          text = fmt::format("resize({}x{})", step.height, step.width);
-          break;
-        }
-        if (Status st = ValidateRange(s.scale, "scale", true); !st.ok()) return fail(st);
-        if (Status st = ValidateRange(s.ratio, "ratio", true); !st.ok()) return fail(st);
-        step.scale[0] = s.scale[0];
-        step.scale[1] = s.scale[1];
-        step.log_ratio[0] = std::log(s.ratio[0]);
-        step.log_ratio[1] = std::log(s.ratio[1]);
-        text = fmt::format("random_resized_crop({}x{}, scale=[{},{}], ratio=[{:.4g},{:.4g}])", step.height, step.width,
-                           s.scale[0], s.scale[1], s.ratio[0], s.ratio[1]);
-        break;
-      case Kind::kCenterCrop:
-        if (jittered) return fail(Status::InvalidArgument("must come before color_jitter"));
-        if (Status st = ImageSize(s.size, &step.height, &step.width); !st.ok()) return fail(st);
-        text = fmt::format("center_crop({}x{})", step.height, step.width);
-        break;
-      case Kind::kRandomHorizontalFlip:
-        if (!(s.p >= 0 && s.p <= 1)) return fail(Status::InvalidArgument(fmt::format("p {} outside [0, 1]", s.p)));
-        step.p = s.p;
-        text = fmt::format("random_horizontal_flip(p={})", s.p);
-        break;
-      case Kind::kColorJitter:
-        if (jittered) return fail(Status::InvalidArgument("one color_jitter per column"));
-        jittered = true;
-        if (s.brightness.empty() && s.contrast.empty()) {
-          return fail(Status::InvalidArgument("neither brightness nor contrast is set"));
-        }
-        if (!s.brightness.empty()) {
-          if (Status st = ValidateRange(s.brightness, "brightness", false); !st.ok()) return fail(st);
-          step.brightness = true;
-          step.brightness_range[0] = s.brightness[0];
-          step.brightness_range[1] = s.brightness[1];
-        }
-        if (!s.contrast.empty()) {
-          if (Status st = ValidateRange(s.contrast, "contrast", false); !st.ok()) return fail(st);
-          step.contrast = true;
-          step.contrast_range[0] = s.contrast[0];
-          step.contrast_range[1] = s.contrast[1];
-        }
-        text = fmt::format("color_jitter(brightness=[{},{}], contrast=[{},{}])", step.brightness_range[0],
-                           step.brightness_range[1], step.contrast_range[0], step.contrast_range[1]);
-        break;
-      default:
-        return fail(Status::Internal("not an image transform"));
-    }
-    describe += describe.empty() ? text : " -> " + text;
-    p.steps_.push_back(step);
+  if (tensor_shape.size() != 3 || tensor_shape[2] < 1 || tensor_shape[2] > 4 || tensor_shape[0] < 1 ||
+      tensor_shape[1] < 1 || tensor_shape[0] > INT32_MAX || tensor_shape[1] > INT32_MAX) {
+    return Status::InvalidArgument(fmt::format("image transforms need images: an image column, or a uint8 tensor "
+                                               "column of shape [H, W, C] with C 1 to 4 (this one is [{}])",
+                                               fmt::join(tensor_shape, ",")));
   }
-  for (size_t i = image_part; i < specs.size(); ++i) {
-    if (IsImageKind(specs[i].kind) && specs[i].kind != Kind::kRandomHorizontalFlip) {
-      return Status::InvalidArgument(fmt::format(
-          "transforms[{}] ({}): an image transform after a tensor transform; the image transforms (random_resized_crop, "
-          "resize, center_crop, random_horizontal_flip, color_jitter) come first", i, TransformKindName(specs[i].kind)));
+  channels_ = static_cast<int>(tensor_shape[2]);
+  tensor_height_ = static_cast<int32_t>(tensor_shape[0]);
+  tensor_width_ = static_cast<int32_t>(tensor_shape[1]);
+  return Status::OK();
+}
+
+Status ImagePipeline::ParseResampleStep(const TransformSpec& s, Step* step, std::string* text) {
+  if (s.kind == Kind::kResize && s.size.size() == 1) {
+    if (s.size[0] < 1 || s.size[0] > INT32_MAX) {
+      return Status::InvalidArgument(fmt::format("size {} is outside [1, 2^31)", s.size[0]));
     }
+    step->height = s.size[0];
+    step->width = 0;  // the shorter side
+    *text = fmt::format("resize({})", s.size[0]);
+    return Status::OK();
   }
-  int64_t out_h = 0, out_w = 0;
+  STOKE_RETURN_IF_ERROR(ImageSize(s.size, &step->height, &step->width));
+  if (s.kind == Kind::kResize) {
+    *text = fmt::format("resize({}x{})", step->height, step->width);
+    return Status::OK();
+  }
+  STOKE_RETURN_IF_ERROR(ValidateRange(s.scale, "scale", true));
+  STOKE_RETURN_IF_ERROR(ValidateRange(s.ratio, "ratio", true));
+  step->scale[0] = s.scale[0];
+  step->scale[1] = s.scale[1];
+  step->log_ratio[0] = std::log(s.ratio[0]);
+  step->log_ratio[1] = std::log(s.ratio[1]);
+  *text = fmt::format("random_resized_crop({}x{}, scale=[{},{}], ratio=[{:.4g},{:.4g}])", step->height, step->width,
+                      s.scale[0], s.scale[1], s.ratio[0], s.ratio[1]);
+  return Status::OK();
+}
+
+Status ImagePipeline::ParseColorJitterStep(const TransformSpec& s, Step* step, std::string* text) {
+  if (s.brightness.empty() && s.contrast.empty()) return Status::InvalidArgument("neither brightness nor contrast is set");
+  if (!s.brightness.empty()) {
+    STOKE_RETURN_IF_ERROR(ValidateRange(s.brightness, "brightness", false));
+    step->brightness = true;
+    step->brightness_range[0] = s.brightness[0];
+    step->brightness_range[1] = s.brightness[1];
+  }
+  if (!s.contrast.empty()) {
+    STOKE_RETURN_IF_ERROR(ValidateRange(s.contrast, "contrast", false));
+    step->contrast = true;
+    step->contrast_range[0] = s.contrast[0];
+    step->contrast_range[1] = s.contrast[1];
+  }
+  *text = fmt::format("color_jitter(brightness=[{},{}], contrast=[{},{}])", step->brightness_range[0],
+                      step->brightness_range[1], step->contrast_range[0], step->contrast_range[1]);
+  return Status::OK();
+}
+
+Status ImagePipeline::AddStep(const TransformSpec& s, StepOrder* order, std::string* text) {
+  Step step;
+  step.kind = s.kind;
+  switch (s.kind) {
+    case Kind::kRandomResizedCrop:
+    case Kind::kResize:
+      if (order->resampled) {
+        return Status::InvalidArgument("one resampling transform per column (random_resized_crop or resize): a second "
+                                       "would resample the pixels twice");
+      }
+      if (order->jittered) return Status::InvalidArgument("must come before color_jitter");
+      order->resampled = true;
+      STOKE_RETURN_IF_ERROR(ParseResampleStep(s, &step, text));
+      break;
+    case Kind::kCenterCrop:
+      if (order->jittered) return Status::InvalidArgument("must come before color_jitter");
+      STOKE_RETURN_IF_ERROR(ImageSize(s.size, &step.height, &step.width));
+      *text = fmt::format("center_crop({}x{})", step.height, step.width);
+      break;
+    case Kind::kRandomHorizontalFlip:
+      if (!(s.p >= 0 && s.p <= 1)) return Status::InvalidArgument(fmt::format("p {} outside [0, 1]", s.p));
+      step.p = s.p;
+      *text = fmt::format("random_horizontal_flip(p={})", s.p);
+      break;
+    case Kind::kColorJitter:
+      if (order->jittered) return Status::InvalidArgument("one color_jitter per column");
+      order->jittered = true;
+      STOKE_RETURN_IF_ERROR(ParseColorJitterStep(s, &step, text));
+      break;
+    default:
+      return Status::Internal("not an image transform");
+  }
+  steps_.push_back(step);
+  return Status::OK();
+}
+
+Result<std::pair<int64_t, int64_t>> ImagePipeline::SetOutputSize(const std::vector<TransformSpec>& specs,
+                                                                const std::vector<int64_t>& tensor_shape, bool resampled,
+                                                                std::optional<std::pair<int64_t, int64_t>> uniform_size) {
   if (auto fixed = FixedSize(specs)) {
-    p.fixes_size_ = true;
-    out_h = fixed->first;
-    out_w = fixed->second;
-  } else if (!p.encoded_ && !resampled) {
-    // Pixels of a fixed shape, only flipped or jittered.
-    out_h = tensor_shape[0];
-    out_w = tensor_shape[1];
-    p.fixes_size_ = true;
-  } else if (uniform_size) {
-    p.uniform_height_ = out_h = uniform_size->first;
-    p.uniform_width_ = out_w = uniform_size->second;
-  } else {
+    fixes_size_ = true;
+    return *fixed;
+  }
+  if (!encoded_ && !resampled) {  // pixels of a fixed shape, only flipped or jittered
+    fixes_size_ = true;
+    return std::pair{tensor_shape[0], tensor_shape[1]};
+  }
+  if (!uniform_size) {
     return Status::InvalidArgument("images of different sizes cannot be batched: end the image transforms with "
                                    "random_resized_crop, resize to (height, width) or center_crop");
   }
-  if (!p.fixes_size_ && !p.encoded_) {
+  if (!encoded_) {
     // resize to one side of a fixed-shape tensor: the output size is known.
     ImageGeometry g;
     Rng rng(0);
     ColorJitterChoice unused;
-    STOKE_RETURN_IF_ERROR(p.PlanGeometry(static_cast<int32_t>(tensor_shape[1]), static_cast<int32_t>(tensor_shape[0]),
-                                         rng, &g, &unused, nullptr));
-    out_h = g.window_height;
-    out_w = g.window_width;
-    p.fixes_size_ = true;
+    STOKE_RETURN_IF_ERROR(PlanGeometry(tensor_width_, tensor_height_, rng, &g, &unused, nullptr));
+    fixes_size_ = true;
+    return std::pair<int64_t, int64_t>{g.window_height, g.window_width};
   }
+  uniform_height_ = uniform_size->first;
+  uniform_width_ = uniform_size->second;
+  return *uniform_size;
+}
+
+Status ImagePipeline::SetTensorPart(const std::vector<TransformSpec>& specs, size_t image_part, int64_t out_h,
+                                    int64_t out_w) {
   const std::vector<TransformSpec> rest(specs.begin() + static_cast<std::ptrdiff_t>(image_part), specs.end());
-  auto tensor = TransformPipeline::Create(rest, DType::kUInt8, {out_h, out_w, p.channels_});
+  auto tensor = TransformPipeline::Create(rest, DType::kUInt8, {out_h, out_w, channels_});
   if (!tensor.ok()) {
     // Name the transform by its index in the whole list.
     std::string message = tensor.status().message();
@@ -325,13 +323,153 @@ Result<ImagePipeline> ImagePipeline::Create(const std::vector<TransformSpec>& sp
     }
     return Status(tensor.status().code(), message);
   }
-  p.tensor_ = std::move(*tensor);
+  tensor_ = std::move(*tensor);
+  return Status::OK();
+}
+
+Result<ImagePipeline> ImagePipeline::Create(const std::vector<TransformSpec>& specs, const ImagePipelineOptions& options,
+                                            const std::vector<int64_t>& tensor_shape,
+                                            std::optional<std::pair<int64_t, int64_t>> uniform_size) {
+  ImagePipeline p;
+  STOKE_RETURN_IF_ERROR(p.SetInput(options, tensor_shape));
+  const size_t image_part = ImagePartLength(specs);
+  StepOrder order;
+  std::string describe = p.encoded_ ? fmt::format("decode({})", p.channels_ == 1 ? "gray" : p.channels_ == 3 ? "rgb" : "rgba")
+                                    : std::string();
+  for (size_t i = 0; i < image_part; ++i) {
+    std::string text;
+    if (Status st = p.AddStep(specs[i], &order, &text); !st.ok()) {
+      return st.WithContext(fmt::format("transforms[{}] ({})", i, TransformKindName(specs[i].kind)));
+    }
+    describe += describe.empty() ? text : " -> " + text;
+  }
+  for (size_t i = image_part; i < specs.size(); ++i) {
+    if (IsImageKind(specs[i].kind) && specs[i].kind != Kind::kRandomHorizontalFlip) {
+      return Status::InvalidArgument(fmt::format(
+          "transforms[{}] ({}): an image transform after a tensor transform; the image transforms (random_resized_crop, "
+          "resize, center_crop, random_horizontal_flip, color_jitter) come first", i, TransformKindName(specs[i].kind)));
+    }
+  }
+  STOKE_ASSIGN_OR_RETURN(auto out_size, p.SetOutputSize(specs, tensor_shape, order.resampled, uniform_size));
+  STOKE_RETURN_IF_ERROR(p.SetTensorPart(specs, image_part, out_size.first, out_size.second));
   if (!p.tensor_.empty()) describe += fmt::format("{}[{}]", describe.empty() ? "" : " -> ", p.tensor_.Describe());
   p.describe_image_part_ = describe.empty() ? "identity" : describe;
   return p;
 }
 
 std::string ImagePipeline::Describe() const { return describe_image_part_; }
+
+namespace {
+
+// A crop of the current image (the window), mirrored when the image is flipped so far.
+void CropWindow(ImageGeometry* g, int64_t left, int64_t top, int64_t w, int64_t h) {
+  if (g->flip) left = g->window_width - left - w;
+  g->window_left += static_cast<int32_t>(left);
+  g->window_top += static_cast<int32_t>(top);
+  g->window_width = static_cast<int32_t>(w);
+  g->window_height = static_cast<int32_t>(h);
+}
+
+// A resize of the window to w x h: the window becomes the box that is resampled.
+Status ResizeWindow(ImageGeometry* g, int64_t w, int64_t h) {
+  if (g->window_left < 0 || g->window_top < 0 || g->window_left + g->window_width > g->box_width ||
+      g->window_top + g->window_height > g->box_height) {
+    return Status::InvalidArgument(fmt::format("a center_crop pads the {}x{} image before it is resized; crop after "
+                                               "the resize, or resize first", g->source_width, g->source_height));
+  }
+  g->box_left += g->window_left;
+  g->box_top += g->window_top;
+  g->box_width = g->window_width;
+  g->box_height = g->window_height;
+  g->resized = true;
+  g->resized_width = static_cast<int32_t>(w);
+  g->resized_height = static_cast<int32_t>(h);
+  g->window_left = g->window_top = 0;
+  g->window_width = static_cast<int32_t>(w);
+  g->window_height = static_cast<int32_t>(h);
+  return Status::OK();
+}
+
+}  // namespace
+
+void ImagePipeline::DrawRandomResizedCrop(const Step& s, int64_t cur_w, int64_t cur_h, Rng& rng,
+                                          ImageTransformChoice* choice) {
+  double u[2 * kAttempts + 2];
+  for (double& x : u) x = rng.Uniform();
+  const double area = static_cast<double>(cur_w) * static_cast<double>(cur_h);
+  int64_t top = 0, left = 0, w = 0, h = 0;
+  bool found = false;
+  for (int k = 0; k < kAttempts && !found; ++k) {
+    const double target = area * (s.scale[0] + u[2 * k] * (s.scale[1] - s.scale[0]));
+    const double aspect = std::exp(s.log_ratio[0] + u[2 * k + 1] * (s.log_ratio[1] - s.log_ratio[0]));
+    w = RoundHalfEven(std::sqrt(target * aspect));
+    h = RoundHalfEven(std::sqrt(target / aspect));
+    if (w > 0 && w <= cur_w && h > 0 && h <= cur_h) {
+      top = static_cast<int64_t>(u[2 * kAttempts] * static_cast<double>(cur_h - h + 1));
+      left = static_cast<int64_t>(u[2 * kAttempts + 1] * static_cast<double>(cur_w - w + 1));
+      found = true;
+    }
+  }
+  if (!found) {  // torchvision's fallback: the centred box of the nearest ratio bound
+    const double in_ratio = static_cast<double>(cur_w) / static_cast<double>(cur_h);
+    const double lo = std::exp(s.log_ratio[0]), hi = std::exp(s.log_ratio[1]);
+    if (in_ratio < lo) {
+      w = cur_w;
+      h = RoundHalfEven(static_cast<double>(w) / lo);
+    } else if (in_ratio > hi) {
+      h = cur_h;
+      w = RoundHalfEven(static_cast<double>(h) * hi);
+    } else {
+      w = cur_w;
+      h = cur_h;
+    }
+    top = (cur_h - h) / 2;
+    left = (cur_w - w) / 2;
+  }
+  choice->top = top;
+  choice->left = left;
+  choice->height = h;
+  choice->width = w;
+  choice->out_height = s.height;
+  choice->out_width = s.width;
+}
+
+void ImagePipeline::ResizeChoice(const Step& s, int64_t cur_w, int64_t cur_h, ImageTransformChoice* choice) {
+  int64_t nh = s.height, nw = s.width;
+  if (s.width == 0) {  // the shorter side to `height`, as torchvision's _compute_resized_output_size
+    const int64_t shorter = std::min(cur_w, cur_h), longer = std::max(cur_w, cur_h);
+    const int64_t other =
+        static_cast<int64_t>(static_cast<double>(s.height) * static_cast<double>(longer) / static_cast<double>(shorter));
+    nw = cur_w <= cur_h ? s.height : other;
+    nh = cur_w <= cur_h ? other : s.height;
+  }
+  choice->out_height = nh;
+  choice->out_width = nw;
+}
+
+void ImagePipeline::CenterCropChoice(const Step& s, int64_t cur_w, int64_t cur_h, ImageTransformChoice* choice) {
+  // torchvision's center_crop: pad (floor on the low side) where the crop is larger, then crop at
+  // round((extent - size) / 2), half to even.
+  auto offset = [](int64_t extent, int64_t size) -> int64_t {
+    if (size > extent) return -((size - extent) / 2);
+    return RoundHalfEven(static_cast<double>(extent - size) / 2.0);
+  };
+  choice->top = offset(cur_h, s.height);
+  choice->left = offset(cur_w, s.width);
+  choice->height = choice->out_height = s.height;
+  choice->width = choice->out_width = s.width;
+}
+
+void ImagePipeline::DrawColorJitter(const Step& s, Rng& rng, ColorJitterChoice* jitter, ImageTransformChoice* choice) {
+  const double u_order = rng.Uniform(), u_b = rng.Uniform(), u_c = rng.Uniform();
+  jitter->active = true;
+  jitter->brightness_first = u_order < 0.5;
+  jitter->brightness = s.brightness ? s.brightness_range[0] + u_b * (s.brightness_range[1] - s.brightness_range[0]) : 1.0;
+  jitter->contrast = s.contrast ? s.contrast_range[0] + u_c * (s.contrast_range[1] - s.contrast_range[0]) : 1.0;
+  choice->brightness = jitter->brightness;
+  choice->contrast = jitter->contrast;
+  choice->brightness_first = jitter->brightness_first;
+}
 
 Status ImagePipeline::PlanGeometry(int32_t width, int32_t height, Rng& rng, ImageGeometry* g, ColorJitterChoice* jitter,
                                    std::vector<ImageTransformChoice>* choices) const {
@@ -340,123 +478,33 @@ Status ImagePipeline::PlanGeometry(int32_t width, int32_t height, Rng& rng, Imag
   g->source_height = height;
   g->box_width = g->resized_width = g->window_width = width;
   g->box_height = g->resized_height = g->window_height = height;
-  // A crop of the current image (the window), mirrored when the image is flipped so far.
-  auto crop = [g](int64_t left, int64_t top, int64_t w, int64_t h) {
-    if (g->flip) left = g->window_width - left - w;
-    g->window_left += static_cast<int32_t>(left);
-    g->window_top += static_cast<int32_t>(top);
-    g->window_width = static_cast<int32_t>(w);
-    g->window_height = static_cast<int32_t>(h);
-  };
-  auto resize = [g](int64_t w, int64_t h) -> Status {
-    if (g->window_left < 0 || g->window_top < 0 || g->window_left + g->window_width > g->box_width ||
-        g->window_top + g->window_height > g->box_height) {
-      return Status::InvalidArgument(fmt::format("a center_crop pads the {}x{} image before it is resized; crop after "
-                                                 "the resize, or resize first", g->source_width, g->source_height));
-    }
-    g->box_left += g->window_left;
-    g->box_top += g->window_top;
-    g->box_width = g->window_width;
-    g->box_height = g->window_height;
-    g->resized = true;
-    g->resized_width = static_cast<int32_t>(w);
-    g->resized_height = static_cast<int32_t>(h);
-    g->window_left = g->window_top = 0;
-    g->window_width = static_cast<int32_t>(w);
-    g->window_height = static_cast<int32_t>(h);
-    return Status::OK();
-  };
   for (const Step& s : steps_) {
     ImageTransformChoice choice;
     choice.kind = s.kind;
     const int64_t cur_w = g->window_width, cur_h = g->window_height;
     switch (s.kind) {
-      case Kind::kRandomResizedCrop: {
-        double u[2 * kAttempts + 2];
-        for (double& x : u) x = rng.Uniform();
-        const double area = static_cast<double>(cur_w) * static_cast<double>(cur_h);
-        int64_t top = 0, left = 0, w = 0, h = 0;
-        bool found = false;
-        for (int k = 0; k < kAttempts && !found; ++k) {
-          const double target = area * (s.scale[0] + u[2 * k] * (s.scale[1] - s.scale[0]));
-          const double aspect = std::exp(s.log_ratio[0] + u[2 * k + 1] * (s.log_ratio[1] - s.log_ratio[0]));
-          w = RoundHalfEven(std::sqrt(target * aspect));
-          h = RoundHalfEven(std::sqrt(target / aspect));
-          if (w > 0 && w <= cur_w && h > 0 && h <= cur_h) {
-            top = static_cast<int64_t>(u[2 * kAttempts] * static_cast<double>(cur_h - h + 1));
-            left = static_cast<int64_t>(u[2 * kAttempts + 1] * static_cast<double>(cur_w - w + 1));
-            found = true;
-          }
-        }
-        if (!found) {  // torchvision's fallback: the centred box of the nearest ratio bound
-          const double in_ratio = static_cast<double>(cur_w) / static_cast<double>(cur_h);
-          const double lo = std::exp(s.log_ratio[0]), hi = std::exp(s.log_ratio[1]);
-          if (in_ratio < lo) {
-            w = cur_w;
-            h = RoundHalfEven(static_cast<double>(w) / lo);
-          } else if (in_ratio > hi) {
-            h = cur_h;
-            w = RoundHalfEven(static_cast<double>(h) * hi);
-          } else {
-            w = cur_w;
-            h = cur_h;
-          }
-          top = (cur_h - h) / 2;
-          left = (cur_w - w) / 2;
-        }
-        choice.top = top;
-        choice.left = left;
-        choice.height = h;
-        choice.width = w;
-        choice.out_height = s.height;
-        choice.out_width = s.width;
-        crop(left, top, w, h);
-        STOKE_RETURN_IF_ERROR(resize(s.width, s.height));
+      case Kind::kRandomResizedCrop:
+        DrawRandomResizedCrop(s, cur_w, cur_h, rng, &choice);
+        CropWindow(g, choice.left, choice.top, choice.width, choice.height);
+        STOKE_RETURN_IF_ERROR(ResizeWindow(g, s.width, s.height));
         break;
-      }
-      case Kind::kResize: {
-        int64_t nh = s.height, nw = s.width;
-        if (s.width == 0) {  // the shorter side to `height`, as torchvision's _compute_resized_output_size
-          const int64_t shorter = std::min(cur_w, cur_h), longer = std::max(cur_w, cur_h);
-          const int64_t other = static_cast<int64_t>(static_cast<double>(s.height) * static_cast<double>(longer) /
-                                                     static_cast<double>(shorter));
-          nw = cur_w <= cur_h ? s.height : other;
-          nh = cur_w <= cur_h ? other : s.height;
+      case Kind::kResize:
+        ResizeChoice(s, cur_w, cur_h, &choice);
+        if (choice.out_width != cur_w || choice.out_height != cur_h) {  // PIL: the same size is a copy
+          STOKE_RETURN_IF_ERROR(ResizeWindow(g, choice.out_width, choice.out_height));
         }
-        choice.out_height = nh;
-        choice.out_width = nw;
-        if (nw != cur_w || nh != cur_h) STOKE_RETURN_IF_ERROR(resize(nw, nh));  // PIL: the same size is a copy
         break;
-      }
-      case Kind::kCenterCrop: {
-        // torchvision's center_crop: pad (floor on the low side) where the crop is larger, then crop
-        // at round((extent - size) / 2), half to even.
-        auto offset = [](int64_t extent, int64_t size) -> int64_t {
-          if (size > extent) return -((size - extent) / 2);
-          return RoundHalfEven(static_cast<double>(extent - size) / 2.0);
-        };
-        choice.top = offset(cur_h, s.height);
-        choice.left = offset(cur_w, s.width);
-        choice.height = choice.out_height = s.height;
-        choice.width = choice.out_width = s.width;
-        crop(choice.left, choice.top, s.width, s.height);
+      case Kind::kCenterCrop:
+        CenterCropChoice(s, cur_w, cur_h, &choice);
+        CropWindow(g, choice.left, choice.top, s.width, s.height);
         break;
-      }
       case Kind::kRandomHorizontalFlip:
         choice.flip = rng.Uniform() < s.p;
         if (choice.flip) g->flip = !g->flip;
         break;
-      case Kind::kColorJitter: {
-        const double u_order = rng.Uniform(), u_b = rng.Uniform(), u_c = rng.Uniform();
-        jitter->active = true;
-        jitter->brightness_first = u_order < 0.5;
-        jitter->brightness = s.brightness ? s.brightness_range[0] + u_b * (s.brightness_range[1] - s.brightness_range[0]) : 1.0;
-        jitter->contrast = s.contrast ? s.contrast_range[0] + u_c * (s.contrast_range[1] - s.contrast_range[0]) : 1.0;
-        choice.brightness = jitter->brightness;
-        choice.contrast = jitter->contrast;
-        choice.brightness_first = jitter->brightness_first;
+      case Kind::kColorJitter:
+        DrawColorJitter(s, rng, jitter, &choice);
         break;
-      }
       default: break;
     }
     if (choices != nullptr) choices->push_back(choice);
@@ -477,6 +525,72 @@ Result<std::vector<ImageTransformChoice>> ImagePipeline::Choices(int64_t width, 
   STOKE_RETURN_IF_ERROR(PlanGeometry(static_cast<int32_t>(width), static_cast<int32_t>(height), rng, &g, &jitter, &choices));
   if (geometry != nullptr) *geometry = g;
   return choices;
+}
+
+namespace {
+
+// What ResampleBilinear is asked for geometry `g` of a width x height image decoded as `src`.
+ResampleRequest ResampleRequestFor(const ImageGeometry& g, const DecodedPixels& src, int32_t width, int32_t height,
+                                   int channels) {
+  ResampleRequest r;
+  r.src = src.pixels;
+  r.src_width = src.width;
+  r.src_height = src.height;
+  r.channels = channels;
+  const double sx = static_cast<double>(src.width) / width, sy = static_cast<double>(src.height) / height;
+  r.x0 = g.box_left * sx;
+  r.x1 = (g.box_left + g.box_width) * sx;
+  r.y0 = g.box_top * sy;
+  r.y1 = (g.box_top + g.box_height) * sy;
+  const ResampleClip clip = ClipOfBox(g, width, height, src.width, src.height, src.scale);
+  r.clip_left = clip.left;
+  r.clip_top = clip.top;
+  r.clip_right = clip.right;
+  r.clip_bottom = clip.bottom;
+  r.out_width = g.resized_width;
+  r.out_height = g.resized_height;
+  r.wx = g.window_left;
+  r.wy = g.window_top;
+  r.ww = g.window_width;
+  r.wh = g.window_height;
+  r.flip = g.flip;
+  return r;
+}
+
+// The JPEG DCT scale (n/8) to decode at: the smallest at which the box is still at least the output
+// size in both axes, when the geometry resamples; 8 (full size) otherwise.
+int DctScale(const ImageGeometry& g) {
+  if (!g.resized) return 8;
+  for (int n = 1; n <= 4; ++n) {
+    if (int64_t{g.box_width} * n >= int64_t{8} * g.resized_width && int64_t{g.box_height} * n >= int64_t{8} * g.resized_height) {
+      return n;
+    }
+  }
+  return 8;
+}
+
+}  // namespace
+
+Result<DecodedPixels> ImagePipeline::Decode(ByteView in, int32_t width, int32_t height, bool jpeg, const ImageGeometry& g,
+                                            ImageScratch* scratch) const {
+  if (!encoded_) return DecodedPixels{in.data(), width, height, 8};
+  const int scale = jpeg && dct_scaling_ ? DctScale(g) : 8;
+  DecodeImageOptions o;
+  o.channels = channels_;
+  o.scale_eighths = scale;
+  o.max_bytes = max_decoded_bytes_;
+  if (jpeg && region_decode_) {
+    // The resampler reads only the box's pixels (its filter is clipped to them), and so does
+    // CopyWindow: decode just those.
+    const ResampleClip clip =
+        ClipOfBox(g, width, height, JpegScaledExtent(width, scale), JpegScaledExtent(height, scale), scale);
+    o.region_left = clip.left;
+    o.region_top = clip.top;
+    o.region_width = clip.right - clip.left;
+    o.region_height = clip.bottom - clip.top;
+  }
+  STOKE_ASSIGN_OR_RETURN(DecodedImage d, DecodeImage(in, "image", o, &scratch->decoded));
+  return DecodedPixels{scratch->decoded.data(), d.width, d.height, scale};
 }
 
 Status ImagePipeline::Apply(ByteView in, MutableByteView out, uint64_t seed, int64_t epoch, int64_t row,
@@ -508,40 +622,7 @@ Status ImagePipeline::Apply(ByteView in, MutableByteView out, uint64_t seed, int
         width, height, g.resized ? fmt::format(", {}x{} after the transforms", g.window_width, g.window_height) : "",
         uniform_width_, uniform_height_));
   }
-  // Decode, at a DCT scale when the box is at least twice the output in both axes.
-  const uint8_t* pixels = in.data();
-  int32_t src_w = width, src_h = height;
-  int scale = 8;
-  if (encoded_) {
-    if (jpeg && dct_scaling_ && g.resized) {
-      for (int n = 1; n <= 4; ++n) {
-        if (int64_t{g.box_width} * n >= int64_t{8} * g.resized_width &&
-            int64_t{g.box_height} * n >= int64_t{8} * g.resized_height) {
-          scale = n;
-          break;
-        }
-      }
-    }
-    DecodeImageOptions o;
-    o.channels = channels_;
-    o.scale_eighths = scale;
-    o.max_bytes = max_decoded_bytes_;
-    if (jpeg && region_decode_) {
-      // The resampler reads only the box's pixels (its filter is clipped to them), and so does
-      // CopyWindow: decode just those.
-      src_w = JpegScaledExtent(width, scale);
-      src_h = JpegScaledExtent(height, scale);
-      const ResampleClip clip = ClipOfBox(g, width, height, src_w, src_h, scale);
-      o.region_left = clip.left;
-      o.region_top = clip.top;
-      o.region_width = clip.right - clip.left;
-      o.region_height = clip.bottom - clip.top;
-    }
-    STOKE_ASSIGN_OR_RETURN(DecodedImage d, DecodeImage(in, "image", o, &scratch->decoded));
-    pixels = scratch->decoded.data();
-    src_w = d.width;
-    src_h = d.height;
-  }
+  STOKE_ASSIGN_OR_RETURN(const DecodedPixels src, Decode(in, width, height, jpeg, g, scratch));
   const int64_t t1 = NowNanos();
   const size_t staged_bytes = static_cast<size_t>(g.window_width) * g.window_height * channels_;
   uint8_t* image_out = out.data();
@@ -550,31 +631,9 @@ Status ImagePipeline::Apply(ByteView in, MutableByteView out, uint64_t seed, int
     image_out = scratch->staged.data();
   }
   if (g.resized) {
-    ResampleRequest r;
-    r.src = pixels;
-    r.src_width = src_w;
-    r.src_height = src_h;
-    r.channels = channels_;
-    const double sx = static_cast<double>(src_w) / width, sy = static_cast<double>(src_h) / height;
-    r.x0 = g.box_left * sx;
-    r.x1 = (g.box_left + g.box_width) * sx;
-    r.y0 = g.box_top * sy;
-    r.y1 = (g.box_top + g.box_height) * sy;
-    const ResampleClip clip = ClipOfBox(g, width, height, src_w, src_h, scale);
-    r.clip_left = clip.left;
-    r.clip_top = clip.top;
-    r.clip_right = clip.right;
-    r.clip_bottom = clip.bottom;
-    r.out_width = g.resized_width;
-    r.out_height = g.resized_height;
-    r.wx = g.window_left;
-    r.wy = g.window_top;
-    r.ww = g.window_width;
-    r.wh = g.window_height;
-    r.flip = g.flip;
-    ResampleBilinear(r, image_out, &scratch->resample);
+    ResampleBilinear(ResampleRequestFor(g, src, width, height, channels_), image_out, &scratch->resample);
   } else {
-    CopyWindow(pixels, src_w, channels_, g, image_out, scratch->row);
+    CopyWindow(src.pixels, src.width, channels_, g, image_out, scratch->row);
   }
   if (jitter.active) {
     ApplyColorJitter(jitter, image_out, static_cast<size_t>(g.window_width) * g.window_height, channels_);

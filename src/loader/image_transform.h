@@ -92,6 +92,14 @@ struct ImagePipelineOptions {
   int64_t max_decoded_bytes = int64_t{1} << 30;  // per image (DecodeImageOptions::max_bytes)
 };
 
+// Pixels to resample: width x height of them (at JPEG DCT scale `scale`/8 of the image), row-major,
+// interleaved channels.
+struct DecodedPixels {
+  const uint8_t* pixels = nullptr;
+  int32_t width = 0, height = 0;
+  int scale = 8;
+};
+
 class ImagePipeline {
  public:
   ImagePipeline() = default;
@@ -147,6 +155,36 @@ class ImagePipeline {
     bool brightness = false, contrast = false;
     double brightness_range[2] = {1, 1}, contrast_range[2] = {1, 1};
   };
+  // Which kinds of step the image part has so far (one resampling and one color_jitter at most, the
+  // jitter last but for flips).
+  struct StepOrder {
+    bool resampled = false, jittered = false;
+  };
+  // Create's stages. The input: an encoded image column (options.channels) or a [H, W, C] tensor.
+  Status SetInput(const ImagePipelineOptions& options, const std::vector<int64_t>& tensor_shape);
+  // Checks one image transform against `order` and the ones before it, adds its Step, and sets
+  // `text` to its description.
+  Status AddStep(const TransformSpec& s, StepOrder* order, std::string* text);
+  static Status ParseResampleStep(const TransformSpec& s, Step* step, std::string* text);
+  static Status ParseColorJitterStep(const TransformSpec& s, Step* step, std::string* text);
+  // The output's (height, width): fixed by the transforms or the tensor's shape, or the column's
+  // uniform size; InvalidArgument when images of several sizes would reach a batch.
+  Result<std::pair<int64_t, int64_t>> SetOutputSize(const std::vector<TransformSpec>& specs,
+                                                    const std::vector<int64_t>& tensor_shape, bool resampled,
+                                                    std::optional<std::pair<int64_t, int64_t>> uniform_size);
+  // The tensor transforms after the first image_part, on out_h x out_w images; their errors name
+  // their index in the whole list.
+  Status SetTensorPart(const std::vector<TransformSpec>& specs, size_t image_part, int64_t out_h, int64_t out_w);
+  // The pixels Apply resamples or copies: a tensor cell as it is, or an image decoded for geometry
+  // `g` (at a DCT scale, and only the region the geometry reads, when the options allow).
+  Result<DecodedPixels> Decode(ByteView in, int32_t width, int32_t height, bool jpeg, const ImageGeometry& g,
+                               ImageScratch* scratch) const;
+  // PlanGeometry's steps on a cur_w x cur_h window: the choice each makes (drawing from `rng` where
+  // it is random, in a fixed order, so that a seed gives the same choices everywhere).
+  static void DrawRandomResizedCrop(const Step& s, int64_t cur_w, int64_t cur_h, Rng& rng, ImageTransformChoice* choice);
+  static void ResizeChoice(const Step& s, int64_t cur_w, int64_t cur_h, ImageTransformChoice* choice);
+  static void CenterCropChoice(const Step& s, int64_t cur_w, int64_t cur_h, ImageTransformChoice* choice);
+  static void DrawColorJitter(const Step& s, Rng& rng, ColorJitterChoice* jitter, ImageTransformChoice* choice);
   // Composes the image part for a width x height image, drawing from `rng`; fills `choices` when not
   // null. InvalidArgument for a crop that pads before a resize.
   Status PlanGeometry(int32_t width, int32_t height, Rng& rng, ImageGeometry* g, ColorJitterChoice* jitter,
