@@ -75,239 +75,278 @@ Status SetRowColumns(const SourceSet& s, std::span<const SourceItem> items, std:
   return Status::OK();
 }
 
-}  // namespace
+// WriteSourceRows as its stages: the plan of row groups and files, the encoding of a row group, and
+// two ways of writing them (whole files on the encoding threads, or row groups in order into files
+// finished on threads of their own), then the syncs that make the files durable.
+class SourceRowWriter {
+ public:
+  SourceRowWriter(const SourceSet& s, const std::vector<int64_t>& rows, const std::vector<int64_t>& ids,
+                  const FileSetLayout& layout, const WriterOptions& base_options, size_t threads, ProgressBar* progress)
+      : s_(s), rows_(rows), ids_(ids), layout_(layout), progress_(progress),
+        fs_(layout.storage != nullptr ? *layout.storage : LocalStorage()), pool_(threads) {
+    options_ = base_options;
+    for (const auto& [key, value] : s.metadata) options_.key_value_metadata.push_back({key, value});
+    in_place_ = layout.write_in_place && layout.single_file.empty();
+    file_options_ = options_;
+    if (in_place_) file_options_.sync_on_close = false;
+    index_pages_ = !layout.index_root.empty() && !layout.index_columns.empty();
+  }
 
-Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::vector<int64_t>& rows,
-                                                 const std::vector<int64_t>& ids, const FileSetLayout& layout,
-                                                 const WriterOptions& base_options, size_t threads, ProgressBar* progress) {
-  Storage& fs = layout.storage != nullptr ? *layout.storage : LocalStorage();
-  if (ids.size() != rows.size()) return Status::InvalidArgument("WriteSourceRows: one id per row needed");
-  if (layout.rows_per_file <= 0 || layout.rows_per_group <= 0) return Status::InvalidArgument("bad file layout");
-  const std::string out_dir = layout.single_file.empty() ? layout.dir : ParentPath(layout.single_file);
-  if (!out_dir.empty()) STOKE_RETURN_IF_ERROR(fs.CreateDirectories(out_dir));
-  WriterOptions options = base_options;
-  for (const auto& [key, value] : s.metadata) options.key_value_metadata.push_back({key, value});
-  const int64_t n = static_cast<int64_t>(rows.size());
-  const int64_t per_file = layout.single_file.empty() ? layout.rows_per_file : std::max<int64_t>(n, 1);
+  Result<std::vector<WrittenFile>> Run() {
+    STOKE_RETURN_IF_ERROR(Plan());
+    // Files of one row group each written in place on a local disk (a table of one sample per file)
+    // take WriteWholeFiles; everything else WriteInOrder.
+    const bool whole_files = in_place_ && !fs_.remote() && per_file_ <= layout_.rows_per_group;
+    Status status = whole_files ? WriteWholeFiles() : WriteInOrder();
+    if (!status.ok()) {
+      for (const auto& w : written_) cleanup_.push_back(w.path);
+      DeleteLeftovers(fs_, cleanup_, "a failed write's files");
+      return status;
+    }
+    STOKE_RETURN_IF_ERROR(MakeDurable());
+    return std::move(written_);
+  }
+
+ private:
   struct Group {
     int64_t begin, end;  // positions in `rows`
     size_t file;
   };
-  std::vector<Group> groups;
-  for (int64_t f = 0; f * per_file < n; ++f) {
-    for (int64_t b = f * per_file; b < std::min(n, (f + 1) * per_file); b += layout.rows_per_group) {
-      groups.push_back({b, std::min({b + layout.rows_per_group, (f + 1) * per_file, n}), static_cast<size_t>(f)});
-    }
-  }
-  std::vector<WrittenFile> written;
-  written.reserve(groups.empty() ? 0 : groups.back().file + 1);  // no doubling at 650,000 files
-
-  // Page buffers circulate between the encoders and the writer: in steady state no memory is
-  // freshly faulted in.
-  BufferPool page_buffers;
-  auto encode = [&](const Group& g) -> Result<EncodedRowGroup> {
-    RowGroupEncoder enc(s.columns, options, &page_buffers);
-    enc.ReserveRows(g.end - g.begin);
-    std::vector<SourceItem> items;
-    items.reserve(static_cast<size_t>(g.end - g.begin));
-    for (int64_t k = g.begin; k < g.end; ++k) items.push_back(s.item(rows[static_cast<size_t>(k)]));
-    STOKE_ASSIGN_OR_RETURN(uint64_t bytes, s.reader->ReadRows(s, items, enc));
-    STOKE_RETURN_IF_ERROR(SetRowColumns(s, items, std::vector<int64_t>(ids.begin() + g.begin, ids.begin() + g.end), enc));
-    if (progress != nullptr) progress->Add(items.size(), bytes);
-    return enc.Finish();
-  };
-
-  ThreadPool pool(threads);
-  const bool in_place = layout.write_in_place && layout.single_file.empty();
-  // Files of one row group each written in place on a local disk (a table of one sample per file)
-  // take write_whole_files below; everything else the loop over row groups at the end.
-  const bool whole_files = in_place && !fs.remote() && per_file <= layout.rows_per_group;
-
-  std::unique_ptr<ParquetFileWriter> writer;
-  std::string final_path;
-  // Finishing a file (footer, flush, fdatasync, rename; on object stores the upload) runs on its
-  // own threads while this one goes on with the next file: with one file per sample, finishing is
-  // most of the work, and fdatasyncs in flight together cost about one. At most kMaxFinishing
-  // files wait to be finished (each holds at most its staging buffer).
-  const size_t finish_threads = fs.remote() ? 16 : 8;
-  const size_t kMaxFinishing = 2 * finish_threads;
-  std::optional<ThreadPool> finish_pool;  // only for the loop over row groups
-  if (!whole_files) finish_pool.emplace(finish_threads);
   struct Finishing {
     std::string tmp, final;
     std::future<Result<WrittenFile>> done;
   };
-  std::deque<Finishing> finishing;
-  std::vector<std::string> cleanup;  // on failure: files of this call that may exist
-  Status finish_status;
-  auto log_written = [](const WrittenFile& w) {
-    STOKE_LOG(kInfo, "ingest.file_written", "path={} rows={} bytes={}", w.path, w.rows, w.bytes);
+  struct WholeFiles {
+    std::vector<WrittenFile> files;  // written, in order (deleted by the caller on failure)
+    Status status;
   };
-  auto collect_oldest = [&] {
-    Finishing f = std::move(finishing.front());
-    finishing.pop_front();
-    Result<WrittenFile> r = f.done.get();
-    if (r.ok()) {
-      log_written(*r);
-      written.push_back(std::move(*r));
-    } else {
-      if (finish_status.ok()) finish_status = r.status();
-      cleanup.push_back(f.tmp);
-      cleanup.push_back(f.final);
+
+  // The row groups, each of at most rows_per_group rows of one file of at most per_file_ rows.
+  Status Plan() {
+    if (ids_.size() != rows_.size()) return Status::InvalidArgument("WriteSourceRows: one id per row needed");
+    if (layout_.rows_per_file <= 0 || layout_.rows_per_group <= 0) return Status::InvalidArgument("bad file layout");
+    const std::string out_dir = layout_.single_file.empty() ? layout_.dir : ParentPath(layout_.single_file);
+    if (!out_dir.empty()) STOKE_RETURN_IF_ERROR(fs_.CreateDirectories(out_dir));
+    const int64_t n = static_cast<int64_t>(rows_.size());
+    per_file_ = layout_.single_file.empty() ? layout_.rows_per_file : std::max<int64_t>(n, 1);
+    for (int64_t f = 0; f * per_file_ < n; ++f) {
+      for (int64_t b = f * per_file_; b < std::min(n, (f + 1) * per_file_); b += layout_.rows_per_group) {
+        groups_.push_back({b, std::min({b + layout_.rows_per_group, (f + 1) * per_file_, n}), static_cast<size_t>(f)});
+      }
     }
-  };
-  WriterOptions file_options = options;
-  if (in_place) file_options.sync_on_close = false;
-  auto temporary_path = [&](const std::string& path) { return in_place ? path : InProgressPath(fs, path); };
-  const bool index_pages = !layout.index_root.empty() && !layout.index_columns.empty();
+    written_.reserve(groups_.empty() ? 0 : groups_.back().file + 1);  // no doubling at 650,000 files
+    return Status::OK();
+  }
+
+  // Row group `g`: the source's reader fills its source columns, SetRowColumns the rest.
+  Result<EncodedRowGroup> Encode(const Group& g) const {
+    RowGroupEncoder enc(s_.columns, options_, &page_buffers_);
+    enc.ReserveRows(g.end - g.begin);
+    std::vector<SourceItem> items;
+    items.reserve(static_cast<size_t>(g.end - g.begin));
+    for (int64_t k = g.begin; k < g.end; ++k) items.push_back(s_.item(rows_[static_cast<size_t>(k)]));
+    STOKE_ASSIGN_OR_RETURN(uint64_t bytes, s_.reader->ReadRows(s_, items, enc));
+    STOKE_RETURN_IF_ERROR(SetRowColumns(s_, items, std::vector<int64_t>(ids_.begin() + g.begin, ids_.begin() + g.end), enc));
+    if (progress_ != nullptr) progress_->Add(items.size(), bytes);
+    return enc.Finish();
+  }
+
+  std::string PartPath(size_t file) const {
+    return JoinPath(layout_.dir, fmt::format("part-{:05}-{}.parquet", file, RandomUuid()));
+  }
+  std::string TemporaryPath(const std::string& path) const { return in_place_ ? path : InProgressPath(fs_, path); }
+
   // What the commit and the sample index need of a closed file, now at `final_path`.
-  auto describe = [&s, &layout, index_pages](const ParquetFileWriter& w, const std::string& final_path) {
-    WrittenFile out{final_path, w.num_rows(), w.bytes_written(), delta::StatsJsonFromFooter(w.metadata(), s.columns),
+  WrittenFile Describe(const ParquetFileWriter& w, const std::string& final_path) const {
+    WrittenFile out{final_path, w.num_rows(), w.bytes_written(), delta::StatsJsonFromFooter(w.metadata(), s_.columns),
                     EpochMillis(), {}};
     // The path under the table root (layout.dir is the root or a partition directory in it).
-    const std::string& root = layout.index_root;
+    const std::string& root = layout_.index_root;
     const bool under_root = final_path.size() > root.size() && final_path.compare(0, root.size(), root) == 0 &&
                             (root.back() == '/' || final_path[root.size()] == '/');
-    if (index_pages && under_root) {
+    if (index_pages_ && under_root) {
       auto pages = SampleIndex::PagesOfWrittenFile(final_path.substr(root.size() + (root.back() == '/' ? 0 : 1)),
                                                    w.bytes_written(), w.metadata(), w.offset_indexes(),
-                                                   layout.index_columns);
+                                                   layout_.index_columns);
       if (pages.ok()) out.pages = std::move(*pages);
     }
     return out;
-  };
-  auto part_path = [&](size_t file) {
-    return JoinPath(layout.dir, fmt::format("part-{:05}-{}.parquet", file, RandomUuid()));
-  };
-  auto finish_file = [&]() -> Status {
-    if (!writer) return Status::OK();
-    auto task = std::make_shared<std::packaged_task<Result<WrittenFile>()>>(
-        [&fs, &describe, w = std::shared_ptr<ParquetFileWriter>(std::move(writer)), final_path]() -> Result<WrittenFile> {
-          STOKE_RETURN_IF_ERROR(w->Close());
-          if (w->path() != final_path) STOKE_RETURN_IF_ERROR(fs.Rename(w->path(), final_path));
-          return describe(*w, final_path);
-        });
-    finishing.push_back({temporary_path(final_path), final_path, task->get_future()});
-    finish_pool->Submit([task] { (*task)(); });
-    while (finishing.size() > kMaxFinishing || (!finishing.empty() && IsReady(finishing.front().done))) collect_oldest();
-    return finish_status;
-  };
+  }
+
+  void Add(WrittenFile f) {
+    STOKE_LOG(kInfo, "ingest.file_written", "path={} rows={} bytes={}", f.path, f.rows, f.bytes);
+    written_.push_back(std::move(f));
+  }
 
   // Files of one row group each written in place on a local disk: each task encodes, writes and
   // closes a run of whole files, so the files are created on every encoding thread (not all on this
   // one, which creating them kept busy), and work changes threads once per run instead of three
-  // times per file. Elsewhere (object stores, where a file's Close is its upload, which wants many in
-  // flight; files of several row groups; renamed files) the row groups come back here in order and
-  // files are finished on the finishing threads.
-  auto write_whole_files = [&]() -> Status {
-    struct Run {
-      std::vector<WrittenFile> files;  // written, in order (deleted by the caller on failure)
-      Status status;
-    };
-    const size_t files = groups.size();
-    const size_t per_run = std::clamp<size_t>(files / (pool.size() * kRunsPerThread), 1, kMaxFilesPerRun);
+  // times per file.
+  Status WriteWholeFiles() {
+    const size_t files = groups_.size();
+    const size_t per_run = std::clamp<size_t>(files / (pool_.size() * kRunsPerThread), 1, kMaxFilesPerRun);
     const size_t runs = (files + per_run - 1) / per_run;
-    auto write_run = [&](size_t r) {
-      Run out;
-      for (size_t i = r * per_run; i < std::min(files, (r + 1) * per_run) && out.status.ok(); ++i) {
-        Result<EncodedRowGroup> rg = encode(groups[i]);
-        if (!rg.ok()) {
-          out.status = rg.status();
-          break;
-        }
-        const std::string path = part_path(groups[i].file);
-        auto w = ParquetFileWriter::Create(fs, path, s.columns, file_options);
-        out.status = w.ok() ? (*w)->WriteRowGroup(std::move(*rg), &page_buffers) : w.status();
-        if (out.status.ok()) out.status = (*w)->Close();
-        if (out.status.ok()) {
-          out.files.push_back(describe(**w, path));
-        } else {
-          (void)fs.Delete(path);
-        }
-      }
-      return out;
-    };
     // After a failure, the runs already started are still collected: their files are deleted.
-    OrderedTasks<Run> in_order(pool, runs, 2 * pool.size(), write_run);
+    OrderedTasks<WholeFiles> in_order(pool_, runs, 2 * pool_.size(), [this, per_run, files](size_t r) {
+      return WriteRun(r * per_run, std::min(files, (r + 1) * per_run));
+    });
     Status status;
     while (in_order.HasNext()) {
-      Run run = in_order.Next();
-      for (auto& f : run.files) {
-        log_written(f);
-        written.push_back(std::move(f));
-      }
+      WholeFiles run = in_order.Next();
+      for (auto& f : run.files) Add(std::move(f));
       if (status.ok() && !run.status.ok()) {
         status = run.status;
         in_order.Stop();
       }
     }
     return status;
-  };
+  }
 
-  Status status;
-  size_t current_file = SIZE_MAX;
-  if (whole_files) status = write_whole_files();
-  // At most threads + 1 row groups encoded and not yet written (the one waited for included).
-  OrderedTasks<Result<EncodedRowGroup>> encoded(pool, whole_files ? 0 : groups.size(), pool.size() + 1,
-                                               [&encode, &groups](size_t i) { return encode(groups[i]); });
-  for (size_t i = 0; !whole_files && i < groups.size() && status.ok(); ++i) {
-    Result<EncodedRowGroup> rg = encoded.Next();
-    if (!rg.ok()) {
-      status = rg.status();
-      break;
-    }
-    if (groups[i].file != current_file) {
-      status = finish_file();
-      if (!status.ok()) break;
-      current_file = groups[i].file;
-      final_path = !layout.single_file.empty() ? layout.single_file : part_path(current_file);
-      // Written under a temporary name and renamed when complete (or, on object stores, visible
-      // only once complete): a crash never leaves a truncated file under a final name. In place:
-      // nothing refers to the name until a commit, made after every file is durable.
-      std::string tmp = temporary_path(final_path);
-      auto w = ParquetFileWriter::Create(fs, tmp, s.columns, file_options);
-      if (!w.ok()) {
-        status = w.status();
+  // The whole files of groups [begin, end), on an encoding thread.
+  WholeFiles WriteRun(size_t begin, size_t end) const {
+    WholeFiles out;
+    for (size_t i = begin; i < end && out.status.ok(); ++i) {
+      Result<EncodedRowGroup> rg = Encode(groups_[i]);
+      if (!rg.ok()) {
+        out.status = rg.status();
         break;
       }
-      writer = std::move(*w);
+      const std::string path = PartPath(groups_[i].file);
+      auto w = ParquetFileWriter::Create(fs_, path, s_.columns, file_options_);
+      out.status = w.ok() ? (*w)->WriteRowGroup(std::move(*rg), &page_buffers_) : w.status();
+      if (out.status.ok()) out.status = (*w)->Close();
+      if (out.status.ok()) {
+        out.files.push_back(Describe(**w, path));
+      } else {
+        (void)fs_.Delete(path);
+      }
     }
-    status = writer->WriteRowGroup(std::move(*rg), &page_buffers);
+    return out;
   }
-  if (status.ok()) status = finish_file();
-  encoded.Stop();  // after a failure: the encodes started are waited for when `encoded` goes
-  while (!finishing.empty()) collect_oldest();
-  if (status.ok()) status = finish_status;
-  if (!status.ok()) {
-    if (writer) cleanup.push_back(writer->path());
-    writer.reset();
-    for (const auto& w : written) cleanup.push_back(w.path);
-    DeleteLeftovers(fs, cleanup, "a failed write's files");
+
+  // Elsewhere (object stores, where a file's Close is its upload, which wants many in flight; files
+  // of several row groups; renamed files) the row groups come back here in order, and files are
+  // finished on the finishing threads. At most threads + 1 row groups are encoded and not yet
+  // written (the one waited for included).
+  Status WriteInOrder() {
+    finish_pool_.emplace(finish_threads());
+    OrderedTasks<Result<EncodedRowGroup>> encoded(pool_, groups_.size(), pool_.size() + 1,
+                                                 [this](size_t i) { return Encode(groups_[i]); });
+    Status status;
+    size_t current_file = SIZE_MAX;
+    for (size_t i = 0; i < groups_.size() && status.ok(); ++i) {
+      Result<EncodedRowGroup> rg = encoded.Next();
+      if (!rg.ok()) {
+        status = rg.status();
+        break;
+      }
+      if (groups_[i].file != current_file) {
+        current_file = groups_[i].file;
+        status = FinishFile();
+        if (status.ok()) status = StartFile(current_file);
+        if (!status.ok()) break;
+      }
+      status = writer_->WriteRowGroup(std::move(*rg), &page_buffers_);
+    }
+    if (status.ok()) status = FinishFile();
+    encoded.Stop();  // after a failure: the encodes started are waited for when `encoded` goes
+    while (!finishing_.empty()) CollectOldest();
+    if (status.ok()) status = finish_status_;
+    if (!status.ok() && writer_) cleanup_.push_back(writer_->path());
+    writer_.reset();
     return status;
   }
-  std::vector<std::string> paths;  // the written files', for the syncs and a clean-up after them
-  paths.reserve(written.size());
-  for (const auto& w : written) paths.push_back(w.path);
-  // The files' data, when each was not synced at its close.
-  if (in_place && !written.empty()) {
-    status = fs.SyncFiles(paths);
-    if (!status.ok()) {
-      DeleteLeftovers(fs, paths, "a failed write's files");
-      return status;
+
+  // Finishing a file (footer, flush, fdatasync, rename; on object stores the upload) runs on its own
+  // threads while this one goes on with the next file: with one file per sample, finishing is most
+  // of the work, and fdatasyncs in flight together cost about one. At most 2 * finish_threads()
+  // files wait to be finished (each holds at most its staging buffer).
+  size_t finish_threads() const { return fs_.remote() ? 16 : 8; }
+
+  // Opens the writer of file `file`. Written under a temporary name and renamed when complete (or,
+  // on object stores, visible only once complete): a crash never leaves a truncated file under a
+  // final name. In place: nothing refers to the name until a commit, made after every file is durable.
+  Status StartFile(size_t file) {
+    final_path_ = !layout_.single_file.empty() ? layout_.single_file : PartPath(file);
+    STOKE_ASSIGN_OR_RETURN(writer_, ParquetFileWriter::Create(fs_, TemporaryPath(final_path_), s_.columns, file_options_));
+    return Status::OK();
+  }
+
+  // Hands the open file (if any) to the finishing threads, and collects the files finished since.
+  Status FinishFile() {
+    if (!writer_) return Status::OK();
+    auto task = std::make_shared<std::packaged_task<Result<WrittenFile>()>>(
+        [this, w = std::shared_ptr<ParquetFileWriter>(std::move(writer_)), final_path = final_path_]() -> Result<WrittenFile> {
+          STOKE_RETURN_IF_ERROR(w->Close());
+          if (w->path() != final_path) STOKE_RETURN_IF_ERROR(fs_.Rename(w->path(), final_path));
+          return Describe(*w, final_path);
+        });
+    finishing_.push_back({TemporaryPath(final_path_), final_path_, task->get_future()});
+    finish_pool_->Submit([task] { (*task)(); });
+    while (finishing_.size() > 2 * finish_threads() || (!finishing_.empty() && IsReady(finishing_.front().done))) {
+      CollectOldest();
+    }
+    return finish_status_;
+  }
+
+  void CollectOldest() {
+    Finishing f = std::move(finishing_.front());
+    finishing_.pop_front();
+    Result<WrittenFile> r = f.done.get();
+    if (r.ok()) {
+      Add(std::move(*r));
+    } else {
+      if (finish_status_.ok()) finish_status_ = r.status();
+      cleanup_.push_back(f.tmp);
+      cleanup_.push_back(f.final);
     }
   }
-  // The renames (or creations) published the files; a power loss could still undo them until their
-  // directories are synced, and a commit must never refer to a file that may vanish.
-  std::set<std::string> dirs;
-  for (const auto& w : written) dirs.insert(ParentPath(w.path));
-  for (const auto& d : dirs) {
-    status = fs.SyncDirectory(d);
-    if (!status.ok()) {
-      DeleteLeftovers(fs, paths, "a failed write's files");
-      return status;
-    }
+
+  // The files' data, when each was not synced at its close; then their directories: the renames
+  // (or creations) published the files, a power loss could still undo them until their directories
+  // are synced, and a commit must never refer to a file that may vanish. On failure every file goes.
+  Status MakeDurable() {
+    std::vector<std::string> paths;
+    paths.reserve(written_.size());
+    for (const auto& w : written_) paths.push_back(w.path);
+    Status status;
+    if (in_place_ && !written_.empty()) status = fs_.SyncFiles(paths);
+    std::set<std::string> dirs;
+    for (const auto& w : written_) dirs.insert(ParentPath(w.path));
+    for (auto d = dirs.begin(); status.ok() && d != dirs.end(); ++d) status = fs_.SyncDirectory(*d);
+    if (!status.ok()) DeleteLeftovers(fs_, paths, "a failed write's files");
+    return status;
   }
-  return written;
+
+  const SourceSet& s_;
+  const std::vector<int64_t>& rows_;
+  const std::vector<int64_t>& ids_;
+  const FileSetLayout& layout_;
+  ProgressBar* const progress_;
+  Storage& fs_;
+  WriterOptions options_, file_options_;
+  bool in_place_ = false, index_pages_ = false;
+  int64_t per_file_ = 0;
+  std::vector<Group> groups_;
+  // Page buffers circulate between the encoders and the writer: in steady state no memory is
+  // freshly faulted in.
+  mutable BufferPool page_buffers_;
+  std::vector<WrittenFile> written_;
+  std::vector<std::string> cleanup_;  // on failure: files of this call that may exist
+  std::unique_ptr<ParquetFileWriter> writer_;  // WriteInOrder's open file, to be final_path_
+  std::string final_path_;
+  std::deque<Finishing> finishing_;
+  Status finish_status_;
+  ThreadPool pool_;                          // the encoding threads
+  std::optional<ThreadPool> finish_pool_;    // WriteInOrder's finishing threads (destroyed first)
+};
+
+}  // namespace
+
+Result<std::vector<WrittenFile>> WriteSourceRows(const SourceSet& s, const std::vector<int64_t>& rows,
+                                                 const std::vector<int64_t>& ids, const FileSetLayout& layout,
+                                                 const WriterOptions& options, size_t threads, ProgressBar* progress) {
+  return SourceRowWriter(s, rows, ids, layout, options, threads, progress).Run();
 }
 
 }  // namespace stoke
