@@ -21,7 +21,7 @@ enum class IngestMode {
 };
 
 // The mode named "append" or "overwrite" (the CLI's --mode, the Python keyword `mode`).
-// InvalidArgument otherwise: "ingest: --mode must be append or overwrite, not '<name>'".
+// InvalidArgument otherwise: "ingest: `mode` must be append or overwrite, not '<name>'".
 Result<IngestMode> ParseIngestMode(std::string_view name);
 // "append" or "overwrite".
 std::string_view IngestModeName(IngestMode mode);

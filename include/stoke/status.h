@@ -6,6 +6,7 @@
 //   for (const QueryColumn& c : r->columns) ...
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -83,6 +84,14 @@ class [[nodiscard]] Status {
   std::string message_;
   bool retryable_ = false;
 };
+
+// A library message names a parameter in backquotes, by its C++ name (which Python's keywords
+// share but for a few): "ingest: `shard` needs `mode` append". A front end that names parameters
+// otherwise renames them: each `name` that `names` maps (name, replacement) is replaced by its
+// replacement, without the backquotes; other text is kept. The CLI maps them to its flags
+// ("--shard needs --mode append").
+std::string RenameParameters(std::string_view message,
+                             std::span<const std::pair<std::string_view, std::string_view>> names);
 
 // Either a value or an error (defined below).
 template <typename T>

@@ -59,8 +59,12 @@ PyObject* g_not_found_error = nullptr;
     case stoke::StatusCode::kUnsupported: type = PyExc_NotImplementedError; break;
     default: break;
   }
+  // Parameters whose Python keyword differs from their C++ name (RenameParameters); the others keep
+  // their backquoted names.
+  static constexpr std::pair<std::string_view, std::string_view> kKeywords[] = {
+      {"table_dir", "`table`"}, {"source_dir", "`source`"}, {"labels_csv", "`labels`"}};
   // OSError(str) keeps the message as args[0] and str(e) == message (no errno: none travels in Status).
-  PyErr_SetString(type, status.message().c_str());
+  PyErr_SetString(type, stoke::RenameParameters(status.message(), kKeywords).c_str());
   throw py::error_already_set();
 }
 

@@ -279,7 +279,7 @@ def test_decode_stores_pixels_resized_as_pil_does(tmp_path):
         assert r.returncode != 0 and "--decode" in r.stderr and not (tmp_path / "t3").exists(), (bad, r.stderr)
     with pytest.raises(ValueError, match="decode"):
         stoke.ingest(src, tmp_path / "t3", decode=(1, 2, 3), progress=False)
-    with pytest.raises(ValueError, match="--decode needs HEIGHTxWIDTH .* got '0x5'"):
+    with pytest.raises(ValueError, match="`decode` needs HEIGHTxWIDTH .* got '0x5'"):
         stoke.ingest(src, tmp_path / "t3", decode=(0, 5), progress=False)
     assert not (tmp_path / "t3").exists()
     npy = tmp_path / "npy"

@@ -197,7 +197,7 @@ def test_sharded_ingest_from_python(tmp_path, data):
     got = stoke.open_table(table).query(columns=["id", "file"])
     want = stoke.open_table(data["table"]).query(columns=["id", "file"])
     assert sorted(zip(got["id"].tolist(), got["file"])) == sorted(zip(want["id"].tolist(), want["file"]))
-    with pytest.raises(ValueError, match="--shard"):
+    with pytest.raises(ValueError, match="`shard`"):
         stoke.ingest(data["src"], tmp_path / "bad", shard=(3, 3), progress=False)
 
 

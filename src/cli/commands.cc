@@ -13,8 +13,22 @@ constexpr int kExitError = 1;
 
 }  // namespace
 
+namespace {
+
+// The flags of the parameters that library messages name (RenameParameters).
+constexpr std::pair<std::string_view, std::string_view> kParameterFlags[] = {
+    {"table_dir", "--table"}, {"tensor_column", "--tensor-column"}, {"mode", "--mode"},
+    {"on_changed", "--on-changed"}, {"format", "--format"}, {"datasets", "--dataset"},
+    {"hdf5_samples", "--hdf5-samples"}, {"decode", "--decode"}, {"where", "--where"},
+    {"partition_by", "--partition-by"}, {"rows_per_file", "--rows-per-file"}, {"shard", "--shard"},
+    {"out", "--out"}, {"target_file_bytes", "--target-file-size"}, {"row_group_bytes", "--row-group-size"},
+    {"retain_hours", "--retain"}, {"limit", "--limit"}, {"offset", "--offset"}, {"sort_by", "--sort-by"},
+};
+
+}  // namespace
+
 int Fail(const Status& s) {
-  std::fprintf(stderr, "stoke: error: %s\n", s.ToString().c_str());
+  std::fprintf(stderr, "stoke: error: %s\n", RenameParameters(s.ToString(), kParameterFlags).c_str());
   return kExitError;
 }
 

@@ -1,5 +1,6 @@
 #include "stoke/status.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -43,6 +44,29 @@ Status Status::WithContext(std::string_view context) const {
   m += ": ";
   m += message_;
   return Status(code_, std::move(m), retryable_);
+}
+
+std::string RenameParameters(std::string_view message,
+                             std::span<const std::pair<std::string_view, std::string_view>> names) {
+  std::string out;
+  out.reserve(message.size());
+  size_t at = 0;
+  while (at < message.size()) {
+    const size_t open = message.find('`', at);
+    const size_t close = open == std::string_view::npos ? open : message.find('`', open + 1);
+    if (close == std::string_view::npos) break;
+    const std::string_view name = message.substr(open + 1, close - open - 1);
+    const auto it = std::find_if(names.begin(), names.end(), [&](const auto& n) { return n.first == name; });
+    out.append(message.substr(at, open - at));
+    if (it != names.end()) {
+      out.append(it->second);
+    } else {
+      out.append(message.substr(open, close + 1 - open));
+    }
+    at = close + 1;
+  }
+  out.append(message.substr(std::min(at, message.size())));
+  return out;
 }
 
 }  // namespace stoke

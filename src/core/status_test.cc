@@ -25,6 +25,18 @@ Status Quarter(int v, int* out) {
   return Status::OK();
 }
 
+TEST(Status, FrontEndsRenameTheParametersMessagesName) {
+  constexpr std::pair<std::string_view, std::string_view> flags[] = {{"shard", "--shard"}, {"mode", "--mode"}};
+  EXPECT_EQ(RenameParameters("ingest: `shard` needs `mode` append", flags), "ingest: --shard needs --mode append");
+  // Unknown names keep their backquotes; text without them, or with an unpaired one, is kept whole.
+  EXPECT_EQ(RenameParameters("`where`: column 'x' (`mode`)", flags), "`where`: column 'x' (--mode)");
+  EXPECT_EQ(RenameParameters("no parameter here", flags), "no parameter here");
+  EXPECT_EQ(RenameParameters("a lone ` quote and `mode`", flags), "a lone ` quote and `mode`");
+  EXPECT_EQ(RenameParameters("`mode``mode`", flags), "--mode--mode");
+  EXPECT_EQ(RenameParameters("", flags), "");
+  EXPECT_EQ(RenameParameters("ends with `", flags), "ends with `");
+}
+
 TEST(Status, MacrosPropagateErrors) {
   int q = 0;
   EXPECT_TRUE(Quarter(8, &q).ok());

@@ -313,9 +313,9 @@ Status CatParquetFile(const std::string& path, const CatOptions& options, std::o
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(path));
   STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*where.storage, where.path));
   STOKE_ASSIGN_OR_RETURN(const std::vector<CatColumn> columns, CatColumns(*reader, options.columns));
-  if (options.offset < 0) return Status::InvalidArgument("cat: --offset must not be negative");
+  if (options.offset < 0) return Status::InvalidArgument("cat: `offset` must not be negative");
   if (options.limit < -1) {
-    return Status::InvalidArgument(fmt::format("cat: --limit must be -1 (all) or at least 0, got {}", options.limit));
+    return Status::InvalidArgument(fmt::format("cat: `limit` must be -1 (all) or at least 0, got {}", options.limit));
   }
   const int64_t begin = std::min(options.offset, reader->num_rows());
   const int64_t end = options.limit < 0 ? reader->num_rows() : std::min(reader->num_rows(), begin + options.limit);

@@ -14,9 +14,9 @@ namespace stoke {
 
 Result<ConvertReport> ConvertSources(const ConvertOptions& o) {
   if (o.source_dir.empty()) return Status::InvalidArgument("convert: a source directory or file is required");
-  if (o.out.empty()) return Status::InvalidArgument("convert: --out is required");
+  if (o.out.empty()) return Status::InvalidArgument("convert: `out` is required");
   if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0) {
-    return Status::InvalidArgument("convert: --target-file-size and --row-group-size must be positive");
+    return Status::InvalidArgument("convert: `target_file_bytes` and `row_group_bytes` must be positive");
   }
   WriterOptions wopts;
   STOKE_RETURN_IF_ERROR(SetCodecPolicy(o.codec, &wopts));

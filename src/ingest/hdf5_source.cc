@@ -94,7 +94,7 @@ Result<FileLayout> ReadLayout(const std::string& path, const std::vector<std::st
   for (const Hdf5Dataset& d : layout.datasets) {
     if (!d.dtype) {
       return Status::Unsupported(fmt::format("{}: dataset '{}' holds {}, which stoke does not read{}", path, d.name,
-                                             d.unsupported, selected.empty() ? " (select others with --dataset)" : ""));
+                                             d.unsupported, selected.empty() ? " (select others with `datasets`)" : ""));
     }
   }
   STOKE_ASSIGN_OR_RETURN(layout.attributes, file->RootAttributes());
@@ -208,7 +208,7 @@ Result<int64_t> CheckFile(const FileLayout& l, const std::vector<Hdf5Column>& co
   auto n = SharedFirstExtent(l);
   if (!n) {
     return Status::InvalidArgument(fmt::format("{}: the datasets' first extents differ ({}); with samples along axis 0 they "
-                                               "must agree (or use --hdf5-samples file)", path, FirstExtents(l)));
+                                               "must agree (or use `hdf5_samples` file)", path, FirstExtents(l)));
   }
   return *n;
 }
@@ -373,14 +373,14 @@ Status PlanHdf5(const SourceOptions& o, std::string_view what, SourceSet* set) {
   }
   Samples samples = Samples::kAxis0;
   if (o.hdf5_samples != "auto" && o.hdf5_samples != "axis0" && o.hdf5_samples != "file") {
-    return Status::InvalidArgument(fmt::format("{}: --hdf5-samples must be auto, axis0 or file, not '{}'", what, o.hdf5_samples));
+    return Status::InvalidArgument(fmt::format("{}: `hdf5_samples` must be auto, axis0 or file, not '{}'", what, o.hdf5_samples));
   }
   std::vector<std::string> selected;
   for (std::string name : o.datasets) {
     while (!name.empty() && name[0] == '/') name.erase(0, 1);
-    if (name.empty()) return Status::InvalidArgument(fmt::format("{}: --dataset needs a dataset name", what));
+    if (name.empty()) return Status::InvalidArgument(fmt::format("{}: `datasets` needs a dataset name", what));
     if (std::find(selected.begin(), selected.end(), name) != selected.end()) {
-      return Status::InvalidArgument(fmt::format("{}: --dataset '{}' is given twice", what, name));
+      return Status::InvalidArgument(fmt::format("{}: `datasets` '{}' is given twice", what, name));
     }
     selected.push_back(std::move(name));
   }
@@ -400,7 +400,7 @@ Status PlanHdf5(const SourceOptions& o, std::string_view what, SourceSet* set) {
   const std::optional<int64_t> shared = SharedFirstExtent(layouts[0]);
   if (o.hdf5_samples == "file" || (o.hdf5_samples == "auto" && !shared)) samples = Samples::kFile;
   if (samples == Samples::kAxis0 && !shared) {
-    return Status::InvalidArgument(fmt::format("{}: with --hdf5-samples axis0 the datasets' first extents must agree, but they "
+    return Status::InvalidArgument(fmt::format("{}: with `hdf5_samples` axis0 the datasets' first extents must agree, but they "
                                                "are {}", first_path, FirstExtents(layouts[0]).empty() ? "absent (all scalars)"
                                                                                                         : FirstExtents(layouts[0])));
   }
@@ -419,7 +419,7 @@ Status PlanHdf5(const SourceOptions& o, std::string_view what, SourceSet* set) {
   for (const Hdf5Column& c : columns) {
     if (std::find(taken.begin(), taken.end(), c.spec.name) != taken.end()) {
       return Status::InvalidArgument(fmt::format("{}: {} '{}' has the name of a column stoke writes ({}); select datasets "
-                                                 "with --dataset", first_path, c.from_attribute ? "attribute" : "dataset",
+                                                 "with `datasets`", first_path, c.from_attribute ? "attribute" : "dataset",
                                                  c.spec.name, fmt::join(taken, ", ")));
     }
     taken.push_back(c.spec.name);

@@ -47,7 +47,7 @@ Status ListTree(Storage& fs, const std::string& dir, const std::string& prefix, 
       if (forced) continue;
       return Status::InvalidArgument(fmt::format("{}: '{}{}' ({}) in a subdirectory of the source: below its top a source "
                                                  "holds images only (ImageFolder class directories); {} files are read at "
-                                                 "the top of the directory given (give '{}' as the source, or --format "
+                                                 "the top of the directory given (give '{}' as the source, or `format` "
                                                  "images to skip them)", what, prefix, e.name, SourceKindName(*kind),
                                                  SourceKindName(*kind), dir));
     }
@@ -198,7 +198,7 @@ Status PlanImages(const SourceOptions& o, std::string_view what, SourceSet* set)
     if (size.size() != 2 || size[0] < 1 || size[1] < 1 || size[0] > 65535 || size[1] > 65535) {
       std::string got;
       for (int64_t v : size) got += (got.empty() ? "" : "x") + std::to_string(v);
-      return Status::InvalidArgument(fmt::format("{}: --decode needs HEIGHTxWIDTH (or one size for both) within 1..65535, "
+      return Status::InvalidArgument(fmt::format("{}: `decode` needs HEIGHTxWIDTH (or one size for both) within 1..65535, "
                                                  "got '{}'", what, got));
     }
     // Decoded: a [height, width, 3] uint8 tensor column (the loader's image transforms take it as

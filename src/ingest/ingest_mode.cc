@@ -8,7 +8,7 @@ namespace stoke {
 Result<IngestMode> ParseIngestMode(std::string_view name) {
   if (name == "append") return IngestMode::kAppend;
   if (name == "overwrite") return IngestMode::kOverwrite;
-  return Status::InvalidArgument(fmt::format("ingest: --mode must be append or overwrite, not '{}'", name));
+  return Status::InvalidArgument(fmt::format("ingest: `mode` must be append or overwrite, not '{}'", name));
 }
 
 std::string_view IngestModeName(IngestMode mode) {
@@ -24,7 +24,7 @@ Result<OnChanged> ParseOnChanged(std::string_view name) {
   if (name == "append") return OnChanged::kAppend;
   if (name == "error") return OnChanged::kError;
   return Status::InvalidArgument(
-      fmt::format("ingest: --on-changed (Python: on_changed) must be skip, append or error, not '{}'", name));
+      fmt::format("ingest: `on_changed` must be skip, append or error, not '{}'", name));
 }
 
 std::string_view OnChangedName(OnChanged on_changed) {

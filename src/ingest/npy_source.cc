@@ -113,7 +113,7 @@ Status PlanNpy(const SourceOptions& o, std::string_view what, SourceSet* set) {
     if (std::any_of(taken.begin(), taken.end(), [&](const std::string& t) { return EqualsIgnoringAsciiCase(t, name); })) {
       return Status::InvalidArgument(fmt::format("{}: array '{}' would be a column named like stoke's own '{}' column "
                                                  "(rename it{})", set->FilePath(0), name, name,
-                                                 npz ? " in the archives" : " with --tensor-column"));
+                                                 npz ? " in the archives" : " with `tensor_column`"));
     }
   }
   std::vector<ColumnSpec> own;

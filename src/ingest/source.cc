@@ -121,13 +121,13 @@ Result<SourceKind> KindFromName(std::string_view what, std::string_view name) {
   if (name == "npz") return SourceKind::kNpz;
   if (name == "hdf5") return SourceKind::kHdf5;
   if (name == "images") return SourceKind::kImages;
-  return Status::InvalidArgument(fmt::format("{}: --format must be npy, npz, hdf5 or images, not '{}'", what, name));
+  return Status::InvalidArgument(fmt::format("{}: `format` must be npy, npz, hdf5 or images, not '{}'", what, name));
 }
 
 Status MixedKinds(std::string_view what, const std::string& where, const std::string& a, SourceKind ka, const std::string& b,
                   SourceKind kb) {
   return Status::InvalidArgument(fmt::format("{}: '{}' mixes source kinds: '{}' ({}) and '{}' ({}); use one kind per "
-                                             "source (or --format to pick one)",
+                                             "source (or `format` to pick one)",
                                              what, where, a, SourceKindName(ka), b, SourceKindName(kb)));
 }
 
@@ -410,12 +410,12 @@ Result<std::string> SourceRootLocation(const std::string& source, const std::str
 // --hdf5-samples).
 Status CheckKindOptions(const SourceOptions& o, std::string_view what, SourceKind kind) {
   if (!o.decode_images.empty() && kind != SourceKind::kImages) {
-    return Status::InvalidArgument(fmt::format("{}: --decode applies to image sources; '{}' holds {} files", what,
+    return Status::InvalidArgument(fmt::format("{}: `decode` applies to image sources; '{}' holds {} files", what,
                                                o.source, SourceKindName(kind)));
   }
   if (kind != SourceKind::kHdf5 && (!o.datasets.empty() || o.hdf5_samples != "auto")) {
     return Status::InvalidArgument(fmt::format("{}: {} applies to HDF5 sources; '{}' holds {} files", what,
-                                               o.datasets.empty() ? "--hdf5-samples" : "--dataset", o.source,
+                                               o.datasets.empty() ? "`hdf5_samples`" : "`datasets`", o.source,
                                                SourceKindName(kind)));
   }
   return Status::OK();
@@ -455,7 +455,7 @@ Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
     auto kind = forced ? forced : SourceKindOfFileName(stat->name);
     if (!kind) {
       return Status::InvalidArgument(fmt::format("{}: '{}' is not a .npy, .npz, .h5, .hdf5, .jpg, .jpeg or .png file "
-                                                 "(or give --format)", what, o.source));
+                                                 "(or give `format`)", what, o.source));
     }
     set.kind = *kind;
     set.root = ParentPath(where.path);

@@ -104,12 +104,12 @@ TEST_F(SourceTest, Hdf5OptionsOnOtherSourcesAreRefused) {
   o.datasets = {"x"};
   auto s = PlanSources(o, "ingest");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("--dataset applies to HDF5 sources"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("`datasets` applies to HDF5 sources"), std::string::npos) << s.status().message();
   o.datasets.clear();
   o.hdf5_samples = "file";
   s = PlanSources(o, "ingest");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("--hdf5-samples applies to HDF5 sources"), std::string::npos)
+  EXPECT_NE(s.status().message().find("`hdf5_samples` applies to HDF5 sources"), std::string::npos)
       << s.status().message();
 }
 

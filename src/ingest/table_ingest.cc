@@ -53,7 +53,7 @@ Status CheckAppendSchema(const std::vector<ColumnSpec>& table, const std::vector
                          const std::string& table_dir, const std::string& first_file) {
   auto mismatch = [&](const std::string& what) {
     return Status::InvalidArgument(fmt::format("ingest: schema mismatch between table '{}' and source file '{}': {} (use "
-                                               "--mode overwrite to replace the table)", table_dir, first_file, what));
+                                               "`mode` overwrite to replace the table)", table_dir, first_file, what));
   };
   if (table.size() != source.size()) {
     std::vector<std::string> a, b;
@@ -456,7 +456,7 @@ Result<PartitionColumn> ChoosePartitionColumn(const IngestOptions& o, const Tabl
     std::string table_partition = pc.empty() ? "" : pc[0];
     if (partition.name.empty()) partition.name = table_partition;
     if (partition.name != table_partition) {
-      return Status::InvalidArgument(fmt::format("ingest: table '{}' is {}; --partition-by '{}' does not match", o.table_dir,
+      return Status::InvalidArgument(fmt::format("ingest: table '{}' is {}; `partition_by` '{}' does not match", o.table_dir,
                                                  table_partition.empty() ? "not partitioned" : "partitioned by '" + table_partition + "'",
                                                  partition.name));
     }
@@ -468,7 +468,7 @@ Result<PartitionColumn> ChoosePartitionColumn(const IngestOptions& o, const Tabl
     if (sources.labels[l].spec.name == partition.name) partition.label = l;
   }
   if (!partition.label) {
-    return Status::InvalidArgument(fmt::format("ingest: --partition-by '{}' is not a labels column (labels: {})", partition.name,
+    return Status::InvalidArgument(fmt::format("ingest: `partition_by` '{}' is not a labels column (labels: {})", partition.name,
                                                names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
   }
   return partition;
@@ -508,8 +508,8 @@ Status RefuseChangedFiles(const IngestOptions& o, const IngestReport& report) {
   }
   if (report.changed > 10) list += fmt::format("\n  and {} more", report.changed - 10);
   return Status::InvalidArgument(fmt::format(
-      "ingest into '{}': {} source file{} changed since {} ingested (--on-changed error); nothing was written:{}\n"
-      "(--on-changed append adds the new versions, --on-changed skip leaves them out)",
+      "ingest into '{}': {} source file{} changed since {} ingested (`on_changed` error); nothing was written:{}\n"
+      "(`on_changed` append adds the new versions, `on_changed` skip leaves them out)",
       o.table_dir, report.changed, report.changed == 1 ? "" : "s", report.changed == 1 ? "it was" : "they were", list));
 }
 
@@ -799,16 +799,16 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, SourceSet& planned, c
 // Ingests into o.table_dir (IngestSources, without the clean-up of a directory it created).
 Result<IngestReport> IngestInto(const IngestOptions& o) {
   if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0 || o.rows_per_file < 0) {
-    return Status::InvalidArgument("ingest: sizes and --rows-per-file must be positive");
+    return Status::InvalidArgument("ingest: sizes and `rows_per_file` must be positive");
   }
   WriterOptions wopts;
   STOKE_RETURN_IF_ERROR(SetCodecPolicy(o.codec, &wopts));
   wopts.compression_level = o.compression_level;
   if (o.shard_count < 1 || o.shard_index < 0 || o.shard_index >= o.shard_count) {
-    return Status::InvalidArgument(fmt::format("ingest: --shard {}/{}: needs 0 <= index < count", o.shard_index, o.shard_count));
+    return Status::InvalidArgument(fmt::format("ingest: `shard` {}/{}: needs 0 <= index < count", o.shard_index, o.shard_count));
   }
   if (o.shard_count > 1 && o.mode != IngestMode::kAppend) {
-    return Status::InvalidArgument("ingest: --shard needs --mode append (an overwrite cannot be split between processes)");
+    return Status::InvalidArgument("ingest: `shard` needs `mode` append (an overwrite cannot be split between processes)");
   }
   SourceOptions plan_options = SourceOptionsOf(o);
   plan_options.record_locations = true;
@@ -841,7 +841,7 @@ Result<IngestReport> IngestInto(const IngestOptions& o) {
 }  // namespace
 
 Result<IngestReport> IngestSources(const IngestOptions& o) {
-  if (o.table_dir.empty()) return Status::InvalidArgument("ingest: --table is required");
+  if (o.table_dir.empty()) return Status::InvalidArgument("ingest: `table_dir` is required");
   // A local table directory this call creates and then fails to fill goes again (when it is still
   // empty: never another writer's files), so that no "table" without a log is left behind.
   auto location = ParseStorageUri(o.table_dir);

@@ -641,7 +641,7 @@ TEST(IngestModeNames, ReadBackAndAnUnknownNameSaysWhatIsExpected) {
   auto bad = ParseIngestMode("upsert");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(bad.status().message(), "ingest: --mode must be append or overwrite, not 'upsert'");
+  EXPECT_EQ(bad.status().message(), "ingest: `mode` must be append or overwrite, not 'upsert'");
 }
 
 }  // namespace

@@ -473,7 +473,7 @@ Status CheckSortColumn(const TableView& t, const std::string& sort_by) {
   if (sort_by.empty()) return Status::OK();
   auto it = std::find_if(t.columns.begin(), t.columns.end(), [&](const ColumnSpec& c) { return c.name == sort_by; });
   if (it == t.columns.end() || it->paged() || t.IsPartitionColumn(sort_by)) {
-    return Status::InvalidArgument(fmt::format("optimize: --sort-by '{}' must be a scalar, non-partition column of the table",
+    return Status::InvalidArgument(fmt::format("optimize: `sort_by` '{}' must be a scalar, non-partition column of the table",
                                                sort_by));
   }
   return Status::OK();
@@ -699,7 +699,7 @@ Status CheckRewritableColumns(const TableView& t, const std::string& table) {
 
 Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   if (o.target_file_bytes <= 0 || o.row_group_bytes <= 0) {
-    return Status::InvalidArgument("optimize: --target-file-size and --row-group-size must be positive");
+    return Status::InvalidArgument("optimize: `target_file_bytes` and `row_group_bytes` must be positive");
   }
   Stopwatch watch;
   STOKE_ASSIGN_OR_RETURN(TableView t, OpenTableView(o.table_dir));

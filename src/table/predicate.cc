@@ -195,7 +195,7 @@ Status EvaluateNode(const Node& n, const std::map<std::string, const ColumnValue
       // Evaluate checked every referenced column is present and well-formed.
       auto it = columns.find(n.column);
       if (it == columns.end() || it->second == nullptr) {
-        return Status::Internal(fmt::format("--where: column '{}' vanished during Evaluate", n.column));
+        return Status::Internal(fmt::format("`where`: column '{}' vanished during Evaluate", n.column));
       }
       return EvaluateLeaf(n, *it->second, num_rows, out);
     }
@@ -330,7 +330,7 @@ Result<Value> BindLogicalLiteral(const ColumnSpec& spec, const Value& lit, const
   using LiteralKind = PredicateNode::LiteralKind;
   if (lit.v.index() == 0) return lit;  // NULL
   auto refuse = [&](std::string_view why) {
-    return Status::InvalidArgument(fmt::format("--where: column '{}' is {}; it cannot be compared with {}{}", spec.name,
+    return Status::InvalidArgument(fmt::format("`where`: column '{}' is {}; it cannot be compared with {}{}", spec.name,
                                                SparkTypeName(spec), LiteralText(lit, src), why));
   };
   const auto* text = std::get_if<std::string>(&lit.v);
@@ -375,7 +375,7 @@ Result<ValueClass> ColumnClass(const ColumnSpec& spec, const std::string& column
       [[fallthrough]];
     default:
       return Status::InvalidArgument(fmt::format(
-          "--where: column '{}' is {} without a STRING annotation; --where cannot compare it", column,
+          "`where`: column '{}' is {} without a STRING annotation; `where` cannot compare it", column,
           parquet::TypeName(spec.type)));
   }
 }
@@ -393,7 +393,7 @@ Status BindLeafLiterals(const Node& n, const ColumnSpec& spec, Node* bound) {
     ValueClass c = ClassOf(n.literals[i]);
     if (n.sources[i].kind != PredicateNode::LiteralKind::kPlain ||
         (c != ValueClass::kNull && c != column_class)) {
-      return Status::InvalidArgument(fmt::format("--where: column '{}' is {}{}; it cannot be compared with {}",
+      return Status::InvalidArgument(fmt::format("`where`: column '{}' is {}{}; it cannot be compared with {}",
                                                  n.column, parquet::TypeName(spec.type),
                                                  spec.is_string ? " (STRING)" : "",
                                                  LiteralText(n.literals[i], n.sources[i])));
@@ -428,12 +428,12 @@ Result<std::unique_ptr<Node>> BindNode(const Node& n, const std::map<std::string
       names += schema[i].name;
     }
     if (schema.size() > kMaxListed) names += fmt::format(", ... ({} in all)", schema.size());
-    return Status::InvalidArgument(fmt::format("--where: unknown column '{}' (columns: {})", n.column, names));
+    return Status::InvalidArgument(fmt::format("`where`: unknown column '{}' (columns: {})", n.column, names));
   }
   const ColumnSpec& spec = *it->second;
   if (n.kind == Kind::kIsNull) return bound;  // any column, tensors included, may be null
   if (spec.paged() || spec.nested()) {
-    return Status::InvalidArgument(fmt::format("--where: column '{}' holds {}; --where compares scalar columns only",
+    return Status::InvalidArgument(fmt::format("`where`: column '{}' holds {}; `where` compares scalar columns only",
                                                n.column, spec.tensor ? "tensors" : spec.blob ? "blobs" : SparkTypeName(spec) + "s"));
   }
   STOKE_RETURN_IF_ERROR(BindLeafLiterals(n, spec, bound.get()));
@@ -447,7 +447,7 @@ Result<std::unique_ptr<Node>> BindNode(const Node& n, const std::map<std::string
 Result<Predicate> Predicate::Parse(std::string_view text) {
   if (text.size() > kMaxTextBytes) {
     return Status::InvalidArgument(
-        fmt::format("--where: the predicate is {} bytes; the limit is {}", text.size(), kMaxTextBytes));
+        fmt::format("`where`: the predicate is {} bytes; the limit is {}", text.size(), kMaxTextBytes));
   }
   std::vector<std::string> columns;
   STOKE_ASSIGN_OR_RETURN(std::unique_ptr<Node> root, predicate::ParseTree(text, &columns));
@@ -457,7 +457,7 @@ Result<Predicate> Predicate::Parse(std::string_view text) {
   size_t canonical = p.ToString().size();
   if (canonical > kMaxTextBytes) {
     return Status::InvalidArgument(fmt::format(
-        "--where: the predicate's canonical form is {} bytes; the limit is {}", canonical, kMaxTextBytes));
+        "`where`: the predicate's canonical form is {} bytes; the limit is {}", canonical, kMaxTextBytes));
   }
   return p;
 }
@@ -481,22 +481,22 @@ Status Predicate::Bind(const std::vector<ColumnSpec>& schema) {
 
 Status Predicate::Evaluate(const std::map<std::string, const ColumnValues*>& columns, size_t num_rows,
                            std::vector<uint8_t>* keep) const {
-  if (!bound_) return Status::Internal("--where: Predicate::Evaluate called before a successful Bind");
+  if (!bound_) return Status::Internal("`where`: Predicate::Evaluate called before a successful Bind");
   for (const std::string& name : columns_) {
     auto it = columns.find(name);
     if (it == columns.end() || it->second == nullptr) {
-      return Status::InvalidArgument(fmt::format("--where: column '{}' was not provided", name));
+      return Status::InvalidArgument(fmt::format("`where`: column '{}' was not provided", name));
     }
     const ColumnValues& col = *it->second;
     if (col.num_rows() != num_rows) {
       return Status::InvalidArgument(
-          fmt::format("--where: column '{}' has {} rows, expected {}", name, col.num_rows(), num_rows));
+          fmt::format("`where`: column '{}' has {} rows, expected {}", name, col.num_rows(), num_rows));
     }
     if (!col.defined.empty()) {
       size_t present = static_cast<size_t>(std::count_if(col.defined.begin(), col.defined.end(),
                                                          [](uint8_t d) { return d != 0; }));
       if (present != col.num_values()) {
-        return Status::InvalidArgument(fmt::format("--where: column '{}' marks {} rows present but has {} values",
+        return Status::InvalidArgument(fmt::format("`where`: column '{}' marks {} rows present but has {} values",
                                                    name, present, col.num_values()));
       }
     }

@@ -49,10 +49,10 @@ class Parser {
 
  private:
   Status Error(size_t offset, std::string_view what) const {
-    return Status::InvalidArgument(fmt::format("--where: offset {}: {}", offset, what));
+    return Status::InvalidArgument(fmt::format("`where`: offset {}: {}", offset, what));
   }
   Status Unsupported(size_t offset, std::string_view what) const {
-    return Status::Unsupported(fmt::format("--where: offset {}: {}", offset, what));
+    return Status::Unsupported(fmt::format("`where`: offset {}: {}", offset, what));
   }
 
   static std::string Describe(const Token& t) {

@@ -162,7 +162,7 @@ void ExpectError(std::string_view text, StatusCode code, std::string_view messag
 TEST(PredicateParse, ErrorsNameTheOffsetAndWhatWasExpected) {
   const auto kInvalid = StatusCode::kInvalidArgument;
   ExpectError("label = 1 AND x < ", kInvalid,
-              "--where: offset 18: expected a value after '<', found end of input");
+              "`where`: offset 18: expected a value after '<', found end of input");
   ExpectError("x = 'abc", kInvalid, "offset 4: unterminated string literal");
   ExpectError("\"abc = 1", kInvalid, "offset 0: unterminated quoted column name");
   ExpectError("\"\" = 1", kInvalid, "offset 0: empty quoted column name");
@@ -261,7 +261,7 @@ Status BindText(std::string_view text, const std::vector<ColumnSpec>& schema) {
 TEST(PredicateBind, UnknownColumnListsTheSchema) {
   Status s = BindText("lable = 1", Schema());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), "--where: unknown column 'lable' (columns: id, file, label, x, y)");
+  EXPECT_EQ(s.message(), "`where`: unknown column 'lable' (columns: id, file, label, x, y)");
 }
 
 TEST(PredicateBind, ChecksLiteralTypesAgainstColumnTypes) {

@@ -24,7 +24,7 @@ struct Scan {
 };
 
 Result<Scan> PrepareScan(const QueryOptions& o) {
-  if (o.limit < -1) return Status::InvalidArgument(fmt::format("query: --limit must be -1 (all) or at least 0, got {}", o.limit));
+  if (o.limit < -1) return Status::InvalidArgument(fmt::format("query: `limit` must be -1 (all) or at least 0, got {}", o.limit));
   Scan s;
   STOKE_ASSIGN_OR_RETURN(s.t, OpenTableView(o.table_dir, o.version));
   const auto& columns = s.t.columns;

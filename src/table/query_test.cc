@@ -130,7 +130,7 @@ TEST(Query, ColumnsHoldTheRowsQueryPrints) {
   EXPECT_EQ(last, 29);
 
   q.limit = -5;  // only -1 means all
-  EXPECT_NE(QueryTableColumns(q).status().message().find("--limit must be -1 (all) or at least 0"), std::string::npos);
+  EXPECT_NE(QueryTableColumns(q).status().message().find("`limit` must be -1 (all) or at least 0"), std::string::npos);
   q.limit = -1;
   q.where = "id > 1000";
   r = QueryTableColumns(q);
@@ -452,7 +452,7 @@ TEST(Query, StructsArraysAndMapsPrintAsJsonAndReadAsColumns) {
   q.select = {"s"};
   EXPECT_EQ(QueryText(q), "s\n\"{\"\"b\"\":\"\"x\"\",\"\"a\"\":7}\"\n\n");
   q.where = "s = 1";
-  EXPECT_NE(QueryText(q).find("column 's' holds structs; --where compares scalar columns only"), std::string::npos);
+  EXPECT_NE(QueryText(q).find("column 's' holds structs; `where` compares scalar columns only"), std::string::npos);
   q.where = "s IS NULL";
   q.select = {"id"};
   EXPECT_EQ(QueryText(q), "id\n2\n");

@@ -138,7 +138,7 @@ Status DeleteFiles(Storage& fs, const std::string& dir, const std::vector<std::s
 
 Result<VacuumReport> VacuumTable(const VacuumOptions& o) {
   if (!(o.retain_hours >= 0) || std::isinf(o.retain_hours)) {  // NaN fails the comparison
-    return Status::InvalidArgument(fmt::format("vacuum: --retain must be a non-negative number of hours, got {}",
+    return Status::InvalidArgument(fmt::format("vacuum: `retain_hours` must be a non-negative number of hours, got {}",
                                                o.retain_hours));
   }
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
