@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "stoke/codec.h"
+#include "stoke/source_format.h"
 #include "stoke/status.h"
 
 namespace stoke {
@@ -48,12 +49,9 @@ struct IngestOptions {
   IngestMode mode = IngestMode::kAppend;  // default append
   OnChanged on_changed = OnChanged::kSkip;  // default skip: appending, a source file changed since it was ingested
   std::string tensor_column = "data";     // default "data": the column name for .npy arrays
-  // Default "" (detected from the file names); or npy, npz, hdf5, images.
-  std::string format;
+  SourceFormat format = SourceFormat::kAuto;  // default kAuto: detected from the file names
   std::vector<std::string> datasets;      // HDF5: the datasets to ingest (default, empty: all)
-  // HDF5: "auto" (N samples along axis 0 when the first file's datasets share their first extent N,
-  // else one sample per file), "axis0" or "file". See docs/format.md.
-  std::string hdf5_samples = "auto";
+  Hdf5Samples hdf5_samples = Hdf5Samples::kAuto;  // HDF5: default kAuto (see Hdf5Samples, docs/format.md)
   // Images: {} (the default) stores each image's encoded bytes; {height, width} decodes each to RGB
   // and stores it resized to exactly that size (PIL's antialiased bilinear, as torchvision's
   // Resize((height, width))) as a [height, width, 3] uint8 tensor, for users who trade disk for CPU.

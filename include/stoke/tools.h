@@ -11,6 +11,7 @@
 
 #include "stoke/codec.h"
 #include "stoke/row_format.h"
+#include "stoke/source_format.h"
 #include "stoke/status.h"
 
 namespace stoke {
@@ -62,9 +63,9 @@ struct ConvertOptions {
   std::string labels_csv;                 // default none: a CSV with a `file` column joined on the file's path relative to the source
   std::string out;                        // required: a directory (part files) or one path ending in .parquet
   std::string tensor_column = "data";     // default "data": the column name for .npy arrays (.npz use their member names)
-  std::string format;                     // default "": detected from the file names; or npy, npz, hdf5, images
+  SourceFormat format = SourceFormat::kAuto;  // default kAuto: detected from the file names
   std::vector<std::string> datasets;      // HDF5: the datasets to convert (default, empty: all)
-  std::string hdf5_samples = "auto";      // HDF5: auto, axis0 or file (as IngestOptions::hdf5_samples)
+  Hdf5Samples hdf5_samples = Hdf5Samples::kAuto;  // HDF5: default kAuto (as IngestOptions::hdf5_samples)
   std::vector<int64_t> decode_images;     // images: {} encoded bytes, or {height, width} (as IngestOptions)
   Codec codec = Codec::kAuto;             // default kAuto (as IngestOptions::codec)
   int compression_level = 0;              // default 0: the codec's default level

@@ -48,9 +48,9 @@ py::dict Ingest(const std::string& source_dir, const std::string& table_dir, con
   o.partition_by = partition_by;
   o.threads = threads;
   o.progress = progress;
-  o.format = format;
+  o.format = Parsed(stoke::ParseSourceFormat(format));
   o.datasets = datasets;
-  o.hdf5_samples = hdf5_samples;
+  o.hdf5_samples = Parsed(stoke::ParseHdf5Samples(hdf5_samples));
   o.decode_images = decode;
   const stoke::IngestReport r = RunTool([&] { return stoke::IngestSources(o); });
   py::dict d;
@@ -277,8 +277,8 @@ py::dict IngestDefaults() {
   out["partition_by"] = d.partition_by;
   out["threads"] = d.threads;
   out["progress"] = d.progress;
-  out["format"] = d.format;
-  out["hdf5_samples"] = d.hdf5_samples;
+  out["format"] = std::string(stoke::SourceFormatName(d.format));
+  out["hdf5_samples"] = std::string(stoke::Hdf5SamplesName(d.hdf5_samples));
   return out;
 }
 
@@ -294,7 +294,8 @@ void BindTableTools(py::module_& m) {
         py::arg("target_file_bytes") = d.target_file_bytes, py::arg("row_group_bytes") = d.row_group_bytes,
         py::arg("rows_per_file") = d.rows_per_file, py::arg("partition_by") = d.partition_by,
         py::arg("threads") = d.threads, py::arg("progress") = d.progress, py::arg("shard") = py::none(),
-        py::arg("format") = d.format, py::arg("datasets") = d.datasets, py::arg("hdf5_samples") = d.hdf5_samples,
+        py::arg("format") = std::string(stoke::SourceFormatName(d.format)), py::arg("datasets") = d.datasets,
+        py::arg("hdf5_samples") = std::string(stoke::Hdf5SamplesName(d.hdf5_samples)),
         py::arg("decode") = d.decode_images, py::arg("on_changed") = std::string(stoke::OnChangedName(d.on_changed)));
   m.def("ingest_defaults", &IngestDefaults, "IngestOptions' defaults, keyed as stoke.ingest's keywords.");
   m.def("optimize", &Optimize, py::arg("table_dir"), py::kw_only(), py::arg("target_file_bytes") = int64_t{1} << 30,

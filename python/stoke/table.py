@@ -159,7 +159,7 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
     """Ingest the source files at `source` (a directory or one file) into the table at `table`
     (created when missing), as `stoke ingest`.
 
-    Sources, by file name (or `format`: "npy", "npz", "hdf5", "images"; kinds cannot be mixed):
+    Sources, by file name (or `format`: "auto", the default, or "npy", "npz", "hdf5", "images"; kinds cannot be mixed):
     .npy/.npz files (one sample each; a .npy array becomes column `tensor_column`, .npz members
     their own columns), HDF5 files .h5/.hdf5 (local only: datasets become columns, root attributes
     scalar columns; `datasets` selects datasets; `hdf5_samples`: "axis0" reads N samples along axis 0

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "stoke/codec.h"
 #include "stoke/ingest.h"
+#include "stoke/source_format.h"
 #include "stoke/tools.h"
 
 namespace stoke::cli {
@@ -28,9 +29,23 @@ constexpr const char* kHdf5SamplesHelp =
     "columns, rank >= 2 tensor columns of shape dims[1:], plus an `index` column), file (a file is one sample: each "
     "dataset a tensor column of its full shape, rank-0 datasets scalar columns), or auto (axis0 when the first "
     "file's datasets of rank >= 1 share their first extent, else file)";
+constexpr const char* kFormatHelp =
+    "Source kind: auto (detected from the file names), or npy, npz, hdf5 or images to force one";
 constexpr const char* kCodecHelp =
     "Page codec: auto (per column chunk, zstd where it saves at least 10 % of the bytes, else uncompressed), "
     "or one of zstd, lz4_raw, snappy, gzip, uncompressed for every chunk";
+
+// --format and --hdf5-samples as typed, parsed by the library's one parser of each.
+struct SourceNames {
+  SourceNames(SourceFormat f, Hdf5Samples h) : format(SourceFormatName(f)), hdf5_samples(Hdf5SamplesName(h)) {}
+  Status Parse(SourceFormat* f, Hdf5Samples* h) const {
+    STOKE_ASSIGN_OR_RETURN(*f, ParseSourceFormat(format));
+    STOKE_ASSIGN_OR_RETURN(*h, ParseHdf5Samples(hdf5_samples));
+    return Status::OK();
+  }
+  std::string format;
+  std::string hdf5_samples;
+};
 
 // --decode: "224" (224 x 224) or HEIGHTxWIDTH ("224x160", or "224,160").
 std::vector<int64_t> ParseDecodeSize(const std::string& s) {
@@ -119,6 +134,7 @@ void AddConvert(CLI::App& app, const Context& ctx, std::vector<Command>* out) {
     ConvertOptions co;
     std::string co_decode;
     std::string co_codec = std::string(CodecName(ConvertOptions{}.codec));
+    SourceNames names{ConvertOptions{}.format, ConvertOptions{}.hdf5_samples};
   };
   auto s = std::make_shared<State>();
   auto& co = s->co;
@@ -133,13 +149,10 @@ void AddConvert(CLI::App& app, const Context& ctx, std::vector<Command>* out) {
   npy->add_option("src", co.source_dir, "Source directory or file (a path or a URI prefix)")->required();
   npy->add_option("--labels", co.labels_csv,
                   "CSV with a 'file' column (the file's path relative to the source) and label/attribute columns");
-  npy->add_option("--format", co.format, "Force the source kind instead of detecting it from the file names")
-      ->check(CLI::IsMember({"npy", "npz", "hdf5", "images"}));
+  npy->add_option("--format", s->names.format, kFormatHelp)->capture_default_str();
   npy->add_option("--dataset", co.datasets, "HDF5: a dataset to convert (repeatable; default: all)");
   npy->add_option("--decode", co_decode, kDecodeHelp);
-  npy->add_option("--hdf5-samples", co.hdf5_samples, kHdf5SamplesHelp)
-      ->check(CLI::IsMember({"auto", "axis0", "file"}))
-      ->capture_default_str();
+  npy->add_option("--hdf5-samples", s->names.hdf5_samples, kHdf5SamplesHelp)->capture_default_str();
   npy->add_option("--out", co.out, "Output directory (or URI prefix) for part files, or one FILE.parquet")->required();
   npy->add_option("--tensor-column", co.tensor_column, "Column name for .npy arrays (.npz members keep their names)")
       ->capture_default_str();
@@ -165,6 +178,7 @@ void AddConvert(CLI::App& app, const Context& ctx, std::vector<Command>* out) {
     auto codec = ParseCodec(s->co_codec);
     if (!codec.ok()) return Fail(codec.status());
     co.codec = *codec;
+    if (Status st = s->names.Parse(&co.format, &co.hdf5_samples); !st.ok()) return Fail(st);
     auto r = ConvertSources(co);
     if (!r.ok()) return Fail(r.status());
     std::printf("convert: %lld files (%s) -> %zu Parquet file%s (%s), %lld rows, in %.2f s (%.1f MB/s)\n",
@@ -183,6 +197,7 @@ struct IngestState {
   std::string ig_mode = std::string(IngestModeName(IngestOptions{}.mode));
   std::string ig_codec = std::string(CodecName(IngestOptions{}.codec));
   std::string on_changed = std::string(OnChangedName(IngestOptions{}.on_changed));
+  SourceNames names{IngestOptions{}.format, IngestOptions{}.hdf5_samples};
   std::string shard;
 };
 
@@ -196,13 +211,10 @@ CLI::App* AddIngestOptions(CLI::App& app, IngestState* s) {
   ingest->add_option("--table", ig.table_dir, kTableHelp)->required();
   ingest->add_option("--labels", ig.labels_csv,
                      "CSV with a 'file' column (the file's path relative to the source) and label/attribute columns");
-  ingest->add_option("--format", ig.format, "Force the source kind instead of detecting it from the file names")
-      ->check(CLI::IsMember({"npy", "npz", "hdf5", "images"}));
+  ingest->add_option("--format", s->names.format, kFormatHelp)->capture_default_str();
   ingest->add_option("--dataset", ig.datasets, "HDF5: a dataset to ingest (repeatable; default: all)");
   ingest->add_option("--decode", ig_decode, kDecodeHelp);
-  ingest->add_option("--hdf5-samples", ig.hdf5_samples, kHdf5SamplesHelp)
-      ->check(CLI::IsMember({"auto", "axis0", "file"}))
-      ->capture_default_str();
+  ingest->add_option("--hdf5-samples", s->names.hdf5_samples, kHdf5SamplesHelp)->capture_default_str();
   ingest->add_option("--mode", s->ig_mode,
                      "append (adds the files not yet in the table, all samples of a file at once; re-running resumes) or "
                      "overwrite. A file is in the table when a row records its location (absolute path or URI) and "
@@ -277,6 +289,7 @@ int RunIngest(IngestState* s, const Context& ctx) {
   auto on_changed = ParseOnChanged(s->on_changed);
   if (!on_changed.ok()) return Fail(on_changed.status());
   ig.on_changed = *on_changed;
+  if (Status st = s->names.Parse(&ig.format, &ig.hdf5_samples); !st.ok()) return Fail(st);
   if (!shard.empty()) {
     long long i = 0, n = 1;
     std::sscanf(shard.c_str(), "%lld/%lld", &i, &n);

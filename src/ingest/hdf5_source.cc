@@ -372,9 +372,6 @@ Status PlanHdf5(const SourceOptions& o, std::string_view what, SourceSet* set) {
                                            what, o.source));
   }
   Samples samples = Samples::kAxis0;
-  if (o.hdf5_samples != "auto" && o.hdf5_samples != "axis0" && o.hdf5_samples != "file") {
-    return Status::InvalidArgument(fmt::format("{}: `hdf5_samples` must be auto, axis0 or file, not '{}'", what, o.hdf5_samples));
-  }
   std::vector<std::string> selected;
   for (std::string name : o.datasets) {
     while (!name.empty() && name[0] == '/') name.erase(0, 1);
@@ -398,7 +395,7 @@ Status PlanHdf5(const SourceOptions& o, std::string_view what, SourceSet* set) {
   }
   const std::string first_path = set->FilePath(0);
   const std::optional<int64_t> shared = SharedFirstExtent(layouts[0]);
-  if (o.hdf5_samples == "file" || (o.hdf5_samples == "auto" && !shared)) samples = Samples::kFile;
+  if (o.hdf5_samples == Hdf5Samples::kFile || (o.hdf5_samples == Hdf5Samples::kAuto && !shared)) samples = Samples::kFile;
   if (samples == Samples::kAxis0 && !shared) {
     return Status::InvalidArgument(fmt::format("{}: with `hdf5_samples` axis0 the datasets' first extents must agree, but they "
                                                "are {}", first_path, FirstExtents(layouts[0]).empty() ? "absent (all scalars)"

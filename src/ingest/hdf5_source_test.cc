@@ -181,7 +181,7 @@ TEST_F(Hdf5IngestTest, OneSamplePerFileWhenAsked) {
   WriteFile(0, 3, 2);
   WriteFile(1, 3, 0);
   IngestOptions o = Options();
-  o.hdf5_samples = "file";
+  o.hdf5_samples = Hdf5Samples::kFile;
   o.datasets = {"images", "weight"};
   auto r = IngestSources(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();

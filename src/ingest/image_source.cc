@@ -135,7 +135,7 @@ class ImageReader final : public SourceReader {
 
 Status ListImages(const SourceOptions& o, std::string_view what, SourceSet* set) {
   Storage& fs = *set->storage;
-  const bool forced = o.format == "images";
+  const bool forced = o.format == SourceFormat::kImages;
   if (!o.labels_csv.empty()) return ListTree(fs, set->root, "", forced, what, &set->files);
   STOKE_ASSIGN_OR_RETURN(auto entries, fs.List(set->root));
   size_t top_level_images = 0;

@@ -336,7 +336,7 @@ TEST_F(ImageIngestTest, ImagesOnAnObjectStoreIngestByteForByte) {
   // HDF5 on the same store is refused: libhdf5 reads through file names.
   IngestOptions h = Options();
   h.source_dir = "az://" + container + "/imgs/c0/000.png";
-  h.format = "hdf5";
+  h.format = SourceFormat::kHdf5;
   h.table_dir = dir_ + "/h5table";
   auto refused = IngestSources(h);
   EXPECT_EQ(refused.status().code(), StatusCode::kUnsupported) << refused.status().ToString();

@@ -116,12 +116,16 @@ std::optional<SourceKind> SourceKindOfFileName(std::string_view name) {
 
 namespace {
 
-Result<SourceKind> KindFromName(std::string_view what, std::string_view name) {
-  if (name == "npy") return SourceKind::kNpy;
-  if (name == "npz") return SourceKind::kNpz;
-  if (name == "hdf5") return SourceKind::kHdf5;
-  if (name == "images") return SourceKind::kImages;
-  return Status::InvalidArgument(fmt::format("{}: `format` must be npy, npz, hdf5 or images, not '{}'", what, name));
+// The kind `format` forces; nullopt for kAuto (detected from the file names).
+std::optional<SourceKind> KindOfFormat(SourceFormat format) {
+  switch (format) {
+    case SourceFormat::kAuto: return std::nullopt;
+    case SourceFormat::kNpy: return SourceKind::kNpy;
+    case SourceFormat::kNpz: return SourceKind::kNpz;
+    case SourceFormat::kHdf5: return SourceKind::kHdf5;
+    case SourceFormat::kImages: return SourceKind::kImages;
+  }
+  return std::nullopt;
 }
 
 Status MixedKinds(std::string_view what, const std::string& where, const std::string& a, SourceKind ka, const std::string& b,
@@ -413,7 +417,7 @@ Status CheckKindOptions(const SourceOptions& o, std::string_view what, SourceKin
     return Status::InvalidArgument(fmt::format("{}: `decode` applies to image sources; '{}' holds {} files", what,
                                                o.source, SourceKindName(kind)));
   }
-  if (kind != SourceKind::kHdf5 && (!o.datasets.empty() || o.hdf5_samples != "auto")) {
+  if (kind != SourceKind::kHdf5 && (!o.datasets.empty() || o.hdf5_samples != Hdf5Samples::kAuto)) {
     return Status::InvalidArgument(fmt::format("{}: {} applies to HDF5 sources; '{}' holds {} files", what,
                                                o.datasets.empty() ? "`hdf5_samples`" : "`datasets`", o.source,
                                                SourceKindName(kind)));
@@ -439,10 +443,7 @@ Status FinishListing(const SourceOptions& o, std::string_view what, bool single_
 
 Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
   if (o.source.empty()) return Status::InvalidArgument(fmt::format("{}: a source directory or file is required", what));
-  std::optional<SourceKind> forced;
-  if (!o.format.empty()) {
-    STOKE_ASSIGN_OR_RETURN(forced, KindFromName(what, o.format));
-  }
+  const std::optional<SourceKind> forced = KindOfFormat(o.format);
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.source));
   SourceSet set;
   set.storage = std::move(where.storage);

@@ -18,13 +18,14 @@
 #include "core/thread_pool.h"
 #include "format/parquet_column.h"
 #include "format/parquet_writer.h"
+#include "stoke/source_format.h"
 #include "io/storage.h"
 
 namespace stoke {
 
 class ObjectStorage;
 
-// Persisted nowhere; names are the --format values.
+// The kind of a planned source: a SourceFormat other than kAuto. Persisted nowhere.
 enum class SourceKind { kNpy, kNpz, kHdf5, kImages };
 
 // "npy", "npz", "hdf5", "images".
@@ -51,10 +52,10 @@ struct SourceOptions {
   std::string source;                     // a directory or a single file; a local path or a URI
   std::string labels_csv;                 // optional CSV with a `file` column (the file's name relative to
                                           // the source directory), joined on it
-  std::string format;                     // "" detects the kind from the file names; or npy, npz, hdf5, images
+  SourceFormat format = SourceFormat::kAuto;  // kAuto detects the kind from the file names
   std::string npy_column = "data";        // .npy: the tensor column's name
   std::vector<std::string> datasets;      // HDF5: the datasets to read (empty: all of them)
-  std::string hdf5_samples = "auto";      // HDF5: auto, axis0 or file (docs/format.md, "HDF5 sources")
+  Hdf5Samples hdf5_samples = Hdf5Samples::kAuto;  // HDF5 (docs/format.md, "HDF5 sources")
   std::vector<int64_t> decode_images;     // images: {} encoded bytes, or {height, width} (IngestOptions)
   size_t threads = 0;                     // planning threads for sources that open every file; 0 = 8
   // Adds the columns `source_location` and `source_version` (ingest: where each row came from, and which

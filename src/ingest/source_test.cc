@@ -61,7 +61,7 @@ class SourceTest : public ::testing::Test {
   Result<SourceSet> Plan(const std::string& source, std::string format = "", std::string labels = "") {
     SourceOptions o;
     o.source = source;
-    o.format = std::move(format);
+    STOKE_ASSIGN_OR_RETURN(o.format, ParseSourceFormat(format));  // the one parser of the names
     o.labels_csv = std::move(labels);
     return PlanSources(o, "ingest");
   }
@@ -106,7 +106,7 @@ TEST_F(SourceTest, Hdf5OptionsOnOtherSourcesAreRefused) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("`datasets` applies to HDF5 sources"), std::string::npos) << s.status().message();
   o.datasets.clear();
-  o.hdf5_samples = "file";
+  o.hdf5_samples = Hdf5Samples::kFile;
   s = PlanSources(o, "ingest");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("`hdf5_samples` applies to HDF5 sources"), std::string::npos)
@@ -192,7 +192,7 @@ TEST_F(SourceTest, Hdf5FilesOfOneSampleWhenFirstExtentsDiffer) {
   // axis0 forced on them: their first extents must agree.
   SourceOptions o;
   o.source = dir_ + "/h5";
-  o.hdf5_samples = "axis0";
+  o.hdf5_samples = Hdf5Samples::kAxis0;
   auto forced = PlanSources(o, "ingest");
   ASSERT_FALSE(forced.ok());
   EXPECT_NE(forced.status().message().find("'x' 3, 'y' 4"), std::string::npos) << forced.status().message();
