@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "example_support.h"
 #include "stoke/table.h"
@@ -29,10 +30,9 @@ stoke::Status Example(const std::string& dir) {
       static_cast<int64_t>(result.columns[2].data.size()) == result.report.rows * volume_bytes, "a volume per row"));
 
   // The versions, newest first, and a version's description (here as JSON).
-  std::ostringstream history, description;
-  stoke::HistoryOptions history_options;
-  history_options.limit = 10;
-  STOKE_RETURN_IF_ERROR(stoke::PrintTableHistory(table, history_options, history));
+  std::ostringstream description;
+  STOKE_ASSIGN_OR_RETURN(std::vector<stoke::TableVersion> history, stoke::TableHistory(table, /*limit=*/10));
+  STOKE_RETURN_IF_ERROR(example::Expect(history.size() == 1 && history[0].operation == "WRITE", "one version"));
   stoke::InspectTableOptions inspect;
   inspect.version = 0;
   inspect.json = true;

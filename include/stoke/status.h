@@ -87,8 +87,8 @@ class [[nodiscard]] Status {
 
 // A library message names a parameter in backquotes, by its C++ name (which Python's keywords
 // share but for a few): "ingest: `shard` needs `mode` append". A front end that names parameters
-// otherwise renames them: each `name` that `names` maps (name, replacement) is replaced by its
-// replacement, without the backquotes; other text is kept. The CLI maps them to its flags
+// otherwise renames them: each `name` ([a-z0-9_]+) that `names` maps (name, replacement) is replaced
+// by its replacement, without the backquotes; other text, backquotes in values included, is kept. The CLI maps them to its flags
 // ("--shard needs --mode append").
 std::string RenameParameters(std::string_view message,
                              std::span<const std::pair<std::string_view, std::string_view>> names);

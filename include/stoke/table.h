@@ -2,7 +2,7 @@
 // page (docs/format.md). A table is a directory or an object-store prefix (az://, abfss://, s3://);
 // every function here takes it as `table_dir` and reads a snapshot of one version (the latest unless
 // a version is named): rows matching a predicate (QueryTable, QueryTableColumns), the versions
-// (PrintTableHistory) and a description (InspectTable). Writing: ingest.h; compaction, vacuum and
+// (TableHistory) and a description (InspectTable). Writing: ingest.h; compaction, vacuum and
 // checkpoints: maintenance.h; batches for training: loader.h.
 #pragma once
 
@@ -80,16 +80,28 @@ struct QueryResult {
 // report.rows is filled. Errors as QueryTable's.
 Result<QueryResult> QueryTableColumns(const QueryOptions& options);
 
-// `stoke history`.
-struct HistoryOptions {
-  int64_t limit = 0;                      // default 0: every version; else the newest `limit`
-  bool json = false;                      // default false: aligned text; true: one JSON object per version and line
+// One version of a table, as its log records it (`stoke history`).
+struct TableVersion {
+  int64_t version = 0;                    // the version number
+  int64_t timestamp_ms = 0;               // the commit's timestamp, ms since the epoch
+  std::string operation;                  // commitInfo.operation ("WRITE", "OPTIMIZE", ...), "" without one
+  int64_t files_added = 0;                // add actions
+  int64_t files_removed = 0;              // remove actions
+  int64_t bytes_added = 0;                // the added files' sizes
+  int64_t bytes_removed = 0;              // the removed files' sizes, where the remove actions give them
+  std::string commit_info_json;           // the whole commitInfo as JSON text ("null" without one)
 };
 
-// Prints the table's versions, newest first: version, timestamp, operation, files added and removed,
-// bytes added and the operation's parameters (with json, also the whole commitInfo). NotFound when
+// The table's versions, newest first: all of them, or the newest `limit` (limit > 0). NotFound when
 // there is no table.
-Status PrintTableHistory(const std::string& table_dir, const HistoryOptions& options, std::ostream& out);
+Result<std::vector<TableVersion>> TableHistory(const std::string& table_dir, int64_t limit = 0);
+// The versions as `stoke history` prints them: an aligned table of version, timestamp (UTC),
+// operation, files added and removed, bytes added and the operation's parameters, a line each.
+std::string HistoryText(const std::vector<TableVersion>& versions);
+// The versions as `stoke history --json` prints them: one JSON object per version and line, with the
+// keys version, timestamp, operation, files_added, files_removed, bytes_added, bytes_removed and
+// commitInfo (the object itself).
+std::string HistoryJsonLines(const std::vector<TableVersion>& versions);
 
 // `stoke inspect DIR`.
 struct InspectTableOptions {

@@ -61,8 +61,7 @@ PyObject* g_not_found_error = nullptr;
   }
   // Parameters whose Python keyword differs from their C++ name (RenameParameters); the others keep
   // their backquoted names.
-  static constexpr std::pair<std::string_view, std::string_view> kKeywords[] = {
-      {"table_dir", "`table`"}, {"source_dir", "`source`"}, {"labels_csv", "`labels`"}};
+  static constexpr std::pair<std::string_view, std::string_view> kKeywords[] = {{"table_dir", "`table`"}};
   // OSError(str) keeps the message as args[0] and str(e) == message (no errno: none travels in Status).
   PyErr_SetString(type, stoke::RenameParameters(status.message(), kKeywords).c_str());
   throw py::error_already_set();

@@ -239,13 +239,23 @@ py::dict Query(const std::string& table_dir, const std::string& where, std::opti
   return out;
 }
 
-std::string History(const std::string& table_dir, int64_t limit) {
-  std::ostringstream out;
-  stoke::HistoryOptions o;
-  o.limit = limit;
-  o.json = true;
-  RunTool([&] { return stoke::PrintTableHistory(table_dir, o, out); });
-  return out.str();
+py::list History(const std::string& table_dir, int64_t limit) {
+  const std::vector<stoke::TableVersion> versions = RunTool([&] { return stoke::TableHistory(table_dir, limit); });
+  py::object loads = py::module_::import("json").attr("loads");
+  py::list out;
+  for (const stoke::TableVersion& v : versions) {
+    py::dict d;
+    d["version"] = v.version;
+    d["timestamp"] = v.timestamp_ms;
+    d["operation"] = v.operation;
+    d["files_added"] = v.files_added;
+    d["files_removed"] = v.files_removed;
+    d["bytes_added"] = v.bytes_added;
+    d["bytes_removed"] = v.bytes_removed;
+    d["commitInfo"] = loads(v.commit_info_json);
+    out.append(std::move(d));
+  }
+  return out;
 }
 
 std::string Inspect(const std::string& table_dir, std::optional<int64_t> version, bool data_files) {
@@ -312,7 +322,7 @@ void BindTableTools(py::module_& m) {
   m.def("query", &Query, py::arg("table_dir"), py::kw_only(), py::arg("where") = "", py::arg("columns") = py::none(),
         py::arg("limit") = -1, py::arg("version") = py::none(), py::arg("count_only") = false);
   m.def("history", &History, py::arg("table_dir"), py::kw_only(), py::arg("limit") = 0,
-        "One JSON object per version, newest first (as `stoke history --json`).");
+        "One dict per version, newest first (the keys of `stoke history --json`).");
   m.def("inspect", &Inspect, py::arg("table_dir"), py::kw_only(), py::arg("version") = py::none(),
         py::arg("data_files") = true,
         "The table's description as JSON (as `stoke inspect DIR --json`; data_files=False leaves out the list of "

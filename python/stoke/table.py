@@ -102,8 +102,7 @@ class Table:
     def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
         """The table's versions, newest first: version, timestamp (ms), operation, files_added,
         files_removed, bytes_added, bytes_removed, commitInfo."""
-        text = _stoke.history(self.path, limit=0 if limit is None else int(limit))
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        return _stoke.history(self.path, limit=0 if limit is None else int(limit))
 
     # -- maintenance
 

@@ -22,11 +22,11 @@ double EmulateCompute(double ms) {
 }  // namespace
 
 Result<LoadBenchReport> RunLoadBench(const LoadBenchOptions& options) {
-  if (options.epochs < 1) return Status::InvalidArgument(fmt::format("--epochs must be >= 1, got {}", options.epochs));
+  if (options.epochs < 1) return Status::InvalidArgument(fmt::format("`epochs` must be >= 1, got {}", options.epochs));
   if (options.batches < 0 || options.warmup_batches < 0) {
-    return Status::InvalidArgument("--batches and --warmup-batches must be >= 0");
+    return Status::InvalidArgument("`batches` and `warmup_batches` must be >= 0");
   }
-  if (options.compute_ms < 0) return Status::InvalidArgument("--compute-ms must be >= 0");
+  if (options.compute_ms < 0) return Status::InvalidArgument("`compute_ms` must be >= 0");
   LoadBenchReport report;
   report.options = options;
   report.compute_ms = options.compute_ms;

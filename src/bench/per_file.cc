@@ -354,7 +354,7 @@ Result<PerFileBenchReport> RunPerFileBench(const PerFileBenchOptions& o) {
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.dir));
   FileSet paths;
   paths.objects = where.storage->objects();
-  if (paths.objects != nullptr && o.cold) return Status::InvalidArgument("bench files: --cold applies to local files only");
+  if (paths.objects != nullptr && o.cold) return Status::InvalidArgument("bench files: `cold` applies to local files only");
   auto is_npy = [](const std::string& n) { return n.size() > 4 && n.compare(n.size() - 4, 4, ".npy") == 0; };
   if (paths.objects == nullptr) {
     STOKE_ASSIGN_OR_RETURN(std::vector<std::string> names, LocalStorage().ListNames(where.path));

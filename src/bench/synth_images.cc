@@ -81,15 +81,15 @@ Image Generate(const SynthImagesOptions& o, int64_t cls, Rng& rng) {
 Result<SynthReport> SynthImages(const SynthImagesOptions& o) {
   if (o.out_dir.empty()) return Status::InvalidArgument("synth images: an output directory is required");
   if (o.images <= 0 || o.classes <= 0 || o.classes > 100000) {
-    return Status::InvalidArgument(fmt::format("synth images: --images must be positive and --classes in [1, 100000], got {} "
+    return Status::InvalidArgument(fmt::format("synth images: `images` must be positive and `classes` in [1, 100000], got {} "
                                                "and {}", o.images, o.classes));
   }
   if (o.min_size < 8 || o.max_size < o.min_size || o.max_size > 8192) {
-    return Status::InvalidArgument(fmt::format("synth images: sizes must satisfy 8 <= --min-size <= --max-size <= 8192, got {} "
+    return Status::InvalidArgument(fmt::format("synth images: sizes must satisfy 8 <= `min_size` <= `max_size` <= 8192, got {} "
                                                "and {}", o.min_size, o.max_size));
   }
-  if (o.quality < 1 || o.quality > 100) return Status::InvalidArgument("synth images: --quality must lie in [1, 100]");
-  if (o.png_fraction < 0 || o.png_fraction > 1) return Status::InvalidArgument("synth images: --png-fraction must lie in [0, 1]");
+  if (o.quality < 1 || o.quality > 100) return Status::InvalidArgument("synth images: `quality` must lie in [1, 100]");
+  if (o.png_fraction < 0 || o.png_fraction > 1) return Status::InvalidArgument("synth images: `png_fraction` must lie in [0, 1]");
   STOKE_RETURN_IF_ERROR(CreateContainerFor(o.out_dir));
   STOKE_ASSIGN_OR_RETURN(StorageLocation out, ResolveStorageLocation(o.out_dir));
   Storage& fs = *out.storage;

@@ -100,9 +100,9 @@ Sample GenerateVolume(const SynthVolumesOptions& o, int64_t index, std::vector<f
 
 Result<SynthReport> SynthVolumes(const SynthVolumesOptions& o) {
   if (o.out_dir.empty()) return Status::InvalidArgument("synth volumes: an output directory is required");
-  if (o.samples <= 0) return Status::InvalidArgument(fmt::format("synth volumes: --samples must be positive, got {}", o.samples));
+  if (o.samples <= 0) return Status::InvalidArgument(fmt::format("synth volumes: `samples` must be positive, got {}", o.samples));
   if (o.shape.size() != 3 || o.shape[0] <= 0 || o.shape[1] <= 0 || o.shape[2] <= 0 || o.channels <= 0) {
-    return Status::InvalidArgument("synth volumes: --shape needs three positive sizes and --channels a positive count");
+    return Status::InvalidArgument("synth volumes: `shape` needs three positive sizes and `channels` a positive count");
   }
   if (o.shape[0] * o.shape[1] * o.shape[2] * o.channels > (int64_t{1} << 28)) {
     return Status::InvalidArgument("synth volumes: a volume of more than 2^28 elements is too large");

@@ -23,6 +23,10 @@ constexpr std::pair<std::string_view, std::string_view> kParameterFlags[] = {
     {"partition_by", "--partition-by"}, {"rows_per_file", "--rows-per-file"}, {"shard", "--shard"},
     {"out", "--out"}, {"target_file_bytes", "--target-file-size"}, {"row_group_bytes", "--row-group-size"},
     {"retain_hours", "--retain"}, {"limit", "--limit"}, {"offset", "--offset"}, {"sort_by", "--sort-by"},
+    {"images", "--images"}, {"classes", "--classes"}, {"min_size", "--min-size"}, {"max_size", "--max-size"},
+    {"quality", "--quality"}, {"png_fraction", "--png-fraction"}, {"samples", "--samples"}, {"shape", "--shape"},
+    {"channels", "--channels"}, {"epochs", "--epochs"}, {"batches", "--batches"},
+    {"warmup_batches", "--warmup-batches"}, {"compute_ms", "--compute-ms"}, {"cold", "--cold"},
 };
 
 }  // namespace

@@ -137,16 +137,19 @@ void AddCheckpoint(CLI::App& app, std::vector<Command>* out) {
 void AddHistory(CLI::App& app, std::vector<Command>* out) {
   struct State {
     std::string table;
-    HistoryOptions ho;
+    int64_t limit = 0;
+    bool json = false;
   };
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand("history", "List a table's versions, newest first");
   cmd->add_option("table", s->table, kTableHelp)->required();
-  cmd->add_option("--limit", s->ho.limit, "Show at most N versions (0 = all)");
-  cmd->add_flag("--json", s->ho.json, "One JSON object per version");
+  cmd->add_option("--limit", s->limit, "Show at most N versions (0 = all)");
+  cmd->add_flag("--json", s->json, "One JSON object per version");
   out->push_back({cmd, [s]() -> int {
-    Status st = PrintTableHistory(s->table, s->ho, std::cout);
-    return st.ok() ? 0 : Fail(st);
+    auto versions = TableHistory(s->table, s->limit);
+    if (!versions.ok()) return Fail(versions.status());
+    std::cout << (s->json ? HistoryJsonLines(*versions) : HistoryText(*versions));
+    return 0;
   }});
 }
 

@@ -46,6 +46,17 @@ Status Status::WithContext(std::string_view context) const {
   return Status(code_, std::move(m), retryable_);
 }
 
+namespace {
+
+// A parameter's name: [a-z0-9_]+.
+bool IsParameterName(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+}  // namespace
+
 std::string RenameParameters(std::string_view message,
                              std::span<const std::pair<std::string_view, std::string_view>> names) {
   std::string out;
@@ -53,16 +64,20 @@ std::string RenameParameters(std::string_view message,
   size_t at = 0;
   while (at < message.size()) {
     const size_t open = message.find('`', at);
-    const size_t close = open == std::string_view::npos ? open : message.find('`', open + 1);
-    if (close == std::string_view::npos) break;
-    const std::string_view name = message.substr(open + 1, close - open - 1);
+    if (open == std::string_view::npos) break;
+    const size_t close = message.find('`', open + 1);
+    const std::string_view name =
+        close == std::string_view::npos ? std::string_view() : message.substr(open + 1, close - open - 1);
     const auto it = std::find_if(names.begin(), names.end(), [&](const auto& n) { return n.first == name; });
-    out.append(message.substr(at, open - at));
-    if (it != names.end()) {
-      out.append(it->second);
-    } else {
-      out.append(message.substr(open, close + 1 - open));
+    if (!IsParameterName(name) || it == names.end()) {
+      // Not a parameter this front end renames (or a backquote of other text, such as a path):
+      // keep this backquote and look for a name from the next one on.
+      out.append(message.substr(at, open + 1 - at));
+      at = open + 1;
+      continue;
     }
+    out.append(message.substr(at, open - at));
+    out.append(it->second);
     at = close + 1;
   }
   out.append(message.substr(std::min(at, message.size())));

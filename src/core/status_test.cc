@@ -31,7 +31,10 @@ TEST(Status, FrontEndsRenameTheParametersMessagesName) {
   // Unknown names keep their backquotes; text without them, or with an unpaired one, is kept whole.
   EXPECT_EQ(RenameParameters("`where`: column 'x' (`mode`)", flags), "`where`: column 'x' (--mode)");
   EXPECT_EQ(RenameParameters("no parameter here", flags), "no parameter here");
-  EXPECT_EQ(RenameParameters("a lone ` quote and `mode`", flags), "a lone ` quote and `mode`");
+  EXPECT_EQ(RenameParameters("a lone ` quote and `mode`", flags), "a lone ` quote and --mode");
+  // A backquote in a value (a path, a column name) does not hide the parameters after it.
+  EXPECT_EQ(RenameParameters("column 'a`b' holds structs; `where` compares; `mode`", flags),
+            "column 'a`b' holds structs; `where` compares; --mode");
   EXPECT_EQ(RenameParameters("`mode``mode`", flags), "--mode--mode");
   EXPECT_EQ(RenameParameters("", flags), "");
   EXPECT_EQ(RenameParameters("ends with `", flags), "ends with `");

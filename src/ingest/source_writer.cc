@@ -29,7 +29,7 @@ bool IsReady(const std::future<T>& f) {
 // A row group holds at most this many rows, so that its OffsetIndex stays under the one million
 // list elements that Arrow's Thrift reader accepts.
 constexpr int64_t kMaxRowsPerRowGroup = 1'000'000;
-// Whole files written by one task (see write_whole_files): at most this many, and few enough that
+// Whole files written by one task (see SourceRowWriter::WriteWholeFiles): at most this many, and few enough that
 // each thread gets about kRunsPerThread runs (so that a small call still spreads over the threads).
 constexpr size_t kMaxFilesPerRun = 16;
 constexpr size_t kRunsPerThread = 64;

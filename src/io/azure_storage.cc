@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <chrono>
 #include <random>
 
 #include "core/random.h"

@@ -76,7 +76,10 @@ struct FaultRule {
 class FaultInjectingStorage final : public Storage {
  public:
   explicit FaultInjectingStorage(Storage& base, uint64_t seed = 1);
-  bool remote() const override { return base_.remote(); }  // the wrapped storage's answer
+  // The wrapped storage's answers (local_files() stays false: reading the names directly would
+  // bypass this wrapper).
+  bool remote() const override { return base_.remote(); }
+  bool CreateIsAtomic() const override { return base_.CreateIsAtomic(); }
 
   void AddRule(FaultRule rule) EXCLUDES(mu_);
   void ClearRules() EXCLUDES(mu_);
@@ -176,7 +179,10 @@ struct ThrottleOptions {
 class ThrottledStorage final : public Storage {
  public:
   ThrottledStorage(Storage& base, ThrottleOptions options);
-  bool remote() const override { return base_.remote(); }  // the wrapped storage's answer
+  // The wrapped storage's answers (local_files() stays false: reading the names directly would
+  // bypass this wrapper).
+  bool remote() const override { return base_.remote(); }
+  bool CreateIsAtomic() const override { return base_.CreateIsAtomic(); }
 
   // Sleeps for one request's latency plus the transfer time of `bytes`.
   void Charge(uint64_t bytes) EXCLUDES(mu_);

@@ -37,6 +37,7 @@ TEST_F(WrapperTest, WrappersAnswerTheCapabilityQuestionsOfWhatTheyWrap) {
   for (Storage* s : {static_cast<Storage*>(&faults), static_cast<Storage*>(&slow)}) {
     EXPECT_FALSE(s->local_files());
     EXPECT_FALSE(s->remote());
+    EXPECT_FALSE(s->CreateIsAtomic());
     EXPECT_EQ(s->objects(), nullptr);
     EXPECT_EQ(s->parallelism(), Storage::kLocalParallelism);
   }

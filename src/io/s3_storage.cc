@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 
 #include "io/crypto.h"
 #include "io/uri.h"

@@ -22,7 +22,7 @@ struct S3Options {
   // max-keys of each ListObjectsV2 page; 0 leaves the server default (1000). Tests set it small.
   int list_page_size = 0;
   // Conditional puts answered 409 (another conditional write to the key in progress) are tried
-  // again under this policy: 6 attempts in all, from 20 ms of backoff up to 1 s.
+  // again under this policy: 6 attempts in all, the backoff's cap doubling from 20 ms.
   RetryPolicy conflict_retry{.max_attempts = 6, .initial_backoff_us = 20'000, .max_backoff_us = 1'000'000};
   HttpClientOptions http;
   ObjectStorageOptions storage;

@@ -235,7 +235,7 @@ class Fetcher {
   Status ReserveResultLocked() REQUIRES(mu_);
   // Gives slot `i` its buffer (s.buffered() bytes); false, the slot completed with an out-of-memory
   // error, when it cannot.
-  bool TakeSlotBuffer(int i);
+  bool TakeSlotBuffer(int i) EXCLUDES(mu_);
   // The free slots Submit, blocked with none free, waits for: as many as it has requests left, up to
   // an eighth of the queue depth (8 of 64), so the depth in flight stays within an eighth of full.
   size_t RefillSlots(const PendingStarts* p) const;
@@ -297,7 +297,7 @@ class Fetcher {
   static constexpr uint32_t kNoFile = ~uint32_t{0};
 
   const std::shared_ptr<const std::vector<std::string>> paths_;  // the files, by FetchRequest::file
-  // True when the files are object-store URIs (az://, s3://, ...): reads go through Storage's
+  // True when the files are named by URIs (az://, s3://, file://, test://): reads go through Storage's
   // RandomAccessFile::ReadAtAsync (ranged GETs with retries, on the HTTP client's event loop), and
   // the descriptor LRU is not used (a remote file holds no descriptor). Split reads and O_DIRECT do
   // not apply.

@@ -97,35 +97,49 @@ Status CheckpointTable(const std::string& table_dir, std::optional<int64_t> vers
   return delta::DeltaLog(*where.storage, where.path).Checkpoint(version);
 }
 
-Status PrintTableHistory(const std::string& table_dir, const HistoryOptions& options, std::ostream& out) {
+Result<std::vector<TableVersion>> TableHistory(const std::string& table_dir, int64_t limit) {
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
   delta::DeltaLog log(*where.storage, where.path);
-  STOKE_ASSIGN_OR_RETURN(auto history, log.History(options.limit));
+  STOKE_ASSIGN_OR_RETURN(auto history, log.History(limit));
   if (history.empty()) return Status::NotFound(fmt::format("'{}' is not a table (no {} commits)", table_dir, delta::kLogDirName));
-  if (options.json) {
-    for (const auto& h : history) {
-      out << Dump({{"version", h.version}, {"timestamp", h.timestamp}, {"operation", h.operation},
-                   {"files_added", h.files_added}, {"files_removed", h.files_removed},
-                   {"bytes_added", h.bytes_added}, {"bytes_removed", h.bytes_removed}, {"commitInfo", h.info}})
-          << "\n";
-    }
-    return Status::OK();
-  }
-  out << fmt::format("{:>8}  {:<24}  {:<10}  {:>7}  {:>9}  {:>11}  {}\n", "version", "timestamp", "operation", "+files",
-                     "-files", "+bytes", "parameters");
+  std::vector<TableVersion> out;
+  out.reserve(history.size());
   for (const auto& h : history) {
-    std::string params;
-    if (h.info.is_object() && h.info.contains("operationParameters")) params = Dump(h.info["operationParameters"]);
-    out << fmt::format("{:>8}  {:<24}  {:<10}  {:>7}  {:>9}  {:>11}  {}\n", h.version, FormatTimestamp(h.timestamp),
-                       h.operation.empty() ? "-" : h.operation, h.files_added, h.files_removed,
-                       FormatBytes(static_cast<uint64_t>(h.bytes_added)), params);
+    out.push_back({h.version, h.timestamp, h.operation, h.files_added, h.files_removed, h.bytes_added, h.bytes_removed,
+                   Dump(h.info)});
   }
-  return Status::OK();
+  return out;
+}
+
+std::string HistoryText(const std::vector<TableVersion>& versions) {
+  std::string out = fmt::format("{:>8}  {:<24}  {:<10}  {:>7}  {:>9}  {:>11}  {}\n", "version", "timestamp", "operation",
+                                "+files", "-files", "+bytes", "parameters");
+  for (const auto& v : versions) {
+    std::string params;
+    const auto info = nlohmann::json::parse(v.commit_info_json, nullptr, /*allow_exceptions=*/false);
+    if (info.is_object() && info.contains("operationParameters")) params = Dump(info["operationParameters"]);
+    out += fmt::format("{:>8}  {:<24}  {:<10}  {:>7}  {:>9}  {:>11}  {}\n", v.version, FormatTimestamp(v.timestamp_ms),
+                       v.operation.empty() ? "-" : v.operation, v.files_added, v.files_removed,
+                       FormatBytes(static_cast<uint64_t>(v.bytes_added)), params);
+  }
+  return out;
+}
+
+std::string HistoryJsonLines(const std::vector<TableVersion>& versions) {
+  std::string out;
+  for (const auto& v : versions) {
+    const auto info = nlohmann::json::parse(v.commit_info_json, nullptr, /*allow_exceptions=*/false);
+    out += Dump({{"version", v.version}, {"timestamp", v.timestamp_ms}, {"operation", v.operation},
+                 {"files_added", v.files_added}, {"files_removed", v.files_removed}, {"bytes_added", v.bytes_added},
+                 {"bytes_removed", v.bytes_removed}, {"commitInfo", info.is_discarded() ? nlohmann::json() : info}});
+    out += "\n";
+  }
+  return out;
 }
 
 namespace {
 
-constexpr size_t kFilesListed = 20;  // data files the text lists (--json lists all)
+constexpr size_t kFilesListed = 20;  // data files the text lists (the JSON form lists all)
 
 // What `stoke inspect` reports of a table, gathered once for both forms.
 struct TableFacts {
