@@ -379,52 +379,11 @@ void ReadCache::Process(const CachedFile& file, Read* read) {
     w.length = static_cast<uint32_t>(std::min(end, block_offset + block_length) - block_offset - w.from);
     w.out = read->dst + (block_offset + w.from - read->offset);
     const std::string path = file.EntryPath(block);
-    bool fetch = false;
-    std::shared_ptr<const Fetch> fetched;
-    size_t index = 0;
-    {
-      MutexLock lock(&mu_);
-      if (auto it = pending_.find(path); it != pending_.end()) {
-        if (it->second.fetched == nullptr) {
-          it->second.waiters.push_back(w);  // being fetched: served when it arrives
-          continue;
-        }
-        fetched = it->second.fetched;  // fetched, being written: from memory
-        index = it->second.index;
-      }
-    }
-    if (fetched != nullptr) {
-      hits_.fetch_add(1, std::memory_order_relaxed);
-      CopyOut(*fetched, index, w);
+    const BlockRoute route = ServeOrClaim(file, path, block_offset, block_length, w);
+    if (route == BlockRoute::kWaiting) continue;
+    if (route == BlockRoute::kServed) {
       flush_run();
       Finish(read, Status::OK());
-      continue;
-    }
-    Status st = ServeFromEntry(path, file.identity(), block_offset, block_length, w.from, w.length, w.out);
-    if (st.ok()) {
-      hits_.fetch_add(1, std::memory_order_relaxed);
-      flush_run();
-      Finish(read, st);
-      continue;
-    }
-    {
-      MutexLock lock(&mu_);
-      auto [it, inserted] = pending_.try_emplace(path);
-      if (inserted || it->second.fetched == nullptr) {
-        it->second.waiters.push_back(w);
-      } else {
-        fetched = it->second.fetched;  // another read fetched it meanwhile
-        index = it->second.index;
-      }
-      fetch = inserted;
-    }
-    if (fetched != nullptr) {
-      hits_.fetch_add(1, std::memory_order_relaxed);
-      CopyOut(*fetched, index, w);
-      Finish(read, Status::OK());
-    }
-    if (!fetch) {  // another read fetched it, or is fetching it
-      flush_run();
       continue;
     }
     if (run && block == run_last + 1) {
@@ -437,6 +396,46 @@ void ReadCache::Process(const CachedFile& file, Read* read) {
   }
   flush_run();
   Finish(read, Status::OK());  // the planning's part
+}
+
+ReadCache::BlockRoute ReadCache::ServeOrClaim(const CachedFile& file, const std::string& path, uint64_t block_offset,
+                                              uint32_t block_length, const Waiter& w) {
+  constexpr int kMaxLooks = 4;  // then fetch anyway: entries keep being published, this one may never be
+  for (int look = 1;; ++look) {
+    std::shared_ptr<const Fetch> fetched;
+    size_t index = 0;
+    uint64_t seen = 0;
+    {
+      MutexLock lock(&mu_);
+      if (auto it = pending_.find(path); it != pending_.end()) {
+        if (it->second.fetched == nullptr) {
+          it->second.waiters.push_back(w);  // being fetched: served when it arrives
+          return BlockRoute::kWaiting;
+        }
+        fetched = it->second.fetched;  // fetched, being written: from memory
+        index = it->second.index;
+      }
+      seen = published_;
+    }
+    if (fetched == nullptr &&
+        !ServeFromEntry(path, file.identity(), block_offset, block_length, w.from, w.length, w.out).ok()) {
+      MutexLock lock(&mu_);
+      auto [it, inserted] = pending_.try_emplace(path);
+      if (inserted && published_ != seen && look < kMaxLooks) {
+        pending_.erase(it);  // an entry was published meanwhile, perhaps this one: look again
+        continue;
+      }
+      if (inserted || it->second.fetched == nullptr) {
+        it->second.waiters.push_back(w);
+        return inserted ? BlockRoute::kClaimed : BlockRoute::kWaiting;
+      }
+      fetched = it->second.fetched;  // another read fetched it meanwhile
+      index = it->second.index;
+    }
+    hits_.fetch_add(1, std::memory_order_relaxed);
+    if (fetched != nullptr) CopyOut(*fetched, index, w);
+    return BlockRoute::kServed;
+  }
 }
 
 void ReadCache::StartFetch(const CachedFile& file, uint64_t first, uint64_t last) {
@@ -542,7 +541,10 @@ void ReadCache::Publish(const std::shared_ptr<const Fetch>& fetch_ptr, size_t k)
   {  // written (or not to be): later reads go to the entry (or fetch again)
     MutexLock lock(&mu_);
     auto it = pending_.find(path);
-    if (it != pending_.end() && it->second.fetched == fetch_ptr) pending_.erase(it);
+    if (it != pending_.end() && it->second.fetched == fetch_ptr) {
+      pending_.erase(it);
+      ++published_;
+    }
   }
   if (!st.ok()) {
     write_errors_.fetch_add(1, std::memory_order_relaxed);

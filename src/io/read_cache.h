@@ -109,6 +109,18 @@ class ReadCache : public std::enable_shared_from_this<ReadCache> {
   explicit ReadCache(ReadCacheOptions options);
   // Serves one read of `file`: hits from disk, misses registered and fetched. Reader thread.
   void Process(const CachedFile& file, Read* read) EXCLUDES(mu_);
+  // What ServeOrClaim did with a block's part of a read.
+  enum class BlockRoute {
+    kServed,   // copied out: from a fetch being written, or from the entry file
+    kWaiting,  // registered with a fetch in flight, which serves it
+    kClaimed,  // registered on a new pending entry: the caller fetches the block
+  };
+  // Serves `w`, the part of a read in block `path` of `file` (at block_offset, block_length bytes),
+  // or registers it. An entry published between the entry file's miss and the registration
+  // (another read fetched and wrote the block meanwhile) sends it round again, so that a block is
+  // fetched once however reads interleave.
+  BlockRoute ServeOrClaim(const CachedFile& file, const std::string& path, uint64_t block_offset,
+                          uint32_t block_length, const Waiter& w) EXCLUDES(mu_);
   // Fetches blocks [first, last] of `file` with one read of its base.
   void StartFetch(const CachedFile& file, uint64_t first, uint64_t last) EXCLUDES(mu_);
   void OnFetched(const std::shared_ptr<Fetch>& fetch, Status status) EXCLUDES(mu_);
@@ -146,6 +158,7 @@ class ReadCache : public std::enable_shared_from_this<ReadCache> {
     size_t index = 0;
   };
   std::unordered_map<std::string, Pending> pending_ GUARDED_BY(mu_);
+  uint64_t published_ GUARDED_BY(mu_) = 0;  // pending entries Publish has forgotten so far
   uint64_t fetch_charged_ GUARDED_BY(mu_) = 0;
 
   std::atomic<uint64_t> usage_{0};         // bytes in the directory, as this process counts them
