@@ -41,15 +41,15 @@ Status ListTree(Storage& fs, const std::string& dir, const std::string& prefix, 
       STOKE_RETURN_IF_ERROR(ListTree(fs, JoinPath(dir, e.name), prefix + e.name + "/", forced, what, out));
       continue;
     }
-    auto kind = SourceKindOfFileName(e.name);
+    auto kind = SourceFormatOfFileName(e.name);
     if (!kind) continue;
-    if (*kind != SourceKind::kImages) {
+    if (*kind != SourceFormat::kImages) {
       if (forced) continue;
       return Status::InvalidArgument(fmt::format("{}: '{}{}' ({}) in a subdirectory of the source: below its top a source "
                                                  "holds images only (ImageFolder class directories); {} files are read at "
                                                  "the top of the directory given (give '{}' as the source, or `format` "
-                                                 "images to skip them)", what, prefix, e.name, SourceKindName(*kind),
-                                                 SourceKindName(*kind), dir));
+                                                 "images to skip them)", what, prefix, e.name, SourceFormatName(*kind),
+                                                 SourceFormatName(*kind), dir));
     }
     e.name = prefix + e.name;
     out->push_back(std::move(e));
@@ -143,7 +143,7 @@ Status ListImages(const SourceOptions& o, std::string_view what, SourceSet* set)
     if (Hidden(e.name)) continue;
     if (e.is_directory) {
       set->classes.push_back(e.name);
-    } else if (SourceKindOfFileName(e.name) == SourceKind::kImages) {
+    } else if (SourceFormatOfFileName(e.name) == SourceFormat::kImages) {
       ++top_level_images;
     }
   }

@@ -99,7 +99,7 @@ class NpyReader final : public SourceReader {
 }  // namespace
 
 Status PlanNpy(const SourceOptions& o, std::string_view what, SourceSet* set) {
-  const bool npz = set->kind == SourceKind::kNpz;
+  const bool npz = set->kind == SourceFormat::kNpz;
   // The tensor columns come from the first file; every other file must match them.
   std::vector<std::pair<std::string, TensorSpec>> tensors;
   {

@@ -70,7 +70,7 @@ TEST_F(NpySourceTest, TheFirstNpyFileSetsTheTensorColumn) {
   Npy("a.npy", a);
   auto set = Plan("volume");
   ASSERT_TRUE(set.ok()) << set.status().ToString();
-  EXPECT_EQ(set->kind, SourceKind::kNpy);
+  EXPECT_EQ(set->kind, SourceFormat::kNpy);
   ASSERT_EQ(set->files.size(), 2u);
   EXPECT_EQ(set->files[0].name, "a.npy");  // sorted
   ASSERT_FALSE(set->columns.empty());
@@ -90,7 +90,7 @@ TEST_F(NpySourceTest, NpzMembersBecomeColumnsWithTheirBytes) {
   Npz("s1.npz", {{"x", &x1}, {"y", &y1}}, /*compress=*/true);
   auto set = Plan();
   ASSERT_TRUE(set.ok()) << set.status().ToString();
-  EXPECT_EQ(set->kind, SourceKind::kNpz);
+  EXPECT_EQ(set->kind, SourceFormat::kNpz);
   ASSERT_GE(set->columns.size(), 2u);
   const size_t n = set->columns.size();
   EXPECT_EQ(set->columns[n - 2].name, "x");

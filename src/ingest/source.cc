@@ -102,50 +102,28 @@ ColumnSpec InferLabelColumn(const std::string& name, const std::vector<std::stri
 
 }  // namespace
 
-std::optional<SourceKind> SourceKindOfFileName(std::string_view name) {
+std::optional<SourceFormat> SourceFormatOfFileName(std::string_view name) {
   const std::string lower = AsciiLower(name);
   auto ends = [&](std::string_view suffix) {
     return lower.size() > suffix.size() && lower.compare(lower.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  if (ends(".npy")) return SourceKind::kNpy;
-  if (ends(".npz")) return SourceKind::kNpz;
-  if (ends(".h5") || ends(".hdf5")) return SourceKind::kHdf5;
-  if (ends(".jpg") || ends(".jpeg") || ends(".png")) return SourceKind::kImages;
+  if (ends(".npy")) return SourceFormat::kNpy;
+  if (ends(".npz")) return SourceFormat::kNpz;
+  if (ends(".h5") || ends(".hdf5")) return SourceFormat::kHdf5;
+  if (ends(".jpg") || ends(".jpeg") || ends(".png")) return SourceFormat::kImages;
   return std::nullopt;
 }
 
 namespace {
 
-// The kind `format` forces; nullopt for kAuto (detected from the file names).
-std::optional<SourceKind> KindOfFormat(SourceFormat format) {
-  switch (format) {
-    case SourceFormat::kAuto: return std::nullopt;
-    case SourceFormat::kNpy: return SourceKind::kNpy;
-    case SourceFormat::kNpz: return SourceKind::kNpz;
-    case SourceFormat::kHdf5: return SourceKind::kHdf5;
-    case SourceFormat::kImages: return SourceKind::kImages;
-  }
-  return std::nullopt;
-}
-
-Status MixedKinds(std::string_view what, const std::string& where, const std::string& a, SourceKind ka, const std::string& b,
-                  SourceKind kb) {
+Status MixedKinds(std::string_view what, const std::string& where, const std::string& a, SourceFormat ka, const std::string& b,
+                  SourceFormat kb) {
   return Status::InvalidArgument(fmt::format("{}: '{}' mixes source kinds: '{}' ({}) and '{}' ({}); use one kind per "
                                              "source (or `format` to pick one)",
-                                             what, where, a, SourceKindName(ka), b, SourceKindName(kb)));
+                                             what, where, a, SourceFormatName(ka), b, SourceFormatName(kb)));
 }
 
 }  // namespace
-
-std::string_view SourceKindName(SourceKind kind) {
-  switch (kind) {
-    case SourceKind::kNpy: return "npy";
-    case SourceKind::kNpz: return "npz";
-    case SourceKind::kHdf5: return "hdf5";
-    case SourceKind::kImages: return "images";
-  }
-  return "unknown";
-}
 
 SourceItem SourceSet::item(int64_t k) const {
   auto it = std::upper_bound(item_starts.begin(), item_starts.end(), k);
@@ -295,7 +273,7 @@ Status SetColumns(SourceSet* set, bool has_index, std::vector<ColumnSpec> own) {
     for (size_t c = set->first_source_column; c < columns.size(); ++c) {
       if (EqualsIgnoringAsciiCase(columns[c].name, l.spec.name)) {
         return Status::InvalidArgument(fmt::format("labels column '{}' clashes with a column of the {} source", l.spec.name,
-                                                   SourceKindName(set->kind)));
+                                                   SourceFormatName(set->kind)));
       }
     }
   }
@@ -412,15 +390,15 @@ Result<std::string> SourceRootLocation(const std::string& source, const std::str
 
 // InvalidArgument when `o` sets options of another kind than `kind` (--decode, --dataset,
 // --hdf5-samples).
-Status CheckKindOptions(const SourceOptions& o, std::string_view what, SourceKind kind) {
-  if (!o.decode_images.empty() && kind != SourceKind::kImages) {
+Status CheckKindOptions(const SourceOptions& o, std::string_view what, SourceFormat kind) {
+  if (!o.decode_images.empty() && kind != SourceFormat::kImages) {
     return Status::InvalidArgument(fmt::format("{}: `decode` applies to image sources; '{}' holds {} files", what,
-                                               o.source, SourceKindName(kind)));
+                                               o.source, SourceFormatName(kind)));
   }
-  if (kind != SourceKind::kHdf5 && (!o.datasets.empty() || o.hdf5_samples != Hdf5Samples::kAuto)) {
+  if (kind != SourceFormat::kHdf5 && (!o.datasets.empty() || o.hdf5_samples != Hdf5Samples::kAuto)) {
     return Status::InvalidArgument(fmt::format("{}: {} applies to HDF5 sources; '{}' holds {} files", what,
                                                o.datasets.empty() ? "`hdf5_samples`" : "`datasets`", o.source,
-                                               SourceKindName(kind)));
+                                               SourceFormatName(kind)));
   }
   return Status::OK();
 }
@@ -443,7 +421,9 @@ Status FinishListing(const SourceOptions& o, std::string_view what, bool single_
 
 Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
   if (o.source.empty()) return Status::InvalidArgument(fmt::format("{}: a source directory or file is required", what));
-  const std::optional<SourceKind> forced = KindOfFormat(o.format);
+  // A forced kind, or none: detected from the file names.
+  const std::optional<SourceFormat> forced =
+      o.format == SourceFormat::kAuto ? std::nullopt : std::optional<SourceFormat>(o.format);
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.source));
   SourceSet set;
   set.storage = std::move(where.storage);
@@ -453,7 +433,7 @@ Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
   auto stat = fs.Stat(where.path);
   const bool single_file = stat.ok() && !stat->is_directory;
   if (single_file) {
-    auto kind = forced ? forced : SourceKindOfFileName(stat->name);
+    auto kind = forced ? forced : SourceFormatOfFileName(stat->name);
     if (!kind) {
       return Status::InvalidArgument(fmt::format("{}: '{}' is not a .npy, .npz, .h5, .hdf5, .jpg, .jpeg or .png file "
                                                  "(or give `format`)", what, o.source));
@@ -465,7 +445,7 @@ Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
   } else {
     set.root = where.path;
     STOKE_ASSIGN_OR_RETURN(auto entries, fs.List(set.root));
-    std::optional<SourceKind> kind = forced;
+    std::optional<SourceFormat> kind = forced;
     std::string first_name;
     bool has_directories = false;
     for (auto& e : entries) {
@@ -473,7 +453,7 @@ Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
         has_directories = has_directories || e.name.empty() || e.name[0] != '.';
         continue;
       }
-      auto k = SourceKindOfFileName(e.name);
+      auto k = SourceFormatOfFileName(e.name);
       if (!k) continue;
       if (forced) {
         if (*k != *forced) continue;
@@ -482,34 +462,35 @@ Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
       }
       if (!kind) first_name = e.name;
       kind = *k;
-      if (*k != SourceKind::kImages) set.files.push_back(std::move(e));
+      if (*k != SourceFormat::kImages) set.files.push_back(std::move(e));
     }
     // Images in class directories (ImageFolder) and none at the top.
-    if (!kind && has_directories) kind = SourceKind::kImages;
+    if (!kind && has_directories) kind = SourceFormat::kImages;
     if (!kind) {
       return Status::InvalidArgument(fmt::format("{}: no .npy, .npz, .h5, .hdf5, .jpg, .jpeg or .png files in '{}'", what,
                                                  o.source));
     }
     set.kind = *kind;
-    if (set.kind == SourceKind::kImages) {
+    if (set.kind == SourceFormat::kImages) {
       set.files.clear();
       STOKE_RETURN_IF_ERROR(ListImages(o, what, &set));
     } else if (has_directories) {
       STOKE_LOG(kWarn, "ingest.subdirectories_not_read", "source={} kind={} note=\"{} sources are read at the top of "
                 "the directory only: files in its subdirectories are not ingested\"", o.source,
-                SourceKindName(set.kind), SourceKindName(set.kind));
+                SourceFormatName(set.kind), SourceFormatName(set.kind));
     }
     if (set.files.empty()) {
-      return Status::InvalidArgument(fmt::format("{}: no {} files in '{}'", what, SourceKindName(set.kind), o.source));
+      return Status::InvalidArgument(fmt::format("{}: no {} files in '{}'", what, SourceFormatName(set.kind), o.source));
     }
   }
   STOKE_RETURN_IF_ERROR(FinishListing(o, what, single_file, &set));
   STOKE_RETURN_IF_ERROR(CheckKindOptions(o, what, set.kind));
   switch (set.kind) {
-    case SourceKind::kNpy:
-    case SourceKind::kNpz: STOKE_RETURN_IF_ERROR(PlanNpy(o, what, &set)); break;
-    case SourceKind::kHdf5: STOKE_RETURN_IF_ERROR(PlanHdf5(o, what, &set)); break;
-    case SourceKind::kImages: STOKE_RETURN_IF_ERROR(PlanImages(o, what, &set)); break;
+    case SourceFormat::kNpy:
+    case SourceFormat::kNpz: STOKE_RETURN_IF_ERROR(PlanNpy(o, what, &set)); break;
+    case SourceFormat::kHdf5: STOKE_RETURN_IF_ERROR(PlanHdf5(o, what, &set)); break;
+    case SourceFormat::kImages: STOKE_RETURN_IF_ERROR(PlanImages(o, what, &set)); break;
+    case SourceFormat::kAuto: return Status::Internal(fmt::format("{}: the kind of '{}' was not decided", what, o.source));
   }
   return set;
 }

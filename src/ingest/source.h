@@ -25,14 +25,8 @@ namespace stoke {
 
 class ObjectStorage;
 
-// The kind of a planned source: a SourceFormat other than kAuto. Persisted nowhere.
-enum class SourceKind { kNpy, kNpz, kHdf5, kImages };
-
-// "npy", "npz", "hdf5", "images".
-std::string_view SourceKindName(SourceKind kind);
-
 // The kind a file name says by its extension, in any case: .npy, .npz, .h5/.hdf5, .jpg/.jpeg/.png.
-std::optional<SourceKind> SourceKindOfFileName(std::string_view name);
+std::optional<SourceFormat> SourceFormatOfFileName(std::string_view name);
 
 // One sample of a source: file `file` (an index into SourceSet::files), sample `index` within it
 // (0 for files of one sample).
@@ -86,7 +80,7 @@ inline constexpr char kSourceVersionColumn[] = "source_version";
 
 // A planned source: where it is, its items in order, and the columns of the rows they become.
 struct SourceSet {
-  SourceKind kind = SourceKind::kNpy;
+  SourceFormat kind = SourceFormat::kNpy;  // the kind planned: never kAuto
   std::shared_ptr<Storage> storage;       // where the sources are (local, Azure Blob, S3)
   std::string root;                       // the source directory's path in `storage`
   std::string location_root;              // the source directory as CanonicalLocation spells it

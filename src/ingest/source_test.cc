@@ -80,7 +80,7 @@ TEST_F(SourceTest, DetectsTheKindFromTheFileNames) {
   ASSERT_TRUE(WriteFileAtomically(LocalStorage(), Path("npy/notes.txt"), AsBytes(std::string("x"))).ok());
   auto s = Plan(dir_ + "/npy");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->kind, SourceKind::kNpy);
+  EXPECT_EQ(s->kind, SourceFormat::kNpy);
   ASSERT_EQ(s->files.size(), 2u);
   EXPECT_EQ(s->files[0].name, "a.npy");  // sorted; other files ignored
   EXPECT_EQ(Names(*s), (std::vector<std::string>{"id", "file", "data"}));
@@ -89,11 +89,11 @@ TEST_F(SourceTest, DetectsTheKindFromTheFileNames) {
   Hdf5("h5/one.hdf5", 4);
   auto h = Plan(dir_ + "/h5");
   ASSERT_TRUE(h.ok()) << h.status().ToString();
-  EXPECT_EQ(h->kind, SourceKind::kHdf5);
+  EXPECT_EQ(h->kind, SourceFormat::kHdf5);
   Image("img/a.JPG");  // any case
   auto i = Plan(dir_ + "/img");
   ASSERT_TRUE(i.ok()) << i.status().ToString();
-  EXPECT_EQ(i->kind, SourceKind::kImages);
+  EXPECT_EQ(i->kind, SourceFormat::kImages);
 }
 
 // Options of another kind of source are refused, not ignored (a --dataset meant for HDF5 files).

@@ -161,12 +161,9 @@ class SourceRowWriter {
     WrittenFile out{final_path, w.num_rows(), w.bytes_written(), delta::StatsJsonFromFooter(w.metadata(), s_.columns),
                     EpochMillis(), {}};
     // The path under the table root (layout.dir is the root or a partition directory in it).
-    const std::string& root = layout_.index_root;
-    const bool under_root = final_path.size() > root.size() && final_path.compare(0, root.size(), root) == 0 &&
-                            (root.back() == '/' || final_path[root.size()] == '/');
-    if (index_pages_ && under_root) {
-      auto pages = SampleIndex::PagesOfWrittenFile(final_path.substr(root.size() + (root.back() == '/' ? 0 : 1)),
-                                                   w.bytes_written(), w.metadata(), w.offset_indexes(),
+    const std::string rel = PathUnder(final_path, layout_.index_root);
+    if (index_pages_ && rel != final_path) {
+      auto pages = SampleIndex::PagesOfWrittenFile(rel, w.bytes_written(), w.metadata(), w.offset_indexes(),
                                                    layout_.index_columns);
       if (pages.ok()) out.pages = std::move(*pages);
     }

@@ -120,11 +120,6 @@ TemporaryDirectory::~TemporaryDirectory() {
   std::filesystem::remove_all(path_, ec);
 }
 
-bool IsLocalDirectory(const std::string& path) {
-  std::error_code ec;
-  return std::filesystem::is_directory(path, ec);
-}
-
 bool RemoveEmptyLocalDirectory(const std::string& path) {
   return ::rmdir(path.c_str()) == 0 || errno == ENOENT;
 }

@@ -66,8 +66,6 @@ class TemporaryDirectory {
   std::string path_;
 };
 
-// Whether `path` names an existing directory on the local file system (following symbolic links).
-bool IsLocalDirectory(const std::string& path);
 // Removes the local directory `path` if it is empty; true when it is gone.
 bool RemoveEmptyLocalDirectory(const std::string& path);
 

@@ -9,6 +9,11 @@
 namespace stoke {
 namespace {
 
+bool IsLocalDirectory(const std::string& path) {
+  auto st = LocalStorage().Stat(path);
+  return st.ok() && st->is_directory;
+}
+
 TEST(TemporaryDirectoryTest, IsCreatedEmptyAndRemovedWithItsFiles) {
   std::string path;
   {

@@ -9,7 +9,6 @@
 #include "format/logical_value.h"
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
-#include "io/local_files.h"
 #include "io/uri.h"
 #include "stoke/maintenance.h"
 #include "stoke/table.h"
@@ -90,7 +89,10 @@ bool IsTableDirectory(const std::string& path) {
   return names.ok() && !names->empty();
 }
 
-bool NamesDirectory(const std::string& path) { return IsLocalDirectory(path) || IsTableDirectory(path); }
+bool NamesDirectory(const std::string& path) {
+  auto local = LocalStorage().Stat(path);  // stat(2): a symbolic link to a directory counts
+  return (local.ok() && local->is_directory) || IsTableDirectory(path);
+}
 
 Status CheckpointTable(const std::string& table_dir, std::optional<int64_t> version) {
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
