@@ -20,9 +20,10 @@ namespace stoke {
 
 // True when `path` is a table: a directory (or an object-store prefix) holding a Delta log.
 bool IsTableDirectory(const std::string& path);
-// True when `path` names a directory, to be described as a table rather than as a file: a local
-// directory (a table or not: describing it says which), or an object-store prefix holding a Delta log.
-bool NamesDirectory(const std::string& path);
+// True when `path` names a table rather than a file, for commands that take either: a local
+// directory (a Delta table, a plain Parquet dataset, or neither: reading it says which), an
+// object-store prefix with objects under it, or a glob of Parquet files (a plain dataset).
+bool NamesTable(const std::string& path);
 
 // `stoke query`: rows of a table matching a predicate over its scalar columns. Files whose add
 // statistics exclude the predicate are skipped, then row groups whose Parquet statistics do.
@@ -34,6 +35,7 @@ struct QueryOptions {
   std::string where;
   std::vector<std::string> select;        // default (empty): all columns; tensor cells print as md5 and length
   int64_t limit = -1;                     // default -1: all matching rows; else at most this many
+  int64_t offset = 0;                     // default 0; else the first `offset` matching rows are passed over
   bool count_only = false;                // default false; true: print only the number of matching rows
   std::optional<int64_t> version;         // default: the latest version; else time travel to this one
   RowFormat format = RowFormat::kTable;   // default table (QueryTable only)

@@ -411,3 +411,26 @@ def test_loading_through_503s_and_resets_loses_and_repeats_nothing(store, tmp_pa
             assert stats["injected"] > 0, stats  # the faults happened
         finally:
             proxy(env, "set?methods=GET")
+
+
+def test_plain_parquet_datasets_on_the_store(store, tmp_path):
+    """Parquet files without a Delta log, under Hive partition prefixes on the store, read as one
+    unversioned table: by their directory, by a glob, and by the Python loader."""
+    prefix, env = store
+    local = tmp_path / "src"
+    run(env, "synth", "volumes", "--samples", 12, "--shape", "4,4,2", "--channels", 1, "--seed", 5, "--out", local)
+    for part in ("a", "b"):
+        run(env, "convert", "npy", local, "--labels", local / "labels.csv", "--out",
+            f"{prefix}/plain/shard={part}/data.parquet")
+    labels = [r for r in csv.DictReader(open(local / "labels.csv"))]
+    positives = sum(int(r["label"]) for r in labels)
+    assert int(run(env, "query", f"{prefix}/plain", "--count")) == 24
+    assert int(run(env, "query", f"{prefix}/plain", "--where", "shard = 'b' AND label = 1", "--count")) == positives
+    assert int(run(env, "query", f"{prefix}/plain/*=a/*.parquet", "--count")) == 12
+    info = json.loads(run(env, "inspect", f"{prefix}/plain", "--json"))
+    assert info["plain_parquet"] and info["partition_columns"] == ["shard"] and info["files"] == 2
+    with in_process_env(env):
+        with stoke.Loader(f"{prefix}/plain", batch_size=5, shuffle="global", seed=1, columns=["label", "shard"],
+                          to="numpy") as loader:
+            splits = [s for batch in loader for s in batch["shard"]]
+    assert sorted(splits) == ["a"] * 12 + ["b"] * 12

@@ -176,7 +176,7 @@ void AddBenchLoad(CLI::App* bench, std::vector<Command>* out) {
   auto& lb = s->lb;
   auto* bench_load = bench->add_subcommand(
       "load", "The loader on a table: samples/s, MB/s, consumer wait share and accelerator utilisation");
-  bench_load->add_option("table", lb.table_dir, kTableHelp)->required();
+  bench_load->add_option("table", lb.table_dir, kReadTableHelp)->required();
   bench_load->add_option("--batch-size", lb.loader.batch_size, "Samples per batch")->check(CLI::PositiveNumber)->capture_default_str();
   bench_load->add_option("--epochs", lb.epochs, "Epochs (each a new shuffle)")->check(CLI::PositiveNumber)->capture_default_str();
   bench_load->add_option("--batches", lb.batches, "Stop after N measured batches, crossing epochs as needed (0 = whole epochs)")

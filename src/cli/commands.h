@@ -38,6 +38,11 @@ void AddBenchCommands(CLI::App& app, const Context& ctx, std::vector<Command>* o
 inline constexpr const char* kTableHelp =
     "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., "
     "s3://bucket/path)";
+// For commands that read: a Delta table, or Parquet files without a log.
+inline constexpr const char* kReadTableHelp =
+    "Table: a directory, or a URI (az://container/path, abfss://, https://<account>.blob.core.windows.net/..., "
+    "s3://bucket/path); without a Delta log, a plain Parquet dataset: the *.parquet files under a directory "
+    "(key=value directories are partition columns), a glob ('data/train-*.parquet', '**' for any depth) or one file";
 
 // Prints "stoke: error: <status>" to stderr and returns the error exit code (1).
 int Fail(const Status& s);

@@ -97,7 +97,7 @@ void AddQuery(CLI::App& app, std::vector<Command>* out) {
   };
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand("query", "Rows of a table matching a predicate, e.g. --where \"label = 1 AND x < 100\"");
-  cmd->add_option("table", s->qo.table_dir, kTableHelp)->required();
+  cmd->add_option("table", s->qo.table_dir, kReadTableHelp)->required();
   cmd->add_option("--where", s->qo.where,
                   "Predicate over scalar columns: = != < <= > >= IN, NOT IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT; "
                   "dates as DATE 'yyyy-mm-dd', timestamps as TIMESTAMP 'yyyy-mm-dd hh:mm:ss' (UTC unless a zone "
@@ -170,7 +170,7 @@ void AddInspect(CLI::App& app, std::vector<Command>* out) {
     s->table.json = s->file.json;  // --json is one flag for files and tables
     // A directory (or an object-store prefix holding a Delta log) is a table; anything else a
     // Parquet file.
-    Status st = NamesDirectory(s->path)
+    Status st = NamesTable(s->path)
                     ? InspectTable(s->path, s->table, std::cout)
                     : InspectParquetFile(s->path, s->file, std::cout);
     return st.ok() ? 0 : Fail(st);
@@ -185,8 +185,9 @@ void AddCat(CLI::App& app, std::vector<Command>* out) {
     CatOptions options;
   };
   auto s = std::make_shared<State>();
-  auto* cmd = app.add_subcommand("cat", "Print rows; binary and tensor cells print as md5:<hex> len:<bytes>");
-  cmd->add_option("file", s->path, "Parquet file (a path or a URI)")->required();
+  auto* cmd = app.add_subcommand("cat", "Print rows of a Parquet file, a table or a plain Parquet dataset (a "
+                                        "directory or a glob); binary and tensor cells print as md5:<hex> len:<bytes>");
+  cmd->add_option("path", s->path, "Parquet file, table directory or glob (a path or a URI)")->required();
   cmd->add_option("--columns", s->columns, "Comma-separated columns (default: all)");
   cmd->add_option("--offset", s->options.offset, "First row")->capture_default_str();
   cmd->add_option("--limit", s->options.limit, "Number of rows (-1 = all)")->capture_default_str();
@@ -196,8 +197,14 @@ void AddCat(CLI::App& app, std::vector<Command>* out) {
   out->push_back({cmd, [s]() -> int {
     s->options.columns = ColumnList(s->columns);
     s->options.format = OutputFormat(s->format);
-    Status st = CatParquetFile(s->path, s->options, std::cout);
-    return st.ok() ? 0 : Fail(st);
+    if (!NamesTable(s->path)) {
+      Status st = CatParquetFile(s->path, s->options, std::cout);
+      return st.ok() ? 0 : Fail(st);
+    }
+    QueryOptions q{.table_dir = s->path, .select = s->options.columns, .limit = s->options.limit,
+                   .offset = s->options.offset, .format = s->options.format};
+    auto report = QueryTable(q, std::cout);
+    return report.ok() ? 0 : Fail(report.status());
   }});
 }
 

@@ -195,6 +195,7 @@ SchemaNode ToLogical(const PhysNode& n, bool as_element) {
       s.kind = SchemaNode::Kind::kLeaf;
       s.type = n.type;
       s.is_string = n.is_string;
+      s.leaf = n.leaf_begin;
       break;
     case PhysNode::Role::kStruct:
       s.kind = SchemaNode::Kind::kStruct;

@@ -32,6 +32,7 @@ struct SchemaNode {
   parquet::Repetition repetition = parquet::Repetition::kOptional;
   std::optional<parquet::Type> type;  // leaves only
   bool is_string = false;             // leaf BYTE_ARRAY annotated STRING
+  size_t leaf = 0;                    // leaves SchemaTree returns: the reader's column (ParquetReader::columns())
   enum class Kind { kLeaf, kStruct, kList, kMap } kind = Kind::kLeaf;
   // Struct fields; for kList one element node; for kMap the key and value nodes (in that order).
   std::vector<SchemaNode> children;

@@ -20,6 +20,7 @@ using parquet::Type;
 
 namespace {
 
+constexpr char kCreatedByPrefix[] = "stoke version ";
 constexpr char kCreatedBy[] = "stoke version 0.1.0";
 // Statistics longer than this are left out rather than truncated (truncation needs care that
 // readers get right inconsistently).
@@ -146,6 +147,10 @@ void AppendStoredPage(ByteView stored, size_t uncompressed_size, int32_t num_val
 }
 
 }  // namespace
+
+bool CreatedByStoke(const std::optional<std::string>& created_by) {
+  return created_by && created_by->starts_with(kCreatedByPrefix);
+}
 
 // Compresses a column chunk's pages and chooses its codec (WriterOptions::min_codec_saving): the first
 // pages, up to codec_trial_bytes of bodies, are compressed and held; the codec is kept when they shrank

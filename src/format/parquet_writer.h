@@ -23,6 +23,9 @@
 
 namespace stoke {
 
+// Whether a file's footer `created_by` is stoke's writer's ("stoke version <v>").
+bool CreatedByStoke(const std::optional<std::string>& created_by);
+
 struct WriterOptions {
   // Codec of the pages. Default ZSTD.
   parquet::Codec codec = parquet::Codec::kZstd;

@@ -30,6 +30,7 @@
 #include "stoke/ingest.h"
 #include "table/add_stats.h"
 #include "table/delta_log.h"
+#include "table/parquet_dataset.h"
 #include "table/sample_index.h"
 #include "table/table_features.h"
 #include "table/scan.h"
@@ -814,6 +815,7 @@ Result<IngestReport> IngestInto(const IngestOptions& o) {
   plan_options.record_locations = true;
   STOKE_ASSIGN_OR_RETURN(SourceSet sources, PlanSources(plan_options, "ingest"));
   ReleaseFreeHeapMemory();  // what listing and joining the labels freed (hundreds of MB at 650,000 files)
+  STOKE_RETURN_IF_ERROR(RefuseToCoverParquetDataset(o.table_dir, "ingest"));
   STOKE_RETURN_IF_ERROR(CreateContainerFor(o.table_dir));
   if (o.shard_count > 1) {
     STOKE_RETURN_IF_ERROR(CreateTableForShards(o, sources));

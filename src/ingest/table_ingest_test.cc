@@ -17,6 +17,7 @@
 #include "stoke/table.h"
 #include "stoke/tools.h"
 #include "table/delta_log.h"
+#include "table/test_table.h"
 #include "table/sample_index.h"
 
 namespace stoke {
@@ -180,6 +181,28 @@ TEST_F(IngestTest, AFailedFirstIngestLeavesNoTableDirectory) {
   ASSERT_TRUE(LocalStorage().CreateDirectories(table_).ok());
   EXPECT_FALSE(IngestSources(Options()).ok());
   EXPECT_TRUE(fsys::exists(table_));
+}
+
+TEST_F(IngestTest, NeverCreatesATableOverAPlainParquetDataset) {
+  AddSources(0, 2);
+  // What a first ingest that failed before its commit leaves does not stop the next one.
+  ASSERT_TRUE(LocalStorage().CreateDirectories(table_ + "/year=2024").ok());
+  testing_support::WriteDataFile(table_, "part-leftover.parquet", 0, 2, 2);
+  ASSERT_TRUE(IngestSources(Options()).ok());
+  fsys::remove_all(table_);
+  ASSERT_TRUE(LocalStorage().CreateDirectories(table_ + "/year=2024").ok());
+  testing_support::WriteDataFile(table_ + "/year=2024", "part-0.parquet", 0, 2, 2);
+  testing_support::RewriteFooter(table_ + "/year=2024/part-0.parquet",
+                                 [](parquet::FileMetaData& m) { m.created_by = "parquet-mr version 1.12.3"; });
+  auto r = IngestSources(Options());
+  ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("year=2024/part-0.parquet"), std::string::npos) << r.status().ToString();
+  EXPECT_FALSE(fsys::exists(table_ + "/_delta_log"));
+  // Once it holds a Delta table, appends go on (the files it has are the table's business).
+  fsys::remove_all(table_);
+  ASSERT_TRUE(IngestSources(Options()).ok());
+  AddSources(2, 1);
+  EXPECT_TRUE(IngestSources(Options()).ok());
 }
 
 TEST_F(IngestTest, CreatesAppendsResumesAndOverwrites) {

@@ -151,13 +151,13 @@ T At(const BatchColumn& c, size_t i) {
   return v;
 }
 
-TEST(ArrayColumns, NestedListsLoadAsTensorsWithEveryRowsValues) {
-  ArrayTable table({Rows(0, 7), Rows(7, 5)});
+// Loads `location` (a table of Row()s) in full and checks every row's arrays.
+void ExpectEveryRow(const std::string& location, int64_t rows) {
   LoaderOptions o;
   o.columns = {"id", "v", "m"};
   o.batch_size = 4;
   o.shuffle = LoaderOptions::Shuffle::kGlobal;
-  auto loader = Loader::Open(table.dir(), o);
+  auto loader = Loader::Open(location, o);
   ASSERT_TRUE(loader.ok()) << loader.status().ToString();
   int64_t seen = 0;
   for (;;) {
@@ -183,7 +183,24 @@ TEST(ArrayColumns, NestedListsLoadAsTensorsWithEveryRowsValues) {
     }
     seen += b.size();
   }
-  EXPECT_EQ(seen, 12);
+  EXPECT_EQ(seen, rows);
+}
+
+TEST(ArrayColumns, NestedListsLoadAsTensorsWithEveryRowsValues) {
+  ArrayTable table({Rows(0, 7), Rows(7, 5)});
+  ExpectEveryRow(table.dir(), 12);
+}
+
+TEST(ArrayColumns, ThePlainParquetDatasetOfTheSameFilesLoadsTheSame) {
+  ArrayTable table({Rows(0, 7), Rows(7, 5)});
+  std::filesystem::remove_all(table.dir() + "/_delta_log");
+  std::filesystem::remove_all(table.dir() + "/_stoke");
+  ExpectEveryRow(table.dir(), 12);
+  ExpectEveryRow(table.dir() + "/part-*.parquet", 12);
+  ExpectEveryRow(table.dir() + "/part-1.parquet", 5);
+  // Nothing was written into the dataset's directory (no sample index cache, no log).
+  EXPECT_FALSE(std::filesystem::exists(table.dir() + "/_stoke"));
+  EXPECT_FALSE(std::filesystem::exists(table.dir() + "/_delta_log"));
 }
 
 TEST(ArrayColumns, ARaggedOrNullRowIsAnErrorNamingFileAndRowOrIsSkipped) {

@@ -177,13 +177,16 @@ Status Loader::Impl::Open() {
   // Tables of many files: the fetcher sizes its descriptor cache from the soft limit.
   RaiseOpenFileLimitOnce();
   AllocationFaults::Instance().Check();
-  STOKE_ASSIGN_OR_RETURN(TableView view, OpenTableView(dir_, o_.version));
+  STOKE_ASSIGN_OR_RETURN(TableView view, OpenDatasetView(dir_, o_.version));
+  root_ = view.location;
   // An index built here (none cached for this version) takes the files from this snapshot: opened
-  // again, the log's second copy took 3 s and 500 MB at 650,000 files.
+  // again, the log's second copy took 3 s and 500 MB at 650,000 files. A plain dataset's made-up
+  // version names no set of files: its index is never cached.
   SampleIndex::Options index_options;
   index_options.snapshot = &view.snapshot;
-  STOKE_ASSIGN_OR_RETURN(SampleIndex index, SampleIndex::Open(dir_, view.snapshot.version, index_options));
-  remote_ = HasUriScheme(dir_);  // read through its Storage, as the fetcher will (fetcher.h)
+  index_options.use_cache = index_options.write_cache = !view.plain;
+  STOKE_ASSIGN_OR_RETURN(SampleIndex index, SampleIndex::Open(root_, view.snapshot.version, index_options));
+  remote_ = HasUriScheme(root_);  // read through its Storage, as the fetcher will (fetcher.h)
   index_ = std::make_unique<SampleIndex>(std::move(index));
   queue_depth_ = o_.queue_depth > 0 ? o_.queue_depth : remote_ ? kRemoteQueueDepth : kLocalQueueDepth;
 
@@ -207,7 +210,7 @@ Status Loader::Impl::Open() {
   STOKE_RETURN_IF_ERROR(scalars_.Read(view, where, scalar_read));
   std::vector<std::string> file_versions;
   if (remote_ && !o_.cache_dir.empty() && !tensors_.empty()) {
-    file_versions = ReadCacheFileVersions(view, dir_, *index_->file_paths());
+    file_versions = ReadCacheFileVersions(view, root_, *index_->file_paths());
   }
   // Nothing below uses the log. A table of 650,000 files holds about 350 MB of add actions (paths,
   // statistics, slots): released here, with the heap's free pages, the fetcher's per-file state, the

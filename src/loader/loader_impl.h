@@ -396,6 +396,7 @@ class Loader::Impl {
   }
 
   const std::string dir_;
+  std::string root_;  // what data file paths join to: dir_, or a plain dataset's root (TableView::location)
   const LoaderOptions o_;
   std::unique_ptr<SampleIndex> index_;
   std::vector<TensorColumn> tensors_;

@@ -25,8 +25,9 @@ struct Scan {
 
 Result<Scan> PrepareScan(const QueryOptions& o) {
   if (o.limit < -1) return Status::InvalidArgument(fmt::format("query: `limit` must be -1 (all) or at least 0, got {}", o.limit));
+  if (o.offset < 0) return Status::InvalidArgument(fmt::format("query: `offset` must be at least 0, got {}", o.offset));
   Scan s;
-  STOKE_ASSIGN_OR_RETURN(s.t, OpenTableView(o.table_dir, o.version));
+  STOKE_ASSIGN_OR_RETURN(s.t, OpenDatasetView(o.table_dir, o.version));
   const auto& columns = s.t.columns;
   if (!o.where.empty()) {
     STOKE_ASSIGN_OR_RETURN(s.where, Predicate::Parse(o.where));
@@ -111,13 +112,15 @@ Result<std::vector<size_t>> FileColumns(const TableView& t, const ParquetReader&
 }
 
 // Visits the rows matching the predicate, file by file and row group by row group (snapshot order),
-// skipping files and row groups whose statistics exclude it; stops after o.limit rows. With
-// o.count_only, counts without decoding the selected columns and without calling on_rows.
+// skipping files and row groups whose statistics exclude it; passes over the first o.offset and stops
+// after o.limit rows. With o.count_only, counts without decoding the selected columns and without
+// calling on_rows (and without an offset).
 template <typename OnRows>
 Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, OnRows&& on_rows) {
   const TableView& t = s.t;
   const bool want_rows = !o.count_only;
   auto limit_reached = [&] { return want_rows && o.limit >= 0 && report->rows >= o.limit; };
+  int64_t pass_over = want_rows ? o.offset : 0;
   const auto& files = t.snapshot.files;
   report->files_total = static_cast<int64_t>(files.size());
   std::vector<int8_t> decision(files.size(), 0);
@@ -174,7 +177,12 @@ Status ScanMatches(const Scan& s, const QueryOptions& o, QueryReport* report, On
       }
       std::vector<size_t> rows;
       for (int64_t r = 0; r < n && !(o.limit >= 0 && report->rows + static_cast<int64_t>(rows.size()) >= o.limit); ++r) {
-        if (keep[r]) rows.push_back(static_cast<size_t>(r));
+        if (!keep[r]) continue;
+        if (pass_over > 0) {
+          --pass_over;
+        } else {
+          rows.push_back(static_cast<size_t>(r));
+        }
       }
       if (rows.empty()) continue;
       for (size_t c : s.selected) {

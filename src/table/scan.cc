@@ -1,5 +1,8 @@
 #include "table/scan.h"
 
+#include "stoke/table.h"
+#include "table/parquet_dataset.h"
+
 #include "format/logical_value.h"
 #include "format/parquet_nested.h"
 #include "io/uri.h"
@@ -302,8 +305,45 @@ Result<TableView> OpenTableView(const std::string& table_dir, std::optional<int6
     return t.dir == table_dir ? snapshot.status() : snapshot.status().WithContext(table_dir);
   }
   t.snapshot = std::move(*snapshot);
+  t.location = table_dir;
   STOKE_ASSIGN_OR_RETURN(t.columns, delta::ColumnsFromMetadata(t.snapshot.metadata, table_dir));
   return t;
+}
+
+namespace {
+
+Result<TableView> OpenPlainDataset(const std::string& location, std::optional<int64_t> version) {
+  STOKE_ASSIGN_OR_RETURN(ParquetDataset d, OpenParquetDataset(location));
+  if (version) {
+    return Status::InvalidArgument(fmt::format("'{}' is a plain Parquet dataset (no Delta log): it has no version {} "
+                                               "to read",
+                                               location, *version));
+  }
+  TableView t;
+  t.storage = std::move(d.where.storage);
+  t.dir = std::move(d.where.path);
+  t.location = std::move(d.root);
+  t.plain = true;
+  t.snapshot = std::move(d.snapshot);
+  STOKE_ASSIGN_OR_RETURN(t.columns, delta::ColumnsFromMetadata(t.snapshot.metadata, location));
+  return t;
+}
+
+}  // namespace
+
+Result<TableView> OpenDatasetView(const std::string& location, std::optional<int64_t> version) {
+  if (IsGlobLocation(location)) return OpenPlainDataset(location, version);
+  // The table first: opening one costs no request more than before datasets (on object stores,
+  // a look at the location itself is a HEAD and a listing).
+  auto table = OpenTableView(location, version);
+  if (table.ok() || IsTableDirectory(location)) return table;
+  auto dataset = OpenPlainDataset(location, version);
+  if (dataset.ok() || dataset.status().code() != StatusCode::kNotFound) return dataset;
+  // Neither: a location that does not exist says so as a table would; one that does, that it holds
+  // no Parquet files either.
+  auto where = ResolveStorageLocation(location);
+  const bool exists = where.ok() && where->storage->Stat(where->path).ok();
+  return exists ? dataset.status() : table.status();
 }
 
 void FileStatsInto(const delta::AddFile& add, AddStatsReader& reader, std::vector<Predicate::ColumnStats>* stats,

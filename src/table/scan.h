@@ -19,6 +19,10 @@ namespace stoke {
 struct TableView {
   std::shared_ptr<Storage> storage;  // where the table lives (local, Azure Blob, S3)
   std::string dir;                   // the table's path in `storage` (for object stores: a key prefix)
+  // The table as a path or URI that data file paths join to (JoinPath): the location opened, or a
+  // plain dataset's root (parquet_dataset.h).
+  std::string location;
+  bool plain = false;  // a plain Parquet dataset (no Delta log): a made-up snapshot of version 0
   delta::Snapshot snapshot;
   std::vector<ColumnSpec> columns;  // from schemaString and stoke.tensors, partition columns included
   std::string FilePath(const delta::AddFile& add) const;  // absolute path of a data file (decoded)
@@ -63,6 +67,10 @@ bool HasDeletionVectors(const delta::Snapshot& snapshot);
 
 // `table` is a local path or a storage URI (az://, abfss://, https://…blob…, s3://; see io/uri.h).
 Result<TableView> OpenTableView(const std::string& table, std::optional<int64_t> version = std::nullopt);
+// For readers: the Delta table at `location`, or, where there is no Delta log, the plain Parquet
+// dataset it names (a directory, a glob or a file; parquet_dataset.h). A version asked of a plain
+// dataset is InvalidArgument. Writers open tables with OpenTableView, which never takes a dataset.
+Result<TableView> OpenDatasetView(const std::string& location, std::optional<int64_t> version = std::nullopt);
 
 // Statistics of one data file from its add action's stats JSON and partition values (no bounds
 // when the stats are absent or malformed: nothing can be skipped then), for the reader's columns

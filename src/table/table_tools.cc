@@ -13,6 +13,8 @@
 #include "stoke/maintenance.h"
 #include "stoke/table.h"
 #include "table/delta_log.h"
+#include "table/parquet_dataset.h"
+#include "table/scan.h"
 
 namespace stoke {
 namespace {
@@ -89,9 +91,13 @@ bool IsTableDirectory(const std::string& path) {
   return names.ok() && !names->empty();
 }
 
-bool NamesDirectory(const std::string& path) {
-  auto local = LocalStorage().Stat(path);  // stat(2): a symbolic link to a directory counts
-  return (local.ok() && local->is_directory) || IsTableDirectory(path);
+bool NamesTable(const std::string& path) {
+  if (IsGlobLocation(path)) return true;
+  auto where = ResolveStorageLocation(path);
+  if (!where.ok()) return false;
+  // Local: stat(2), so a symbolic link to a directory counts; object stores: a prefix with keys under it.
+  auto st = where->storage->Stat(where->path);
+  return st.ok() && st->is_directory;
 }
 
 Status CheckpointTable(const std::string& table_dir, std::optional<int64_t> version) {
@@ -147,6 +153,7 @@ constexpr size_t kFilesListed = 20;  // data files the text lists (the JSON form
 struct TableFacts {
   std::string table;
   delta::Snapshot snap;
+  bool plain = false;  // a plain Parquet dataset: no log, no versions
   std::vector<ColumnSpec> columns;
   int64_t bytes = 0;
   int64_t rows = -1;
@@ -162,10 +169,11 @@ struct TableFacts {
 Result<TableFacts> GatherTableFacts(const std::string& table_dir, std::optional<int64_t> version) {
   TableFacts t;
   t.table = table_dir;
-  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
-  delta::DeltaLog log(*where.storage, where.path);
-  STOKE_ASSIGN_OR_RETURN(t.snap, log.ReadSnapshot(version));
-  STOKE_ASSIGN_OR_RETURN(t.columns, delta::ColumnsFromMetadata(t.snap.metadata, table_dir));
+  STOKE_ASSIGN_OR_RETURN(TableView view, OpenDatasetView(table_dir, version));
+  const StorageLocation where{view.storage, view.dir};
+  t.plain = view.plain;
+  t.snap = std::move(view.snapshot);
+  t.columns = std::move(view.columns);
   for (const auto& f : t.snap.files) {
     t.bytes += f.size;
     if (!f.deletion_vector) continue;
@@ -199,6 +207,7 @@ nlohmann::ordered_json TableFactsJson(const TableFacts& t) {
   const delta::Protocol& p = t.snap.protocol;
   nlohmann::ordered_json j;
   j["table"] = t.table;
+  if (t.plain) j["plain_parquet"] = true;
   j["version"] = t.snap.version;
   j["timestamp"] = t.snap.timestamp;
   j["id"] = t.snap.metadata.id;
@@ -262,8 +271,14 @@ std::string FeaturesText(const delta::Protocol& p) {
 void WriteSummaryText(const TableFacts& t, std::ostream& out) {
   const delta::Protocol& p = t.snap.protocol;
   out << fmt::format("table       {}\n", t.table);
-  out << fmt::format("version     {} ({})\n", t.snap.version, FormatTimestamp(t.snap.timestamp));
-  out << fmt::format("protocol    reader {}, writer {}{}\n", p.min_reader_version, p.min_writer_version, FeaturesText(p));
+  if (t.plain) {
+    out << fmt::format("version     none: a plain Parquet dataset (no Delta log; files as listed now, newest {})\n",
+                       FormatTimestamp(t.snap.timestamp));
+  } else {
+    out << fmt::format("version     {} ({})\n", t.snap.version, FormatTimestamp(t.snap.timestamp));
+    out << fmt::format("protocol    reader {}, writer {}{}\n", p.min_reader_version, p.min_writer_version,
+                       FeaturesText(p));
+  }
   out << fmt::format("files       {} data files, {} ({} bytes)\n", t.snap.files.size(),
                      FormatBytes(static_cast<uint64_t>(t.bytes)), t.bytes);
   out << fmt::format("rows        {}{}\n", t.rows < 0 ? std::string("unknown (a file has no stats)") : std::to_string(t.rows),

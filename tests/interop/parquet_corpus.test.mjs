@@ -132,8 +132,10 @@ async function duckRows(con, file, only) {
 // ---------------------------------------------------------------------------
 // stoke
 
-function runStokeCat(stoke, file, extra = []) {
-  const args = ['--no-progress', 'cat', '--format', 'json', ...extra, file];
+// `stoke cat` of the file; with asDataset, `stoke query` of the file opened as a one-file plain
+// Parquet dataset (its schema translated to Delta types, read as a table's files are).
+function runStokeCat(stoke, file, extra = [], { asDataset = false } = {}) {
+  const args = ['--no-progress', asDataset ? 'query' : 'cat', '--format', 'json', ...extra, file];
   const r = spawnSync(stoke, args, { encoding: 'utf8', maxBuffer: 1 << 30, timeout: STOKE_TIMEOUT_MS });
   if (r.error) return { error: `cannot run stoke: ${r.error.message}`, crashed: true };
   if (r.status !== 0 || r.signal) {
@@ -249,6 +251,11 @@ async function checkFile(con, stoke, rel, expect) {
   const skipRows = new Map((expect.rows_differ || []).map((d) => [d.row, d.why]));
   const diff = compareRows(exp, exp.columns, r.stdout, skipRows) || equalColumns(r.stdout, expect.equal_columns || []);
   if (diff) return { ok: false, reason: diff, notes };
+  const asDataset = runStokeCat(stoke, file, [], { asDataset: true });
+  if (asDataset.error) return { ok: false, reason: `as a plain Parquet dataset: ${asDataset.error}`, notes };
+  const datasetDiff = compareRows(exp, exp.columns, asDataset.stdout, skipRows);
+  if (datasetDiff) return { ok: false, reason: `as a plain Parquet dataset: ${datasetDiff}`, notes };
+  notes.push('the same rows opened as a one-file plain Parquet dataset');
   for (const [a, b] of expect.equal_columns || []) notes.push(`${b} equals ${a} in every row`);
   for (const [row, why] of skipRows) notes.push(`row ${row} not compared: ${why}`);
   notes.push(`${exp.rows.length} rows equal DuckDB's over ${exp.columns.length} columns`);
