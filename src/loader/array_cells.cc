@@ -154,23 +154,6 @@ Status FlattenArrayRows(const ColumnLevels& levels, const ArrayLeaf& leaf, std::
   return Status::OK();
 }
 
-Result<ArrayCells::Place> ArrayCells::Locate(int64_t row) {
-  if (row < 0 || row >= index_.num_rows()) return Status::Internal(fmt::format("table row {} out of range", row));
-  const uint32_t lo = index_.FileOfRow(row);
-  Place p;
-  p.file = lo;
-  p.row_in_file = row - index_.file_first_row(lo);
-  STOKE_ASSIGN_OR_RETURN(p.reader, readers_.ReaderOf(lo));
-  const auto& starts = p.reader->row_group_starts();
-  auto g = std::upper_bound(starts.begin(), starts.end() - 1, p.row_in_file);
-  p.row_group = static_cast<int>(g - starts.begin()) - 1;
-  if (p.row_group < 0 || p.row_in_file >= starts.back()) {
-    return Status::Corruption(fmt::format("{}: row {} beyond the file's {} rows", p.reader->path(), p.row_in_file, starts.back()));
-  }
-  p.row_in_group = p.row_in_file - starts[static_cast<size_t>(p.row_group)];
-  return p;
-}
-
 Result<ArrayLeaf> ArrayCells::LeafOf(const std::string& name, const Place& place) {
   {
     MutexLock l(&mu_);
@@ -202,7 +185,7 @@ Result<std::shared_ptr<const DecodedPage>> ArrayCells::Chunk(const std::string& 
 }
 
 Result<std::pair<DType, std::vector<int64_t>>> ArrayCells::Probe(const std::string& name, int64_t row) {
-  STOKE_ASSIGN_OR_RETURN(Place place, Locate(row));
+  STOKE_ASSIGN_OR_RETURN(Place place, readers_.Locate(row));
   STOKE_ASSIGN_OR_RETURN(ArrayLeaf leaf, FindArrayLeaf(*place.reader, name));
   STOKE_ASSIGN_OR_RETURN(ColumnLevels levels, place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf));
   const auto entries = RowEntries(levels, place.row_in_group);
@@ -218,7 +201,7 @@ Result<std::pair<DType, std::vector<int64_t>>> ArrayCells::Probe(const std::stri
 
 Status ArrayCells::ReadCell(const std::string& name, DType dtype, const std::vector<int64_t>& shape, int64_t row,
                             AlignedBuffer* out) {
-  STOKE_ASSIGN_OR_RETURN(Place place, Locate(row));
+  STOKE_ASSIGN_OR_RETURN(Place place, readers_.Locate(row));
   std::vector<int64_t> expected = shape;
   STOKE_ASSIGN_OR_RETURN(std::shared_ptr<const DecodedPage> chunk, Chunk(name, place, dtype, &expected));
   const size_t r = static_cast<size_t>(place.row_in_group);

@@ -71,15 +71,7 @@ class ArrayCells {
   int64_t chunks_decoded() const { return cache_.loads(); }
 
  private:
-  // Where table row `row` is: its file, the row group and the row within it, and the file's reader.
-  struct Place {
-    uint32_t file = 0;
-    int row_group = 0;
-    int64_t row_in_group = 0;
-    int64_t row_in_file = 0;
-    std::shared_ptr<const ParquetReader> reader;
-  };
-  Result<Place> Locate(int64_t row);
+  using Place = SlowCells::RowPlace;
   // The decoded chunk of `name` in place.row_group (`*shape` empty: learnt from its first dense row).
   Result<std::shared_ptr<const DecodedPage>> Chunk(const std::string& name, const Place& place, DType dtype,
                                                    std::vector<int64_t>* shape);

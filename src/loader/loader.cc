@@ -94,6 +94,18 @@ Result<std::vector<std::string>> ImageColumnNames(const TableView& view, const s
   return image_columns;
 }
 
+// Whether the loader reads `spec` through BinaryCells: a plain binary column (not stoke's tensor or
+// blob layout), or a struct with a binary field `bytes` (a Hugging Face Image).
+bool HoldsBinaryCells(const ColumnSpec& spec) {
+  if (!spec.nested()) return spec.type == parquet::Type::kByteArray && !spec.is_string && !spec.paged();
+  const auto type = nlohmann::json::parse(spec.nested_type, nullptr, false);
+  if (!type.is_object() || type.value("type", "") != "struct" || !type.contains("fields")) return false;
+  for (const auto& f : type["fields"]) {
+    if (f.is_object() && f.value("name", "") == "bytes" && f.contains("type") && f["type"] == "binary") return true;
+  }
+  return false;
+}
+
 // The predicate `where` bound to `columns`; nullopt when `where` is empty.
 Result<std::optional<Predicate>> BindWhere(const std::string& where, const std::vector<ColumnSpec>& columns) {
   std::optional<Predicate> predicate;
@@ -204,6 +216,8 @@ Status Loader::Impl::Open() {
     }
   }
   STOKE_ASSIGN_OR_RETURN(std::optional<Predicate> where, BindWhere(o_.where, view.columns));
+  const auto& config = view.snapshot.metadata.configuration;
+  if (auto hf = config.find(kHuggingFaceMetadataKey); hf != config.end()) metadata_shapes_ = HuggingFaceArrayShapes(hf->second);
   // Scalar columns and the filter, file by file (in parallel: footers are small, latency-bound reads).
   const ScalarColumns::ReadOptions scalar_read{dir_, index_->num_rows(), remote_,
                                                static_cast<uint64_t>(o_.remote_coalesce_gap_bytes)};
@@ -219,7 +233,7 @@ Status Loader::Impl::Open() {
   view = TableView{};
   if (large_log) ReleaseFreeHeapMemory();
   SizeWorkers();
-  STOKE_RETURN_IF_ERROR(SetUpArrayColumns());
+  STOKE_RETURN_IF_ERROR(SetUpChunkedColumns());
   STOKE_RETURN_IF_ERROR(CreateImagePipelines());
   STOKE_RETURN_IF_ERROR(CreateSampler());
   // A batch never holds more than the rank's samples of an epoch: a batch_size beyond that sizes
@@ -249,6 +263,12 @@ Status Loader::Impl::SetUpColumns(const TableView& view, const std::vector<size_
       t.name = spec.name;
       t.file_name = spec.file_name();
       t.array = true;
+      tensors_.push_back(std::move(t));
+    } else if (HoldsBinaryCells(spec)) {
+      TensorColumn t;
+      t.name = spec.name;
+      t.file_name = spec.file_name();
+      t.binary_cells = true;
       tensors_.push_back(std::move(t));
     } else {
       STOKE_RETURN_IF_ERROR(scalars_.Add(spec, c));
@@ -293,16 +313,18 @@ Status Loader::Impl::SetTransforms(TensorColumn* t) const {
   return Status::OK();
 }
 
-Status Loader::Impl::SetUpArrayColumns() {
-  // The decoded pages of multi-row tensor pages and the decoded chunks of array columns share a
-  // quarter of the budget (see DivideMemoryBudget).
+Status Loader::Impl::SetUpChunkedColumns() {
+  // The decoded pages of multi-row tensor pages and the decoded chunks of array and binary columns
+  // share a quarter of the budget (see DivideMemoryBudget), in equal parts.
   const bool arrays = std::any_of(tensors_.begin(), tensors_.end(), [](const TensorColumn& t) { return t.array; });
-  const size_t cache_bytes = static_cast<size_t>(o_.prefetch_bytes / 4);
-  slow_cells_ = std::make_unique<SlowCells>(*index_, arrays ? cache_bytes / 2 : cache_bytes, o_.verify_crc);
-  if (!arrays) return Status::OK();
-  array_cells_ = std::make_unique<ArrayCells>(*index_, *slow_cells_, cache_bytes / 2);
+  const bool binary = std::any_of(tensors_.begin(), tensors_.end(), [](const TensorColumn& t) { return t.binary_cells; });
+  const size_t part = static_cast<size_t>(o_.prefetch_bytes / 4) / (1 + arrays + binary);
+  slow_cells_ = std::make_unique<SlowCells>(*index_, part, o_.verify_crc);
+  if (arrays) array_cells_ = std::make_unique<ArrayCells>(*index_, *slow_cells_, part);
+  if (binary) binary_cells_ = std::make_unique<BinaryCells>(*slow_cells_, part);
   const std::optional<int64_t> first = scalars_.FirstRow(index_->num_rows());
   for (TensorColumn& t : tensors_) {
+    if (t.binary_cells) STOKE_RETURN_IF_ERROR(SetUpBinaryColumn(&t, first));
     if (!t.array) continue;
     if (first) {
       auto probed = array_cells_->Probe(t.file_name, *first);
@@ -318,21 +340,52 @@ Status Loader::Impl::SetUpArrayColumns() {
   return Status::OK();
 }
 
+Status Loader::Impl::SetUpBinaryColumn(TensorColumn* t, std::optional<int64_t> first) {
+  if (!first) {  // no row is served: nothing is delivered
+    t->in = TensorSpec{DType::kUInt8, {0}};
+    return SetTransforms(t);
+  }
+  AlignedBuffer cell;
+  if (Status st = binary_cells_->ReadCell(t->file_name, *first, &cell); !st.ok()) {
+    return st.WithContext(Context(*first, static_cast<uint32_t>(t - tensors_.data())));
+  }
+  switch (CellKindOf(cell.view())) {
+    case CellKind::kImage:
+      t->encoded_image = true;  // the pipeline is made once the rows are known (CreateImagePipelines)
+      return Status::OK();
+    case CellKind::kNpy: {
+      auto header = ParseNpyHeader(cell.view(), "cell");
+      if (!header.ok()) return header.status().WithContext(Context(*first, static_cast<uint32_t>(t - tensors_.data())));
+      t->in = TensorSpec{header->dtype, header->shape};
+      return SetTransforms(t);
+    }
+    case CellKind::kOther: break;
+  }
+  return Status::Unsupported(fmt::format("{}: its cells are neither .npy arrays nor JPEG/PNG images, which the loader "
+                                         "delivers from binary columns; select other columns, or read it with a query",
+                                         Context(*first, static_cast<uint32_t>(t - tensors_.data()))));
+}
+
 Status Loader::Impl::ReshapeArrayColumn(TensorColumn* t) const {
   auto given = o_.shapes.find(t->name);
-  if (given == o_.shapes.end()) return Status::OK();
+  std::string source = fmt::format("shapes['{}']", t->name);
+  if (given == o_.shapes.end()) {
+    given = metadata_shapes_.find(t->name);
+    if (given == metadata_shapes_.end()) return Status::OK();
+    source = fmt::format("the Hugging Face features' shape of '{}'", t->name);
+  }
   int64_t n = 1;
   for (int64_t d : given->second) {
     if (d < 0 || __builtin_mul_overflow(n, d, &n)) {
-      return Status::InvalidArgument(fmt::format("shapes['{}']: [{}] is not a shape", t->name, fmt::join(given->second, ", ")));
+      return Status::InvalidArgument(fmt::format("{}: [{}] is not a shape", source, fmt::join(given->second, ", ")));
     }
   }
   int64_t have = 1;
   for (int64_t d : t->array_shape) have *= d;
   const bool served = t->array_shape != std::vector<int64_t>{0};  // {0}: no row is served (dense rows are never empty)
   if (served && n != have) {
-    return Status::InvalidArgument(fmt::format("shapes['{}']: [{}] holds {} values, but the column's rows hold {} ([{}])",
-                                               t->name, fmt::join(given->second, ", "), n, have,
+    return Status::InvalidArgument(fmt::format("{}: [{}] holds {} values, but the column's rows hold {} ([{}])",
+                                               source, fmt::join(given->second, ", "), n, have,
                                                fmt::join(t->array_shape, ", ")));
   }
   t->in.shape = given->second;
@@ -414,8 +467,13 @@ Result<std::pair<int64_t, int64_t>> Loader::Impl::ProbeImageSize(const TensorCol
   const std::optional<int64_t> first = scalars_.FirstRow(index_->num_rows());
   if (!first) return std::make_pair(int64_t{1}, int64_t{1});
   const int64_t row = *first;
-  const SampleIndex::Location loc = index_->Find(row, t.index_column);
   AlignedBuffer cell;
+  if (t.binary_cells) {
+    STOKE_RETURN_IF_ERROR(binary_cells_->ReadCell(t.file_name, row, &cell));
+    STOKE_ASSIGN_OR_RETURN(ImageInfo info, ReadImageInfo(cell.view(), "image"));
+    return std::make_pair(int64_t{info.height}, int64_t{info.width});
+  }
+  const SampleIndex::Location loc = index_->Find(row, t.index_column);
   if (loc.needs_decode) {
     STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(index_->FilePath(loc.file)));
     STOKE_ASSIGN_OR_RETURN(std::unique_ptr<ParquetReader> reader, ParquetReader::Open(*where.storage, where.path));

@@ -6,7 +6,7 @@
 namespace stoke {
 
 std::string Loader::Impl::Context(int64_t row, uint32_t column) const {
-  if (tensors_[column].array) {
+  if (tensors_[column].chunked()) {
     const uint32_t file = index_->FileOfRow(row);
     return fmt::format("{} row {} (table row {}) column '{}'", index_->FilePath(file), row - index_->file_first_row(file),
                        row, tensors_[column].name);
@@ -108,15 +108,27 @@ Status Loader::Impl::DecodeMember(Slot* s, const Read& r, const ReadMember& m) {
   return st;
 }
 
+Status Loader::Impl::ReadBinaryCell(const TensorColumn& t, int64_t row, AlignedBuffer* out) const {
+  STOKE_RETURN_IF_ERROR(binary_cells_->ReadCell(t.file_name, row, out));
+  if (t.encoded_image) return Status::OK();
+  thread_local AlignedBuffer converted;  // a cell in another byte order or Fortran order
+  STOKE_ASSIGN_OR_RETURN(ByteView data, NpyCellData(out->view(), t.in.dtype, t.in.shape, &converted));
+  // The data follows the header: moved to the front of *out, where the transforms read it.
+  std::memmove(out->data(), data.data(), data.size());
+  out->Resize(data.size());
+  return Status::OK();
+}
+
 void Loader::Impl::DecodeSlow(Slot* s, uint32_t sample, uint32_t column) {
   const TensorColumn& t = tensors_[column];
   const int64_t row = s->rows[sample];
   try {
     AllocationFaults::Instance().Check();
     const int64_t t0 = NowNanos();
-    Status st = t.array ? array_cells_->ReadCell(t.file_name, t.in.dtype, t.array_shape, row, &t_sample_scratch)
-                        : slow_cells_->ReadCell(t.name, t.in_bytes, t.encoded_image, index_->Find(row, t.index_column),
-                                                &t_sample_scratch);
+    Status st = t.array          ? array_cells_->ReadCell(t.file_name, t.in.dtype, t.array_shape, row, &t_sample_scratch)
+                : t.binary_cells ? ReadBinaryCell(t, row, &t_sample_scratch)
+                                 : slow_cells_->ReadCell(t.name, t.in_bytes, t.encoded_image,
+                                                         index_->Find(row, t.index_column), &t_sample_scratch);
     Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
     if (st.ok()) st = WriteSampleInto(s, sample, column, t_sample_scratch.view());
     if (!st.ok()) {

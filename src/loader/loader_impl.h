@@ -33,11 +33,13 @@
 #include "core/thread_pool.h"
 #include "core/trace.h"
 #include "format/image.h"
+#include "format/npy.h"
 #include "format/parquet_reader.h"
 #include "io/read_cache.h"
 #include "io/storage.h"
 #include "io/uri.h"
 #include "loader/array_cells.h"
+#include "loader/binary_cells.h"
 #include "loader/fetcher.h"
 #include "loader/image_transform.h"
 #include "loader/out_of_memory.h"
@@ -46,6 +48,7 @@
 #include "loader/scalar_columns.h"
 #include "loader/slow_cells.h"
 #include "loader/transform.h"
+#include "table/parquet_dataset.h"
 #include "table/sample_index.h"
 #include "table/scan.h"
 
@@ -65,6 +68,10 @@ struct TensorColumn {
   // An array column (array_cells.h): `file_name` is its field in the data files; `in` is set from
   // the first served row (SetUpArrayColumns). index_column is unused.
   bool array = false;
+  // A binary column of other writers' files (binary_cells.h), or a struct with a binary `bytes`
+  // field: its cells are .npy arrays (`in` set from the first served row) or encoded images
+  // (encoded_image). `file_name` is its field in the data files; index_column is unused.
+  bool binary_cells = false;
   std::string file_name;
   std::vector<int64_t> array_shape;  // the shape the rows' lists nest to (`in.shape` may reshape it)
   ImagePipeline image;
@@ -73,6 +80,8 @@ struct TensorColumn {
   DType out_dtype = DType::kUInt8;
   std::vector<int64_t> out_shape;
   bool direct() const { return !use_image && transforms.empty(); }  // cells go to the batch as they are
+  // Decoded from its column chunks by a stage of its own, row by row, not read page by page.
+  bool chunked() const { return array || binary_cells; }
 };
 
 // The largest coalesced read: offsets within a read are 32-bit (ReadMember::offset, FetchRequest::length).
@@ -277,11 +286,15 @@ class Loader::Impl {
   // The tensor column `t` (its input dtype and shape set) with its transforms (none of them image
   // transforms, unless `t` is a uint8 [H, W, C] tensor: then the image pipeline is made later).
   Status SetTransforms(TensorColumn* t) const;
-  // Creates slow_cells_ and array_cells_, and sets the array columns' dtype and shape from the first
-  // served row, with their transforms. REQUIRES: scalars_ were read.
-  Status SetUpArrayColumns();
-  // Sets t->in.shape to o_.shapes' entry for the array column `t`, when there is one (its value count
-  // must be the rows').
+  // Creates slow_cells_, array_cells_ and binary_cells_, and sets the array and binary columns' dtype
+  // and shape from the first served row, with their transforms (binary columns of images become
+  // image columns). REQUIRES: scalars_ were read.
+  Status SetUpChunkedColumns();
+  // SetUpChunkedColumns' step for the binary column `t`: what its first served cell (`first`, when
+  // a row is served) holds.
+  Status SetUpBinaryColumn(TensorColumn* t, std::optional<int64_t> first);
+  // Sets t->in.shape to o_.shapes' entry for the array column `t`, or else to metadata_shapes_', when
+  // there is one (its value count must be the rows').
   Status ReshapeArrayColumn(TensorColumn* t) const;
   // Sets threads_ (o_.threads, or one per available CPU) and max_decoded_bytes_.
   void SizeWorkers();
@@ -291,7 +304,7 @@ class Loader::Impl {
   // Creates sampler_ over BlockSizes(), and keeps its blocks and options for MeasureShuffle.
   Status CreateSampler();
   // Divides prefetch_bytes: sets max_slots_, and returns the bytes that reads in flight may take (the
-  // caches' quarter went to slow_cells_ and array_cells_ in SetUpArrayColumns). REQUIRES: the tensor columns' output sizes are known (CreateImagePipelines).
+  // caches' quarter went to the chunked columns' stages in SetUpChunkedColumns). REQUIRES: the tensor columns' output sizes are known (CreateImagePipelines).
   int64_t DivideMemoryBudget();
   // Opens fetcher_ over the sample index's data files, when a tensor column is selected;
   // `file_versions` (ReadCacheFileVersions) name their bytes in the read cache, when there is one.
@@ -371,6 +384,9 @@ class Loader::Impl {
   // Fills s->columns, the consumer's view of the slot. Out of memory when the strings cannot be copied.
   Status BuildColumns(Slot* s);
   Status WriteSampleInto(Slot* s, uint32_t sample, uint32_t column, ByteView sample_bytes);
+  // A binary-cell column's value of table row `row` as the decode stage sees it: an image's bytes, or a
+  // .npy cell's array data (into *out either way).
+  Status ReadBinaryCell(const TensorColumn& t, int64_t row, AlignedBuffer* out) const;
   // Image columns: the size of the first selected row's image, for a chain that does not fix one.
   Result<std::pair<int64_t, int64_t>> ProbeImageSize(const TensorColumn& t) const;
   // Sets up the image pipelines of the image columns (after the rows are known).
@@ -402,6 +418,8 @@ class Loader::Impl {
   std::vector<TensorColumn> tensors_;
   ScalarColumns scalars_;                        // the scalar columns, and the rows served
   std::vector<std::string> column_order_;        // selected columns in the requested order
+  // Array shapes a dataset's metadata gives (Hugging Face features), used where o_.shapes has none.
+  std::map<std::string, std::vector<int64_t>> metadata_shapes_;
   // The table is on an object store (its location is a URI): no split reads (each read is one
   // ranged GET into one buffer), no O_DIRECT, pages merged within a gap, the read cache.
   bool remote_ = false;
@@ -423,6 +441,8 @@ class Loader::Impl {
   std::unique_ptr<SlowCells> slow_cells_;
   // Array columns' cells, decoded from their column chunks by the workers.
   std::unique_ptr<ArrayCells> array_cells_;
+  // Binary columns' cells (other writers' .npy and image cells), likewise.
+  std::unique_ptr<BinaryCells> binary_cells_;
 
   // Run state.
   mutable Mutex mu_;

@@ -65,13 +65,13 @@ void Loader::Impl::FindCells(Slot* s, std::vector<Read>* slow) const {
   std::vector<SampleIndex::Location>& found = s->locations;  // [column][sample]
   found.resize(static_cast<size_t>(s->size) * tensors_.size());
   for (uint32_t c = 0; c < tensors_.size(); ++c) {
-    if (tensors_[c].array) continue;
+    if (tensors_[c].chunked()) continue;
     index_->FindMany(s->rows.data(), static_cast<size_t>(s->size), tensors_[c].index_column,
                      found.data() + static_cast<size_t>(c) * static_cast<size_t>(s->size));
   }
   for (uint32_t i = 0; i < static_cast<uint32_t>(s->size); ++i) {
     for (uint32_t c = 0; c < tensors_.size(); ++c) {
-      if (tensors_[c].array) {  // decoded from its column chunk; rows in order, so a chunk's rows go together
+      if (tensors_[c].chunked()) {  // decoded from its column chunk; rows in order, so a chunk's rows go together
         Read r;
         r.offset = static_cast<uint64_t>(s->rows[i]);
         r.members.push_back({.sample = i, .column = c});

@@ -47,6 +47,22 @@ Result<std::shared_ptr<const ParquetReader>> SlowCells::ReaderOf(uint32_t file) 
   return reader;
 }
 
+Result<SlowCells::RowPlace> SlowCells::Locate(int64_t row) {
+  if (row < 0 || row >= index_.num_rows()) return Status::Internal(fmt::format("table row {} out of range", row));
+  RowPlace p;
+  p.file = index_.FileOfRow(row);
+  p.row_in_file = row - index_.file_first_row(p.file);
+  STOKE_ASSIGN_OR_RETURN(p.reader, ReaderOf(p.file));
+  const auto& starts = p.reader->row_group_starts();
+  auto g = std::upper_bound(starts.begin(), starts.end() - 1, p.row_in_file);
+  p.row_group = static_cast<int>(g - starts.begin()) - 1;
+  if (p.row_group < 0 || p.row_in_file >= starts.back()) {
+    return Status::Corruption(fmt::format("{}: row {} beyond the file's {} rows", p.reader->path(), p.row_in_file, starts.back()));
+  }
+  p.row_in_group = p.row_in_file - starts[static_cast<size_t>(p.row_group)];
+  return p;
+}
+
 Status SlowCells::ReadUnindexedCell(const std::string& column, size_t cell_bytes, bool any_size,
                                     const SampleIndex::Location& loc, AlignedBuffer* out) {
   STOKE_ASSIGN_OR_RETURN(std::shared_ptr<const ParquetReader> reader, ReaderOf(loc.file));

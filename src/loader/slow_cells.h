@@ -43,9 +43,19 @@ class SlowCells {
   Status ReadCell(const std::string& column, size_t cell_bytes, bool any_size, const SampleIndex::Location& loc,
                   AlignedBuffer* out);
 
-  // A reader of data file `file`, kept open for the next cells (the array columns' stage reads its
-  // chunks through these readers too).
+  // A reader of data file `file`, kept open for the next cells (the stages that decode whole column
+  // chunks, array_cells.h and binary_cells.h, read through these readers too).
   Result<std::shared_ptr<const ParquetReader>> ReaderOf(uint32_t file) EXCLUDES(mu_);
+
+  // Where table row `row` is: its file, the row group and the row within it, and the file's reader.
+  struct RowPlace {
+    uint32_t file = 0;
+    int row_group = 0;
+    int64_t row_in_group = 0;
+    int64_t row_in_file = 0;
+    std::shared_ptr<const ParquetReader> reader;
+  };
+  Result<RowPlace> Locate(int64_t row) EXCLUDES(mu_);
 
   int64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
   int64_t cells_decoded() const { return cells_decoded_.load(std::memory_order_relaxed); }

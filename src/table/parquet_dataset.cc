@@ -66,17 +66,26 @@ std::vector<std::string_view> Components(std::string_view path) {
   return parts;
 }
 
+// Whether `text` matches `pattern` component by component ("**" matching any number of them): a
+// table of the matches of every pattern suffix against every text suffix, so that many "**" cost
+// their product, never an exponential search.
 bool MatchComponents(std::span<const std::string_view> pattern, std::span<const std::string_view> text) {
-  if (pattern.empty()) return text.empty();
-  if (pattern[0] == "**") {
-    for (size_t skip = 0; skip <= text.size(); ++skip) {
-      if (MatchComponents(pattern.subspan(1), text.subspan(skip))) return true;
+  const size_t p = pattern.size(), t = text.size();
+  // match[i][j]: pattern[i:] matches text[j:]; filled from the ends.
+  std::vector<std::vector<uint8_t>> match(p + 1, std::vector<uint8_t>(t + 1, 0));
+  match[p][t] = 1;
+  for (size_t i = p; i-- > 0;) {
+    const std::string pat(pattern[i]);
+    for (size_t j = t + 1; j-- > 0;) {
+      if (pattern[i] == "**") {
+        match[i][j] = match[i + 1][j] || (j < t && match[i][j + 1]);
+      } else if (j < t) {
+        const std::string comp(text[j]);
+        match[i][j] = match[i + 1][j + 1] && fnmatch(pat.c_str(), comp.c_str(), FNM_PERIOD) == 0;
+      }
     }
-    return false;
   }
-  if (text.empty()) return false;
-  const std::string p(pattern[0]), t(text[0]);
-  return fnmatch(p.c_str(), t.c_str(), FNM_PERIOD) == 0 && MatchComponents(pattern.subspan(1), text.subspan(1));
+  return match[0][0] != 0;
 }
 
 // The location's glob: its root (the location up to the last '/' before the first glob character)
@@ -230,7 +239,9 @@ Result<std::string> DatasetSchema(const StorageLocation& root, const std::vector
                                             {"metadata", ordered_json::object()}});
   }
   for (const auto& kv : (*reader)->metadata().key_value_metadata) {
-    if (kv.key == "huggingface" && kv.value) (*configuration)["huggingface"] = *kv.value;
+    if (kv.key != kHuggingFaceMetadataKey || !kv.value) continue;
+    (*configuration)[kHuggingFaceMetadataKey] = *kv.value;
+    if (auto classes = HuggingFaceClassNames(*kv.value)) (*configuration)[kClassesMetadataKey] = *classes;
   }
   return schema.dump();
 }
@@ -254,7 +265,63 @@ Result<std::vector<std::pair<std::string, std::string>>> DatasetPartitions(const
   return keys;
 }
 
+// The features object of Hugging Face metadata, or null.
+nlohmann::json HuggingFaceFeatures(const std::string& metadata) {
+  const auto j = nlohmann::json::parse(metadata, nullptr, false);
+  if (!j.is_object()) return nullptr;
+  const auto& holder = j.contains("info") && j["info"].is_object() ? j["info"] : j;
+  auto f = holder.find("features");
+  return f != holder.end() && f->is_object() ? *f : nlohmann::json(nullptr);
+}
+
+// The fixed shape of a feature (see HuggingFaceArrayShapes), or nullopt.
+std::optional<std::vector<int64_t>> FeatureShape(const nlohmann::json& f) {
+  if (!f.is_object()) return std::nullopt;
+  const std::string type = f.value("_type", "");
+  if (type.size() == 7 && type.starts_with("Array") && type.ends_with("D") && f.contains("shape") && f["shape"].is_array()) {
+    std::vector<int64_t> shape;
+    for (const auto& d : f["shape"]) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0) return std::nullopt;  // a dynamic first dimension
+      shape.push_back(d.get<int64_t>());
+    }
+    return shape;
+  }
+  if (type != "Sequence" || !f.contains("length") || !f["length"].is_number_integer() || f["length"].get<int64_t>() < 0) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> shape{f["length"].get<int64_t>()};
+  const auto& inner = f.contains("feature") ? f["feature"] : nlohmann::json(nullptr);
+  if (inner.is_object() && inner.value("_type", "") == "Value") return shape;
+  auto rest = FeatureShape(inner);
+  if (!rest) return std::nullopt;
+  shape.insert(shape.end(), rest->begin(), rest->end());
+  return shape;
+}
+
 }  // namespace
+
+std::optional<std::string> HuggingFaceClassNames(const std::string& metadata) {
+  const auto features = HuggingFaceFeatures(metadata);
+  if (!features.is_object()) return std::nullopt;
+  nlohmann::ordered_json classes = nlohmann::ordered_json::object();
+  for (auto it = features.begin(); it != features.end(); ++it) {
+    const auto& f = it.value();
+    if (!f.is_object() || f.value("_type", "") != "ClassLabel" || !f.contains("names") || !f["names"].is_array()) continue;
+    classes[it.key()] = f["names"];
+  }
+  if (classes.empty()) return std::nullopt;
+  return classes.dump();
+}
+
+std::map<std::string, std::vector<int64_t>> HuggingFaceArrayShapes(const std::string& metadata) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  const auto features = HuggingFaceFeatures(metadata);
+  if (!features.is_object()) return shapes;
+  for (auto it = features.begin(); it != features.end(); ++it) {
+    if (auto shape = FeatureShape(it.value())) shapes[it.key()] = std::move(*shape);
+  }
+  return shapes;
+}
 
 bool IsGlobLocation(const std::string& location) {
   return location.find_first_of(kGlobChars, PathStart(location)) != std::string::npos;

@@ -8,7 +8,10 @@
 // Hive-style partition directories (`key=value/`) as partition columns after it.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "io/uri.h"
 #include "stoke/status.h"
@@ -46,6 +49,18 @@ Result<ParquetDataset> OpenParquetDataset(const std::string& location);
 // the file, for the writer `what` ("ingest"). stoke's own files there are what a first write that
 // failed before its commit left, and do not count.
 Status RefuseToCoverParquetDataset(const std::string& location, std::string_view what);
+
+// The key of a Hugging Face dataset's file metadata (its `datasets` feature types, JSON), kept in
+// the made-up snapshot's configuration as it is.
+inline constexpr char kHuggingFaceMetadataKey[] = "huggingface";
+
+// From Hugging Face feature types (the JSON of kHuggingFaceMetadataKey: {"info": {"features": ...}}
+// or {"features": ...}): the class names of each top-level ClassLabel feature, as stoke.classes
+// records them ({"label": ["cat", "dog"]}); nullopt when there is none (or the JSON is not that).
+std::optional<std::string> HuggingFaceClassNames(const std::string& metadata);
+// The fixed shapes of top-level array features: Array2D..Array5D with every dimension given, and
+// Sequence features of a fixed `length` (nested to any depth) of plain values.
+std::map<std::string, std::vector<int64_t>> HuggingFaceArrayShapes(const std::string& metadata);
 
 // Whether `text` (a path relative to a glob's root, '/'-separated) matches `pattern` (see
 // OpenParquetDataset).

@@ -157,3 +157,30 @@ TEST_F(ParquetDatasetTest, BadDatasetsSayWhatIsWrongAndWhere) {
 
 }  // namespace
 }  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST(HuggingFaceMetadata, ClassLabelNamesAndFixedArrayShapes) {
+  const std::string metadata = R"({"info": {"features": {
+      "image": {"_type": "Image"},
+      "label": {"_type": "ClassLabel", "names": ["cat", "dog"]},
+      "volume": {"_type": "Array3D", "shape": [30, 30, 10], "dtype": "float32"},
+      "frames": {"_type": "Array2D", "shape": [null, 3], "dtype": "float32"},
+      "window": {"_type": "Sequence", "feature": {"_type": "Value", "dtype": "float32"}, "length": 16},
+      "grid": {"_type": "Sequence", "length": 2,
+               "feature": {"_type": "Sequence", "length": 3, "feature": {"_type": "Value", "dtype": "int32"}}},
+      "tokens": {"_type": "Sequence", "feature": {"_type": "Value", "dtype": "int64"}, "length": -1}}}})";
+  EXPECT_EQ(HuggingFaceClassNames(metadata), std::optional<std::string>(R"({"label":["cat","dog"]})"));
+  const auto shapes = HuggingFaceArrayShapes(metadata);
+  EXPECT_EQ(shapes, (std::map<std::string, std::vector<int64_t>>{
+                        {"volume", {30, 30, 10}}, {"window", {16}}, {"grid", {2, 3}}}));
+  // The older layout keeps the features at the top; anything else has none.
+  EXPECT_TRUE(HuggingFaceClassNames(R"({"features": {"y": {"_type": "ClassLabel", "names": ["a"]}}})").has_value());
+  EXPECT_FALSE(HuggingFaceClassNames("not json").has_value());
+  EXPECT_FALSE(HuggingFaceClassNames(R"({"info": {"features": {"x": {"_type": "Value"}}}})").has_value());
+  EXPECT_TRUE(HuggingFaceArrayShapes("[1, 2]").empty());
+}
+
+}  // namespace
+}  // namespace stoke

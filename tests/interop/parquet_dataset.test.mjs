@@ -8,11 +8,42 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { queryRows, runStoke, sqlStr, useStokeAndDuckDB } from './support.mjs';
+import { spawnSync } from 'node:child_process';
+import { md5, npyPayload, queryRows, runStoke, sqlStr, useStokeAndDuckDB } from './support.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..', '..');
 const STOKE_SRC = process.env.STOKE_BIN || path.join(REPO, 'build', 'stoke');
+// The Python module built beside the binary: the loader's tensors are read through it.
+const PY_PATH = process.env.STOKE_PYTHONPATH || path.join(path.dirname(path.resolve(STOKE_SRC)), 'python');
+const HAVE_PY = fs.existsSync(path.join(PY_PATH, 'stoke')) && fs.readdirSync(path.join(PY_PATH, 'stoke')).some((f) => f.startsWith('_stoke'));
+
+// Every row `stoke.Loader(location, **options)` delivers, as JSON: scalars as they are, arrays as
+// {shape, dtype, md5 of their bytes}.
+const LOAD_SCRIPT = `
+import hashlib, json, sys
+import stoke
+location, options = sys.argv[1], json.loads(sys.argv[2])
+rows = []
+for b in stoke.Loader(location, to="numpy", **options):
+    for i in range(len(b[options["columns"][0]])):
+        row = {}
+        for c in options["columns"]:
+            v = b[c][i]
+            if getattr(v, "ndim", 0) > 0:
+                row[c] = {"shape": list(v.shape), "dtype": str(v.dtype), "md5": hashlib.md5(v.tobytes()).hexdigest()}
+            else:
+                row[c] = v.item() if hasattr(v, "item") else v
+        rows.append(row)
+print(json.dumps(rows))
+`;
+function pythonLoad(location, options) {
+  const r = spawnSync('/usr/bin/python3', ['-c', LOAD_SCRIPT, location, JSON.stringify(options)], {
+    encoding: 'utf8', maxBuffer: 1 << 28, env: { ...process.env, PYTHONPATH: PY_PATH },
+  });
+  assert.equal(r.status, 0, `python loader: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
 
 let TMP;
 let STOKE;
@@ -67,5 +98,47 @@ describe('plain Parquet datasets', () => {
     assert.deepEqual(jsonLines(runStoke(STOKE, ['cat', glob, '--format', 'json', '--offset', 3, '--limit', 4]).stdout), want.slice(3, 7));
     const none = runStoke(STOKE, ['query', path.join(dir, 'valid-*.parquet')], { ok: false });
     assert.match(none.stderr, /no Parquet files/);
+  });
+
+  test('Petastorm .npy cells and Hugging Face image structs load as tensors and images', { skip: !HAVE_PY && `no stoke Python module under ${PY_PATH}` }, async () => {
+    const npy = path.join(TMP, 'npy');
+    const img = path.join(TMP, 'img');
+    runStoke(STOKE, ['synth', 'volumes', '--samples', 10, '--shape', '3,4,5', '--channels', 2, '--out', npy, '--seed', 3, '--threads', 1]);
+    runStoke(STOKE, ['synth', 'images', '--images', 9, '--classes', 3, '--min-size', 48, '--max-size', 48, '--out', img]);
+    const peta = path.join(TMP, 'petastorm.parquet');
+    await con.run(`COPY (SELECT filename AS file, content AS volume FROM read_blob(${sqlStr(npy + '/*.npy')}))
+                   TO ${sqlStr(peta)} (FORMAT PARQUET, ROW_GROUP_SIZE 4)`);
+    const want = new Map();
+    for (const f of fs.readdirSync(npy).filter((f) => f.endsWith('.npy'))) want.set(path.join(npy, f), md5(npyPayload(fs.readFileSync(path.join(npy, f)))));
+    const got = pythonLoad(peta, { columns: ['file', 'volume'], batch_size: 3, shuffle: 'global', seed: 1 });
+    assert.equal(got.length, 10);
+    for (const r of got) {
+      assert.deepEqual([r.volume.shape, r.volume.dtype], [[3, 4, 5, 2], 'float32'], r.file);
+      assert.equal(r.volume.md5, want.get(r.file), r.file);
+    }
+
+    const hf = path.join(TMP, 'hf_images', 'data');
+    fs.mkdirSync(hf, { recursive: true });
+    const features = { info: { features: { image: { _type: 'Image' }, label: { _type: 'ClassLabel', names: ['zero', 'one', 'two'] },
+      emb: { _type: 'Array2D', shape: [2, 3], dtype: 'float32' } } } };
+    await con.run(`COPY (SELECT {'bytes': content, 'path': filename} AS image,
+                                CAST(regexp_extract(filename, 'class_(\\d+)', 1) AS INTEGER) AS label,
+                                [[1.5, 2.5, 3.5], [4.5, 5.5, octet_length(content)::FLOAT]]::FLOAT[3][2] AS emb
+                         FROM read_blob(${sqlStr(img + '/*/*.jpg')}))
+                   TO ${sqlStr(path.join(hf, 'train-00000-of-00001.parquet'))}
+                   (FORMAT PARQUET, ROW_GROUP_SIZE 4, KV_METADATA {huggingface: ${sqlStr(JSON.stringify(features))}})`);
+    const glob = path.join(hf, 'train-*.parquet');
+    const duck = await duckRows(`SELECT label, octet_length(image.bytes) AS size FROM read_parquet(${sqlStr(glob)})`);
+    const embMd5 = (size) => md5(Buffer.from(new Float32Array([1.5, 2.5, 3.5, 4.5, 5.5, size]).buffer));
+    const rows = pythonLoad(glob, { columns: ['image', 'label', 'emb'], batch_size: 4, shuffle: 'global', seed: 2 });
+    assert.equal(rows.length, duck.length);
+    assert.deepEqual(rows.map((r) => r.label).sort(), duck.map((r) => r.label).sort());
+    assert.deepEqual(rows.map((r) => r.emb.md5).sort(), duck.map((r) => embMd5(r.size)).sort());
+    for (const r of rows) {
+      assert.deepEqual([r.image.shape, r.image.dtype], [[48, 48, 3], 'uint8']);
+      assert.deepEqual([r.emb.shape, r.emb.dtype], [[2, 3], 'float32']);
+    }
+    const info = JSON.parse(runStoke(STOKE, ['inspect', glob, '--json']).stdout);
+    assert.deepEqual(info['stoke.classes'], { label: ['zero', 'one', 'two'] });
   });
 });
