@@ -22,6 +22,7 @@
 
 #include "core/buffer.h"
 #include "core/mutex.h"
+#include "format/parquet_cells.h"
 #include "format/parquet_reader.h"
 #include "loader/page_cache.h"
 #include "loader/slow_cells.h"
@@ -31,30 +32,9 @@
 
 namespace stoke {
 
-// What a list column of a file holds: its leaf column and the element type delivered.
-struct ArrayLeaf {
-  size_t leaf = 0;        // the reader's column of the innermost values
-  int depth = 0;          // nested lists: the leaf's repetition level
-  uint32_t max_def = 0;   // the leaf's definition level where a value is present
-  DType dtype = DType::kFloat32;
-};
-
-// The leaf of top-level column `name` of `reader`'s file: a list (of lists ...) of a numeric,
-// boolean, date or timestamp leaf. Unsupported, naming the column, for any other shape or leaf
-// (strings, binary, decimals, structs, maps).
-Result<ArrayLeaf> FindArrayLeaf(const ParquetReader& reader, const std::string& name);
-
-// Flattens the rows of one decoded list-column chunk into `out`: body holds every dense row's values
-// (DTypeSize(leaf.dtype) bytes each), offsets[r] where row r's values start, or DecodedPage::kNull
-// for a row that is not a dense rectangular array of `*shape`. An empty *shape is set from the first
-// dense row. `values` are the chunk's present values converted to leaf.dtype.
-Status FlattenArrayRows(const ColumnLevels& levels, const ArrayLeaf& leaf, std::vector<int64_t>* shape,
-                        DecodedPage* out);
-
 class ArrayCells {
  public:
-  // The most nesting an array column may have.
-  static constexpr int kMaxDepth = 8;
+  static constexpr int kMaxDepth = kMaxArrayDepth;
 
   // `index` and `readers` must outlive this. `cache_bytes`: the decoded chunks' budget.
   ArrayCells(const SampleIndex& index, SlowCells& readers, size_t cache_bytes)

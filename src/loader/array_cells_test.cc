@@ -20,57 +20,6 @@ namespace {
 using json = nlohmann::json;
 using parquet::Repetition;
 
-// ---- FlattenArrayRows over hand-made levels ----
-
-ArrayLeaf Leaf(int depth, uint32_t max_def) { return ArrayLeaf{.leaf = 0, .depth = depth, .max_def = max_def, .dtype = DType::kFloat32}; }
-
-ColumnLevels Levels(std::vector<uint32_t> reps, std::vector<uint32_t> defs) {
-  ColumnLevels l;
-  l.num_levels = reps.size();
-  l.rep_levels = std::move(reps);
-  l.def_levels = std::move(defs);
-  return l;
-}
-
-TEST(FlattenArrayRows, OneLevelRowsOfOneLengthAndTheRowsThatAreNot) {
-  // A list<float> with OPTIONAL list and element (max_def 3): rows [a, b], [c, d], null, [], [e, null],
-  // [f], [g, h].
-  const ColumnLevels l = Levels({0, 1, 0, 1, 0, 0, 0, 1, 0, 0, 1}, {3, 3, 3, 3, 0, 1, 3, 2, 3, 3, 3});
-  std::vector<int64_t> shape;
-  DecodedPage out;
-  ASSERT_TRUE(FlattenArrayRows(l, Leaf(1, 3), &shape, &out).ok());
-  EXPECT_EQ(shape, (std::vector<int64_t>{2}));
-  EXPECT_EQ(out.value_size, 8u);
-  const uint32_t kNull = DecodedPage::kNull;
-  // Offsets count present values before the row (4 bytes each): a, b, c, d, e, f, g, h.
-  EXPECT_EQ(out.offsets, (std::vector<uint32_t>{0, 8, kNull, kNull, kNull, kNull, 24}));
-}
-
-TEST(FlattenArrayRows, NestedRowsMustBeRectangular) {
-  // list<list<int>>, all REQUIRED but the lists' repeated groups (max_def 2, max_rep 2):
-  // [[1, 2], [3, 4]], [[5, 6, 7], [8]] (ragged: 4 values too, but not 2 x 2), [[9, 10], [11, 12]].
-  const ColumnLevels l = Levels({0, 2, 1, 2, 0, 2, 2, 1, 0, 2, 1, 2}, std::vector<uint32_t>(12, 2));
-  std::vector<int64_t> shape;
-  DecodedPage out;
-  ASSERT_TRUE(FlattenArrayRows(l, Leaf(2, 2), &shape, &out).ok());
-  EXPECT_EQ(shape, (std::vector<int64_t>{2, 2}));
-  EXPECT_EQ(out.offsets, (std::vector<uint32_t>{0, DecodedPage::kNull, 32}));
-  // A shape given beforehand is checked, not learnt: [3, 1] matches no row here.
-  std::vector<int64_t> other = {3, 1};
-  ASSERT_TRUE(FlattenArrayRows(l, Leaf(2, 2), &other, &out).ok());
-  EXPECT_EQ(out.offsets, (std::vector<uint32_t>(3, DecodedPage::kNull)));
-}
-
-TEST(FlattenArrayRows, TheShapeComesFromTheFirstDenseRow) {
-  // Rows: null, [x, y, z], [u, v, w].
-  const ColumnLevels l = Levels({0, 0, 1, 1, 0, 1, 1}, {0, 3, 3, 3, 3, 3, 3});
-  std::vector<int64_t> shape;
-  DecodedPage out;
-  ASSERT_TRUE(FlattenArrayRows(l, Leaf(1, 3), &shape, &out).ok());
-  EXPECT_EQ(shape, (std::vector<int64_t>{3}));
-  EXPECT_EQ(out.offsets, (std::vector<uint32_t>{DecodedPage::kNull, 0, 12}));
-}
-
 // ---- The loader over a table another engine could have written ----
 
 // A Delta table of one data file per element of `files` (rows as JSON: {"id": .., "v": [..], "m":

@@ -4,7 +4,7 @@
 //  - a binary column whose cells are JPEG or PNG files;
 //  - a struct column with a binary field `bytes` (Hugging Face's Image feature, {bytes, path}),
 //    whose bytes are the encoded image.
-// What a column holds is told by its first served cell (CellKindOf). A worker decodes the column
+// What a column holds is told by its first served cell (CellKindOf, format/parquet_cells.h). A worker decodes the column
 // chunk of a row's row group once into a decoded chunk held in a cache of its own (least recently
 // used out beyond its budget) and copies the row's bytes out of it, as ArrayCells does for arrays;
 // the file readers are SlowCells'. Thread-safe.
@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/buffer.h"
+#include "format/parquet_cells.h"
 #include "format/parquet_reader.h"
 #include "loader/page_cache.h"
 #include "loader/slow_cells.h"
@@ -22,21 +23,6 @@
 #include "stoke/status.h"
 
 namespace stoke {
-
-// The leaf column holding the cells of top-level column `name`: the column itself when it is a flat
-// binary column, or the `bytes` field of a struct column (not inside any list). Unsupported, naming
-// the column, for anything else; NotFound when the file lacks it.
-Result<size_t> FindBinaryLeaf(const ParquetReader& reader, const std::string& name);
-
-// What a binary cell holds, by its first bytes: a .npy array, an encoded image (JPEG or PNG), or
-// neither.
-enum class CellKind { kNpy, kImage, kOther };
-CellKind CellKindOf(ByteView cell);
-
-// The array data of a .npy cell that must hold a `dtype` array of `shape` (C order, little-endian;
-// other byte orders and Fortran order are converted, into *scratch). InvalidArgument naming the
-// dtype and shape it holds instead; Corruption for a malformed header.
-Result<ByteView> NpyCellData(ByteView cell, DType dtype, const std::vector<int64_t>& shape, AlignedBuffer* scratch);
 
 class BinaryCells {
  public:

@@ -91,39 +91,6 @@ int64_t IdAt(const Batch& b, int64_t r) {
   return id;
 }
 
-TEST(BinaryCells, CellsAreToldByTheirMagicBytes) {
-  EXPECT_EQ(CellKindOf(AsBytes(NpyOf(1))), CellKind::kNpy);
-  EXPECT_EQ(CellKindOf(AsBytes(PngOf(1))), CellKind::kImage);
-  EXPECT_EQ(CellKindOf(AsBytes(std::string("\xFF\xD8\xFF\xE0", 4))), CellKind::kImage);
-  EXPECT_EQ(CellKindOf(AsBytes(std::string("PK\x03\x04"))), CellKind::kOther);
-  EXPECT_EQ(CellKindOf(ByteView()), CellKind::kOther);
-}
-
-TEST(BinaryCells, NpyCellDataChecksDtypeAndShapeAndConvertsFortranOrder) {
-  AlignedBuffer scratch;
-  const std::string cell = NpyOf(2);
-  auto data = NpyCellData(AsBytes(cell), DType::kFloat32, {2, 3}, &scratch);
-  ASSERT_TRUE(data.ok()) << data.status().ToString();
-  EXPECT_EQ(data->size(), 24u);
-  EXPECT_EQ(data->data(), AsBytes(cell).data() + cell.size() - 24);  // a view into the cell: no copy
-  auto other = NpyCellData(AsBytes(cell), DType::kFloat32, {3, 2}, &scratch);
-  EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(other.status().message().find("float32 [2, 3]"), std::string::npos) << other.status().ToString();
-  EXPECT_FALSE(NpyCellData(AsBytes(cell.substr(0, cell.size() - 1)), DType::kFloat32, {2, 3}, &scratch).ok());
-  // Fortran order: the column-major bytes of [[0, 1, 2], [3, 4, 5]] come back row-major.
-  std::string header = EncodeNpyHeader(DType::kFloat32, std::vector<int64_t>{2, 3});
-  const size_t at = header.find("'fortran_order': False");
-  ASSERT_NE(at, std::string::npos);
-  header.replace(at, 22, "'fortran_order': True ");
-  const float column_major[6] = {0, 3, 1, 4, 2, 5};
-  const std::string fortran = header + std::string(reinterpret_cast<const char*>(column_major), 24);
-  auto converted = NpyCellData(AsBytes(fortran), DType::kFloat32, {2, 3}, &scratch);
-  ASSERT_TRUE(converted.ok()) << converted.status().ToString();
-  float got[6];
-  std::memcpy(got, converted->data(), 24);
-  for (int k = 0; k < 6; ++k) EXPECT_EQ(got[k], static_cast<float>(k));
-}
-
 TEST(BinaryCells, NpyCellsLoadAsTensorsWithEveryRowsValues) {
   std::vector<std::optional<std::string>> cells;
   for (int64_t id = 0; id < 11; ++id) cells.push_back(NpyOf(id));

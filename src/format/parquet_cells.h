@@ -1,0 +1,75 @@
+// Cells of other writers' columns as tensors: what the loader delivers (loader/array_cells.h,
+// loader/binary_cells.h) and what ingest re-lays out (ingest/parquet_source.h) from Parquet files
+// that were not written one sample per page:
+//  - array columns: lists of numbers, booleans, dates or timestamps, nested to any depth (Spark's
+//    array<float>, DuckDB's FLOAT[] and FLOAT[][], Hugging Face's fixed-size nested lists); a row of
+//    rectangular nesting [n1][n2]... is one [n1, n2, ...] tensor;
+//  - binary cells: a binary column, or a struct's binary field `bytes` (Hugging Face's Image
+//    feature), whose cells are .npy files (Petastorm's NdarrayCodec) or encoded JPEG/PNG images.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/buffer.h"
+#include "format/parquet_reader.h"
+#include "stoke/dtype.h"
+#include "stoke/status.h"
+
+namespace stoke {
+
+// The most nesting an array column may have.
+inline constexpr int kMaxArrayDepth = 8;
+
+// What a list column of a file holds: its leaf column and the element type delivered.
+struct ArrayLeaf {
+  size_t leaf = 0;        // the reader's column of the innermost values
+  int depth = 0;          // nested lists: the leaf's repetition level
+  uint32_t max_def = 0;   // the leaf's definition level where a value is present
+  DType dtype = DType::kFloat32;
+};
+
+// The leaf of top-level column `name` of `reader`'s file: a list (of lists ...) of a numeric,
+// boolean, date or timestamp leaf, delivered as the loader's scalars are (dates int32 days,
+// timestamps int64 microseconds). Unsupported, naming the column, for any other shape or leaf
+// (strings, binary, decimals, structs, maps).
+Result<ArrayLeaf> FindArrayLeaf(const ParquetReader& reader, const std::string& name);
+
+// Where each row of a list-column chunk lies among the chunk's present values.
+struct ArrayRows {
+  static constexpr uint32_t kNull = 0xFFFFFFFFu;
+  std::vector<uint32_t> offsets;  // per row: its first value's byte offset, or kNull
+  size_t value_size = 0;          // a row's bytes: the shape's values times DTypeSize(leaf.dtype)
+};
+
+// Flattens the rows of one decoded list-column chunk: offsets[r] is where row r's values start
+// among the chunk's present values (in bytes of leaf.dtype), or kNull for a row that is not a dense
+// rectangular array of `*shape` (a null, an empty or ragged list, a null element, another shape).
+// An empty *shape is set from the first dense row.
+Status FlattenArrayRows(const ColumnLevels& levels, const ArrayLeaf& leaf, std::vector<int64_t>* shape, ArrayRows* out);
+
+// The shape of row `row` of a chunk's levels, or nullopt when that row is not a dense rectangular
+// array (or there is no such row).
+std::optional<std::vector<int64_t>> ArrayRowShape(const ColumnLevels& levels, const ArrayLeaf& leaf, int64_t row);
+
+// Appends a chunk's present values (ColumnLevels::values), converted to leaf.dtype, to *out as bytes.
+Status AppendArrayValues(const ParquetReader& reader, const ArrayLeaf& leaf, ValueVector values, AlignedBuffer* out);
+
+// The leaf column holding the cells of top-level column `name`: the column itself when it is a flat
+// binary column, or the `bytes` field of a struct column (not inside any list). Unsupported, naming
+// the column, for anything else; NotFound when the file lacks it.
+Result<size_t> FindBinaryLeaf(const ParquetReader& reader, const std::string& name);
+
+// What a binary cell holds, by its first bytes: a .npy array, an encoded image (JPEG or PNG), or
+// neither.
+enum class CellKind { kNpy, kImage, kOther };
+CellKind CellKindOf(ByteView cell);
+
+// The array data of a .npy cell that must hold a `dtype` array of `shape` (C order, little-endian;
+// other byte orders and Fortran order are converted, into *scratch). InvalidArgument naming the
+// dtype and shape it holds instead; Corruption for a malformed header or data of another size.
+Result<ByteView> NpyCellData(ByteView cell, DType dtype, const std::vector<int64_t>& shape, AlignedBuffer* scratch);
+
+}  // namespace stoke

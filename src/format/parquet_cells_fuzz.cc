@@ -1,0 +1,54 @@
+// libFuzzer target: other writers' cells as parquet_cells.h reads them. The first byte chooses:
+//  - even: FlattenArrayRows over arbitrary levels of a list column (as ParquetReader hands a column
+//    chunk's levels over: repetition levels within the nesting depth, the first one 0, definition
+//    levels within the maximum);
+//  - odd: a binary cell (the rest of the input): CellKindOf, then NpyCellData against the shape its
+//    own header claims and against a fixed one.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "format/npy.h"
+#include "format/parquet_cells.h"
+
+namespace {
+
+void FlattenLevels(const uint8_t* data, size_t size) {
+  if (size < 3) return;
+  stoke::ArrayLeaf leaf;
+  leaf.depth = 1 + data[0] % stoke::kMaxArrayDepth;
+  leaf.max_def = data[1] % 12;
+  leaf.dtype = data[2] % 2 ? stoke::DType::kFloat64 : stoke::DType::kInt32;
+  stoke::ColumnLevels levels;
+  for (size_t i = 3; i + 1 < size; i += 2) {
+    levels.rep_levels.push_back(levels.rep_levels.empty() ? 0 : data[i] % (leaf.depth + 1));
+    levels.def_levels.push_back(leaf.max_def == 0 ? 0 : data[i + 1] % (leaf.max_def + 1));
+  }
+  if (leaf.max_def == 0) levels.def_levels.clear();
+  levels.num_levels = levels.rep_levels.size();
+  std::vector<int64_t> shape;
+  stoke::ArrayRows out;
+  (void)stoke::FlattenArrayRows(levels, leaf, &shape, &out);
+  (void)stoke::ArrayRowShape(levels, leaf, static_cast<int64_t>(data[0]) % 4);
+}
+
+void ReadCell(const uint8_t* data, size_t size) {
+  const stoke::ByteView cell(data, size);
+  if (stoke::CellKindOf(cell) != stoke::CellKind::kNpy) return;
+  stoke::AlignedBuffer scratch;
+  auto header = stoke::ParseNpyHeader(cell, "cell");
+  if (header.ok()) (void)stoke::NpyCellData(cell, header->dtype, header->shape, &scratch);
+  (void)stoke::NpyCellData(cell, stoke::DType::kFloat32, {2, 3}, &scratch);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  if (data[0] % 2 == 0) {
+    FlattenLevels(data + 1, size - 1);
+  } else {
+    ReadCell(data + 1, size - 1);
+  }
+  return 0;
+}
