@@ -10,17 +10,19 @@ namespace stoke {
 
 // The kind of source files (IngestOptions::format, ConvertOptions::format). Kinds cannot be mixed.
 enum class SourceFormat {
-  kAuto,    // detected from the file names: .npy, .npz, .h5/.hdf5, .jpg/.jpeg/.png
-  kNpy,     // NumPy .npy arrays, one sample per file
-  kNpz,     // NumPy .npz archives, one sample per file (each member a column)
-  kHdf5,    // HDF5 files (docs/format.md, "HDF5 sources")
-  kImages,  // JPEG and PNG images
+  kAuto,     // detected: a Delta table, a glob or *.parquet files are kParquet; else by the file
+             // names: .npy, .npz, .h5/.hdf5, .jpg/.jpeg/.png
+  kNpy,      // NumPy .npy arrays, one sample per file
+  kNpz,      // NumPy .npz archives, one sample per file (each member a column)
+  kHdf5,     // HDF5 files (docs/format.md, "HDF5 sources")
+  kImages,   // JPEG and PNG images
+  kParquet,  // a Delta table or a plain Parquet dataset, one sample per row (docs/format.md, "Parquet sources")
 };
 
-// The SourceFormat named "auto", "npy", "npz", "hdf5" or "images" (the CLI's --format, the Python
-// keyword `format`; "" is "auto"). InvalidArgument otherwise, saying what is expected.
+// The SourceFormat named "auto", "npy", "npz", "hdf5", "images" or "parquet" (the CLI's --format,
+// the Python keyword `format`; "" is "auto"). InvalidArgument otherwise, saying what is expected.
 Result<SourceFormat> ParseSourceFormat(std::string_view name);
-// "auto", "npy", "npz", "hdf5" or "images".
+// "auto", "npy", "npz", "hdf5", "images" or "parquet".
 std::string_view SourceFormatName(SourceFormat format);
 
 // What one sample of an HDF5 source is (IngestOptions::hdf5_samples; docs/format.md, "HDF5 sources").

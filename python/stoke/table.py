@@ -158,7 +158,8 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
     """Ingest the source files at `source` (a directory or one file) into the table at `table`
     (created when missing), as `stoke ingest`.
 
-    Sources, by file name (or `format`: "auto", the default, or "npy", "npz", "hdf5", "images"; kinds cannot be mixed):
+    Sources, by file name (or `format`: "auto", the default, or "npy", "npz", "hdf5", "images", "parquet"; kinds cannot
+    be mixed):
     .npy/.npz files (one sample each; a .npy array becomes column `tensor_column`, .npz members
     their own columns), HDF5 files .h5/.hdf5 (local only: datasets become columns, root attributes
     scalar columns; `datasets` selects datasets; `hdf5_samples`: "axis0" reads N samples along axis 0
@@ -166,7 +167,10 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
     their first extent), or JPEG/PNG images in the ImageFolder layout ROOT/<class>/<image> (a `label`
     column from the class directories, class names in the table metadata) or anywhere under ROOT with
     `labels`; images are stored as their encoded bytes in an `image` column with `width`, `height`
-    and `channels` columns. See docs/format.md.
+    and `channels` columns. A Delta table, a glob ("data/train-*.parquet") or Parquet files are a
+    Parquet source: re-laid out one sample per page, every column kept (arrays of numbers and .npy
+    cells as tensors, JPEG/PNG cells and Hugging Face {bytes, path} images as image columns). See
+    docs/format.md.
 
     decode: images only: None keeps the encoded bytes; a size (one int for a square, or (height,
       width)) decodes each image to RGB and stores it resized to exactly that size (PIL's

@@ -23,14 +23,17 @@ constexpr const char* kSourceHelp =
     "see --hdf5-samples), or JPEG/PNG images (.jpg/.jpeg/.png) in the ImageFolder layout ROOT/<class>/<image> "
     "(a `label` column from the class directories, class names in the table metadata) or anywhere under ROOT with "
     "--labels; images are stored as their encoded bytes, one per page, with width, height and channels columns. "
-    "Kinds cannot be mixed.";
+    "A Delta table, a glob or Parquet files (*.parquet, Hive key=value directories) are a Parquet source: one row "
+    "per sample, every column kept (arrays of numbers and .npy cells as tensors, JPEG/PNG cells and {bytes, path} "
+    "structs as images). Kinds cannot be mixed.";
 constexpr const char* kHdf5SamplesHelp =
     "HDF5 layout: axis0 (a file holds N samples along axis 0 of its datasets: rank-1 datasets become scalar "
     "columns, rank >= 2 tensor columns of shape dims[1:], plus an `index` column), file (a file is one sample: each "
     "dataset a tensor column of its full shape, rank-0 datasets scalar columns), or auto (axis0 when the first "
     "file's datasets of rank >= 1 share their first extent, else file)";
 constexpr const char* kFormatHelp =
-    "Source kind: auto (detected from the file names), or npy, npz, hdf5 or images to force one";
+    "Source kind: auto (a table or a glob is parquet; else detected from the file names), or npy, npz, hdf5, "
+    "images or parquet to force one";
 constexpr const char* kCodecHelp =
     "Page codec: auto (per column chunk, zstd where it saves at least 10 % of the bytes, else uncompressed), "
     "or one of zstd, lz4_raw, snappy, gzip, uncompressed for every chunk";

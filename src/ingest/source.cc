@@ -14,8 +14,11 @@
 #include "ingest/hdf5_source.h"
 #include "ingest/image_source.h"
 #include "ingest/npy_source.h"
+#include "ingest/parquet_source.h"
 #include "io/object_storage.h"
 #include "io/uri.h"
+#include "stoke/table.h"
+#include "table/parquet_dataset.h"
 
 namespace stoke {
 namespace {
@@ -111,6 +114,7 @@ std::optional<SourceFormat> SourceFormatOfFileName(std::string_view name) {
   if (ends(".npz")) return SourceFormat::kNpz;
   if (ends(".h5") || ends(".hdf5")) return SourceFormat::kHdf5;
   if (ends(".jpg") || ends(".jpeg") || ends(".png")) return SourceFormat::kImages;
+  if (ends(".parquet")) return SourceFormat::kParquet;
   return std::nullopt;
 }
 
@@ -419,11 +423,67 @@ Status FinishListing(const SourceOptions& o, std::string_view what, bool single_
   return Status::OK();
 }
 
+// Lists the source directory set->root: its kind (the files' names, or `o.format`; key=value
+// directories are a Parquet dataset, other directories alone ImageFolder classes) and, unless it is
+// kParquet (planned from the dataset instead), its files in set->files.
+Result<SourceFormat> ListSourceDirectory(const SourceOptions& o, std::string_view what, SourceSet* set) {
+  const std::optional<SourceFormat> forced =
+      o.format == SourceFormat::kAuto ? std::nullopt : std::optional<SourceFormat>(o.format);
+  STOKE_ASSIGN_OR_RETURN(auto entries, set->storage->List(set->root));
+  std::optional<SourceFormat> kind = forced;
+  std::string first_name;
+  bool has_directories = false;
+  bool hive_directories = false;  // key=value: a partitioned Parquet dataset
+  for (auto& e : entries) {
+    if (e.is_directory) {
+      has_directories = has_directories || e.name.empty() || e.name[0] != '.';
+      hive_directories = hive_directories || e.name.find('=') != std::string::npos;
+      continue;
+    }
+    auto k = SourceFormatOfFileName(e.name);
+    if (!k) continue;
+    if (forced) {
+      if (*k != *forced) continue;
+    } else if (kind && *k != *kind) {
+      return MixedKinds(what, o.source, first_name, *kind, e.name, *k);
+    }
+    if (!kind) first_name = e.name;
+    kind = *k;
+    if (*k != SourceFormat::kImages) set->files.push_back(std::move(e));
+  }
+  if (!kind && hive_directories) kind = SourceFormat::kParquet;
+  if (kind == SourceFormat::kParquet) return *kind;
+  // Images in class directories (ImageFolder) and none at the top.
+  if (!kind && has_directories) kind = SourceFormat::kImages;
+  if (!kind) {
+    return Status::InvalidArgument(fmt::format("{}: no .npy, .npz, .h5, .hdf5, .jpg, .jpeg, .png or .parquet files in "
+                                               "'{}'", what, o.source));
+  }
+  set->kind = *kind;
+  if (set->kind == SourceFormat::kImages) {
+    set->files.clear();
+    STOKE_RETURN_IF_ERROR(ListImages(o, what, set));
+  } else if (has_directories) {
+    STOKE_LOG(kWarn, "ingest.subdirectories_not_read", "source={} kind={} note=\"{} sources are read at the top of "
+              "the directory only: files in its subdirectories are not ingested\"", o.source,
+              SourceFormatName(set->kind), SourceFormatName(set->kind));
+  }
+  if (set->files.empty()) {
+    return Status::InvalidArgument(fmt::format("{}: no {} files in '{}'", what, SourceFormatName(set->kind), o.source));
+  }
+  return *kind;
+}
+
 Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
   if (o.source.empty()) return Status::InvalidArgument(fmt::format("{}: a source directory or file is required", what));
   // A forced kind, or none: detected from the file names.
   const std::optional<SourceFormat> forced =
       o.format == SourceFormat::kAuto ? std::nullopt : std::optional<SourceFormat>(o.format);
+  // A Parquet source (a table, a glob) is a dataset, not a listing of sample files.
+  if (o.format == SourceFormat::kParquet ||
+      (o.format == SourceFormat::kAuto && (IsGlobLocation(o.source) || IsTableDirectory(o.source)))) {
+    return PlanParquetSource(o, what);
+  }
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.source));
   SourceSet set;
   set.storage = std::move(where.storage);
@@ -435,53 +495,18 @@ Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
   if (single_file) {
     auto kind = forced ? forced : SourceFormatOfFileName(stat->name);
     if (!kind) {
-      return Status::InvalidArgument(fmt::format("{}: '{}' is not a .npy, .npz, .h5, .hdf5, .jpg, .jpeg or .png file "
-                                                 "(or give `format`)", what, o.source));
+      return Status::InvalidArgument(fmt::format("{}: '{}' is not a .npy, .npz, .h5, .hdf5, .jpg, .jpeg, .png or .parquet "
+                                                 "file (or give `format`)", what, o.source));
     }
     set.kind = *kind;
+    if (set.kind == SourceFormat::kParquet) return PlanParquetSource(o, what);
     set.root = ParentPath(where.path);
     DirEntry e = *stat;
     set.files.push_back(std::move(e));
   } else {
     set.root = where.path;
-    STOKE_ASSIGN_OR_RETURN(auto entries, fs.List(set.root));
-    std::optional<SourceFormat> kind = forced;
-    std::string first_name;
-    bool has_directories = false;
-    for (auto& e : entries) {
-      if (e.is_directory) {
-        has_directories = has_directories || e.name.empty() || e.name[0] != '.';
-        continue;
-      }
-      auto k = SourceFormatOfFileName(e.name);
-      if (!k) continue;
-      if (forced) {
-        if (*k != *forced) continue;
-      } else if (kind && *k != *kind) {
-        return MixedKinds(what, o.source, first_name, *kind, e.name, *k);
-      }
-      if (!kind) first_name = e.name;
-      kind = *k;
-      if (*k != SourceFormat::kImages) set.files.push_back(std::move(e));
-    }
-    // Images in class directories (ImageFolder) and none at the top.
-    if (!kind && has_directories) kind = SourceFormat::kImages;
-    if (!kind) {
-      return Status::InvalidArgument(fmt::format("{}: no .npy, .npz, .h5, .hdf5, .jpg, .jpeg or .png files in '{}'", what,
-                                                 o.source));
-    }
-    set.kind = *kind;
-    if (set.kind == SourceFormat::kImages) {
-      set.files.clear();
-      STOKE_RETURN_IF_ERROR(ListImages(o, what, &set));
-    } else if (has_directories) {
-      STOKE_LOG(kWarn, "ingest.subdirectories_not_read", "source={} kind={} note=\"{} sources are read at the top of "
-                "the directory only: files in its subdirectories are not ingested\"", o.source,
-                SourceFormatName(set.kind), SourceFormatName(set.kind));
-    }
-    if (set.files.empty()) {
-      return Status::InvalidArgument(fmt::format("{}: no {} files in '{}'", what, SourceFormatName(set.kind), o.source));
-    }
+    STOKE_ASSIGN_OR_RETURN(set.kind, ListSourceDirectory(o, what, &set));
+    if (set.kind == SourceFormat::kParquet) return PlanParquetSource(o, what);
   }
   STOKE_RETURN_IF_ERROR(FinishListing(o, what, single_file, &set));
   STOKE_RETURN_IF_ERROR(CheckKindOptions(o, what, set.kind));
@@ -490,6 +515,7 @@ Result<SourceSet> PlanSources(const SourceOptions& o, std::string_view what) {
     case SourceFormat::kNpz: STOKE_RETURN_IF_ERROR(PlanNpy(o, what, &set)); break;
     case SourceFormat::kHdf5: STOKE_RETURN_IF_ERROR(PlanHdf5(o, what, &set)); break;
     case SourceFormat::kImages: STOKE_RETURN_IF_ERROR(PlanImages(o, what, &set)); break;
+    case SourceFormat::kParquet:
     case SourceFormat::kAuto: return Status::Internal(fmt::format("{}: the kind of '{}' was not decided", what, o.source));
   }
   return set;

@@ -11,7 +11,8 @@ Result<SourceFormat> ParseSourceFormat(std::string_view name) {
   if (name == "npz") return SourceFormat::kNpz;
   if (name == "hdf5") return SourceFormat::kHdf5;
   if (name == "images") return SourceFormat::kImages;
-  return Status::InvalidArgument(fmt::format("`format` must be auto, npy, npz, hdf5 or images, not '{}'", name));
+  if (name == "parquet") return SourceFormat::kParquet;
+  return Status::InvalidArgument(fmt::format("`format` must be auto, npy, npz, hdf5, images or parquet, not '{}'", name));
 }
 
 std::string_view SourceFormatName(SourceFormat format) {
@@ -21,6 +22,7 @@ std::string_view SourceFormatName(SourceFormat format) {
     case SourceFormat::kNpz: return "npz";
     case SourceFormat::kHdf5: return "hdf5";
     case SourceFormat::kImages: return "images";
+    case SourceFormat::kParquet: return "parquet";
   }
   return "unknown";
 }

@@ -7,7 +7,7 @@ namespace {
 
 TEST(SourceFormatNames, ReadBackAndAnUnknownNameSaysWhatIsExpected) {
   for (SourceFormat f : {SourceFormat::kAuto, SourceFormat::kNpy, SourceFormat::kNpz, SourceFormat::kHdf5,
-                         SourceFormat::kImages}) {
+                         SourceFormat::kImages, SourceFormat::kParquet}) {
     auto parsed = ParseSourceFormat(SourceFormatName(f));
     ASSERT_TRUE(parsed.ok()) << SourceFormatName(f);
     EXPECT_EQ(*parsed, f);
@@ -15,7 +15,7 @@ TEST(SourceFormatNames, ReadBackAndAnUnknownNameSaysWhatIsExpected) {
   EXPECT_EQ(*ParseSourceFormat(""), SourceFormat::kAuto);  // as the CLI and Python took it before "auto"
   auto bad = ParseSourceFormat("tiff");
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(bad.status().message(), "`format` must be auto, npy, npz, hdf5 or images, not 'tiff'");
+  EXPECT_EQ(bad.status().message(), "`format` must be auto, npy, npz, hdf5, images or parquet, not 'tiff'");
 }
 
 TEST(Hdf5SamplesNames, ReadBackAndAnUnknownNameSaysWhatIsExpected) {
