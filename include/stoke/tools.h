@@ -26,6 +26,10 @@ struct SynthVolumesOptions {
   double label_noise = 0.05;              // default 0.05: the fraction of labels flipped at random
   size_t threads = 0;                     // default 0: one per available CPU
   bool progress = true;                   // default true: a progress bar when stdout is a terminal
+  // Default false: one .npy file per sample and labels.csv. true: one file, volumes.parquet, as
+  // Spark writes such a table: columns id, label, x, y, split and volume, an array<float> of each
+  // volume's values (snappy, pages of about 1 MiB, row groups of about 128 MiB, an OffsetIndex).
+  bool parquet = false;
 };
 
 // `stoke synth images`: an ImageFolder of generated images, ROOT/class_<k>/<n>.jpg (and .png).

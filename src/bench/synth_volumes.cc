@@ -8,6 +8,7 @@
 // visible voxel by voxel but a 3D CNN learns it. A fraction of labels is flipped (label_noise), so
 // no model reaches 100%.
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <cmath>
@@ -18,6 +19,8 @@
 #include "core/random.h"
 #include "core/thread_pool.h"
 #include "format/npy.h"
+#include "format/parquet_nested.h"
+#include "format/parquet_writer.h"
 #include "io/uri.h"
 #include "io/storage.h"
 #include "stoke/tools.h"
@@ -96,6 +99,44 @@ Sample GenerateVolume(const SynthVolumesOptions& o, int64_t index, std::vector<f
   return s;
 }
 
+// The Parquet layout (SynthVolumesOptions::parquet): the samples' columns as Spark writes them.
+SchemaNode SparkVolumesSchema() {
+  using R = parquet::Repetition;
+  SchemaNode element{.name = "element", .type = parquet::Type::kFloat};
+  return SchemaNode{.name = "spark_schema", .repetition = R::kRequired, .kind = SchemaNode::Kind::kStruct,
+                    .children = {{.name = "id", .type = parquet::Type::kInt64},
+                                 {.name = "label", .type = parquet::Type::kInt32},
+                                 {.name = "x", .type = parquet::Type::kDouble},
+                                 {.name = "y", .type = parquet::Type::kDouble},
+                                 {.name = "split", .type = parquet::Type::kByteArray, .is_string = true},
+                                 {.name = "volume", .kind = SchemaNode::Kind::kList, .children = {element}}}};
+}
+
+// Writes every volume as a row of out_dir/volumes.parquet, in order (one writer: rows are added one
+// at a time, each generated on the calling thread).
+Result<int64_t> WriteSparkVolumes(const SynthVolumesOptions& o, Storage& fs, const std::string& out_dir,
+                                  std::vector<Sample>* samples, ProgressBar* bar) {
+  const int64_t values = o.shape[0] * o.shape[1] * o.shape[2] * o.channels;
+  WriterOptions wo;
+  STOKE_RETURN_IF_ERROR(SetCodecPolicy(Codec::kSnappy, &wo));  // every chunk, as Spark does by default
+  wo.scalar_page_rows = std::max<int64_t>(1, (int64_t{1} << 20) / (values * 4));
+  wo.row_group_rows = std::max<int64_t>(1, (int64_t{128} << 20) / (values * 4));
+  STOKE_ASSIGN_OR_RETURN(auto writer, NestedParquetWriter::Create(fs, JoinPath(out_dir, "volumes.parquet"),
+                                                                  SparkVolumesSchema(), wo));
+  std::vector<float> volume;
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < o.samples; ++i) {
+    const Sample s = (*samples)[static_cast<size_t>(i)] = GenerateVolume(o, i, &volume);
+    nlohmann::json row = {{"id", i}, {"label", s.label}, {"x", s.x}, {"y", s.y}, {"split", s.validation ? "val" : "train"},
+                          {"volume", volume}};
+    STOKE_RETURN_IF_ERROR(writer->AddRow(row));
+    bytes += values * 4;
+    bar->Add(1, static_cast<uint64_t>(values * 4));
+  }
+  STOKE_RETURN_IF_ERROR(writer->Close());
+  return bytes;
+}
+
 }  // namespace
 
 Result<SynthReport> SynthVolumes(const SynthVolumesOptions& o) {
@@ -121,6 +162,16 @@ Result<SynthReport> SynthVolumes(const SynthVolumesOptions& o) {
   ProgressBar bar("synth volumes", static_cast<uint64_t>(o.samples), "files",
                   o.progress ? ProgressBar::Mode::kAuto : ProgressBar::Mode::kOff);
   std::atomic<int64_t> bytes{0};
+  if (o.parquet) {
+    STOKE_ASSIGN_OR_RETURN(int64_t written, WriteSparkVolumes(o, fs, out_dir, &samples, &bar));
+    bar.Finish();
+    SynthReport report;
+    for (const Sample& s : samples) report.positives += s.label;
+    report.files = o.samples;
+    report.bytes = written;
+    report.seconds = watch.Seconds();
+    return report;
+  }
   // Object stores: one PUT per file, so many in flight hide the per-request latency.
   ThreadPool pool(o.threads != 0 ? o.threads : fs.remote() ? fs.parallelism() : 0);
   // Tasks of 16 samples keep per-task overhead low and the output order irrelevant.

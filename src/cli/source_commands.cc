@@ -91,6 +91,9 @@ void AddSynth(CLI::App& app, const Context& ctx, std::vector<Command>* out) {
   volumes->add_option("--seed", so.seed, "Random seed: the same seed gives the same bytes")->capture_default_str();
   volumes->add_option("--label-noise", so.label_noise, "Fraction of labels flipped at random")->capture_default_str();
   volumes->add_option("--threads", so.threads, "Worker threads (0 = one per available CPU)")->capture_default_str();
+  volumes->add_flag("--parquet", so.parquet,
+                    "Write one file, volumes.parquet, as Spark writes such a table instead: id, label, x, y, split "
+                    "and `volume`, an array<float> of the values (snappy, ~1 MiB pages, ~128 MiB row groups)");
 
   auto* images = synth->add_subcommand(
       "images", "Write an ImageFolder of generated JPEGs (and optionally PNGs): OUT/class_<k>/<n>.jpg");
@@ -115,8 +118,8 @@ void AddSynth(CLI::App& app, const Context& ctx, std::vector<Command>* out) {
     so.progress = !ctx.no_progress;
     auto r = SynthVolumes(so);
     if (!r.ok()) return Fail(r.status());
-    std::printf("synth volumes: %lld files, %s, %lld positive (%.1f%%), in %.2f s (%.1f MB/s) -> %s\n",
-                static_cast<long long>(r->files), Mb(r->bytes).c_str(), static_cast<long long>(r->positives),
+    std::printf("synth volumes: %lld %s, %s, %lld positive (%.1f%%), in %.2f s (%.1f MB/s) -> %s\n",
+                static_cast<long long>(r->files), so.parquet ? "volumes" : "files", Mb(r->bytes).c_str(), static_cast<long long>(r->positives),
                 100.0 * r->positives / r->files, r->seconds, r->bytes / 1e6 / r->seconds, so.out_dir.c_str());
     return 0;
   }});

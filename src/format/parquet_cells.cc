@@ -133,6 +133,33 @@ Result<ArrayLeaf> FindArrayLeaf(const ParquetReader& reader, const std::string& 
   return leaf;
 }
 
+namespace {
+
+// FlattenArrayRows for one level of lists (Spark's array<float>): a row is dense when every entry is
+// a present value, its shape its length. One pass over the levels.
+size_t FlattenFlatRows(const ColumnLevels& levels, const ArrayLeaf& leaf, size_t es, std::vector<int64_t>* shape,
+                       ArrayRows* out) {
+  const size_t n = levels.num_levels;
+  const uint32_t* reps = levels.rep_levels.data();
+  const uint32_t* defs = levels.def_levels.data();
+  size_t value = 0;  // present values before the row
+  for (size_t begin = 0, end = 0; begin < n; begin = end) {
+    end = begin + 1;
+    while (end < n && reps[end] != 0) ++end;
+    size_t present = end - begin;
+    if (leaf.max_def > 0) present = static_cast<size_t>(std::count(defs + begin, defs + end, leaf.max_def));
+    const bool dense = present == end - begin;
+    const auto length = static_cast<int64_t>(end - begin);
+    if (dense && shape->empty()) shape->push_back(length);  // learnt from the first dense row
+    const bool fits = dense && shape->size() == 1 && (*shape)[0] == length;
+    out->offsets.push_back(fits ? static_cast<uint32_t>(value * es) : ArrayRows::kNull);
+    value += present;
+  }
+  return value;
+}
+
+}  // namespace
+
 Status FlattenArrayRows(const ColumnLevels& levels, const ArrayLeaf& leaf, std::vector<int64_t>* shape,
                         ArrayRows* out) {
   const size_t es = DTypeSize(leaf.dtype);
@@ -142,7 +169,8 @@ Status FlattenArrayRows(const ColumnLevels& levels, const ArrayLeaf& leaf, std::
   }
   out->offsets.clear();
   size_t value = 0;  // present values before the row
-  for (size_t begin = 0, end = 0; begin < n; begin = end) {
+  if (leaf.depth == 1) value = FlattenFlatRows(levels, leaf, es, shape, out);
+  for (size_t begin = 0, end = 0; leaf.depth != 1 && begin < n; begin = end) {
     end = begin + 1;
     while (end < n && levels.rep_levels[end] != 0) ++end;
     size_t present = 0;

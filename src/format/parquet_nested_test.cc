@@ -317,6 +317,23 @@ TEST(ParquetNestedTest, ManyRowsAcrossPagesAndRowGroups) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   ASSERT_EQ(back->size(), rows.size());
   for (size_t i = 0; i < rows.size(); ++i) ASSERT_EQ((*back)[i], Normalize(rows[i], schema)) << "row " << i;
+  // One page alone: the levels of its rows are those of the chunk's same rows.
+  auto chunk = (*reader)->ReadColumnChunkLevels(1, *col);
+  ASSERT_TRUE(chunk.ok());
+  int64_t first = -1;
+  auto page = (*reader)->ReadPageLevels(1, *col, 200, &first);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(first, 194);  // the third page: rows [194, 291)
+  size_t begin = 0, end = 0;
+  int64_t row = -1;
+  for (size_t k = 0; k < chunk->num_levels; ++k) {
+    if (chunk->rep_levels[k] == 0) ++row;
+    if (row == 194 && chunk->rep_levels[k] == 0) begin = k;
+    if (row == 291 && chunk->rep_levels[k] == 0) end = k;
+  }
+  ASSERT_EQ(page->num_levels, end - begin);
+  EXPECT_TRUE(std::equal(page->rep_levels.begin(), page->rep_levels.end(), chunk->rep_levels.begin() + begin));
+  EXPECT_TRUE(std::equal(page->def_levels.begin(), page->def_levels.end(), chunk->def_levels.begin() + begin));
 }
 
 TEST(ParquetNestedTest, EmptyRowsWriteAReadableFile) {

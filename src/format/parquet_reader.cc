@@ -216,10 +216,16 @@ Status DecodeLeveledDataPage(const LeafColumn& col, parquet::Codec codec, const 
                                           max_rows));
   }
   *rows += records;
-  result->def_levels.insert(result->def_levels.end(), page.defs.begin(), page.defs.end());
-  result->rep_levels.insert(result->rep_levels.end(), page.reps.begin(), page.reps.end());
+  const size_t present = PresentValues(col, page);  // before the levels move
+  if (result->num_levels == 0) {  // the first page: its levels are the result's (no copy)
+    result->def_levels = std::move(page.defs);
+    result->rep_levels = std::move(page.reps);
+  } else {
+    result->def_levels.insert(result->def_levels.end(), page.defs.begin(), page.defs.end());
+    result->rep_levels.insert(result->rep_levels.end(), page.reps.begin(), page.reps.end());
+  }
   result->num_levels += page.num_values;
-  return DecodeValues(col, page.encoding, page.values, PresentValues(col, page), dict, &result->values);
+  return DecodeValues(col, page.encoding, page.values, present, dict, &result->values);
 }
 
 }  // namespace
@@ -652,6 +658,83 @@ Result<ColumnLevels> ParquetReader::ReadColumnChunkLevels(int row_group, size_t 
   if (static_cast<int64_t>(rows) != expected_rows) {
     return Status::Corruption(fmt::format("{}: pages hold {} records, the row group {}", ctx, rows, expected_rows));
   }
+  return result;
+}
+
+Status ParquetReader::ReadPageAt(int row_group, size_t column, uint64_t offset, uint64_t max_bytes,
+                                 parquet::PageHeader* header, AlignedBuffer* page, ByteView* stored) const {
+  const std::string ctx = Context(row_group, column);
+  if (offset >= DataEnd() || max_bytes == 0) return Status::Corruption(fmt::format("{}: page offset {} out of range", ctx, offset));
+  page->Resize(static_cast<size_t>(std::min<uint64_t>(max_bytes, DataEnd() - offset)));
+  STOKE_RETURN_IF_ERROR(ReadRange(offset, page->mutable_view()));
+  size_t consumed = 0;
+  STOKE_RETURN_IF_ERROR(parquet::ParsePageHeader(page->view(), ctx + " page header", offset, header, &consumed));
+  if (static_cast<uint64_t>(header->compressed_page_size) > page->size() - consumed) {
+    return Status::Corruption(fmt::format("{}: page at offset {} runs past its {} bytes", ctx, offset, page->size()));
+  }
+  *stored = page->view().subspan(consumed, static_cast<size_t>(header->compressed_page_size));
+  if (header->crc && static_cast<uint32_t>(*header->crc) != Crc32(*stored)) {
+    return Status::Corruption(fmt::format("{}: offset {}: page CRC mismatch (stored {:08x}, computed {:08x})", ctx, offset,
+                                          static_cast<uint32_t>(*header->crc), Crc32(*stored)));
+  }
+  return Status::OK();
+}
+
+Result<std::optional<ValueVector>> ParquetReader::ReadDictionary(int row_group, size_t column) const {
+  const auto& meta = *metadata_.row_groups[row_group].columns[column].meta_data;
+  const int64_t at = meta.dictionary_page_offset.value_or(0);
+  if (at <= 0 || at >= meta.data_page_offset) return std::optional<ValueVector>();
+  parquet::PageHeader h;
+  AlignedBuffer page, body;
+  ByteView stored;
+  STOKE_RETURN_IF_ERROR(ReadPageAt(row_group, column, static_cast<uint64_t>(at),
+                                   static_cast<uint64_t>(meta.data_page_offset - at), &h, &page, &stored));
+  if (h.type != PageType::kDictionaryPage || !h.dictionary_page_header || h.dictionary_page_header->num_values < 0) {
+    return Status::Corruption(fmt::format("{}: no dictionary page at offset {}", Context(row_group, column), at));
+  }
+  STOKE_RETURN_IF_ERROR(DecompressBody(meta.codec, stored, h.uncompressed_page_size, &body));
+  ValueVector dict = EmptyValuesFor(columns_[column].type);
+  STOKE_RETURN_IF_ERROR(DecodeValues(columns_[column], Encoding::kPlain, body.view(),
+                                     static_cast<size_t>(h.dictionary_page_header->num_values), nullptr, &dict));
+  return std::optional<ValueVector>(std::move(dict));
+}
+
+Result<ColumnLevels> ParquetReader::ReadPageLevels(int row_group, size_t column, int64_t row, int64_t* first_row) const {
+  if (row_group < 0 || row_group >= num_row_groups() || column >= columns_.size()) {
+    return Status::InvalidArgument(fmt::format("{}: no row group {} / column {}", file_->path(), row_group, column));
+  }
+  const auto& meta = *metadata_.row_groups[row_group].columns[column].meta_data;
+  STOKE_ASSIGN_OR_RETURN(auto oi, CachedOffsetIndex(row_group, column));
+  if (!oi || oi->page_locations.empty() || !CodecSupported(meta.codec)) {
+    return Status::NotFound(fmt::format("{}: no OffsetIndex", Context(row_group, column)));
+  }
+  const auto& locs = oi->page_locations;
+  auto it = std::upper_bound(locs.begin(), locs.end(), row,
+                             [](int64_t r, const parquet::PageLocation& p) { return r < p.first_row_index; });
+  if (it == locs.begin()) return Status::Corruption(fmt::format("{}: row {} before the first page", Context(row_group, column), row));
+  const parquet::PageLocation& loc = *(it - 1);
+  const int64_t end = it == locs.end() ? metadata_.row_groups[row_group].num_rows : it->first_row_index;
+  STOKE_ASSIGN_OR_RETURN(std::optional<ValueVector> dict, ReadDictionary(row_group, column));
+  parquet::PageHeader h;
+  // Kept by the thread for its next page: a fresh megabyte a page cost more in page faults than the
+  // page's decoding.
+  thread_local AlignedBuffer page, scratch;
+  ByteView stored;
+  STOKE_RETURN_IF_ERROR(ReadPageAt(row_group, column, static_cast<uint64_t>(loc.offset),
+                                   static_cast<uint64_t>(std::max(loc.compressed_page_size, 0)), &h, &page, &stored));
+  if (h.type != PageType::kDataPage && h.type != PageType::kDataPageV2) {
+    return Status::Corruption(fmt::format("{}: the OffsetIndex's page at offset {} is not a data page", Context(row_group, column), loc.offset));
+  }
+  ColumnLevels result{EmptyValuesFor(columns_[column].type), {}, {}, 0};
+  size_t rows = 0;
+  STOKE_RETURN_IF_ERROR(DecodeLeveledDataPage(columns_[column], meta.codec, h, stored, dict ? &*dict : nullptr,
+                                              static_cast<size_t>(end - loc.first_row_index), &scratch, &result, &rows)
+                            .WithContext(fmt::format("{}: page at offset {}", Context(row_group, column), loc.offset)));
+  if (static_cast<int64_t>(rows) != end - loc.first_row_index) {
+    return Status::Corruption(fmt::format("{}: page at offset {} holds {} records, its OffsetIndex entry {}",
+                                          Context(row_group, column), loc.offset, rows, end - loc.first_row_index));
+  }
+  *first_row = loc.first_row_index;
   return result;
 }
 

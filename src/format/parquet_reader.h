@@ -87,12 +87,20 @@ class ParquetReader {
   // group's row count is the number of records (entries at repetition level 0); the first entry of a
   // repeated column must be at level 0. Levels are checked against the column's maxima.
   Result<ColumnLevels> ReadColumnChunkLevels(int row_group, size_t column) const;
+  // The levels of the one data page of a column chunk that holds row `row` of the row group (counted
+  // from its first row), found through the chunk's OffsetIndex: reads that page and the chunk's
+  // dictionary page, when it has one, and nothing else. *first_row is the page's first row. NotFound
+  // when the chunk has no OffsetIndex (then read the chunk whole).
+  Result<ColumnLevels> ReadPageLevels(int row_group, size_t column, int64_t row, int64_t* first_row) const;
 
   // Walks the page headers of a column chunk (dictionary and data pages).
   Result<std::vector<PageInfo>> ListPages(int row_group, size_t column) const;
   // The page indexes of a column chunk, when the file has them.
   Result<std::optional<parquet::OffsetIndex>> ReadOffsetIndex(int row_group, size_t column) const;
   Result<std::optional<parquet::ColumnIndex>> ReadColumnIndex(int row_group, size_t column) const;
+  // ReadOffsetIndex, kept by the reader once read (null when the chunk has none).
+  Result<std::shared_ptr<const parquet::OffsetIndex>> CachedOffsetIndex(int row_group, size_t column) const
+      EXCLUDES(cache_mu_);
 
   // Reads the value of a BYTE_ARRAY column at file-global `row` into `out` (replacing its contents).
   // With an OffsetIndex and a non-dictionary page this is one positioned read of the page holding the
@@ -133,8 +141,12 @@ class ParquetReader {
                             AlignedBuffer* chunk) const;
   Status WalkColumnChunk(int row_group, size_t column, const std::function<bool()>& done,
                          const DataPageVisitor& visit) const;
-  Result<std::shared_ptr<const parquet::OffsetIndex>> CachedOffsetIndex(int row_group, size_t column) const
-      EXCLUDES(cache_mu_);
+  // The page (header and stored body, CRC checked) of a column chunk at `offset`, of at most
+  // `max_bytes` bytes in all.
+  Status ReadPageAt(int row_group, size_t column, uint64_t offset, uint64_t max_bytes, parquet::PageHeader* header,
+                    AlignedBuffer* page, ByteView* stored) const;
+  // The chunk's dictionary, decoded; nullopt when the chunk has none.
+  Result<std::optional<ValueVector>> ReadDictionary(int row_group, size_t column) const;
 
   std::unique_ptr<RandomAccessFile> file_;
   parquet::FileMetaData metadata_;

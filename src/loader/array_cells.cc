@@ -22,32 +22,52 @@ Result<ArrayLeaf> ArrayCells::LeafOf(const std::string& name, const Place& place
   return leaf;
 }
 
-Result<std::shared_ptr<const DecodedPage>> ArrayCells::Chunk(const std::string& name, const Place& place, DType dtype,
-                                                             std::vector<int64_t>* shape) {
+Result<ArrayCells::Piece> ArrayCells::Load(const std::string& name, const Place& place, DType dtype,
+                                          std::vector<int64_t>* shape) {
   STOKE_ASSIGN_OR_RETURN(ArrayLeaf leaf, LeafOf(name, place));
   if (leaf.dtype != dtype) {
     return Status::Corruption(fmt::format("{}: column '{}' holds {} values where other files hold {}", place.reader->path(),
                                           name, DTypeName(leaf.dtype), DTypeName(dtype)));
   }
-  const uint64_t key = (uint64_t{leaf.leaf} << 32) | static_cast<uint32_t>(place.row_group);
-  return cache_.GetOrLoad(place.file, key, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
-    STOKE_ASSIGN_OR_RETURN(ColumnLevels levels, place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf));
+  // One page when the chunk has an OffsetIndex (its key: the page's offset, bit 63 set), else the chunk.
+  STOKE_ASSIGN_OR_RETURN(auto oi, place.reader->CachedOffsetIndex(place.row_group, leaf.leaf));
+  Piece piece;
+  uint64_t key = (uint64_t{leaf.leaf} << 32) | static_cast<uint32_t>(place.row_group);
+  if (oi && !oi->page_locations.empty()) {
+    const auto& locs = oi->page_locations;
+    auto it = std::upper_bound(locs.begin(), locs.end(), place.row_in_group,
+                               [](int64_t r, const parquet::PageLocation& p) { return r < p.first_row_index; });
+    if (it != locs.begin()) {
+      piece.first_row = (it - 1)->first_row_index;
+      piece.from_page = true;
+      key = (uint64_t{1} << 63) | static_cast<uint64_t>((it - 1)->offset);
+    }
+  }
+  STOKE_ASSIGN_OR_RETURN(piece.rows, cache_.GetOrLoad(place.file, key, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
+    int64_t first = 0;
+    auto levels = piece.from_page ? place.reader->ReadPageLevels(place.row_group, leaf.leaf, place.row_in_group, &first)
+                                  : place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf);
+    if (!levels.ok()) return levels.status();
     auto decoded = std::make_shared<DecodedPage>();
-    STOKE_RETURN_IF_ERROR(AppendArrayValues(*place.reader, leaf, std::move(levels.values), &decoded->body));
-    levels.values = ValueVector{};
+    STOKE_RETURN_IF_ERROR(AppendArrayValues(*place.reader, leaf, std::move(levels->values), &decoded->body));
+    levels->values = ValueVector{};
     ArrayRows rows;
-    STOKE_RETURN_IF_ERROR(FlattenArrayRows(levels, leaf, shape, &rows));
+    STOKE_RETURN_IF_ERROR(FlattenArrayRows(*levels, leaf, shape, &rows));
     decoded->offsets = std::move(rows.offsets);
     decoded->value_size = rows.value_size;
     return std::shared_ptr<const DecodedPage>(std::move(decoded));
-  });
+  }));
+  return piece;
 }
 
 Result<std::pair<DType, std::vector<int64_t>>> ArrayCells::Probe(const std::string& name, int64_t row) {
   STOKE_ASSIGN_OR_RETURN(Place place, readers_.Locate(row));
   STOKE_ASSIGN_OR_RETURN(ArrayLeaf leaf, FindArrayLeaf(*place.reader, name));
-  STOKE_ASSIGN_OR_RETURN(ColumnLevels levels, place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf));
-  auto shape = ArrayRowShape(levels, leaf, place.row_in_group);
+  int64_t first = 0;  // the page's first row, when the row's page alone is read
+  auto levels = place.reader->ReadPageLevels(place.row_group, leaf.leaf, place.row_in_group, &first);
+  if (levels.status().code() == StatusCode::kNotFound) levels = place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf);
+  if (!levels.ok()) return levels.status();
+  auto shape = ArrayRowShape(*levels, leaf, place.row_in_group - first);
   if (!shape) {
     return Status::InvalidArgument(fmt::format(
         "{}: row {} of column '{}' is not an array the loader can deliver (a null, an empty or ragged list, or a null "
@@ -61,11 +81,13 @@ Status ArrayCells::ReadCell(const std::string& name, DType dtype, const std::vec
                             AlignedBuffer* out) {
   STOKE_ASSIGN_OR_RETURN(Place place, readers_.Locate(row));
   std::vector<int64_t> expected = shape;
-  STOKE_ASSIGN_OR_RETURN(std::shared_ptr<const DecodedPage> chunk, Chunk(name, place, dtype, &expected));
-  const size_t r = static_cast<size_t>(place.row_in_group);
+  STOKE_ASSIGN_OR_RETURN(Piece piece, Load(name, place, dtype, &expected));
+  const DecodedPage* chunk = piece.rows.get();
+  const size_t r = static_cast<size_t>(place.row_in_group - piece.first_row);
   if (r >= chunk->offsets.size()) {
-    return Status::Corruption(fmt::format("{}: row group {} of column '{}' holds {} rows, not {}", place.reader->path(),
-                                          place.row_group, name, chunk->offsets.size(), r + 1));
+    return Status::Corruption(fmt::format("{}: row group {} of column '{}': its {} holds {} rows, not {}",
+                                          place.reader->path(), place.row_group, name, piece.from_page ? "page" : "chunk",
+                                          chunk->offsets.size(), r + 1));
   }
   if (chunk->offsets[r] == DecodedPage::kNull) {
     return Status::InvalidArgument(fmt::format(

@@ -52,15 +52,21 @@ class ArrayCells {
 
  private:
   using Place = SlowCells::RowPlace;
-  // The decoded chunk of `name` in place.row_group (`*shape` empty: learnt from its first dense row).
-  Result<std::shared_ptr<const DecodedPage>> Chunk(const std::string& name, const Place& place, DType dtype,
-                                                   std::vector<int64_t>* shape);
+  // The decoded rows holding place's row: the row's page when the chunk has an OffsetIndex (other
+  // writers' pages of about 1 MiB: a shuffled read decodes a page, not a whole row group), else the
+  // whole chunk of `name` in place.row_group. `*shape` empty: learnt from the first dense row.
+  struct Piece {
+    std::shared_ptr<const DecodedPage> rows;
+    int64_t first_row = 0;  // in the row group
+    bool from_page = false;
+  };
+  Result<Piece> Load(const std::string& name, const Place& place, DType dtype, std::vector<int64_t>* shape);
   // FindArrayLeaf of `name` in place.file, found once per file.
   Result<ArrayLeaf> LeafOf(const std::string& name, const Place& place) EXCLUDES(mu_);
 
   const SampleIndex& index_;
   SlowCells& readers_;
-  PageCache cache_;  // keyed by (file, leaf << 32 | row group)
+  PageCache cache_;  // keyed by (file, leaf << 32 | row group) for chunks, (file, 1 << 63 | offset) for pages
   Mutex mu_;
   std::map<std::pair<uint32_t, std::string>, ArrayLeaf> leaves_ GUARDED_BY(mu_);
 };

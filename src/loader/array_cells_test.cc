@@ -61,6 +61,7 @@ class ArrayTable {
     actions.push_back(meta);
     WriterOptions wo;
     wo.row_group_rows = 3;
+    wo.scalar_page_rows = 2;  // two pages a row group: rows are read a page at a time
     for (size_t f = 0; f < files.size(); ++f) {
       const std::string name = "part-" + std::to_string(f) + ".parquet";
       EXPECT_TRUE(WriteNestedParquet(LocalStorage(), dir_ + "/" + name, root, files[f], wo).ok());
