@@ -24,6 +24,10 @@ bool IsTableDirectory(const std::string& path);
 // directory (a Delta table, a plain Parquet dataset, or neither: reading it says which), an
 // object-store prefix with objects under it, or a glob of Parquet files (a plain dataset).
 bool NamesTable(const std::string& path);
+// OK when `path` opens for reading: a Delta table (at `version`; default the latest) or, without a
+// log, a plain Parquet dataset (a directory, a glob, a file; docs/format.md). Otherwise the error
+// opening it gives (NotFound where there is neither).
+Status CheckTable(const std::string& path, std::optional<int64_t> version = std::nullopt);
 
 // `stoke query`: rows of a table matching a predicate over its scalar columns. Files whose add
 // statistics exclude the predicate are skipped, then row groups whose Parquet statistics do.

@@ -536,6 +536,10 @@ void BindMisc(py::module_& m) {
   m.def("_fail_nth_allocation", &stoke::FailNthLoaderAllocation, py::arg("n"),
         "Test hook: the n-th allocation the loader's pipeline checks from now fails (0 disarms).");
   m.def("is_table", &stoke::IsTableDirectory, py::arg("path"), "True when `path` is a directory holding a Delta log.");
+  m.def(
+      "check_table", [](const std::string& path, std::optional<int64_t> version) { ThrowIfError(stoke::CheckTable(path, version)); },
+      py::arg("path"), py::arg("version") = py::none(),
+      "Raises what opening `path` for reading raises (NotFoundError where there is no table and no Parquet dataset).");
 }
 
 // One image through its transforms, as the loader would (previews and tests).

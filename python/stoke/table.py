@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _stoke
-from ._stoke import NotFoundError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -131,12 +130,13 @@ class Table:
 def open_table(path: PathLike, version: Optional[int] = None, where: str = "") -> Table:
     """The table at `path`: a directory holding a Delta log, or an object-store URI
     (az://container/path, abfss://..., https://<account>.blob.core.windows.net/..., s3://bucket/path;
-    credentials from the environment, see docs/object_storage.md).
+    credentials from the environment, see docs/object_storage.md); without a log, a plain Parquet
+    dataset: the *.parquet files under a directory (key=value directories are partition columns), a
+    glob ("data/train-*.parquet") or one file, as an unversioned table.
 
-    Raises stoke.NotFoundError when `path` holds no table."""
+    Raises stoke.NotFoundError when `path` holds neither."""
     p = os.fspath(path)
-    if not _stoke.is_table(p):
-        raise NotFoundError(f"{p}: no Delta table (no _delta_log directory)")
+    _stoke.check_table(p, version)
     return Table(p, version, where)
 
 

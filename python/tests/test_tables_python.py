@@ -252,3 +252,29 @@ def test_samples_with_more_dimensions_than_numpy_batches_name_the_column(tmp_pat
         t.query()
     with pytest.raises(ValueError, match=f"a batch of them needs {max_dims + 1}"):
         next(iter(stoke.Loader(t, batch_size=2, to="numpy")))
+
+
+def test_open_table_takes_plain_parquet_datasets_and_ingest_relays_them_out(data, tmp_path):
+    """A table's data files without its log are a plain Parquet dataset: open_table reads them
+    (a directory, a glob, one file), and ingest re-lays them out into a table of their rows."""
+    plain = tmp_path / "plain" / "part=all"
+    plain.mkdir(parents=True)
+    files = sorted(p for p in data["table"].iterdir() if p.suffix == ".parquet")
+    for p in files:
+        (plain / p.name).write_bytes(p.read_bytes())
+    want = stoke.open_table(data["table"]).query(columns=["id", "label"])
+    for location in (tmp_path / "plain", str(plain / "*.parquet")):
+        got = stoke.open_table(location).query(columns=["id", "label", "part"])
+        assert sorted(zip(got["id"].tolist(), got["label"].tolist())) == sorted(zip(want["id"].tolist(), want["label"].tolist()))
+    assert set(stoke.open_table(tmp_path / "plain").query(columns=["part"])["part"]) == {"all"}
+    assert sum(stoke.open_table(p).count() for p in files) == N  # one file at a time
+    with pytest.raises(stoke.NotFoundError):
+        stoke.open_table(tmp_path / "plain" / "*.none")
+    with pytest.raises(ValueError, match="no version"):
+        stoke.open_table(tmp_path / "plain", version=0)
+    r = stoke.ingest(tmp_path / "plain", tmp_path / "relaid", progress=False)
+    assert r["rows"] == N
+    again = stoke.open_table(tmp_path / "relaid").query(columns=["source_id", "volume"])
+    before = stoke.open_table(data["table"]).query(columns=["id", "volume"])
+    by_id = {i: v for i, v in zip(before["id"].tolist(), before["volume"])}
+    assert all(np.array_equal(v, by_id[i]) for i, v in zip(again["source_id"].tolist(), again["volume"]))

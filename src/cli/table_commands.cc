@@ -162,7 +162,8 @@ void AddInspect(CLI::App& app, std::vector<Command>* out) {
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand(
       "inspect", "Describe a Parquet file (schema, row groups, pages, codecs, statistics) or a table (version, schema, files)");
-  cmd->add_option("path", s->path, "Parquet file or table (a path or a URI)")->required();
+  cmd->add_option("path", s->path, "Parquet file, table, or plain Parquet dataset (a directory or a glob): a path or a URI")
+      ->required();
   cmd->add_flag("--pages", s->file.pages, "List every page of every column chunk (files)");
   cmd->add_flag("--json", s->file.json, "Print one JSON document");
   cmd->add_option("--version", s->table.version, "Table version to describe (default: latest)");

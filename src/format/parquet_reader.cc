@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "format/codec.h"
+#include "format/parquet_page.h"
 #include "format/parquet_encoding.h"
 #include "format/parquet_values.h"
 
@@ -24,18 +25,6 @@ Status CheckFileSize(const std::string& path, uint64_t size) {
   return Status::Corruption(fmt::format("{}: {} bytes is too short for a Parquet file (at least 12)", path, size));
 }
 
-// Upper bound for one page (header + body) and for a decoded page, against hostile sizes.
-constexpr int64_t kMaxPageBytes = int64_t{1} << 31;
-// Values in one data page. Writers stay far below (parquet-mr 20,000 rows per page, Arrow and DuckDB
-// about 1 MiB of values); the cap bounds the level buffers when a header lies.
-constexpr size_t kMaxValuesPerPage = size_t{1} << 26;
-
-int BitWidth(int64_t max_level) {
-  int w = 0;
-  while ((int64_t{1} << w) <= max_level) ++w;
-  return w;
-}
-
 bool IsStringAnnotated(const parquet::SchemaElement& e) {
   if (e.logical_type) {
     auto id = e.logical_type->id;
@@ -47,185 +36,6 @@ bool IsStringAnnotated(const parquet::SchemaElement& e) {
   return e.converted_type && (*e.converted_type == parquet::ConvertedType::kUtf8 ||
                               *e.converted_type == parquet::ConvertedType::kJson ||
                               *e.converted_type == parquet::ConvertedType::kEnum);
-}
-
-// Reads the decompressed bytes of a page body.
-Status DecompressBody(parquet::Codec codec, ByteView stored, int64_t uncompressed_size, AlignedBuffer* out) {
-  if (uncompressed_size < 0 || uncompressed_size > kMaxPageBytes) {
-    return Status::Corruption(fmt::format("page claims {} uncompressed bytes", uncompressed_size));
-  }
-  // No bytes at all stand for no bytes, whatever the codec: writers leave the values section of a v2
-  // page with only nulls empty rather than compress nothing.
-  if (codec == parquet::Codec::kUncompressed || (stored.empty() && uncompressed_size == 0)) {
-    if (static_cast<int64_t>(stored.size()) != uncompressed_size) {
-      return Status::Corruption(fmt::format("uncompressed page holds {} bytes, header says {}", stored.size(), uncompressed_size));
-    }
-    out->Clear();
-    out->Append(stored);
-    return Status::OK();
-  }
-  // A compressed body cannot expand beyond what its codec allows; a few thousand times covers the
-  // best case of every codec but brotli (zstd's is about 32768:1 only for long runs), so cap the
-  // allocation at that. Brotli reaches hundreds of thousands to one (Arrow's test of a 1 GiB string
-  // is 1,627 bytes): 2^20 to one for it.
-  const int64_t max_ratio = codec == parquet::Codec::kBrotli ? int64_t{1} << 20 : 40000;
-  if (uncompressed_size > static_cast<int64_t>(stored.size()) * max_ratio + 1024) {
-    return Status::Corruption(fmt::format("page claims {} uncompressed bytes from {} stored bytes", uncompressed_size,
-                                          stored.size()));
-  }
-  out->Resize(static_cast<size_t>(uncompressed_size));
-  return Decompress(codec, stored, out->mutable_view());
-}
-
-// The levels and the values section of one data page (v1 or v2), decompressed.
-struct PageLevels {
-  size_t num_values = 0;  // level entries (rows for a flat column)
-  Encoding encoding = Encoding::kPlain;
-  std::vector<uint32_t> reps;  // empty when the column is not repeated
-  std::vector<uint32_t> defs;  // empty when the column is REQUIRED all the way
-  ByteView values;             // the encoded values (points into `scratch`)
-};
-
-// Decodes the repetition and definition levels of one data page and locates its values.
-// `stored` is the page body as stored (after the header). In a v1 page the repetition levels come
-// first, then the definition levels, each with its 4-byte length prefix (RLE); in a v2 page both are
-// unprefixed and uncompressed before the values. Levels above the column's maxima are corruption.
-Status DecodePageLevels(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
-                        AlignedBuffer* scratch, PageLevels* out) {
-  const int def_width = BitWidth(col.max_definition_level);
-  const int rep_width = BitWidth(col.max_repetition_level);
-  ByteView def_bytes, rep_bytes, values_bytes;
-  bool prefixed = false;
-  if (h.type == PageType::kDataPage) {
-    if (!h.data_page_header) return Status::Corruption("DATA_PAGE without data_page_header");
-    const auto& d = *h.data_page_header;
-    if (d.num_values < 0) return Status::Corruption("negative num_values");
-    out->num_values = static_cast<size_t>(d.num_values);
-    out->encoding = d.encoding;
-    if (col.max_definition_level > 0 && d.definition_level_encoding != Encoding::kRle) {
-      return Status::Unsupported(fmt::format("definition level encoding {}", EncodingName(d.definition_level_encoding)));
-    }
-    if (col.max_repetition_level > 0 && d.repetition_level_encoding != Encoding::kRle) {
-      return Status::Unsupported(fmt::format("repetition level encoding {}", EncodingName(d.repetition_level_encoding)));
-    }
-    STOKE_RETURN_IF_ERROR(DecompressBody(codec, stored, h.uncompressed_page_size, scratch));
-    rep_bytes = def_bytes = values_bytes = scratch->view();
-    prefixed = true;
-  } else {
-    if (!h.data_page_header_v2) return Status::Corruption("DATA_PAGE_V2 without data_page_header_v2");
-    const auto& d = *h.data_page_header_v2;
-    if (d.num_values < 0 || d.num_nulls < 0 || d.definition_levels_byte_length < 0 ||
-        d.repetition_levels_byte_length < 0) {
-      return Status::Corruption("negative count in DataPageHeaderV2");
-    }
-    out->num_values = static_cast<size_t>(d.num_values);
-    out->encoding = d.encoding;
-    size_t levels = static_cast<size_t>(d.definition_levels_byte_length) + d.repetition_levels_byte_length;
-    if (levels > stored.size() || static_cast<int64_t>(levels) > h.uncompressed_page_size) {
-      return Status::Corruption(fmt::format("v2 levels of {} bytes exceed the page", levels));
-    }
-    // v2 levels are never compressed; the values section is, unless is_compressed is false.
-    rep_bytes = stored.subspan(0, d.repetition_levels_byte_length);
-    def_bytes = stored.subspan(d.repetition_levels_byte_length, d.definition_levels_byte_length);
-    ByteView values_stored = stored.subspan(levels);
-    int64_t values_size = h.uncompressed_page_size - static_cast<int64_t>(levels);
-    STOKE_RETURN_IF_ERROR(
-        DecompressBody(d.is_compressed ? codec : parquet::Codec::kUncompressed, values_stored, values_size, scratch));
-    values_bytes = scratch->view();
-  }
-  if (out->num_values > kMaxValuesPerPage) {
-    return Status::Unsupported(
-        fmt::format("page of {} values (stoke reads at most {} per page)", out->num_values, kMaxValuesPerPage));
-  }
-  const size_t n = out->num_values;
-  size_t used = 0;  // v1: bytes taken by the prefixed level sections
-  auto decode = [&](ByteView bytes, int width, int16_t max, const char* what, std::vector<uint32_t>* levels) -> Status {
-    levels->resize(n);
-    if (prefixed) {
-      size_t consumed = 0;
-      STOKE_RETURN_IF_ERROR(parquet::DecodeLengthPrefixedRleBitPackedHybrid(bytes.subspan(used), width, n,
-                                                                            levels->data(), &consumed));
-      used += consumed;
-    } else {
-      STOKE_RETURN_IF_ERROR(parquet::DecodeRleBitPackedHybrid(bytes, width, n, levels->data()));
-    }
-    for (uint32_t l : *levels) {
-      if (l > static_cast<uint32_t>(max)) {
-        return Status::Corruption(fmt::format("{} level {} above the maximum {}", what, l, max));
-      }
-    }
-    return Status::OK();
-  };
-  out->reps.clear();
-  out->defs.clear();
-  if (col.max_repetition_level > 0) {
-    STOKE_RETURN_IF_ERROR(decode(rep_bytes, rep_width, col.max_repetition_level, "repetition", &out->reps));
-  }
-  if (col.max_definition_level > 0) {
-    STOKE_RETURN_IF_ERROR(decode(def_bytes, def_width, col.max_definition_level, "definition", &out->defs));
-  }
-  out->values = prefixed ? values_bytes.subspan(used) : values_bytes;
-  return Status::OK();
-}
-
-// Number of present values of a page: entries at the maximum definition level.
-size_t PresentValues(const LeafColumn& col, const PageLevels& page) {
-  if (col.max_definition_level == 0) return page.num_values;
-  size_t present = 0;
-  for (uint32_t d : page.defs) present += d == static_cast<uint32_t>(col.max_definition_level);
-  return present;
-}
-
-// Decodes the levels and values of one data page of a flat column and appends to `result`.
-// `max_values` is the number of rows the row group has left: a flat column's page cannot hold more.
-Status DecodeDataPage(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
-                      const ValueVector* dict, size_t max_values, AlignedBuffer* scratch, ColumnValues* result) {
-  PageLevels page;
-  STOKE_RETURN_IF_ERROR(DecodePageLevels(col, codec, h, stored, scratch, &page));
-  if (page.num_values > max_values) {
-    return Status::Corruption(
-        fmt::format("page holds {} values but only {} rows remain in the row group", page.num_values, max_values));
-  }
-  if (col.max_definition_level > 0) {
-    if (result->defined.empty() && result->num_values() > 0) result->defined.assign(result->num_values(), 1);
-    for (uint32_t d : page.defs) result->defined.push_back(d == static_cast<uint32_t>(col.max_definition_level));
-  } else if (!result->defined.empty()) {
-    result->defined.insert(result->defined.end(), page.num_values, 1);
-  }
-  return DecodeValues(col, page.encoding, page.values, PresentValues(col, page), dict, &result->values);
-}
-
-// Decodes one data page of any column, keeping its levels, and appends to `result`. `max_rows` is
-// the number of records the row group has left; a record starts at each repetition level 0.
-// The chunk's first level entry must start a record.
-Status DecodeLeveledDataPage(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h,
-                             ByteView stored, const ValueVector* dict, size_t max_rows, AlignedBuffer* scratch,
-                             ColumnLevels* result, size_t* rows) {
-  PageLevels page;
-  STOKE_RETURN_IF_ERROR(DecodePageLevels(col, codec, h, stored, scratch, &page));
-  size_t records = page.num_values;
-  if (col.max_repetition_level > 0) {
-    records = 0;
-    for (uint32_t r : page.reps) records += r == 0;
-    if (result->num_levels == 0 && page.num_values > 0 && page.reps[0] != 0) {
-      return Status::Corruption(fmt::format("repeated column starts with repetition level {}, not 0", page.reps[0]));
-    }
-  }
-  if (records > max_rows) {
-    return Status::Corruption(fmt::format("page holds {} records but only {} rows remain in the row group", records,
-                                          max_rows));
-  }
-  *rows += records;
-  const size_t present = PresentValues(col, page);  // before the levels move
-  if (result->num_levels == 0) {  // the first page: its levels are the result's (no copy)
-    result->def_levels = std::move(page.defs);
-    result->rep_levels = std::move(page.reps);
-  } else {
-    result->def_levels.insert(result->def_levels.end(), page.defs.begin(), page.defs.end());
-    result->rep_levels.insert(result->rep_levels.end(), page.reps.begin(), page.reps.end());
-  }
-  result->num_levels += page.num_values;
-  return DecodeValues(col, page.encoding, page.values, present, dict, &result->values);
 }
 
 }  // namespace
@@ -692,6 +502,9 @@ Result<std::optional<ValueVector>> ParquetReader::ReadDictionary(int row_group, 
   if (h.type != PageType::kDictionaryPage || !h.dictionary_page_header || h.dictionary_page_header->num_values < 0) {
     return Status::Corruption(fmt::format("{}: no dictionary page at offset {}", Context(row_group, column), at));
   }
+  if (const auto enc = h.dictionary_page_header->encoding; enc != Encoding::kPlain && enc != Encoding::kPlainDictionary) {
+    return Status::Unsupported(fmt::format("{}: dictionary page encoding {}", Context(row_group, column), parquet::EncodingName(enc)));
+  }
   STOKE_RETURN_IF_ERROR(DecompressBody(meta.codec, stored, h.uncompressed_page_size, &body));
   ValueVector dict = EmptyValuesFor(columns_[column].type);
   STOKE_RETURN_IF_ERROR(DecodeValues(columns_[column], Encoding::kPlain, body.view(),
@@ -699,15 +512,21 @@ Result<std::optional<ValueVector>> ParquetReader::ReadDictionary(int row_group, 
   return std::optional<ValueVector>(std::move(dict));
 }
 
+namespace {
+// ReadPageLevels keeps its buffers for the thread's next page up to this size.
+constexpr size_t kKeptPageBytes = size_t{16} << 20;
+}  // namespace
+
 Result<ColumnLevels> ParquetReader::ReadPageLevels(int row_group, size_t column, int64_t row, int64_t* first_row) const {
   if (row_group < 0 || row_group >= num_row_groups() || column >= columns_.size()) {
     return Status::InvalidArgument(fmt::format("{}: no row group {} / column {}", file_->path(), row_group, column));
   }
   const auto& meta = *metadata_.row_groups[row_group].columns[column].meta_data;
-  STOKE_ASSIGN_OR_RETURN(auto oi, CachedOffsetIndex(row_group, column));
-  if (!oi || oi->page_locations.empty() || !CodecSupported(meta.codec)) {
-    return Status::NotFound(fmt::format("{}: no OffsetIndex", Context(row_group, column)));
+  if (!CodecSupported(meta.codec)) {
+    return Status::Unsupported(fmt::format("{}: codec {}", Context(row_group, column), parquet::CodecName(meta.codec)));
   }
+  STOKE_ASSIGN_OR_RETURN(auto oi, CachedOffsetIndex(row_group, column));
+  if (!oi || oi->page_locations.empty()) return Status::NotFound(fmt::format("{}: no OffsetIndex", Context(row_group, column)));
   const auto& locs = oi->page_locations;
   auto it = std::upper_bound(locs.begin(), locs.end(), row,
                              [](int64_t r, const parquet::PageLocation& p) { return r < p.first_row_index; });
@@ -719,6 +538,9 @@ Result<ColumnLevels> ParquetReader::ReadPageLevels(int row_group, size_t column,
   // Kept by the thread for its next page: a fresh megabyte a page cost more in page faults than the
   // page's decoding.
   thread_local AlignedBuffer page, scratch;
+  for (AlignedBuffer* kept : {&page, &scratch}) {
+    if (kept->capacity() > kKeptPageBytes) *kept = AlignedBuffer();  // a rare huge page is not kept
+  }
   ByteView stored;
   STOKE_RETURN_IF_ERROR(ReadPageAt(row_group, column, static_cast<uint64_t>(loc.offset),
                                    static_cast<uint64_t>(std::max(loc.compressed_page_size, 0)), &h, &page, &stored));

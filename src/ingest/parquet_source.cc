@@ -109,12 +109,9 @@ class ParquetSourceReader final : public SourceReader {
 
   Status ReadScalars(const ParquetReader& reader, const delta::AddFile& add, const GroupRows& g, const ParquetColumn& col,
                      ColumnValues* out) const {
+    // A nullable column a file lacks (added after it was written) reads as nulls there.
     auto values = ReadRowGroupColumn(view_, add, reader, g.group, col.source);
-    const size_t n = static_cast<size_t>(reader.metadata().row_groups[g.group].num_rows);
-    if (values.status().code() == StatusCode::kNotFound) {  // a column added after the file was written
-      values = ColumnValues{EmptyValuesFor(col.out.type), std::vector<uint8_t>(n, 0)};
-    }
-    if (!values.ok()) return values.status();
+    if (!values.ok()) return values.status().WithContext(fmt::format("{}: column '{}'", reader.path(), col.source.name));
     std::vector<size_t> rows(static_cast<size_t>(g.hi - g.lo));
     std::iota(rows.begin(), rows.end(), static_cast<size_t>(g.lo));
     AppendColumnValues(out, TakeRows(*values, rows));

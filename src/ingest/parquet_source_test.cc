@@ -142,6 +142,17 @@ TEST_F(ParquetSourceTest, AStokeTableIsCopiedTensorsAndAllAndAGlobNamesFiles) {
   EXPECT_EQ(snap->metadata.configuration.at("stoke.images"), R"({"img":{"formats":["png"]}})");
 }
 
+TEST_F(ParquetSourceTest, AParquetFileBesideNpyFilesIsNotASample) {
+  ASSERT_TRUE(LocalStorage().CreateDirectories(src_).ok());
+  const std::string npy = NpyOf(1);
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), src_ + "/a.npy", AsBytes(npy)).ok());
+  WriteFile("", "labels.parquet", 0, 1);
+  auto r = IngestSources(Options(src_));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->rows, 1);
+  EXPECT_EQ(Query("file"), "file\na.npy\n");
+}
+
 TEST_F(ParquetSourceTest, WhatCannotBeKeptIsRefusedNamingIt) {
   SchemaNode root{.name = "schema", .repetition = Repetition::kRequired, .kind = SchemaNode::Kind::kStruct};
   root.children = {{.name = "vec", .kind = SchemaNode::Kind::kList, .children = {{.name = "element", .type = parquet::Type::kInt32}}},

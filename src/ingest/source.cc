@@ -434,6 +434,7 @@ Result<SourceFormat> ListSourceDirectory(const SourceOptions& o, std::string_vie
   std::string first_name;
   bool has_directories = false;
   bool hive_directories = false;  // key=value: a partitioned Parquet dataset
+  bool parquet_files = false;     // a Parquet dataset, unless other sample files are there too
   for (auto& e : entries) {
     if (e.is_directory) {
       has_directories = has_directories || e.name.empty() || e.name[0] != '.';
@@ -442,6 +443,10 @@ Result<SourceFormat> ListSourceDirectory(const SourceOptions& o, std::string_vie
     }
     auto k = SourceFormatOfFileName(e.name);
     if (!k) continue;
+    if (*k == SourceFormat::kParquet) {  // a labels.parquet beside .npy files is not a sample
+      parquet_files = true;
+      continue;
+    }
     if (forced) {
       if (*k != *forced) continue;
     } else if (kind && *k != *kind) {
@@ -451,7 +456,7 @@ Result<SourceFormat> ListSourceDirectory(const SourceOptions& o, std::string_vie
     kind = *k;
     if (*k != SourceFormat::kImages) set->files.push_back(std::move(e));
   }
-  if (!kind && hive_directories) kind = SourceFormat::kParquet;
+  if (!kind && (hive_directories || parquet_files)) kind = SourceFormat::kParquet;
   if (kind == SourceFormat::kParquet) return *kind;
   // Images in class directories (ImageFolder) and none at the top.
   if (!kind && has_directories) kind = SourceFormat::kImages;

@@ -817,6 +817,13 @@ Result<IngestReport> IngestInto(const IngestOptions& o) {
   ReleaseFreeHeapMemory();  // what listing and joining the labels freed (hundreds of MB at 650,000 files)
   STOKE_RETURN_IF_ERROR(RefuseToCoverParquetDataset(o.table_dir, "ingest"));
   STOKE_RETURN_IF_ERROR(CreateContainerFor(o.table_dir));
+  {
+    // The log's directory comes before any data file (on local disks; object stores have no
+    // directories): a first ingest killed before its commit leaves a table without a commit, never
+    // Parquet files that read as a plain dataset.
+    STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(o.table_dir));
+    STOKE_RETURN_IF_ERROR(where.storage->CreateDirectories(JoinPath(where.path, delta::kLogDirName)));
+  }
   if (o.shard_count > 1) {
     STOKE_RETURN_IF_ERROR(CreateTableForShards(o, sources));
     STOKE_RETURN_IF_ERROR(AddLocationColumnsForShards(o, sources));
@@ -847,9 +854,12 @@ Result<IngestReport> IngestSources(const IngestOptions& o) {
   // A local table directory this call creates and then fails to fill goes again (when it is still
   // empty: never another writer's files), so that no "table" without a log is left behind.
   auto location = ParseStorageUri(o.table_dir);
-  const bool created_here = location.ok() && location->scheme == StorageScheme::kLocal &&
-                            LocalStorage().Stat(location->path).status().code() == StatusCode::kNotFound;
+  const bool local = location.ok() && location->scheme == StorageScheme::kLocal;
+  const std::string log_dir = local ? JoinPath(location->path, delta::kLogDirName) : "";
+  const bool created_here = local && LocalStorage().Stat(location->path).status().code() == StatusCode::kNotFound;
+  const bool log_created_here = local && LocalStorage().Stat(log_dir).status().code() == StatusCode::kNotFound;
   auto r = IngestInto(o);
+  if (!r.ok() && log_created_here) RemoveEmptyLocalDirectory(log_dir);  // still empty: no commit landed
   if (!r.ok() && created_here) RemoveEmptyLocalDirectory(location->path);  // never another writer's files
   return r;
 }

@@ -22,6 +22,22 @@ Result<ArrayLeaf> ArrayCells::LeafOf(const std::string& name, const Place& place
   return leaf;
 }
 
+Result<std::shared_ptr<const DecodedPage>> ArrayCells::Decode(const Place& place, const ArrayLeaf& leaf, bool page,
+                                                              std::vector<int64_t>* shape) {
+  int64_t first = 0;
+  auto levels = page ? place.reader->ReadPageLevels(place.row_group, leaf.leaf, place.row_in_group, &first)
+                     : place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf);
+  if (!levels.ok()) return levels.status();
+  auto decoded = std::make_shared<DecodedPage>();
+  STOKE_RETURN_IF_ERROR(AppendArrayValues(*place.reader, leaf, std::move(levels->values), &decoded->body));
+  levels->values = ValueVector{};
+  ArrayRows rows;
+  STOKE_RETURN_IF_ERROR(FlattenArrayRows(*levels, leaf, shape, &rows));
+  decoded->offsets = std::move(rows.offsets);
+  decoded->value_size = rows.value_size;
+  return std::shared_ptr<const DecodedPage>(std::move(decoded));
+}
+
 Result<ArrayCells::Piece> ArrayCells::Load(const std::string& name, const Place& place, DType dtype,
                                           std::vector<int64_t>* shape) {
   STOKE_ASSIGN_OR_RETURN(ArrayLeaf leaf, LeafOf(name, place));
@@ -29,34 +45,31 @@ Result<ArrayCells::Piece> ArrayCells::Load(const std::string& name, const Place&
     return Status::Corruption(fmt::format("{}: column '{}' holds {} values where other files hold {}", place.reader->path(),
                                           name, DTypeName(leaf.dtype), DTypeName(dtype)));
   }
-  // One page when the chunk has an OffsetIndex (its key: the page's offset, bit 63 set), else the chunk.
-  STOKE_ASSIGN_OR_RETURN(auto oi, place.reader->CachedOffsetIndex(place.row_group, leaf.leaf));
+  // One page when the chunk has an OffsetIndex (its key: the page's offset, bit 63 set), else the
+  // chunk; and the chunk too where the page path fails (an OffsetIndex that disagrees with the pages,
+  // a dictionary the chunk does not say where it is): the whole chunk is what the reader checks
+  // every other way.
   Piece piece;
-  uint64_t key = (uint64_t{leaf.leaf} << 32) | static_cast<uint32_t>(place.row_group);
-  if (oi && !oi->page_locations.empty()) {
-    const auto& locs = oi->page_locations;
+  auto oi = place.reader->CachedOffsetIndex(place.row_group, leaf.leaf);
+  if (oi.ok() && *oi && !(*oi)->page_locations.empty()) {
+    const auto& locs = (*oi)->page_locations;
     auto it = std::upper_bound(locs.begin(), locs.end(), place.row_in_group,
                                [](int64_t r, const parquet::PageLocation& p) { return r < p.first_row_index; });
     if (it != locs.begin()) {
       piece.first_row = (it - 1)->first_row_index;
       piece.from_page = true;
-      key = (uint64_t{1} << 63) | static_cast<uint64_t>((it - 1)->offset);
+      auto page = cache_.GetOrLoad(place.file, (uint64_t{1} << 63) | static_cast<uint64_t>((it - 1)->offset), [&] {
+        return Decode(place, leaf, true, shape);
+      });
+      if (page.ok()) {
+        piece.rows = std::move(*page);
+        return piece;
+      }
     }
   }
-  STOKE_ASSIGN_OR_RETURN(piece.rows, cache_.GetOrLoad(place.file, key, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
-    int64_t first = 0;
-    auto levels = piece.from_page ? place.reader->ReadPageLevels(place.row_group, leaf.leaf, place.row_in_group, &first)
-                                  : place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf);
-    if (!levels.ok()) return levels.status();
-    auto decoded = std::make_shared<DecodedPage>();
-    STOKE_RETURN_IF_ERROR(AppendArrayValues(*place.reader, leaf, std::move(levels->values), &decoded->body));
-    levels->values = ValueVector{};
-    ArrayRows rows;
-    STOKE_RETURN_IF_ERROR(FlattenArrayRows(*levels, leaf, shape, &rows));
-    decoded->offsets = std::move(rows.offsets);
-    decoded->value_size = rows.value_size;
-    return std::shared_ptr<const DecodedPage>(std::move(decoded));
-  }));
+  piece = Piece{};
+  const uint64_t key = (uint64_t{leaf.leaf} << 32) | static_cast<uint32_t>(place.row_group);
+  STOKE_ASSIGN_OR_RETURN(piece.rows, cache_.GetOrLoad(place.file, key, [&] { return Decode(place, leaf, false, shape); }));
   return piece;
 }
 
@@ -65,7 +78,10 @@ Result<std::pair<DType, std::vector<int64_t>>> ArrayCells::Probe(const std::stri
   STOKE_ASSIGN_OR_RETURN(ArrayLeaf leaf, FindArrayLeaf(*place.reader, name));
   int64_t first = 0;  // the page's first row, when the row's page alone is read
   auto levels = place.reader->ReadPageLevels(place.row_group, leaf.leaf, place.row_in_group, &first);
-  if (levels.status().code() == StatusCode::kNotFound) levels = place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf);
+  if (!levels.ok()) {  // no OffsetIndex, or one the pages disagree with: the whole chunk
+    first = 0;
+    levels = place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf);
+  }
   if (!levels.ok()) return levels.status();
   auto shape = ArrayRowShape(*levels, leaf, place.row_in_group - first);
   if (!shape) {

@@ -3,12 +3,13 @@
 // Face's fixed-size nested lists), delivered as tensors: a row of rectangular nesting [n1][n2]...
 // becomes one [n1, n2, ...] sample. The shape is the first served row's; every row must have it.
 //
-// An array column's rows share large pages, so a row is not one read: a worker decodes the column
-// chunk of the row's row group once (levels and values, through a ParquetReader of the file kept by
-// SlowCells) into a decoded chunk held in a cache of its own (least recently used out beyond its
-// budget), and copies the row's values out of it; the other rows of that row group come from the
-// cache while it holds the chunk. Block shuffle (a file at a time) keeps one chunk busy; a global
-// shuffle over chunks larger than the budget decodes a chunk again for most rows.
+// An array column's rows share large pages, so a row is not one read: a worker decodes the page
+// holding the row (found through the chunk's OffsetIndex; the whole column chunk of the row's row
+// group where there is none, or where the page path fails) once, through a ParquetReader of the
+// file kept by SlowCells, into a cache of its own (least recently used out beyond its budget), and
+// copies the row's values out of it; the page's other rows come from the cache while it holds it.
+// With an OffsetIndex a global shuffle costs a decode per page as a block shuffle does; without one,
+// a global shuffle over chunks larger than the budget decodes a chunk again for most rows.
 //
 // A row that is null, holds an empty or null list or a null element, or whose nesting is ragged or
 // of another shape, is an error naming the row (the loader's on_error applies). Thread-safe.
@@ -61,6 +62,9 @@ class ArrayCells {
     bool from_page = false;
   };
   Result<Piece> Load(const std::string& name, const Place& place, DType dtype, std::vector<int64_t>* shape);
+  // Load's decode: the page holding place's row (`page`), or the chunk, flattened.
+  Result<std::shared_ptr<const DecodedPage>> Decode(const Place& place, const ArrayLeaf& leaf, bool page,
+                                                    std::vector<int64_t>* shape);
   // FindArrayLeaf of `name` in place.file, found once per file.
   Result<ArrayLeaf> LeafOf(const std::string& name, const Place& place) EXCLUDES(mu_);
 

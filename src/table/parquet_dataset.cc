@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <map>
 #include <set>
@@ -23,7 +24,7 @@ using ordered_json = nlohmann::ordered_json;
 constexpr std::string_view kGlobChars = "*?[";
 // Hive's name for a null partition value.
 constexpr std::string_view kHiveNull = "__HIVE_DEFAULT_PARTITION__";
-// RefuseToCoverParquetDataset reads the footers of this many files at most.
+// RefuseToCoverParquetDataset opens this many Parquet files at most.
 constexpr size_t kFilesLookedAt = 16;
 
 struct DataFile {
@@ -88,16 +89,24 @@ bool MatchComponents(std::span<const std::string_view> pattern, std::span<const 
   return match[0][0] != 0;
 }
 
+// The directory holding what location[slash + 1...] names, as a location: "." for a relative name,
+// "/" at the file system's root, the container or bucket itself (its URI) at its top.
+std::string ParentLocation(const std::string& location, size_t slash, size_t path_start) {
+  if (slash == std::string::npos || slash < path_start) {
+    std::string head = location.substr(0, path_start);
+    while (head.size() > 1 && head.back() == '/' && head.find("://") + 3 != head.size()) head.pop_back();
+    return head.empty() ? "." : head;
+  }
+  return slash == 0 ? "/" : location.substr(0, slash);
+}
+
 // The location's glob: its root (the location up to the last '/' before the first glob character)
 // and the pattern after it.
 std::pair<std::string, std::string> SplitGlob(const std::string& location, size_t path_start) {
   const size_t glob = location.find_first_of(kGlobChars, path_start);
   const size_t slash = location.rfind('/', glob);
-  if (slash == std::string::npos || slash < path_start) {  // the glob starts the path: its root is "."
-    const std::string head = location.substr(0, path_start);
-    return {head.empty() ? "." : head, location.substr(path_start)};
-  }
-  return {location.substr(0, slash), location.substr(slash + 1)};
+  const size_t rest = slash == std::string::npos || slash < path_start ? path_start : slash + 1;
+  return {ParentLocation(location, slash, path_start), location.substr(rest)};
 }
 
 // Where the path part of `location` starts (after "scheme://container/" for URIs).
@@ -111,9 +120,10 @@ size_t PathStart(const std::string& location) {
 
 std::string HiveUnescape(std::string_view s) {
   std::string out;
+  auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
   for (size_t i = 0; i < s.size(); ++i) {
-    int byte = 0;
-    if (s[i] == '%' && i + 2 < s.size() &&
+    unsigned byte = 0;
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) && hex(s[i + 2]) &&
         std::from_chars(s.data() + i + 1, s.data() + i + 3, byte, 16).ptr == s.data() + i + 3) {
       out.push_back(static_cast<char>(byte));
       i += 2;
@@ -205,8 +215,8 @@ Result<std::vector<DataFile>> ListDataFiles(const std::string& location, std::st
   auto stat = where.storage->Stat(where.path);
   if (stat.ok() && !stat->is_directory) {
     const size_t slash = location.rfind('/');
-    *root = slash == std::string::npos || slash < path_start ? "." : location.substr(0, slash);
-    DataFile f{location.substr(slash == std::string::npos ? 0 : slash + 1), *stat};
+    *root = ParentLocation(location, slash, path_start);
+    DataFile f{location.substr(slash == std::string::npos || slash < path_start ? path_start : slash + 1), *stat};
     return std::vector<DataFile>{std::move(f)};
   }
   *root = location;
@@ -239,7 +249,12 @@ Result<std::string> DatasetSchema(const StorageLocation& root, const std::vector
                                             {"metadata", ordered_json::object()}});
   }
   for (const auto& kv : (*reader)->metadata().key_value_metadata) {
-    if (kv.key != kHuggingFaceMetadataKey || !kv.value) continue;
+    if (!kv.value) continue;
+    // stoke's own files (`stoke convert`'s output) say which columns hold tensors and images.
+    for (const char* key : {kTensorsMetadataKey, kBlobsMetadataKey, kImagesMetadataKey, kClassesMetadataKey}) {
+      if (kv.key == key) (*configuration)[key] = *kv.value;
+    }
+    if (kv.key != kHuggingFaceMetadataKey) continue;
     (*configuration)[kHuggingFaceMetadataKey] = *kv.value;
     if (auto classes = HuggingFaceClassNames(*kv.value)) (*configuration)[kClassesMetadataKey] = *classes;
   }
@@ -324,7 +339,10 @@ std::map<std::string, std::vector<int64_t>> HuggingFaceArrayShapes(const std::st
 }
 
 bool IsGlobLocation(const std::string& location) {
-  return location.find_first_of(kGlobChars, PathStart(location)) != std::string::npos;
+  if (location.find_first_of(kGlobChars, PathStart(location)) == std::string::npos) return false;
+  // A name that holds '[' or '*' itself (a directory "run[2]") is that name, not a pattern.
+  auto where = ResolveStorageLocation(location);
+  return !where.ok() || !where->storage->Stat(where->path).ok();
 }
 
 Status RefuseToCoverParquetDataset(const std::string& location, std::string_view what) {
@@ -336,18 +354,31 @@ Status RefuseToCoverParquetDataset(const std::string& location, std::string_view
   if (!where.ok()) return where.status();
   auto stat = where->storage->Stat(where->path);
   if (!stat.ok() || !stat->is_directory) return Status::OK();  // nothing there yet (or a file: the writer says)
-  std::string root;
-  STOKE_ASSIGN_OR_RETURN(std::vector<DataFile> files, ListDataFiles(location, &root));
   // stoke's own files are what a first write that failed before its commit left: the next write
-  // goes on over them (vacuum removes them). A file another writer wrote is someone's data.
-  std::sort(files.begin(), files.end(), [](const DataFile& a, const DataFile& b) { return a.rel < b.rel; });
-  for (size_t i = 0; i < files.size() && i < kFilesLookedAt; ++i) {
-    auto reader = ParquetReader::Open(*where->storage, JoinPath(where->path, files[i].rel));
-    if (!reader.ok() || CreatedByStoke((*reader)->metadata().created_by)) continue;  // unreadable: a torn write of ours
-    return Status::InvalidArgument(fmt::format("{}: '{}' holds Parquet files that another writer wrote ({}, ...) but "
-                                               "no Delta log: a plain Parquet dataset, which a table written there "
-                                               "would hide; write the table elsewhere",
-                                               what, location, files[i].rel));
+  // goes on over them (vacuum removes them). A file another writer wrote is someone's data. The
+  // first kFilesLookedAt Parquet files found, breadth first, tell; a subdirectory that cannot be
+  // listed is passed over (this is a safety check, not a listing the write needs).
+  std::vector<std::string> dirs = {""};
+  size_t looked_at = 0;
+  for (size_t d = 0; d < dirs.size() && looked_at < kFilesLookedAt; ++d) {
+    auto entries = where->storage->List(JoinPath(where->path, dirs[d]));
+    if (!entries.ok()) continue;
+    for (const DirEntry& e : *entries) {
+      if (Hidden(e.name) || looked_at >= kFilesLookedAt) continue;
+      const std::string rel = dirs[d].empty() ? e.name : dirs[d] + "/" + e.name;
+      if (e.is_directory) {
+        dirs.push_back(rel);
+        continue;
+      }
+      if (!EndsWith(e.name, ".parquet")) continue;
+      ++looked_at;
+      auto reader = ParquetReader::Open(*where->storage, JoinPath(where->path, rel));
+      if (!reader.ok() || CreatedByStoke((*reader)->metadata().created_by)) continue;  // unreadable: a torn write of ours
+      return Status::InvalidArgument(fmt::format("{}: '{}' holds Parquet files that another writer wrote ({}, ...) but "
+                                                 "no Delta log: a plain Parquet dataset, which a table written there "
+                                                 "would hide; write the table elsewhere",
+                                                 what, location, rel));
+    }
   }
   return Status::OK();
 }

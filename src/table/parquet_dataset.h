@@ -19,7 +19,8 @@
 
 namespace stoke {
 
-// Whether the path part of `location` asks for a glob: it holds '*', '?' or '['.
+// Whether the path part of `location` asks for a glob: it holds '*', '?' or '[', and nothing exists
+// under that very name (a directory named "run[2]" is that directory).
 bool IsGlobLocation(const std::string& location);
 
 // A plain dataset: the root its files' paths are relative to (a path or URI, as JoinPath takes
@@ -44,7 +45,7 @@ struct ParquetDataset {
 Result<ParquetDataset> OpenParquetDataset(const std::string& location);
 
 // OK unless the directory `location` holds no Delta log but Parquet files that another writer than
-// stoke wrote (of the first 16 in path order), which a plain dataset would read: a table created
+// stoke wrote (of the first 16 found, breadth first), which a plain dataset would read: a table created
 // there would hide them, and a vacuum of it delete them. Then InvalidArgument, naming `location` and
 // the file, for the writer `what` ("ingest"). stoke's own files there are what a first write that
 // failed before its commit left, and do not count.

@@ -103,6 +103,15 @@ TEST_F(ParquetDatasetTest, GlobsAndSingleFilesOpenTheFilesTheyName) {
   EXPECT_NE(none.status().message().find("no Parquet files"), std::string::npos) << none.status().ToString();
 }
 
+TEST_F(ParquetDatasetTest, ANameHoldingGlobCharactersIsThatNameWhereItExists) {
+  Write("run[2]/part-0.parquet", 0, 2);
+  Write("run2/part-0.parquet", 5, 1);
+  EXPECT_FALSE(IsGlobLocation(dir_ + "/run[2]"));
+  EXPECT_EQ(Query(dir_ + "/run[2]"), "id\n0\n1\n");  // the directory itself
+  EXPECT_TRUE(IsGlobLocation(dir_ + "/run[2]/*.parquet"));
+  EXPECT_EQ(Query(dir_ + "/run[0-9]/*.parquet"), "id\n5\n");  // a pattern where no such name exists
+}
+
 TEST_F(ParquetDatasetTest, RootDirectoriesOfTheFormKeyValueArePartitionsToo) {
   Write("g=1/day=2024-01-02/part-0.parquet", 0, 3);
   auto view = OpenDatasetView(dir_ + "/g=1/*/*.parquet");

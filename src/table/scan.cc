@@ -329,6 +329,14 @@ Result<TableView> OpenPlainDataset(const std::string& location, std::optional<in
   return t;
 }
 
+// Whether `location` names a file (not a directory or a prefix).
+bool NamesFile(const std::string& location) {
+  auto where = ResolveStorageLocation(location);
+  if (!where.ok()) return false;
+  auto stat = where->storage->Stat(where->path);
+  return stat.ok() && !stat->is_directory;
+}
+
 }  // namespace
 
 Result<TableView> OpenDatasetView(const std::string& location, std::optional<int64_t> version) {
@@ -337,6 +345,9 @@ Result<TableView> OpenDatasetView(const std::string& location, std::optional<int
   // a look at the location itself is a HEAD and a listing).
   auto table = OpenTableView(location, version);
   if (table.ok() || IsTableDirectory(location)) return table;
+  // Only where there is no log: a log that could not be read (a network error) is never passed over
+  // for the data files beside it. A file's "log" is not a directory, so that error is no answer.
+  if (table.status().code() != StatusCode::kNotFound && !NamesFile(location)) return table;
   auto dataset = OpenPlainDataset(location, version);
   if (dataset.ok() || dataset.status().code() != StatusCode::kNotFound) return dataset;
   // Neither: a location that does not exist says so as a table would; one that does, that it holds

@@ -91,6 +91,10 @@ bool IsTableDirectory(const std::string& path) {
   return names.ok() && !names->empty();
 }
 
+Status CheckTable(const std::string& path, std::optional<int64_t> version) {
+  return OpenDatasetView(path, version).status();
+}
+
 bool NamesTable(const std::string& path) {
   if (IsGlobLocation(path)) return true;
   auto where = ResolveStorageLocation(path);
