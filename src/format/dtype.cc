@@ -11,6 +11,17 @@ constexpr size_t kSizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2};
 
 std::string_view DTypeName(DType dtype) { return kNames[static_cast<size_t>(dtype)]; }
 
+std::optional<DType> DTypeOfPhysicalType(parquet::Type type) {
+  switch (type) {
+    case parquet::Type::kBoolean: return DType::kBool;
+    case parquet::Type::kInt32: return DType::kInt32;
+    case parquet::Type::kInt64: return DType::kInt64;
+    case parquet::Type::kFloat: return DType::kFloat32;
+    case parquet::Type::kDouble: return DType::kFloat64;
+    default: return std::nullopt;
+  }
+}
+
 size_t DTypeSize(DType dtype) { return kSizes[static_cast<size_t>(dtype)]; }
 
 Result<DType> DTypeFromName(std::string_view name) {

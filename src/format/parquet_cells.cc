@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "format/dtype.h"
 #include "format/logical_value.h"
 #include "format/npy.h"
 #include "format/parquet_nested.h"
@@ -77,14 +78,8 @@ std::optional<std::pair<size_t, size_t>> RowEntries(const ColumnLevels& levels, 
 // The dtype an array's elements are delivered as (that of the loader's scalar columns): dates as
 // int32 days, timestamps as int64 microseconds, bytes and shorts as int32. Unsupported for others.
 Result<DType> ElementDType(const ColumnSpec& c) {
-  switch (c.type) {
-    case parquet::Type::kBoolean: return DType::kBool;
-    case parquet::Type::kInt32: return DType::kInt32;
-    case parquet::Type::kInt64: return DType::kInt64;
-    case parquet::Type::kFloat: return DType::kFloat32;
-    case parquet::Type::kDouble: return DType::kFloat64;
-    default: return Status::Unsupported(fmt::format("column '{}' of type {}", c.name, SparkTypeName(c)));
-  }
+  if (auto dtype = DTypeOfPhysicalType(c.type)) return *dtype;
+  return Status::Unsupported(fmt::format("column '{}' of type {}", c.name, SparkTypeName(c)));
 }
 
 Status NotBinary(const std::string& name) {

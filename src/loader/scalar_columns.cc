@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/thread_pool.h"
+#include "format/dtype.h"
 #include "format/logical_value.h"
 #include "format/parquet_reader.h"
 #include "io/prefetching_file.h"
@@ -371,17 +372,8 @@ Result<DType> ScalarColumns::DTypeOf(const ColumnSpec& c) {
                                            c.name, SparkTypeName(c)));
   }
   if (c.logical == LogicalType::kDecimal) return DType::kFloat64;
-  switch (c.type) {
-    case parquet::Type::kBoolean: return DType::kBool;
-    case parquet::Type::kInt32: return DType::kInt32;
-    case parquet::Type::kInt64: return DType::kInt64;
-    case parquet::Type::kFloat: return DType::kFloat32;
-    case parquet::Type::kDouble: return DType::kFloat64;
-    case parquet::Type::kByteArray:
-      if (c.is_string) return DType::kUInt8;
-      break;
-    default: break;
-  }
+  if (auto dtype = DTypeOfPhysicalType(c.type)) return *dtype;
+  if (c.type == parquet::Type::kByteArray && c.is_string) return DType::kUInt8;
   return Status::Unsupported(fmt::format("column '{}': the loader delivers tensor, integer, floating-point, boolean "
                                          "and string columns; this one is binary",
                                          c.name));

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/thread_pool.h"
+#include "format/dtype.h"
 #include "format/logical_value.h"
 #include "format/row_printer.h"
 #include "stoke/table.h"
@@ -215,15 +216,7 @@ ValueVector ResultValues(const ColumnSpec& spec, const ValueVector& values) {
   return texts;
 }
 
-DType ScalarDType(parquet::Type type) {
-  switch (type) {
-    case parquet::Type::kBoolean: return DType::kBool;
-    case parquet::Type::kInt32: return DType::kInt32;
-    case parquet::Type::kFloat: return DType::kFloat32;
-    case parquet::Type::kDouble: return DType::kFloat64;
-    default: return DType::kInt64;
-  }
-}
+DType ScalarDType(parquet::Type type) { return DTypeOfPhysicalType(type).value_or(DType::kInt64); }
 
 }  // namespace
 
