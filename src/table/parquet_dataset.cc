@@ -39,15 +39,23 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+// Directories a dataset's walk descends at most: deeper is a symbolic link that loops.
+constexpr int kMaxDepth = 64;
+
 // Every file under `dir` (at any depth, hidden directories skipped) that `keep` accepts, by its
 // path relative to the walk's root (`prefix` + name).
 Status Walk(Storage& storage, const std::string& dir, const std::string& prefix,
-            const std::function<bool(const std::string& rel, const DirEntry&)>& keep, std::vector<DataFile>* out) {
+            const std::function<bool(const std::string& rel, const DirEntry&)>& keep, std::vector<DataFile>* out,
+            int depth = 0) {
+  if (depth > kMaxDepth) {
+    return Status::InvalidArgument(fmt::format("{}: directories nested deeper than {} (a symbolic link that loops?)", dir,
+                                               kMaxDepth));
+  }
   STOKE_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, storage.List(dir));
   for (DirEntry& e : entries) {
     const std::string rel = prefix.empty() ? e.name : prefix + "/" + e.name;
     if (e.is_directory) {
-      if (!Hidden(e.name)) STOKE_RETURN_IF_ERROR(Walk(storage, JoinPath(dir, e.name), rel, keep, out));
+      if (!Hidden(e.name)) STOKE_RETURN_IF_ERROR(Walk(storage, JoinPath(dir, e.name), rel, keep, out, depth + 1));
     } else if (keep(rel, e)) {
       out->push_back(DataFile{rel, std::move(e)});
     }
@@ -360,7 +368,7 @@ Status RefuseToCoverParquetDataset(const std::string& location, std::string_view
   // listed is passed over (this is a safety check, not a listing the write needs).
   std::vector<std::string> dirs = {""};
   size_t looked_at = 0;
-  for (size_t d = 0; d < dirs.size() && looked_at < kFilesLookedAt; ++d) {
+  for (size_t d = 0; d < dirs.size() && d < 4096 && looked_at < kFilesLookedAt; ++d) {  // 4096: a link loop ends
     auto entries = where->storage->List(JoinPath(where->path, dirs[d]));
     if (!entries.ok()) continue;
     for (const DirEntry& e : *entries) {

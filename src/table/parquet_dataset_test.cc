@@ -157,6 +157,13 @@ TEST_F(ParquetDatasetTest, BadDatasetsSayWhatIsWrongAndWhere) {
   EXPECT_EQ(OpenDatasetView(dir_).status().code(), StatusCode::kInvalidArgument);
   fsys::remove_all(dir_);
 
+  fsys::create_directories(dir_ + "/a");
+  fsys::create_directory_symlink("..", dir_ + "/a/loop");  // a/loop/a/loop/...: never ends
+  auto loop = OpenDatasetView(dir_);
+  EXPECT_EQ(loop.status().code(), StatusCode::kInvalidArgument) << loop.status().ToString();
+  EXPECT_NE(loop.status().message().find("symbolic link"), std::string::npos) << loop.status().ToString();
+  fsys::remove_all(dir_);
+
   fsys::create_directories(dir_);
   ASSERT_TRUE(WriteFileAtomically(LocalStorage(), dir_ + "/bad.parquet", AsBytes(std::string("not parquet"))).ok());
   auto bad = OpenDatasetView(dir_);
