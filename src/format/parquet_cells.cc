@@ -226,6 +226,16 @@ Result<size_t> FindBinaryLeaf(const ParquetReader& reader, const std::string& na
   return Status::NotFound(fmt::format("{}: no column '{}'", reader.path(), name));
 }
 
+std::vector<int64_t> ValueIndexOfRows(const ColumnLevels& levels, uint32_t max_def, int64_t rows) {
+  std::vector<int64_t> index;
+  int64_t next = 0;
+  for (size_t k = 0; k < levels.num_levels && static_cast<int64_t>(index.size()) < rows; ++k) {
+    const bool present = max_def == 0 || levels.def_levels[k] == max_def;
+    index.push_back(present ? next++ : -1);
+  }
+  return index;
+}
+
 CellKind CellKindOf(ByteView cell) {
   static constexpr uint8_t kNpyMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   static constexpr uint8_t kPngMagic[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};

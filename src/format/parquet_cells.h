@@ -62,6 +62,11 @@ Status AppendArrayValues(const ParquetReader& reader, const ArrayLeaf& leaf, Val
 // the column, for anything else; NotFound when the file lacks it.
 Result<size_t> FindBinaryLeaf(const ParquetReader& reader, const std::string& name);
 
+// The index among a flat (unrepeated) column chunk's present values of each of its first `rows`
+// rows, -1 for a null: the definition level says which rows hold a value (`max_def`, the column's
+// maximum; 0 for a REQUIRED column).
+std::vector<int64_t> ValueIndexOfRows(const ColumnLevels& levels, uint32_t max_def, int64_t rows);
+
 // What a binary cell holds, by its first bytes: a .npy array, an encoded image (JPEG or PNG), or
 // neither.
 enum class CellKind { kNpy, kImage, kOther };

@@ -50,17 +50,6 @@ std::vector<GroupRows> GroupsOf(const ParquetReader& reader, int64_t first, int6
   return out;
 }
 
-// The present values' index of each row of a chunk's levels (-1 for a null), up to row `rows`.
-std::vector<int64_t> ValueIndexOfRows(const ColumnLevels& levels, uint32_t max_def, int64_t rows) {
-  std::vector<int64_t> index;
-  int64_t next = 0;
-  for (size_t k = 0; k < levels.num_levels && static_cast<int64_t>(index.size()) < rows; ++k) {
-    const bool present = max_def == 0 || levels.def_levels[k] == max_def;
-    index.push_back(present ? next++ : -1);
-  }
-  return index;
-}
-
 // Reads the dataset's own columns of a run of items into a row group (SourceReader).
 class ParquetSourceReader final : public SourceReader {
  public:

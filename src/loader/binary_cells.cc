@@ -23,14 +23,15 @@ Result<std::shared_ptr<const DecodedPage>> BinaryCells::Chunk(const std::string&
     if (bytes > UINT32_MAX) return Status::Unsupported(fmt::format("{}: a binary column chunk of more than 4 GiB", reader.path()));
     decoded->body.Reserve(bytes);
     decoded->offsets.reserve(levels.num_levels);
-    size_t next = 0;
-    for (size_t k = 0; k < levels.num_levels; ++k) {
-      if (max_def > 0 && levels.def_levels[k] != max_def) {
+    for (int64_t v_index : ValueIndexOfRows(levels, max_def, static_cast<int64_t>(levels.num_levels))) {
+      if (v_index < 0) {
         decoded->offsets.push_back(DecodedPage::kNull);
         continue;
       }
-      if (next >= values->size()) return Status::Corruption(fmt::format("{}: fewer values than levels", reader.path()));
-      const std::string& v = (*values)[next++];
+      if (static_cast<size_t>(v_index) >= values->size()) {
+        return Status::Corruption(fmt::format("{}: fewer values than levels", reader.path()));
+      }
+      const std::string& v = (*values)[static_cast<size_t>(v_index)];
       decoded->offsets.push_back(static_cast<uint32_t>(decoded->body.size()));
       const uint32_t length = static_cast<uint32_t>(v.size());
       decoded->body.Append(&length, sizeof(length));
