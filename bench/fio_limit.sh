@@ -55,7 +55,7 @@ fio --name=randread --rw=randread --ioengine=io_uring --iodepth="$qd" --bs="$bs"
   --numjobs=1 --time_based --runtime="$runtime" --norandommap --randrepeat=0 --invalidate=0 --mem="$mem" \
   --filename="$files" --output-format=json --output="$out" >/dev/null
 
-/usr/bin/python3 - "$out" "$direct" "$bs" "$qd" "$mem" <<'PY'
+"${BENCH_PYTHON:-/usr/bin/python3}" - "$out" "$direct" "$bs" "$qd" "$mem" <<'PY'
 import json, sys
 path, direct, bs, qd, mem = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 with open(path) as f:

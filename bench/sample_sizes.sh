@@ -20,7 +20,9 @@
 # num_workers 0 and 2, warm), the naive way.
 #   bench/sample_sizes.sh [STOKE_BIN]   env: BENCH_DIR (default build/bench-sizes), BENCH_WARM_REPS, BENCH_COLD_REPS,
 #   BENCH_SIZES (a subset of "512 16k 115k 360k 4m"), BENCH_SCALE (divides the sample counts, for a
-#   quick check of the script), BENCH_KEEP=1 keeps the data (reused next time).
+#   quick check of the script), BENCH_SECONDS (default 8: the length of each run), BENCH_PYTHON
+#   (default /usr/bin/python3, with numpy and torch), BENCH_TIME (default /usr/bin/time, GNU time),
+#   BENCH_KEEP=1 keeps the data (reused next time).
 # Raw JSON lines go to BENCH_DIR/results.jsonl; the table goes to stdout.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -30,17 +32,18 @@ work=${BENCH_DIR:-build/bench-sizes}
 warm_reps=${BENCH_WARM_REPS:-3}
 cold_reps=${BENCH_COLD_REPS:-3}
 sizes=${BENCH_SIZES:-"512 16k 115k 360k 4m"}
-py=/usr/bin/python3
+py=${BENCH_PYTHON:-/usr/bin/python3}
+timebin=${BENCH_TIME:-/usr/bin/time}
 batch=32
 qd=64
 prefetch=536870912  # stoke's default --prefetch-bytes
-seconds=8           # target length of each stoke and fio run
+seconds=${BENCH_SECONDS:-8}  # target length of each stoke and fio run
 
 die() { echo "sample_sizes: $*" >&2; exit 1; }
 note() { echo "sample_sizes: $*" >&2; }
 [ -x "$stoke" ] || die "no stoke binary at '$stoke'"
 command -v fio >/dev/null || die "fio is not installed (apt-get install fio)"
-[ -x /usr/bin/time ] || die "/usr/bin/time is missing (apt-get install time)"
+[ -x "$timebin" ] || die "$timebin is missing (apt-get install time)"
 "$py" -c 'import numpy, torch' 2>/dev/null || die "$py lacks numpy or torch"
 mkdir -p "$work"
 results=$work/results.jsonl
@@ -95,7 +98,7 @@ print(max(20, math.ceil(secs * sps / b)))' "$(jget "$probe" samples_per_s)" "$se
   load=("$stoke" bench load "$table" --batch-size "$batch" --shuffle global --batches "$batches" --warmup-batches 4 --json)
 
   note "$size: warm ($batches batches)"
-  r=$(/usr/bin/time -v -o "$work/time.txt" "${load[@]}" | last_json)
+  r=$("$timebin" -v -o "$work/time.txt" "${load[@]}" | last_json)
   # The probe's rate includes the loader's start (its first batches fault in their slots), so its
   # estimate can give a run of a second or so: measured again, longer, when the run was under half
   # the target length (the short run is then dropped).
@@ -106,7 +109,7 @@ print(math.ceil(b * secs / max(wall, 1e-3)) if wall < secs / 2 else 0)' "$(jget 
     batches=$more
     load=("$stoke" bench load "$table" --batch-size "$batch" --shuffle global --batches "$batches" --warmup-batches 4 --json)
     note "$size: warm again ($batches batches)"
-    r=$(/usr/bin/time -v -o "$work/time.txt" "${load[@]}" | last_json)
+    r=$("$timebin" -v -o "$work/time.txt" "${load[@]}" | last_json)
   fi
   page=$(jget "$r" page_bytes_mean)
   bs_warm=$("$py" -c 'import math, sys; print(math.ceil(float(sys.argv[1]) / 512) * 512)' "$page")
@@ -114,7 +117,7 @@ print(math.ceil(b * secs / max(wall, 1e-3)) if wall < secs / 2 else 0)' "$(jget 
   rss_kb=0
   for i in $(seq 1 "$warm_reps"); do
     note "$size: warm pair $i"
-    if [ "$i" -gt 1 ]; then r=$(/usr/bin/time -v -o "$work/time.txt" "${load[@]}" | last_json); fi
+    if [ "$i" -gt 1 ]; then r=$("$timebin" -v -o "$work/time.txt" "${load[@]}" | last_json); fi
     record "$size" "warm stoke #$i" "$r"
     rss_kb=$(awk -F': *' -v max="$rss_kb" '/Maximum resident set size/ {print ($2 > max ? $2 : max)}' "$work/time.txt")
     record "$size" "warm fio #$i" "$(bash bench/fio_limit.sh "$table" "$bs_warm" "$qd" 0 "$seconds")"

@@ -50,7 +50,7 @@ skip = re.compile(r"_(test|fuzz|benchmark)\.cc$")
 n = 0
 for e in sorted(entries, key=lambda e: e["file"]):
     rel = e["file"][len(root):] if e["file"].startswith(root) else e["file"]
-    if not (rel.startswith("src/") or rel.startswith("python/src/")) or skip.search(rel):
+    if not (rel.startswith("src/") or rel.startswith("python/src/")) or skip.search(rel) or not rel.endswith(".cc"):
         continue
     args = shlex.split(e["command"]) if "command" in e else list(e["arguments"])
     out, i = [], 0

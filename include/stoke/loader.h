@@ -252,10 +252,18 @@ struct LoaderOptions {
   // decoding stops after the box's last row); the box's pixels equal a full decode's. False: every
   // JPEG is decoded whole (for comparisons).
   bool jpeg_region_decode = true;
+  // Where an image column's resampling and tensor part run. Default kCpu: on the decode workers. kCuda:
+  // the workers decode (and crop) only, and each image column is delivered as records
+  // (BatchColumn::gpu_images) that FinishGpuImages turns into the images on a CUDA device, the same
+  // bytes as kCpu gives (include/stoke/gpu_images.h). Open fails (InvalidArgument) where the chain
+  // holds color_jitter, or tensor transforms besides to_tensor, normalize and cast after the image
+  // transforms.
+  enum class TransformsOn { kCpu, kCuda };
+  TransformsOn transforms_on = TransformsOn::kCpu;  // Default kCpu (above).
 };
 
 // The names of LoaderOptions' choices, as `stoke bench load` and Python's Loader spell them:
-// "none", "global", "block"; "auto", "io_uring", "pread"; "raise", "skip". Each Parse* is the
+// "none", "global", "block"; "auto", "io_uring", "pread"; "raise", "skip"; "cpu", "cuda". Each Parse* is the
 // inverse, InvalidArgument naming the option and the choices for any other text ("shuffle: unknown
 // value 'x' (expected one of none, global, block)").
 std::string_view ShuffleName(LoaderOptions::Shuffle shuffle);
@@ -264,6 +272,8 @@ std::string_view BackendName(LoaderOptions::Backend backend);        // "auto", 
 Result<LoaderOptions::Backend> ParseBackend(std::string_view name);  // "backend: unknown value ..." otherwise
 std::string_view OnErrorName(LoaderOptions::OnError on_error);       // "raise" or "skip"
 Result<LoaderOptions::OnError> ParseOnError(std::string_view name);  // "on_error: unknown value ..." otherwise
+std::string_view TransformsOnName(LoaderOptions::TransformsOn on);   // "cpu" or "cuda"
+Result<LoaderOptions::TransformsOn> ParseTransformsOn(std::string_view name);  // "transforms_on: unknown value ..."
 
 // One column of a batch: a C-contiguous array, row-major, rows in sampler order. A view of the
 // batch's buffer: valid while its Batch lives. Through a const BatchColumn (a const Batch's) the
@@ -278,6 +288,9 @@ struct BatchColumn {
   // when every row is present.
   std::vector<uint8_t> valid;
   std::vector<std::string> strings;   // string columns only: one per row ("" for null)
+  // True for an image column loaded with LoaderOptions::transforms_on = kCuda: each row is a uint8
+  // record (shape [rows, record bytes]) that FinishGpuImages finishes into the image on a device.
+  bool gpu_images = false;
 
   // The values (num_bytes of them), read-only; null for string columns.
   const void* data() const { return data_; }

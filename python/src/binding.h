@@ -1,4 +1,4 @@
-// What the binding's files share (module.cc, table_tools.cc): stoke::Status to Python exceptions,
+// What the binding's files share (module.cc, table_tools.cc, gpu_images.cc): stoke::Status to Python exceptions,
 // running stoke's tools without the GIL, and numpy dtypes.
 #pragma once
 
@@ -55,5 +55,7 @@ auto RunTool(F&& f) {
 // The table commands: ingest, optimize, vacuum, query, history, inspect, checkpoint, synth
 // (table_tools.cc).
 void BindTableTools(py::module_& m);
+// The GPU image tools: gpu_images_shape, finish_gpu_images, finish_gpu_images_on_host (gpu_images.cc).
+void BindGpuImages(py::module_& m);
 
 }  // namespace stoke_python

@@ -185,7 +185,8 @@ void CheckNumpyDims(const std::string& column, size_t sample_dims) {
 namespace {
 
 // A batch as {column: ndarray | list[str | None], "<column>.valid": uint8 ndarray (nullable columns
-// with nulls), "__row_ids__": int64 ndarray, "__bfloat16__": [column...], "__epoch__", "__index__"}.
+// with nulls), "__row_ids__": int64 ndarray, "__bfloat16__": [column...], "__gpu_images__": [column...]
+// (transforms_on cuda: records to finish on the device), "__epoch__", "__index__"}.
 py::dict BatchToDict(stoke::Batch&& batch) {
   struct Owned {
     stoke::Batch batch;
@@ -203,7 +204,7 @@ py::dict BatchToDict(stoke::Batch&& batch) {
   stoke::Batch& b = owned->batch;  // not const: the arrays are writeable views of its buffer
 
   py::dict out;
-  py::list bfloat16_columns;
+  py::list bfloat16_columns, gpu_image_columns;
   for (stoke::BatchColumn& c : b.columns()) {
     if (c.kind == stoke::ColumnKind::kString) {
       py::list values(c.strings.size());
@@ -228,6 +229,7 @@ py::dict BatchToDict(stoke::Batch&& batch) {
     void* data = c.data() != nullptr ? c.data() : const_cast<uint64_t*>(&kEmpty);
     out[py::str(c.name)] = py::array(NumpyDType(c.dtype), shape, {}, data, base);
     if (c.dtype == stoke::DType::kBFloat16) bfloat16_columns.append(py::str(c.name));
+    if (c.gpu_images) gpu_image_columns.append(py::str(c.name));
     if (!c.valid.empty()) {
       out[py::str(c.name + ".valid")] =
           py::array(py::dtype::of<uint8_t>(), {static_cast<py::ssize_t>(c.valid.size())}, {},
@@ -239,6 +241,7 @@ py::dict BatchToDict(stoke::Batch&& batch) {
   out["__row_ids__"] = py::array(py::dtype::of<int64_t>(), {static_cast<py::ssize_t>(row_ids.size())}, {},
                                  row_ids.empty() ? &kNoRows : row_ids.data(), base);
   if (py::len(bfloat16_columns) > 0) out["__bfloat16__"] = std::move(bfloat16_columns);
+  if (py::len(gpu_image_columns) > 0) out["__gpu_images__"] = std::move(gpu_image_columns);
   out["__epoch__"] = b.epoch();
   out["__index__"] = b.index();
   return out;
@@ -370,7 +373,8 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
                                      int64_t remote_coalesce_bytes, int64_t remote_coalesce_gap_bytes,
                                      const std::string& cache_dir, int64_t cache_bytes, bool verify_crc,
                                      const std::string& on_error, bool pin_memory, bool trace, int image_channels,
-                                     bool jpeg_dct_scaling, std::map<std::string, std::vector<int64_t>> shapes) {
+                                     bool jpeg_dct_scaling, std::map<std::string, std::vector<int64_t>> shapes,
+                                     const std::string& transforms_on) {
   using O = stoke::LoaderOptions;
   O o;
   if (columns) o.columns = std::move(*columns);
@@ -401,6 +405,7 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
   o.image_channels = image_channels;
   o.jpeg_dct_scaling = jpeg_dct_scaling;
   o.shapes = std::move(shapes);
+  o.transforms_on = Parsed(stoke::ParseTransformsOn(transforms_on));
 
   stoke::Result<std::unique_ptr<stoke::Loader>> r = stoke::Status::Internal("unset");
   {
@@ -577,7 +582,8 @@ void BindLoader(py::module_& m) {
            py::arg("pin_memory") = kLoaderDefaults.pin_memory, py::arg("trace") = kLoaderDefaults.trace,
            py::arg("image_channels") = kLoaderDefaults.image_channels,
            py::arg("jpeg_dct_scaling") = kLoaderDefaults.jpeg_dct_scaling,
-           py::arg("shapes") = kLoaderDefaults.shapes)
+           py::arg("shapes") = kLoaderDefaults.shapes,
+           py::arg("transforms_on") = std::string(stoke::TransformsOnName(kLoaderDefaults.transforms_on)))
       .def("next", &PyLoader::Next, "The next batch of this rank's epoch as a dict, or None at its end.")
       .def("set_epoch", &PyLoader::SetEpoch, py::arg("epoch"))
       .def("state", [](const PyLoader& l) {
@@ -609,5 +615,6 @@ PYBIND11_MODULE(_stoke, m) {
   stoke_python::BindMisc(m);
   stoke_python::BindTableTools(m);
   stoke_python::BindImageTools(m);
+  stoke_python::BindGpuImages(m);
   stoke_python::BindLoader(m);
 }

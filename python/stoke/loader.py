@@ -82,6 +82,13 @@ class Loader:
       device: "cpu", or "cuda"/"cuda:N" to copy tensors there (asynchronously
         from pinned batch buffers when stoke is built with CUDA).
       to: "torch" (torch.Tensor, zero copy on the CPU) or "numpy" (np.ndarray).
+      transforms_on: "cpu" (default): image columns are resampled and
+        normalized on the loader's threads. "cuda" (with device="cuda"): the
+        threads only decode and crop; the resize, flip, to_tensor and
+        normalize run on the GPU after the copy, with the same result (see
+        docs/python.md, "Images on the GPU"). The copy then carries the
+        crops (up to 4x the output's pixels, as uint8) instead of the
+        finished images.
       rank, world_size: this process's shard; None: see _default_rank_world.
       **options: the rest of the C++ LoaderOptions: shuffle_buffer, threads,
         queue_depth (0: 64 on local files, 256 on object stores), direct,
@@ -119,9 +126,14 @@ class Loader:
                  prefetch_bytes: int = _DEFAULTS["prefetch_bytes"], drop_last: bool = _DEFAULTS["drop_last"],
                  device: str = "cpu", to: str = "torch", rank: Optional[int] = None,
                  world_size: Optional[int] = None, cache_dir: Optional[PathLike] = None,
-                 cache_bytes: int = _DEFAULTS["cache_bytes"], **options: Any) -> None:
+                 cache_bytes: int = _DEFAULTS["cache_bytes"], transforms_on: str = "cpu", **options: Any) -> None:
         if to not in ("torch", "numpy"):
             raise ValueError(f"to: expected 'torch' or 'numpy', got {to!r}")
+        if transforms_on not in ("cpu", "cuda"):
+            raise ValueError(f"transforms_on: expected 'cpu' or 'cuda', got {transforms_on!r}")
+        if transforms_on == "cuda" and (to != "torch" or not str(device).startswith("cuda")):
+            raise ValueError("transforms_on='cuda' finishes the images on the GPU: it needs to='torch' and "
+                             f"device='cuda' (got to={to!r}, device={device!r})")
         if to == "numpy" and device != "cpu":
             raise ValueError("to='numpy' delivers host arrays only (device must be 'cpu')")
         for fixed in ("where", "version"):
@@ -155,7 +167,7 @@ class Loader:
                       where=table.where, batch_size=batch_size, shuffle=shuffle, seed=seed, rank=rank,
                       world_size=world_size, drop_last=drop_last, transforms=_transform_dicts(transforms),
                       prefetch_bytes=prefetch_bytes, cache_dir="" if cache_dir is None else os.fspath(cache_dir),
-                      cache_bytes=cache_bytes, **options)
+                      cache_bytes=cache_bytes, transforms_on=transforms_on, **options)
         try:
             self._loader = _stoke.Loader(table.path, **kwargs)
         except TypeError as e:
@@ -244,9 +256,12 @@ class Loader:
     def _to_device(self, batch: Batch) -> Tuple[Batch, Any]:
         torch = self._torch
         device = torch.device(self.device)
+        gpu_images = batch.pop("__gpu_images__", ())
         try:
             out = {k: (v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v)
                    for k, v in batch.items()}
+            for k in gpu_images:
+                out[k] = self._finish_gpu_images(batch[k], out[k], device)
         except BaseException:
             # The copies of this batch queued before the failure read its host buffer: they must end
             # before the caller lets the buffer go back to the loader.
@@ -257,6 +272,17 @@ class Loader:
         done = torch.cuda.Event()
         done.record(torch.cuda.current_stream(device))
         return out, done
+
+    def _finish_gpu_images(self, host: Any, records: Any, device: Any) -> Any:
+        """The images of a transforms_on="cuda" column: its records (`host` in pinned memory, `records`
+        their copy on `device`) finished by stoke's kernel on the device's current stream."""
+        torch = self._torch
+        dtype, shape = _stoke.gpu_images_shape(host.numpy())
+        out = torch.empty(shape, dtype=getattr(torch, dtype), device=device)
+        stream = torch.cuda.current_stream(device)
+        _stoke.finish_gpu_images(records.data_ptr(), int(records.shape[1]), dtype, list(shape), out.data_ptr(),
+                                 stream.cuda_stream, out.device.index)
+        return out
 
     def __len__(self) -> int:
         """Batches of this rank in the current epoch (from its start or the restored position)."""

@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "stoke/bench.h"
+#include "stoke/gpu_images.h"
 
 namespace stoke {
 namespace {
@@ -56,6 +57,7 @@ Result<LoadBenchReport> RunLoadBench(const LoadBenchOptions& options) {
     t_start = NowNanos();
   };
   if (warm_left == 0) begin_measuring();
+  GpuImageFinisher finisher;
   for (;;) {
     auto next = loader->Next();
     if (!next.ok()) return next.status();
@@ -67,6 +69,7 @@ Result<LoadBenchReport> RunLoadBench(const LoadBenchOptions& options) {
       continue;
     }
     if (warm_left > 0) {
+      STOKE_RETURN_IF_ERROR(finisher.Finish(**next));
       next->reset();
       EmulateCompute(options.compute_ms);
       if (--warm_left == 0) begin_measuring();
@@ -74,6 +77,7 @@ Result<LoadBenchReport> RunLoadBench(const LoadBenchOptions& options) {
     }
     ++report.batches;
     report.samples += (*next)->size();
+    STOKE_RETURN_IF_ERROR(finisher.Finish(**next));  // transforms_on cuda: the images, on the device
     next->reset();  // the batch goes back to the loader before the compute, as after a copy to the device
     report.compute_s += EmulateCompute(options.compute_ms);
     if (measured_target > 0 && report.batches >= measured_target) break;
@@ -104,14 +108,15 @@ std::string LoadReportJson(const LoadBenchReport& r) {
       "\"samples_skipped\":{},\"cells_decoded\":{},\"reads_at_once\":{},\"workers\":{},\"read_threads\":{},"
       "\"max_rss_mb\":{:.1f},\"mean_jump\":{:.1f},\"distinct_file_fraction\":{:.4f},"
       "\"global_mean_jump\":{:.1f},\"global_distinct_file_fraction\":{:.4f},\"remote_coalesce_bytes\":{},"
-      "\"remote_coalesce_gap_bytes\":{},\"cache\":{},\"transforms\":{},\"stage_seconds\":{{{}}}}}",
+      "\"remote_coalesce_gap_bytes\":{},\"cache\":{},\"transforms\":{},\"transforms_on\":\"{}\",\"stage_seconds\":{{{}}}}}",
       r.samples, r.batches, r.wall_s, r.samples_per_s(), r.mb_per_s(), r.wait_share(), r.utilisation(), r.compute_ms,
       r.open_s, r.index_from_cache ? "true" : "false", r.stats.backend, r.page_bytes_mean, o.direct ? "true" : "false",
       o.batch_size, ShuffleName(o.shuffle), o.threads, o.queue_depth, o.prefetch_bytes, r.table_rows,
       r.stats.samples_skipped, r.stats.cells_decoded, r.stats.reads_at_once, r.stats.workers, r.stats.read_threads,
       r.max_rss_bytes / 1e6, r.shuffle.mean_jump, r.shuffle.distinct_file_fraction,
       r.global_shuffle.mean_jump, r.global_shuffle.distinct_file_fraction, o.remote_coalesce_bytes,
-      o.remote_coalesce_gap_bytes, o.cache_dir.empty() ? "false" : "true", o.transforms.size(), stages);
+      o.remote_coalesce_gap_bytes, o.cache_dir.empty() ? "false" : "true", o.transforms.size(),
+      TransformsOnName(o.transforms_on), stages);
 }
 
 std::string FormatLoadReport(const LoadBenchReport& r) {

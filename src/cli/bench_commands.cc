@@ -117,6 +117,7 @@ struct LoadState {
   bool no_crc = false;
   bool no_dct = false;
   bool no_region = false;
+  std::string transforms_on = std::string(stoke::TransformsOnName(stoke::LoaderOptions{}.transforms_on));
   std::vector<std::string> transforms;
   std::string columns;              // --columns a,b
   std::vector<std::string> shapes;  // --shape NAME=D1,D2,...
@@ -151,6 +152,9 @@ int RunBenchLoad(LoadState& st) {
   lb.loader.verify_crc = !st.no_crc;
   lb.loader.jpeg_dct_scaling = !st.no_dct;
   lb.loader.jpeg_region_decode = !st.no_region;
+  auto transforms_on = stoke::ParseTransformsOn(st.transforms_on);
+  if (!transforms_on.ok()) return Fail(transforms_on.status());
+  lb.loader.transforms_on = *transforms_on;
   for (const auto& text : st.shapes) {
     Status parsed = ParseShapeOption(text, &lb.loader.shapes);
     if (!parsed.ok()) return Fail(parsed);
@@ -169,6 +173,30 @@ int RunBenchLoad(LoadState& st) {
     std::fputs(stoke::FormatLoadReport(*r).c_str(), stdout);
   }
   return 0;
+}
+
+// bench load's transforms and the options of image columns.
+void AddBenchLoadImageOptions(CLI::App* bench_load, LoadState* s) {
+  bench_load->add_option("--transform", s->transforms,
+                         "A transform, in order, repeatable: KIND[:VALUE][,key=value...], e.g. "
+                         "random_resized_crop:224 (or 224x192, scale=0.08/1, ratio=0.75/1.333), resize:256, "
+                         "center_crop:224, hflip (random_horizontal_flip:P), color_jitter:brightness=0.4,contrast=0.4, "
+                         "to_tensor (to_tensor:float16), normalize:mean=0.485/0.456/0.406,std=0.229/0.224/0.225, "
+                         "cast:float16; as the Python transform classes (docs/python.md). Image columns are decoded "
+                         "to HWC uint8 first")
+      ->allow_extra_args(false);
+  bench_load->add_option("--image-channels", s->lb.loader.image_channels, "Channels of decoded images: 3 (RGB), 1 (gray) or 4 (RGBA)")
+      ->check(CLI::IsMember({1, 3, 4}))
+      ->capture_default_str();
+  bench_load->add_flag("--no-dct-scaling", s->no_dct,
+                       "Decode JPEGs at full size even when a crop is much smaller (no DCT-domain downscaling)");
+  bench_load->add_flag("--no-jpeg-region", s->no_region,
+                       "Decode whole JPEGs even when a crop needs only part of them (no skipped rows or columns)");
+  bench_load->add_option("--transforms-on", s->transforms_on,
+                         "Where image columns are resampled and normalized: cpu (the decode workers) or cuda (the "
+                         "workers decode and crop; each batch's images are finished on the GPU, copy included)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
 }
 
 void AddBenchLoad(CLI::App* bench, std::vector<Command>* out) {
@@ -230,21 +258,7 @@ void AddBenchLoad(CLI::App* bench, std::vector<Command>* out) {
   bench_load->add_option("--shape", s->shapes,
                          "NAME=D1,D2,...: deliver the array column NAME as [D1, D2, ...] (a row's values reshaped; "
                          "repeatable)");
-  bench_load->add_option("--transform", s->transforms,
-                         "A transform, in order, repeatable: KIND[:VALUE][,key=value...], e.g. "
-                         "random_resized_crop:224 (or 224x192, scale=0.08/1, ratio=0.75/1.333), resize:256, "
-                         "center_crop:224, hflip (random_horizontal_flip:P), color_jitter:brightness=0.4,contrast=0.4, "
-                         "to_tensor (to_tensor:float16), normalize:mean=0.485/0.456/0.406,std=0.229/0.224/0.225, "
-                         "cast:float16; as the Python transform classes (docs/python.md). Image columns are decoded "
-                         "to HWC uint8 first")
-      ->allow_extra_args(false);
-  bench_load->add_option("--image-channels", lb.loader.image_channels, "Channels of decoded images: 3 (RGB), 1 (gray) or 4 (RGBA)")
-      ->check(CLI::IsMember({1, 3, 4}))
-      ->capture_default_str();
-  bench_load->add_flag("--no-dct-scaling", s->no_dct,
-                       "Decode JPEGs at full size even when a crop is much smaller (no DCT-domain downscaling)");
-  bench_load->add_flag("--no-jpeg-region", s->no_region,
-                       "Decode whole JPEGs even when a crop needs only part of them (no skipped rows or columns)");
+  AddBenchLoadImageOptions(bench_load, s.get());
   bench_load->add_option("--trace", lb.trace_path, "Write a Chrome trace (open in Perfetto) of the run to this file");
   bench_load->add_flag("--json", s->json, "Print one line of JSON");
   out->push_back({bench_load, [s]() -> int { return RunBenchLoad(*s); }});

@@ -352,9 +352,34 @@ Result<ImagePipeline> ImagePipeline::Create(const std::vector<TransformSpec>& sp
   }
   STOKE_ASSIGN_OR_RETURN(auto out_size, p.SetOutputSize(specs, tensor_shape, order.resampled, uniform_size));
   STOKE_RETURN_IF_ERROR(p.SetTensorPart(specs, image_part, out_size.first, out_size.second));
+  if (options.for_gpu) STOKE_RETURN_IF_ERROR(p.SetGpuOutput(order, out_size.first, out_size.second));
   if (!p.tensor_.empty()) describe += fmt::format("{}[{}]", describe.empty() ? "" : " -> ", p.tensor_.Describe());
+  if (p.for_gpu_) describe += " (resample and tensor part on the GPU)";
   p.describe_image_part_ = describe.empty() ? "identity" : describe;
   return p;
+}
+
+Status ImagePipeline::SetGpuOutput(const StepOrder& order, int64_t out_h, int64_t out_w) {
+  if (order.jittered) {
+    return Status::InvalidArgument("transforms_on cuda: color_jitter runs on the CPU only (leave it out, or use "
+                                   "transforms_on cpu)");
+  }
+  const std::vector<uint8_t>* table = tensor_.FusedLookup();
+  if (!tensor_.empty() && table == nullptr) {
+    return Status::InvalidArgument(fmt::format(
+        "transforms_on cuda: after the image transforms the GPU runs to_tensor with normalize and cast only, not "
+        "[{}]", tensor_.Describe()));
+  }
+  for_gpu_ = true;
+  gpu_header_ = GpuImageHeader{};
+  gpu_header_.channels = channels_;
+  gpu_header_.out_height = static_cast<int32_t>(out_h);
+  gpu_header_.out_width = static_cast<int32_t>(out_w);
+  gpu_header_.out_dtype = static_cast<int32_t>(tensor_.out_dtype());
+  gpu_header_.element_bytes = static_cast<int32_t>(DTypeSize(tensor_.out_dtype()));
+  gpu_header_.table_bytes = table == nullptr ? 0 : static_cast<int32_t>(table->size());
+  gpu_shape_ = {static_cast<int64_t>(GpuImageRecordBytes(out_h, out_w, channels_, gpu_header_.table_bytes))};
+  return Status::OK();
 }
 
 std::string ImagePipeline::Describe() const { return describe_image_part_; }
@@ -593,6 +618,42 @@ Result<DecodedPixels> ImagePipeline::Decode(ByteView in, int32_t width, int32_t 
   return DecodedPixels{scratch->decoded.data(), d.width, d.height, scale};
 }
 
+void ImagePipeline::WriteGpuRecord(const ImageGeometry& g, const DecodedPixels& src, int32_t width, int32_t height,
+                                   uint8_t* out, ImageScratch* scratch) const {
+  GpuImageHeader h = gpu_header_;
+  uint8_t* table = out + sizeof(GpuImageHeader);
+  if (h.table_bytes > 0) std::memcpy(table, tensor_.FusedLookup()->data(), static_cast<size_t>(h.table_bytes));
+  uint8_t* pixels = table + h.table_bytes;
+  const size_t capacity = out_bytes() - sizeof(GpuImageHeader) - static_cast<size_t>(h.table_bytes);
+  h.staged_width = g.window_width;
+  h.staged_height = g.window_height;
+  if (!g.resized) {
+    CopyWindow(src.pixels, src.width, channels_, g, pixels, scratch->row);
+  } else if (const ResampleRequest r = ResampleRequestFor(g, src, width, height, channels_);
+             static_cast<size_t>(r.clip_right - r.clip_left) * (r.clip_bottom - r.clip_top) * channels_ > capacity) {
+    ResampleBilinear(r, pixels, &scratch->resample);  // too large to ship: the CPU resamples it
+  } else {
+    h.resample = 1;
+    h.staged_width = r.clip_right - r.clip_left;
+    h.staged_height = r.clip_bottom - r.clip_top;
+    const size_t row_bytes = static_cast<size_t>(h.staged_width) * channels_;
+    for (int32_t y = 0; y < h.staged_height; ++y) {
+      std::memcpy(pixels + y * row_bytes,
+                  r.src + (static_cast<size_t>(r.clip_top + y) * r.src_width + r.clip_left) * channels_, row_bytes);
+    }
+    h.flip = r.flip ? 1 : 0;
+    h.virtual_width = r.out_width;
+    h.virtual_height = r.out_height;
+    h.window_left = r.wx;
+    h.window_top = r.wy;
+    h.x0 = r.x0 - r.clip_left;
+    h.x1 = r.x1 - r.clip_left;
+    h.y0 = r.y0 - r.clip_top;
+    h.y1 = r.y1 - r.clip_top;
+  }
+  std::memcpy(out, &h, sizeof(h));
+}
+
 Status ImagePipeline::Apply(ByteView in, MutableByteView out, uint64_t seed, int64_t epoch, int64_t row,
                             uint32_t column, ImageScratch* scratch, Timing* timing) const {
   const int64_t t0 = NowNanos();
@@ -624,6 +685,11 @@ Status ImagePipeline::Apply(ByteView in, MutableByteView out, uint64_t seed, int
   }
   STOKE_ASSIGN_OR_RETURN(const DecodedPixels src, Decode(in, width, height, jpeg, g, scratch));
   const int64_t t1 = NowNanos();
+  if (for_gpu_) {
+    WriteGpuRecord(g, src, width, height, out.data(), scratch);
+    if (timing != nullptr) *timing = {t1 - t0, NowNanos() - t1};
+    return Status::OK();
+  }
   const size_t staged_bytes = static_cast<size_t>(g.window_width) * g.window_height * channels_;
   uint8_t* image_out = out.data();
   if (!tensor_.empty()) {

@@ -48,6 +48,7 @@
 #include "core/buffer.h"
 #include "core/random.h"
 #include "format/image_resample.h"
+#include "loader/gpu_image.h"
 #include "loader/transform.h"
 #include "stoke/loader.h"
 #include "stoke/status.h"
@@ -90,6 +91,9 @@ struct ImagePipelineOptions {
   bool jpeg_dct_scaling = true;             // LoaderOptions::jpeg_dct_scaling
   bool jpeg_region_decode = true;           // LoaderOptions::jpeg_region_decode
   int64_t max_decoded_bytes = int64_t{1} << 30;  // per image (DecodeImageOptions::max_bytes)
+  // LoaderOptions::transforms_on == kCuda: Apply writes a GpuImage record (loader/gpu_image.h) that the
+  // device finishes, instead of the transformed image.
+  bool for_gpu = false;
 };
 
 // Pixels to resample: width x height of them (at JPEG DCT scale `scale`/8 of the image), row-major,
@@ -122,9 +126,13 @@ class ImagePipeline {
                                       const std::vector<int64_t>& tensor_shape,
                                       std::optional<std::pair<int64_t, int64_t>> uniform_size);
 
-  DType out_dtype() const { return tensor_.out_dtype(); }
-  const std::vector<int64_t>& out_shape() const { return tensor_.out_shape(); }
-  size_t out_bytes() const { return tensor_.out_bytes(); }
+  // What Apply writes per image: the transformed image, or with for_gpu a uint8 [record bytes] record.
+  DType out_dtype() const { return for_gpu_ ? DType::kUInt8 : tensor_.out_dtype(); }
+  const std::vector<int64_t>& out_shape() const { return for_gpu_ ? gpu_shape_ : tensor_.out_shape(); }
+  size_t out_bytes() const { return for_gpu_ ? gpu_shape_[0] : tensor_.out_bytes(); }
+  // The image a record finishes to (with for_gpu; the same as out_* otherwise).
+  DType image_dtype() const { return tensor_.out_dtype(); }
+  const std::vector<int64_t>& image_shape() const { return tensor_.out_shape(); }
   bool decodes() const { return encoded_; }  // cells are encoded files (not pixels)
   // "decode(rgb) -> random_resized_crop(...) -> ... -> [to_tensor(float32) -> normalize(...)]".
   std::string Describe() const;
@@ -172,6 +180,13 @@ class ImagePipeline {
   Result<std::pair<int64_t, int64_t>> SetOutputSize(const std::vector<TransformSpec>& specs,
                                                     const std::vector<int64_t>& tensor_shape, bool resampled,
                                                     std::optional<std::pair<int64_t, int64_t>> uniform_size);
+  // With for_gpu: checks that the device can run the rest of the chain (no color_jitter; after the
+  // image transforms only to_tensor and the elementwise steps fused with it) and sets the record's
+  // size and header template.
+  Status SetGpuOutput(const StepOrder& order, int64_t out_h, int64_t out_w);
+  // Apply's last step with for_gpu: the record for geometry `g` of a width x height image decoded as `src`.
+  void WriteGpuRecord(const ImageGeometry& g, const DecodedPixels& src, int32_t width, int32_t height, uint8_t* out,
+                      ImageScratch* scratch) const;
   // The tensor transforms after the first image_part, on out_h x out_w images; their errors name
   // their index in the whole list.
   Status SetTensorPart(const std::vector<TransformSpec>& specs, size_t image_part, int64_t out_h, int64_t out_w);
@@ -200,6 +215,9 @@ class ImagePipeline {
   bool region_decode_ = true;
   int64_t max_decoded_bytes_ = 0;
   TransformPipeline tensor_;  // the tensor part, on [out_height, out_width, channels] uint8
+  bool for_gpu_ = false;
+  std::vector<int64_t> gpu_shape_;  // {record bytes}
+  GpuImageHeader gpu_header_;       // the fields every record of the column shares
   std::string describe_image_part_;
 };
 

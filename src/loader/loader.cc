@@ -502,6 +502,13 @@ Status Loader::Impl::CreateImagePipelines() {
   io.jpeg_dct_scaling = o_.jpeg_dct_scaling;
   io.jpeg_region_decode = o_.jpeg_region_decode;
   io.max_decoded_bytes = max_decoded_bytes_;
+  io.for_gpu = o_.transforms_on == LoaderOptions::TransformsOn::kCuda;
+  const bool any_image = std::any_of(tensors_.begin(), tensors_.end(),
+                                     [](const TensorColumn& t) { return t.encoded_image || t.use_image; });
+  if (io.for_gpu && !any_image) {
+    return Status::InvalidArgument("transforms_on cuda: no selected column is an image column with image transforms "
+                                   "(it finishes images on the GPU; use transforms_on cpu)");
+  }
   for (TensorColumn& t : tensors_) {
     if (!t.encoded_image && !t.use_image) continue;
     std::optional<std::pair<int64_t, int64_t>> uniform;

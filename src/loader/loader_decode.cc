@@ -218,6 +218,7 @@ Status Loader::Impl::BuildColumns(Slot* s) {
         for (int64_t d : t.out_shape) bc.shape.push_back(d);
         bc.data_ = s->tensors[ti].data();
         bc.num_bytes = static_cast<size_t>(s->size) * t.out_bytes;
+        bc.gpu_images = (t.encoded_image || t.use_image) && o_.transforms_on == LoaderOptions::TransformsOn::kCuda;
         ++ti;
       } else {
         const ScalarColumn& c = scalars_.column(si);

@@ -18,6 +18,8 @@ constexpr std::array<std::pair<std::string_view, O::Backend>, 3> kBackends{
     {{"auto", O::Backend::kAuto}, {"io_uring", O::Backend::kIoUring}, {"pread", O::Backend::kPread}}};
 constexpr std::array<std::pair<std::string_view, O::OnError>, 2> kOnErrors{
     {{"raise", O::OnError::kRaise}, {"skip", O::OnError::kSkip}}};
+constexpr std::array<std::pair<std::string_view, O::TransformsOn>, 2> kTransformsOn{
+    {{"cpu", O::TransformsOn::kCpu}, {"cuda", O::TransformsOn::kCuda}}};
 
 template <typename E, size_t N>
 std::string_view NameIn(const std::array<std::pair<std::string_view, E>, N>& names, E value) {
@@ -47,5 +49,9 @@ std::string_view BackendName(O::Backend backend) { return NameIn(kBackends, back
 Result<O::Backend> ParseBackend(std::string_view name) { return ParseIn(kBackends, "backend", name); }
 std::string_view OnErrorName(O::OnError on_error) { return NameIn(kOnErrors, on_error); }
 Result<O::OnError> ParseOnError(std::string_view name) { return ParseIn(kOnErrors, "on_error", name); }
+std::string_view TransformsOnName(O::TransformsOn on) { return NameIn(kTransformsOn, on); }
+Result<O::TransformsOn> ParseTransformsOn(std::string_view name) {
+  return ParseIn(kTransformsOn, "transforms_on", name);
+}
 
 }  // namespace stoke

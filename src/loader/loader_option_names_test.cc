@@ -15,6 +15,10 @@ TEST(LoaderOptionNames, EveryChoiceReadsBackAndOtherTextNamesTheChoices) {
     EXPECT_EQ(*ParseBackend(BackendName(v)), v);
   }
   for (O::OnError v : {O::OnError::kRaise, O::OnError::kSkip}) EXPECT_EQ(*ParseOnError(OnErrorName(v)), v);
+  for (O::TransformsOn v : {O::TransformsOn::kCpu, O::TransformsOn::kCuda}) {
+    EXPECT_EQ(*ParseTransformsOn(TransformsOnName(v)), v);
+  }
+  EXPECT_NE(ParseTransformsOn("gpu").status().message().find("expected one of cpu, cuda"), std::string::npos);
   EXPECT_EQ(ShuffleName(O{}.shuffle), "global");
   EXPECT_EQ(BackendName(O{}.backend), "auto");
   EXPECT_EQ(OnErrorName(O{}.on_error), "raise");

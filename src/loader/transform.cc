@@ -727,6 +727,11 @@ Result<TransformPipeline> TransformPipeline::Create(const std::vector<TransformS
   return p;
 }
 
+const std::vector<uint8_t>* TransformPipeline::FusedLookup() const {
+  if (steps_.size() != 1 || steps_[0].kind != Kind::kToTensor || steps_[0].lut.empty()) return nullptr;
+  return &steps_[0].lut;
+}
+
 Status TransformPipeline::Apply(ByteView in, MutableByteView out, uint64_t seed, int64_t epoch, int64_t row,
                                 uint32_t column, TransformScratch* scratch) const {
   Rng rng(TransformSeed(seed, epoch, row, column));

@@ -125,6 +125,9 @@ class TransformPipeline {
   const std::vector<int64_t>& out_shape() const { return out_shape_; }
   size_t in_bytes() const { return in_bytes_; }
   size_t out_bytes() const { return out_bytes_; }
+  // The lookup table when the pipeline is exactly one to_tensor fused with the elementwise steps after
+  // it (out[c, i] = table[c][in[i, c]]: per channel 256 elements of out_dtype); null otherwise.
+  const std::vector<uint8_t>* FusedLookup() const;
 
   // Transforms one sample: `in` holds in_bytes() bytes (C-contiguous, little-endian, in_dtype, in_shape),
   // `out` receives out_bytes() bytes. The random choices come from one Rng per (seed, epoch, row,
