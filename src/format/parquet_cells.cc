@@ -202,6 +202,19 @@ Status AppendArrayValues(const ParquetReader& reader, const ArrayLeaf& leaf, Val
       converted.values);
 }
 
+bool ArrayValuesAreStoredBytes(const ParquetReader& reader, const ArrayLeaf& leaf) {
+  const LeafColumn& col = reader.columns()[leaf.leaf];
+  const parquet::SchemaElement& stored = reader.metadata().schema[col.schema_index];
+  switch (col.type) {
+    case parquet::Type::kFloat: return leaf.dtype == DType::kFloat32;
+    case parquet::Type::kDouble: return leaf.dtype == DType::kFloat64;
+    case parquet::Type::kInt32:
+    case parquet::Type::kInt64:
+      return !stored.logical_type && !stored.converted_type && DTypeOfPhysicalType(col.type) == leaf.dtype;
+    default: return false;
+  }
+}
+
 std::optional<std::vector<int64_t>> ArrayRowShape(const ColumnLevels& levels, const ArrayLeaf& leaf, int64_t row) {
   const auto entries = RowEntries(levels, row);
   const auto shape = entries ? RowShape(levels, leaf, entries->first, entries->second) : std::nullopt;

@@ -37,6 +37,10 @@ struct ArrayLeaf {
 // (strings, binary, decimals, structs, maps).
 Result<ArrayLeaf> FindArrayLeaf(const ParquetReader& reader, const std::string& name);
 
+// True when `leaf`'s stored values are the delivered ones byte for byte (FLOAT, DOUBLE, or INT32 and
+// INT64 without a logical or converted type): its PLAIN pages can be copied from as they are.
+bool ArrayValuesAreStoredBytes(const ParquetReader& reader, const ArrayLeaf& leaf);
+
 // Where each row of a list-column chunk lies among the chunk's present values.
 struct ArrayRows {
   static constexpr uint32_t kNull = 0xFFFFFFFFu;

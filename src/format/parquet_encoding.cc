@@ -173,48 +173,70 @@ Status CheckHybridBitWidth(int bit_width, std::string_view encoding, size_t offs
   return Status::OK();
 }
 
+// One run of a hybrid stream: `take` values, bit-packed at data[pos] (packed) or all `value`.
+struct HybridRun {
+  bool packed = false;
+  size_t take = 0;
+  size_t pos = 0;
+  uint64_t value = 0;
+};
+
+// Reads the run at *pos of a stream with `remaining` values still wanted, and moves *pos past it.
+// Errors name `encoding` and offsets within `data`. REQUIRES: 0 <= bit_width <= 32.
+Status ReadHybridRun(ByteView data, size_t* pos, int bit_width, size_t done, size_t count, std::string_view encoding,
+                     HybridRun* run) {
+  if (*pos >= data.size()) {
+    return Corrupt(encoding, *pos, "data ends after {} of {} values, expected a run header", done, count);
+  }
+  const size_t run_offset = *pos;
+  uint64_t header;
+  STOKE_RETURN_IF_ERROR(ReadUleb128(data, pos, &header, encoding, "run header"));
+  const size_t remaining = count - done;
+  if (header & 1) {
+    const uint64_t groups = header >> 1;
+    run->packed = true;
+    run->take = groups > remaining / 8 ? remaining : std::min<size_t>(groups * 8, remaining);
+    const size_t available = data.size() - *pos;
+    if (bit_width > 0 && run->take > available * 8 / bit_width) {
+      return Corrupt(encoding, run_offset, "bit-packed run needs {} values of {} bits, only {} bytes remain", run->take,
+                     bit_width, available);
+    }
+    run->pos = *pos;
+    *pos += (run->take * bit_width + 7) / 8;
+    return Status::OK();
+  }
+  const size_t value_bytes = (bit_width + 7) / 8;
+  if (data.size() - *pos < value_bytes) {
+    return Corrupt(encoding, *pos, "RLE run value needs {} bytes, {} remain", value_bytes, data.size() - *pos);
+  }
+  uint64_t value = 0;
+  for (size_t b = 0; b < value_bytes; ++b) value |= uint64_t{data[*pos + b]} << (8 * b);
+  if (value > (uint64_t{1} << bit_width) - 1) {
+    return Corrupt(encoding, *pos, "RLE run value {} does not fit bit width {}", value, bit_width);
+  }
+  *pos += value_bytes;
+  run->packed = false;
+  run->value = value;
+  run->take = std::min<uint64_t>(header >> 1, remaining);
+  return Status::OK();
+}
+
 // The hybrid decoder behind the public entry points. Errors name `encoding` and offsets within `data`.
 // REQUIRES: 0 <= bit_width <= min(32, bits of T).
 template <typename T>
 Status DecodeHybrid(ByteView data, size_t begin, int bit_width, size_t count, T* out, std::string_view encoding) {
   const UnpackFn<T> unpack = kUnpack<T>[bit_width];
-  const size_t value_bytes = (bit_width + 7) / 8;
-  const uint64_t max_value = (uint64_t{1} << bit_width) - 1;
   size_t pos = begin;
   size_t done = 0;
   while (done < count) {
-    if (pos >= data.size()) {
-      return Corrupt(encoding, pos, "data ends after {} of {} values, expected a run header", done, count);
-    }
-    const size_t run_offset = pos;
-    uint64_t header;
-    STOKE_RETURN_IF_ERROR(ReadUleb128(data, &pos, &header, encoding, "run header"));
-    const size_t remaining = count - done;
-    if (header & 1) {
-      const uint64_t groups = header >> 1;
-      const size_t take = groups > remaining / 8 ? remaining : std::min<size_t>(groups * 8, remaining);
-      const size_t available = data.size() - pos;
-      if (bit_width > 0 && take > available * 8 / bit_width) {
-        return Corrupt(encoding, run_offset, "bit-packed run needs {} values of {} bits, only {} bytes remain", take,
-                       bit_width, available);
-      }
-      unpack(data.data() + pos, take, out + done);
-      pos += (take * bit_width + 7) / 8;
-      done += take;
+    HybridRun run;
+    STOKE_RETURN_IF_ERROR(ReadHybridRun(data, &pos, bit_width, done, count, encoding, &run));
+    if (run.packed) {
+      unpack(data.data() + run.pos, run.take, out + done);
     } else {
-      if (data.size() - pos < value_bytes) {
-        return Corrupt(encoding, pos, "RLE run value needs {} bytes, {} remain", value_bytes, data.size() - pos);
-      }
-      uint64_t value = 0;
-      for (size_t b = 0; b < value_bytes; ++b) value |= uint64_t{data[pos + b]} << (8 * b);
-      if (value > max_value) {
-        return Corrupt(encoding, pos, "RLE run value {} does not fit bit width {}", value, bit_width);
-      }
-      pos += value_bytes;
-      const size_t take = std::min<uint64_t>(header >> 1, remaining);
-      std::fill_n(out + done, take, static_cast<T>(value));
-      done += take;
+      std::fill_n(out + done, run.take, static_cast<T>(run.value));
     }
+    done += run.take;
   }
   return Status::OK();
 }
@@ -399,6 +421,34 @@ void EncodeRleBitPackedHybrid(std::span<const uint32_t> values, int bit_width, s
     i += run;
   }
   AppendBitPackedRuns(values.subspan(literal_begin), bit_width, out);
+}
+
+Status VisitRleBitPackedHybridRuns(ByteView data, int bit_width, size_t count, bool prefixed,
+                                   FunctionRef<void(uint32_t, size_t)> visit, size_t* consumed) {
+  STOKE_RETURN_IF_ERROR(CheckHybridBitWidth(bit_width, kRle, 0));
+  ByteView runs = data;
+  if (prefixed) STOKE_RETURN_IF_ERROR(ReadLengthPrefix(data, kRle, &runs));
+  const UnpackFn<uint32_t> unpack = kUnpack<uint32_t>[bit_width];
+  size_t pos = prefixed ? kLengthPrefixSize : 0;
+  size_t done = 0;
+  uint32_t group[64];
+  while (done < count) {
+    HybridRun run;
+    STOKE_RETURN_IF_ERROR(ReadHybridRun(runs, &pos, bit_width, done, count, kRle, &run));
+    if (!run.packed) {
+      if (run.take > 0) visit(static_cast<uint32_t>(run.value), run.take);
+      done += run.take;
+      continue;
+    }
+    for (size_t i = 0; i < run.take; i += 64) {  // 64 values are 8 whole bytes at any bit width
+      const size_t n = std::min<size_t>(64, run.take - i);
+      unpack(runs.data() + run.pos + i / 8 * bit_width, n, group);
+      for (size_t k = 0; k < n; ++k) visit(group[k], 1);
+    }
+    done += run.take;
+  }
+  if (consumed != nullptr) *consumed = prefixed ? runs.size() : pos;
+  return Status::OK();
 }
 
 Status DecodeLengthPrefixedRleBitPackedHybrid(ByteView data, int bit_width, size_t count, uint32_t* out,

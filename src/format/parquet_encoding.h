@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/function_ref.h"
 #include "stoke/status.h"
 
 namespace stoke::parquet {
@@ -45,6 +46,14 @@ Status DecodeRleBitPackedHybrid(ByteView data, int bit_width, size_t count, uint
 // rest bit-packed runs of at most 63 groups (a one-byte header); the last group is padded with zeros.
 // REQUIRES: 0 <= bit_width <= 32 and every value < 2^bit_width.
 void EncodeRleBitPackedHybrid(std::span<const uint32_t> values, int bit_width, std::string* out);
+
+// Reads `count` values of a hybrid stream as DecodeRleBitPackedHybrid does (with the 4-byte length
+// prefix when `prefixed`, as DecodeLengthPrefixedRleBitPackedHybrid) without expanding its RLE runs:
+// visit(value, n) once per RLE run (n its length) and once per bit-packed value (n = 1), in order.
+// *consumed (may be null): the bytes the runs took (the prefix and its length, when prefixed). Errors
+// as DecodeRleBitPackedHybrid.
+Status VisitRleBitPackedHybridRuns(ByteView data, int bit_width, size_t count, bool prefixed,
+                                   FunctionRef<void(uint32_t, size_t)> visit, size_t* consumed);
 
 // The layout of definition and repetition levels in data page v1 and of BOOLEAN pages encoded RLE:
 // a 4-byte little-endian length, then that many bytes of hybrid runs. Decodes `count` values as

@@ -199,6 +199,42 @@ TEST(ParquetEncoding, HybridRoundTripsAllBitWidths) {
   }
 }
 
+TEST(ParquetEncoding, HybridRunsVisitedExpandToTheDecodedValues) {
+  std::mt19937_64 rng(43);
+  for (int bit_width : {0, 1, 2, 5, 13, 32}) {
+    for (size_t count : {0, 1, 9, 100, 505, 4097}) {
+      for (bool prefixed : {false, true}) {
+        const std::vector<uint32_t> values = MixedValues(rng, count, bit_width);
+        std::string data;
+        if (prefixed) {
+          EncodeLengthPrefixedRleBitPackedHybrid(values, bit_width, &data);
+        } else {
+          EncodeRleBitPackedHybrid(values, bit_width, &data);
+        }
+        data += "trailing";
+        std::vector<uint32_t> expanded;
+        size_t runs = 0, consumed = 0;
+        auto visit = [&](uint32_t v, size_t n) {
+          expanded.insert(expanded.end(), n, v);
+          ++runs;
+        };
+        ASSERT_TRUE(VisitRleBitPackedHybridRuns(Bytes(data), bit_width, count, prefixed, visit, &consumed).ok());
+        EXPECT_EQ(expanded, values) << bit_width << " " << count;
+        EXPECT_LE(runs, count);
+        if (prefixed) EXPECT_EQ(consumed, data.size() - 8);
+      }
+    }
+  }
+  // A long repeat is one visit, however long.
+  std::string data;
+  EncodeRleBitPackedHybrid(std::vector<uint32_t>(100000, 1), 1, &data);
+  size_t runs = 0;
+  ASSERT_TRUE(VisitRleBitPackedHybridRuns(Bytes(data), 1, 100000, false, [&](uint32_t, size_t) { ++runs; }, nullptr).ok());
+  EXPECT_EQ(runs, 1u);
+  // Truncated input is an error, as for the decoder.
+  EXPECT_FALSE(VisitRleBitPackedHybridRuns(Bytes(data).first(1), 1, 100000, false, [](uint32_t, size_t) {}, nullptr).ok());
+}
+
 TEST(ParquetEncoding, HybridRejectsBitWidthOutsideZeroTo32) {
   const std::string data = FromBytes({0x02, 0x00, 0x00, 0x00, 0x00, 0x00});
   uint32_t out[1];

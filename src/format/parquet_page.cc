@@ -56,12 +56,8 @@ Status DecompressBody(parquet::Codec codec, ByteView stored, int64_t uncompresse
 // `stored` is the page body as stored (after the header). In a v1 page the repetition levels come
 // first, then the definition levels, each with its 4-byte length prefix (RLE); in a v2 page both are
 // unprefixed and uncompressed before the values. Levels above the column's maxima are corruption.
-Status DecodePageLevels(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
-                        AlignedBuffer* scratch, PageLevels* out) {
-  const int def_width = BitWidth(col.max_definition_level);
-  const int rep_width = BitWidth(col.max_repetition_level);
-  ByteView def_bytes, rep_bytes, values_bytes;
-  bool prefixed = false;
+Status LocatePageSections(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
+                          AlignedBuffer* scratch, PageSections* out) {
   if (h.type == PageType::kDataPage) {
     if (!h.data_page_header) return Status::Corruption("DATA_PAGE without data_page_header");
     const auto& d = *h.data_page_header;
@@ -75,8 +71,8 @@ Status DecodePageLevels(const LeafColumn& col, parquet::Codec codec, const parqu
       return Status::Unsupported(fmt::format("repetition level encoding {}", EncodingName(d.repetition_level_encoding)));
     }
     STOKE_RETURN_IF_ERROR(DecompressBody(codec, stored, h.uncompressed_page_size, scratch));
-    rep_bytes = def_bytes = values_bytes = scratch->view();
-    prefixed = true;
+    out->rep = out->def = out->values = scratch->view();
+    out->prefixed = true;
   } else {
     if (!h.data_page_header_v2) return Status::Corruption("DATA_PAGE_V2 without data_page_header_v2");
     const auto& d = *h.data_page_header_v2;
@@ -91,23 +87,34 @@ Status DecodePageLevels(const LeafColumn& col, parquet::Codec codec, const parqu
       return Status::Corruption(fmt::format("v2 levels of {} bytes exceed the page", levels));
     }
     // v2 levels are never compressed; the values section is, unless is_compressed is false.
-    rep_bytes = stored.subspan(0, d.repetition_levels_byte_length);
-    def_bytes = stored.subspan(d.repetition_levels_byte_length, d.definition_levels_byte_length);
+    out->rep = stored.subspan(0, d.repetition_levels_byte_length);
+    out->def = stored.subspan(d.repetition_levels_byte_length, d.definition_levels_byte_length);
     ByteView values_stored = stored.subspan(levels);
     int64_t values_size = h.uncompressed_page_size - static_cast<int64_t>(levels);
     STOKE_RETURN_IF_ERROR(
         DecompressBody(d.is_compressed ? codec : parquet::Codec::kUncompressed, values_stored, values_size, scratch));
-    values_bytes = scratch->view();
+    out->values = scratch->view();
+    out->prefixed = false;
   }
   if (out->num_values > kMaxValuesPerPage) {
     return Status::Unsupported(
         fmt::format("page of {} values (stoke reads at most {} per page)", out->num_values, kMaxValuesPerPage));
   }
+  return Status::OK();
+}
+
+Status DecodePageLevels(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
+                        AlignedBuffer* scratch, PageLevels* out) {
+  PageSections sections;
+  STOKE_RETURN_IF_ERROR(LocatePageSections(col, codec, h, stored, scratch, &sections));
+  out->num_values = sections.num_values;
+  out->encoding = sections.encoding;
   const size_t n = out->num_values;
   size_t used = 0;  // v1: bytes taken by the prefixed level sections
-  auto decode = [&](ByteView bytes, int width, int16_t max, const char* what, std::vector<uint32_t>* levels) -> Status {
+  auto decode = [&](ByteView bytes, int16_t max, const char* what, std::vector<uint32_t>* levels) -> Status {
+    const int width = BitWidth(max);
     levels->resize(n);
-    if (prefixed) {
+    if (sections.prefixed) {
       size_t consumed = 0;
       STOKE_RETURN_IF_ERROR(parquet::DecodeLengthPrefixedRleBitPackedHybrid(bytes.subspan(used), width, n,
                                                                             levels->data(), &consumed));
@@ -125,13 +132,71 @@ Status DecodePageLevels(const LeafColumn& col, parquet::Codec codec, const parqu
   out->reps.clear();
   out->defs.clear();
   if (col.max_repetition_level > 0) {
-    STOKE_RETURN_IF_ERROR(decode(rep_bytes, rep_width, col.max_repetition_level, "repetition", &out->reps));
+    STOKE_RETURN_IF_ERROR(decode(sections.rep, col.max_repetition_level, "repetition", &out->reps));
   }
   if (col.max_definition_level > 0) {
-    STOKE_RETURN_IF_ERROR(decode(def_bytes, def_width, col.max_definition_level, "definition", &out->defs));
+    STOKE_RETURN_IF_ERROR(decode(sections.def, col.max_definition_level, "definition", &out->defs));
   }
-  out->values = prefixed ? values_bytes.subspan(used) : values_bytes;
+  out->values = sections.prefixed ? sections.values.subspan(used) : sections.values;
   return Status::OK();
+}
+
+namespace {
+
+// The row lengths of a list page's repetition levels (one level of nesting: 0 starts a row, 1
+// continues it), read run by run. False when a level is above 1 or the first does not start a row.
+Result<bool> ListRowLengths(ByteView bytes, size_t n, bool prefixed, std::vector<uint32_t>* lengths, size_t* used) {
+  lengths->clear();
+  bool dense = true;
+  auto visit = [&](uint32_t level, size_t count) {
+    if (level == 0) {
+      lengths->insert(lengths->end(), count, 1);
+    } else if (level == 1 && !lengths->empty()) {
+      lengths->back() += static_cast<uint32_t>(count);
+    } else {
+      dense = false;
+    }
+  };
+  size_t consumed = 0;
+  STOKE_RETURN_IF_ERROR(parquet::VisitRleBitPackedHybridRuns(prefixed ? bytes.subspan(*used) : bytes, 1, n, prefixed,
+                                                             visit, &consumed));
+  if (prefixed) *used += consumed;
+  return dense;
+}
+
+// True when all n definition levels are `max`, read run by run.
+Result<bool> AllDefined(ByteView bytes, size_t n, int16_t max, bool prefixed, size_t* used) {
+  bool all = true;
+  auto visit = [&](uint32_t level, size_t) { all = all && level == static_cast<uint32_t>(max); };
+  size_t consumed = 0;
+  STOKE_RETURN_IF_ERROR(parquet::VisitRleBitPackedHybridRuns(prefixed ? bytes.subspan(*used) : bytes, BitWidth(max), n,
+                                                             prefixed, visit, &consumed));
+  if (prefixed) *used += consumed;
+  return all;
+}
+
+}  // namespace
+
+Result<bool> ScanDenseListPage(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h,
+                               ByteView stored, size_t value_size, AlignedBuffer* body, DenseListPage* out) {
+  if (col.max_repetition_level != 1) return false;
+  PageSections sections;
+  STOKE_RETURN_IF_ERROR(LocatePageSections(col, codec, h, stored, body, &sections));
+  if (sections.encoding != parquet::Encoding::kPlain) return false;
+  const size_t n = sections.num_values;
+  size_t used = 0;
+  STOKE_ASSIGN_OR_RETURN(const bool rows_dense, ListRowLengths(sections.rep, n, sections.prefixed, &out->row_lengths, &used));
+  if (!rows_dense) return false;
+  if (col.max_definition_level > 0) {
+    STOKE_ASSIGN_OR_RETURN(const bool defined, AllDefined(sections.def, n, col.max_definition_level, sections.prefixed,
+                                                          &used));
+    if (!defined) return false;
+  }
+  const ByteView values = sections.prefixed ? sections.values.subspan(used) : sections.values;
+  if (values.size() / value_size < n) return false;  // the general path says what is wrong
+  out->num_values = n;
+  out->values_offset = static_cast<size_t>(values.data() - body->data());
+  return true;
 }
 
 // Number of present values of a page: entries at the maximum definition level.

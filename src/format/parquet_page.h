@@ -31,12 +31,33 @@ struct PageLevels {
   ByteView values;             // the encoded values (points into `scratch`)
 };
 
+// The sections of one data page (v1 or v2), its body decompressed into `scratch`: the encoded
+// repetition and definition levels (v1: each with its 4-byte length prefix, rep first, then def,
+// then the values, all in `values`: `prefixed`; v2: unprefixed and uncompressed before the values)
+// and the values.
+struct PageSections {
+  size_t num_values = 0;
+  parquet::Encoding encoding = parquet::Encoding::kPlain;
+  bool prefixed = false;
+  ByteView rep, def, values;
+};
+Status LocatePageSections(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
+                          AlignedBuffer* scratch, PageSections* out);
+
 // Decodes the repetition and definition levels of one data page and locates its values.
 // `stored` is the page body as stored (after the header). In a v1 page the repetition levels come
 // first, then the definition levels, each with its 4-byte length prefix (RLE); in a v2 page both are
 // unprefixed and uncompressed before the values. Levels above the column's maxima are corruption.
 Status DecodePageLevels(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
                         AlignedBuffer* scratch, PageLevels* out);
+
+// A DenseListPage (parquet_reader.h) from one data page: decompresses the page into *body and reads
+// its levels run by run. False where the page is not
+// such a page (a level below the maximum definition, a repetition level of 2, an encoding other than
+// PLAIN, fewer value bytes than num_values * value_size): read it with DecodeLeveledDataPage, which
+// says what is wrong where something is. Errors as DecodePageLevels.
+Result<bool> ScanDenseListPage(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h,
+                               ByteView stored, size_t value_size, AlignedBuffer* body, DenseListPage* out);
 
 // Number of present values of a page: entries at the maximum definition level.
 size_t PresentValues(const LeafColumn& col, const PageLevels& page);

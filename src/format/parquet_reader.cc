@@ -517,7 +517,8 @@ namespace {
 constexpr size_t kKeptPageBytes = size_t{16} << 20;
 }  // namespace
 
-Result<ColumnLevels> ParquetReader::ReadPageLevels(int row_group, size_t column, int64_t row, int64_t* first_row) const {
+Status ParquetReader::LocateRowPage(int row_group, size_t column, int64_t row, parquet::PageLocation* loc,
+                                    int64_t* end) const {
   if (row_group < 0 || row_group >= num_row_groups() || column >= columns_.size()) {
     return Status::InvalidArgument(fmt::format("{}: no row group {} / column {}", file_->path(), row_group, column));
   }
@@ -531,22 +532,37 @@ Result<ColumnLevels> ParquetReader::ReadPageLevels(int row_group, size_t column,
   auto it = std::upper_bound(locs.begin(), locs.end(), row,
                              [](int64_t r, const parquet::PageLocation& p) { return r < p.first_row_index; });
   if (it == locs.begin()) return Status::Corruption(fmt::format("{}: row {} before the first page", Context(row_group, column), row));
-  const parquet::PageLocation& loc = *(it - 1);
-  const int64_t end = it == locs.end() ? metadata_.row_groups[row_group].num_rows : it->first_row_index;
-  STOKE_ASSIGN_OR_RETURN(std::optional<ValueVector> dict, ReadDictionary(row_group, column));
-  parquet::PageHeader h;
+  *loc = *(it - 1);
+  *end = it == locs.end() ? metadata_.row_groups[row_group].num_rows : it->first_row_index;
+  return Status::OK();
+}
+
+// The data page at `loc` (header and stored body) into the thread's kept buffer.
+Status ParquetReader::ReadRowPage(int row_group, size_t column, const parquet::PageLocation& loc,
+                                  parquet::PageHeader* h, ByteView* stored) const {
   // Kept by the thread for its next page: a fresh megabyte a page cost more in page faults than the
   // page's decoding.
-  thread_local AlignedBuffer page, scratch;
-  for (AlignedBuffer* kept : {&page, &scratch}) {
-    if (kept->capacity() > kKeptPageBytes) *kept = AlignedBuffer();  // a rare huge page is not kept
-  }
-  ByteView stored;
+  thread_local AlignedBuffer page;
+  if (page.capacity() > kKeptPageBytes) page = AlignedBuffer();  // a rare huge page is not kept
   STOKE_RETURN_IF_ERROR(ReadPageAt(row_group, column, static_cast<uint64_t>(loc.offset),
-                                   static_cast<uint64_t>(std::max(loc.compressed_page_size, 0)), &h, &page, &stored));
-  if (h.type != PageType::kDataPage && h.type != PageType::kDataPageV2) {
+                                   static_cast<uint64_t>(std::max(loc.compressed_page_size, 0)), h, &page, stored));
+  if (h->type != PageType::kDataPage && h->type != PageType::kDataPageV2) {
     return Status::Corruption(fmt::format("{}: the OffsetIndex's page at offset {} is not a data page", Context(row_group, column), loc.offset));
   }
+  return Status::OK();
+}
+
+Result<ColumnLevels> ParquetReader::ReadPageLevels(int row_group, size_t column, int64_t row, int64_t* first_row) const {
+  parquet::PageLocation loc;
+  int64_t end = 0;
+  STOKE_RETURN_IF_ERROR(LocateRowPage(row_group, column, row, &loc, &end));
+  const auto& meta = *metadata_.row_groups[row_group].columns[column].meta_data;
+  STOKE_ASSIGN_OR_RETURN(std::optional<ValueVector> dict, ReadDictionary(row_group, column));
+  parquet::PageHeader h;
+  ByteView stored;
+  STOKE_RETURN_IF_ERROR(ReadRowPage(row_group, column, loc, &h, &stored));
+  thread_local AlignedBuffer scratch;
+  if (scratch.capacity() > kKeptPageBytes) scratch = AlignedBuffer();
   ColumnLevels result{EmptyValuesFor(columns_[column].type), {}, {}, 0};
   size_t rows = 0;
   STOKE_RETURN_IF_ERROR(DecodeLeveledDataPage(columns_[column], meta.codec, h, stored, dict ? &*dict : nullptr,
@@ -558,6 +574,22 @@ Result<ColumnLevels> ParquetReader::ReadPageLevels(int row_group, size_t column,
   }
   *first_row = loc.first_row_index;
   return result;
+}
+
+Result<bool> ParquetReader::ReadDenseListPage(int row_group, size_t column, int64_t row, size_t value_size,
+                                              int64_t* first_row, AlignedBuffer* body, DenseListPage* out) const {
+  parquet::PageLocation loc;
+  int64_t end = 0;
+  STOKE_RETURN_IF_ERROR(LocateRowPage(row_group, column, row, &loc, &end));
+  parquet::PageHeader h;
+  ByteView stored;
+  STOKE_RETURN_IF_ERROR(ReadRowPage(row_group, column, loc, &h, &stored));
+  const auto& meta = *metadata_.row_groups[row_group].columns[column].meta_data;
+  auto dense = ScanDenseListPage(columns_[column], meta.codec, h, stored, value_size, body, out);
+  if (!dense.ok()) return dense.status().WithContext(fmt::format("{}: page at offset {}", Context(row_group, column), loc.offset));
+  if (!*dense || static_cast<int64_t>(out->row_lengths.size()) != end - loc.first_row_index) return false;
+  *first_row = loc.first_row_index;
+  return true;
 }
 
 Result<ColumnValues> ParquetReader::ReadColumn(size_t column) const {

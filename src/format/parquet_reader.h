@@ -48,6 +48,14 @@ struct ColumnLevels {
   size_t num_levels = 0;             // level entries (values + nulls + empty lists)
 };
 
+// A data page of a list column (one repetition level) in which every row is a non-empty list of
+// present values, PLAIN-encoded: what the loader copies rows out of, its levels never expanded.
+struct DenseListPage {
+  std::vector<uint32_t> row_lengths;  // values per row, in order
+  size_t num_values = 0;
+  size_t values_offset = 0;           // where the values start in the decompressed body
+};
+
 // Thread-safe after Open: all const methods may be called concurrently.
 class ParquetReader {
  public:
@@ -92,6 +100,14 @@ class ParquetReader {
   // dictionary page, when it has one, and nothing else. *first_row is the page's first row. NotFound
   // when the chunk has no OffsetIndex (then read the chunk whole).
   Result<ColumnLevels> ReadPageLevels(int row_group, size_t column, int64_t row, int64_t* first_row) const;
+
+  // The page of a list column holding `row`, found as ReadPageLevels finds it, when it is a dense
+  // list page (format/parquet_page.h, ScanDenseListPage; values of value_size bytes): its body
+  // decompressed into *body, *first_row its first row. False where it is not one, or its rows
+  // disagree with the OffsetIndex (ReadPageLevels reads it then, and says what is wrong); NotFound
+  // without an OffsetIndex.
+  Result<bool> ReadDenseListPage(int row_group, size_t column, int64_t row, size_t value_size, int64_t* first_row,
+                                 AlignedBuffer* body, DenseListPage* out) const;
 
   // Walks the page headers of a column chunk (dictionary and data pages).
   Result<std::vector<PageInfo>> ListPages(int row_group, size_t column) const;
@@ -145,6 +161,11 @@ class ParquetReader {
   // `max_bytes` bytes in all.
   Status ReadPageAt(int row_group, size_t column, uint64_t offset, uint64_t max_bytes, parquet::PageHeader* header,
                     AlignedBuffer* page, ByteView* stored) const;
+  // The OffsetIndex entry of the page holding `row` of a chunk and the row after that page's last.
+  Status LocateRowPage(int row_group, size_t column, int64_t row, parquet::PageLocation* loc, int64_t* end) const;
+  // The data page at `loc` (CRC checked) into the calling thread's kept buffer.
+  Status ReadRowPage(int row_group, size_t column, const parquet::PageLocation& loc, parquet::PageHeader* h,
+                     ByteView* stored) const;
   // The chunk's dictionary, decoded; nullopt when the chunk has none.
   Result<std::optional<ValueVector>> ReadDictionary(int row_group, size_t column) const;
 

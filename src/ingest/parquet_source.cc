@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/buffer_pool.h"
 #include "core/log.h"
 #include "core/text.h"
 #include "core/thread_pool.h"
@@ -107,6 +108,55 @@ class ParquetSourceReader final : public SourceReader {
     return Status::OK();
   }
 
+  // ReadArrays' fast path: a flat list of plain values whose pages (found through the OffsetIndex)
+  // are all dense (ParquetReader::ReadDenseListPage), each row of the right length, copied from each
+  // page as it is. False, having appended nothing, where any page is not such a page.
+  Result<bool> ReadDenseArrays(const ParquetReader& reader, const GroupRows& g, const ParquetColumn& col,
+                               const ArrayLeaf& leaf, size_t column, RowGroupEncoder& enc, uint64_t* bytes) const {
+    const std::vector<int64_t>& want = col.out.tensor->shape;
+    if (leaf.depth != 1 || want.size() != 1 || !ArrayValuesAreStoredBytes(reader, leaf)) return false;
+    auto oi = reader.CachedOffsetIndex(g.group, leaf.leaf);
+    if (!oi.ok() || !*oi || (*oi)->page_locations.empty()) return false;
+    const size_t value_size = DTypeSize(leaf.dtype), row_bytes = value_size * static_cast<size_t>(want[0]);
+    // Every page is checked before any row is appended, so that a page the general path must read
+    // leaves nothing half done; the pages' bodies are kept meanwhile.
+    struct Page {
+      AlignedBuffer body;
+      DenseListPage dense;
+      int64_t first = 0;  // its first row in the row group
+    };
+    std::vector<Page> pages;
+    // The bodies go back to the pool, for the next group's pages: fresh megabytes cost page faults.
+    struct GiveBack {
+      BufferPool& pool;
+      std::vector<Page>& pages;
+      ~GiveBack() {
+        for (Page& p : pages) pool.Give(std::move(p.body));
+      }
+    } give_back{bodies_, pages};
+    for (int64_t row = g.lo; row < g.hi;) {
+      Page p;
+      p.body = bodies_.Take();
+      STOKE_ASSIGN_OR_RETURN(const bool dense,
+                             reader.ReadDenseListPage(g.group, leaf.leaf, row, value_size, &p.first, &p.body, &p.dense));
+      if (!dense || p.dense.row_lengths.empty()) return false;
+      for (uint32_t n : p.dense.row_lengths) {
+        if (n != static_cast<uint32_t>(want[0])) return false;  // the general path names the row
+      }
+      row = p.first + static_cast<int64_t>(p.dense.row_lengths.size());
+      pages.push_back(std::move(p));
+    }
+    for (const Page& p : pages) {
+      const int64_t lo = std::max(p.first, g.lo), hi = std::min(p.first + static_cast<int64_t>(p.dense.row_lengths.size()), g.hi);
+      for (int64_t r = lo; r < hi; ++r) {
+        const size_t at = p.dense.values_offset + static_cast<size_t>(r - p.first) * row_bytes;
+        STOKE_RETURN_IF_ERROR(enc.AppendTensor(column, ByteView(p.body.data() + at, row_bytes)));
+        *bytes += row_bytes;
+      }
+    }
+    return true;
+  }
+
   Status ReadArrays(const ParquetReader& reader, const GroupRows& g, const ParquetColumn& col, size_t column,
                     RowGroupEncoder& enc, uint64_t* bytes) const {
     STOKE_ASSIGN_OR_RETURN(ArrayLeaf leaf, FindArrayLeaf(reader, col.source.file_name()));
@@ -115,6 +165,8 @@ class ParquetSourceReader final : public SourceReader {
       return Status::InvalidArgument(fmt::format("{}: column '{}' holds {} values where the first file holds {}", reader.path(),
                                                  col.source.name, DTypeName(leaf.dtype), DTypeName(want.dtype)));
     }
+    STOKE_ASSIGN_OR_RETURN(const bool dense, ReadDenseArrays(reader, g, col, leaf, column, enc, bytes));
+    if (dense) return Status::OK();
     STOKE_ASSIGN_OR_RETURN(ColumnLevels levels, reader.ReadColumnChunkLevels(g.group, leaf.leaf));
     AlignedBuffer body;
     STOKE_RETURN_IF_ERROR(AppendArrayValues(reader, leaf, std::move(levels.values), &body));
@@ -163,6 +215,7 @@ class ParquetSourceReader final : public SourceReader {
 
   const TableView view_;
   const std::vector<ParquetColumn> columns_;
+  mutable BufferPool bodies_{64};  // ReadDenseArrays' page bodies
   const std::vector<size_t> add_of_file_;  // SourceSet file -> index in view_.snapshot.files
 };
 

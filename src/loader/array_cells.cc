@@ -22,8 +22,41 @@ Result<ArrayLeaf> ArrayCells::LeafOf(const std::string& name, const Place& place
   return leaf;
 }
 
+Result<std::shared_ptr<const DecodedPage>> ArrayCells::DecodeDense(const Place& place, const ArrayLeaf& leaf,
+                                                                   std::vector<int64_t>* shape) {
+  // The body comes from, and goes back to, the pool: a fresh megabyte a page cost more in page
+  // faults than everything else the page needs.
+  std::shared_ptr<DecodedPage> decoded(new DecodedPage, [pool = bodies_](DecodedPage* p) {
+    pool->Give(std::move(p->body));
+    delete p;
+  });
+  decoded->body = bodies_->Take();
+  DenseListPage dense;
+  int64_t first = 0;
+  const size_t value_size = DTypeSize(leaf.dtype);
+  STOKE_ASSIGN_OR_RETURN(const bool is_dense, place.reader->ReadDenseListPage(place.row_group, leaf.leaf, place.row_in_group,
+                                                                              value_size, &first, &decoded->body, &dense));
+  if (!is_dense) return std::shared_ptr<const DecodedPage>();
+  if (shape->empty() && !dense.row_lengths.empty()) *shape = {static_cast<int64_t>(dense.row_lengths[0])};
+  const uint32_t row_values = shape->size() == 1 ? static_cast<uint32_t>((*shape)[0]) : 0;
+  decoded->value_size = row_values * value_size;
+  decoded->offsets.reserve(dense.row_lengths.size());
+  size_t at = dense.values_offset;
+  for (uint32_t n : dense.row_lengths) {
+    decoded->offsets.push_back(n == row_values && at <= UINT32_MAX - 1 ? static_cast<uint32_t>(at) : DecodedPage::kNull);
+    at += size_t{n} * value_size;
+  }
+  return std::shared_ptr<const DecodedPage>(std::move(decoded));
+}
+
 Result<std::shared_ptr<const DecodedPage>> ArrayCells::Decode(const Place& place, const ArrayLeaf& leaf, bool page,
                                                               std::vector<int64_t>* shape) {
+  if (page && leaf.depth == 1 && ArrayValuesAreStoredBytes(*place.reader, leaf)) {
+    // A flat list of plain values where every row is dense: the rows are copied from the page as it
+    // is, its levels read run by run (Spark's array<float>). Any other page takes the general path.
+    STOKE_ASSIGN_OR_RETURN(auto dense, DecodeDense(place, leaf, shape));
+    if (dense) return dense;
+  }
   int64_t first = 0;
   auto levels = page ? place.reader->ReadPageLevels(place.row_group, leaf.leaf, place.row_in_group, &first)
                      : place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf);

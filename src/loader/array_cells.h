@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/buffer_pool.h"
 #include "core/mutex.h"
 #include "format/parquet_cells.h"
 #include "format/parquet_reader.h"
@@ -65,11 +66,17 @@ class ArrayCells {
   // Load's decode: the page holding place's row (`page`), or the chunk, flattened.
   Result<std::shared_ptr<const DecodedPage>> Decode(const Place& place, const ArrayLeaf& leaf, bool page,
                                                     std::vector<int64_t>* shape);
+  // Decode's fast path for a page of a flat list of plain values whose rows are all dense
+  // (ParquetReader::ReadDenseListPage): the page's body as it is, each row's offset into it; null
+  // where the page is not such a page.
+  Result<std::shared_ptr<const DecodedPage>> DecodeDense(const Place& place, const ArrayLeaf& leaf,
+                                                         std::vector<int64_t>* shape);
   // FindArrayLeaf of `name` in place.file, found once per file.
   Result<ArrayLeaf> LeafOf(const std::string& name, const Place& place) EXCLUDES(mu_);
 
   const SampleIndex& index_;
   SlowCells& readers_;
+  std::shared_ptr<BufferPool> bodies_ = std::make_shared<BufferPool>();  // DecodeDense's page bodies
   PageCache cache_;  // keyed by (file, leaf << 32 | row group) for chunks, (file, 1 << 63 | offset) for pages
   Mutex mu_;
   std::map<std::pair<uint32_t, std::string>, ArrayLeaf> leaves_ GUARDED_BY(mu_);
