@@ -75,6 +75,7 @@ bench: build
 	@bash bench/loader_open.sh $(BUILD)/stoke
 	@node bench/foreign_file.mjs $(BUILD)/stoke
 	@bash bench/parquet_in_place.sh $(BUILD)/stoke
+	@node bench/hf_images.mjs $(BUILD)/stoke
 	@bash bench/python_overhead.sh $(BUILD)/stoke
 	@bash bench/train_volumes.sh $(BUILD)/stoke
 	@bash bench/gpu_feed.sh $(BUILD)/stoke
