@@ -11,7 +11,7 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 out=$(realpath -m "${1:?usage: bench/device_pack.sh OUT.tar.xz [BUILD_DIR]}")
 build=${2:-build}
-py=${PACK_PYTHON:-$(ls -d /root/.pyenv/versions/3.12*/bin/python3 2>/dev/null | tail -1)}
+py=${PACK_PYTHON:-$( (ls -d /root/.pyenv/versions/3.12*/bin/python3 2>/dev/null || true) | tail -1)}
 die() { echo "device_pack: $*" >&2; exit 1; }
 [ -x "$build/stoke" ] || die "no stoke binary in $build (ninja -C $build stoke _stoke)"
 [ -x "$py" ] || die "no interpreter to compile the module for (PACK_PYTHON)"
@@ -25,15 +25,16 @@ inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 suffix=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 defs=$(awk '/^build CMakeFiles\/_stoke.dir\/python\/src\/module.cc.o/{f=1} f&&/DEFINES =/{sub(/.*DEFINES = /,""); print; exit}' "$build/build.ninja")
 libs=$(awk '/^build python\/stoke\/_stoke/{f=1} f&&/LINK_LIBRARIES =/{sub(/.*LINK_LIBRARIES = /,""); print; exit}' "$build/build.ninja")
-objs=()
+objs=() pids=()
 for src in python/src/*.cc; do
   o="$stage/$(basename "$src" .cc).o"
   # shellcheck disable=SC2086
   g++ -std=c++20 -O2 -fPIC -fvisibility=hidden $defs -Iinclude -Isrc -isystem "$inc" -isystem /usr/local/cuda/include \
     -isystem /usr/include/hdf5/serial -c "$src" -o "$o" &
   objs+=("$o")
+  pids+=($!)
 done
-wait
+for pid in "${pids[@]}"; do wait "$pid" || die "compiling the Python module failed"; done
 mkdir -p "$stage/stoke/python/stoke"
 # shellcheck disable=SC2086
 (cd "$build" && g++ -shared -o "$stage/stoke/python/stoke/_stoke$suffix" "${objs[@]}" $libs \

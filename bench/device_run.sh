@@ -16,7 +16,8 @@
 #   sizes     bench/sample_sizes.sh, warm and cold against fio, on this machine's disk;
 #   deepiq    python3 -m stoke.experiments deepiq --device cuda --scale small --storage local (no
 #             emulated blob store there), if time is left.
-#   bench/device_run.sh OUT_DIR    env: STOKE_PACK (archive), DEVICE_WORK (default .bench-device in
+#   bench/device_run.sh OUT_DIR    env: STOKE_PACK (archive; a relative path is taken from the
+#   repository's root), DEVICE_WORK (default .bench-device in
 #   the repository: on the machine's disk, not a tmpfs), DEVICE_BUDGET_S (default 480: later stages
 #   are skipped when less time is left than they need), DEVICE_STAGES (default all: a subset of
 #   "setup tests data h2d und sizes deepiq"; setup always runs), DEVICE_PYTHON (default python3: the

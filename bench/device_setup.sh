@@ -7,7 +7,8 @@ describe_machine() {
   gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1)
   fs=$(df -T "$work" | awk 'NR == 2 {print $1 " " $2}')
   dev=$(basename "$(echo "$fs" | cut -d' ' -f1)")
-  dev=${dev%%[0-9]*}
+  # The whole disk of the partition (nvme0n1p1 -> nvme0n1, vda1 -> vda).
+  dev=$(lsblk -no PKNAME "/dev/$dev" 2>/dev/null | head -1 | grep . || echo "$dev")
   model=$(cat "/sys/block/$dev/device/model" 2>/dev/null | xargs)
   disk="$fs ${model:-model unknown} rotational=$(cat "/sys/block/$dev/queue/rotational" 2>/dev/null)"
   say "GPU: ${gpu:-none}; $NPROC cores; $(awk '/MemTotal/ {print int($2 / 1048576) " GiB"}' /proc/meminfo) memory"

@@ -137,13 +137,15 @@ class ParquetSourceReader final : public SourceReader {
     for (int64_t row = g.lo; row < g.hi;) {
       Page p;
       p.body = bodies_.Take();
-      STOKE_ASSIGN_OR_RETURN(const bool dense,
-                             reader.ReadDenseListPage(g.group, leaf.leaf, row, value_size, &p.first, &p.body, &p.dense));
-      if (!dense || p.dense.row_lengths.empty()) return false;
+      // Anything unexpected (an OffsetIndex that disagrees with the pages, a page of another shape)
+      // is left to the general path, which reads the chunk without the index and names the problem.
+      auto dense = reader.ReadDenseListPage(g.group, leaf.leaf, row, value_size, &p.first, &p.body, &p.dense);
+      const int64_t end = p.first + static_cast<int64_t>(p.dense.row_lengths.size());
+      if (!dense.ok() || !*dense || end <= row || p.first > row || (!pages.empty() && p.first != row)) return false;
       for (uint32_t n : p.dense.row_lengths) {
         if (n != static_cast<uint32_t>(want[0])) return false;  // the general path names the row
       }
-      row = p.first + static_cast<int64_t>(p.dense.row_lengths.size());
+      row = end;
       pages.push_back(std::move(p));
     }
     for (const Page& p : pages) {

@@ -57,9 +57,12 @@ inline size_t GpuImageRecordBytes(int64_t out_height, int64_t out_width, int cha
 // True when a record's header is one, for an image of channels x out_height x out_width, and its
 // table and pixels lie within record_bytes.
 STOKE_HOST_DEVICE inline bool GpuImageRecordFits(const GpuImageHeader& h, size_t record_bytes) {
+  // uint8 pixels without a table, or a table of 2- or 4-byte elements (float16, bfloat16, float32).
+  const bool elements = h.table_bytes == 0 ? h.element_bytes == 1
+                                           : (h.element_bytes == 2 || h.element_bytes == 4) &&
+                                                 h.table_bytes == h.channels * 256 * h.element_bytes;
   const bool dims = h.channels >= 1 && h.channels <= 4 && h.out_height >= 1 && h.out_width >= 1 &&
-                    h.staged_width >= 0 && h.staged_height >= 0 && h.element_bytes >= 1 && h.element_bytes <= 8 &&
-                    (h.table_bytes == 0 || h.table_bytes == h.channels * 256 * h.element_bytes);
+                    h.staged_width >= 0 && h.staged_height >= 0 && elements;
   if (h.magic != kGpuImageMagic || !dims) return false;
   const size_t pixels = static_cast<size_t>(h.staged_width) * static_cast<size_t>(h.staged_height) * h.channels;
   const size_t window = static_cast<size_t>(h.out_width) * static_cast<size_t>(h.out_height) * h.channels;

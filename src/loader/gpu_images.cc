@@ -15,7 +15,13 @@ namespace {
 Result<GpuImageHeader> RecordHeader(const void* records, size_t record_bytes, int64_t row) {
   GpuImageHeader h;
   std::memcpy(&h, static_cast<const uint8_t*>(records) + static_cast<size_t>(row) * record_bytes, sizeof(h));
-  if (!GpuImageRecordFits(h, record_bytes)) {
+  // The element type must be one a table can hold, of the size the header says.
+  const auto dtype = static_cast<DType>(h.out_dtype);
+  const bool typed = h.table_bytes == 0 ? dtype == DType::kUInt8
+                                        : (dtype == DType::kFloat32 || dtype == DType::kFloat16 ||
+                                           dtype == DType::kBFloat16) &&
+                                              DTypeSize(dtype) == static_cast<size_t>(h.element_bytes);
+  if (!GpuImageRecordFits(h, record_bytes) || !typed) {
     return Status::InvalidArgument(fmt::format("row {}: not a GPU image record", row));
   }
   return h;
@@ -76,6 +82,9 @@ Status FinishGpuImages(const void* records, size_t record_bytes, const GpuImages
                        void* stream, int device) {
 #ifdef STOKE_CUDA_KERNELS
   if (shape.shape.size() != 4) return Status::InvalidArgument("FinishGpuImages: a shape of 4 dimensions expected");
+  if (record_bytes < sizeof(GpuImageHeader) || record_bytes % alignof(GpuImageHeader) != 0) {
+    return Status::InvalidArgument(fmt::format("FinishGpuImages: records of {} bytes are not GPU image records", record_bytes));
+  }
   GpuImageLaunch e;
   e.rows = shape.shape[0];
   if (e.rows == 0) return Status::OK();

@@ -37,13 +37,10 @@ __global__ void FinishKernel(GpuImageLaunch e, int64_t first_row) {
 
 }  // namespace
 
-bool LaunchFinishGpuImages(const GpuImageLaunch& e, const char** error) {
-  if (e.device >= 0) {
-    if (const cudaError_t err = cudaSetDevice(e.device); err != cudaSuccess) {
-      *error = cudaGetErrorString(err);
-      return false;
-    }
-  }
+namespace {
+
+// Queues the kernel on the current device.
+bool Launch(const GpuImageLaunch& e, const char** error) {
   const dim3 block(32, 8);
   const unsigned gx = static_cast<unsigned>((e.width + block.x - 1) / block.x);
   const unsigned gy = static_cast<unsigned>((e.height + block.y - 1) / block.y);
@@ -56,6 +53,25 @@ bool LaunchFinishGpuImages(const GpuImageLaunch& e, const char** error) {
   if (err == cudaSuccess) return true;
   *error = cudaGetErrorString(err);
   return false;
+}
+
+}  // namespace
+
+bool LaunchFinishGpuImages(const GpuImageLaunch& e, const char** error) {
+  int current = 0;
+  if (const cudaError_t err = cudaGetDevice(&current); err != cudaSuccess) {
+    *error = cudaGetErrorString(err);
+    return false;
+  }
+  if (e.device < 0 || e.device == current) return Launch(e, error);
+  // On the stream's device, and back: the caller's current device is left as it was.
+  if (const cudaError_t err = cudaSetDevice(e.device); err != cudaSuccess) {
+    *error = cudaGetErrorString(err);
+    return false;
+  }
+  const bool launched = Launch(e, error);
+  cudaSetDevice(current);
+  return launched;
 }
 
 }  // namespace stoke

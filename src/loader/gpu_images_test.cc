@@ -172,6 +172,13 @@ TEST(GpuImages, NonRecordsAreRefusedNamingTheRow) {
   bad = b.records;
   reinterpret_cast<GpuImageHeader*>(bad.data())->staged_width = 1 << 20;  // pixels beyond the record
   EXPECT_FALSE(GpuImagesShapeOf(bad.data(), b.rows, b.record_bytes).ok());
+  const BothPaths f32 = RunBoth({TS::RandomResizedCrop({16, 16}), TS::ToTensor()}, Images(1));
+  bad = f32.records;
+  reinterpret_cast<GpuImageHeader*>(bad.data())->element_bytes = 8;  // wider than float32's table
+  EXPECT_FALSE(GpuImagesShapeOf(bad.data(), 1, f32.record_bytes).ok());
+  bad = f32.records;
+  reinterpret_cast<GpuImageHeader*>(bad.data())->out_dtype = 200;  // no such dtype
+  EXPECT_FALSE(GpuImagesShapeOf(bad.data(), 1, f32.record_bytes).ok());
   EXPECT_FALSE(GpuImagesShapeOf(b.records.data(), 0, b.record_bytes).ok());
   EXPECT_FALSE(GpuImagesShapeOf(b.records.data(), 1, 64).ok());
   BatchColumn plain;
