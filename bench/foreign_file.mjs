@@ -8,12 +8,12 @@
 //   multiple of 64), BENCH_DIR (default build/bench-foreign), BENCH_REPS (default 3)
 //
 // Needs the interop tests' DuckDB package: (cd tests/interop && npm ci), as `make bench` does.
-import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+
+import { dieAs, importDuckDB, stokeRunner } from './common.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const STOKE = path.resolve(process.argv[2] || path.join(REPO, 'build', 'stoke'));
@@ -22,26 +22,13 @@ const BYTES = Number(process.env.BENCH_FOREIGN_BYTES || 16384);
 const WORK = path.resolve(process.env.BENCH_DIR || path.join(REPO, 'build', 'bench-foreign'));
 const REPS = Number(process.env.BENCH_REPS || 3);
 
-function die(msg) {
-  console.error(`foreign_file: ${msg}`);
-  process.exit(1);
-}
+const die = dieAs('foreign_file');
 if (!fs.existsSync(STOKE)) die(`no stoke binary at ${STOKE}`);
 if (!(ROWS > 0) || !(BYTES >= 64) || BYTES % 64 !== 0) die('need BENCH_FOREIGN_ROWS > 0 and BENCH_FOREIGN_BYTES a multiple of 64');
 
-let duckdb;
-try {
-  const require = createRequire(path.join(REPO, 'tests', 'interop', 'package.json'));
-  duckdb = await import(pathToFileURL(require.resolve('@duckdb/node-api')).href);
-} catch (e) {
-  die(`@duckdb/node-api is missing (run: cd tests/interop && npm ci): ${e.message}`);
-}
+const duckdb = await importDuckDB(REPO, die);
 
-function stoke(args) {
-  const r = spawnSync(STOKE, ['--no-progress', ...args.map(String)], { encoding: 'utf8', maxBuffer: 64 << 20 });
-  if (r.status !== 0) die(`stoke ${args.join(' ')} failed: ${r.stderr}`);
-  return r.stdout;
-}
+const stoke = stokeRunner(STOKE, die);
 
 const foreign = path.join(WORK, 'duckdb');
 const ours = path.join(WORK, 'stoke');

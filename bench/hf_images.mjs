@@ -14,9 +14,10 @@
 // Needs the interop tests' DuckDB package: (cd tests/interop && npm ci), as `make bench` does.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+
+import { dieAs, importDuckDB, stokeRunner } from './common.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const STOKE = path.resolve(process.argv[2] || path.join(REPO, 'build', 'stoke'));
@@ -26,26 +27,13 @@ const REPS = Number(process.env.BENCH_REPS || 3);
 const TRANSFORMS = ['random_resized_crop:224', 'hflip', 'to_tensor',
   'normalize:mean=0.485/0.456/0.406,std=0.229/0.224/0.225'];
 
-function die(msg) {
-  console.error(`hf_images: ${msg}`);
-  process.exit(1);
-}
+const die = dieAs('hf_images');
 if (!fs.existsSync(STOKE)) die(`no stoke binary at ${STOKE}`);
 if (!(IMAGES >= 100)) die('need BENCH_IMAGES >= 100');
 
-let duckdb;
-try {
-  const require = createRequire(path.join(REPO, 'tests', 'interop', 'package.json'));
-  duckdb = await import(pathToFileURL(require.resolve('@duckdb/node-api')).href);
-} catch (e) {
-  die(`@duckdb/node-api is missing (run: cd tests/interop && npm ci): ${e.message}`);
-}
+const duckdb = await importDuckDB(REPO, die);
 
-function stoke(args) {
-  const r = spawnSync(STOKE, ['--no-progress', ...args.map(String)], { encoding: 'utf8', maxBuffer: 64 << 20 });
-  if (r.status !== 0) die(`stoke ${args.join(' ')} failed: ${r.stderr}`);
-  return r.stdout;
-}
+const stoke = stokeRunner(STOKE, die);
 
 // The Parquet file of a `datasets` Image feature, from the ImageFolder.
 async function writeHuggingFace(folder, file) {
