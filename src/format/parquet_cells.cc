@@ -184,6 +184,19 @@ Status FlattenArrayRows(const ColumnLevels& levels, const ArrayLeaf& leaf, std::
   return Status::OK();
 }
 
+void FlattenDenseListRows(const DenseListPage& page, size_t value_size, std::vector<int64_t>* shape, ArrayRows* out) {
+  if (shape->empty() && !page.row_lengths.empty()) shape->push_back(page.row_lengths[0]);
+  const int64_t length = shape->size() == 1 ? (*shape)[0] : -1;
+  out->offsets.clear();
+  out->offsets.reserve(page.row_lengths.size());
+  size_t at = page.values_offset;
+  for (uint32_t n : page.row_lengths) {
+    out->offsets.push_back(n == length ? static_cast<uint32_t>(at) : ArrayRows::kNull);
+    at += size_t{n} * value_size;
+  }
+  out->value_size = length < 0 ? 0 : static_cast<size_t>(length) * value_size;
+}
+
 Status AppendArrayValues(const ParquetReader& reader, const ArrayLeaf& leaf, ValueVector values, AlignedBuffer* out) {
   const parquet::SchemaElement& stored = reader.metadata().schema[reader.columns()[leaf.leaf].schema_index];
   ColumnValues converted{std::move(values), {}};

@@ -54,6 +54,12 @@ struct ArrayRows {
 // An empty *shape is set from the first dense row.
 Status FlattenArrayRows(const ColumnLevels& levels, const ArrayLeaf& leaf, std::vector<int64_t>* shape, ArrayRows* out);
 
+// The rows of a dense list page (ParquetReader::ReadDenseListPage) as FlattenArrayRows gives them
+// for the same page: offsets[r] where row r's values start in the page's body, or kNull for a row
+// whose length is not `*shape`'s (an empty *shape is set from the first row). A page body is at most
+// 2 GiB (kMaxPageBytes), so every offset fits.
+void FlattenDenseListRows(const DenseListPage& page, size_t value_size, std::vector<int64_t>* shape, ArrayRows* out);
+
 // The shape of row `row` of a chunk's levels, or nullopt when that row is not a dense rectangular
 // array (or there is no such row).
 std::optional<std::vector<int64_t>> ArrayRowShape(const ColumnLevels& levels, const ArrayLeaf& leaf, int64_t row);

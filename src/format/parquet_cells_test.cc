@@ -63,6 +63,33 @@ TEST(FlattenArrayRows, TheShapeComesFromTheFirstDenseRow) {
   EXPECT_EQ(out.offsets, (std::vector<uint32_t>{ArrayRows::kNull, 0, 12}));
 }
 
+TEST(FlattenDenseListRows, AgreesWithFlattenArrayRowsOnADensePage) {
+  // Rows [a, b], [c, d], [e, f, g], [h, i] of a page whose values start at byte 100 of its body.
+  const ColumnLevels l = Levels({0, 1, 0, 1, 0, 1, 1, 0, 1}, std::vector<uint32_t>(9, 3));
+  std::vector<int64_t> levels_shape;
+  ArrayRows from_levels;
+  ASSERT_TRUE(FlattenArrayRows(l, Leaf(1, 3), &levels_shape, &from_levels).ok());
+  DenseListPage page;
+  page.row_lengths = {2, 2, 3, 2};
+  page.num_values = 9;
+  page.values_offset = 100;
+  std::vector<int64_t> shape;
+  ArrayRows out;
+  FlattenDenseListRows(page, 4, &shape, &out);
+  EXPECT_EQ(shape, levels_shape);
+  EXPECT_EQ(out.value_size, from_levels.value_size);
+  ASSERT_EQ(out.offsets.size(), from_levels.offsets.size());
+  for (size_t r = 0; r < out.offsets.size(); ++r) {
+    const uint32_t expected = from_levels.offsets[r] == ArrayRows::kNull ? ArrayRows::kNull : from_levels.offsets[r] + 100;
+    EXPECT_EQ(out.offsets[r], expected) << "row " << r;
+  }
+  // A shape given beforehand is checked, not learnt.
+  std::vector<int64_t> three = {3};
+  FlattenDenseListRows(page, 4, &three, &out);
+  EXPECT_EQ(out.offsets, (std::vector<uint32_t>{ArrayRows::kNull, ArrayRows::kNull, 116, ArrayRows::kNull}));
+  EXPECT_EQ(out.value_size, 12u);
+}
+
 // ---- Binary cells ----
 
 // A .npy file's bytes: float32 [2, 3], element k = id + k / 10.

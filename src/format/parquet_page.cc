@@ -22,7 +22,6 @@ int BitWidth(int64_t max_level) {
 
 }  // namespace
 
-
 // Reads the decompressed bytes of a page body.
 Status DecompressBody(parquet::Codec codec, ByteView stored, int64_t uncompressed_size, AlignedBuffer* out) {
   if (uncompressed_size < 0 || uncompressed_size > kMaxPageBytes) {
@@ -51,11 +50,9 @@ Status DecompressBody(parquet::Codec codec, ByteView stored, int64_t uncompresse
   return Decompress(codec, stored, out->mutable_view());
 }
 
-
-// Decodes the repetition and definition levels of one data page and locates its values.
-// `stored` is the page body as stored (after the header). In a v1 page the repetition levels come
-// first, then the definition levels, each with its 4-byte length prefix (RLE); in a v2 page both are
-// unprefixed and uncompressed before the values. Levels above the column's maxima are corruption.
+// The sections of one data page (parquet_page.h): in a v1 page the repetition levels come first,
+// then the definition levels, each with its 4-byte length prefix (RLE), all in the decompressed body;
+// in a v2 page both are unprefixed and uncompressed before the values.
 Status LocatePageSections(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
                           AlignedBuffer* scratch, PageSections* out) {
   if (h.type == PageType::kDataPage) {

@@ -52,10 +52,10 @@ Status DecodePageLevels(const LeafColumn& col, parquet::Codec codec, const parqu
                         AlignedBuffer* scratch, PageLevels* out);
 
 // A DenseListPage (parquet_reader.h) from one data page: decompresses the page into *body and reads
-// its levels run by run. False where the page is not
-// such a page (a level below the maximum definition, a repetition level of 2, an encoding other than
-// PLAIN, fewer value bytes than num_values * value_size): read it with DecodeLeveledDataPage, which
-// says what is wrong where something is. Errors as DecodePageLevels.
+// its levels run by run. False where the page is not such a page (a level below the maximum
+// definition, a repetition level of 2, an encoding other than PLAIN, fewer value bytes than
+// num_values * value_size): read it with DecodeLeveledDataPage, which says what is wrong where
+// something is. Errors as DecodePageLevels.
 Result<bool> ScanDenseListPage(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h,
                                ByteView stored, size_t value_size, AlignedBuffer* body, DenseListPage* out);
 

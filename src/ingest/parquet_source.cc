@@ -115,14 +115,12 @@ class ParquetSourceReader final : public SourceReader {
                                const ArrayLeaf& leaf, size_t column, RowGroupEncoder& enc, uint64_t* bytes) const {
     const std::vector<int64_t>& want = col.out.tensor->shape;
     if (leaf.depth != 1 || want.size() != 1 || !ArrayValuesAreStoredBytes(reader, leaf)) return false;
-    auto oi = reader.CachedOffsetIndex(g.group, leaf.leaf);
-    if (!oi.ok() || !*oi || (*oi)->page_locations.empty()) return false;
-    const size_t value_size = DTypeSize(leaf.dtype), row_bytes = value_size * static_cast<size_t>(want[0]);
+    const size_t value_size = DTypeSize(leaf.dtype);
     // Every page is checked before any row is appended, so that a page the general path must read
     // leaves nothing half done; the pages' bodies are kept meanwhile.
     struct Page {
       AlignedBuffer body;
-      DenseListPage dense;
+      ArrayRows rows;
       int64_t first = 0;  // its first row in the row group
     };
     std::vector<Page> pages;
@@ -137,23 +135,24 @@ class ParquetSourceReader final : public SourceReader {
     for (int64_t row = g.lo; row < g.hi;) {
       Page p;
       p.body = bodies_.Take();
-      // Anything unexpected (an OffsetIndex that disagrees with the pages, a page of another shape)
-      // is left to the general path, which reads the chunk without the index and names the problem.
-      auto dense = reader.ReadDenseListPage(g.group, leaf.leaf, row, value_size, &p.first, &p.body, &p.dense);
-      const int64_t end = p.first + static_cast<int64_t>(p.dense.row_lengths.size());
-      if (!dense.ok() || !*dense || end <= row || p.first > row || (!pages.empty() && p.first != row)) return false;
-      for (uint32_t n : p.dense.row_lengths) {
-        if (n != static_cast<uint32_t>(want[0])) return false;  // the general path names the row
-      }
+      DenseListPage dense;
+      // Anything unexpected (no OffsetIndex, one that disagrees with the pages, a row of another
+      // shape) is left to the general path, which reads the chunk without the index and names it.
+      auto read = reader.ReadDenseListPage(g.group, leaf.leaf, row, value_size, &p.first, &p.body, &dense);
+      const int64_t end = p.first + static_cast<int64_t>(dense.row_lengths.size());
+      if (!read.ok() || !*read || end <= row || p.first > row || (!pages.empty() && p.first != row)) return false;
+      std::vector<int64_t> shape = want;
+      FlattenDenseListRows(dense, value_size, &shape, &p.rows);
+      if (std::count(p.rows.offsets.begin(), p.rows.offsets.end(), ArrayRows::kNull) > 0) return false;
       row = end;
       pages.push_back(std::move(p));
     }
     for (const Page& p : pages) {
-      const int64_t lo = std::max(p.first, g.lo), hi = std::min(p.first + static_cast<int64_t>(p.dense.row_lengths.size()), g.hi);
+      const int64_t lo = std::max(p.first, g.lo), hi = std::min(p.first + static_cast<int64_t>(p.rows.offsets.size()), g.hi);
       for (int64_t r = lo; r < hi; ++r) {
-        const size_t at = p.dense.values_offset + static_cast<size_t>(r - p.first) * row_bytes;
-        STOKE_RETURN_IF_ERROR(enc.AppendTensor(column, ByteView(p.body.data() + at, row_bytes)));
-        *bytes += row_bytes;
+        const ByteView values(p.body.data() + p.rows.offsets[static_cast<size_t>(r - p.first)], p.rows.value_size);
+        STOKE_RETURN_IF_ERROR(enc.AppendTensor(column, values));
+        *bytes += p.rows.value_size;
       }
     }
     return true;

@@ -37,15 +37,10 @@ Result<std::shared_ptr<const DecodedPage>> ArrayCells::DecodeDense(const Place& 
   STOKE_ASSIGN_OR_RETURN(const bool is_dense, place.reader->ReadDenseListPage(place.row_group, leaf.leaf, place.row_in_group,
                                                                               value_size, &first, &decoded->body, &dense));
   if (!is_dense) return std::shared_ptr<const DecodedPage>();
-  if (shape->empty() && !dense.row_lengths.empty()) *shape = {static_cast<int64_t>(dense.row_lengths[0])};
-  const uint32_t row_values = shape->size() == 1 ? static_cast<uint32_t>((*shape)[0]) : 0;
-  decoded->value_size = row_values * value_size;
-  decoded->offsets.reserve(dense.row_lengths.size());
-  size_t at = dense.values_offset;
-  for (uint32_t n : dense.row_lengths) {
-    decoded->offsets.push_back(n == row_values && at <= UINT32_MAX - 1 ? static_cast<uint32_t>(at) : DecodedPage::kNull);
-    at += size_t{n} * value_size;
-  }
+  ArrayRows rows;
+  FlattenDenseListRows(dense, value_size, shape, &rows);
+  decoded->offsets = std::move(rows.offsets);
+  decoded->value_size = rows.value_size;
   return std::shared_ptr<const DecodedPage>(std::move(decoded));
 }
 
