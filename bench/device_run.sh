@@ -15,7 +15,8 @@
 #             (transforms_on="cuda"), with all cores and with 4 and 8 (images/s and GPU busy share);
 #   sizes     bench/sample_sizes.sh, warm and cold against fio, on this machine's disk;
 #   deepiq    python3 -m stoke.experiments deepiq --device cuda --scale small --storage local (no
-#             emulated blob store there), if time is left.
+#             emulated blob store there), if time is left (DEVICE_DEEPIQ_SCALE=default: its
+#             documented scale, 40 steps an epoch).
 #   bench/device_run.sh OUT_DIR    env: STOKE_PACK (archive; a relative path is taken from the
 #   repository's root), DEVICE_WORK (default .bench-device in
 #   the repository: on the machine's disk, not a tmpfs), DEVICE_BUDGET_S (default 480: later stages
@@ -59,8 +60,8 @@ tag() { grep -E '^\{' | sed "s/^{/{\"stage\":\"$1\",/" >>"$results"; }
 source bench/device_setup.sh
 
 if stage tests 60; then
-  STOKE_BIN=$STOKE_BIN PYTHONPATH=$PYTHONPATH timeout 120 "$py" -m pytest -q -p no:cacheprovider \
-    python/tests/test_gpu_images.py python/tests/test_cuda.py 2>&1 | tail -15
+  STOKE_BIN=$STOKE_BIN STOKE_PYTHONPATH=$PYTHONPATH timeout 120 "$py" -m pytest -q -p no:cacheprovider \
+    python/tests/test_gpu_images.py python/tests/test_cuda.py -rs 2>&1 | tail -25
   echo "{\"stage\":\"tests\",\"rc\":${PIPESTATUS[0]}}" >>"$results"
   say "stage tests done"
 fi
@@ -110,7 +111,7 @@ if stage sizes 120; then
 fi
 
 if stage deepiq 60; then
-  (cd "$work" && timeout $(($(left) - 5)) "$py" -m stoke.experiments deepiq --device cuda --scale small --storage local \
+  (cd "$work" && timeout $(($(left) - 5)) "$py" -m stoke.experiments deepiq --device cuda --scale "${DEVICE_DEEPIQ_SCALE:-small}" --storage local \
     --out "$work/deepiq" 2>&1 | tail -25 | tee -a "$summary")
   say "stage deepiq done"
 fi
