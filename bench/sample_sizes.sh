@@ -8,7 +8,9 @@
 #     shuffle) and fio's random reads of one mean page at queue depth 64 (bench/fio_limit.sh,
 #     DIRECT=0, block size = the mean page rounded up to 512 B) in alternation, BENCH_WARM_REPS pairs
 #     (default 3), reported as the median of the per-pair ratios: fio alone moves by up to a third
-#     from one warm run to the next on this machine;
+#     from one warm run to the next on this machine; after each pair `stoke bench memcpy`, the
+#     memory-copy limit (one copy per sample out of the mapped files, no system call, as many
+#     threads as the loader had workers), against which stoke is reported too;
 #   - cold: `stoke bench load --cold` (O_DIRECT) and fio DIRECT=1 (block size rounded up to 4 KiB)
 #     in alternation, BENCH_COLD_REPS pairs (default 3; the page cache is dropped before each stoke
 #     run, which needs root; otherwise the cold stoke rows are skipped), each fio run as long as the
@@ -121,6 +123,8 @@ print(math.ceil(b * secs / max(wall, 1e-3)) if wall < secs / 2 else 0)' "$(jget 
     record "$size" "warm stoke #$i" "$r"
     rss_kb=$(awk -F': *' -v max="$rss_kb" '/Maximum resident set size/ {print ($2 > max ? $2 : max)}' "$work/time.txt")
     record "$size" "warm fio #$i" "$(bash bench/fio_limit.sh "$table" "$bs_warm" "$qd" 0 "$seconds")"
+    record "$size" "warm memcpy #$i" "$("$stoke" bench memcpy "$table" --batch-size "$batch" \
+      --threads "$(jget "$r" workers)" --seconds "$seconds" --json | last_json)"
   done
   printf '{"size":"%s","run":"memory","max_rss_bytes":%d,"budget_bytes":%d,"codecs":"%s","samples":%d}\n' \
     "$size" "$((rss_kb * 1024))" "$((prefetch + 150000000))" "$codecs" "$n" >>"$results"
@@ -164,11 +168,11 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 sizes = list(dict.fromkeys(r["size"] for r in rows))
 def one(size, run):
     return next((r for r in rows if r["size"] == size and r["run"] == run), None)
-def pairs_of(size, kind):
-    """(stoke, fio) samples/s of the numbered pairs of `kind` (warm or cold) where both ran."""
+def pairs_of(size, kind, limit="fio"):
+    """(stoke, limit) samples/s of the numbered pairs of `kind` (warm or cold) where both ran."""
     out, i = [], 1
-    while one(size, f"{kind} fio #{i}"):
-        st, fi = one(size, f"{kind} stoke #{i}"), one(size, f"{kind} fio #{i}")
+    while one(size, f"{kind} {limit} #{i}"):
+        st, fi = one(size, f"{kind} stoke #{i}"), one(size, f"{kind} {limit} #{i}")
         if st:
             out.append((st["samples_per_s"], fi["samples_per_s"]))
         i += 1
@@ -204,6 +208,10 @@ for s in sizes:
                      f"{m['budget_bytes'] / 1e6:.0f}"))
     if warm:
         print(" " * 7 + "warm pairs (stoke/fio): " + ", ".join(f"{a:,.0f}/{b:,.0f}" for a, b in warm))
+    copies = pairs_of(s, "warm", "memcpy")
+    if copies:
+        print(" " * 7 + f"warm against the memory-copy limit (stoke/memcpy): " +
+              ", ".join(f"{a:,.0f}/{b:,.0f}" for a, b in copies) + f"; median {medians(copies)[2]:.0f} %")
     if pairs:
         print(" " * 7 + f"cold pairs (stoke/fio, fio buffers: {mem}): " + ", ".join(f"{a:,.0f}/{b:,.0f}" for a, b in pairs))
     if malloc:

@@ -1,5 +1,5 @@
-// stoke/bench.h: the loader as a training loop would drive it, and the naive baseline (one .npy file
-// per sample) on the same samples, reported alike.
+// stoke/bench.h: the loader as a training loop would drive it, the naive baseline (one .npy file per
+// sample) on the same samples, reported alike, and the memory-copy limit.
 #include <cstdio>
 #include <string>
 
@@ -24,7 +24,15 @@ stoke::Status Example(const std::string& dir) {
   files.compute_ms = 1;
   STOKE_ASSIGN_OR_RETURN(stoke::PerFileBenchReport read, stoke::RunPerFileBench(files));
   std::printf("%s\n", stoke::PerFileReportJson(read).c_str());
-  return example::Expect(loaded.samples == 128 && read.samples == 128, "128 samples each");
+
+  stoke::MemcpyBenchOptions copy;  // the warm limit: one memory copy per sample, no system call
+  copy.table_dir = table;
+  copy.batch_size = 16;
+  copy.seconds = 0.1;
+  STOKE_ASSIGN_OR_RETURN(stoke::MemcpyBenchReport copied, stoke::RunMemcpyBench(copy));
+  std::printf("%s\n", stoke::MemcpyReportJson(copied).c_str());
+  return example::Expect(loaded.samples == 128 && read.samples == 128 && copied.samples > 0,
+                         "128 samples each, and copies");
 }
 
 int main() { return example::Run(Example); }

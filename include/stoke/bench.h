@@ -130,6 +130,56 @@ std::string LoadReportJson(const LoadBenchReport& report);
 std::string FormatLoadReport(const LoadBenchReport& report);
 
 
+// ---- stoke bench memcpy: the warm limit ----------------------------------------------------------
+//
+// The most a loader can deliver from a warm local table: one memory copy per sample out of the page
+// cache, with no system call, no page header parsed and no check. The table's data files are mapped
+// read-only; for every row, its value's bytes in its page are found once, before the clock starts
+// (each page checked as the loader checks it, CRC included), and every 4 KiB page of them is touched,
+// so that the measured copies fault nothing in. Then `threads` threads each take the next batch of
+// epoch 0's global order (the loader's Sampler with `seed`, repeated after its end) and copy its rows
+// one after another into a batch buffer of their own, until `seconds` have passed. A page stored
+// compressed has no value to copy from: its stored bytes are copied instead (report.copies "pages").
+// The data files should be in the page cache first (`resident_share` says how much of them was).
+
+// What `stoke bench memcpy` copies and how.
+struct MemcpyBenchOptions {
+  std::string table_dir;   // Required. A local table directory.
+  std::string column;      // Default "": the table's first tensor or blob column.
+  int64_t batch_size = 32;  // Default 32, >= 1.
+  int threads = 0;         // Default 0: one per CPU this process may use (as the loader's workers).
+  double seconds = 4;      // Default 4, > 0: batches are started until this much time has passed.
+  uint64_t seed = 0;       // Default 0: the shuffle seed, as LoaderOptions::seed.
+};
+
+// What the reference measured.
+struct MemcpyBenchReport {
+  std::string column;            // the column copied
+  int64_t table_rows = 0;        // rows in the table
+  int64_t samples = 0;           // rows copied (a row copied twice counts twice)
+  int64_t batches = 0;           // batches copied
+  int64_t bytes = 0;             // bytes copied
+  double wall_s = 0;             // from starting the threads to the last one's end
+  int64_t batch_size = 0;        // as MemcpyBenchOptions::batch_size
+  int threads = 0;               // threads that copied
+  std::string copies;            // "values", or "pages" where some page is stored compressed
+  double sample_bytes_mean = 0;  // bytes per row copied
+  double resident_share = 0;     // of the data files' 4 KiB pages, the share in the page cache at the start
+
+  double samples_per_s() const { return wall_s > 0 ? samples / wall_s : 0; }    // samples / wall_s
+  double mb_per_s() const { return wall_s > 0 ? bytes / wall_s / 1e6 : 0; }     // bytes / wall_s, 10^6 bytes
+};
+
+// Errors: InvalidArgument for bad options, a table without rows or without the column, or a row not
+// in a page of its own (other writers' layouts that the loader reads by decoding); those of opening
+// the table's sample index and mapping its files; Corruption for a page that fails the loader's checks.
+Result<MemcpyBenchReport> RunMemcpyBench(const MemcpyBenchOptions& options);
+// {"tool":"memcpy","samples":...,"batches":...,"wall_s":...,"samples_per_s":...,"mb_per_s":...,
+//  "threads":...,"batch_size":...,"column":...,"table_rows":...,"copies":"values","sample_bytes_mean":...,
+//  "resident_share":...}
+std::string MemcpyReportJson(const MemcpyBenchReport& report);
+
+
 // ---- stoke bench delete-rows: a table with deletion vectors -----------------------------------
 //
 // Builds the input of the deletion-vector benchmarks (bench/deletion_vectors.sh): deletes a random

@@ -1,4 +1,5 @@
-// `stoke bench`: the loader on a table, and the naive per-file loop on the same samples.
+// `stoke bench`: the loader on a table, the naive per-file loop on the same samples, and the warm
+// memory-copy limit.
 #include <CLI/CLI.hpp>
 
 #include <fmt/format.h>
@@ -105,6 +106,47 @@ void AddBenchFiles(CLI::App* bench, std::vector<Command>* out) {
   bench_files->add_flag("--cold", pf.cold, "Read with O_DIRECT, bypassing the page cache");
   bench_files->add_flag("--json", pf_json, "Print one line of JSON");
   out->push_back({bench_files, [s]() -> int { return RunBenchFiles(*s); }});
+}
+
+// bench memcpy: the warm limit, one memory copy per sample.
+struct MemcpyState {
+  stoke::MemcpyBenchOptions o;
+  bool json = false;
+};
+
+int RunBenchMemcpy(const MemcpyState& st) {
+  auto r = stoke::RunMemcpyBench(st.o);
+  if (!r.ok()) return Fail(r.status());
+  if (st.json) {
+    std::printf("%s\n", stoke::MemcpyReportJson(*r).c_str());
+    return 0;
+  }
+  std::printf("bench memcpy: column '%s', %lld samples in %lld batches of %lld, %d thread%s, %.2f s; copies %s of "
+              "%.0f bytes; %.0f %% of the files' pages were in the page cache\n",
+              r->column.c_str(), static_cast<long long>(r->samples), static_cast<long long>(r->batches),
+              static_cast<long long>(r->batch_size), r->threads, r->threads == 1 ? "" : "s", r->wall_s,
+              r->copies.c_str(), r->sample_bytes_mean, 100 * r->resident_share);
+  std::printf("%14s %10s\n", "samples/s", "MB/s");
+  std::printf("%14.1f %10.1f\n", r->samples_per_s(), r->mb_per_s());
+  return 0;
+}
+
+void AddBenchMemcpy(CLI::App* bench, std::vector<Command>* out) {
+  auto s = std::make_shared<MemcpyState>();
+  auto& o = s->o;
+  auto* cmd = bench->add_subcommand(
+      "memcpy", "Reference: the warm limit on a local table, one memory copy per sample out of its memory-mapped "
+                "data files in the loader's shuffled order (no system call, no check), into batch buffers");
+  cmd->add_option("table", o.table_dir, "Local table directory (read it into the page cache first)")->required();
+  cmd->add_option("--column", o.column, "Tensor or blob column to copy (default: the first)");
+  cmd->add_option("--batch-size", o.batch_size, "Samples per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--threads", o.threads, "Copying threads (0 = one per available CPU, as the loader's workers)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--seconds", o.seconds, "Start batches for this long")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Shuffle seed (epoch 0's global order, as the loader's)")->capture_default_str();
+  cmd->add_flag("--json", s->json, "Print one line of JSON");
+  out->push_back({cmd, [s]() -> int { return RunBenchMemcpy(*s); }});
 }
 
 // bench load: the loader as a training loop drives it.
@@ -272,6 +314,7 @@ void AddBenchCommands(CLI::App& app, const Context& /*ctx*/, std::vector<Command
   bench->require_subcommand(1);
   AddBenchFiles(bench, out);
   AddBenchLoad(bench, out);
+  AddBenchMemcpy(bench, out);
   AddBenchDeleteRows(bench, out);
 }
 
