@@ -6,9 +6,12 @@
 #     the defaults (`stoke ingest`: the encoded bytes unchanged, one page per image).
 #   - the augmentations on both sides: RandomResizedCrop(224), RandomHorizontalFlip(), ToTensor(),
 #     Normalize(ImageNet mean, std); batches of 32 [3, 224, 224] float32, shuffled.
+#   - the same images ingested decoded too (`stoke ingest --decode 256`: 256x256 RGB pixels as a uint8
+#     tensor, no decoding when loading), for the disk/speed trade-off;
 #   - runs, warm page cache (each data set read once right before its runs): `stoke bench load` with
 #     --threads 1 and with one thread per core (whole epochs), and once more at 1 thread with
-#     --no-jpeg-region (every JPEG decoded whole: what decoding only the crop's region gains); torchvision with num_workers 0 and 2
+#     --no-jpeg-region (every JPEG decoded whole: what decoding only the crop's region gains); the
+#     same on the decoded table (1 thread and one per core); torchvision with num_workers 0 and 2
 #     (bench/torchvision_images.py; at most BENCH_TORCH_BATCHES batches each, default 100, after 2
 #     warm-up batches). Each row: images/s, busy seconds per stage where known (stoke: fetch, decode,
 #     transform, ...; torchvision w0: decode, transform), and peak RSS (/usr/bin/time -v: the largest
@@ -37,6 +40,7 @@ torch_batches=${BENCH_TORCH_BATCHES:-100}
 py=/usr/bin/python3  # Debian's: it has torch, torchvision and PIL
 batch=32
 size=224
+decode_size=256      # the decoded table's pixels: 256x256 RGB, torchvision's usual resize before a 224 crop
 prefetch=536870912   # stoke's default --prefetch-bytes
 
 die() { echo "images: $*" >&2; exit 1; }
@@ -71,6 +75,12 @@ if [ ! -d "$table/_delta_log" ] || [ "$("$stoke" query "$table" --count)" -ne "$
   rm -rf "$table"
   "$stoke" --no-progress ingest "$src" --table "$table" >/dev/null
 fi
+decoded=$work/table-decoded
+if [ ! -d "$decoded/_delta_log" ] || [ "$("$stoke" query "$decoded" --count)" -ne "$images" ]; then
+  note "ingesting them decoded (--decode $decode_size) into $decoded"
+  rm -rf "$decoded"
+  "$stoke" --no-progress ingest "$src" --table "$decoded" --decode "$decode_size" >/dev/null
+fi
 warm() { find "$1" -type f -print0 | xargs -0 cat >/dev/null; }
 
 # run LABEL CMD...: runs CMD under /usr/bin/time -v, takes the last JSON object line of its stdout,
@@ -98,8 +108,9 @@ print(json.dumps(r))' "$label" "$work/time.txt" >>"$results" || die "'$label' pr
 
 tf=(--transform "random_resized_crop:$size" --transform hflip --transform to_tensor
   --transform "normalize:mean=0.485/0.456/0.406,std=0.229/0.224/0.225")
-load=("$stoke" bench load "$table" --batch-size "$batch" --shuffle global --epochs 1 --prefetch-bytes "$prefetch"
-  "${tf[@]}" --json)
+load_args=(--batch-size "$batch" --shuffle global --epochs 1 --prefetch-bytes "$prefetch" "${tf[@]}" --json)
+load=("$stoke" bench load "$table" "${load_args[@]}")
+load_decoded=("$stoke" bench load "$decoded" "${load_args[@]}")
 epoch_batches=$(((images + batch - 1) / batch))
 tb=$((torch_batches < epoch_batches ? torch_batches : epoch_batches))
 warmup=$((tb > 4 ? 2 : 0))
@@ -109,6 +120,10 @@ warm "$table"
 run "stoke threads=1" "${load[@]}" --threads 1
 run "stoke threads=1 whole" "${load[@]}" --threads 1 --no-jpeg-region
 run "stoke threads=$(nproc)" "${load[@]}" --threads 0
+note "warming the page cache with the decoded table"
+warm "$decoded"
+run "stoke decoded threads=1" "${load_decoded[@]}" --threads 1
+run "stoke decoded threads=$(nproc)" "${load_decoded[@]}" --threads 0
 note "warming the page cache with the JPEG files"
 warm "$src"
 for w in 0 2; do
@@ -147,10 +162,11 @@ echo
 echo "images: $images generated JPEGs (200-500 px), RandomResizedCrop($size) + RandomHorizontalFlip + ToTensor +" \
   "Normalize, batches of $batch, shuffled, warm page cache; $(nproc) cores," \
   "$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo) RAM"
-"$py" - "$results" "$prefetch" <<'PY'
+"$py" - "$results" "$prefetch" "$(du -sb "$table" | cut -f1)" "$(du -sb "$decoded" | cut -f1)" "$decode_size" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 prefetch = int(sys.argv[2])
+jpeg_bytes, decoded_bytes, decode_size = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 fmt = "{:<22} {:>9} {:>10} {:>11}  {}"
 print(fmt.format("run", "samples/s", "wait share", "peak RSS MB", "busy seconds per stage"))
 for r in rows:
@@ -167,7 +183,17 @@ one = {r["run"]: r for r in images}
 if "stoke threads=1" in one and "stoke threads=1 whole" in one:
     gain = one["stoke threads=1"]["samples_per_s"] / one["stoke threads=1 whole"]["samples_per_s"]
     print(f"-- decoding only the crop's region (default) / whole JPEGs (--no-jpeg-region), 1 thread: {gain:.2f}x")
-images = [r for r in images if r["run"] != "stoke threads=1 whole"]  # the verdicts compare the defaults
+best = lambda runs: max(runs, key=lambda r: r["samples_per_s"])
+jpeg = best([r for r in images if r["run"].startswith("stoke threads=") and r["run"] != "stoke threads=1 whole"])
+dec = [r for r in images if r["run"].startswith("stoke decoded")]
+if dec:
+    dec = best(dec)
+    print(f"-- decoded pixels (ingest --decode {decode_size}): {dec['samples_per_s']:.0f} images/s against "
+          f"{jpeg['samples_per_s']:.0f} from the JPEG table ({dec['samples_per_s'] / jpeg['samples_per_s']:.2f}x), "
+          f"for {decoded_bytes / 1e6:.0f} MB on disk against {jpeg_bytes / 1e6:.0f} MB "
+          f"({decoded_bytes / jpeg_bytes:.2f}x)")
+# the verdicts compare the defaults
+images = [r for r in images if r["run"] != "stoke threads=1 whole" and not r["run"].startswith("stoke decoded")]
 stoke = max((r for r in images if r["tool"] == "stoke"), key=lambda r: r["samples_per_s"])
 torch = max((r for r in images if r["tool"].startswith("torchvision")), key=lambda r: r["samples_per_s"])
 ratio = stoke["samples_per_s"] / torch["samples_per_s"]
@@ -186,4 +212,4 @@ print(f"-- memory: stoke's peak RSS {peak:.0f} MiB; prefetch budget {prefetch / 
 PY
 echo "raw results: $results"
 
-if [ -z "${BENCH_KEEP:-}" ]; then rm -rf "$src" "$table" "$h5" "$h5_table" "$work/stderr.txt" "$work/time.txt"; fi
+if [ -z "${BENCH_KEEP:-}" ]; then rm -rf "$src" "$table" "$decoded" "$h5" "$h5_table" "$work/stderr.txt" "$work/time.txt"; fi
