@@ -69,6 +69,7 @@ bench: build
 	@bash bench/deletion_vectors.sh $(BUILD)/stoke
 	@bash bench/load_vs_baselines.sh $(BUILD)/stoke
 	@bash bench/sample_sizes.sh $(BUILD)/stoke
+	@bash bench/codec_cost.sh $(BUILD)/stoke
 	@bash bench/blob_storage.sh $(BUILD)/stoke
 	@bash bench/optimize_blob.sh $(BUILD)/stoke
 	@bash bench/scale.sh $(BUILD)/stoke

@@ -190,8 +190,9 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
       after it was ingested): "skip" reports it in changed_files and leaves it out, "append" adds
       the new version as new rows, "error" raises before anything is written.
     codec: "auto" (per column chunk: zstd where it saves at least 10 % of the bytes, else
-      uncompressed, so noisy float tensors and encoded images stay uncompressed and fast to load), or
-      one of "zstd", "lz4_raw", "snappy", "gzip", "uncompressed" for every chunk.
+      uncompressed; tensor and blob columns keep zstd only where their pages average 64 KiB or more
+      and it saves at least 90 %, so that samples load fast), or one of "zstd", "lz4_raw", "snappy",
+      "gzip", "uncompressed" for every chunk.
     rows_per_file: exactly this many rows per data file (0: files of about target_file_bytes).
     partition_by: a labels column to partition by (Hive-style directories).
     shard: (index, count) to ingest only shard `index` of `count`, a contiguous part of the sorted

@@ -113,12 +113,8 @@ void DescribeCodecChoice(const parquet::ColumnMetaData& cm, size_t name_w, std::
     auto choice = Json::parse(*kv.value, nullptr, false);
     if (choice.is_discarded()) continue;
     (*jc)["codec_choice"] = choice;
-    const double raw = choice.value("trial_bytes", 0.0), stored = choice.value("trial_compressed_bytes", 0.0);
-    if (raw > 0) {
-      text << fmt::format("  {:<{}}  codec chosen: {} saved {:.1f} % of the first {} pages' bytes (kept when >= {:.0f} %)\n",
-                          "", name_w, choice.value("requested", "?"), 100.0 * (1.0 - stored / raw),
-                          FormatBytes(static_cast<uint64_t>(raw)), 100.0 * choice.value("min_saving", 0.0));
-    }
+    const std::string why = CodecChoiceText(*kv.value);
+    if (!why.empty()) text << fmt::format("  {:<{}}  codec chosen: {}\n", "", name_w, why);
   }
 }
 

@@ -160,7 +160,9 @@ bool CreatedByStoke(const std::optional<std::string>& created_by) {
 // the bytes alone, so the same data always gets the same codec.
 class ChunkPageWriter {
  public:
-  ChunkPageWriter(const WriterOptions& options, EncodedColumnChunk* chunk) : options_(&options), chunk_(chunk) {
+  // `per_sample`: the chunk of a tensor or blob column (WriterOptions::sample_codec_min_saving).
+  ChunkPageWriter(const WriterOptions& options, EncodedColumnChunk* chunk, bool per_sample = false)
+      : options_(&options), chunk_(chunk), per_sample_(per_sample) {
     if (options.codec == parquet::Codec::kUncompressed || options.min_codec_saving <= 0) codec_ = options.codec;
     chunk_->meta.codec = options.codec;
   }
@@ -197,18 +199,32 @@ class ChunkPageWriter {
     int64_t first_row;
   };
 
-  void Decide() {
+  // Whether the trial pages shrank enough to keep the codec; records the choice and why.
+  bool Keep() {
     const double raw = static_cast<double>(held_raw_.size());
     const double stored = static_cast<double>(held_stored_.size());
-    const bool keep = raw > 0 && stored <= raw * (1.0 - options_->min_codec_saving);
+    const bool per_sample = per_sample_ && options_->sample_codec_min_page_bytes > 0;
+    const double min_saving =
+        per_sample ? std::max(options_->min_codec_saving, options_->sample_codec_min_saving) : options_->min_codec_saving;
+    bool keep = raw > 0 && stored <= raw * (1.0 - min_saving);
+    if (per_sample) keep = keep && raw >= static_cast<double>(held_.size() * options_->sample_codec_min_page_bytes);
     codec_ = keep ? options_->codec : parquet::Codec::kUncompressed;
-    chunk_->meta.codec = *codec_;
     nlohmann::json why = {{"requested", parquet::CodecName(options_->codec)},
                           {"chosen", parquet::CodecName(*codec_)},
                           {"trial_bytes", held_raw_.size()},
                           {"trial_compressed_bytes", held_stored_.size()},
-                          {"min_saving", options_->min_codec_saving}};
+                          {"min_saving", min_saving}};
+    if (per_sample) {
+      why["trial_pages"] = held_.size();
+      why["min_page_bytes"] = options_->sample_codec_min_page_bytes;
+    }
     chunk_->meta.key_value_metadata.push_back({std::string(kCodecChoiceKey), why.dump()});
+    return keep;
+  }
+
+  void Decide() {
+    const bool keep = Keep();
+    chunk_->meta.codec = *codec_;
     for (const HeldPage& p : held_) {
       ByteView body(held_raw_.data() + p.raw_offset, p.raw_size);
       ByteView stored_body = keep ? ByteView(held_stored_.data() + p.stored_offset, p.stored_size) : body;
@@ -221,6 +237,7 @@ class ChunkPageWriter {
 
   const WriterOptions* options_;
   EncodedColumnChunk* chunk_;
+  bool per_sample_ = false;
   std::optional<parquet::Codec> codec_;  // set once decided
   AlignedBuffer scratch_;       // the compressed form of the page being added
   std::vector<HeldPage> held_;  // trial pages, in order
@@ -255,10 +272,14 @@ int64_t EncodedRowGroup::byte_size() const {
 
 Status SetCodecPolicy(Codec codec, WriterOptions* options) {
   options->min_codec_saving = 0;
+  options->sample_codec_min_saving = 0;
+  options->sample_codec_min_page_bytes = 0;
   switch (codec) {
     case Codec::kAuto:
       options->codec = parquet::Codec::kZstd;
       options->min_codec_saving = WriterOptions{}.min_codec_saving;
+      options->sample_codec_min_saving = kSampleCodecMinSaving;
+      options->sample_codec_min_page_bytes = kSampleCodecMinPageBytes;
       return Status::OK();
     case Codec::kZstd: options->codec = parquet::Codec::kZstd; return Status::OK();
     case Codec::kLz4Raw: options->codec = parquet::Codec::kLz4Raw; return Status::OK();
@@ -376,7 +397,7 @@ void RowGroupEncoder::ResetTensor(size_t column) {
   t = TensorState();
   if (pool_ != nullptr) t.chunk.bytes = pool_->Take();
   InitChunkMeta(columns_[column], options_, &t.chunk.meta);
-  t.pages = std::make_unique<ChunkPageWriter>(options_, &t.chunk);
+  t.pages = std::make_unique<ChunkPageWriter>(options_, &t.chunk, /*per_sample=*/true);
 }
 
 RowGroupEncoder::~RowGroupEncoder() = default;

@@ -38,6 +38,15 @@ struct WriterOptions {
   // kCodecChoiceKey. 0 = always `codec` (what an explicit --codec asks for).
   double min_codec_saving = 0.10;
   int64_t codec_trial_bytes = 1 << 20;  // Default 1 MiB.
+  // The choice for a tensor or blob column, whose pages the loader reads one sample at a time
+  // (docs/benchmarks.md, "Compression and the loader"). Default 0 and 0: as for the other columns.
+  // `stoke`'s tools (SetCodecPolicy with kAuto) set kSampleCodecMinSaving and
+  // kSampleCodecMinPageBytes: a chunk keeps `codec` only when its trial pages average at least
+  // sample_codec_min_page_bytes of body and shrink by at least sample_codec_min_saving (and by
+  // min_codec_saving). Smaller reads cost a request each whatever their size, so saved bytes buy
+  // nothing, and decoding costs the loader more than the bytes it saves unless they shrink a lot.
+  double sample_codec_min_saving = 0;
+  int64_t sample_codec_min_page_bytes = 0;
   // Default 0: every tensor (and blob) row is a page of its own, so that reading one sample reads only its bytes
   // (and its page CRC covers exactly them). > 0: rows smaller than this are packed several to a page
   // of about this size (fewer pages for full scans by other readers, at the price of reading the
@@ -57,9 +66,22 @@ struct WriterOptions {
   bool sync_on_close = true;
 };
 
+// What `auto` asks of a tensor or blob chunk before it keeps ZSTD (bench/codec_cost.sh on 2 cores:
+// for savings of 60 % zstd made loading 2.5-6.7x slower warm and up to 1.4x slower cold; 89 %, 3.3x
+// slower warm and even cold; 98 %, even warm and 3x faster cold; see docs/benchmarks.md,
+// "Compression and the loader").
+inline constexpr double kSampleCodecMinSaving = 0.90;
+inline constexpr int64_t kSampleCodecMinPageBytes = int64_t{64} << 10;
+
 // Column-chunk key-value metadata key holding the codec choice as JSON: {"requested", "chosen",
-// "trial_bytes", "trial_compressed_bytes", "min_saving"} (see WriterOptions::min_codec_saving).
+// "trial_bytes", "trial_compressed_bytes", "min_saving"}, and for a tensor or blob chunk under
+// sample_codec_min_page_bytes > 0 also "trial_pages" and "min_page_bytes" (see
+// WriterOptions::min_codec_saving and sample_codec_min_saving).
 inline constexpr std::string_view kCodecChoiceKey = "stoke.codec";
+// A recorded choice (the JSON under kCodecChoiceKey) for people: "zstd saved 60.7 % of the first
+// 1.0 MiB (4 pages of 256.0 KiB on average); kept when >= 90 % and pages average >= 64.0 KiB".
+// Empty when the JSON is not a choice with trial bytes.
+std::string CodecChoiceText(std::string_view json_text);
 
 class ChunkPageWriter;
 
@@ -193,8 +215,9 @@ class ParquetFileWriter {
   bool closed_ = false;
 };
 
-// Sets options->codec and options->min_codec_saving for a tool's codec: kAuto (ZSTD for each column
-// chunk that it shrinks by at least 10 %, UNCOMPRESSED for the others) or one codec for every chunk.
+// Sets options->codec and the choice's thresholds for a tool's codec: kAuto (ZSTD for each column
+// chunk that it shrinks by at least 10 %, and for a tensor or blob chunk only where its pages average
+// 64 KiB or more and shrink by at least 90 %; UNCOMPRESSED for the others) or one codec for every chunk.
 Status SetCodecPolicy(Codec codec, WriterOptions* options);
 // As above, the codec named as ParseCodec reads it (a table's configuration "stoke.codec").
 Status SetCodecPolicy(std::string_view name, WriterOptions* options);

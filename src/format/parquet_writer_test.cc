@@ -1,5 +1,6 @@
-// The writer's choices: the codec of each column chunk (WriterOptions::min_codec_saving) and the page
-// layout of tensor columns. Reading back byte for byte is checked in parquet_reader_test.cc.
+// The writer's choices: the codec of each column chunk (WriterOptions::min_codec_saving, and
+// sample_codec_min_saving for tensor chunks under `auto`) and the page layout of tensor columns.
+// Reading back byte for byte is checked in parquet_reader_test.cc.
 #include "format/parquet_writer.h"
 
 #include <gtest/gtest.h>
@@ -182,14 +183,76 @@ TEST(CodecChoice, ExplicitCodecIsAlwaysUsedAndNotAnnotated) {
   ExpectRowsReadBack(w, 2);
 }
 
+WriterOptions AutoPolicy() {
+  WriterOptions o;
+  EXPECT_TRUE(SetCodecPolicy("auto", &o).ok());
+  return o;
+}
+
+TEST(CodecChoice, AutoKeepsZstdForSamplePagesOnlyWhereTheyAreLargeAndShrinkALot) {
+  TempDir dir;
+  // 36 KB pages that ZSTD shrinks by over 90 %: below 64 KiB a read costs a request whatever its
+  // size, so the tensor stays uncompressed; the labels are compressed as before.
+  Written small = WriteFile(dir, "small.parquet", 9000, 40, AutoPolicy(), [&](int r) { return SmoothTensor(9000, r); });
+  auto r = ParquetReader::Open(LocalStorage(), small.path);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(ChunkMeta(**r, 2).codec, Codec::kUncompressed);
+  EXPECT_EQ(ChunkMeta(**r, 1).codec, Codec::kZstd);
+  auto why = CodecChoice(ChunkMeta(**r, 2));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_DOUBLE_EQ((*why)["min_saving"].get<double>(), kSampleCodecMinSaving);
+  EXPECT_EQ((*why)["min_page_bytes"].get<int64_t>(), kSampleCodecMinPageBytes);
+  EXPECT_EQ((*why)["trial_pages"].get<int64_t>(), 30);  // 30 pages of 36,004 bytes pass the 1 MiB trial
+  EXPECT_LT((*why)["trial_compressed_bytes"].get<double>(), 0.1 * (*why)["trial_bytes"].get<double>());
+  EXPECT_FALSE(CodecChoice(ChunkMeta(**r, 1)).value().contains("trial_pages"));
+  ExpectRowsReadBack(small, 2);
+
+  // 80 KB pages that shrink by over 90 %: kept.
+  Written large = WriteFile(dir, "large.parquet", 20000, 20, AutoPolicy(), [&](int r) { return SmoothTensor(20000, r); });
+  r = ParquetReader::Open(LocalStorage(), large.path);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(ChunkMeta(**r, 2).codec, Codec::kZstd);
+  ExpectRowsReadBack(large, 2);
+
+  // 80 KB pages, half noise and half zeros (ZSTD saves about half): not enough.
+  Rng rng(9);
+  Written half = WriteFile(dir, "half.parquet", 20000, 20, AutoPolicy(),
+                           [&](int) { return NoiseTensor(rng, 10000) + std::string(40000, '\0'); });
+  r = ParquetReader::Open(LocalStorage(), half.path);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(ChunkMeta(**r, 2).codec, Codec::kUncompressed);
+  why = CodecChoice(ChunkMeta(**r, 2));
+  ASSERT_TRUE(why.has_value());
+  const double saved = 1 - (*why)["trial_compressed_bytes"].get<double>() / (*why)["trial_bytes"].get<double>();
+  EXPECT_GT(saved, 0.4);
+  EXPECT_LT(saved, kSampleCodecMinSaving);
+  ExpectRowsReadBack(half, 2);
+}
+
+TEST(CodecChoice, TheRecordedChoiceReadsAsText) {
+  EXPECT_EQ(CodecChoiceText(R"({"requested":"ZSTD","chosen":"UNCOMPRESSED","trial_bytes":1048576,)"
+                            R"("trial_compressed_bytes":419430,"min_saving":0.75,"trial_pages":4,"min_page_bytes":65536})"),
+            "ZSTD saved 60.0 % of the first 1.0 MiB (4 pages of 256.0 KiB on average); kept when >= 75 % and pages "
+            "average >= 64.0 KiB");
+  EXPECT_EQ(CodecChoiceText(R"({"requested":"ZSTD","chosen":"ZSTD","trial_bytes":2048,"trial_compressed_bytes":1024,)"
+                            R"("min_saving":0.1})"),
+            "ZSTD saved 50.0 % of the first 2.0 KiB; kept when >= 10 %");
+  EXPECT_EQ(CodecChoiceText("not json"), "");
+  EXPECT_EQ(CodecChoiceText(R"({"trial_bytes":0})"), "");
+}
+
 TEST(CodecChoice, PolicyNames) {
   WriterOptions o;
   ASSERT_TRUE(SetCodecPolicy("AUTO", &o).ok());
   EXPECT_EQ(o.codec, Codec::kZstd);
   EXPECT_DOUBLE_EQ(o.min_codec_saving, 0.10);
+  EXPECT_DOUBLE_EQ(o.sample_codec_min_saving, kSampleCodecMinSaving);
+  EXPECT_EQ(o.sample_codec_min_page_bytes, kSampleCodecMinPageBytes);
   ASSERT_TRUE(SetCodecPolicy("uncompressed", &o).ok());
   EXPECT_EQ(o.codec, Codec::kUncompressed);
   EXPECT_EQ(o.min_codec_saving, 0);
+  EXPECT_EQ(o.sample_codec_min_saving, 0);
+  EXPECT_EQ(o.sample_codec_min_page_bytes, 0);
   ASSERT_TRUE(SetCodecPolicy("lz4_raw", &o).ok());
   EXPECT_EQ(o.codec, Codec::kLz4Raw);
   Status bad = SetCodecPolicy("brotli", &o);
