@@ -37,7 +37,8 @@ prefetch=536870912   # stoke's default --prefetch-bytes
 torch_seconds=25     # target length of each DataLoader run
 cold_reps=${BENCH_COLD_REPS:-3}   # alternating cold stoke / fio pairs
 fio_cold_seconds=8   # each cold fio run
-# The table's page codec: stoke's default (auto: per column chunk, zstd only where it saves >= 10 %).
+# The table's page codec: stoke's default (auto: per column chunk, zstd only where it saves >= 10 %;
+# tensor columns only where it saves >= 90 % of pages averaging >= 64 KiB).
 codec=${BENCH_CODEC:-auto}
 
 die() { echo "load_vs_baselines: $*" >&2; exit 1; }

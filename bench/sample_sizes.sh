@@ -122,9 +122,13 @@ print(math.ceil(b * secs / max(wall, 1e-3)) if wall < secs / 2 else 0)' "$(jget 
     if [ "$i" -gt 1 ]; then r=$("$timebin" -v -o "$work/time.txt" "${load[@]}" | last_json); fi
     record "$size" "warm stoke #$i" "$r"
     rss_kb=$(awk -F': *' -v max="$rss_kb" '/Maximum resident set size/ {print ($2 > max ? $2 : max)}' "$work/time.txt")
-    record "$size" "warm fio #$i" "$(bash bench/fio_limit.sh "$table" "$bs_warm" "$qd" 0 "$seconds")"
-    record "$size" "warm memcpy #$i" "$("$stoke" bench memcpy "$table" --batch-size "$batch" \
-      --threads "$(jget "$r" workers)" --seconds "$seconds" --json | last_json)"
+    # Each measurement into a variable first: a failing command then stops the script (set -e)
+    # instead of recording an empty line.
+    f=$(bash bench/fio_limit.sh "$table" "$bs_warm" "$qd" 0 "$seconds")
+    record "$size" "warm fio #$i" "$f"
+    m=$("$stoke" bench memcpy "$table" --batch-size "$batch" --threads "$(jget "$r" workers)" --seconds "$seconds" \
+      --json | last_json)
+    record "$size" "warm memcpy #$i" "$m"
   done
   printf '{"size":"%s","run":"memory","max_rss_bytes":%d,"budget_bytes":%d,"codecs":"%s","samples":%d}\n' \
     "$size" "$((rss_kb * 1024))" "$((prefetch + 150000000))" "$codecs" "$n" >>"$results"
@@ -141,10 +145,12 @@ print(math.ceil(b * secs / max(wall, 1e-3)) if wall < secs / 2 else 0)' "$(jget 
       fio_seconds=$("$py" -c 'import sys; print(max(3, round(float(sys.argv[1]))))' "$(jget "$r" wall_s)")
     fi
     drop_caches
-    record "$size" "cold fio #$i" "$(bash bench/fio_limit.sh "$table" "$bs_cold" "$qd" 1 "$fio_seconds")"
+    f=$(bash bench/fio_limit.sh "$table" "$bs_cold" "$qd" 1 "$fio_seconds")
+    record "$size" "cold fio #$i" "$f"
     # fio with its default buffers (4 KiB pages), the limit as earlier runs measured it.
     drop_caches
-    record "$size" "cold fio-malloc #$i" "$(FIO_MEM=malloc bash bench/fio_limit.sh "$table" "$bs_cold" "$qd" 1 "$fio_seconds")"
+    f=$(FIO_MEM=malloc bash bench/fio_limit.sh "$table" "$bs_cold" "$qd" 1 "$fio_seconds")
+    record "$size" "cold fio-malloc #$i" "$f"
   done
 
   if [ "$size" = 360k ]; then

@@ -139,8 +139,9 @@ std::string FormatLoadReport(const LoadBenchReport& report);
 // so that the measured copies fault nothing in. Then `threads` threads each take the next batch of
 // epoch 0's global order (the loader's Sampler with `seed`, repeated after its end) and copy its rows
 // one after another into a batch buffer of their own, until `seconds` have passed. A page stored
-// compressed has no value to copy from: its stored bytes are copied instead (report.copies "pages").
-// The data files should be in the page cache first (`resident_share` says how much of them was).
+// compressed has no value to copy from: its stored bytes are copied instead, unchecked, for each of
+// its rows (report.copies "pages"). The data files should be in the page cache first
+// (`resident_share` says how much of them was).
 
 // What `stoke bench memcpy` copies and how.
 struct MemcpyBenchOptions {
@@ -148,7 +149,7 @@ struct MemcpyBenchOptions {
   std::string column;      // Default "": the table's first tensor or blob column.
   int64_t batch_size = 32;  // Default 32, >= 1.
   int threads = 0;         // Default 0: one per CPU this process may use (as the loader's workers).
-  double seconds = 4;      // Default 4, > 0: batches are started until this much time has passed.
+  double seconds = 4;      // Default 4, > 0, at most 30 days: batches are started until this much time has passed.
   uint64_t seed = 0;       // Default 0: the shuffle seed, as LoaderOptions::seed.
 };
 
@@ -170,9 +171,10 @@ struct MemcpyBenchReport {
   double mb_per_s() const { return wall_s > 0 ? bytes / wall_s / 1e6 : 0; }     // bytes / wall_s, 10^6 bytes
 };
 
-// Errors: InvalidArgument for bad options, a table without rows or without the column, or a row not
-// in a page of its own (other writers' layouts that the loader reads by decoding); those of opening
-// the table's sample index and mapping its files; Corruption for a page that fails the loader's checks.
+// Errors: InvalidArgument for bad options, a table without rows or without the column, a row not in
+// a page of its own (other writers' layouts that the loader reads by decoding), or batches too large
+// to allocate; those of opening the table's sample index and mapping its files; Corruption for an
+// uncompressed page that fails the loader's checks.
 Result<MemcpyBenchReport> RunMemcpyBench(const MemcpyBenchOptions& options);
 // {"tool":"memcpy","samples":...,"batches":...,"wall_s":...,"samples_per_s":...,"mb_per_s":...,
 //  "threads":...,"batch_size":...,"column":...,"table_rows":...,"copies":"values","sample_bytes_mean":...,

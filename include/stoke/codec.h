@@ -10,7 +10,8 @@ namespace stoke {
 
 // How data pages are compressed (Parquet's framing of each codec; docs/format.md).
 enum class Codec {
-  kAuto,          // per column chunk: ZSTD where it saves at least 10 % of the bytes, else uncompressed
+  kAuto,          // per column chunk: ZSTD where it saves at least 10 % of the bytes (tensor and blob
+                  // columns: at least 90 %, of pages averaging 64 KiB or more), else uncompressed
   kZstd,          // ZSTD for every chunk
   kLz4Raw,        // LZ4_RAW (the LZ4 block format) for every chunk
   kSnappy,        // SNAPPY for every chunk

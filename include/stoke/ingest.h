@@ -56,8 +56,9 @@ struct IngestOptions {
   // and stores it resized to exactly that size (PIL's antialiased bilinear, as torchvision's
   // Resize((height, width))) as a [height, width, 3] uint8 tensor, for users who trade disk for CPU.
   std::vector<int64_t> decode_images;
-  // Default kAuto: per column chunk, ZSTD where it saves at least 10 % of the bytes, else
-  // uncompressed; or one codec for every chunk. Recorded in the table (configuration "stoke.codec",
+  // Default kAuto: per column chunk, ZSTD where it saves at least 10 % of the bytes (tensor and blob
+  // columns: at least 90 %, of pages averaging 64 KiB or more), else uncompressed; or one codec for
+  // every chunk. Recorded in the table (configuration "stoke.codec",
   // as CodecName spells it) when this ingest creates or overwrites it; OPTIMIZE keeps it.
   Codec codec = Codec::kAuto;
   int compression_level = 0;              // default 0: the codec's default level (zstd 1..19, gzip 1..9)

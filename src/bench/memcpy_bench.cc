@@ -90,6 +90,7 @@ Result<CopyPlan> MakePlan(const SampleIndex& index, size_t column) {
     STOKE_ASSIGN_OR_RETURN(ByteView bytes, RowBytes(index, plan, column, row, &scratch));
     plan.whole_pages |= index.Find(row, column).codec != parquet::Codec::kUncompressed;
     for (size_t i = 0; i < bytes.size(); i += 4096) sink = sink + bytes[i];
+    if (!bytes.empty()) sink = sink + bytes.back();  // the last page, where the value does not start on one
     plan.rows.push_back(bytes);
     plan.max_bytes = std::max(plan.max_bytes, bytes.size());
     plan.total_bytes += bytes.size();
@@ -109,12 +110,11 @@ struct CopyRun {
   std::atomic<uint64_t> bytes{0};
 };
 
-// One thread: takes the next batch, copies its rows one after another into its batch buffer, until
-// the deadline.
-void CopyBatches(CopyRun* run) {
+// One thread: takes the next batch, copies its rows one after another into `batch` (its own buffer,
+// faulted in before the clock started), until the deadline.
+void CopyBatches(CopyRun* run, AlignedBuffer* buffer) {
   const size_t n = run->order->size();
-  AlignedBuffer batch(run->batch_size * run->plan->max_bytes);
-  std::memset(batch.data(), 0, batch.size());
+  AlignedBuffer& batch = *buffer;
   int64_t samples = 0, batches = 0;
   uint64_t bytes = 0;
   while (NowNanos() < run->deadline) {
@@ -145,11 +145,45 @@ Result<std::vector<int64_t>> GlobalOrder(int64_t rows, uint64_t seed) {
   return order;
 }
 
+constexpr double kMaxSeconds = 30 * 24 * 3600;  // a month
+
 Status CheckOptions(const MemcpyBenchOptions& options) {
   if (options.table_dir.empty()) return Status::InvalidArgument("`table_dir` is required");
   if (options.batch_size < 1) return Status::InvalidArgument(fmt::format("`batch_size` must be >= 1, got {}", options.batch_size));
   if (options.threads < 0) return Status::InvalidArgument(fmt::format("`threads` must be >= 0, got {}", options.threads));
-  if (!(options.seconds > 0)) return Status::InvalidArgument(fmt::format("`seconds` must be > 0, got {}", options.seconds));
+  if (!(options.seconds > 0 && options.seconds <= kMaxSeconds)) {
+    return Status::InvalidArgument(fmt::format("`seconds` must be > 0 and at most {}, got {}", kMaxSeconds, options.seconds));
+  }
+  return Status::OK();
+}
+
+// Copies batches on `threads` threads for `seconds`, each into a buffer of its own that is allocated
+// and faulted in before the clock starts; fills the report's counts and wall time.
+Status RunCopies(const CopyPlan& plan, const std::vector<int64_t>& order, const MemcpyBenchOptions& options,
+                 MemcpyBenchReport* report) {
+  const auto batch_size = static_cast<size_t>(options.batch_size);
+  if (plan.max_bytes > 0 && batch_size > (size_t{1} << 40) / plan.max_bytes) {
+    return Status::InvalidArgument(fmt::format("a batch of {} samples of up to {} bytes is too large to copy into",
+                                               batch_size, plan.max_bytes));
+  }
+  std::vector<AlignedBuffer> buffers;
+  for (int t = 0; t < report->threads; ++t) {
+    buffers.emplace_back(batch_size * plan.max_bytes);
+    std::memset(buffers.back().data(), 0, buffers.back().size());
+  }
+  CopyRun run;
+  run.plan = &plan;
+  run.order = &order;
+  run.batch_size = batch_size;
+  const int64_t start = NowNanos();
+  run.deadline = start + static_cast<int64_t>(options.seconds * 1e9);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < report->threads; ++t) threads.emplace_back(CopyBatches, &run, &buffers[static_cast<size_t>(t)]);
+  for (auto& t : threads) t.join();
+  report->wall_s = (NowNanos() - start) * 1e-9;
+  report->samples = run.samples.load();
+  report->batches = run.batches.load();
+  report->bytes = static_cast<int64_t>(run.bytes.load());
   return Status::OK();
 }
 
@@ -173,19 +207,7 @@ Result<MemcpyBenchReport> RunMemcpyBench(const MemcpyBenchOptions& options) {
   report.resident_share =
       plan.file_pages > 0 ? static_cast<double>(plan.resident_pages) / static_cast<double>(plan.file_pages) : 0;
 
-  CopyRun run;
-  run.plan = &plan;
-  run.order = &order;
-  run.batch_size = static_cast<size_t>(options.batch_size);
-  const int64_t start = NowNanos();
-  run.deadline = start + static_cast<int64_t>(options.seconds * 1e9);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < report.threads; ++t) threads.emplace_back(CopyBatches, &run);
-  for (auto& t : threads) t.join();
-  report.wall_s = (NowNanos() - start) * 1e-9;
-  report.samples = run.samples.load();
-  report.batches = run.batches.load();
-  report.bytes = static_cast<int64_t>(run.bytes.load());
+  STOKE_RETURN_IF_ERROR(RunCopies(plan, order, options, &report));
   return report;
 }
 

@@ -43,7 +43,8 @@ struct WriterOptions {
   // `stoke`'s tools (SetCodecPolicy with kAuto) set kSampleCodecMinSaving and
   // kSampleCodecMinPageBytes: a chunk keeps `codec` only when its trial pages average at least
   // sample_codec_min_page_bytes of body and shrink by at least sample_codec_min_saving (and by
-  // min_codec_saving). Smaller reads cost a request each whatever their size, so saved bytes buy
+  // min_codec_saving). Both apply only where a trial runs (min_codec_saving > 0) and only together
+  // (sample_codec_min_page_bytes > 0). Smaller reads cost a request each whatever their size, so saved bytes buy
   // nothing, and decoding costs the loader more than the bytes it saves unless they shrink a lot.
   double sample_codec_min_saving = 0;
   int64_t sample_codec_min_page_bytes = 0;
@@ -66,10 +67,10 @@ struct WriterOptions {
   bool sync_on_close = true;
 };
 
-// What `auto` asks of a tensor or blob chunk before it keeps ZSTD (bench/codec_cost.sh on 2 cores:
-// for savings of 60 % zstd made loading 2.5-6.7x slower warm and up to 1.4x slower cold; 89 %, 3.3x
-// slower warm and even cold; 98 %, even warm and 3x faster cold; see docs/benchmarks.md,
-// "Compression and the loader").
+// What `auto` asks of a tensor or blob chunk before it keeps ZSTD (bench/codec_cost.sh on 2 cores,
+// zstd against uncompressed samples/s: 60 % saved, 0.15-0.40x warm and 0.70-1.08x cold; 89 %,
+// 0.26-0.30x warm and 0.97-1.16x cold; 98 %, 0.67-1.01x warm and 2.7-3.0x cold; see
+// docs/benchmarks.md, "Compression and the loader").
 inline constexpr double kSampleCodecMinSaving = 0.90;
 inline constexpr int64_t kSampleCodecMinPageBytes = int64_t{64} << 10;
 
