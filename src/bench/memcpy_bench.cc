@@ -57,11 +57,10 @@ Status MapFiles(const SampleIndex& index, CopyPlan* plan) {
   return Status::OK();
 }
 
-// The bytes of row `row`: its value (the page is checked as the loader checks it, CRC included) or,
-// for a compressed page, the stored page.
-Result<ByteView> RowBytes(const SampleIndex& index, const CopyPlan& plan, size_t column, int64_t row,
+// The bytes of the row at `loc`: its value (the page is checked as the loader checks it, CRC
+// included) or, for a compressed page, the stored page.
+Result<ByteView> RowBytes(const SampleIndex& index, const CopyPlan& plan, const SampleIndex::Location& loc,
                           AlignedBuffer* scratch) {
-  const SampleIndex::Location loc = index.Find(row, column);
   const std::string context = fmt::format("{} row {}", index.FilePath(loc.file), loc.row_in_file);
   if (loc.needs_decode) {
     return Status::InvalidArgument(context + ": not in a page of its own (another writer's layout, read by "
@@ -87,8 +86,9 @@ Result<CopyPlan> MakePlan(const SampleIndex& index, size_t column) {
   AlignedBuffer scratch;
   volatile uint8_t sink = 0;
   for (int64_t row = 0; row < index.num_rows(); ++row) {
-    STOKE_ASSIGN_OR_RETURN(ByteView bytes, RowBytes(index, plan, column, row, &scratch));
-    plan.whole_pages |= index.Find(row, column).codec != parquet::Codec::kUncompressed;
+    const SampleIndex::Location loc = index.Find(row, column);
+    STOKE_ASSIGN_OR_RETURN(ByteView bytes, RowBytes(index, plan, loc, &scratch));
+    plan.whole_pages |= loc.codec != parquet::Codec::kUncompressed;
     for (size_t i = 0; i < bytes.size(); i += 4096) sink = sink + bytes[i];
     if (!bytes.empty()) sink = sink + bytes.back();  // the last page, where the value does not start on one
     plan.rows.push_back(bytes);
