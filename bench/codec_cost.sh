@@ -28,8 +28,7 @@ note() { echo "codec_cost: $*" >&2; }
 mkdir -p "$work"
 results=$work/results.jsonl
 : >"$results"
-can_drop=0
-if [ -w /proc/sys/vm/drop_caches ] && [ "$(id -u)" -eq 0 ]; then can_drop=1; fi
+source bench/common.sh  # can_drop, drop_caches
 
 # The sources: NAME KIND COUNT ELEMENTS (.npy files, seeded).
 specs=("tokens4k tokens 20000 1024" "tokens64k tokens 4000 16384" "tokens360k tokens 1500 90000"
@@ -68,8 +67,7 @@ load() {  # TABLE MODE(warm|cold) -> samples/s
     find "$1" -name '*.parquet' -print0 | xargs -0 cat >/dev/null
     args+=(--epochs 3)
   else
-    sync
-    echo 3 >/proc/sys/vm/drop_caches
+    drop_caches
     args+=(--epochs 1 --cold)
   fi
   "$stoke" "${args[@]}" | grep -E '^\{' | tail -1 |

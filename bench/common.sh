@@ -1,6 +1,14 @@
 # Sourced by the benchmark scripts: the seed data set shared by load_vs_baselines.sh and
-# train_volumes.sh (both default to BENCH_DIR=build/bench-load), reused when it is already there, and
-# the emulated blob storage of blob_storage.sh and optimize_blob.sh.
+# train_volumes.sh (both default to BENCH_DIR=build/bench-load), reused when it is already there, the
+# emulated blob storage of blob_storage.sh and optimize_blob.sh, and dropping the page cache for the
+# cold runs.
+
+# can_drop: 1 where this process may drop the page cache (root, /proc/sys/vm/drop_caches writable),
+# else 0 (the cold runs are skipped then). drop_caches: writes dirty pages back and drops the page
+# cache where it may, else does nothing.
+can_drop=0
+if [ -w /proc/sys/vm/drop_caches ] && [ "$(id -u)" -eq 0 ]; then can_drop=1; fi
+drop_caches() { if [ "$can_drop" = 1 ]; then sync; echo 3 >/proc/sys/vm/drop_caches; fi; }
 
 # volumes_and_table STOKE VOL TABLE N CODEC: N volumes (seed 0) in VOL, written unless VOL holds
 # exactly N .npy files, and their table in TABLE (tensor column `data`, page codec CODEC), ingested

@@ -65,9 +65,6 @@ mkdir -p "$work"
 volumes_and_table "$stoke" "$vol" "$table" "$samples" "$codec"
 
 # ---- helpers ------------------------------------------------------------------------------------
-can_drop=0
-if [ -w /proc/sys/vm/drop_caches ] && [ "$(id -u)" -eq 0 ]; then can_drop=1; fi
-drop_caches() { if [ "$can_drop" = 1 ]; then sync; echo 3 >/proc/sys/vm/drop_caches; fi; }
 warm_npy() { find "$vol" -maxdepth 1 -name '*.npy' -print0 | xargs -0 cat >/dev/null; }
 warm_table() { find "$table" -name '*.parquet' -print0 | xargs -0 cat >/dev/null; }
 

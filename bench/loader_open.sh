@@ -10,6 +10,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
+source bench/common.sh  # can_drop, drop_caches
 stoke=${1:-build/stoke}
 samples=${BENCH_OPEN_SAMPLES:-200000}
 files=${BENCH_OPEN_FILES:-500}
@@ -47,9 +48,6 @@ if [ "$have" -ne "$data_files" ]; then
     >/dev/null
 fi
 
-can_drop=0
-if [ -w /proc/sys/vm/drop_caches ] && [ "$(id -u)" -eq 0 ]; then can_drop=1; fi
-
 # open_s MODE CACHE: median open_s of 3 runs, in seconds. MODE warm|cold (cold drops the page cache
 # before each run); CACHE none|cached (none removes T/_stoke before each run). Checks that the
 # loader says it used the cache exactly when there was one.
@@ -58,7 +56,7 @@ open_s() {
   "$stoke" bench load "$table" --batches 1 --json >/dev/null  # builds the cache, warms the files
   for _ in 1 2 3; do
     if [ "$cache" = none ]; then rm -rf "$table/_stoke"; fi
-    if [ "$mode" = cold ]; then sync; echo 3 >/proc/sys/vm/drop_caches; fi
+    if [ "$mode" = cold ]; then drop_caches; fi
     out=$("$stoke" bench load "$table" --batches 1 --json)
     runs+=("$("$py" -c '
 import json, sys

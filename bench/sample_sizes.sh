@@ -29,6 +29,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
+source bench/common.sh  # can_drop, drop_caches
 stoke=${1:-build/stoke}
 work=${BENCH_DIR:-build/bench-sizes}
 warm_reps=${BENCH_WARM_REPS:-3}
@@ -50,9 +51,6 @@ command -v fio >/dev/null || die "fio is not installed (apt-get install fio)"
 mkdir -p "$work"
 results=$work/results.jsonl
 : >"$results"
-can_drop=0
-if [ -w /proc/sys/vm/drop_caches ] && [ "$(id -u)" -eq 0 ]; then can_drop=1; fi
-drop_caches() { if [ "$can_drop" = 1 ]; then sync; echo 3 >/proc/sys/vm/drop_caches; fi; }
 jget() { "$py" -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 # last_json: the last line of stdin that is a JSON object.
 last_json() { grep -E '^\{' | tail -1; }
