@@ -1,7 +1,7 @@
-# Sourced by the benchmark scripts: the seed data set shared by load_vs_baselines.sh and
-# train_volumes.sh (both default to BENCH_DIR=build/bench-load), reused when it is already there, the
-# emulated blob storage of blob_storage.sh and optimize_blob.sh, and dropping the page cache for the
-# cold runs.
+# Sourced by the benchmark scripts: the sample sizes of sample_sizes.sh and builds_ab.sh, the seed
+# data set shared by load_vs_baselines.sh and train_volumes.sh (both default to
+# BENCH_DIR=build/bench-load), reused when it is already there, the emulated blob storage of
+# blob_storage.sh and optimize_blob.sh, and dropping the page cache for the cold runs.
 
 # can_drop: 1 where this process may drop the page cache (root, /proc/sys/vm/drop_caches writable),
 # else 0 (the cold runs are skipped then). drop_caches: writes dirty pages back and drops the page
@@ -9,6 +9,20 @@
 can_drop=0
 if [ -w /proc/sys/vm/drop_caches ] && [ "$(id -u)" -eq 0 ]; then can_drop=1; fi
 drop_caches() { if [ "$can_drop" = 1 ]; then sync; echo 3 >/proc/sys/vm/drop_caches; fi; }
+
+# size_spec NAME -> "shape channels samples": float32 samples of the named size (512, 16k, 115k, 360k
+# or 4m), and how many make a table of about 0.5-1.6 GB (the page cache here holds about 7 GB).
+# Fails for another name.
+size_spec() {
+  case "$1" in
+    512) echo "8,4,4 1 100000" ;;       # 128 floats = 512 B
+    16k) echo "16,16,16 1 30000" ;;     # 4,096 floats = 16 KiB
+    115k) echo "24,24,10 5 8000" ;;     # 28,800 floats = 115 KB
+    360k) echo "30,30,10 10 4000" ;;    # the seed volume: 90,000 floats = 360 KB
+    4m) echo "32,32,32 32 400" ;;       # 1,048,576 floats = 4 MiB
+    *) return 1 ;;
+  esac
+}
 
 # volumes_and_table STOKE VOL TABLE N CODEC: N volumes (seed 0) in VOL, written unless VOL holds
 # exactly N .npy files, and their table in TABLE (tensor column `data`, page codec CODEC), ingested

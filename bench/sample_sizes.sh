@@ -29,7 +29,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
-source bench/common.sh  # can_drop, drop_caches
+source bench/common.sh  # can_drop, drop_caches, size_spec
 stoke=${1:-build/stoke}
 work=${BENCH_DIR:-build/bench-sizes}
 warm_reps=${BENCH_WARM_REPS:-3}
@@ -56,21 +56,9 @@ jget() { "$py" -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])
 last_json() { grep -E '^\{' | tail -1; }
 record() { printf '{"size":"%s","run":"%s",%s\n' "$1" "$2" "${3#\{}" >>"$results"; }
 
-# size NAME -> "shape channels samples": float32 samples of the named size, and how many make a
-# table of about 0.5-1.6 GB (the page cache here holds about 7 GB).
-spec() {
-  case "$1" in
-    512) echo "8,4,4 1 100000" ;;       # 128 floats = 512 B
-    16k) echo "16,16,16 1 30000" ;;     # 4,096 floats = 16 KiB
-    115k) echo "24,24,10 5 8000" ;;     # 28,800 floats = 115 KB
-    360k) echo "30,30,10 10 4000" ;;    # the seed volume: 90,000 floats = 360 KB
-    4m) echo "32,32,32 32 400" ;;       # 1,048,576 floats = 4 MiB
-    *) die "unknown size '$1' (expected 512 16k 115k 360k 4m)" ;;
-  esac
-}
-
 for size in $sizes; do
-  read -r shape channels n <<<"$(spec "$size")"
+  sp=$(size_spec "$size") || die "unknown size '$size' (expected 512 16k 115k 360k 4m)"
+  read -r shape channels n <<<"$sp"
   n=$((n / ${BENCH_SCALE:-1}))
   vol=$work/$size/volumes table=$work/$size/table
   # Data from an earlier BENCH_KEEP run is reused when it was made with the same spec.
