@@ -1,6 +1,6 @@
 // The loader's run loop (loader_impl.h): a run's threads (the producer, the completer) are started
-// and stopped here, and the consumer's Next() waits for the oldest batch; epoch, resume state and
-// statistics.
+// and stopped here; the producer plans each batch and submits its reads, and the consumer's Next()
+// waits for the oldest batch; epoch, resume state and statistics.
 #include "loader/loader_impl.h"
 
 namespace stoke {
@@ -35,9 +35,8 @@ Status Loader::Impl::StartRun() {
     running_ = true;
     ++run_;
     stop_ = false;
-    producer_done_ = false;
-    producer_error_ = Status::OK();
-    submitted_ = taken_ = completed_ = 0;
+    queue_.Reset();
+    completer_->Reset();
     ids_delivered_ = 0;
     end_reached_ = false;
     epoch_done_ = false;
@@ -46,7 +45,7 @@ Status Loader::Impl::StartRun() {
     const int64_t run = run_;
     try {
       producer_ = std::thread([this, run] { ProducerLoop(run); });
-      if (fetcher_) completer_ = std::thread([this] { CompleterLoop(); });
+      if (fetcher_) completer_thread_ = std::thread([this] { completer_->Run(); });
       return Status::OK();
     } catch (const std::system_error& e) {  // the system refused a thread (RLIMIT_NPROC, a pids limit)
       refused = e.what();
@@ -68,48 +67,33 @@ void Loader::Impl::StopRun() {
     }
     stop_ = true;
   }
-  { MutexLock pl(&pool_->mu); }  // a producer about to wait in AcquireSlot sees stop_
-  pool_->cv.SignalAll();
-  completer_cv_.SignalAll();
+  slots_->Wake();  // a producer waiting in Acquire sees stop_
+  completer_->Wake();
   if (producer_.joinable()) producer_.join();
-  if (completer_.joinable()) completer_.join();
-  {
-    MutexLock l(&mu_);
-    while (tasks_ != 0) tasks_cv_.Wait(&mu_);
-    // Batches planned but not delivered go back to the free list.
-    for (Slot* s : queue_) {
-      MutexLock pl(&pool_->mu);
-      pool_->free.push_back(s);
-    }
-    queue_.clear();
-    running_ = false;
-    epoch_done_ = false;
-    failed_ = false;
-    ids_delivered_ = 0;
-    end_reached_ = false;
-  }
-  pool_->cv.SignalAll();
+  if (completer_thread_.joinable()) completer_thread_.join();
+  decoder_->WaitIdle();
+  queue_.Drain(slots_.get());  // batches planned but not delivered go back to the free list
+  MutexLock l(&mu_);
+  running_ = false;
+  epoch_done_ = false;
+  failed_ = false;
+  ids_delivered_ = 0;
+  end_reached_ = false;
 }
 
 void Loader::Impl::ProducerLoop(int64_t run) {
-  NameThisThread("producer");
+  telemetry_.NameThisThread("producer");
   std::vector<int64_t> ids;
   std::vector<Read> slow;
   std::vector<FetchRequest> requests;
-  const std::function<void(size_t)> on_started = [this](size_t n) {
-    {
-      MutexLock l(&mu_);
-      submitted_ += static_cast<int64_t>(n);
-    }
-    completer_cv_.Signal();
-  };
+  const std::function<void(size_t)> on_started = [this](size_t n) { completer_->Started(n); };
   int64_t batch_index = 0;
   Status error;
   try {
     AllocationFaults::Instance().Check();
     ids.resize(batch_rows_);
     // At most one read per cell of a batch.
-    requests.reserve(batch_rows_ * std::max<size_t>(tensors_.size(), 1));
+    requests.reserve(batch_rows_ * std::max<size_t>(columns_.tensors().size(), 1));
   } catch (const std::bad_alloc&) {
     error = OutOfMemory([&] { return fmt::format("the sample ids of a batch of {}", o_.batch_size); });
   }
@@ -124,17 +108,53 @@ void Loader::Impl::ProducerLoop(int64_t run) {
     ++batch_index;
     SubmitBatch(s, slow, requests, on_started);
   }
-  {
-    // Reads submitted by this thread must complete before it exits: io_uring cancels (ECANCELED) the
-    // requests of a task that exits while they are queued for its async workers.
-    MutexLock l(&mu_);
-    while (completed_ != submitted_) completed_cv_.Wait(&mu_);
-    producer_done_ = true;
-    producer_error_ = std::move(error);
+  completer_->ProducerDone();  // waits for the reads this thread started
+  queue_.ProducerDone(std::move(error));
+}
+
+Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vector<int64_t>& ids,
+                                      std::vector<Read>* slow) {
+  const int64_t t0 = NowNanos();
+  const size_t n = sampler_->NextBatch(ids.data(), ids.size());
+  if (n == 0 || (o_.drop_last && n < static_cast<size_t>(o_.batch_size))) return static_cast<Slot*>(nullptr);
+  STOKE_ASSIGN_OR_RETURN(Slot* s, slots_->Acquire(stop_));
+  if (s == nullptr) return s;
+  try {
+    s->now_files.clear();  // nothing pinned yet (Unplan unpins what is listed)
+    s->now_reads.clear();
+    AllocationFaults::Instance().Check();
+    FillSlot(s, run, batch_index, ids, n, slow);
+    telemetry_.Trace(TraceStage::kPlan, t0, NowNanos(), s->index, 0);
+    queue_.Push(s);  // last: when it throws, the slot was not queued
+  } catch (const std::bad_alloc&) {
+    reads_now_->Unplan(s);
+    slots_->PutBack(s);
+    return OutOfMemory([&] { return fmt::format("planning batch {} ({} samples)", batch_index, n); });
   }
-  ready_events_.fetch_add(1, std::memory_order_release);
-  cv_.SignalAll();
-  completer_cv_.SignalAll();
+  return s;
+}
+
+void Loader::Impl::FillSlot(Slot* s, int64_t run, int64_t batch_index, const std::vector<int64_t>& ids, size_t n,
+                            std::vector<Read>* slow) {
+  s->run = run;
+  s->epoch = sampler_->epoch();
+  s->index = batch_index;
+  s->size = static_cast<int64_t>(n);
+  s->rows.resize(n);
+  for (size_t i = 0; i < n; ++i) s->rows[i] = columns_.scalars().TableRow(ids[i]);
+  {
+    MutexLock l(&s->mu);
+    s->error = Status::OK();
+    s->skipped.assign(n, 0);
+    s->skipped_count = 0;
+  }
+  s->pending = static_cast<int64_t>(n * columns_.tensors().size()) + 1;  // reaches the consumer through the queue's lock
+  const int64_t tc = NowNanos();
+  columns_.scalars().Gather(s->rows, {&s->scalars, &s->strings, &s->scalar_valid});
+  telemetry_.Trace(TraceStage::kCollate, tc, NowNanos(), s->index, 0);
+  slow->clear();
+  planner_->Plan(s, slow);
+  reads_now_->Plan(s);
 }
 
 void Loader::Impl::SubmitBatch(Slot* s, const std::vector<Read>& slow, std::vector<FetchRequest>& requests,
@@ -142,9 +162,9 @@ void Loader::Impl::SubmitBatch(Slot* s, const std::vector<Read>& slow, std::vect
   // The slot is queued: from here on it completes through FinishPending, whatever fails.
   for (auto& r : slow) {
     const ReadMember m = r.members[0];
-    if (Status st = SubmitSlowDecode(s, m.sample, m.column); !st.ok()) {
-      FailBatch(s, std::move(st));
-      FinishPending(s, 1);
+    if (Status st = decoder_->SubmitSlow(s, m.sample, m.column); !st.ok()) {
+      SampleDecoder::FailBatch(s, std::move(st));
+      queue_.FinishPending(s, 1);
     }
   }
   // The batch's reads go to the fetcher together (one system call where nothing waits); the
@@ -160,146 +180,38 @@ void Loader::Impl::SubmitBatch(Slot* s, const std::vector<Read>& slow, std::vect
   // The reads at once first: until they are done their files stay pinned, and a Submit below may
   // wait for a descriptor (a batch can span more files than max_open_files) that only they free.
   // Those the page cache cannot serve join the fetcher's.
-  if (!s->now_reads.empty()) ReadClaimedNow(s, &requests);
+  if (!s->now_reads.empty()) reads_now_->ReadClaimed(s, &requests);
   // The read a request stands for.
   auto read_of = [s](const FetchRequest& q) -> Read& { return s->reads[static_cast<size_t>(q.tag & 0xFFFFFFFFu)]; };
   for (size_t g = 0; g < requests.size();) {
     if (stop_) {
       // Not submitted: account their samples as done so the slot can complete.
-      for (; g < requests.size(); ++g) FinishPending(s, static_cast<int64_t>(read_of(requests[g]).members.size()));
+      for (; g < requests.size(); ++g) queue_.FinishPending(s, static_cast<int64_t>(read_of(requests[g]).members.size()));
       break;
     }
     size_t queued = 0;
     Status st = fetcher_->Submit(std::span(requests).subspan(g), &queued, on_started);
     g += queued;
     if (!st.ok()) {  // out of memory, or a request the planner should not have made: not the sample's fault
-      FailBatch(s, std::move(st));
-      FinishPending(s, static_cast<int64_t>(read_of(requests[g]).members.size()));
+      SampleDecoder::FailBatch(s, std::move(st));
+      queue_.FinishPending(s, static_cast<int64_t>(read_of(requests[g]).members.size()));
       ++g;
     }
   }
-  FinishPending(s, 1);  // planning done
-}
-
-void Loader::Impl::TaskDone() {
-  MutexLock l(&mu_);
-  if (--tasks_ == 0) tasks_cv_.SignalAll();
-}
-
-void Loader::Impl::CompleterLoop() {
-  NameThisThread("fetch-completion");
-  // Results are taken in groups (all that completed, up to kMaxTaken) and their reads handed to the
-  // workers in groups: per-read locks and wake-ups cost more than small cached reads themselves.
-  constexpr size_t kMaxTaken = 64;
-  std::array<FetchResult, kMaxTaken> results;
-  std::array<Read*, kMaxTaken> reads{};
-  std::array<Slot*, kMaxTaken> slots{};
-  for (;;) {
-    size_t wanted;
-    {
-      MutexLock l(&mu_);
-      while (submitted_ == taken_ && !producer_done_) completer_cv_.Wait(&mu_);
-      if (submitted_ == taken_) return;  // the producer is done and every read was taken
-      wanted = static_cast<size_t>(std::min<int64_t>(submitted_ - taken_, kMaxTaken));
-      taken_ += static_cast<int64_t>(wanted);
-    }
-    // Blocks until at least one of the `wanted` outstanding reads completes; the rest of `wanted`
-    // that did not come back yet are given back to taken_ below.
-    const size_t n = fetcher_->Next(results.data(), wanted);
-    {
-      MutexLock l(&mu_);
-      taken_ -= static_cast<int64_t>(wanted - n);
-      completed_ += static_cast<int64_t>(n);
-    }
-    completed_cv_.SignalAll();
-    const int64_t now = NowNanos();
-    {
-      MutexLock l(&pool_->mu);  // `all` may grow on the producer thread
-      for (size_t k = 0; k < n; ++k) slots[k] = pool_->all[static_cast<size_t>(results[k].tag >> 32)].get();
-    }
-    size_t live = 0;
-    for (size_t k = 0; k < n; ++k) {
-      FetchResult& r = results[k];
-      Slot* s = slots[k];
-      Read& read = s->reads[static_cast<size_t>(r.tag & 0xFFFFFFFFu)];
-      Trace(TraceStage::kFetch, read.submit_ns, now, s->index, read.length);
-      stat_bytes_read_ += read.length;
-      read.status = std::move(r.status);
-      read.out_of_memory = r.out_of_memory;
-      read.bytes = r.bytes();  // the buffer's memory does not move with it
-      read.tail_crc = r.tail_crc;
-      read.data = std::move(r.data);
-      read.next_in_task = nullptr;
-      if (stop_) {
-        if (read.status.ok()) fetcher_->Release(std::move(read.data));
-        FinishPending(s, static_cast<int64_t>(read.members.size()));
-        continue;
-      }
-      reads[live++] = &read;
-    }
-    HandOutDecodes(reads.data(), live);
-  }
-}
-
-void Loader::Impl::HandOutDecodes(Read* const* reads, size_t live) {
-  // Uncompressed reads that leave this little to do (a batch of 512-byte samples from the page
-  // cache, or split reads whose sample a reading thread already put in its row and checksummed)
-  // are decoded here: a header, a CRC and a copy cost less than waking a worker, and at 10,000s
-  // of batches a second the hand-offs were what bounded the loader. Anything to decompress or
-  // transform goes to the workers, on every core.
-  constexpr uint64_t kInlineBytes = 32 << 10;
-  uint64_t live_bytes = 0;
-  bool plain = true;
-  for (size_t k = 0; k < live && plain; ++k) {
-    live_bytes += DecodeBytes(*reads[k]);
-    for (const ReadMember& m : reads[k]->members) {
-      plain = plain && m.codec == parquet::Codec::kUncompressed && tensors_[m.column].direct();
-    }
-  }
-  if (plain && live_bytes <= kInlineBytes) {
-    for (size_t k = 0; k < live; ++k) DecodeRead(*reads[k]);
-    return;
-  }
-  // One task per share of the workers, but a new task once one holds kTaskBytes, so that large
-  // reads are still decoded in parallel.
-  constexpr uint64_t kTaskBytes = 256 << 10;
-  const size_t workers = workers_->size();
-  const size_t per_task = (live + workers - 1) / std::max<size_t>(workers, 1);
-  for (size_t k = 0; k < live;) {
-    size_t end = k + 1;
-    uint64_t bytes = reads[k]->length;
-    while (end < live && end - k < per_task && bytes < kTaskBytes) {
-      reads[end - 1]->next_in_task = reads[end];
-      bytes += reads[end]->length;
-      ++end;
-    }
-    if (Status st = SubmitDecode(reads[k]); !st.ok()) {
-      for (size_t j = k; j < end; ++j) {
-        Read& read = *reads[j];
-        FailBatch(read.slot, st);
-        if (read.status.ok()) fetcher_->Release(std::move(read.data));
-        FinishPending(read.slot, static_cast<int64_t>(read.members.size()));
-      }
-    }
-    k = end;
-  }
+  queue_.FinishPending(s, 1);  // planning done
 }
 
 bool Loader::Impl::WaitAwake(int64_t deadline) {
   const Slot* missed = nullptr;  // a batch whose reads at once met the disk: left to the producer
   for (bool first = true;; first = false) {
-    const uint64_t seen = ready_events_.load(std::memory_order_acquire);
+    const uint64_t seen = queue_.events();
     Slot* s = nullptr;
-    {
-      MutexLock l(&mu_);
-      if (FrontReadyLocked()) return first;
-      if (!queue_.empty()) s = queue_.front();  // stays the consumer's to read: only this thread pops the queue
-    }
-    if (s != nullptr && s != missed && s->now_next.load(std::memory_order_relaxed) < s->now_reads.size()) {
-      if (ReadClaimedNow(s, nullptr)) missed = s;
+    if (queue_.Ready(&s)) return first;
+    if (s != nullptr && s != missed && ReadsNow::Unclaimed(*s)) {
+      if (reads_now_->ReadClaimed(s, nullptr)) missed = s;
       continue;
     }
-    while (ready_events_.load(std::memory_order_acquire) == seen) {
+    while (queue_.events() == seen) {
       if (NowNanos() >= deadline) return false;
       CpuRelax();
     }
@@ -309,27 +221,21 @@ bool Loader::Impl::WaitAwake(int64_t deadline) {
 Result<Slot*> Loader::Impl::TakeOldestBatch() {
   const int64_t t0 = NowNanos();
   const bool ready_at_once = WaitAwake(last_wait_ns_ <= kSpinWaitNs ? t0 + kSpinWaitNs : 0);
-  MutexLock l(&mu_);
-  // The oldest batch is ready (Slot::pending says why acquire suffices), or none will come.
-  while (!FrontReadyLocked()) cv_.Wait(&mu_);
+  Result<Slot*> taken = queue_.WaitAndPop();
   const int64_t t1 = NowNanos();
   if (!ready_at_once) last_wait_ns_ = t1 - t0;
-  stat_wait_ns_ += t1 - t0;
-  Trace(TraceStage::kWait, t0, t1, next_batch_index_, 0);
-  if (queue_.empty()) {
+  telemetry_.wait_ns += t1 - t0;
+  telemetry_.Trace(TraceStage::kWait, t0, t1, next_batch_index_, 0);
+  MutexLock l(&mu_);
+  if (!taken.ok() || *taken == nullptr) {
     epoch_done_ = true;
     end_reached_ = true;
-    if (!producer_error_.ok()) {
-      failed_ = true;
-      return producer_error_;
-    }
-    return nullptr;
+    failed_ = !taken.ok();
+    return taken;
   }
-  Slot* s = queue_.front();
-  queue_.pop_front();
-  ids_delivered_ += s->size;
+  ids_delivered_ += (*taken)->size;
   ++next_batch_index_;
-  return s;
+  return taken;
 }
 
 Result<std::optional<Batch>> Loader::Impl::Next() {
@@ -350,73 +256,100 @@ Result<std::optional<Batch>> Loader::Impl::Next() {
       AllocationFaults::Instance().Check();
       impl = std::make_unique<Batch::Impl>();
     } catch (const std::bad_alloc&) {
-      {
-        MutexLock pl(&pool_->mu);
-        pool_->free.push_back(s);  // reserved in AcquireSlot: does not allocate
-      }
-      pool_->cv.SignalAll();
-      MutexLock l(&mu_);
-      failed_ = true;
+      slots_->PutBack(s);
+      Fail();
       return OutOfMemory([] { return std::string("the consumer's view of a batch"); });
     }
-    {
-      MutexLock pl(&pool_->mu);
-      ++pool_->held_by_consumer;
-    }
-    pool_->cv.SignalAll();  // a producer waiting for a slot may now grow the pool
-    impl->pool = pool_;
+    slots_->HandedOver();
+    impl->pool = slots_->pool();
     impl->slot = s;
     Batch::Impl* batch_impl = impl.get();
     Batch batch(std::move(impl));  // returns the slot to the pool when it goes out of scope
-    const int64_t tc = NowNanos();
-    Status error;
-    {
-      // Uncontended: every worker is done with the slot (pending reached 0); the lock says so to the
-      // analysis, and costs one uncontended lock per batch.
-      MutexLock l(&s->mu);
-      error = std::move(s->error);  // the slot is the consumer's now; its next use resets it
-      if (error.ok()) {
-        stat_skipped_ += s->skipped_count;
-        CompactSkipped(s);
-      }
-    }
-    if (!error.ok()) {
-      MutexLock l(&mu_);
-      failed_ = true;
-      return error;
-    }
-    // The consumer's view of the slot.
-    if (Status st = BuildColumns(s); !st.ok()) {
-      MutexLock l(&mu_);
-      failed_ = true;
+    if (Status st = Deliver(s); !st.ok()) {
+      Fail();
       return st;
     }
-    Trace(TraceStage::kCollate, tc, NowNanos(), s->index, 0);
     batch_impl->size = s->size;
     if (s->size == 0) continue;  // every sample skipped: the slot goes back, try the next batch
-    ++stat_batches_;
-    stat_samples_ += s->size;
+    ++telemetry_.batches;
+    telemetry_.samples += s->size;
     return std::optional<Batch>(std::move(batch));
   }
 }
 
+Status Loader::Impl::Deliver(Slot* s) {
+  const int64_t tc = NowNanos();
+  {
+    // Uncontended: every worker is done with the slot (pending reached 0); the lock says so to the
+    // analysis, and costs one uncontended lock per batch.
+    MutexLock l(&s->mu);
+    Status error = std::move(s->error);  // the slot is the consumer's now; its next use resets it
+    if (!error.ok()) return error;
+    telemetry_.skipped += s->skipped_count;
+    slots_->CompactSkipped(s);
+  }
+  STOKE_RETURN_IF_ERROR(BuildColumns(s));
+  telemetry_.Trace(TraceStage::kCollate, tc, NowNanos(), s->index, 0);
+  return Status::OK();
+}
+
+Status Loader::Impl::BuildColumns(Slot* s) {
+  try {
+    AllocationFaults::Instance().Check();
+    s->columns.clear();
+    size_t ti = 0, si = 0;
+    for (const auto& name : columns_.order()) {
+      BatchColumn bc;
+      bc.name = name;
+      if (ti < columns_.tensors().size() && columns_.tensors()[ti].name == name) {
+        const TensorColumn& t = columns_.tensors()[ti];
+        bc.kind = ColumnKind::kTensor;
+        bc.dtype = t.out_dtype;
+        bc.shape.push_back(s->size);
+        for (int64_t d : t.out_shape) bc.shape.push_back(d);
+        bc.data_ = s->tensors[ti].data();
+        bc.num_bytes = static_cast<size_t>(s->size) * t.out_bytes;
+        bc.gpu_images = (t.encoded_image || t.use_image) && o_.transforms_on == LoaderOptions::TransformsOn::kCuda;
+        ++ti;
+      } else {
+        const ScalarColumn& c = columns_.scalars().column(si);
+        bc.shape = {s->size};
+        bc.dtype = c.dtype;
+        bc.kind = c.is_string ? ColumnKind::kString : ColumnKind::kScalar;
+        if (c.is_string) {
+          bc.strings = s->strings[si];
+        } else {
+          bc.data_ = s->scalars[si].data();
+          bc.num_bytes = static_cast<size_t>(s->size) * DTypeSize(c.dtype);
+        }
+        bc.valid = s->scalar_valid[si];
+        ++si;
+      }
+      s->columns.push_back(std::move(bc));
+    }
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory([&] { return fmt::format("the consumer's view of batch {}", s->index); });
+  }
+  return Status::OK();
+}
+
 LoaderStats Loader::Impl::stats() const {
   LoaderStats st;
-  st.batches = stat_batches_;
-  st.samples = stat_samples_;
-  st.samples_skipped = stat_skipped_;
-  st.bytes_read = stat_bytes_read_ + (slow_cells_ ? slow_cells_->bytes_read() : 0);
-  st.cells_decoded = slow_cells_ ? slow_cells_->cells_decoded() : 0;
-  st.reads_at_once = stat_reads_at_once_;
-  st.sample_bytes = stat_sample_bytes_;
+  st.batches = telemetry_.batches;
+  st.samples = telemetry_.samples;
+  st.samples_skipped = telemetry_.skipped;
+  st.bytes_read = telemetry_.bytes_read + (columns_.slow_cells() ? columns_.slow_cells()->bytes_read() : 0);
+  st.cells_decoded = columns_.slow_cells() ? columns_.slow_cells()->cells_decoded() : 0;
+  st.reads_at_once = telemetry_.reads_at_once;
+  st.sample_bytes = telemetry_.sample_bytes;
   st.wall_seconds = first_next_ns_ == 0 ? 0 : (NowNanos() - first_next_ns_) * 1e-9;
-  st.wait_seconds = stat_wait_ns_ * 1e-9;
+  st.wait_seconds = telemetry_.wait_ns * 1e-9;
   if (st.wall_seconds > 0) {
     st.samples_per_second = st.samples / st.wall_seconds;
     st.mb_per_second = st.bytes_read / st.wall_seconds / 1e6;
     st.wait_share = st.wait_seconds / st.wall_seconds;
   }
-  const auto totals = trace_.Totals();
+  const auto totals = telemetry_.trace().Totals();
   for (int k = 0; k < kNumTraceStages; ++k) {
     st.stage_seconds.emplace_back(std::string(TraceStageName(static_cast<TraceStage>(k))), totals[k].busy_ns * 1e-9);
   }
@@ -440,7 +373,7 @@ ShuffleQuality Loader::Impl::MeasureShuffle(bool global) const {
 
 Status Loader::Impl::WriteTrace(const std::string& path) const {
   if (!o_.trace) return Status::InvalidArgument("WriteTrace: the loader was opened without trace = true");
-  return trace_.WriteChromeTrace(path, "stoke loader");
+  return telemetry_.trace().WriteChromeTrace(path, "stoke loader");
 }
 
 // Loader: forwards to Impl.

@@ -45,4 +45,15 @@ class AllocationFaults {
   std::atomic<int64_t> countdown_{0};
 };
 
+// OutOfMemoryError(describe()), or a bare "out of memory" (short enough for std::string's inline
+// buffer: allocates nothing) when even the message cannot be allocated.
+template <typename Describe>
+Status OutOfMemory(Describe describe) noexcept {
+  try {
+    return OutOfMemoryError(describe());
+  } catch (const std::bad_alloc&) {
+    return Status::IOError("out of memory");
+  }
+}
+
 }  // namespace stoke

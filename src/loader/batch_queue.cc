@@ -1,0 +1,65 @@
+#include "loader/batch_queue.h"
+
+namespace stoke {
+
+void BatchQueue::Reset() {
+  MutexLock l(&mu_);
+  queue_.clear();
+  producer_done_ = false;
+  producer_error_ = Status::OK();
+}
+
+void BatchQueue::Push(Slot* s) {
+  {
+    MutexLock l(&mu_);
+    queue_.push_back(s);
+  }
+  events_.fetch_add(1, std::memory_order_release);  // a consumer waiting awake may help with its reads
+}
+
+void BatchQueue::FinishPending(Slot* s, int64_t n) {
+  if (s->pending.fetch_sub(n, std::memory_order_acq_rel) != n) return;
+  events_.fetch_add(1, std::memory_order_release);
+  // The batch is ready. A consumer that saw it pending holds mu_ until it sleeps on cv_, so taking mu_
+  // here orders this signal after that wait (no lost wake-up).
+  { MutexLock l(&mu_); }
+  cv_.SignalAll();
+}
+
+void BatchQueue::ProducerDone(Status error) {
+  {
+    MutexLock l(&mu_);
+    producer_done_ = true;
+    producer_error_ = std::move(error);
+  }
+  events_.fetch_add(1, std::memory_order_release);
+  cv_.SignalAll();
+}
+
+bool BatchQueue::Ready(Slot** oldest) {
+  MutexLock l(&mu_);
+  if (FrontReadyLocked()) return true;
+  *oldest = queue_.empty() ? nullptr : queue_.front();
+  return false;
+}
+
+Result<Slot*> BatchQueue::WaitAndPop() {
+  MutexLock l(&mu_);
+  // The oldest batch is ready (Slot::pending says why acquire suffices), or none will come.
+  while (!FrontReadyLocked()) cv_.Wait(&mu_);
+  if (queue_.empty()) {
+    if (!producer_error_.ok()) return producer_error_;
+    return static_cast<Slot*>(nullptr);
+  }
+  Slot* s = queue_.front();
+  queue_.pop_front();
+  return s;
+}
+
+void BatchQueue::Drain(BatchSlots* slots) {
+  MutexLock l(&mu_);
+  for (Slot* s : queue_) slots->PutBack(s);
+  queue_.clear();
+}
+
+}  // namespace stoke
