@@ -121,8 +121,8 @@ Result<std::pair<DType, std::vector<int64_t>>> ArrayCells::Probe(const std::stri
   return std::make_pair(leaf.dtype, std::move(*shape));
 }
 
-Status ArrayCells::ReadCell(const std::string& name, DType dtype, const std::vector<int64_t>& shape, int64_t row,
-                            AlignedBuffer* out) {
+Result<ArrayCells::Cell> ArrayCells::ReadCell(const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                                               int64_t row) {
   STOKE_ASSIGN_OR_RETURN(Place place, readers_.Locate(row));
   std::vector<int64_t> expected = shape;
   STOKE_ASSIGN_OR_RETURN(Piece piece, Load(name, place, dtype, &expected));
@@ -138,9 +138,8 @@ Status ArrayCells::ReadCell(const std::string& name, DType dtype, const std::vec
         "not an array of shape [{}] (a null, an empty or ragged list, a null element, or another shape)",
         fmt::join(shape, ", ")));
   }
-  out->Clear();
-  out->Append(chunk->body.data() + chunk->offsets[r], chunk->value_size);
-  return Status::OK();
+  const ByteView values(chunk->body.data() + chunk->offsets[r], chunk->value_size);
+  return Cell{std::move(piece.rows), values};
 }
 
 }  // namespace stoke

@@ -7,7 +7,7 @@
 // holding the row (found through the chunk's OffsetIndex; the whole column chunk of the row's row
 // group where there is none, or where the page path fails) once, through a ParquetReader of the
 // file kept by SlowCells, into a cache of its own (least recently used out beyond its budget), and
-// copies the row's values out of it; the page's other rows come from the cache while it holds it.
+// the row's values are copied out of it once, into their batch row; the page's other rows come from the cache while it holds it.
 // With an OffsetIndex a global shuffle costs a decode per page as a block shuffle does; without one,
 // a global shuffle over chunks larger than the budget decodes a chunk again for most rows.
 //
@@ -45,10 +45,14 @@ class ArrayCells {
   // The element dtype and shape of top-level column `name`, from table row `row` (the first served).
   Result<std::pair<DType, std::vector<int64_t>>> Probe(const std::string& name, int64_t row);
 
-  // The values of table row `row` of column `name` (of `dtype` and `shape`, as Probe gave them) into
-  // *out. Errors name the file and the row in it.
-  Status ReadCell(const std::string& name, DType dtype, const std::vector<int64_t>& shape, int64_t row,
-                  AlignedBuffer* out);
+  // One row's values, in place within its decoded page (or chunk), which the cell keeps alive.
+  struct Cell {
+    std::shared_ptr<const DecodedPage> page;
+    ByteView values;
+  };
+  // The values of table row `row` of column `name` (of `dtype` and `shape`, as Probe gave them): the
+  // caller copies them where they go, once. Errors name the file and the row in it.
+  Result<Cell> ReadCell(const std::string& name, DType dtype, const std::vector<int64_t>& shape, int64_t row);
 
   int64_t chunks_decoded() const { return cache_.loads(); }
 

@@ -116,18 +116,30 @@ Status SampleDecoder::ReadBinaryCell(const TensorColumn& t, int64_t row, Aligned
   return Status::OK();
 }
 
+Status SampleDecoder::DecodeCell(Slot* s, uint32_t sample, uint32_t column) {
+  const TensorColumn& t = tensors_[column];
+  const int64_t row = s->rows[sample];
+  const int64_t t0 = NowNanos();
+  if (t.array) {  // straight from the cached page into the batch row
+    Result<ArrayCells::Cell> cell = cells_.array->ReadCell(t.file_name, t.in.dtype, t.array_shape, row);
+    telemetry_->Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
+    if (!cell.ok()) return cell.status();
+    return WriteSampleInto(s, sample, column, cell->values);
+  }
+  Status st = t.binary_cells ? ReadBinaryCell(t, row, &t_sample_scratch)
+                             : cells_.slow->ReadCell(t.name, t.in_bytes, t.encoded_image,
+                                                     index_.Find(row, t.index_column), &t_sample_scratch);
+  telemetry_->Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
+  if (!st.ok()) return st;
+  return WriteSampleInto(s, sample, column, t_sample_scratch.view());
+}
+
 void SampleDecoder::DecodeSlow(Slot* s, uint32_t sample, uint32_t column) {
   const TensorColumn& t = tensors_[column];
   const int64_t row = s->rows[sample];
   try {
     AllocationFaults::Instance().Check();
-    const int64_t t0 = NowNanos();
-    Status st = t.array          ? cells_.array->ReadCell(t.file_name, t.in.dtype, t.array_shape, row, &t_sample_scratch)
-                : t.binary_cells ? ReadBinaryCell(t, row, &t_sample_scratch)
-                                 : cells_.slow->ReadCell(t.name, t.in_bytes, t.encoded_image,
-                                                         index_.Find(row, t.index_column), &t_sample_scratch);
-    telemetry_->Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
-    if (st.ok()) st = WriteSampleInto(s, sample, column, t_sample_scratch.view());
+    const Status st = DecodeCell(s, sample, column);
     if (!st.ok()) {
       FailSample(s, sample, st.WithContext(Context(row, column)));
     } else {

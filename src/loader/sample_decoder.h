@@ -78,6 +78,8 @@ class SampleDecoder {
 
  private:
   Status DecodeMember(Slot* s, const Read& r, const ReadMember& m);
+  // DecodeSlow's work: the cell read and written into its batch row.
+  Status DecodeCell(Slot* s, uint32_t sample, uint32_t column);
   Status WriteSampleInto(Slot* s, uint32_t sample, uint32_t column, ByteView sample_bytes);
   // A binary-cell column's value of table row `row` as the decode stage sees it: an image's bytes, or a
   // .npy cell's array data (into *out either way).
