@@ -3,7 +3,11 @@
 # volumes --parquet`: an array<float> column, snappy, ~1 MiB pages, ~128 MiB row groups, an
 # OffsetIndex), loaded in place and after `stoke ingest`, against PyTorch's DataLoader over the same
 # volumes as .npy files; and the re-layout itself against dd. Warm page cache, batch 32, default
-# options; each loader row is the median of BENCH_REPS runs of one epoch (runs alternate).
+# options; each loader row is the median of BENCH_REPS runs of BENCH_EPOCHS epochs (default 3; runs
+# alternate). One epoch of 3,000 samples takes 0.1-0.8 s, mostly the loader's start: its batch
+# buffers (about 250 MB) are touched for the first time, in huge pages for which the kernel may first
+# compact memory, so one-epoch runs of the same load differ by 2x; three epochs measure the steady
+# state that training sees.
 #   - in place, block shuffle: `stoke bench load volumes.parquet --shuffle block`
 #   - in place, global shuffle: `stoke bench load volumes.parquet` (the default), with its peak RSS
 #   - ingested: `stoke bench load TABLE` (global shuffle)
@@ -11,7 +15,7 @@
 #   - re-layout: `stoke ingest volumes.parquet` (MB/s of the source) against `dd bs=1M
 #     conv=fdatasync` of as many bytes
 #   bench/parquet_in_place.sh [STOKE_BIN]   env: BENCH_SAMPLES (default 3000), BENCH_DIR (default
-#   build/bench-parquet), BENCH_REPS (default 3)
+#   build/bench-parquet), BENCH_REPS (default 3), BENCH_EPOCHS (default 3)
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
@@ -19,6 +23,7 @@ stoke=${1:-build/stoke}
 samples=${BENCH_SAMPLES:-3000}
 work=${BENCH_DIR:-build/bench-parquet}
 reps=${BENCH_REPS:-3}
+epochs=${BENCH_EPOCHS:-3}
 py=/usr/bin/python3
 
 die() { echo "parquet_in_place: $*" >&2; exit 1; }
@@ -52,12 +57,12 @@ done
 # Warm the page cache for every input.
 cat "$work/spark/volumes.parquet" "$work/npy"/*.npy "$work"/table/*.parquet >/dev/null
 
-load() {  # samples/s of one epoch of `stoke bench load ARGS`, and its peak RSS in MB
-  "$stoke" --no-progress bench load "$@" --batch-size 32 --epochs 1 --json 2>/dev/null | tail -1 |
+load() {  # samples/s of `stoke bench load ARGS` over $epochs epochs, and its peak RSS in MB
+  "$stoke" --no-progress bench load "$@" --batch-size 32 --epochs "$epochs" --json 2>/dev/null | tail -1 |
     "$py" -c 'import json, sys; j = json.loads(sys.stdin.read()); print(j["samples_per_s"], j.get("max_rss_mb", 0))'
 }
 torch() {
-  "$py" bench/torch_dataloader.py "$work/npy" --num-workers "$1" --batch-size 32 --epochs 1 --json 2>/dev/null | tail -1 |
+  "$py" bench/torch_dataloader.py "$work/npy" --num-workers "$1" --batch-size 32 --epochs "$epochs" --json 2>/dev/null | tail -1 |
     "$py" -c 'import json, sys; print(json.loads(sys.stdin.read())["samples_per_s"], 0)'
 }
 declare -A runs
@@ -70,7 +75,8 @@ for r in $(seq "$reps"); do
 done
 median() { sort -n | awk '{ v[NR] = $1; m[NR] = $2 } END { print v[int((NR + 1) / 2)], m[int((NR + 1) / 2)] }'; }
 read -r ingested _ < <(printf '%s' "${runs[ingested]}" | median)
-echo "parquet_in_place: $samples seed volumes, warm page cache, batch 32, median of $reps (samples/s; ratio: of the ingested table's)"
+echo "parquet_in_place: $samples seed volumes, warm page cache, batch 32, $epochs epochs a run, median of $reps (samples/s;" \
+  "ratio: of the ingested table's)"
 printf '%-58s %10s %8s %10s\n' "run" "samples/s" "ratio" "peak MB"
 for k in block global ingested torch0 torch2; do
   read -r v m < <(printf '%s' "${runs[$k]}" | median)

@@ -7,7 +7,8 @@
 // holding the row (found through the chunk's OffsetIndex; the whole column chunk of the row's row
 // group where there is none, or where the page path fails) once, through a ParquetReader of the
 // file kept by SlowCells, into a cache of its own (least recently used out beyond its budget), and
-// the row's values are copied out of it once, into their batch row; the page's other rows come from the cache while it holds it.
+// the row's values are copied out of it once, into their batch row; the page's other rows come from
+// the cache while it holds it.
 // With an OffsetIndex a global shuffle costs a decode per page as a block shuffle does; without one,
 // a global shuffle over chunks larger than the budget decodes a chunk again for most rows.
 //

@@ -1,6 +1,5 @@
 // The loader's batch slots (docs/architecture.md, "The loader"): the reusable buffers a batch is
-// planned, read and decoded into, the reads planned for it, and the collation of a finished slot
-// into the consumer's columns. Private to src/loader.
+// planned, read and decoded into, and the reads planned for it. Private to src/loader.
 #pragma once
 
 #include <atomic>
@@ -107,7 +106,7 @@ struct Slot {
 };
 
 // The fetcher's request for read g of slot s; its tag is (s.id << 32) | g, by which the completer
-// finds the read again (BatchSlots::ReadOf).
+// finds the read again (BatchSlots::SlotsOf, then the read's index).
 inline FetchRequest RequestOf(const Slot& s, uint32_t g) {
   const Read& r = s.reads[g];
   return FetchRequest{.file = r.file, .offset = r.offset, .length = r.length, .tag = (uint64_t{s.id} << 32) | g,

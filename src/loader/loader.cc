@@ -191,7 +191,8 @@ void Loader::Impl::CreateStages(size_t max_slots) {
   planner_ = std::make_unique<ReadPlanner>(*index_, columns_.tensors(), po);
   const SampleDecoder::Options dopt{.verify_crc = o_.verify_crc, .on_error = o_.on_error, .seed = o_.seed,
                                     .max_decoded_bytes = max_decoded_bytes_, .threads = threads_};
-    decoder_ = std::make_unique<SampleDecoder>(*index_, columns_.tensors(), columns_.cells(), fetcher_.get(), &queue_, &telemetry_, dopt);
+  decoder_ = std::make_unique<SampleDecoder>(*index_, columns_.tensors(), columns_.cells(), fetcher_.get(), &queue_,
+                                             &telemetry_, dopt);
   reads_now_ = std::make_unique<ReadsNow>(fetcher_.get(), decoder_.get(), &telemetry_);
   completer_ = std::make_unique<ReadCompleter>(fetcher_.get(), slots_.get(), decoder_.get(), &queue_, columns_.tensors(),
                                                &telemetry_, stop_);

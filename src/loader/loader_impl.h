@@ -177,7 +177,7 @@ class Loader::Impl {
   std::atomic<bool> stop_{false};
   std::thread producer_, completer_thread_;
 
-  // Position for state(): the run started at global position start_consumed_ of epoch start_epoch_.
+  // Position for state(): the run started at global position start_consumed_ of the sampler's epoch.
   // The consumer thread's alone (Next, SetEpoch, Restore, state: the Loader has one consumer), so not
   // guarded; StartRun, StopRun and state() happen to touch them under mu_.
   int64_t start_consumed_ = 0;
