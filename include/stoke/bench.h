@@ -53,17 +53,21 @@ struct PerFileBenchReport {
   int64_t batches = 0;        // batches delivered
   int64_t payload_bytes = 0;  // of one sample (every file must hold the same, as batches stack them)
   int64_t file_bytes = 0;     // file bytes read in all (headers included; not O_DIRECT's padding)
-  double wall_s = 0;          // from the first batch requested to the last batch consumed
-  double wait_s = 0;          // consumer time blocked on data (with threads = 1: all the reading)
-  double compute_s = 0;       // consumer time in the emulated compute (measured)
+  double wall_seconds = 0;  // from the first batch requested to the last batch consumed
+  double wait_seconds = 0;  // consumer time blocked on data (with threads = 1: all the reading)
+  double compute_seconds = 0;  // consumer time in the emulated compute (measured)
   int threads = 1;            // as PerFileBenchOptions::threads
   bool cold = false;          // as PerFileBenchOptions::cold
   double compute_ms = 0;      // as PerFileBenchOptions::compute_ms
 
-  double samples_per_s() const { return wall_s > 0 ? samples / wall_s : 0; }       // samples / wall_s
-  double mb_per_s() const { return wall_s > 0 ? file_bytes / wall_s / 1e6 : 0; }   // file bytes / wall_s, 10^6 bytes
-  double wait_share() const { return wall_s > 0 ? wait_s / wall_s : 0; }           // wait_s / wall_s
-  double utilisation() const { return wall_s > 0 ? compute_s / wall_s : 0; }       // compute_s / wall_s
+  // samples / wall_seconds
+  double samples_per_second() const { return wall_seconds > 0 ? samples / wall_seconds : 0; }
+  // file bytes / wall_seconds, 10^6 bytes
+  double mb_per_second() const { return wall_seconds > 0 ? file_bytes / wall_seconds / 1e6 : 0; }
+  // wait_seconds / wall_seconds
+  double wait_share() const { return wall_seconds > 0 ? wait_seconds / wall_seconds : 0; }
+  // compute_seconds / wall_seconds
+  double utilisation() const { return wall_seconds > 0 ? compute_seconds / wall_seconds : 0; }
 };
 
 // Runs the baseline. Errors name the file: NotFound/IOError for one that cannot be opened or read,
@@ -79,7 +83,7 @@ std::string PerFileReportJson(const PerFileBenchReport& report);
 
 // ---- stoke bench load: the loader ---------------------------------------------------------------
 //
-// Opens the table (timed: open_s), then consumes batches as a training loop would: Next(), then the
+// Opens the table (timed: open_seconds), then consumes batches as a training loop would: Next(), then the
 // emulated compute (a sleep of compute_ms per batch: the accelerator works while the host waits, as
 // in the MLPerf Storage / DLIO benchmarks). Accelerator utilisation = compute time / wall time.
 
@@ -97,15 +101,15 @@ struct LoadBenchOptions {
 
 // What the loader benchmark measured.
 struct LoadBenchReport {
-  double open_s = 0;            // Loader::Open: snapshot, sample index, scalar columns
+  double open_seconds = 0;  // Loader::Open: snapshot, sample index, scalar columns
   bool index_from_cache = false;  // Loader::index_from_cache
   int64_t table_rows = 0;       // rows that pass `where` (Loader::num_rows)
   int64_t samples = 0;          // measured samples
   int64_t batches = 0;          // measured batches
   int64_t bytes_read = 0;       // bytes fetched in the measured part
-  double wall_s = 0;            // from the first measured Next() to the end of the last batch's compute
-  double wait_s = 0;            // time blocked in Next()
-  double compute_s = 0;         // measured time in the emulated compute
+  double wall_seconds = 0;  // from the first measured Next() to the end of the last batch's compute
+  double wait_seconds = 0;  // time blocked in Next()
+  double compute_seconds = 0;  // measured time in the emulated compute
   double compute_ms = 0;        // as LoadBenchOptions::compute_ms
   double page_bytes_mean = 0;   // bytes fetched per sample (one tensor column: the read size)
   int64_t max_rss_bytes = 0;    // peak resident set size of the process (getrusage)
@@ -114,10 +118,14 @@ struct LoadBenchReport {
   ShuffleQuality global_shuffle;  // of a global shuffle with the same seed, for reference
   LoadBenchOptions options;     // what was asked
 
-  double samples_per_s() const { return wall_s > 0 ? samples / wall_s : 0; }       // samples / wall_s
-  double mb_per_s() const { return wall_s > 0 ? bytes_read / wall_s / 1e6 : 0; }   // bytes_read / wall_s, 10^6 bytes
-  double wait_share() const { return wall_s > 0 ? wait_s / wall_s : 0; }           // wait_s / wall_s
-  double utilisation() const { return wall_s > 0 ? compute_s / wall_s : 0; }       // compute_s / wall_s
+  // samples / wall_seconds
+  double samples_per_second() const { return wall_seconds > 0 ? samples / wall_seconds : 0; }
+  // bytes_read / wall_seconds, 10^6 bytes
+  double mb_per_second() const { return wall_seconds > 0 ? bytes_read / wall_seconds / 1e6 : 0; }
+  // wait_seconds / wall_seconds
+  double wait_share() const { return wall_seconds > 0 ? wait_seconds / wall_seconds : 0; }
+  // compute_seconds / wall_seconds
+  double utilisation() const { return wall_seconds > 0 ? compute_seconds / wall_seconds : 0; }
 };
 
 // Errors: those of Loader::Open and Loader::Next, and InvalidArgument for bad counts.
@@ -160,15 +168,17 @@ struct MemcpyBenchReport {
   int64_t samples = 0;           // rows copied (a row copied twice counts twice)
   int64_t batches = 0;           // batches copied
   int64_t bytes = 0;             // bytes copied
-  double wall_s = 0;             // from starting the threads to the last one's end
+  double wall_seconds = 0;  // from starting the threads to the last one's end
   int64_t batch_size = 0;        // as MemcpyBenchOptions::batch_size
   int threads = 0;               // threads that copied
   std::string copies;            // "values", or "pages" where some page is stored compressed
   double sample_bytes_mean = 0;  // bytes per row copied
   double resident_share = 0;     // of the data files' 4 KiB pages, the share in the page cache at the start
 
-  double samples_per_s() const { return wall_s > 0 ? samples / wall_s : 0; }    // samples / wall_s
-  double mb_per_s() const { return wall_s > 0 ? bytes / wall_s / 1e6 : 0; }     // bytes / wall_s, 10^6 bytes
+  // samples / wall_seconds
+  double samples_per_second() const { return wall_seconds > 0 ? samples / wall_seconds : 0; }
+  // bytes / wall_seconds, 10^6 bytes
+  double mb_per_second() const { return wall_seconds > 0 ? bytes / wall_seconds / 1e6 : 0; }
 };
 
 // Errors: InvalidArgument for bad options, a table without rows or without the column, a row not in

@@ -36,7 +36,7 @@ Result<LoadBenchReport> RunLoadBench(const LoadBenchOptions& options) {
 
   const int64_t t_open = NowNanos();
   STOKE_ASSIGN_OR_RETURN(std::unique_ptr<Loader> loader, Loader::Open(options.table_dir, lo));
-  report.open_s = (NowNanos() - t_open) * 1e-9;
+  report.open_seconds = (NowNanos() - t_open) * 1e-9;
   report.index_from_cache = loader->index_from_cache();
   report.table_rows = loader->num_rows();
   report.shuffle = loader->shuffle_quality();
@@ -79,14 +79,14 @@ Result<LoadBenchReport> RunLoadBench(const LoadBenchOptions& options) {
     report.samples += (*next)->size();
     STOKE_RETURN_IF_ERROR(finisher.Finish(**next));  // transforms_on cuda: the images, on the device
     next->reset();  // the batch goes back to the loader before the compute, as after a copy to the device
-    report.compute_s += EmulateCompute(options.compute_ms);
+    report.compute_seconds += EmulateCompute(options.compute_ms);
     if (measured_target > 0 && report.batches >= measured_target) break;
   }
   const int64_t t_end = NowNanos();
   report.stats = loader->stats();
-  report.wall_s = t_start == 0 ? 0 : (t_end - t_start) * 1e-9;
+  report.wall_seconds = t_start == 0 ? 0 : (t_end - t_start) * 1e-9;
   report.bytes_read = report.stats.bytes_read - bytes_at_start;
-  report.wait_s = report.stats.wait_seconds - wait_at_start;
+  report.wait_seconds = report.stats.wait_seconds - wait_at_start;
   report.page_bytes_mean = report.samples > 0 ? static_cast<double>(report.bytes_read) / report.samples : 0;
   struct rusage ru {};
   if (getrusage(RUSAGE_SELF, &ru) == 0) report.max_rss_bytes = static_cast<int64_t>(ru.ru_maxrss) * 1024;
@@ -109,8 +109,8 @@ std::string LoadReportJson(const LoadBenchReport& r) {
       "\"max_rss_mb\":{:.1f},\"mean_jump\":{:.1f},\"distinct_file_fraction\":{:.4f},"
       "\"global_mean_jump\":{:.1f},\"global_distinct_file_fraction\":{:.4f},\"remote_coalesce_bytes\":{},"
       "\"remote_coalesce_gap_bytes\":{},\"cache\":{},\"transforms\":{},\"transforms_on\":\"{}\",\"stage_seconds\":{{{}}}}}",
-      r.samples, r.batches, r.wall_s, r.samples_per_s(), r.mb_per_s(), r.wait_share(), r.utilisation(), r.compute_ms,
-      r.open_s, r.index_from_cache ? "true" : "false", r.stats.backend, r.page_bytes_mean, o.direct ? "true" : "false",
+      r.samples, r.batches, r.wall_seconds, r.samples_per_second(), r.mb_per_second(), r.wait_share(), r.utilisation(), r.compute_ms,
+      r.open_seconds, r.index_from_cache ? "true" : "false", r.stats.backend, r.page_bytes_mean, o.direct ? "true" : "false",
       o.batch_size, ShuffleName(o.shuffle), o.threads, o.queue_depth, o.prefetch_bytes, r.table_rows,
       r.stats.samples_skipped, r.stats.cells_decoded, r.stats.reads_at_once, r.stats.workers, r.stats.read_threads,
       r.max_rss_bytes / 1e6, r.shuffle.mean_jump, r.shuffle.distinct_file_fraction,
@@ -124,7 +124,7 @@ std::string FormatLoadReport(const LoadBenchReport& r) {
   std::string s = fmt::format(
       "bench load: {} rows, opened in {:.3f} s (sample index {}), {} batches of up to {}, shuffle {}, {}, {} reads{}, "
       "{} decode workers, queue depth {}{}\n",
-      r.table_rows, r.open_s, r.index_from_cache ? "cached" : "built", r.batches, o.batch_size, ShuffleName(o.shuffle),
+      r.table_rows, r.open_seconds, r.index_from_cache ? "cached" : "built", r.batches, o.batch_size, ShuffleName(o.shuffle),
       o.direct ? "O_DIRECT (cold)" : "page cache allowed", r.stats.backend,
       r.stats.read_threads > 0 ? fmt::format(" ({} reading threads)", r.stats.read_threads) : std::string(),
       r.stats.workers,
@@ -132,8 +132,8 @@ std::string FormatLoadReport(const LoadBenchReport& r) {
       o.cache_dir.empty() ? "" : ", read cache " + o.cache_dir);
   s += fmt::format("{:>12} {:>10} {:>12} {:>12} {:>12} {:>10}\n", "samples/s", "MB/s", "wait share", "utilisation",
                    "compute ms", "wall s");
-  s += fmt::format("{:>12.1f} {:>10.1f} {:>12.3f} {:>12.3f} {:>12g} {:>10.2f}\n", r.samples_per_s(), r.mb_per_s(),
-                   r.wait_share(), r.utilisation(), r.compute_ms, r.wall_s);
+  s += fmt::format("{:>12.1f} {:>10.1f} {:>12.3f} {:>12.3f} {:>12g} {:>10.2f}\n", r.samples_per_second(), r.mb_per_second(),
+                   r.wait_share(), r.utilisation(), r.compute_ms, r.wall_seconds);
   s += "busy seconds per stage (summed over threads, whole run):";
   for (const auto& [stage, secs] : r.stats.stage_seconds) s += fmt::format(" {} {:.2f}", stage, secs);
   s += fmt::format("\nshuffle quality (epoch 0): mean jump {:.0f} rows, distinct files per batch {:.0f}%; a global "

@@ -180,7 +180,7 @@ Status RunCopies(const CopyPlan& plan, const std::vector<int64_t>& order, const 
   std::vector<std::thread> threads;
   for (int t = 0; t < report->threads; ++t) threads.emplace_back(CopyBatches, &run, &buffers[static_cast<size_t>(t)]);
   for (auto& t : threads) t.join();
-  report->wall_s = (NowNanos() - start) * 1e-9;
+  report->wall_seconds = (NowNanos() - start) * 1e-9;
   report->samples = run.samples.load();
   report->batches = run.batches.load();
   report->bytes = static_cast<int64_t>(run.bytes.load());
@@ -216,7 +216,7 @@ std::string MemcpyReportJson(const MemcpyBenchReport& r) {
       R"({{"tool":"memcpy","samples":{},"batches":{},"wall_s":{:.6f},"samples_per_s":{:.3f},"mb_per_s":{:.3f},)"
       R"("threads":{},"batch_size":{},"column":{},"table_rows":{},"copies":"{}","sample_bytes_mean":{:.1f},)"
       R"("resident_share":{:.4f}}})",
-      r.samples, r.batches, r.wall_s, r.samples_per_s(), r.mb_per_s(), r.threads, r.batch_size,
+      r.samples, r.batches, r.wall_seconds, r.samples_per_second(), r.mb_per_second(), r.threads, r.batch_size,
       nlohmann::json(r.column).dump(),
       r.table_rows, r.copies, r.sample_bytes_mean, r.resident_share);
 }

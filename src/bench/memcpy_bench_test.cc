@@ -32,7 +32,7 @@ TEST(MemcpyBench, CopiesEachRowsValueInWholeBatches) {
   EXPECT_DOUBLE_EQ(r->sample_bytes_mean, 512);
   EXPECT_GT(r->samples, r->table_rows);  // the order repeats: batches cross its end
   EXPECT_EQ(r->bytes, r->samples * 512);  // each copy is one value, its length prefix and header left out
-  EXPECT_GE(r->wall_s, 0.05);
+  EXPECT_GE(r->wall_seconds, 0.05);
   EXPECT_GE(r->resident_share, 0);
   EXPECT_LE(r->resident_share, 1);
 
@@ -41,7 +41,7 @@ TEST(MemcpyBench, CopiesEachRowsValueInWholeBatches) {
   EXPECT_EQ(j["samples"], r->samples);
   EXPECT_EQ(j["column"], "t");
   EXPECT_EQ(j["copies"], "values");
-  EXPECT_NEAR(j["samples_per_s"].get<double>(), r->samples_per_s(), 1);
+  EXPECT_NEAR(j["samples_per_s"].get<double>(), r->samples_per_second(), 1);
 }
 
 TEST(MemcpyBench, CopiesTheStoredPageWhereItIsCompressed) {

@@ -183,12 +183,12 @@ Status RunLoop(const PerFileBenchOptions& o, const FileSet& paths, const BatchPl
     wait_ns += NowNanos() - t0;
     PerFileBatch batch{b, epoch, std::span<const int64_t>(batch_files.data(), static_cast<size_t>(count)),
                        ByteView(batch_buf.data(), static_cast<size_t>(count) * payload_bytes)};
-    report->compute_s += ConsumeBatch(o, batch);
+    report->compute_seconds += ConsumeBatch(o, batch);
     report->samples += count;
     report->batches += 1;
   }
-  report->wall_s = wall.Seconds();
-  report->wait_s = wait_ns * 1e-9;
+  report->wall_seconds = wall.Seconds();
+  report->wait_seconds = wait_ns * 1e-9;
   return Status::OK();
 }
 
@@ -221,7 +221,7 @@ class ThreadedRun {
     }
     slot_freed_.SignalAll();
     for (auto& r : readers) r.join();
-    report->wall_s = wall.Seconds();
+    report->wall_seconds = wall.Seconds();
     MutexLock lock(&mu_);
     report->file_bytes = file_bytes_;
     return status;
@@ -308,7 +308,7 @@ class ThreadedRun {
       wait_ns += NowNanos() - t0;
       PerFileBatch batch{b, plan_.Epoch(b), std::span<const int64_t>(slot.files.data(), static_cast<size_t>(count)),
                          ByteView(slot.data.data(), static_cast<size_t>(count) * payload_bytes_)};
-      report->compute_s += ConsumeBatch(o_, batch);
+      report->compute_seconds += ConsumeBatch(o_, batch);
       report->samples += count;
       report->batches += 1;
       {
@@ -318,7 +318,7 @@ class ThreadedRun {
       }
       slot_freed_.SignalAll();
     }
-    report->wait_s = wait_ns * 1e-9;
+    report->wait_seconds = wait_ns * 1e-9;
     return Status::OK();
   }
 
@@ -407,7 +407,7 @@ std::string PerFileReportJson(const PerFileBenchReport& r) {
       "{{\"tool\":\"files\",\"samples\":{},\"batches\":{},\"wall_s\":{:.6f},\"samples_per_s\":{:.1f},"
       "\"mb_per_s\":{:.1f},\"wait_share\":{:.4f},\"utilisation\":{:.4f},\"compute_ms\":{},\"threads\":{},"
       "\"cold\":{}}}",
-      r.samples, r.batches, r.wall_s, r.samples_per_s(), r.mb_per_s(), r.wait_share(), r.utilisation(), r.compute_ms,
+      r.samples, r.batches, r.wall_seconds, r.samples_per_second(), r.mb_per_second(), r.wait_share(), r.utilisation(), r.compute_ms,
       r.threads, r.cold ? "true" : "false");
 }
 

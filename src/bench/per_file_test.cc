@@ -114,8 +114,8 @@ TEST_F(PerFileBenchTest, ReadsEveryFileOncePerEpochWithTheRightPayload) {
     EXPECT_EQ(r->batches, 9);  // 4 + 4 + 2 per epoch
     EXPECT_EQ(r->payload_bytes, static_cast<int64_t>(kPayloadBytes));
     EXPECT_EQ(r->file_bytes, 30 * static_cast<int64_t>(fsys::file_size(Path(0))));
-    EXPECT_GT(r->wall_s, 0);
-    EXPECT_LE(r->wait_s, r->wall_s);
+    EXPECT_GT(r->wall_seconds, 0);
+    EXPECT_LE(r->wait_seconds, r->wall_seconds);
     ExpectEveryFileOncePerEpoch(seen, 10, 3, 4);
   }
 }
@@ -183,10 +183,10 @@ TEST_F(PerFileBenchTest, ComputeIsEmulatedPerBatch) {
   auto r = RunPerFileBench(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->batches, 2);
-  EXPECT_GE(r->compute_s, 0.006);
+  EXPECT_GE(r->compute_seconds, 0.006);
   EXPECT_GT(r->utilisation(), 0);
   EXPECT_LE(r->utilisation(), 1);
-  EXPECT_LE(r->wait_s + r->compute_s, r->wall_s * 1.001);
+  EXPECT_LE(r->wait_seconds + r->compute_seconds, r->wall_seconds * 1.001);
   const std::string json = PerFileReportJson(*r);
   for (const char* key : {"\"tool\":\"files\"", "\"samples\":8", "\"batches\":2", "\"wall_s\":", "\"samples_per_s\":",
                           "\"mb_per_s\":", "\"wait_share\":", "\"utilisation\":", "\"compute_ms\":3"}) {

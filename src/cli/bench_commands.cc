@@ -75,9 +75,9 @@ int RunBenchFiles(const FilesState& st) {
   std::printf("bench files: %lld samples (%lld files), %lld batches of up to %lld, %d reader thread%s, %s, %.2f s\n",
               static_cast<long long>(r->samples), static_cast<long long>(r->files), static_cast<long long>(r->batches),
               static_cast<long long>(pf.batch_size), r->threads, r->threads == 1 ? "" : "s",
-              r->cold ? "O_DIRECT" : "page cache allowed", r->wall_s);
+              r->cold ? "O_DIRECT" : "page cache allowed", r->wall_seconds);
   std::printf("%12s %10s %12s %12s %12s\n", "samples/s", "MB/s", "wait share", "utilisation", "compute ms");
-  std::printf("%12.1f %10.1f %12.3f %12.3f %12g\n", r->samples_per_s(), r->mb_per_s(), r->wait_share(),
+  std::printf("%12.1f %10.1f %12.3f %12.3f %12g\n", r->samples_per_second(), r->mb_per_second(), r->wait_share(),
               r->utilisation(), r->compute_ms);
   return 0;
 }
@@ -124,10 +124,10 @@ int RunBenchMemcpy(const MemcpyState& st) {
   std::printf("bench memcpy: column '%s', %lld samples in %lld batches of %lld, %d thread%s, %.2f s; copies %s of "
               "%.0f bytes; %.0f %% of the files' pages were in the page cache\n",
               r->column.c_str(), static_cast<long long>(r->samples), static_cast<long long>(r->batches),
-              static_cast<long long>(r->batch_size), r->threads, r->threads == 1 ? "" : "s", r->wall_s,
+              static_cast<long long>(r->batch_size), r->threads, r->threads == 1 ? "" : "s", r->wall_seconds,
               r->copies.c_str(), r->sample_bytes_mean, 100 * r->resident_share);
   std::printf("%14s %10s\n", "samples/s", "MB/s");
-  std::printf("%14.1f %10.1f\n", r->samples_per_s(), r->mb_per_s());
+  std::printf("%14.1f %10.1f\n", r->samples_per_second(), r->mb_per_second());
   return 0;
 }
 
