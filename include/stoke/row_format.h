@@ -1,8 +1,14 @@
 // How rows print as text: `stoke query` (QueryTable, table.h) and `stoke cat` (CatParquetFile,
-// tools.h) share the formats and the printer.
+// tools.h) share the formats and the printer, and how many rows a listing may hold.
 #pragma once
 
+#include <cstdint>
+
 namespace stoke {
+
+// The one "no limit" of every `limit` (QueryOptions, CatOptions, TableHistory): a limit of 0 asks
+// for nothing, and a negative limit other than this is an error.
+inline constexpr int64_t kNoLimit = -1;
 
 // A text form for rows. Binary and tensor cells print as "md5:<hex> len:<bytes>" in every format.
 enum class RowFormat {

@@ -38,7 +38,7 @@ struct QueryOptions {
   // as DATE '2024-01-31', timestamps as TIMESTAMP '2024-01-31 12:00:00', decimals as numbers.
   std::string where;
   std::vector<std::string> select;        // default (empty): all columns; tensor cells print as md5 and length
-  int64_t limit = -1;                     // default -1: all matching rows; else at most this many
+  int64_t limit = kNoLimit;               // default kNoLimit (-1): all matching rows; else at most this many
   int64_t offset = 0;                     // default 0; else the first `offset` matching rows are passed over
   bool count_only = false;                // default false; true: print only the number of matching rows
   std::optional<int64_t> version;         // default: the latest version; else time travel to this one
@@ -98,9 +98,9 @@ struct TableVersion {
   std::string commit_info_json;           // the whole commitInfo as JSON text ("null" without one)
 };
 
-// The table's versions, newest first: all of them, or the newest `limit` (limit > 0). NotFound when
-// there is no table.
-Result<std::vector<TableVersion>> TableHistory(const std::string& table_dir, int64_t limit = 0);
+// The table's versions, newest first: all of them (kNoLimit), or the newest `limit`. NotFound when
+// there is no table, InvalidArgument for a limit below -1.
+Result<std::vector<TableVersion>> TableHistory(const std::string& table_dir, int64_t limit = kNoLimit);
 // The versions as `stoke history` prints them: an aligned table of version, timestamp (UTC),
 // operation, files added and removed, bytes added and the operation's parameters, a line each.
 std::string HistoryText(const std::vector<TableVersion>& versions);

@@ -106,7 +106,7 @@ Status InspectParquetFile(const std::string& path, const InspectFileOptions& opt
 struct CatOptions {
   std::vector<std::string> columns;       // default (empty): all columns
   int64_t offset = 0;                     // default 0: the first row to print
-  int64_t limit = -1;                     // default -1: all rows; else at most this many
+  int64_t limit = kNoLimit;               // default kNoLimit (-1): all rows; else at most this many
   RowFormat format = RowFormat::kTable;   // default table
 };
 

@@ -320,8 +320,8 @@ void BindTableTools(py::module_& m) {
         py::arg("classes") = 10, py::arg("min_size") = 200, py::arg("max_size") = 500, py::arg("quality") = 92,
         py::arg("png_fraction") = 0.0, py::arg("seed") = 0, py::arg("threads") = 0, py::arg("progress") = true);
   m.def("query", &Query, py::arg("table_dir"), py::kw_only(), py::arg("where") = "", py::arg("columns") = py::none(),
-        py::arg("limit") = -1, py::arg("version") = py::none(), py::arg("count_only") = false);
-  m.def("history", &History, py::arg("table_dir"), py::kw_only(), py::arg("limit") = 0,
+        py::arg("limit") = stoke::kNoLimit, py::arg("version") = py::none(), py::arg("count_only") = false);
+  m.def("history", &History, py::arg("table_dir"), py::kw_only(), py::arg("limit") = stoke::kNoLimit,
         "One dict per version, newest first (the keys of `stoke history --json`).");
   m.def("inspect", &Inspect, py::arg("table_dir"), py::kw_only(), py::arg("version") = py::none(),
         py::arg("data_files") = true,

@@ -99,9 +99,10 @@ class Table:
         return json.loads(_stoke.inspect(self.path, version=self.version, data_files=data_files))
 
     def history(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
-        """The table's versions, newest first: version, timestamp (ms), operation, files_added,
-        files_removed, bytes_added, bytes_removed, commitInfo."""
-        return _stoke.history(self.path, limit=0 if limit is None else int(limit))
+        """The table's versions, newest first (all of them, or the newest `limit`): version,
+        timestamp (ms), operation, files_added, files_removed, bytes_added, bytes_removed,
+        commitInfo."""
+        return _stoke.history(self.path, limit=-1 if limit is None else int(limit))
 
     # -- maintenance
 

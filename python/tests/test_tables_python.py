@@ -149,6 +149,7 @@ def test_info_history_optimize_vacuum_time_travel(tmp_path, data):
     assert [(x["version"], x["operation"]) for x in h] == [(1, "OPTIMIZE"), (0, "WRITE")]
     assert h[0]["files_removed"] == N // 10 and h[0]["files_added"] == 1 and isinstance(h[0]["timestamp"], int)
     assert len(t.history(limit=1)) == 1
+    assert t.history(limit=0) == []
 
     dry = t.vacuum(retain_hours=0, dry_run=True)
     assert dry["dry_run"] and len(dry["files"]) == N // 10 and dry["bytes"] > 0

@@ -137,13 +137,13 @@ void AddCheckpoint(CLI::App& app, std::vector<Command>* out) {
 void AddHistory(CLI::App& app, std::vector<Command>* out) {
   struct State {
     std::string table;
-    int64_t limit = 0;
+    int64_t limit = kNoLimit;
     bool json = false;
   };
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand("history", "List a table's versions, newest first");
   cmd->add_option("table", s->table, kTableHelp)->required();
-  cmd->add_option("--limit", s->limit, "Show at most N versions (0 = all)");
+  cmd->add_option("--limit", s->limit, "Show at most N versions (-1 = all)")->capture_default_str();
   cmd->add_flag("--json", s->json, "One JSON object per version");
   out->push_back({cmd, [s]() -> int {
     auto versions = TableHistory(s->table, s->limit);

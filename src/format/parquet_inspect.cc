@@ -310,7 +310,7 @@ Status CatParquetFile(const std::string& path, const CatOptions& options, std::o
   STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*where.storage, where.path));
   STOKE_ASSIGN_OR_RETURN(const std::vector<CatColumn> columns, CatColumns(*reader, options.columns));
   if (options.offset < 0) return Status::InvalidArgument("cat: `offset` must not be negative");
-  if (options.limit < -1) {
+  if (options.limit < kNoLimit) {
     return Status::InvalidArgument(fmt::format("cat: `limit` must be -1 (all) or at least 0, got {}", options.limit));
   }
   const int64_t begin = std::min(options.offset, reader->num_rows());

@@ -25,7 +25,7 @@ struct Scan {
 };
 
 Result<Scan> PrepareScan(const QueryOptions& o) {
-  if (o.limit < -1) return Status::InvalidArgument(fmt::format("query: `limit` must be -1 (all) or at least 0, got {}", o.limit));
+  if (o.limit < kNoLimit) return Status::InvalidArgument(fmt::format("query: `limit` must be -1 (all) or at least 0, got {}", o.limit));
   if (o.offset < 0) return Status::InvalidArgument(fmt::format("query: `offset` must be at least 0, got {}", o.offset));
   Scan s;
   STOKE_ASSIGN_OR_RETURN(s.t, OpenDatasetView(o.table_dir, o.version));

@@ -101,10 +101,15 @@ Status CheckpointTable(const std::string& table_dir, std::optional<int64_t> vers
 }
 
 Result<std::vector<TableVersion>> TableHistory(const std::string& table_dir, int64_t limit) {
+  if (limit < kNoLimit) {
+    return Status::InvalidArgument(fmt::format("history: `limit` must be -1 (all) or at least 0, got {}", limit));
+  }
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
   delta::DeltaLog log(*where.storage, where.path);
-  STOKE_ASSIGN_OR_RETURN(auto history, log.History(limit));
+  // The log's History takes 0 for "all"; a limit of 0 still looks for the table (History(1)).
+  STOKE_ASSIGN_OR_RETURN(auto history, log.History(limit == kNoLimit ? 0 : std::max<int64_t>(limit, 1)));
   if (history.empty()) return Status::NotFound(fmt::format("'{}' is not a table (no {} commits)", table_dir, delta::kLogDirName));
+  if (limit == 0) return std::vector<TableVersion>();
   std::vector<TableVersion> out;
   out.reserve(history.size());
   for (const auto& h : history) {

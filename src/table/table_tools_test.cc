@@ -82,5 +82,30 @@ TEST(InspectTable, JsonOfATableWithoutFilesHasAnEmptyList) {
   EXPECT_EQ(doc["data_files"], nlohmann::json::array());
 }
 
+// Every limit takes kNoLimit for "all" and 0 for none; a table is still looked for with 0.
+TEST(TableHistory, KNoLimitIsEveryVersionAndZeroIsNone) {
+  TestTable table;
+  table.AppendFile(0, 10);
+  table.AppendFile(10, 5);  // versions 0 (the table) and 1, 2 (the files), at least
+  auto all = TableHistory(table.dir(), kNoLimit);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_GE(all->size(), 2u);
+  EXPECT_GT((*all)[0].version, (*all)[1].version) << "newest first";
+  auto defaulted = TableHistory(table.dir());
+  ASSERT_TRUE(defaulted.ok());
+  EXPECT_EQ(defaulted->size(), all->size());
+  auto one = TableHistory(table.dir(), 1);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].version, (*all)[0].version);
+  auto none = TableHistory(table.dir(), 0);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty());
+  EXPECT_EQ(TableHistory(table.dir() + "/missing", 0).status().code(), StatusCode::kNotFound);
+  auto bad = TableHistory(table.dir(), -2);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("`limit` must be -1 (all) or at least 0"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace stoke
