@@ -1,5 +1,5 @@
 // stoke/codec.h: the page codec a tool writes with, from the name a user gave (a flag, a config).
-#include <sstream>
+#include <string>
 #include <string>
 
 #include "example_support.h"
@@ -29,10 +29,9 @@ stoke::Status Example(const std::string& dir) {
 
   // The table records its codec (OPTIMIZE rewrites with it); inspect shows it.
   stoke::InspectTableOptions inspect;
-  inspect.json = true;
-  std::ostringstream description;
-  STOKE_RETURN_IF_ERROR(stoke::InspectTable(ingest.table_dir, inspect, description));
-  return example::Expect(description.str().find("\"codec\": \"lz4_raw\"") != std::string::npos,
+  inspect.format = stoke::DescriptionFormat::kJson;
+  STOKE_ASSIGN_OR_RETURN(std::string description, stoke::InspectTable(ingest.table_dir, inspect));
+  return example::Expect(description.find("\"codec\": \"lz4_raw\"") != std::string::npos,
                          "the table's codec in its description");
 }
 

@@ -2,7 +2,6 @@
 // and its description.
 #include <cstdint>
 #include <cstring>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,14 +29,13 @@ stoke::Status Example(const std::string& dir) {
       static_cast<int64_t>(result.columns[2].data.size()) == result.report.rows * volume_bytes, "a volume per row"));
 
   // The versions, newest first, and a version's description (here as JSON).
-  std::ostringstream description;
   STOKE_ASSIGN_OR_RETURN(std::vector<stoke::TableVersion> history, stoke::TableHistory(table, /*limit=*/10));
   STOKE_RETURN_IF_ERROR(example::Expect(history.size() == 1 && history[0].operation == "WRITE", "one version"));
   stoke::InspectTableOptions inspect;
   inspect.version = 0;
-  inspect.json = true;
-  STOKE_RETURN_IF_ERROR(stoke::InspectTable(table, inspect, description));
-  return example::Expect(description.str().find("\"rows\": 64") != std::string::npos, "64 rows at version 0");
+  inspect.format = stoke::DescriptionFormat::kJson;
+  STOKE_ASSIGN_OR_RETURN(std::string description, stoke::InspectTable(table, inspect));
+  return example::Expect(description.find("\"rows\": 64") != std::string::npos, "64 rows at version 0");
 }
 
 int main() { return example::Run(Example); }

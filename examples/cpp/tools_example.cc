@@ -23,10 +23,11 @@ stoke::Status Example(const std::string& dir) {
   STOKE_ASSIGN_OR_RETURN(stoke::ConvertReport converted, stoke::ConvertSources(convert));
   STOKE_RETURN_IF_ERROR(example::Expect(converted.rows == synth.files, "a row per file"));
 
-  std::ostringstream description, rows;
   stoke::InspectFileOptions inspect;
   inspect.pages = true;  // every page: one per sample in the tensor column
-  STOKE_RETURN_IF_ERROR(stoke::InspectParquetFile(convert.out, inspect, description));
+  STOKE_ASSIGN_OR_RETURN(std::string description, stoke::InspectParquetFile(convert.out, inspect));
+  STOKE_RETURN_IF_ERROR(example::Expect(description.find("row group 0:") != std::string::npos, "a row group"));
+  std::ostringstream rows;
   stoke::CatOptions cat;
   cat.columns = {"file", "data"};  // tensor cells print as md5:<hex> len:<bytes>
   cat.limit = 3;

@@ -1,10 +1,17 @@
 // How rows print as text: `stoke query` (QueryTable, table.h) and `stoke cat` (CatParquetFile,
-// tools.h) share the formats and the printer, and how many rows a listing may hold.
+// tools.h) share the formats and the printer, and how many rows a listing may hold; how a
+// description (`stoke inspect`: InspectTable, InspectParquetFile) is written.
 #pragma once
 
 #include <cstdint>
 
 namespace stoke {
+
+// The form of a description.
+enum class DescriptionFormat {
+  kText,  // aligned lines for a reader
+  kJson,  // one JSON document
+};
 
 // The one "no limit" of every `limit` (QueryOptions, CatOptions, TableHistory): a limit of 0 asks
 // for nothing, and a negative limit other than this is an error.

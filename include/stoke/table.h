@@ -112,13 +112,13 @@ std::string HistoryJsonLines(const std::vector<TableVersion>& versions);
 // `stoke inspect DIR`.
 struct InspectTableOptions {
   std::optional<int64_t> version;         // default: the latest version
-  bool json = false;                      // default false: text; true: one JSON document that lists every data file
-  bool json_data_files = true;            // with json: the "data_files" list (false leaves it out: at 650,000
+  DescriptionFormat format = DescriptionFormat::kText;  // default text; kJson: one document that lists every data file
+  bool data_files = true;                 // with kJson: the "data_files" list (false leaves it out: at 650,000
                                           // files it is 270 MB, with each file's statistics)
 };
 
 // Describes a table version: protocol, schema, partition columns, files, rows, sizes, the table's
 // codec and each column's (from a sample of the files), image metadata, and statistics. NotFound for a missing table or version.
-Status InspectTable(const std::string& table_dir, const InspectTableOptions& options, std::ostream& out);
+Result<std::string> InspectTable(const std::string& table_dir, const InspectTableOptions& options);
 
 }  // namespace stoke

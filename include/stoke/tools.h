@@ -96,11 +96,11 @@ Result<ConvertReport> ConvertSources(const ConvertOptions& options);
 // `stoke inspect FILE`.
 struct InspectFileOptions {
   bool pages = false;                     // default false; true: list every page of every column chunk
-  bool json = false;                      // default false; true: one JSON document instead of text
+  DescriptionFormat format = DescriptionFormat::kText;  // default text; kJson: one JSON document
 };
 
 // Describes a Parquet file: schema, row groups, column chunks, statistics, page indexes, pages.
-Status InspectParquetFile(const std::string& path, const InspectFileOptions& options, std::ostream& out);
+Result<std::string> InspectParquetFile(const std::string& path, const InspectFileOptions& options);
 
 // `stoke cat`.
 struct CatOptions {

@@ -259,13 +259,11 @@ py::list History(const std::string& table_dir, int64_t limit) {
 }
 
 std::string Inspect(const std::string& table_dir, std::optional<int64_t> version, bool data_files) {
-  std::ostringstream out;
   stoke::InspectTableOptions o;
   o.version = version;
-  o.json = true;
-  o.json_data_files = data_files;
-  RunTool([&] { return stoke::InspectTable(table_dir, o, out); });
-  return out.str();
+  o.format = stoke::DescriptionFormat::kJson;
+  o.data_files = data_files;
+  return RunTool([&] { return stoke::InspectTable(table_dir, o); });
 }
 
 // The one definition of ingest's defaults: IngestOptions'. The binding's keyword defaults,

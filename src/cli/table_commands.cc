@@ -158,6 +158,7 @@ void AddInspect(CLI::App& app, std::vector<Command>* out) {
     std::string path;
     InspectFileOptions file;
     InspectTableOptions table;
+    bool json = false;
   };
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand(
@@ -165,16 +166,18 @@ void AddInspect(CLI::App& app, std::vector<Command>* out) {
   cmd->add_option("path", s->path, "Parquet file, table, or plain Parquet dataset (a directory or a glob): a path or a URI")
       ->required();
   cmd->add_flag("--pages", s->file.pages, "List every page of every column chunk (files)");
-  cmd->add_flag("--json", s->file.json, "Print one JSON document");
+  cmd->add_flag("--json", s->json, "Print one JSON document");
   cmd->add_option("--version", s->table.version, "Table version to describe (default: latest)");
   out->push_back({cmd, [s]() -> int {
-    s->table.json = s->file.json;  // --json is one flag for files and tables
+    // --json is one flag for files and tables.
+    s->table.format = s->file.format = s->json ? DescriptionFormat::kJson : DescriptionFormat::kText;
     // A directory (or an object-store prefix holding a Delta log) is a table; anything else a
     // Parquet file.
-    Status st = NamesTable(s->path)
-                    ? InspectTable(s->path, s->table, std::cout)
-                    : InspectParquetFile(s->path, s->file, std::cout);
-    return st.ok() ? 0 : Fail(st);
+    Result<std::string> description =
+        NamesTable(s->path) ? InspectTable(s->path, s->table) : InspectParquetFile(s->path, s->file);
+    if (!description.ok()) return Fail(description.status());
+    std::fwrite(description->data(), 1, description->size(), stdout);
+    return 0;
   }});
 }
 

@@ -188,7 +188,7 @@ size_t DescribeFile(const std::string& path, const ParquetReader& reader, std::o
 
 }  // namespace
 
-Status InspectParquetFile(const std::string& path, const InspectFileOptions& options, std::ostream& out) {
+Result<std::string> InspectParquetFile(const std::string& path, const InspectFileOptions& options) {
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(path));
   STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*where.storage, where.path));
   Json j;
@@ -207,12 +207,8 @@ Status InspectParquetFile(const std::string& path, const InspectFileOptions& opt
     }
     j["row_groups"].push_back(jg);
   }
-  if (options.json) {
-    out << DumpJson(j, 2) << "\n";
-  } else {
-    out << text.str();
-  }
-  return Status::OK();
+  if (options.format == DescriptionFormat::kJson) return DumpJson(j, 2) + "\n";
+  return text.str();
 }
 
 namespace {

@@ -343,17 +343,18 @@ void WriteDataFilesText(const TableFacts& t, std::ostream& out) {
 
 }  // namespace
 
-Status InspectTable(const std::string& table_dir, const InspectTableOptions& options, std::ostream& out) {
+Result<std::string> InspectTable(const std::string& table_dir, const InspectTableOptions& options) {
   STOKE_ASSIGN_OR_RETURN(const TableFacts t, GatherTableFacts(table_dir, options.version));
-  if (options.json) {
-    WriteTableJson(t, options.json_data_files, out);
-    return Status::OK();
+  std::ostringstream out;
+  if (options.format == DescriptionFormat::kJson) {
+    WriteTableJson(t, options.data_files, out);
+    return out.str();
   }
   WriteSummaryText(t, out);
   WriteSchemaText(t, out);
   WriteCodecText(t, out);
   WriteDataFilesText(t, out);
-  return Status::OK();
+  return out.str();
 }
 
 }  // namespace stoke

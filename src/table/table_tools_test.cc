@@ -16,12 +16,12 @@ using testing_support::WriteDataFile;
 
 nlohmann::json InspectJson(const std::string& dir) {
   InspectTableOptions options;
-  options.json = true;
-  std::ostringstream out;
-  Status st = InspectTable(dir, options, out);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  auto doc = nlohmann::json::parse(out.str(), nullptr, false);
-  EXPECT_FALSE(doc.is_discarded()) << out.str();
+  options.format = DescriptionFormat::kJson;
+  Result<std::string> out = InspectTable(dir, options);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  if (!out.ok()) return nullptr;
+  auto doc = nlohmann::json::parse(*out, nullptr, false);
+  EXPECT_FALSE(doc.is_discarded()) << *out;
   return doc;
 }
 
@@ -64,14 +64,13 @@ TEST(InspectTable, NamesTheFeaturesAndTheRowsDeletionVectorsDelete) {
   EXPECT_EQ(doc["deletion_vectors"], nlohmann::json({{"files", 1}, {"rows_deleted", 3}}));
   EXPECT_EQ(doc["protocol"]["readerFeatures"], nlohmann::json({"deletionVectors"}));
   EXPECT_EQ(doc["protocol"]["writerFeatures"], nlohmann::json({"deletionVectors"}));
-  std::ostringstream text;
-  ASSERT_TRUE(InspectTable(table.dir(), {}, text).ok());
-  EXPECT_NE(text.str().find("protocol    reader 3, writer 7; reader features: deletionVectors; writer features: "
-                            "deletionVectors\n"),
+  Result<std::string> text = InspectTable(table.dir(), {});
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_NE(text->find("protocol    reader 3, writer 7; reader features: deletionVectors; writer features: "
+                       "deletionVectors\n"),
             std::string::npos)
-      << text.str();
-  EXPECT_NE(text.str().find("rows        12 (3 deleted by the deletion vectors of 1 file)\n"), std::string::npos)
-      << text.str();
+      << *text;
+  EXPECT_NE(text->find("rows        12 (3 deleted by the deletion vectors of 1 file)\n"), std::string::npos) << *text;
 }
 
 TEST(InspectTable, JsonOfATableWithoutFilesHasAnEmptyList) {
