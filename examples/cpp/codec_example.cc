@@ -1,6 +1,5 @@
 // stoke/codec.h: the page codec a tool writes with, from the name a user gave (a flag, a config).
 #include <string>
-#include <string>
 
 #include "example_support.h"
 #include "stoke/codec.h"

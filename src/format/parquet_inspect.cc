@@ -208,7 +208,7 @@ Result<std::string> InspectParquetFile(const std::string& path, const InspectFil
     j["row_groups"].push_back(jg);
   }
   if (options.format == DescriptionFormat::kJson) return DumpJson(j, 2) + "\n";
-  return text.str();
+  return std::move(text).str();
 }
 
 namespace {

@@ -1,22 +1,11 @@
 // The element-wise kernels of the transforms (transform_kernels.h): cast, normalize, to_tensor.
 #include "loader/transform_kernels.h"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
-#include <algorithm>
-#include <bit>
-#include <charconv>
 #include <cmath>
 #include <cstring>
-#include <limits>
-#include <string>
-#include <string_view>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
-#include "core/random.h"
 #include "core/small_float.h"
 
 namespace stoke::transform_internal {

@@ -2,23 +2,8 @@
 // moves, each one strided copy.
 #include "loader/transform_kernels.h"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
-#include <algorithm>
-#include <bit>
-#include <charconv>
-#include <cmath>
 #include <cstring>
-#include <limits>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
 #include <vector>
-
-#include "core/random.h"
-#include "core/small_float.h"
 
 namespace stoke::transform_internal {
 

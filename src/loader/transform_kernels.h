@@ -30,9 +30,13 @@ void ToTensorElements(const Step& step, const uint8_t* src, uint8_t* dst);
 bool ApplyGeometricStep(const Step& step, Rng& rng, const uint8_t* src, size_t src_bytes, uint8_t* dst,
                         size_t dst_bytes);
 
-// The bytes of `shape` elements of `dtype` (REQUIRES: they fit), and the same checked: an error when
-// they do not fit in int64.
-size_t ByteSize(DType dtype, const std::vector<int64_t>& shape);
+// The bytes of `shape` elements of `dtype` (REQUIRES: they fit; Apply's steps were checked at
+// Create), and the same checked: an error when they do not fit in int64.
+inline size_t ByteSize(DType dtype, const std::vector<int64_t>& shape) {
+  size_t n = DTypeSize(dtype);
+  for (int64_t x : shape) n *= static_cast<size_t>(x);
+  return n;
+}
 Result<size_t> CheckedByteSize(DType dtype, const std::vector<int64_t>& shape);
 // Whether `dtype` is one of DType's values.
 bool IsKnownDType(DType dtype);

@@ -29,7 +29,7 @@ using Kind = TransformSpec::Kind;
 
 // ---------------------------------------------------------------------------------------------
 // Naive references: per element index arithmetic, values through double. Nothing here shares code
-// with transform.cc. (The 16-bit float conversions are tested in core/small_float_test.cc.)
+// with transform*.cc. (The 16-bit float conversions are tested in core/small_float_test.cc.)
 
 constexpr DType kAllDTypes[] = {DType::kBool,   DType::kInt8,    DType::kInt16,   DType::kInt32, DType::kInt64,
                                 DType::kUInt8,  DType::kUInt16,  DType::kUInt32,  DType::kUInt64, DType::kFloat16,

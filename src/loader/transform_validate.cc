@@ -5,31 +5,15 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <bit>
-#include <charconv>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <string>
 #include <string_view>
-#include <type_traits>
-#include <utility>
 #include <vector>
-
-#include "core/random.h"
-#include "core/small_float.h"
 
 namespace stoke::transform_internal {
 
 using Kind = TransformSpec::Kind;
 
-size_t ByteSize(DType dtype, const std::vector<int64_t>& shape) {
-  size_t n = DTypeSize(dtype);
-  for (int64_t x : shape) n *= static_cast<size_t>(x);
-  return n;
-}
-
-// The byte size of `shape` elements of `dtype`, or an error when it does not fit in int64.
 Result<size_t> CheckedByteSize(DType dtype, const std::vector<int64_t>& shape) {
   int64_t n = static_cast<int64_t>(DTypeSize(dtype));
   for (int64_t x : shape) {
@@ -223,9 +207,6 @@ Status ValidateToTensor(const TransformSpec& spec, Step* step, int* channel_axis
 
 }  // namespace
 
-// Validates one spec against the dtype and shape it will see; fills everything of `step` but the
-// kind and inputs, and moves *channel_axis (see transform.h) along. Errors carry no transform prefix
-// (the caller adds it).
 Status ValidateStep(const TransformSpec& spec, Step* step, int* channel_axis) {
   step->out_dtype = step->in_dtype;
   step->out_shape = step->in_shape;

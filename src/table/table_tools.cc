@@ -106,10 +106,14 @@ Result<std::vector<TableVersion>> TableHistory(const std::string& table_dir, int
   }
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
   delta::DeltaLog log(*where.storage, where.path);
-  // The log's History takes 0 for "all"; a limit of 0 still looks for the table (History(1)).
-  STOKE_ASSIGN_OR_RETURN(auto history, log.History(limit == kNoLimit ? 0 : std::max<int64_t>(limit, 1)));
+  if (limit == 0) {  // no version, but still a table: its log is listed, no commit is read
+    STOKE_ASSIGN_OR_RETURN(const int64_t latest, log.LatestVersion());
+    if (latest < 0) return Status::NotFound(fmt::format("'{}' is not a table (no {} commits)", table_dir, delta::kLogDirName));
+    return std::vector<TableVersion>();
+  }
+  // The log's History takes 0 for "all".
+  STOKE_ASSIGN_OR_RETURN(auto history, log.History(limit == kNoLimit ? 0 : limit));
   if (history.empty()) return Status::NotFound(fmt::format("'{}' is not a table (no {} commits)", table_dir, delta::kLogDirName));
-  if (limit == 0) return std::vector<TableVersion>();
   std::vector<TableVersion> out;
   out.reserve(history.size());
   for (const auto& h : history) {
@@ -348,13 +352,13 @@ Result<std::string> InspectTable(const std::string& table_dir, const InspectTabl
   std::ostringstream out;
   if (options.format == DescriptionFormat::kJson) {
     WriteTableJson(t, options.data_files, out);
-    return out.str();
+    return std::move(out).str();  // the document itself, not a copy (270 MB at 650,000 files)
   }
   WriteSummaryText(t, out);
   WriteSchemaText(t, out);
   WriteCodecText(t, out);
   WriteDataFilesText(t, out);
-  return out.str();
+  return std::move(out).str();
 }
 
 }  // namespace stoke
