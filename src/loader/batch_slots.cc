@@ -108,7 +108,7 @@ void BatchSlots::Wake() {
 
 void BatchSlots::SlotsOf(const FetchResult* results, size_t n, Slot** slots) {
   MutexLock l(&pool_->mu);  // `all` may grow on the producer thread
-  for (size_t k = 0; k < n; ++k) slots[k] = pool_->all[static_cast<size_t>(results[k].tag >> 32)].get();
+  for (size_t k = 0; k < n; ++k) slots[k] = pool_->all[SlotIdOfTag(results[k].tag)].get();
 }
 
 void BatchSlots::CompactSkipped(Slot* s) {

@@ -106,12 +106,14 @@ struct Slot {
 };
 
 // The fetcher's request for read g of slot s; its tag is (s.id << 32) | g, by which the completer
-// finds the read again (BatchSlots::SlotsOf, then the read's index).
+// finds the read again: the slot by SlotIdOfTag (BatchSlots::SlotsOf), then ReadOfTag.
 inline FetchRequest RequestOf(const Slot& s, uint32_t g) {
   const Read& r = s.reads[g];
   return FetchRequest{.file = r.file, .offset = r.offset, .length = r.length, .tag = (uint64_t{s.id} << 32) | g,
                       .tail = r.tail, .head_length = r.head_length};
 }
+inline uint32_t SlotIdOfTag(uint64_t tag) { return static_cast<uint32_t>(tag >> 32); }
+inline Read& ReadOfTag(Slot& s, uint64_t tag) { return s.reads[static_cast<uint32_t>(tag)]; }
 
 // The slots, shared by the loader and the batches it delivered (which may outlive it).
 struct SlotPool {

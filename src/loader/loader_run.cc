@@ -181,12 +181,12 @@ void Loader::Impl::SubmitBatch(Slot* s, const std::vector<Read>& slow, std::vect
   // wait for a descriptor (a batch can span more files than max_open_files) that only they free.
   // Those the page cache cannot serve join the fetcher's.
   if (!s->now_reads.empty()) reads_now_->ReadClaimed(s, &requests);
-  // The read a request stands for.
-  auto read_of = [s](const FetchRequest& q) -> Read& { return s->reads[static_cast<size_t>(q.tag & 0xFFFFFFFFu)]; };
   for (size_t g = 0; g < requests.size();) {
     if (stop_) {
       // Not submitted: account their samples as done so the slot can complete.
-      for (; g < requests.size(); ++g) queue_.FinishPending(s, static_cast<int64_t>(read_of(requests[g]).members.size()));
+      for (; g < requests.size(); ++g) {
+        queue_.FinishPending(s, static_cast<int64_t>(ReadOfTag(*s, requests[g].tag).members.size()));
+      }
       break;
     }
     size_t queued = 0;
@@ -194,7 +194,7 @@ void Loader::Impl::SubmitBatch(Slot* s, const std::vector<Read>& slow, std::vect
     g += queued;
     if (!st.ok()) {  // out of memory, or a request the planner should not have made: not the sample's fault
       SampleDecoder::FailBatch(s, std::move(st));
-      queue_.FinishPending(s, static_cast<int64_t>(read_of(requests[g]).members.size()));
+      queue_.FinishPending(s, static_cast<int64_t>(ReadOfTag(*s, requests[g].tag).members.size()));
       ++g;
     }
   }

@@ -62,7 +62,7 @@ void ReadCompleter::Run() {
     for (size_t k = 0; k < n; ++k) {
       FetchResult& r = results[k];
       Slot* s = slots[k];
-      Read& read = s->reads[static_cast<size_t>(r.tag & 0xFFFFFFFFu)];
+      Read& read = ReadOfTag(*s, r.tag);
       telemetry_->Trace(TraceStage::kFetch, read.submit_ns, now, s->index, read.length);
       telemetry_->bytes_read += read.length;
       read.status = std::move(r.status);
