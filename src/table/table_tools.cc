@@ -106,14 +106,17 @@ Result<std::vector<TableVersion>> TableHistory(const std::string& table_dir, int
   }
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
   delta::DeltaLog log(*where.storage, where.path);
+  auto not_a_table = [&] {
+    return Status::NotFound(fmt::format("'{}' is not a table (no {} commits)", table_dir, delta::kLogDirName));
+  };
   if (limit == 0) {  // no version, but still a table: its log is listed, no commit is read
     STOKE_ASSIGN_OR_RETURN(const int64_t latest, log.LatestVersion());
-    if (latest < 0) return Status::NotFound(fmt::format("'{}' is not a table (no {} commits)", table_dir, delta::kLogDirName));
+    if (latest < 0) return not_a_table();
     return std::vector<TableVersion>();
   }
   // The log's History takes 0 for "all".
   STOKE_ASSIGN_OR_RETURN(auto history, log.History(limit == kNoLimit ? 0 : limit));
-  if (history.empty()) return Status::NotFound(fmt::format("'{}' is not a table (no {} commits)", table_dir, delta::kLogDirName));
+  if (history.empty()) return not_a_table();
   std::vector<TableVersion> out;
   out.reserve(history.size());
   for (const auto& h : history) {
