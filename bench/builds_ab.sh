@@ -13,7 +13,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
-source bench/common.sh  # size_spec
+source bench/common.sh  # size_spec, batches_for_seconds
 a=${1:?usage: bench/builds_ab.sh A_STOKE B_STOKE}
 b=${2:?usage: bench/builds_ab.sh A_STOKE B_STOKE}
 work=${BENCH_DIR:-build/bench-ab}
@@ -31,7 +31,6 @@ mkdir -p "$work"
 results=$work/results.jsonl
 : >"$results"
 last_json() { grep -E '^\{' | tail -1; }
-jget() { "$py" -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 
 for size in $sizes; do
   sp=$(size_spec "$size") || die "unknown size '$size' (expected 512 16k 115k 360k 4m)"
@@ -46,10 +45,7 @@ for size in $sizes; do
     echo "$shape $channels $n" >"$work/$size/spec"
   fi
   find "$table" -name '*.parquet' -print0 | xargs -0 cat >/dev/null
-  probe=$("$b" bench load "$table" --batch-size "$batch" --batches 20 --json | last_json)
-  batches=$("$py" -c 'import math, sys
-sps, secs, b = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
-print(max(20, math.ceil(secs * sps / b)))' "$(jget "$probe" samples_per_s)" "$seconds" "$batch")
+  batches=$(batches_for_seconds "$b" "$table" "$batch" "$seconds")
   for i in $(seq 1 "$reps"); do
     order="A B"
     if [ $((i % 2)) -eq 0 ]; then order="B A"; fi

@@ -24,6 +24,18 @@ size_spec() {
   esac
 }
 
+# batches_for_seconds STOKE TABLE BATCH SECONDS: how many batches of BATCH samples make about SECONDS
+# of `stoke bench load TABLE` (at least 20), from the rate of a 20-batch probe. Python is
+# BENCH_PYTHON (default /usr/bin/python3).
+batches_for_seconds() {
+  local py=${BENCH_PYTHON:-/usr/bin/python3} sps
+  sps=$("$1" bench load "$2" --batch-size "$3" --batches 20 --json | grep -E '^\{' | tail -1 |
+    "$py" -c 'import json, sys; print(json.load(sys.stdin)["samples_per_s"])')
+  "$py" -c 'import math, sys
+sps, secs, b = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+print(max(20, math.ceil(secs * sps / b)))' "$sps" "$4" "$3"
+}
+
 # volumes_and_table STOKE VOL TABLE N CODEC: N volumes (seed 0) in VOL, written unless VOL holds
 # exactly N .npy files, and their table in TABLE (tensor column `data`, page codec CODEC), ingested
 # unless it holds exactly N rows of those volumes. Notes go to stderr.

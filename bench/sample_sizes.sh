@@ -29,7 +29,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
-source bench/common.sh  # can_drop, drop_caches, size_spec
+source bench/common.sh  # can_drop, drop_caches, size_spec, batches_for_seconds
 stoke=${1:-build/stoke}
 work=${BENCH_DIR:-build/bench-sizes}
 warm_reps=${BENCH_WARM_REPS:-3}
@@ -79,10 +79,7 @@ print(",".join(sorted(j["column_codecs"].get("data", {}).get("chunks", {}))))')
 
   # Enough batches for about $seconds: probe one epoch's first batches.
   find "$table" -name '*.parquet' -print0 | xargs -0 cat >/dev/null
-  probe=$("$stoke" bench load "$table" --batch-size "$batch" --batches 20 --json | last_json)
-  batches=$("$py" -c 'import math, sys
-sps, secs, b = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
-print(max(20, math.ceil(secs * sps / b)))' "$(jget "$probe" samples_per_s)" "$seconds" "$batch")
+  batches=$(batches_for_seconds "$stoke" "$table" "$batch" "$seconds")
   load=("$stoke" bench load "$table" --batch-size "$batch" --shuffle global --batches "$batches" --warmup-batches 4 --json)
 
   note "$size: warm ($batches batches)"
