@@ -101,6 +101,14 @@ struct TableVersion {
 // The table's versions, newest first: all of them (kNoLimit), or the newest `limit`. NotFound when
 // there is no table, InvalidArgument for a limit below -1.
 Result<std::vector<TableVersion>> TableHistory(const std::string& table_dir, int64_t limit = kNoLimit);
+// Time travel by timestamp: the newest version of the table committed at or before `timestamp`, an
+// ISO-8601 time ("2026-11-30T08:00:00Z", "2026-11-30 08:00:00.250", with an offset or UTC when none
+// is given) or milliseconds since the epoch ("1796112000000"). Commit times are those `history`
+// lists (a table's in-commit timestamps where it has them); the latest version for a time after it.
+// InvalidArgument for text that is neither, NotFound for a missing table or a time before the
+// table's earliest version that can be read.
+Result<int64_t> TableVersionAt(const std::string& table_dir, const std::string& timestamp);
+
 // The versions as `stoke history` prints them: an aligned table of version, timestamp (UTC),
 // operation, files added and removed, bytes added and the operation's parameters, a line each.
 std::string HistoryText(const std::vector<TableVersion>& versions);

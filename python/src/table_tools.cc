@@ -325,6 +325,10 @@ void BindTableTools(py::module_& m) {
         py::arg("data_files") = true,
         "The table's description as JSON (as `stoke inspect DIR --json`; data_files=False leaves out the list of "
         "data files).");
+  m.def("version_at", [](const std::string& table_dir, const std::string& timestamp) {
+    return RunTool([&] { return stoke::TableVersionAt(table_dir, timestamp); });
+  }, py::arg("table_dir"), py::arg("timestamp"),
+        "The newest version committed at or before `timestamp` (ISO-8601 text or milliseconds since the epoch).");
   m.def("checkpoint", [](const std::string& table_dir, std::optional<int64_t> version) {
     RunTool([&] { return stoke::CheckpointTable(table_dir, version); });
   }, py::arg("table_dir"), py::kw_only(), py::arg("version") = py::none());

@@ -29,9 +29,18 @@ class Table:
 
     # -- views
 
-    def at(self, version: Optional[int]) -> "Table":
-        """The same table at another version (None: the latest)."""
-        return replace(self, version=version)
+    def at(self, version: Optional[int] = None, *, timestamp: Any = None) -> "Table":
+        """The same table at another version (None: the latest), or at the newest
+        version committed at or before `timestamp` (time travel by time): a
+        datetime (naive ones are UTC), ISO-8601 text ("2026-11-30T08:00:00Z"; UTC
+        unless a zone follows) or an int of milliseconds since the epoch. Commit
+        times are those history() lists: a table's in-commit timestamps where it
+        has them. A time before the table's earliest readable version raises."""
+        if timestamp is None:
+            return replace(self, version=version)
+        if version is not None:
+            raise ValueError("Table.at: give a version or a timestamp, not both")
+        return replace(self, version=int(_stoke.version_at(self.path, _timestamp_text(timestamp))))
 
     def filter(self, where: str) -> "Table":
         """The rows of this table that also match `where`."""
@@ -279,3 +288,17 @@ def _to_pandas(columns: Dict[str, Any], valid: Mapping[str, Any]) -> Any:
         else:
             data[name] = values
     return pd.DataFrame(data)
+
+
+def _timestamp_text(timestamp: Any) -> str:
+    """A time for Table.at as text TableVersionAt reads: datetimes as ISO-8601
+    (naive ones UTC), ints as milliseconds since the epoch, text as it is."""
+    import datetime
+    if isinstance(timestamp, datetime.datetime):
+        if timestamp.tzinfo is not None:
+            timestamp = timestamp.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return timestamp.isoformat(sep=" ") + "Z"
+    if isinstance(timestamp, bool) or not isinstance(timestamp, (int, str)):
+        raise TypeError(f"Table.at: timestamp must be a datetime, an ISO-8601 str or int milliseconds, "
+                        f"not {type(timestamp).__name__}")
+    return str(timestamp)

@@ -151,6 +151,27 @@ def test_info_history_optimize_vacuum_time_travel(tmp_path, data):
     assert len(t.history(limit=1)) == 1
     assert t.history(limit=0) == []
 
+    # Time travel by time: the newest version committed by then, as ms, ISO text or a datetime.
+    import datetime
+    t0, t1 = h[1]["timestamp"], h[0]["timestamp"]
+    assert t1 > t0
+    assert t.at(timestamp=t0).version == 0 and t.at(timestamp=t1 - 1).version == 0
+    assert t.at(timestamp=t1).version == 1 and t.at(timestamp=t1 + 10**9).version == 1
+    as_utc = (datetime.datetime.fromtimestamp(t1 // 1000, tz=datetime.timezone.utc) +
+              datetime.timedelta(milliseconds=t1 % 1000))  # exact, no float seconds
+    assert t.at(timestamp=as_utc).version == 1
+    assert t.at(timestamp=as_utc.replace(tzinfo=None)).version == 1  # naive: UTC
+    assert t.at(timestamp=as_utc.astimezone(datetime.timezone(datetime.timedelta(hours=5)))).version == 1
+    assert t.at(timestamp=as_utc.isoformat()).version == 1
+    with pytest.raises(stoke.NotFoundError, match="no version at or before"):
+        t.at(timestamp=t0 - 1)
+    with pytest.raises(ValueError, match="no timestamp"):
+        t.at(timestamp="yesterday")
+    with pytest.raises(TypeError):
+        t.at(timestamp=1.5)
+    with pytest.raises(ValueError, match="not both"):
+        t.at(1, timestamp=t1)
+
     dry = t.vacuum(retain_hours=0, dry_run=True)
     assert dry["dry_run"] and len(dry["files"]) == N // 10 and dry["bytes"] > 0
     assert t.at(0).count() == N  # a dry run deletes nothing

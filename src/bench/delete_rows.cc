@@ -66,8 +66,7 @@ Status CheckDeletable(const TableView& t, const std::string& table) {
                                            "of writer version 2 or below, or 7; nothing was written",
                                            kOperation, table, writer));
   }
-  constexpr std::string_view kKeeps[] = {"deletionVectors"};  // the feature this run writes
-  return delta::CheckWritable(t.snapshot, kOperation, table, /*removes_data=*/true, kKeeps);
+  return delta::CheckWritable(t.snapshot, delta::WriteCommand::kDeleteRows, table);
 }
 
 // The add's statistics with "tightBounds": false (PROTOCOL.md, "Per-file Statistics"): the bounds
@@ -97,14 +96,7 @@ void EnableDeletionVectors(const delta::Snapshot& snap, std::vector<delta::Actio
 // The remove and the add that replace a file's deletion vector.
 void ReplaceDeletionVector(const delta::AddFile& add, delta::DeletionVectorDescriptor dv, int64_t now,
                            std::vector<delta::Action>* actions) {
-  delta::RemoveFile rm;
-  rm.path = add.path;
-  rm.deletion_timestamp = now;
-  rm.extended_file_metadata = true;
-  rm.partition_values = add.partition_values;
-  rm.size = add.size;
-  rm.deletion_vector = add.deletion_vector;
-  actions->push_back(std::move(rm));
+  actions->push_back(delta::RemoveOf(add, now, /*data_change=*/true));
   delta::AddFile next = add;
   next.data_change = true;
   next.stats = WideBounds(add.stats);

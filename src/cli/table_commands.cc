@@ -23,6 +23,19 @@ RowFormat OutputFormat(const std::string& name) {
   return name == "csv" ? RowFormat::kCsv : name == "json" ? RowFormat::kJson : RowFormat::kTable;
 }
 
+constexpr char kTimestampHelp[] =
+    "Time travel: the table as of its newest version committed at or before this time (ISO-8601, "
+    "e.g. 2026-11-30T08:00:00Z, UTC unless a zone follows; or milliseconds since the epoch)";
+
+// --timestamp TIME beside --version N: the version it names, into *version (nothing when empty).
+Status ResolveTimestamp(const std::string& table, const std::string& timestamp, std::optional<int64_t>* version) {
+  if (timestamp.empty()) return Status::OK();
+  auto v = TableVersionAt(table, timestamp);
+  if (!v.ok()) return v.status();
+  *version = *v;
+  return Status::OK();
+}
+
 }  // namespace
 
 namespace {
@@ -94,6 +107,7 @@ void AddQuery(CLI::App& app, std::vector<Command>* out) {
     QueryOptions qo;
     std::string select;
     std::string format = "table";
+    std::string timestamp;
   };
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand("query", "Rows of a table matching a predicate, e.g. --where \"label = 1 AND x < 100\"");
@@ -105,13 +119,16 @@ void AddQuery(CLI::App& app, std::vector<Command>* out) {
   cmd->add_option("--select", s->select, "Comma-separated columns (default: all)");
   cmd->add_option("--limit", s->qo.limit, "At most N rows (-1 = all)")->capture_default_str();
   cmd->add_flag("--count", s->qo.count_only, "Print only the number of matching rows");
-  cmd->add_option("--version", s->qo.version, "Query the table as of this version");
+  auto* version = cmd->add_option("--version", s->qo.version, "Query the table as of this version");
+  cmd->add_option("--timestamp", s->timestamp, kTimestampHelp)->excludes(version);
   cmd->add_option("--format", s->format, "table, csv or json (one object per line)")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
   out->push_back({cmd, [s]() -> int {
     s->qo.select = ColumnList(s->select);
     s->qo.format = OutputFormat(s->format);
+    Status at = ResolveTimestamp(s->qo.table_dir, s->timestamp, &s->qo.version);
+    if (!at.ok()) return Fail(at);
     auto r = QueryTable(s->qo, std::cout);
     return r.ok() ? 0 : Fail(r.status());
   }});
@@ -159,6 +176,7 @@ void AddInspect(CLI::App& app, std::vector<Command>* out) {
     InspectFileOptions file;
     InspectTableOptions table;
     bool json = false;
+    std::string timestamp;
   };
   auto s = std::make_shared<State>();
   auto* cmd = app.add_subcommand(
@@ -167,10 +185,13 @@ void AddInspect(CLI::App& app, std::vector<Command>* out) {
       ->required();
   cmd->add_flag("--pages", s->file.pages, "List every page of every column chunk (files)");
   cmd->add_flag("--json", s->json, "Print one JSON document");
-  cmd->add_option("--version", s->table.version, "Table version to describe (default: latest)");
+  auto* version = cmd->add_option("--version", s->table.version, "Table version to describe (default: latest)");
+  cmd->add_option("--timestamp", s->timestamp, kTimestampHelp)->excludes(version);
   out->push_back({cmd, [s]() -> int {
     // --json is one flag for files and tables.
     s->table.format = s->file.format = s->json ? DescriptionFormat::kJson : DescriptionFormat::kText;
+    Status at = ResolveTimestamp(s->path, s->timestamp, &s->table.version);
+    if (!at.ok()) return Fail(at);
     // A directory (or an object-store prefix holding a Delta log) is a table; anything else a
     // Parquet file.
     Result<std::string> description =

@@ -385,7 +385,7 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
   table.schema_changes = table.read_version < 0;
   if (table.read_version < 0) return table;
   STOKE_ASSIGN_OR_RETURN(table.snap, log.ReadSnapshot(table.read_version));
-  STOKE_RETURN_IF_ERROR(delta::CheckWritable(*table.snap, "ingest", o.table_dir, o.mode == IngestMode::kOverwrite));
+  STOKE_RETURN_IF_ERROR(delta::CheckWritable(*table.snap, o.mode == IngestMode::kOverwrite ? delta::WriteCommand::kOverwrite : delta::WriteCommand::kAppend, o.table_dir));
   const delta::Metadata& metadata = table.snap->metadata;
   STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::ColumnsFromMetadata(metadata, o.table_dir));
   if (o.mode != IngestMode::kOverwrite) {
@@ -431,7 +431,7 @@ Status AddLocationColumnsForShards(const IngestOptions& o, const SourceSet& sour
     STOKE_ASSIGN_OR_RETURN(auto columns, delta::ColumnsFromMetadata(snap.metadata, o.table_dir));
     if (!AddLocationColumns(&columns, sources)) return Status::OK();
     if (!CheckAppendSchema(columns, sources.columns, o.table_dir, sources.FilePath(0)).ok()) return Status::OK();
-    STOKE_RETURN_IF_ERROR(delta::CheckWritable(snap, "ingest", o.table_dir, /*removes_data=*/false));
+    STOKE_RETURN_IF_ERROR(delta::CheckWritable(snap, delta::WriteCommand::kAppend, o.table_dir));
     delta::Metadata meta = snap.metadata;
     meta.schema_string = delta::SchemaToSparkJson(columns);
     nlohmann::json params = {{"columns", fmt::format("{}, {}", kSourceLocationColumn, kSourceVersionColumn)}};
@@ -667,14 +667,7 @@ std::vector<delta::Action> WriteActions(const IngestOptions& o, const SourceSet&
   const int64_t now_ms = EpochMillis();
   if (overwrite && snap) {
     for (const auto& f : snap->files) {
-      delta::RemoveFile r;
-      r.path = f.path;
-      r.deletion_timestamp = now_ms;
-      r.data_change = true;
-      r.extended_file_metadata = true;
-      r.partition_values = f.partition_values;
-      r.size = f.size;
-      actions.push_back(std::move(r));
+      actions.push_back(delta::RemoveOf(f, now_ms, /*data_change=*/true));
       ++report->files_removed;
     }
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -77,8 +78,9 @@ std::string CheckpointName(int64_t version) { return fmt::format("{:020d}.checkp
 
 }  // namespace
 
-SchemaNode CheckpointSchema() {
-  return Struct("spark_schema",
+SchemaNode CheckpointSchema(bool v2_spec) {
+  SchemaNode schema =
+      Struct("spark_schema",
                 {Struct("txn", {String("appId"), Long("version"), Long("lastUpdated")}),
                  Struct("add", {String("path"), StringMap("partitionValues"), Long("size"), Long("modificationTime"),
                                 Bool("dataChange"), String("stats"), StringMap("tags"), DeletionVectorStruct()}),
@@ -89,18 +91,26 @@ SchemaNode CheckpointSchema() {
                                      Struct("format", {String("provider"), StringMap("options")}), String("schemaString"),
                                      StringList("partitionColumns"), StringMap("configuration"), Long("createdTime")}),
                  Struct("protocol", {Int("minReaderVersion"), Int("minWriterVersion"), StringList("readerFeatures"),
-                                     StringList("writerFeatures")})});
+                                     StringList("writerFeatures")}),
+                 Struct("domainMetadata", {String("domain"), String("configuration"), Bool("removed")})});
+  if (v2_spec) schema.children.push_back(Struct("checkpointMetadata", {Long("version"), StringMap("tags")}));
+  return schema;
 }
 
 Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snapshot& snapshot) {
   // One row per action (protocol, metaData, txns, adds, tombstones), each as Delta's JSON, streamed
   // into parts of kCheckpointPartActions actions: a large table gets a multi-part checkpoint, at most
   // one row group of one part is in memory, and readers can read the parts in parallel.
-  const size_t total = 2 + snapshot.app_versions.size() + snapshot.files.size() + snapshot.tombstones.size();
-  const size_t parts = std::max<size_t>(1, (total + kCheckpointPartActions - 1) / kCheckpointPartActions);
+  const bool v2_table = std::find(snapshot.protocol.writer_features.begin(), snapshot.protocol.writer_features.end(),
+                                  "v2Checkpoint") != snapshot.protocol.writer_features.end();
+  auto policy = snapshot.metadata.configuration.find("delta.checkpointPolicy");
+  const bool v2_spec = v2_table && policy != snapshot.metadata.configuration.end() && policy->second == "v2";
+  const size_t total = 2 + snapshot.app_versions.size() + snapshot.domains.size() + snapshot.files.size() +
+                       snapshot.tombstones.size() + (v2_spec ? 1 : 0);
+  const size_t parts = v2_table ? 1 : std::max<size_t>(1, (total + kCheckpointPartActions - 1) / kCheckpointPartActions);
   WriterOptions options;
   options.codec = parquet::Codec::kSnappy;  // what Spark writes; every reader has it
-  const SchemaNode schema = CheckpointSchema();
+  const SchemaNode schema = CheckpointSchema(v2_spec);
   std::unique_ptr<NestedParquetWriter> writer;
   std::string tmp, final_path;
   size_t part = 0, in_part = 0;
@@ -118,7 +128,7 @@ Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snaps
     in_part = 0;
     return Status::OK();
   };
-  auto emit = [&](const Action& a) -> Status {
+  auto emit_row = [&](const json& row) -> Status {
     if (!writer) {
       ++part;
       const std::string name = parts == 1 ? CheckpointName(snapshot.version)
@@ -129,14 +139,19 @@ Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snaps
       if (!created.ok()) return fail(created.status());
       writer = std::move(*created);
     }
-    // The action as its commit line's JSON object ({"add": {...}}); a missing field is null.
-    Status s = writer->AddRow(json(ActionJson(a)));
+    Status s = writer->AddRow(row);
     if (!s.ok()) return fail(s);
-    return ++in_part == kCheckpointPartActions ? finish_part() : Status::OK();
+    return ++in_part == kCheckpointPartActions && parts > 1 ? finish_part() : Status::OK();
   };
+  // Each action as its commit line's JSON object ({"add": {...}}); a missing field is null.
+  auto emit = [&](const Action& a) { return emit_row(json(ActionJson(a))); };
+  if (v2_spec) {
+    STOKE_RETURN_IF_ERROR(emit_row({{"checkpointMetadata", {{"version", snapshot.version}, {"tags", json::object()}}}}));
+  }
   STOKE_RETURN_IF_ERROR(emit(snapshot.protocol));
   STOKE_RETURN_IF_ERROR(emit(snapshot.metadata));
   for (const auto& [app, version] : snapshot.app_versions) STOKE_RETURN_IF_ERROR(emit(Txn{app, version, std::nullopt}));
+  for (const auto& [name, domain] : snapshot.domains) STOKE_RETURN_IF_ERROR(emit(domain));
   for (const auto& f : snapshot.files) STOKE_RETURN_IF_ERROR(emit(f));
   for (const auto& r : snapshot.tombstones) STOKE_RETURN_IF_ERROR(emit(r));
   if (writer) STOKE_RETURN_IF_ERROR(finish_part());

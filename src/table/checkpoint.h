@@ -1,6 +1,6 @@
 // Delta Lake classic checkpoints (PROTOCOL.md, "Checkpoints"): a Parquet file
 // `_delta_log/<version>.checkpoint.parquet` with one row per action of the table's state at that
-// version (protocol, metaData, txn, add, remove), plus `_delta_log/_last_checkpoint`. Readers start
+// version (protocol, metaData, txn, domainMetadata, add, remove), plus `_delta_log/_last_checkpoint`. Readers start
 // from the newest checkpoint instead of replaying every commit. Multi-part checkpoints
 // (`<version>.checkpoint.<part>.<parts>.parquet`) written by other engines are read too.
 #pragma once
@@ -19,12 +19,15 @@ namespace stoke::delta {
 // (`<version>.checkpoint.<part>.<parts>.parquet`, as PROTOCOL.md describes), read in parallel.
 inline constexpr size_t kCheckpointPartActions = 50000;
 
-// The checkpoint schema stoke writes (a subset of Spark's: the fields of the actions above).
-SchemaNode CheckpointSchema();
+// The checkpoint schema stoke writes (a subset of Spark's: the fields of the actions above), with
+// the checkpointMetadata action of the V2 spec (PROTOCOL.md, "V2 Spec") when `v2_spec`.
+SchemaNode CheckpointSchema(bool v2_spec = false);
 
 // Writes the checkpoint of `snapshot` into `log_dir` (each file under a temporary name, then
 // renamed, so readers never see a partial file; a multi-part checkpoint counts only once every part
-// is there) and then `_last_checkpoint`.
+// is there) and then `_last_checkpoint`. On a table with the v2Checkpoint feature it is one classic
+// file (the feature forbids multi-part checkpoints), in the V2 spec (a checkpointMetadata row first)
+// when the table's delta.checkpointPolicy is "v2" (PROTOCOL.md, "V2 Checkpoint Table Feature").
 Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snapshot& snapshot);
 
 // The actions of a checkpoint by kind. A checkpoint is a reconciled state (no path added twice, no
@@ -34,7 +37,7 @@ Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snaps
 struct CheckpointActions {
   std::vector<AddFile> adds;       // in row order (parts in part order)
   std::vector<RemoveFile> removes; // in row order
-  std::vector<Action> others;      // protocol, metaData and txn actions, in row order
+  std::vector<Action> others;      // protocol, metaData, txn and domainMetadata actions, in row order
   // Files `action` under its kind.
   void Add(Action&& action);
   // Appends a later part's actions, moving them.

@@ -21,12 +21,13 @@
 namespace stoke::delta {
 namespace {
 
-// Checkpoint leaves no action field is read from: commitInfo, the add statistics' typed copies
-// (optional in the protocol; their JSON forms are read), and what a tombstone carries beyond what
-// vacuum and reconciliation need (its tags and statistics).
+// Checkpoint leaves no action field is read from: commitInfo, a V2 checkpoint's checkpointMetadata
+// (its version is the file name's), the add statistics' typed copies (optional in the protocol;
+// their JSON forms are read), and what a tombstone carries beyond what vacuum and reconciliation need
+// (its tags and statistics).
 bool IsSkippedCheckpointLeaf(std::string_view name) {
-  for (std::string_view prefix : {"commitInfo.", "add.stats_parsed.", "add.partitionValues_parsed.", "remove.tags.",
-                                  "remove.stats", "remove.numRecords"}) {
+  for (std::string_view prefix : {"commitInfo.", "checkpointMetadata.", "add.stats_parsed.", "add.partitionValues_parsed.",
+                                  "remove.tags.", "remove.stats", "remove.numRecords"}) {
     if (name.substr(0, prefix.size()) == prefix) return true;
   }
   return false;
@@ -84,6 +85,9 @@ struct ProtocolCursors {
 struct TxnCursors {
   LeafCursor *app = nullptr, *version = nullptr, *updated = nullptr;
 };
+struct DomainCursors {
+  LeafCursor *domain = nullptr, *configuration = nullptr, *removed = nullptr;
+};
 
 class ColumnarCheckpoint {
  public:
@@ -129,6 +133,7 @@ class ColumnarCheckpoint {
   Status ReadProtocol(CheckpointActions* out);
   Status ReadRemove(CheckpointActions* out);
   Status ReadTxn(CheckpointActions* out);
+  Status ReadDomain(CheckpointActions* out);
   Result<std::shared_ptr<const DeletionVectorDescriptor>> ReadDv(const DvCursors& c, std::string_view action);
 
   const ParquetReader& reader_;
@@ -140,6 +145,7 @@ class ColumnarCheckpoint {
   MetadataCursors md_;
   ProtocolCursors pr_;
   TxnCursors txn_;
+  DomainCursors domain_;
   int g_ = 0;         // the row group being read
   size_t row_ = 0;    // its row being read
   size_t line_ = 0;   // that row's number in the file, from 1, for messages
@@ -271,6 +277,9 @@ Status ColumnarCheckpoint::OpenAll() {
   STOKE_ASSIGN_OR_RETURN(txn_.app, Open("txn.appId", T::kByteArray, false));
   STOKE_ASSIGN_OR_RETURN(txn_.version, Open("txn.version", T::kInt64, false));
   STOKE_ASSIGN_OR_RETURN(txn_.updated, Open("txn.lastUpdated", T::kInt64, false));
+  STOKE_ASSIGN_OR_RETURN(domain_.domain, Open("domainMetadata.domain", T::kByteArray, false));
+  STOKE_ASSIGN_OR_RETURN(domain_.configuration, Open("domainMetadata.configuration", T::kByteArray, false));
+  STOKE_ASSIGN_OR_RETURN(domain_.removed, Open("domainMetadata.removed", T::kBoolean, false));
   STOKE_ASSIGN_OR_RETURN(md_.id, Open("metaData.id", T::kByteArray, false));
   STOKE_ASSIGN_OR_RETURN(md_.name, Open("metaData.name", T::kByteArray, false));
   STOKE_ASSIGN_OR_RETURN(md_.desc, Open("metaData.description", T::kByteArray, false));
@@ -297,7 +306,8 @@ Status ColumnarCheckpoint::CheckLeaves(int64_t rows) const {
       return Status::Unsupported(fmt::format("{}: column '{}' is not read by the columnar path", reader_.path(), name));
     }
   }
-  if (add_.path == nullptr && rm_.path == nullptr && md_.id == nullptr && pr_.reader == nullptr && txn_.app == nullptr) {
+  if (add_.path == nullptr && rm_.path == nullptr && md_.id == nullptr && pr_.reader == nullptr && txn_.app == nullptr &&
+      domain_.domain == nullptr) {
     return Status::Unsupported(fmt::format("{}: no action columns", reader_.path()));
   }
   for (const auto& [name, cur] : cursors_) {
@@ -326,6 +336,7 @@ Status ColumnarCheckpoint::ReadRowGroup(int g, CheckpointActions* out) {
     // present, so reading only present structs keeps every cursor aligned. In the order of the
     // action names, as the generic reader yields a row's actions.
     STOKE_RETURN_IF_ERROR(ReadAdd(out));
+    STOKE_RETURN_IF_ERROR(ReadDomain(out));
     STOKE_RETURN_IF_ERROR(ReadMetadata(out));
     STOKE_RETURN_IF_ERROR(ReadProtocol(out));
     STOKE_RETURN_IF_ERROR(ReadRemove(out));
@@ -540,6 +551,18 @@ Status ColumnarCheckpoint::ReadTxn(CheckpointActions* out) {
   t.version = *version;
   t.last_updated = Scalar<int64_t>(txn_.updated);
   out->others.push_back(std::move(t));
+  return Status::OK();
+}
+
+Status ColumnarCheckpoint::ReadDomain(CheckpointActions* out) {
+  if (!StructPresent(domain_.domain)) return Status::OK();
+  auto domain = Str(domain_.domain);
+  auto configuration = Str(domain_.configuration);
+  auto removed = Bool(domain_.removed);
+  if (!domain) return Error("domainMetadata", "missing string field \"domain\"");
+  if (!configuration) return Error("domainMetadata", "missing string field \"configuration\"");
+  if (!removed) return Error("domainMetadata", "missing boolean field \"removed\"");
+  out->others.push_back(DomainMetadata{std::move(*domain), std::move(*configuration), *removed});
   return Status::OK();
 }
 

@@ -52,7 +52,7 @@ std::shared_ptr<const DeletionVectorDescriptor> SomeDeletionVector(int i) {
 }
 
 // A state with every action kind and every optional part: features, a named and described table
-// with format options, partition columns and configuration, transactions, adds with and without
+// with format options, partition columns and configuration, transactions, domains, adds with and without
 // stats, partition values (one null), tags and deletion vectors, removes with and without their
 // optional fields.
 Snapshot EveryKindOfAction(int adds) {
@@ -71,6 +71,8 @@ Snapshot EveryKindOfAction(int adds) {
   s.metadata.configuration = {{"stoke.codec", "auto"}, {"delta.appendOnly", "false"}};
   s.metadata.created_time = 1700000000000;
   s.app_versions = {{"app-a", 3}, {"app-b", 9}};
+  s.domains["delta.clustering"] = DomainMetadata{"delta.clustering", R"({"clusteringColumns":["id"]})", false};
+  s.domains["user.notes"] = DomainMetadata{"user.notes", "", false};
   for (int i = 0; i < adds; ++i) {
     AddFile a;
     a.path = "split=train/part-" + std::to_string(i) + ".parquet";
@@ -131,6 +133,7 @@ TEST_F(CheckpointTest, ColumnarReadingGivesEveryActionAsWrittenAndAsTheGenericRe
 
   std::vector<Action> expected = {s.protocol, s.metadata};
   for (const auto& [app, v] : s.app_versions) expected.push_back(Txn{app, v, std::nullopt});
+  for (const auto& [name, d] : s.domains) expected.push_back(d);
   for (const auto& f : s.files) expected.push_back(f);
   for (const auto& r : s.tombstones) expected.push_back(r);
   EXPECT_EQ(Serialized(*actions), SerializeCommit(expected));
@@ -173,9 +176,10 @@ TEST_F(CheckpointTest, LargeStatesAreWrittenInPartsAndReadBackInOrder) {
 
   auto actions = ReadCheckpoint(LocalStorage(), dir_, 12);
   ASSERT_TRUE(actions.ok()) << actions.status().ToString();
-  ASSERT_EQ(actions->size(), 2u + 2u + static_cast<size_t>(adds) + 3u);
+  ASSERT_EQ(actions->size(), 2u + 2u + 2u + static_cast<size_t>(adds) + 3u);  // txns, domains, adds, removes
   std::vector<Action> expected = {s.protocol, s.metadata};
   for (const auto& [app, v] : s.app_versions) expected.push_back(Txn{app, v, std::nullopt});
+  for (const auto& [name, d] : s.domains) expected.push_back(d);
   for (const auto& f : s.files) expected.push_back(f);
   for (const auto& r : s.tombstones) expected.push_back(r);
   EXPECT_EQ(Serialized(*actions), SerializeCommit(expected));
@@ -183,6 +187,37 @@ TEST_F(CheckpointTest, LargeStatesAreWrittenInPartsAndReadBackInOrder) {
   // A part missing: the checkpoint is incomplete, so there is none at that version.
   std::filesystem::remove(prefix + "0000000002.0000000003.parquet");
   EXPECT_EQ(ReadCheckpoint(LocalStorage(), dir_, 12).status().code(), StatusCode::kNotFound);
+}
+
+// A table with the v2Checkpoint feature gets one classic file however large (the feature forbids
+// multi-part checkpoints); with delta.checkpointPolicy v2 it follows the V2 spec, a checkpointMetadata
+// row first. Both read back whole, the second still column by column.
+TEST_F(CheckpointTest, V2CheckpointTablesGetOneFileInTheSpecTheirPolicyAsks) {
+  for (const bool v2_policy : {false, true}) {
+    Snapshot s = EveryKindOfAction(static_cast<int>(kCheckpointPartActions) + 10);
+    s.protocol.reader_features = {"v2Checkpoint"};
+    s.protocol.writer_features = {"v2Checkpoint", "appendOnly", "invariants"};
+    if (v2_policy) s.metadata.configuration["delta.checkpointPolicy"] = "v2";
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(WriteCheckpoint(LocalStorage(), dir_, s).ok());
+    const std::string path = dir_ + "/00000000000000000012.checkpoint.parquet";
+    ASSERT_TRUE(std::filesystem::exists(path));
+    auto actions = ReadCheckpoint(LocalStorage(), dir_, 12);
+    ASSERT_TRUE(actions.ok()) << actions.status().ToString();
+    EXPECT_EQ(actions->adds.size(), s.files.size());
+    EXPECT_EQ(actions->removes.size(), s.tombstones.size());
+    auto reader = ParquetReader::Open(LocalStorage(), path);
+    ASSERT_TRUE(reader.ok());
+    CheckpointActions columnar;
+    ASSERT_TRUE(ReadCheckpointColumns(**reader, &columnar).ok());
+    EXPECT_EQ(columnar.size(), actions->size());
+    auto rows = ReadNestedParquet(**reader);
+    ASSERT_TRUE(rows.ok());
+    EXPECT_EQ(rows->size(), actions->size() + (v2_policy ? 1 : 0));
+    EXPECT_EQ((*rows)[0].contains("checkpointMetadata") && !(*rows)[0]["checkpointMetadata"].is_null(), v2_policy);
+    if (v2_policy) EXPECT_EQ((*rows)[0]["checkpointMetadata"]["version"], 12);
+  }
 }
 
 TEST_F(CheckpointTest, CheckpointFilesFindsClassicAndCompleteMultiPartCheckpoints) {
@@ -207,7 +242,7 @@ TEST_F(CheckpointTest, ABadDeletionVectorIsCorruptionNamingTheFileAndRow) {
   CheckpointActions columnar;
   Status st = ReadCheckpointColumns(**reader, &columnar);
   EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();
-  EXPECT_NE(st.message().find(path + ": row 7: add: deletionVector field \"pathOrInlineDv\""), std::string::npos)
+  EXPECT_NE(st.message().find(path + ": row 9: add: deletionVector field \"pathOrInlineDv\""), std::string::npos)
       << st.message();
   bad->storage_type = 'x';
   ASSERT_TRUE(WriteCheckpoint(LocalStorage(), dir_, s).ok());

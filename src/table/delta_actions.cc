@@ -5,7 +5,7 @@
 // Decisions recorded here because readers of the code need them:
 // - A commit line holds exactly one action object ({"add": {...}}). Unknown fields inside a known
 //   action are ignored (the protocol requires it). Action kinds that readers may ignore (cdc,
-//   domainMetadata, checkpointMetadata, sidecar) are skipped. Any other top-level key is
+//   checkpointMetadata, sidecar) are skipped. Any other top-level key is
 //   Corruption: a new action kind only ever appears together with a table feature in the protocol,
 //   which stoke refuses anyway, so an unknown key in a table stoke accepts means a damaged or
 //   foreign file, and silently dropping it could drop data.
@@ -31,9 +31,9 @@ namespace {
 using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
-// Action kinds readers may skip (PROTOCOL.md: "Change Data Files", "Domain Metadata",
-// "Checkpoint Metadata", "Sidecar File Information").
-constexpr const char* kIgnorableActions[] = {"cdc", "domainMetadata", "checkpointMetadata", "sidecar"};
+// Action kinds readers may skip (PROTOCOL.md: "Change Data Files", "Checkpoint Metadata", "Sidecar
+// File Information").
+constexpr const char* kIgnorableActions[] = {"cdc", "checkpointMetadata", "sidecar"};
 
 std::string Dump(const ordered_json& j) { return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace); }
 
@@ -250,6 +250,14 @@ Result<Txn> ParseTxn(const FieldReader& r) {
   return t;
 }
 
+Result<DomainMetadata> ParseDomainMetadata(const FieldReader& r) {
+  DomainMetadata d;
+  STOKE_RETURN_IF_ERROR(r.String("domain", &d.domain));
+  STOKE_RETURN_IF_ERROR(r.String("configuration", &d.configuration));
+  STOKE_RETURN_IF_ERROR(r.Bool("removed", &d.removed));
+  return d;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Serializing actions, with Spark's key order so that files read like Spark's.
 
@@ -323,6 +331,11 @@ ordered_json ActionJson(const Action& action) {
           o["version"] = a.version;
           if (a.last_updated) o["lastUpdated"] = *a.last_updated;
           line["txn"] = std::move(o);
+        } else if constexpr (std::is_same_v<T, DomainMetadata>) {
+          o["domain"] = a.domain;
+          o["configuration"] = a.configuration;
+          o["removed"] = a.removed;
+          line["domainMetadata"] = std::move(o);
         } else {
           static_assert(std::is_same_v<T, CommitInfo>);
           line["commitInfo"] = a.value.is_object() ? ordered_json(a.value) : ordered_json::object();
@@ -330,6 +343,18 @@ ordered_json ActionJson(const Action& action) {
       },
       action);
   return line;
+}
+
+RemoveFile RemoveOf(const AddFile& add, int64_t deletion_timestamp, bool data_change) {
+  RemoveFile r;
+  r.path = add.path;
+  r.deletion_timestamp = deletion_timestamp;
+  r.data_change = data_change;
+  r.extended_file_metadata = true;
+  r.partition_values = add.partition_values;
+  r.size = add.size;
+  r.deletion_vector = add.deletion_vector;
+  return r;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -371,8 +396,12 @@ Result<std::optional<Action>> ParseAction(const json& j, std::string_view file_n
     return std::optional<Action>(std::move(a));
   }
   if (kind == "commitInfo") return std::optional<Action>(CommitInfo{body});
-  return bad(fmt::format("unknown action \"{}\" (expected add, remove, metaData, protocol, txn, commitInfo, or "
-                         "one of the ignorable cdc, domainMetadata, checkpointMetadata, sidecar)",
+  if (kind == "domainMetadata") {
+    STOKE_ASSIGN_OR_RETURN(auto a, ParseDomainMetadata(r));
+    return std::optional<Action>(std::move(a));
+  }
+  return bad(fmt::format("unknown action \"{}\" (expected add, remove, metaData, protocol, txn, commitInfo, "
+                         "domainMetadata, or one of the ignorable cdc, checkpointMetadata, sidecar)",
                          kind));
 }
 

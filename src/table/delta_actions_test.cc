@@ -85,7 +85,7 @@ TEST(DeltaCommitFile, SerializeAndParseRoundTripEveryActionKind) {
   EXPECT_EQ(SerializeCommit(*parsed), text);
 }
 
-TEST(DeltaCommitFile, ParseSkipsIgnorableActionsAndBlankLines) {
+TEST(DeltaCommitFile, ParseSkipsIgnorableActionsAndBlankLinesAndKeepsDomains) {
   std::string text =
       "{\"cdc\":{\"path\":\"_change_data/x.parquet\",\"size\":1}}\n"
       "\n"
@@ -95,8 +95,16 @@ TEST(DeltaCommitFile, ParseSkipsIgnorableActionsAndBlankLines) {
       "{\"sidecar\":{\"path\":\"x\",\"sizeInBytes\":1,\"modificationTime\":1}}";  // no final newline
   auto parsed = ParseCommit(text, "f.json");
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-  ASSERT_EQ(parsed->size(), 1u);
-  EXPECT_EQ(std::get<Txn>((*parsed)[0]).version, 3);
+  ASSERT_EQ(parsed->size(), 2u);
+  const auto& domain = std::get<DomainMetadata>((*parsed)[0]);
+  EXPECT_EQ(domain.domain, "d");
+  EXPECT_EQ(domain.configuration, "{}");
+  EXPECT_FALSE(domain.removed);
+  EXPECT_EQ(std::get<Txn>((*parsed)[1]).version, 3);
+  EXPECT_EQ(SerializeCommit({domain}), R"({"domainMetadata":{"domain":"d","configuration":"{}","removed":false}})" "\n");
+  // Each field is required.
+  EXPECT_EQ(ParseCommit(R"({"domainMetadata":{"domain":"d","configuration":"{}"}})", "f.json").status().code(),
+            StatusCode::kCorruption);
 }
 
 TEST(DeltaCommitFile, ParseIgnoresUnknownFieldsInsideActions) {

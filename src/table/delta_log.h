@@ -85,11 +85,27 @@ struct RemoveFile {
   std::shared_ptr<const DeletionVectorDescriptor> deletion_vector;  // of the add this removes
 };
 
+// The remove of `add` at `deletion_timestamp` (ms): its path, partition values and size, with
+// extendedFileMetadata, and its deletion vector (a remove names the DV of the add it removes: the
+// pair is the file's identity, PROTOCOL.md "Add File and Remove File").
+RemoveFile RemoveOf(const AddFile& add, int64_t deletion_timestamp, bool data_change);
+
 struct Txn {                                       // "txn": application transaction id
   std::string app_id;
   int64_t version = 0;
   std::optional<int64_t> last_updated;
 };
+
+// "domainMetadata": the configuration of a named metadata domain (PROTOCOL.md, "Domain Metadata").
+// Writers keep every domain, understood or not; checkpoints carry the live ones.
+struct DomainMetadata {
+  std::string domain;
+  std::string configuration;                       // free text (JSON by convention)
+  bool removed = false;                            // a tombstone: the domain is deleted
+};
+
+// The commitInfo field that holds a commit's in-commit timestamp (PROTOCOL.md, "In-Commit Timestamps").
+inline constexpr char kInCommitTimestampField[] = "inCommitTimestamp";
 
 struct CommitInfo {                                // free-form provenance; kept as JSON
   nlohmann::json value = nlohmann::json::object(); // timestamp, operation, operationParameters, ...
@@ -119,10 +135,10 @@ class Boxed {
   std::unique_ptr<T> p_;
 };
 
-using Action = std::variant<Protocol, Boxed<Metadata>, AddFile, RemoveFile, Txn, CommitInfo>;
+using Action = std::variant<Protocol, Boxed<Metadata>, AddFile, RemoveFile, Txn, CommitInfo, DomainMetadata>;
 
 // One commit file: newline-delimited JSON, one action object per line. Action kinds that stoke does
-// not use but readers may ignore (cdc, domainMetadata, checkpointMetadata, sidecar) are skipped;
+// not use but readers may ignore (cdc, checkpointMetadata, sidecar) are skipped;
 // anything malformed is Corruption naming `file_name`, the line and what was expected.
 Result<std::vector<Action>> ParseCommit(std::string_view text, std::string_view file_name);
 // ParseCommit over the commit file at `path`, read a few MiB at a time, so that a commit of
@@ -148,6 +164,7 @@ struct Snapshot {
   std::vector<AddFile> files;                 // live files in the order they were added
   std::vector<RemoveFile> tombstones;         // removed files, one per (decoded) path, the latest remove of each
   std::map<std::string, int64_t> app_versions;   // txn: app_id -> version
+  std::map<std::string, DomainMetadata> domains;  // the live metadata domains (none removed), by name
   int64_t num_records() const;                // sum of stats.numRecords less deleted rows (-1 if any file lacks it)
 };
 
@@ -233,6 +250,14 @@ class DeltaLog {
   Status Checkpoint(std::optional<int64_t> version = std::nullopt) const;
   // One entry per version, newest first (at most `limit` when > 0).
   Result<std::vector<CommitSummary>> History(int64_t limit = 0) const;
+  // Time travel by timestamp: the newest version committed at or before `timestamp_ms` (ms since
+  // the epoch), by the commits' timestamps as History gives them (inCommitTimestamp, else
+  // commitInfo.timestamp, else the file's time), which stoke's commits keep non-decreasing; the
+  // latest version for a time after it. On a table with in-commit timestamps enabled after its first
+  // version, only the versions on the timestamp's side of the enablement are considered (PROTOCOL.md,
+  // "Recommendations for Readers of Tables with In-Commit Timestamps"). NotFound when the table's
+  // earliest version that can be read is newer than the time, naming both.
+  Result<int64_t> VersionAt(int64_t timestamp_ms) const;
 
   // Writes `actions` as version `read_version + 1` (read_version -1 creates the table), adding a
   // commitInfo (timestamp, operation, operationParameters, isBlindAppend, engineInfo "stoke/0.1.0",

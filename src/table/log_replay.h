@@ -151,6 +151,12 @@ class Replayer {
     } else if (const auto* t = std::get_if<Txn>(&action)) {
       auto [it, inserted] = snapshot_.app_versions.emplace(t->app_id, t->version);
       if (!inserted) it->second = std::max(it->second, t->version);
+    } else if (const auto* d = std::get_if<DomainMetadata>(&action)) {
+      if (d->removed) {
+        snapshot_.domains.erase(d->domain);
+      } else {
+        snapshot_.domains[d->domain] = *d;
+      }
     }
   }
 

@@ -4,12 +4,14 @@
 // rows keep their order within a bin.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "core/clock.h"
 #include "core/fd_limit.h"
@@ -175,20 +177,44 @@ Result<std::vector<size_t>> MapFileColumns(const ParquetReader& reader, const st
   return map;
 }
 
-// Column `c` of one row group (`rows` rows; all null where the file lacks it), checked to have the
-// table's type.
-Result<ColumnValues> ReadInputChunk(const TableView& t, const delta::AddFile& add, const ParquetReader& reader, int group,
-                                    size_t file_column, const ColumnSpec& column, size_t rows) {
+// Column `c` of one row group (`rows` rows; all null where the file lacks it; the whole file for
+// group -1) in the table's type: another writer's form (an INT96 timestamp, a narrower type before a
+// widening) is converted (ConvertToColumnType), one that cannot hold the table's values is Corruption.
+Result<ColumnValues> ReadInputChunk(const ParquetReader& reader, int group, size_t file_column, const ColumnSpec& column,
+                                    size_t rows) {
   if (file_column == kAbsentColumn) return ColumnValues{EmptyValuesFor(column.type), std::vector<uint8_t>(rows, 0)};
   STOKE_ASSIGN_OR_RETURN(ColumnValues v, group < 0 ? reader.ReadColumn(file_column) : reader.ReadColumnChunk(group, file_column));
-  if (v.values.index() != EmptyValuesFor(column.type).index()) {
-    return Status::Corruption(fmt::format("{}: column '{}' does not have the table's type", t.FilePath(add), column.name));
-  }
+  const parquet::SchemaElement& stored = reader.metadata().schema[reader.columns()[file_column].schema_index];
+  STOKE_RETURN_IF_ERROR(ConvertToColumnType(stored, column, &v, reader.path()));
   return v;
 }
 
-// Appends the rows of one input file (open in `reader`) to the bin's output: scalars gathered in
-// `scalars`, tensors appended to `enc`, a row group flushed whenever rows_per_group are pending.
+// The rows its deletion vector deletes from `add`, ascending (none without one): optimize leaves them
+// out of what it rewrites.
+Result<std::vector<uint64_t>> RowsToDrop(const TableView& t, const delta::AddFile& add) {
+  if (!add.deletion_vector) return std::vector<uint64_t>{};
+  return DeletedRows(t, add);
+}
+
+// The rows [first, first + count) of a file less those in `deleted` (ascending), as indexes from
+// `first`; nullopt when none of them is deleted.
+std::optional<std::vector<size_t>> RowsKept(const std::vector<uint64_t>& deleted, int64_t first, int64_t count) {
+  if (CountDeletedRows(deleted, first, count) == 0) return std::nullopt;
+  std::vector<size_t> kept;
+  auto next = std::lower_bound(deleted.begin(), deleted.end(), static_cast<uint64_t>(first));
+  for (int64_t r = 0; r < count; ++r) {
+    if (next != deleted.end() && *next == static_cast<uint64_t>(first + r)) {
+      ++next;
+    } else {
+      kept.push_back(static_cast<size_t>(r));
+    }
+  }
+  return kept;
+}
+
+// Appends the rows of one input file (open in `reader`) to the bin's output, less those its
+// deletion vector deletes: scalars gathered in `scalars`, tensors appended to `enc`, a row group
+// flushed whenever rows_per_group are pending.
 template <typename Flush>
 Status RewriteInput(const TableView& t, const delta::AddFile& add, const ParquetReader& reader,
                     const std::vector<ColumnSpec>& cols, int64_t rows_per_group, RowGroupEncoder& enc,
@@ -196,12 +222,14 @@ Status RewriteInput(const TableView& t, const delta::AddFile& add, const Parquet
   auto mapped = MapFileColumns(reader, cols);
   if (!mapped.ok()) return mapped.status();
   const std::vector<size_t>& map = *mapped;
+  STOKE_ASSIGN_OR_RETURN(const std::vector<uint64_t> deleted, RowsToDrop(t, add));
   Status status;
+  int64_t group_first = 0;  // the file's row that begins row group g
   for (int g = 0; g < reader.num_row_groups() && status.ok(); ++g) {
-    const int64_t rows = reader.metadata().row_groups[g].num_rows;
+    int64_t rows = reader.metadata().row_groups[g].num_rows;
     std::vector<ColumnValues> values(cols.size());
     for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
-      auto v = ReadInputChunk(t, add, reader, g, map[c], cols[c], static_cast<size_t>(rows));
+      auto v = ReadInputChunk(reader, g, map[c], cols[c], static_cast<size_t>(rows));
       if (!v.ok()) {
         status = v.status();
         break;
@@ -209,6 +237,10 @@ Status RewriteInput(const TableView& t, const delta::AddFile& add, const Parquet
       values[c] = std::move(*v);
     }
     if (!status.ok()) break;
+    if (auto kept = RowsKept(deleted, std::exchange(group_first, group_first + rows), rows)) {
+      for (auto& v : values) v = TakeRows(v, *kept);
+      rows = static_cast<int64_t>(kept->size());
+    }
     // Feed the rows in slices that end exactly at row-group boundaries of the output.
     for (int64_t r = 0; r < rows && status.ok();) {
       int64_t take = std::min(rows - r, rows_per_group - pending_rows);
@@ -319,13 +351,18 @@ Result<SortInput> ReadSortInput(const TableView& t, const std::vector<const delt
   // Each input's scalar columns, read where its reader is opened (in parallel on an object store: a
   // file read in parts takes a request per column chunk), appended in input order.
   std::vector<std::vector<ColumnValues>> input_scalars(inputs.size());
+  // Each input's rows that its deletion vector keeps (nullopt: all of them).
+  std::vector<std::optional<std::vector<size_t>>> kept(inputs.size());
   const auto read_scalars = [&](size_t i, const ParquetReader& reader) -> Status {
     STOKE_ASSIGN_OR_RETURN(in.file_columns[i], MapFileColumns(reader, cols));
+    STOKE_ASSIGN_OR_RETURN(const std::vector<uint64_t> deleted, RowsToDrop(t, *inputs[i]));
+    kept[i] = RowsKept(deleted, 0, reader.num_rows());
     input_scalars[i].resize(cols.size());
     for (size_t c = 0; c < cols.size(); ++c) {
       if (cols[c].paged()) continue;
-      STOKE_ASSIGN_OR_RETURN(input_scalars[i][c], ReadInputChunk(t, *inputs[i], reader, /*group=*/-1, in.file_columns[i][c],
-                                                                 cols[c], static_cast<size_t>(reader.num_rows())));
+      STOKE_ASSIGN_OR_RETURN(input_scalars[i][c], ReadInputChunk(reader, /*group=*/-1, in.file_columns[i][c], cols[c],
+                                                                 static_cast<size_t>(reader.num_rows())));
+      if (kept[i]) input_scalars[i][c] = TakeRows(input_scalars[i][c], *kept[i]);
     }
     return Status::OK();
   };
@@ -336,7 +373,11 @@ Result<SortInput> ReadSortInput(const TableView& t, const std::vector<const delt
           if (!cols[c].paged()) AppendColumnValues(&in.scalars[c], std::move(input_scalars[i][c]));
         }
         std::vector<ColumnValues>().swap(input_scalars[i]);
-        for (int64_t r = 0; r < reader->num_rows(); ++r) in.sources.push_back({i, r});
+        if (kept[i]) {
+          for (size_t r : *kept[i]) in.sources.push_back({i, static_cast<int64_t>(r)});
+        } else {
+          for (int64_t r = 0; r < reader->num_rows(); ++r) in.sources.push_back({i, r});
+        }
         const int64_t cells = reader->num_rows() * static_cast<int64_t>(paged_columns);
         readers.Keep(i, std::move(reader), cells);
         return Status::OK();
@@ -568,12 +609,13 @@ std::vector<Bin> PackBins(std::vector<const delta::AddFile*> candidates, int64_t
 }
 
 // The bins worth rewriting: every one with --sort-by; else a bin of one file that is already in
-// stoke's layout would only be copied, so it is left alone (which opens that file).
+// stoke's layout and has no deleted rows would only be copied, so it is left alone (which opens that
+// file).
 Result<std::vector<Bin>> BinsToRewrite(const TableView& t, const OptimizeOptions& o, std::vector<Bin> bins) {
   std::vector<size_t> single;  // bins of one file whose layout decides
   std::vector<const delta::AddFile*> to_open;
   for (size_t i = 0; i < bins.size(); ++i) {
-    if (bins[i].size() == 1 && o.sort_by.empty()) {
+    if (bins[i].size() == 1 && o.sort_by.empty() && !bins[i][0]->deletion_vector) {
       single.push_back(i);
       to_open.push_back(bins[i][0]);
     }
@@ -641,8 +683,9 @@ void DeleteNewFiles(Storage& fs, const NewFiles& written) {
   DeleteLeftovers(fs, paths, "optimize's new files");
 }
 
-// The OPTIMIZE commit's actions, all with dataChange=false: a remove of every input file, then an add
-// of each bin's new file (statistics from its footer). REQUIRES: every bin's file was written.
+// The OPTIMIZE commit's actions, all with dataChange=false: a remove of every input file (with its
+// deletion vector), then an add of each bin's new file that holds rows (statistics from its footer).
+// REQUIRES: every bin's file was written.
 // Counts them in `report`.
 std::vector<delta::Action> OptimizeActions(const TableView& t, const std::vector<Bin>& work, const NewFiles& written,
                                            OptimizeReport* report) {
@@ -653,20 +696,14 @@ std::vector<delta::Action> OptimizeActions(const TableView& t, const std::vector
   actions.reserve(inputs + written.size());  // 650,000 removes: doubling held 1.6x their slots
   for (const auto& b : work) {
     for (const auto* f : b) {
-      delta::RemoveFile r;
-      r.path = f->path;
-      r.deletion_timestamp = now;
-      r.data_change = false;
-      r.extended_file_metadata = true;
-      r.partition_values = f->partition_values;
-      r.size = f->size;
-      actions.push_back(std::move(r));
+      actions.push_back(delta::RemoveOf(*f, now, /*data_change=*/false));
       ++report->files_removed;
       report->bytes_rewritten += f->size;
     }
   }
   for (size_t i = 0; i < written.size(); ++i) {
     const auto& w = written[i];
+    if (w->rows == 0) continue;  // every row of the bin was deleted: its file is left to vacuum
     delta::AddFile a;
     a.path = delta::EncodePath(PathUnder(w->path, t.dir));
     a.partition_values = work[i][0]->partition_values;
@@ -703,7 +740,7 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   }
   Stopwatch watch;
   STOKE_ASSIGN_OR_RETURN(TableView t, OpenTableView(o.table_dir));
-  STOKE_RETURN_IF_ERROR(delta::CheckWritable(t.snapshot, "optimize", o.table_dir));
+  STOKE_RETURN_IF_ERROR(delta::CheckWritable(t.snapshot, delta::WriteCommand::kOptimize, o.table_dir));
   STOKE_RETURN_IF_ERROR(CheckRewritableColumns(t, o.table_dir));
   STOKE_ASSIGN_OR_RETURN(WriterOptions wopts, RewriteWriterOptions(t, o));
   STOKE_ASSIGN_OR_RETURN(std::optional<Predicate> where, BindWhere(t, o.where));

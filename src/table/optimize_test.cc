@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "stoke/maintenance.h"
+#include "table/delta_testing.h"
 #include "table/scan.h"
 #include "table/test_table.h"
 
@@ -46,6 +47,45 @@ TEST(Optimize, CompactsSmallFilesPreservingEveryRowByteForByte) {
   auto again = OptimizeTable(o);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->version, -1);
+}
+
+// The rows deletion vectors delete are left out of the rewritten files, in both rewrites, across row
+// groups; a file whose every row is deleted adds nothing; each remove names the file's DV, and a file
+// alone in its bin is rewritten when it has deleted rows.
+TEST(Optimize, LeavesOutTheRowsDeletionVectorsDelete) {
+  for (const std::string sort_by : {"", "id"}) {
+    TestTable t;
+    t.AppendFile(0, 5, /*per_group=*/2);
+    t.AppendFile(5, 5, /*per_group=*/2);
+    t.AppendFile(10, 5, /*per_group=*/2);
+    testing_support::DeleteRows(t, "part-0.parquet", {1, 3});
+    testing_support::DeleteRows(t, "part-10.parquet", {0, 1, 2, 3, 4});
+    OptimizeOptions o;
+    o.table_dir = t.dir();
+    o.sort_by = sort_by;
+    o.progress = false;
+    auto r = OptimizeTable(o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::vector<int64_t> ids;
+    for (const auto& row : AllRows(t.dir())) ids.push_back(std::get<0>(row));
+    EXPECT_EQ(ids, std::vector<int64_t>({0, 2, 4, 5, 6, 7, 8, 9})) << sort_by;
+    auto snap = t.log().ReadSnapshot();
+    ASSERT_TRUE(snap.ok());
+    ASSERT_EQ(snap->files.size(), 1u);
+    EXPECT_EQ(snap->files[0].deletion_vector, nullptr);
+    EXPECT_EQ(snap->num_records(), 8);
+    const delta::RemoveFile* removed = delta::testing_support::FindTombstone(*snap, "part-0.parquet");
+    ASSERT_NE(removed, nullptr);
+    ASSERT_NE(removed->deletion_vector, nullptr);
+    EXPECT_EQ(removed->deletion_vector->cardinality, 2);
+
+    // One file left with deleted rows is rewritten alone.
+    testing_support::DeleteRows(t, snap->files[0].path, {0});
+    r = OptimizeTable(o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->files_removed, 1);
+    EXPECT_EQ(AllRows(t.dir()).size(), 7u);
+  }
 }
 
 TEST(Optimize, WhereLimitsCompactionToFilesThatMayMatch) {

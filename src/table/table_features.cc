@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,13 +22,6 @@ constexpr std::string_view kReaderFeatures[] = {
     "vacuumProtocolCheck",   // readers only acknowledge it; vacuum checks the writer protocol
 };
 
-// Writer features whose rules stoke's writes keep: appendOnly (checked below), invariants (refused
-// below when a column has one), and features that need nothing of a writer that adds files of the
-// table's own types or deletes unreferenced ones.
-constexpr std::string_view kWriterFeatures[] = {
-    "appendOnly", "invariants", "timestampNtz", "typeWidening", "typeWidening-preview", "vacuumProtocolCheck",
-};
-
 bool Contains(const auto& list, std::string_view name) {
   return std::find(std::begin(list), std::end(list), name) != std::end(list);
 }
@@ -35,26 +29,6 @@ bool Contains(const auto& list, std::string_view name) {
 bool ConfigIsTrue(const Metadata& m, const std::string& key) {
   auto it = m.configuration.find(key);
   return it != m.configuration.end() && (it->second == "true" || it->second == "TRUE" || it->second == "True");
-}
-
-// Features of the table's metadata that a writer must honour when they are in use, whatever the
-// protocol version that allows them (the legacy versions 3 to 6 imply them without listing them).
-std::vector<std::string> FeaturesInUse(const Metadata& m) {
-  std::vector<std::string> used;
-  // Field metadata keys sit in the schema's JSON text; a column named like one is rare and only
-  // makes the check refuse where it need not.
-  auto schema_has = [&](std::string_view key) { return m.schema_string.find(key) != std::string::npos; };
-  if (schema_has("\"delta.invariants\"")) used.push_back("invariants");
-  if (std::any_of(m.configuration.begin(), m.configuration.end(),
-                  [](const auto& kv) { return kv.first.rfind("delta.constraints.", 0) == 0; })) {
-    used.push_back("checkConstraints");
-  }
-  if (ConfigIsTrue(m, "delta.enableChangeDataFeed")) used.push_back("changeDataFeed");
-  if (schema_has("\"delta.generationExpression\"")) used.push_back("generatedColumns");
-  auto mapping = m.configuration.find("delta.columnMapping.mode");
-  if (mapping != m.configuration.end() && mapping->second != "none") used.push_back("columnMapping");
-  if (schema_has("\"delta.identity.start\"")) used.push_back("identityColumns");
-  return used;
 }
 
 // Whether a Delta type (a name or a nested type's JSON) holds a variant anywhere.
@@ -126,33 +100,92 @@ Status CheckReadable(const Snapshot& snapshot, std::string_view where) {
                                        columns.size() > 1 ? "s" : "", fmt::join(columns, "', '")));
 }
 
-Status CheckWritable(const Snapshot& snapshot, std::string_view operation, std::string_view table, bool removes_data,
-                     std::span<const std::string_view> also_keeps) {
-  const Protocol& p = snapshot.protocol;
-  std::vector<std::string> refused;
-  if (p.min_writer_version > 7) refused.push_back(fmt::format("writer version {}", p.min_writer_version));
-  if (p.min_writer_version == 7) {
-    for (const std::string& f : p.writer_features) {
-      if (!Contains(kWriterFeatures, f) && !Contains(also_keeps, f)) refused.push_back(f);
-    }
+bool InCommitTimestampsEnabled(const Metadata& metadata) {
+  return ConfigIsTrue(metadata, "delta.enableInCommitTimestamps");
+}
+
+std::string_view CommandName(WriteCommand command) {
+  switch (command) {
+    case WriteCommand::kAppend:
+    case WriteCommand::kOverwrite:
+      return "ingest";
+    case WriteCommand::kOptimize:
+      return "optimize";
+    case WriteCommand::kDeleteRows:
+      return "delete";
+    case WriteCommand::kVacuum:
+      return "vacuum";
+    case WriteCommand::kCheckpoint:
+      return "checkpoint";
   }
-  for (std::string& f : FeaturesInUse(snapshot.metadata)) {
-    if (!Contains(refused, f)) refused.push_back(std::move(f));
-  }
-  if (removes_data && ConfigIsTrue(snapshot.metadata, "delta.appendOnly")) refused.push_back("appendOnly");
-  if (refused.empty()) return Status::OK();
-  return Status::Unsupported(fmt::format("{}: table '{}' uses [{}], which stoke's {} does not keep; nothing was written",
-                                         operation, table, fmt::join(refused, ", "), operation));
+  return "write";
 }
 
 namespace {
 
-// The features a legacy protocol version implies ("Table Features": "Features by protocol version").
-std::vector<std::string> LegacyReaderFeatures(int32_t reader_version) {
-  if (reader_version >= 2) return {"columnMapping"};
-  return {};
+// A set of write commands, one bit each.
+using Commands = uint32_t;
+constexpr Commands Bit(WriteCommand c) { return Commands{1} << static_cast<int>(c); }
+constexpr Commands kNewRows = Bit(WriteCommand::kAppend) | Bit(WriteCommand::kOverwrite);
+constexpr Commands kChangesFiles = kNewRows | Bit(WriteCommand::kOptimize) | Bit(WriteCommand::kDeleteRows);
+constexpr Commands kEvery = kChangesFiles | Bit(WriteCommand::kVacuum) | Bit(WriteCommand::kCheckpoint);
+
+// A writer feature whose rules some of stoke's commands cannot keep: those it refuses, and why.
+// Features absent here and from kKeptWriterFeatures are unknown to stoke: every command refuses them.
+struct WriterRule {
+  std::string_view feature;
+  Commands refused;
+  std::string_view reason;
+};
+
+constexpr WriterRule kWriterRules[] = {
+    {"appendOnly", Bit(WriteCommand::kOverwrite) | Bit(WriteCommand::kDeleteRows), "its rows may not be removed"},
+    {"invariants", kNewRows, "stoke does not check column invariants on new rows"},
+    {"checkConstraints", kNewRows, "stoke does not check CHECK constraints on new rows"},
+    {"generatedColumns", kNewRows, "stoke does not compute generated columns"},
+    {"identityColumns", kNewRows, "stoke does not assign identity values"},
+    {"changeDataFeed", Bit(WriteCommand::kDeleteRows), "deleting rows of a file needs change data files"},
+    {"columnMapping", kChangesFiles, "stoke writes data files under logical column names"},
+    {"rowTracking", kChangesFiles | Bit(WriteCommand::kCheckpoint), "stoke neither assigns nor keeps row ids"},
+    {"clustering", kChangesFiles | Bit(WriteCommand::kCheckpoint), "stoke neither clusters nor keeps clusteringProvider"},
+    {"icebergCompatV1", kEvery, "stoke does not write Iceberg metadata"},
+    {"icebergCompatV2", kEvery, "stoke does not write Iceberg metadata"},
+    {"icebergWriterCompatV1", kEvery, "stoke does not write Iceberg metadata"},
+};
+
+// Writer features whose rules every command of stoke keeps: deletion vectors (carried by removes
+// and checkpoints, applied by optimize, kept by vacuum), domains (kept by checkpoints), in-commit
+// timestamps (written by every commit), v2 checkpoints (written where the table's policy asks),
+// and features that ask nothing of a writer that adds files of the table's own types.
+constexpr std::string_view kKeptWriterFeatures[] = {
+    "deletionVectors", "domainMetadata", "inCommitTimestamp", "v2Checkpoint", "timestampNtz",
+    "typeWidening",    "typeWidening-preview", "vacuumProtocolCheck",
+};
+
+// Whether `feature` is in use, for the features whose rules bind writers only when the metadata
+// turns them on or declares columns that need them; nullopt for the others (in use when supported).
+// Field metadata keys sit in the schema's JSON text; a column named like one is rare and only makes
+// a check refuse where it need not.
+std::optional<bool> InUse(std::string_view feature, const Metadata& m) {
+  auto schema_has = [&](std::string_view key) { return m.schema_string.find(key) != std::string::npos; };
+  if (feature == "appendOnly") return ConfigIsTrue(m, "delta.appendOnly");
+  if (feature == "invariants") return schema_has("\"delta.invariants\"");
+  if (feature == "checkConstraints") {
+    return std::any_of(m.configuration.begin(), m.configuration.end(),
+                       [](const auto& kv) { return kv.first.rfind("delta.constraints.", 0) == 0; });
+  }
+  if (feature == "generatedColumns") return schema_has("\"delta.generationExpression\"");
+  if (feature == "identityColumns") return schema_has("\"delta.identity.start\"");
+  if (feature == "changeDataFeed") return ConfigIsTrue(m, "delta.enableChangeDataFeed");
+  if (feature == "columnMapping") {
+    auto mode = m.configuration.find("delta.columnMapping.mode");
+    return mode != m.configuration.end() && mode->second != "none";
+  }
+  return std::nullopt;
 }
 
+// The writer features a legacy protocol version implies ("Table Features": "Features by protocol
+// version").
 std::vector<std::string> LegacyWriterFeatures(int32_t writer_version) {
   std::vector<std::string> out;
   if (writer_version >= 2) out.insert(out.end(), {"appendOnly", "invariants"});
@@ -161,6 +194,54 @@ std::vector<std::string> LegacyWriterFeatures(int32_t writer_version) {
   if (writer_version >= 5) out.push_back("columnMapping");
   if (writer_version >= 6) out.push_back("identityColumns");
   return out;
+}
+
+// What refuses `command` on a table supporting `feature`: "" when nothing does, else the feature
+// and the reason.
+std::string Refusal(std::string_view feature, const Metadata& m, WriteCommand command) {
+  if (Contains(kKeptWriterFeatures, feature)) return "";
+  for (const WriterRule& rule : kWriterRules) {
+    if (rule.feature != feature) continue;
+    if ((rule.refused & Bit(command)) == 0 || !InUse(feature, m).value_or(true)) return "";
+    return fmt::format("{} ({})", feature, rule.reason);
+  }
+  return fmt::format("{} (a writer feature stoke does not know)", feature);
+}
+
+}  // namespace
+
+Status CheckWritable(const Snapshot& snapshot, WriteCommand command, std::string_view table) {
+  const Protocol& p = snapshot.protocol;
+  const std::string_view name = CommandName(command);
+  if (p.min_writer_version > 7) {
+    return Status::Unsupported(fmt::format("{}: table '{}' needs writer version {}; stoke writes versions 1 to 7; "
+                                           "nothing was written",
+                                           name, table, p.min_writer_version));
+  }
+  // The features the table supports: those listed (version 7) or implied (versions 2 to 6); and,
+  // from older writers that turned one on without the version it needs, those in use all the same.
+  std::vector<std::string> features = p.min_writer_version == 7 ? p.writer_features : LegacyWriterFeatures(p.min_writer_version);
+  for (const WriterRule& rule : kWriterRules) {
+    if (!Contains(features, rule.feature) && InUse(rule.feature, snapshot.metadata).value_or(false)) {
+      features.emplace_back(rule.feature);
+    }
+  }
+  std::vector<std::string> refused;
+  for (const std::string& f : features) {
+    std::string why = Refusal(f, snapshot.metadata, command);
+    if (!why.empty()) refused.push_back(std::move(why));
+  }
+  if (refused.empty()) return Status::OK();
+  return Status::Unsupported(fmt::format("{}: table '{}' uses {}, which stoke's {} does not keep; nothing was written",
+                                         name, table, fmt::join(refused, ", "), name));
+}
+
+namespace {
+
+// The features a legacy protocol version implies ("Table Features": "Features by protocol version").
+std::vector<std::string> LegacyReaderFeatures(int32_t reader_version) {
+  if (reader_version >= 2) return {"columnMapping"};
+  return {};
 }
 
 void AddOnce(std::vector<std::string>* list, std::string_view name) {

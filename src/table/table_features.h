@@ -4,7 +4,6 @@
 // table's writers must keep.
 #pragma once
 
-#include <span>
 #include <string_view>
 
 #include "table/delta_log.h"
@@ -19,16 +18,32 @@ Status CheckReadable(const Protocol& protocol, std::string_view where);
 // The same for a snapshot, naming the columns of the type a missing feature is for (variant).
 Status CheckReadable(const Snapshot& snapshot, std::string_view where);
 
-// OK when stoke's write command `operation` may write to the table at `snapshot`: writer version 2
-// or below, or 7 with only the writer features stoke keeps (appendOnly, invariants, timestampNtz,
-// typeWidening, vacuumProtocolCheck), and none of the table's columns carrying invariants,
-// constraints, generation expressions or identity definitions, and neither column mapping nor the
-// change data feed turned on (versions 3 to 6 imply those features: a table that uses one is refused).
-// `removes_data`: the command removes rows, which delta.appendOnly forbids. `also_keeps`: writer
-// features this command keeps besides those (a checkpoint copies each action's deletionVector).
-// Otherwise Unsupported naming the command, `table` and each feature, before anything is written.
-Status CheckWritable(const Snapshot& snapshot, std::string_view operation, std::string_view table,
-                     bool removes_data = false, std::span<const std::string_view> also_keeps = {});
+// stoke's write commands, as the writer features' rules tell them apart.
+enum class WriteCommand {
+  kAppend,      // ingest --mode append: files of new rows added
+  kOverwrite,   // ingest --mode overwrite: every file removed, files of new rows added
+  kOptimize,    // files rewritten with the same rows (less deleted ones), dataChange=false
+  kDeleteRows,  // rows of files marked deleted with deletion vectors
+  kVacuum,      // files no retained version references deleted; nothing committed
+  kCheckpoint,  // the state at a version written out
+};
+// The command's name in messages: "ingest", "optimize", "delete", "vacuum", "checkpoint".
+std::string_view CommandName(WriteCommand command);
+
+// OK when `command` may write to the table at `snapshot` keeping every rule of the table's writer
+// features (PROTOCOL.md, "Table Features"): writer version 7 or below; every feature the table
+// supports (listed, or implied by a legacy version) either kept by stoke for every command
+// (deletionVectors, domainMetadata, inCommitTimestamp, v2Checkpoint, timestampNtz, typeWidening,
+// vacuumProtocolCheck), or not in use (appendOnly unset, no invariant, constraint, generated or
+// identity column, change data feed off, column mapping mode none), or one whose rules do not bind
+// this command (constraints bind only new rows; appendOnly only what removes rows). Otherwise
+// Unsupported naming the command, `table` and each feature with why stoke cannot keep it, before
+// anything is written. Unknown writer features are refused by every command.
+Status CheckWritable(const Snapshot& snapshot, WriteCommand command, std::string_view table);
+
+// Whether the table's commits carry in-commit timestamps: delta.enableInCommitTimestamps is true
+// (PROTOCOL.md, "In-Commit Timestamps"; the inCommitTimestamp feature goes with it).
+bool InCommitTimestampsEnabled(const Metadata& metadata);
 
 // `protocol` with the table feature `feature` added ("Table Features"): writer version 7, and
 // reader version 3 when it is a reader feature (listed among the writer features too). A legacy

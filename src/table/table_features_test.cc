@@ -38,37 +38,75 @@ TEST(TableFeatures, TheVariantColumnsAStokeLacksAreNamed) {
   EXPECT_NE(st.message().find("variant type of columns 'v', 's'"), std::string::npos) << st.message();
 }
 
+constexpr WriteCommand kAppend = WriteCommand::kAppend, kOverwrite = WriteCommand::kOverwrite,
+                       kOptimize = WriteCommand::kOptimize, kDeleteRows = WriteCommand::kDeleteRows,
+                       kVacuum = WriteCommand::kVacuum, kCheckpoint = WriteCommand::kCheckpoint;
+constexpr WriteCommand kCommands[] = {kAppend, kOverwrite, kOptimize, kDeleteRows, kVacuum, kCheckpoint};
+
+// The commands CheckWritable lets write to `s`, as a string of initials (A O P D V C).
+std::string Allowed(const Snapshot& s) {
+  std::string out;
+  for (WriteCommand c : kCommands) {
+    if (CheckWritable(s, c, "t").ok()) out += "AOPDVC"[static_cast<int>(c)];
+  }
+  return out;
+}
+
 TEST(TableFeatures, WritesRefuseFeaturesTheyDoNotKeepBeforeWritingAnything) {
-  EXPECT_TRUE(CheckWritable(WithProtocol(1, 2), "optimize", "t").ok());
-  EXPECT_TRUE(CheckWritable(WithProtocol(3, 7, {"timestampNtz"}, {"timestampNtz", "appendOnly"}), "ingest", "t").ok());
-  // A feature listed for writers that stoke does not keep is refused, naming it and the command.
-  Status s = CheckWritable(WithProtocol(3, 7, {"deletionVectors"}, {"deletionVectors", "domainMetadata"}), "vacuum", "t");
+  EXPECT_EQ(Allowed(WithProtocol(1, 2)), "AOPDVC");
+  EXPECT_EQ(Allowed(WithProtocol(3, 7, {"timestampNtz"}, {"timestampNtz", "appendOnly"})), "AOPDVC");
+  // Features every command keeps.
+  EXPECT_EQ(Allowed(WithProtocol(3, 7, {"deletionVectors", "v2Checkpoint"},
+                                 {"deletionVectors", "domainMetadata", "inCommitTimestamp", "v2Checkpoint",
+                                  "vacuumProtocolCheck", "typeWidening"})),
+            "AOPDVC");
+  // A feature stoke does not know is refused by every command, naming it and the command.
+  Status s = CheckWritable(WithProtocol(3, 7, {}, {"deletionVectors", "futureFeature"}), kVacuum, "t");
   EXPECT_EQ(s.code(), StatusCode::kUnsupported);
-  EXPECT_NE(s.message().find("vacuum: table 't' uses [deletionVectors, domainMetadata]"), std::string::npos)
+  EXPECT_NE(s.message().find("vacuum: table 't' uses futureFeature (a writer feature stoke does not know)"),
+            std::string::npos)
       << s.message();
-  EXPECT_EQ(CheckWritable(WithProtocol(1, 8), "checkpoint", "t").code(), StatusCode::kUnsupported);
-  // Legacy versions 3 to 6 imply features: refused when the table uses them.
+  EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"futureFeature"})), "");
+  EXPECT_EQ(CheckWritable(WithProtocol(1, 8), kCheckpoint, "t").code(), StatusCode::kUnsupported);
+  // Row tracking and clustering bind every command that writes files or a checkpoint; Iceberg
+  // compatibility every command.
+  EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"domainMetadata", "rowTracking"})), "V");
+  EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"domainMetadata", "clustering"})), "V");
+  EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"icebergCompatV2"})), "");
+}
+
+TEST(TableFeatures, FeaturesTurnedOnByMetadataBindOnlyTheCommandsTheirRulesName) {
+  // Supported but not in use: nothing to keep.
+  EXPECT_EQ(Allowed(WithProtocol(1, 6)), "AOPDVC");
+  EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"changeDataFeed", "checkConstraints", "columnMapping", "identityColumns"})),
+            "AOPDVC");
   Snapshot cdf = WithProtocol(1, 4);
-  EXPECT_TRUE(CheckWritable(cdf, "ingest", "t").ok());
   cdf.metadata.configuration["delta.enableChangeDataFeed"] = "true";
-  s = CheckWritable(cdf, "ingest", "t");
-  EXPECT_NE(s.message().find("[changeDataFeed]"), std::string::npos) << s.message();
+  EXPECT_EQ(Allowed(cdf), "AOPVC");  // a delete of rows needs change data files
+  Status s = CheckWritable(cdf, kDeleteRows, "t");
+  EXPECT_NE(s.message().find("changeDataFeed (deleting rows of a file needs change data files)"), std::string::npos)
+      << s.message();
   Snapshot constrained = WithProtocol(1, 3);
   constrained.metadata.configuration["delta.constraints.positive"] = "x > 0";
-  EXPECT_NE(CheckWritable(constrained, "ingest", "t").message().find("checkConstraints"), std::string::npos);
+  EXPECT_EQ(Allowed(constrained), "PDVC");  // new rows would have to be checked
+  EXPECT_NE(CheckWritable(constrained, kAppend, "t").message().find("checkConstraints"), std::string::npos);
   Snapshot mapped = WithProtocol(2, 5);
   mapped.metadata.configuration["delta.columnMapping.mode"] = "name";
-  EXPECT_NE(CheckWritable(mapped, "optimize", "t").message().find("columnMapping"), std::string::npos);
+  EXPECT_EQ(Allowed(mapped), "VC");
+  EXPECT_NE(CheckWritable(mapped, kOptimize, "t").message().find("columnMapping"), std::string::npos);
   Snapshot invariants = WithProtocol(1, 2);
   invariants.metadata.schema_string =
       R"({"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{"delta.invariants":"{\"expression\":{\"expression\":\"x > 3\"}}"}}]})";
-  EXPECT_NE(CheckWritable(invariants, "ingest", "t").message().find("invariants"), std::string::npos);
+  EXPECT_EQ(Allowed(invariants), "PDVC");
   // appendOnly forbids only what removes rows.
   Snapshot append_only = WithProtocol(1, 2);
   append_only.metadata.configuration["delta.appendOnly"] = "true";
-  EXPECT_TRUE(CheckWritable(append_only, "ingest", "t").ok());
-  EXPECT_NE(CheckWritable(append_only, "ingest", "t", /*removes_data=*/true).message().find("appendOnly"),
-            std::string::npos);
+  EXPECT_EQ(Allowed(append_only), "APVC");
+  EXPECT_NE(CheckWritable(append_only, kOverwrite, "t").message().find("appendOnly"), std::string::npos);
+  // A feature in use where the protocol does not list it (an older writer's table) counts too.
+  Snapshot unlisted = WithProtocol(1, 2);
+  unlisted.metadata.configuration["delta.enableChangeDataFeed"] = "true";
+  EXPECT_EQ(Allowed(unlisted), "AOPVC");
 }
 
 TEST(TableFeatures, AddingAFeatureListsWhatTheLegacyVersionsImplied) {

@@ -1,6 +1,7 @@
 // `stoke history` and `stoke inspect DIR`.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <ctime>
 #include <filesystem>
 #include <sstream>
@@ -124,6 +125,23 @@ Result<std::vector<TableVersion>> TableHistory(const std::string& table_dir, int
                    Dump(h.info)});
   }
   return out;
+}
+
+Result<int64_t> TableVersionAt(const std::string& table_dir, const std::string& timestamp) {
+  int64_t ms = 0;
+  const char* end = timestamp.data() + timestamp.size();
+  auto [ptr, ec] = std::from_chars(timestamp.data(), end, ms);
+  if (timestamp.empty() || ec != std::errc() || ptr != end) {
+    std::optional<int64_t> micros = ParseTimestamp(timestamp);
+    if (!micros) {
+      return Status::InvalidArgument(fmt::format("'{}' is no timestamp: expected ISO-8601 ('2026-11-30T08:00:00Z', "
+                                                 "'2026-11-30 08:00:00.250+01:00') or milliseconds since the epoch",
+                                                 timestamp));
+    }
+    ms = *micros / 1000 - (*micros % 1000 < 0 ? 1 : 0);  // floor: a time before the epoch rounds down
+  }
+  STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(table_dir));
+  return delta::DeltaLog(*where.storage, where.path).VersionAt(ms);
 }
 
 std::string HistoryText(const std::vector<TableVersion>& versions) {

@@ -2,7 +2,8 @@
 //
 // A file is kept when it is live in the latest version, or in any version whose commit is newer
 // than the retention cutoff, or in the last version before the cutoff (that version was the table
-// until the first retained commit, so readers of the cutoff instant still see it). Anything else
+// until the first retained commit, so readers of the cutoff instant still see it); so is the
+// deletion-vector file of each such add (PROTOCOL.md, "Deletion Vector Files"). Anything else
 // under the table that is older than the cutoff is deleted (removed files and never-committed
 // leftovers alike), but for hidden names at any depth (_delta_log, _stoke, '.' files) and tables
 // inside the table. Files newer than the cutoff are never
@@ -26,6 +27,9 @@ namespace stoke {
 
 namespace {
 
+// The prefix of a kept name that any directory may hold (see KeepDeletionVectorFile).
+const std::string kAnyDirectory = "*/";
+
 // The commit time before which files no version needs may go: now less the retention period.
 int64_t RetentionCutoffMs(double retain_hours) {
   const int64_t now_ms =
@@ -41,31 +45,48 @@ Result<int64_t> LatestVacuumableVersion(const delta::DeltaLog& log, const std::s
     return log.ReadSnapshot(std::nullopt).status().WithContext(fmt::format("vacuum: '{}' is not a table", table_dir));
   }
   STOKE_ASSIGN_OR_RETURN(auto latest_snapshot, log.ReadSnapshot(latest));
-  STOKE_RETURN_IF_ERROR(delta::CheckWritable(latest_snapshot, "vacuum", table_dir));
+  STOKE_RETURN_IF_ERROR(delta::CheckWritable(latest_snapshot, delta::WriteCommand::kVacuum, table_dir));
   return latest;
 }
 
-// The data files (decoded paths relative to the table) live in any version from the last one at or
-// before `cutoff` (or 0) to `latest`: the state at that version (from its checkpoint and commits:
-// old commits may be gone once a checkpoint covers them), then every later commit, replayed once.
+// Adds to `keep` the deletion-vector file of `add`, when it has one: its path relative to the table
+// for a 'u' DV; for a 'p' DV, whose absolute path or URI need not spell the table's location as
+// `table_dir` does, "*/" and its file name, which keeps every file of that name under the table.
+Status KeepDeletionVectorFile(const delta::AddFile& add, const std::string& table_dir, std::set<std::string>* keep) {
+  if (!add.deletion_vector || add.deletion_vector->storage_type == delta::kDvStorageInline) return Status::OK();
+  STOKE_ASSIGN_OR_RETURN(std::string path, delta::DeletionVectorFilePath(*add.deletion_vector, table_dir));
+  if (add.deletion_vector->storage_type == delta::kDvStorageAbsolutePath) {
+    keep->insert(kAnyDirectory + BaseName(path));
+  } else {
+    keep->insert(PathUnder(path, table_dir));
+  }
+  return Status::OK();
+}
+
+// The files (decoded paths relative to the table) live in any version from the last one at or before
+// `cutoff` (or 0) to `latest`, and the deletion-vector files of their adds: the state at that
+// version (from its checkpoint and commits: old commits may be gone once a checkpoint covers them),
+// then every later commit, replayed once.
 Result<std::set<std::string>> RetainedFiles(Storage& fs, const delta::DeltaLog& log, int64_t latest, int64_t cutoff) {
   STOKE_ASSIGN_OR_RETURN(auto history, log.History());
   int64_t first_kept = 0;
   for (const auto& h : history) {
     if (h.timestamp <= cutoff) first_kept = std::max(first_kept, h.version);
   }
-  std::set<std::string> live;
+  std::set<std::string> live, keep;
   STOKE_ASSIGN_OR_RETURN(auto first, log.ReadSnapshot(first_kept));
   for (const auto& f : first.files) {
     STOKE_ASSIGN_OR_RETURN(std::string p, delta::DecodePath(f.path));
     live.insert(p);
+    STOKE_RETURN_IF_ERROR(KeepDeletionVectorFile(f, log.table_dir(), &keep));
   }
-  std::set<std::string> keep = live;
+  keep.insert(live.begin(), live.end());
   for (int64_t v = first_kept + 1; v <= latest; ++v) {
     STOKE_RETURN_IF_ERROR(delta::ForEachCommitAction(fs, log.CommitPath(v), [&](delta::Action& a) -> Status {
       if (const auto* add = std::get_if<delta::AddFile>(&a)) {
         STOKE_ASSIGN_OR_RETURN(std::string p, delta::DecodePath(add->path));
         live.insert(std::move(p));
+        STOKE_RETURN_IF_ERROR(KeepDeletionVectorFile(*add, log.table_dir(), &keep));
       } else if (const auto* rm = std::get_if<delta::RemoveFile>(&a)) {
         STOKE_ASSIGN_OR_RETURN(std::string p, delta::DecodePath(rm->path));
         live.erase(p);
@@ -107,7 +128,7 @@ Status FindUnreferenced(Storage& fs, const std::string& dir, const std::set<std:
         pending.push_back(rel);
         continue;
       }
-      if (keep.count(rel) || e.modification_time_ms > cutoff) continue;
+      if (keep.count(rel) || keep.count(kAnyDirectory + e.name) || e.modification_time_ms > cutoff) continue;
       report->files.push_back(rel);
       report->bytes += static_cast<int64_t>(e.size);
     }

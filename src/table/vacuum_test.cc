@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <set>
 
 #include "stoke/maintenance.h"
 #include "table/test_table.h"
@@ -50,6 +51,40 @@ TEST(Vacuum, NeverDeletesFilesThatRetainedVersionsReference) {
   EXPECT_FALSE(std::filesystem::exists(t.dir() + "/part-orphan.parquet"));
   EXPECT_EQ(AllRows(t.dir()).size(), 20u);  // the current version is whole
   EXPECT_TRUE(std::filesystem::exists(t.dir() + "/_delta_log/00000000000000000000.json"));
+}
+
+// The deletion-vector file of a retained version's add is kept; one that only older versions name
+// goes, like their data files.
+TEST(Vacuum, KeepsTheDeletionVectorFilesRetainedVersionsName) {
+  TestTable t;
+  t.AppendFile(0, 5);
+  t.AppendFile(5, 5);
+  testing_support::DeleteRows(t, "part-0.parquet", {1});
+  testing_support::DeleteRows(t, "part-0.parquet", {1, 2});  // a new DV replaces the first
+  auto dv_files = [&] {
+    std::set<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(t.dir())) {
+      if (e.path().filename().string().rfind("deletion_vector_", 0) == 0) names.insert(e.path().filename().string());
+    }
+    return names;
+  };
+  ASSERT_EQ(dv_files().size(), 2u);
+  auto snap = t.log().ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  const auto& live = *std::find_if(snap->files.begin(), snap->files.end(), [](const auto& f) { return f.deletion_vector; });
+  auto live_dv = delta::DeletionVectorFilePath(*live.deletion_vector, t.dir());
+  ASSERT_TRUE(live_dv.ok());
+
+  VacuumOptions v;
+  v.table_dir = t.dir();
+  v.retain_hours = 0;
+  auto r = VacuumTable(v);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->files.size(), 1u);  // the first DV: both data files are live
+  EXPECT_EQ(dv_files(), std::set<std::string>({std::filesystem::path(*live_dv).filename().string()}));
+  auto deleted = delta::ReadDeletionVector(LocalStorage(), t.dir(), *live.deletion_vector);
+  ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
+  EXPECT_EQ(*deleted, std::vector<uint64_t>({1, 2}));
 }
 
 // As Delta's VACUUM: hidden names ('_', '.') are skipped at every depth, partition directories
