@@ -385,11 +385,17 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
   table.schema_changes = table.read_version < 0;
   if (table.read_version < 0) return table;
   STOKE_ASSIGN_OR_RETURN(table.snap, log.ReadSnapshot(table.read_version));
-  STOKE_RETURN_IF_ERROR(delta::CheckWritable(*table.snap, o.mode == IngestMode::kOverwrite ? delta::WriteCommand::kOverwrite : delta::WriteCommand::kAppend, o.table_dir));
+  const auto command = o.mode == IngestMode::kOverwrite ? delta::WriteCommand::kOverwrite : delta::WriteCommand::kAppend;
+  STOKE_RETURN_IF_ERROR(delta::CheckWritable(*table.snap, command, o.table_dir));
   const delta::Metadata& metadata = table.snap->metadata;
   STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::ColumnsFromMetadata(metadata, o.table_dir));
   if (o.mode != IngestMode::kOverwrite) {
     if (AddLocationColumns(&table_columns, planned)) table.schema_changes = true;
+    // Another writer's table (no `file` column to find ingested files by) cannot match the source's
+    // schema: said as a mismatch of columns before its files are read for names.
+    if (std::none_of(table_columns.begin(), table_columns.end(), [](const ColumnSpec& c) { return c.name == "file"; })) {
+      STOKE_RETURN_IF_ERROR(CheckAppendSchema(table_columns, planned.columns, o.table_dir, planned.FilePath(0)));
+    }
     table.columns = table_columns;
     // The files already in the table are skipped; the labels of the others take the table's types.
     STOKE_RETURN_IF_ERROR(ReadIngestedFiles(fs, *table.snap, log.table_dir(), planned, shard.begin, shard.candidates,

@@ -532,6 +532,22 @@ TEST_F(IngestTest, SchemaMismatchOnAppendLeavesTheTableUntouched) {
   EXPECT_EQ(Rows().size(), 4u);
 }
 
+// Another writer's table (no `file` column) is a schema mismatch naming both sides' columns, before
+// its files are read for the names of ingested sources.
+TEST_F(IngestTest, AppendingToAnotherWritersTableIsASchemaMismatch) {
+  AddSources(0, 2);
+  testing_support::TestTable other;
+  other.AppendFile(0, 3);
+  IngestOptions o = Options();
+  o.table_dir = other.dir();
+  auto r = IngestSources(o);
+  ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("the table has columns [id, label, name, t], the source [id, file"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(*other.log().LatestVersion(), 0);
+}
+
 TEST_F(IngestTest, DifferentShapeOfAWholeNewSourceIsASchemaMismatch) {
   AddSources(0, 3);
   ASSERT_TRUE(IngestSources(Options()).ok());
