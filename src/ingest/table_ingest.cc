@@ -31,6 +31,7 @@
 #include "table/add_stats.h"
 #include "table/delta_log.h"
 #include "table/parquet_dataset.h"
+#include "table/row_constraints.h"
 #include "table/sample_index.h"
 #include "table/table_features.h"
 #include "table/scan.h"
@@ -247,7 +248,7 @@ delta::Metadata NewTableMetadata(const IngestOptions& o, const SourceSet& source
                                  const std::string& partition, const delta::Snapshot* snap) {
   delta::Metadata meta;
   meta.id = snap ? snap->metadata.id : RandomUuid();
-  meta.schema_string = delta::SchemaToSparkJson(columns);
+  meta.schema_string = delta::SchemaToSparkJson(columns, snap ? snap->metadata.schema_string : "");
   if (snap) meta.configuration = snap->metadata.configuration;
   meta.configuration[kTensorsMetadataKey] = TensorSpecsToJson(columns);
   if (std::any_of(columns.begin(), columns.end(), [](const ColumnSpec& c) { return c.blob; })) {
@@ -353,6 +354,7 @@ struct TableState {
   // Appending: the table's columns, with `source_location` and `source_version` added when it had none (a
   // table written before stoke recorded locations): the schema a metaData action declares.
   std::vector<ColumnSpec> columns;
+  RowConstraints constraints;           // the table's invariants and CHECK constraints, for the new rows
 };
 
 // Whether an append writes the rows of `file` (new, or changed with OnChanged::kAppend).
@@ -412,9 +414,11 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
     if (!o.partition_by.empty()) partitioning.push_back(o.partition_by);
     table.schema_changes = !same.ok() || codec == metadata.configuration.end() || codec->second != CodecName(o.codec) ||
                            partitioning != metadata.partition_columns;
+    STOKE_ASSIGN_OR_RETURN(table.constraints, RowConstraints::FromMetadata(metadata, planned.columns, "ingest", o.table_dir));
     return table;
   }
   STOKE_RETURN_IF_ERROR(same);
+  STOKE_ASSIGN_OR_RETURN(table.constraints, RowConstraints::FromMetadata(metadata, table_columns, "ingest", o.table_dir));
   STOKE_ASSIGN_OR_RETURN(table.merged, MergeImageMetadata(metadata.configuration, planned));
   // New classes or image formats change the table's configuration.
   for (const auto& [key, value] : (table.merged ? *table.merged : planned).metadata) {
@@ -439,7 +443,7 @@ Status AddLocationColumnsForShards(const IngestOptions& o, const SourceSet& sour
     if (!CheckAppendSchema(columns, sources.columns, o.table_dir, sources.FilePath(0)).ok()) return Status::OK();
     STOKE_RETURN_IF_ERROR(delta::CheckWritable(snap, delta::WriteCommand::kAppend, o.table_dir));
     delta::Metadata meta = snap.metadata;
-    meta.schema_string = delta::SchemaToSparkJson(columns);
+    meta.schema_string = delta::SchemaToSparkJson(columns, snap.metadata.schema_string);
     nlohmann::json params = {{"columns", fmt::format("{}, {}", kSourceLocationColumn, kSourceVersionColumn)}};
     auto v = log.Commit(snap.version, {meta}, delta::CommitKind::kExclusive, "ADD COLUMNS", params);
     if (v.ok() || v.status().code() != StatusCode::kConflict) return v.status();
@@ -770,6 +774,12 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, SourceSet& planned, c
     }
     if (!written.ok()) return written.status();
     files = std::move(*written);
+  }
+  for (const WrittenFile& w : files.written) {
+    Status kept = table.constraints.CheckFile(fs, w.path);
+    if (kept.ok()) continue;
+    DeleteDataFiles(fs, files.written);
+    return kept.WithContext(fmt::format("ingest into '{}' (nothing was written)", o.table_dir));
   }
   std::vector<delta::Action> actions = WriteActions(o, sources, table, partition, shard, files.written, files.partition_of, &report);
   const AfterCommit kept = KeepForAfterCommit(std::move(files));

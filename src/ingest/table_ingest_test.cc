@@ -548,6 +548,74 @@ TEST_F(IngestTest, AppendingToAnotherWritersTableIsASchemaMismatch) {
   EXPECT_EQ(*other.log().LatestVersion(), 0);
 }
 
+// Another writer's CHECK constraints (`constraints`: name -> expression) and an invariant on column
+// `invariant_column` (empty: none), committed as Spark's ALTER TABLE ... ADD CONSTRAINT does, on a
+// protocol that supports them (writer version 3).
+void AddConstraints(const std::string& table, const std::map<std::string, std::string>& constraints,
+                    const std::string& invariant_column = "", const std::string& invariant = "") {
+  delta::DeltaLog log(LocalStorage(), table);
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  delta::Metadata meta = snap->metadata;
+  for (const auto& [name, expression] : constraints) meta.configuration["delta.constraints." + name] = expression;
+  if (!invariant_column.empty()) {
+    auto schema = nlohmann::json::parse(meta.schema_string);
+    for (auto& f : schema["fields"]) {
+      if (f["name"] == invariant_column) {
+        f["metadata"]["delta.invariants"] = nlohmann::json{{"expression", {{"expression", invariant}}}}.dump();
+      }
+    }
+    meta.schema_string = schema.dump();
+  }
+  auto v = log.Commit(snap->version, {delta::Protocol{1, 3, {}, {}}, meta}, delta::CommitKind::kExclusive,
+                      "ADD CONSTRAINT", nlohmann::json::object());
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+}
+
+// The invariants and CHECK constraints of a table are checked on every row an append adds: a row
+// that makes one false or null fails the ingest naming the row's source file and the rule, and
+// nothing is written; a rule the predicate language cannot express refuses the ingest by name before
+// any file is written. A schema change keeps the invariant.
+TEST_F(IngestTest, AppendsKeepTheTablesInvariantsAndCheckConstraints) {
+  AddSources(0, 2);
+  ASSERT_TRUE(IngestSources(Options()).ok());
+  AddConstraints(table_, {{"label_ok", "`label` IN (0, 1)"}}, "id", "id >= 0");
+  AddSources(2, 2);  // labels 0 and 1
+  auto r = IngestSources(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Rows().size(), 4u);
+
+  // s_004.npy with label 7.
+  AddSources(4, 1);
+  std::string csv = *ReadFileToString(LocalStorage(), src_ + "/labels.csv");
+  csv.replace(csv.find("s_004.npy,0"), 11, "s_004.npy,7");
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), src_ + "/labels.csv", AsBytes(csv)).ok());
+  delta::DeltaLog log(LocalStorage(), table_);
+  const int64_t version = *log.LatestVersion();
+  const size_t files = DataFilesOnDisk();
+  r = IngestSources(Options());
+  ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("(file 's_004.npy') violates the table's CHECK constraint 'label_ok' (`label` IN "
+                                      "(0, 1)): it is false or null there"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("nothing was written"), std::string::npos) << r.status().message();
+  EXPECT_EQ(*log.LatestVersion(), version);
+  EXPECT_EQ(DataFilesOnDisk(), files);
+  EXPECT_EQ(Rows().size(), 4u);
+
+  // A rule stoke cannot evaluate refuses the append before any file is written.
+  AddConstraints(table_, {{"named", "length(file) > 0"}});
+  r = IngestSources(Options());
+  ASSERT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("has the CHECK constraint 'named' (length(file) > 0), which stoke cannot check"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(DataFilesOnDisk(), files);
+  // The invariant is still in the schema after the table's metadata changed.
+  EXPECT_NE(log.ReadSnapshot()->metadata.schema_string.find("delta.invariants"), std::string::npos);
+}
+
 TEST_F(IngestTest, DifferentShapeOfAWholeNewSourceIsASchemaMismatch) {
   AddSources(0, 3);
   ASSERT_TRUE(IngestSources(Options()).ok());

@@ -110,6 +110,9 @@ Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snaps
   const size_t parts = v2_table ? 1 : std::max<size_t>(1, (total + kCheckpointPartActions - 1) / kCheckpointPartActions);
   WriterOptions options;
   options.codec = parquet::Codec::kSnappy;  // what Spark writes; every reader has it
+  // A part's worth of actions per row group: one file of 650,000 (a v2Checkpoint table's) is never
+  // held in memory whole.
+  options.row_group_rows = static_cast<int64_t>(kCheckpointPartActions);
   const SchemaNode schema = CheckpointSchema(v2_spec);
   std::unique_ptr<NestedParquetWriter> writer;
   std::string tmp, final_path;

@@ -83,8 +83,8 @@ struct CheckedActions {
 
 // Collects what `actions`, committed on top of `read_version`, claim (decoded add and remove paths,
 // txn application ids) and checks them (else InvalidArgument): every path decodes to a non-empty
-// one, at most one commitInfo, and creating the table (read_version -1) needs a protocol and a
-// metaData action. A metaData without an id gets one, and when creating the table its creation time.
+// one, at most one commitInfo, no domainMetadata, and creating the table (read_version -1) needs a
+// protocol and a metaData action. A metaData without an id gets one, and when creating the table its creation time.
 // The effective kind is kExclusive, without exclusive_allows, for a commit that creates the table or
 // carries protocol or metaData; kRewrite for a kBlindAppend that removes files; else `kind`.
 Result<CheckedActions> CheckActions(std::vector<Action>& actions, int64_t read_version, CommitKind kind,
@@ -115,6 +115,11 @@ Result<CheckedActions> CheckActions(std::vector<Action>& actions, int64_t read_v
       claims.app_ids.insert(t->app_id);
     } else if (std::holds_alternative<CommitInfo>(a)) {
       ++commit_infos;
+    } else if (const auto* d = std::get_if<DomainMetadata>(&a)) {
+      // Two commits that change one domain conflict (PROTOCOL.md, "Domain Metadata"): no check here
+      // sees that, so stoke's commits change none.
+      return Status::InvalidArgument(fmt::format("Commit: a domainMetadata action (domain '{}') is not committed by stoke",
+                                                 d->domain));
     }
   }
   claims.adds.Seal();

@@ -104,6 +104,10 @@ TEST_F(DeltaCommitTest, DomainsOutliveCommitsAndCheckpoints) {
   ASSERT_EQ(snap->domains.size(), 1u);
   EXPECT_EQ(snap->domains.at("user.b").configuration, "x");
   EXPECT_EQ(snap->files.size(), 8u);
+  // stoke's own commits change no domain: their conflicts would go unchecked.
+  auto v = log_.Commit(10, {DomainMetadata{"user.c", "", false}}, CommitKind::kBlindAppend, "WRITE", {});
+  EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(v.status().message().find("domain 'user.c'"), std::string::npos) << v.status().message();
 }
 
 // Time travel by timestamp lands on the newest version committed at or before the time, and refuses
@@ -139,6 +143,35 @@ TEST_F(DeltaCommitTest, VersionAtKeepsToTheSideOfTheEnablementItsTimeIsOn) {
   EXPECT_EQ(*log_.VersionAt(5000), 3);
   EXPECT_EQ(*log_.VersionAt(5999), 3);
   EXPECT_EQ(*log_.VersionAt(9500), 4);
+}
+
+// A predecessor whose first line (its commitInfo) is longer than a first read of it still tells
+// that the table writes in-commit timestamps.
+TEST_F(DeltaCommitTest, AVeryLongCommitInfoStillCarriesTheInCommitTimestamp) {
+  ASSERT_EQ(*log_.Commit(-1, {kIctProtocol, WithInCommitTimestamps()}, CommitKind::kExclusive, "CREATE TABLE", {}), 0);
+  const int64_t ahead = EpochMillis() + 3'600'000;
+  WriteCommit(1, {{"timestamp", ahead}, {kInCommitTimestampField, ahead}, {"notes", std::string(300'000, 'x')}},
+              SerializeCommit({NewAdd("a")}));
+  ASSERT_EQ(*log_.Commit(1, {NewAdd("b")}, CommitKind::kBlindAppend, "WRITE", {}), 2);
+  EXPECT_EQ(FirstLine(2)[kInCommitTimestampField], ahead + 1);
+}
+
+// Once commit 0 is gone, time travel lands only on versions a checkpoint makes readable.
+TEST_F(DeltaCommitTest, VersionAtLandsOnlyOnReadableVersions) {
+  WriteCommit(0, {{"timestamp", 1000}}, CreateActions(NewMetadata(), Protocol{}));
+  for (int64_t v = 1; v <= 4; ++v) WriteCommit(v, {{"timestamp", 1000 * (v + 1)}}, SerializeCommit({NewAdd("f" + std::to_string(v))}));
+  ASSERT_TRUE(log_.Checkpoint(2).ok());
+  std::filesystem::remove(log_.CommitPath(0));
+  std::filesystem::remove(log_.CommitPath(1));
+  EXPECT_EQ(log_.VersionAt(2500).status().code(), StatusCode::kNotFound);  // version 1: its commit is gone
+  EXPECT_NE(log_.VersionAt(2500).status().message().find("earliest readable version, 2"), std::string::npos)
+      << log_.VersionAt(2500).status().message();
+  EXPECT_EQ(*log_.VersionAt(3000), 2);
+  EXPECT_EQ(*log_.VersionAt(4500), 3);
+  EXPECT_TRUE(log_.ReadSnapshot(*log_.VersionAt(3000)).ok());
+  std::filesystem::remove(log_.CommitPath(2));  // the checkpoint's version has no commit left: from 3 on
+  EXPECT_EQ(*log_.VersionAt(9000), 4);
+  EXPECT_EQ(log_.VersionAt(3500).status().code(), StatusCode::kNotFound);
 }
 
 // TableVersionAt reads ISO-8601 times (UTC unless a zone follows) and milliseconds since the epoch.

@@ -132,13 +132,21 @@ int64_t FileTime(Storage& storage, const std::string& path) {
 // snapshot taken from a checkpoint does not parse a commit of 100,000s of actions again. nullopt when
 // the first line is not a commitInfo, or the file cannot be read.
 std::optional<CommitInfo> FirstLineCommitInfo(Storage& storage, const std::string& path) {
-  constexpr uint64_t kHead = 64 * 1024;
+  // 64 KiB holds nearly every first line; a longer one (a large commitInfo) is read on, up to 16 MiB.
+  constexpr uint64_t kHead = 64 * 1024, kMaxLine = uint64_t{16} << 20;
   auto file = storage.OpenForRead(path);
   if (!file.ok()) return std::nullopt;
-  std::string head(static_cast<size_t>(std::min<uint64_t>((*file)->size(), kHead)), '\0');
-  if (!(*file)->ReadAt(0, MutableByteView(reinterpret_cast<uint8_t*>(head.data()), head.size())).ok()) return std::nullopt;
-  const size_t nl = head.find('\n');
-  if (nl == std::string::npos && head.size() == kHead) return std::nullopt;  // a first line longer than that
+  const uint64_t size = (*file)->size();
+  std::string head;
+  size_t nl = std::string::npos;
+  for (uint64_t read = 0; nl == std::string::npos && read < std::min(size, kMaxLine);) {
+    const uint64_t n = std::min(read == 0 ? kHead : read, std::min(size, kMaxLine) - read);  // doubling
+    head.resize(static_cast<size_t>(read + n));
+    if (!(*file)->ReadAt(read, MutableByteView(reinterpret_cast<uint8_t*>(head.data()) + read, n)).ok()) return std::nullopt;
+    nl = head.find('\n', static_cast<size_t>(read));
+    read += n;
+  }
+  if (nl == std::string::npos && head.size() < size) return std::nullopt;  // a first line over kMaxLine
   auto actions = ParseCommit(std::string_view(head).substr(0, nl), path);
   if (!actions.ok() || actions->size() != 1 || !std::holds_alternative<CommitInfo>((*actions)[0])) return std::nullopt;
   return std::get<CommitInfo>(std::move((*actions)[0]));
@@ -332,11 +340,16 @@ std::optional<int64_t> Int64Property(const Metadata& m, const std::string& key) 
   return v;
 }
 
-// The versions [lo, hi] time travel to `timestamp_ms` may land on: the commits there since the
-// oldest whose successors are all there, narrowed by in-commit timestamps' enablement (see VersionAt).
+// The versions [lo, hi] time travel to `timestamp_ms` may land on: those that can be read (the
+// commits there since the oldest whose successors are all there, from commit 0 or a checkpoint on),
+// narrowed by in-commit timestamps' enablement (see VersionAt).
 std::pair<int64_t, int64_t> TimeTravelRange(const LogListing& listing, const Metadata& latest, int64_t timestamp_ms) {
   int64_t hi = *listing.commits.rbegin(), lo = hi;
   while (listing.commits.count(lo - 1)) --lo;
+  if (lo > 0) {  // commit 0 is gone: a version is read from a checkpoint at or after lo - 1
+    auto checkpoint = listing.checkpoints.lower_bound(lo - 1);
+    lo = checkpoint == listing.checkpoints.end() ? hi + 1 : std::max(lo, *checkpoint);
+  }
   if (InCommitTimestampsEnabled(latest)) {
     auto version = Int64Property(latest, "delta.inCommitTimestampEnablementVersion");
     auto time = Int64Property(latest, "delta.inCommitTimestampEnablementTimestamp");
@@ -351,6 +364,12 @@ std::pair<int64_t, int64_t> TimeTravelRange(const LogListing& listing, const Met
   return {lo, hi};
 }
 
+// ISO-8601 text of a time in ms since the epoch, within years 1 to 9999; "<n> ms" beyond.
+std::string TimeText(int64_t ms) {
+  constexpr int64_t kYear1 = -62135596800000, kYear10000 = 253402300800000;
+  return ms >= kYear1 && ms < kYear10000 ? FormatTimestamp(ms * 1000, /*utc=*/true) : fmt::format("{} ms", ms);
+}
+
 }  // namespace
 
 Result<int64_t> DeltaLog::VersionAt(int64_t timestamp_ms) const {
@@ -361,18 +380,26 @@ Result<int64_t> DeltaLog::VersionAt(int64_t timestamp_ms) const {
   }
   STOKE_ASSIGN_OR_RETURN(Snapshot latest, ReadSnapshotFrom(listing, std::nullopt));
   auto [lo, hi] = TimeTravelRange(listing, latest.metadata, timestamp_ms);
+  // A commit's time as History gives it: its commitInfo's (the first line's, else the first
+  // commitInfo in it), else its file's.
   auto time_of = [&](int64_t v) {
     const std::string path = CommitPath(v);
     std::optional<int64_t> ts = FirstLineTimestamp(storage_, path);
+    if (!ts) {
+      (void)ForEachCommitAction(storage_, path, [&](Action& a) {
+        if (const auto* ci = std::get_if<CommitInfo>(&a); ci != nullptr && !ts) ts = CommitTimestamp(*ci);
+        return Status::OK();
+      });
+    }
     return ts ? *ts : FileTime(storage_, path);
   };
   const int64_t first_time = lo <= hi ? time_of(lo) : 0;
   if (lo > hi || first_time > timestamp_ms) {
-    const std::string when = FormatTimestamp(timestamp_ms * 1000, /*utc=*/true);
+    const std::string when = TimeText(timestamp_ms);
     if (lo > hi) return Status::NotFound(fmt::format("table '{}' has no version at or before {}", table_dir_, when));
     return Status::NotFound(fmt::format("table '{}' has no version at or before {}: its earliest readable version, {}, "
                                         "was committed at {}",
-                                        table_dir_, when, lo, FormatTimestamp(first_time * 1000, /*utc=*/true)));
+                                        table_dir_, when, lo, TimeText(first_time)));
   }
   // The last version in [lo, hi] committed at or before the time: time_of(lo) is, time_of(hi + 1) is not.
   while (lo < hi) {

@@ -294,6 +294,11 @@ class DeltaLog {
 // "nullable":false,"metadata":{}}, ...]}, with boolean, integer, long, float, double, string and
 // binary (tensor columns are binary; their dtype/shape live in configuration["stoke.tensors"]).
 std::string SchemaToSparkJson(const std::vector<ColumnSpec>& columns);
+// SchemaToSparkJson(columns), each field keeping the metadata of the field of the same name in
+// `previous` (a schemaString): a writer that changes a schema keeps what other writers recorded of
+// its columns (invariants, identity, generation expressions, comments). `previous` empty or not a
+// struct: SchemaToSparkJson(columns).
+std::string SchemaToSparkJson(const std::vector<ColumnSpec>& columns, std::string_view previous);
 // The inverse; `tensors` (from configuration) marks binary columns as tensors. Types other than
 // the ones above are Unsupported; malformed JSON is Corruption.
 Result<std::vector<ColumnSpec>> SchemaFromSparkJson(std::string_view json,

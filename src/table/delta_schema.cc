@@ -195,6 +195,21 @@ std::string SchemaToSparkJson(const std::vector<ColumnSpec>& columns) {
   return Dump(schema);
 }
 
+std::string SchemaToSparkJson(const std::vector<ColumnSpec>& columns, std::string_view previous) {
+  ordered_json schema = ordered_json::parse(SchemaToSparkJson(columns));
+  const ordered_json old = ordered_json::parse(previous, nullptr, /*allow_exceptions=*/false);
+  if (!old.is_object() || !old.contains("fields") || !old["fields"].is_array()) return Dump(schema);
+  for (ordered_json& f : schema["fields"]) {
+    for (const ordered_json& o : old["fields"]) {
+      if (o.is_object() && o.value("name", "") == f["name"] && o.contains("metadata") && o["metadata"].is_object()) {
+        f["metadata"] = o["metadata"];
+        break;
+      }
+    }
+  }
+  return Dump(schema);
+}
+
 Result<std::vector<ColumnSpec>> SchemaFromSparkJson(std::string_view text,
                                                     const std::map<std::string, TensorSpec>& tensors) {
   auto bad = [](std::string_view why) { return Status::Corruption(fmt::format("Delta schemaString: {}", why)); };

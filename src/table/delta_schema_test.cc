@@ -290,5 +290,25 @@ TEST(DeltaStats, EmptyFileHasZeroNullCountsAndNoBounds) {
   EXPECT_EQ(s["nullCount"]["label"], 0);
 }
 
+// A schema written again keeps what other writers recorded of its columns.
+TEST(DeltaSchema, ASchemaWrittenAgainKeepsItsFieldsMetadata) {
+  std::vector<ColumnSpec> cols(2);
+  cols[0].name = "id";
+  cols[0].type = parquet::Type::kInt64;
+  cols[1].name = "added";
+  cols[1].type = parquet::Type::kInt32;
+  cols[1].optional = true;
+  const std::string previous =
+      R"({"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":)"
+      R"({"delta.invariants":"{\"expression\":{\"expression\":\"id >= 0\"}}","comment":"row id"}}]})";
+  const std::string out = SchemaToSparkJson(cols, previous);
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["fields"][0]["metadata"]["comment"], "row id");
+  EXPECT_TRUE(j["fields"][0]["metadata"].contains("delta.invariants"));
+  EXPECT_TRUE(j["fields"][1]["metadata"].empty());
+  EXPECT_EQ(SchemaToSparkJson(cols, ""), SchemaToSparkJson(cols));
+  EXPECT_EQ(SchemaToSparkJson(cols, "not json"), SchemaToSparkJson(cols));
+}
+
 }  // namespace
 }  // namespace stoke::delta

@@ -569,7 +569,8 @@ Result<std::vector<const delta::AddFile*>> ChooseCandidates(const TableView& t, 
       auto stats = FileStats(f, stats_reader, &records);
       if (!where->MayMatch(stats, records)) continue;
     }
-    const bool small = f.size < o.target_file_bytes / 4 * 3 || !o.sort_by.empty();
+    // A large file is rewritten only when it is not in stoke's layout or has deleted rows to drop.
+    const bool small = f.size < o.target_file_bytes / 4 * 3 || !o.sort_by.empty() || f.deletion_vector;
     if (!small) large.push_back(candidates.size());
     candidates.push_back(&f);
   }
@@ -703,7 +704,7 @@ std::vector<delta::Action> OptimizeActions(const TableView& t, const std::vector
   }
   for (size_t i = 0; i < written.size(); ++i) {
     const auto& w = written[i];
-    if (w->rows == 0) continue;  // every row of the bin was deleted: its file is left to vacuum
+    if (w->rows == 0) continue;  // every row of the bin was deleted: its file is deleted after the commit
     delta::AddFile a;
     a.path = delta::EncodePath(PathUnder(w->path, t.dir));
     a.partition_values = work[i][0]->partition_values;
@@ -781,6 +782,11 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
     return version.status().WithContext(fmt::format("optimize '{}'", o.table_dir));
   }
   report.version = *version;
+  NewFiles empty;  // bins whose every row was deleted: their files are in no version
+  for (auto& w : written) {
+    if (w && w->rows == 0) empty.push_back(std::move(w));
+  }
+  if (!empty.empty()) DeleteNewFiles(*t.storage, empty);
   report.files_after = report.files_before - report.files_removed + report.files_added;
   report.seconds = watch.Seconds();
   STOKE_LOG(kInfo, "optimize.committed", "table={} version={} removed={} added={}", o.table_dir, *version,

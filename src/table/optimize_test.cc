@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 #include "stoke/maintenance.h"
@@ -58,7 +59,8 @@ TEST(Optimize, LeavesOutTheRowsDeletionVectorsDelete) {
     t.AppendFile(0, 5, /*per_group=*/2);
     t.AppendFile(5, 5, /*per_group=*/2);
     t.AppendFile(10, 5, /*per_group=*/2);
-    testing_support::DeleteRows(t, "part-0.parquet", {1, 3});
+    // Rows at different places in their row groups (0 of the first, 1 of the second).
+    testing_support::DeleteRows(t, "part-0.parquet", {0, 3});
     testing_support::DeleteRows(t, "part-10.parquet", {0, 1, 2, 3, 4});
     OptimizeOptions o;
     o.table_dir = t.dir();
@@ -68,7 +70,7 @@ TEST(Optimize, LeavesOutTheRowsDeletionVectorsDelete) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     std::vector<int64_t> ids;
     for (const auto& row : AllRows(t.dir())) ids.push_back(std::get<0>(row));
-    EXPECT_EQ(ids, std::vector<int64_t>({0, 2, 4, 5, 6, 7, 8, 9})) << sort_by;
+    EXPECT_EQ(ids, std::vector<int64_t>({1, 2, 4, 5, 6, 7, 8, 9})) << sort_by;
     auto snap = t.log().ReadSnapshot();
     ASSERT_TRUE(snap.ok());
     ASSERT_EQ(snap->files.size(), 1u);
@@ -79,12 +81,31 @@ TEST(Optimize, LeavesOutTheRowsDeletionVectorsDelete) {
     ASSERT_NE(removed->deletion_vector, nullptr);
     EXPECT_EQ(removed->deletion_vector->cardinality, 2);
 
-    // One file left with deleted rows is rewritten alone.
+    // One file left with deleted rows is rewritten alone, even when it is large (in stoke's layout,
+    // at least the target size).
     testing_support::DeleteRows(t, snap->files[0].path, {0});
+    o.target_file_bytes = 1;
     r = OptimizeTable(o);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->files_removed, 1);
     EXPECT_EQ(AllRows(t.dir()).size(), 7u);
+
+    // A bin whose every row is deleted adds nothing, and its file does not stay behind.
+    snap = t.log().ReadSnapshot();
+    ASSERT_TRUE(snap.ok());
+    testing_support::DeleteRows(t, snap->files[0].path, {0, 1, 2, 3, 4, 5, 6});
+    auto parquet_files = [&] {
+      size_t n = 0;
+      for (const auto& e : std::filesystem::directory_iterator(t.dir())) n += e.path().extension() == ".parquet";
+      return n;
+    };
+    const size_t before = parquet_files();
+    r = OptimizeTable(o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->files_removed, 1);
+    EXPECT_EQ(r->files_added, 0);
+    EXPECT_EQ(parquet_files(), before);
+    EXPECT_TRUE(t.log().ReadSnapshot()->files.empty());
   }
 }
 

@@ -27,16 +27,18 @@ enum class WriteCommand {
   kVacuum,      // files no retained version references deleted; nothing committed
   kCheckpoint,  // the state at a version written out
 };
-// The command's name in messages: "ingest", "optimize", "delete", "vacuum", "checkpoint".
+// The command's name in messages: "ingest", "ingest --mode overwrite", "optimize", "bench
+// delete-rows", "vacuum", "checkpoint".
 std::string_view CommandName(WriteCommand command);
 
 // OK when `command` may write to the table at `snapshot` keeping every rule of the table's writer
 // features (PROTOCOL.md, "Table Features"): writer version 7 or below; every feature the table
 // supports (listed, or implied by a legacy version) either kept by stoke for every command
-// (deletionVectors, domainMetadata, inCommitTimestamp, v2Checkpoint, timestampNtz, typeWidening,
-// vacuumProtocolCheck), or not in use (appendOnly unset, no invariant, constraint, generated or
-// identity column, change data feed off, column mapping mode none), or one whose rules do not bind
-// this command (constraints bind only new rows; appendOnly only what removes rows). Otherwise
+// (invariants and checkConstraints, which ingest checks on every new row with RowConstraints,
+// deletionVectors, domainMetadata, inCommitTimestamp, v2Checkpoint, timestampNtz, typeWidening,
+// vacuumProtocolCheck), or not in use (appendOnly unset, no generated or identity column, change data
+// feed off, column mapping mode none), or one whose rules do not bind this command (generated and
+// identity columns bind only new rows; appendOnly only what removes rows). Otherwise
 // Unsupported naming the command, `table` and each feature with why stoke cannot keep it, before
 // anything is written. Unknown writer features are refused by every command.
 Status CheckWritable(const Snapshot& snapshot, WriteCommand command, std::string_view table);

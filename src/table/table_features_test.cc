@@ -86,10 +86,17 @@ TEST(TableFeatures, FeaturesTurnedOnByMetadataBindOnlyTheCommandsTheirRulesName)
   Status s = CheckWritable(cdf, kDeleteRows, "t");
   EXPECT_NE(s.message().find("changeDataFeed (deleting rows of a file needs change data files)"), std::string::npos)
       << s.message();
+  // Invariants and CHECK constraints: ingest checks new rows against them (RowConstraints).
   Snapshot constrained = WithProtocol(1, 3);
   constrained.metadata.configuration["delta.constraints.positive"] = "x > 0";
-  EXPECT_EQ(Allowed(constrained), "PDVC");  // new rows would have to be checked
-  EXPECT_NE(CheckWritable(constrained, kAppend, "t").message().find("checkConstraints"), std::string::npos);
+  EXPECT_EQ(Allowed(constrained), "AOPDVC");
+  // Generated and identity columns bind new rows: ingest is refused.
+  Snapshot generated = WithProtocol(1, 4);
+  generated.metadata.schema_string =
+      R"({"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{"delta.generationExpression":"1"}}]})";
+  EXPECT_EQ(Allowed(generated), "PDVC");
+  EXPECT_NE(CheckWritable(generated, kAppend, "t").message().find("generatedColumns (stoke does not compute"),
+            std::string::npos);
   Snapshot mapped = WithProtocol(2, 5);
   mapped.metadata.configuration["delta.columnMapping.mode"] = "name";
   EXPECT_EQ(Allowed(mapped), "VC");
@@ -97,7 +104,7 @@ TEST(TableFeatures, FeaturesTurnedOnByMetadataBindOnlyTheCommandsTheirRulesName)
   Snapshot invariants = WithProtocol(1, 2);
   invariants.metadata.schema_string =
       R"({"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{"delta.invariants":"{\"expression\":{\"expression\":\"x > 3\"}}"}}]})";
-  EXPECT_EQ(Allowed(invariants), "PDVC");
+  EXPECT_EQ(Allowed(invariants), "AOPDVC");
   // appendOnly forbids only what removes rows.
   Snapshot append_only = WithProtocol(1, 2);
   append_only.metadata.configuration["delta.appendOnly"] = "true";
