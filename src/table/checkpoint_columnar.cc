@@ -64,15 +64,20 @@ struct DvCursors {
   LeafCursor *type = nullptr, *path = nullptr, *offset = nullptr, *size = nullptr, *cardinality = nullptr,
              *max_row = nullptr;
 };
+struct TrackingCursors {  // row tracking and clustering fields (FileTracking)
+  LeafCursor *base_row = nullptr, *commit_version = nullptr, *clustering = nullptr;
+};
 struct AddCursors {
   LeafCursor *path = nullptr, *size = nullptr, *mtime = nullptr, *change = nullptr, *stats = nullptr;
   MapCursors pv, tags;
   DvCursors dv;
+  TrackingCursors tracking;
 };
 struct RemoveCursors {
   LeafCursor *path = nullptr, *time = nullptr, *change = nullptr, *ext = nullptr, *size = nullptr;
   MapCursors pv;
   DvCursors dv;
+  TrackingCursors tracking;
 };
 struct MetadataCursors {
   LeafCursor *id = nullptr, *name = nullptr, *desc = nullptr, *provider = nullptr, *schema = nullptr,
@@ -135,6 +140,8 @@ class ColumnarCheckpoint {
   Status ReadTxn(CheckpointActions* out);
   Status ReadDomain(CheckpointActions* out);
   Result<std::shared_ptr<const DeletionVectorDescriptor>> ReadDv(const DvCursors& c, std::string_view action);
+  Result<TrackingCursors> OpenTracking(const std::string& action, bool clustering);
+  std::shared_ptr<const FileTracking> ReadTracking(const TrackingCursors& c);
 
   const ParquetReader& reader_;
   std::map<std::string, size_t> by_name_;
@@ -267,6 +274,7 @@ Status ColumnarCheckpoint::OpenAll() {
   STOKE_ASSIGN_OR_RETURN(add_.pv, OpenMap("add.partitionValues"));
   STOKE_ASSIGN_OR_RETURN(add_.tags, OpenMap("add.tags"));
   STOKE_ASSIGN_OR_RETURN(add_.dv, OpenDv("add.deletionVector"));
+  STOKE_ASSIGN_OR_RETURN(add_.tracking, OpenTracking("add", /*clustering=*/true));
   STOKE_ASSIGN_OR_RETURN(rm_.path, Open("remove.path", T::kByteArray, false));
   STOKE_ASSIGN_OR_RETURN(rm_.time, Open("remove.deletionTimestamp", T::kInt64, false));
   STOKE_ASSIGN_OR_RETURN(rm_.change, Open("remove.dataChange", T::kBoolean, false));
@@ -274,6 +282,7 @@ Status ColumnarCheckpoint::OpenAll() {
   STOKE_ASSIGN_OR_RETURN(rm_.size, Open("remove.size", T::kInt64, false));
   STOKE_ASSIGN_OR_RETURN(rm_.pv, OpenMap("remove.partitionValues"));
   STOKE_ASSIGN_OR_RETURN(rm_.dv, OpenDv("remove.deletionVector"));
+  STOKE_ASSIGN_OR_RETURN(rm_.tracking, OpenTracking("remove", /*clustering=*/false));
   STOKE_ASSIGN_OR_RETURN(txn_.app, Open("txn.appId", T::kByteArray, false));
   STOKE_ASSIGN_OR_RETURN(txn_.version, Open("txn.version", T::kInt64, false));
   STOKE_ASSIGN_OR_RETURN(txn_.updated, Open("txn.lastUpdated", T::kInt64, false));
@@ -447,8 +456,28 @@ Status ColumnarCheckpoint::ReadAdd(CheckpointActions* out) {
   STOKE_RETURN_IF_ERROR(NullableMap(add_.pv, &a.partition_values));
   STOKE_RETURN_IF_ERROR(StringMap(add_.tags, &a.tags));
   STOKE_ASSIGN_OR_RETURN(a.deletion_vector, ReadDv(add_.dv, "add"));
+  a.tracking = ReadTracking(add_.tracking);
   out->adds.push_back(std::move(a));
   return Status::OK();
+}
+
+// PROTOCOL.md, "Row Tracking" and "Clustered Table": an action's baseRowId, defaultRowCommitVersion
+// and (adds) clusteringProvider.
+Result<TrackingCursors> ColumnarCheckpoint::OpenTracking(const std::string& action, bool clustering) {
+  using T = parquet::Type;
+  TrackingCursors c;
+  STOKE_ASSIGN_OR_RETURN(c.base_row, Open(action + ".baseRowId", T::kInt64, false));
+  STOKE_ASSIGN_OR_RETURN(c.commit_version, Open(action + ".defaultRowCommitVersion", T::kInt64, false));
+  if (clustering) {
+    STOKE_ASSIGN_OR_RETURN(c.clustering, Open(action + ".clusteringProvider", T::kByteArray, false));
+  }
+  return c;
+}
+
+std::shared_ptr<const FileTracking> ColumnarCheckpoint::ReadTracking(const TrackingCursors& c) {
+  FileTracking t{Scalar<int64_t>(c.base_row), Scalar<int64_t>(c.commit_version), Str(c.clustering)};
+  if (t == FileTracking{}) return nullptr;
+  return std::make_shared<const FileTracking>(std::move(t));
 }
 
 Result<std::shared_ptr<const DeletionVectorDescriptor>> ColumnarCheckpoint::ReadDv(const DvCursors& c,
@@ -536,6 +565,7 @@ Status ColumnarCheckpoint::ReadRemove(CheckpointActions* out) {
   rm.size = Scalar<int64_t>(rm_.size);
   if (rm.size && *rm.size < 0) return Error("remove", fmt::format("field \"size\" is negative ({})", *rm.size));
   STOKE_ASSIGN_OR_RETURN(rm.deletion_vector, ReadDv(rm_.dv, "remove"));
+  rm.tracking = ReadTracking(rm_.tracking);
   out->removes.push_back(std::move(rm));
   return Status::OK();
 }

@@ -84,6 +84,8 @@ Snapshot EveryKindOfAction(int adds) {
     a.partition_values["site"] = i % 4 == 0 ? std::nullopt : std::optional<std::string>("s" + std::to_string(i % 4));
     if (i % 5 == 0) a.tags = {{"stoke.ingestRun", "abc"}, {"t2", std::to_string(i)}};
     if (i % 7 < 3) a.deletion_vector = SomeDeletionVector(i);
+    if (i % 4 == 1) a.tracking = std::make_shared<const FileTracking>(FileTracking{1000 * i, 7, std::nullopt});
+    if (i % 4 == 2) a.tracking = std::make_shared<const FileTracking>(FileTracking{std::nullopt, std::nullopt, "liquid"});
     s.files.push_back(std::move(a));
   }
   for (int i = 0; i < 3; ++i) {
@@ -95,6 +97,7 @@ Snapshot EveryKindOfAction(int adds) {
     if (i == 0) r.partition_values = {{"split", "val"}, {"site", std::nullopt}};
     if (i != 1) r.size = 77 + i;
     if (i != 2) r.deletion_vector = SomeDeletionVector(i);
+    if (i == 1) r.tracking = std::make_shared<const FileTracking>(FileTracking{42, 3, std::nullopt});
     s.tombstones.push_back(r);
   }
   return s;

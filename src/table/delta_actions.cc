@@ -211,6 +211,25 @@ Result<Metadata> ParseMetadata(const FieldReader& r) {
   return m;
 }
 
+// The row tracking and clustering fields of an add or remove (`clustering`: an add's
+// clusteringProvider too); null when it has none.
+Result<std::shared_ptr<const FileTracking>> ParseTracking(const FieldReader& r, bool clustering) {
+  FileTracking t;
+  STOKE_RETURN_IF_ERROR(r.OptInt64("baseRowId", &t.base_row_id));
+  STOKE_RETURN_IF_ERROR(r.OptInt64("defaultRowCommitVersion", &t.default_row_commit_version));
+  if (clustering) STOKE_RETURN_IF_ERROR(r.OptString("clusteringProvider", &t.clustering_provider));
+  if (t == FileTracking{}) return std::shared_ptr<const FileTracking>();
+  return std::make_shared<const FileTracking>(std::move(t));
+}
+
+// Adds the row tracking and clustering fields of `t` (when not null) to an action's JSON object.
+void TrackingJson(const std::shared_ptr<const FileTracking>& t, ordered_json* o) {
+  if (!t) return;
+  if (t->base_row_id) (*o)["baseRowId"] = *t->base_row_id;
+  if (t->default_row_commit_version) (*o)["defaultRowCommitVersion"] = *t->default_row_commit_version;
+  if (t->clustering_provider) (*o)["clusteringProvider"] = *t->clustering_provider;
+}
+
 Result<AddFile> ParseAdd(const FieldReader& r) {
   AddFile a;
   STOKE_RETURN_IF_ERROR(r.String("path", &a.path));
@@ -223,6 +242,7 @@ Result<AddFile> ParseAdd(const FieldReader& r) {
   STOKE_RETURN_IF_ERROR(r.OptString("stats", &a.stats));
   STOKE_RETURN_IF_ERROR(r.StringMap("tags", &a.tags));
   STOKE_ASSIGN_OR_RETURN(a.deletion_vector, r.DeletionVector());
+  STOKE_ASSIGN_OR_RETURN(a.tracking, ParseTracking(r, /*clustering=*/true));
   return a;
 }
 
@@ -239,6 +259,7 @@ Result<RemoveFile> ParseRemove(const FieldReader& r) {
   STOKE_RETURN_IF_ERROR(r.OptInt64("size", &rm.size));
   if (rm.size && *rm.size < 0) return r.Error(fmt::format("field \"size\" is negative ({})", *rm.size));
   STOKE_ASSIGN_OR_RETURN(rm.deletion_vector, r.DeletionVector());
+  STOKE_ASSIGN_OR_RETURN(rm.tracking, ParseTracking(r, /*clustering=*/false));
   return rm;
 }
 
@@ -314,6 +335,7 @@ ordered_json ActionJson(const Action& action) {
           if (a.stats) o["stats"] = *a.stats;
           if (!a.tags.empty()) o["tags"] = StringMapJson(a.tags);
           if (a.deletion_vector) o["deletionVector"] = DeletionVectorDescriptorJson(*a.deletion_vector);
+          TrackingJson(a.tracking, &o);
           line["add"] = std::move(o);
         } else if constexpr (std::is_same_v<T, RemoveFile>) {
           o["path"] = a.path;
@@ -325,6 +347,7 @@ ordered_json ActionJson(const Action& action) {
           }
           if (a.size) o["size"] = *a.size;
           if (a.deletion_vector) o["deletionVector"] = DeletionVectorDescriptorJson(*a.deletion_vector);
+          TrackingJson(a.tracking, &o);
           line["remove"] = std::move(o);
         } else if constexpr (std::is_same_v<T, Txn>) {
           o["appId"] = a.app_id;
@@ -354,6 +377,10 @@ RemoveFile RemoveOf(const AddFile& add, int64_t deletion_timestamp, bool data_ch
   r.partition_values = add.partition_values;
   r.size = add.size;
   r.deletion_vector = add.deletion_vector;
+  if (add.tracking && (add.tracking->base_row_id || add.tracking->default_row_commit_version)) {
+    r.tracking = std::make_shared<const FileTracking>(
+        FileTracking{add.tracking->base_row_id, add.tracking->default_row_commit_version, std::nullopt});
+  }
   return r;
 }
 

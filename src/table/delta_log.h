@@ -60,6 +60,15 @@ struct Metadata {
   std::optional<int64_t> created_time;             // ms since the epoch
 };
 
+// The fields row tracking and clustering give an add or remove (PROTOCOL.md, "Row Tracking",
+// "Clustered Table"), kept as read so that checkpoints, and the removes of an add, carry them.
+struct FileTracking {
+  std::optional<int64_t> base_row_id;
+  std::optional<int64_t> default_row_commit_version;
+  std::optional<std::string> clustering_provider;  // adds only
+  bool operator==(const FileTracking&) const = default;
+};
+
 struct AddFile {
   std::string path;                                // relative to the table root, URI-encoded
   std::map<std::string, std::optional<std::string>> partition_values;
@@ -71,6 +80,8 @@ struct AddFile {
   // The rows of the file that are deleted (PROTOCOL.md, "Deletion Vectors"); null when none is.
   // Shared and immutable: a pointer, not an optional, keeps the add small (650,000 of them).
   std::shared_ptr<const DeletionVectorDescriptor> deletion_vector;
+  // Row tracking and clustering fields; null when the add has none (shared and immutable, as above).
+  std::shared_ptr<const FileTracking> tracking;
   // The rows the file holds that are not deleted, from the stats' numRecords; -1 when unknown.
   int64_t LiveRecords(int64_t num_records) const;
 };
@@ -83,11 +94,12 @@ struct RemoveFile {
   std::map<std::string, std::optional<std::string>> partition_values;
   std::optional<int64_t> size;
   std::shared_ptr<const DeletionVectorDescriptor> deletion_vector;  // of the add this removes
+  std::shared_ptr<const FileTracking> tracking;    // baseRowId and defaultRowCommitVersion of that add
 };
 
 // The remove of `add` at `deletion_timestamp` (ms): its path, partition values and size, with
-// extendedFileMetadata, and its deletion vector (a remove names the DV of the add it removes: the
-// pair is the file's identity, PROTOCOL.md "Add File and Remove File").
+// extendedFileMetadata, its deletion vector (a remove names the DV of the add it removes: the pair is
+// the file's identity, PROTOCOL.md "Add File and Remove File") and its row tracking fields.
 RemoveFile RemoveOf(const AddFile& add, int64_t deletion_timestamp, bool data_change);
 
 struct Txn {                                       // "txn": application transaction id

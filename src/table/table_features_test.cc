@@ -68,10 +68,10 @@ TEST(TableFeatures, WritesRefuseFeaturesTheyDoNotKeepBeforeWritingAnything) {
       << s.message();
   EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"futureFeature"})), "");
   EXPECT_EQ(CheckWritable(WithProtocol(1, 8), kCheckpoint, "t").code(), StatusCode::kUnsupported);
-  // Row tracking and clustering bind every command that writes files or a checkpoint; Iceberg
-  // compatibility every command.
-  EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"domainMetadata", "rowTracking"})), "V");
-  EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"domainMetadata", "clustering"})), "V");
+  // Row tracking and clustering bind every command that writes data files (checkpoints and removes
+  // carry their fields); Iceberg compatibility every command.
+  EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"domainMetadata", "rowTracking"})), "VC");
+  EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"domainMetadata", "clustering"})), "VC");
   EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"icebergCompatV2"})), "");
 }
 
