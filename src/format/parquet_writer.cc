@@ -248,7 +248,7 @@ namespace {
 
 void InitChunkMeta(const ColumnSpec& spec, const WriterOptions& options, parquet::ColumnMetaData* m) {
   m->type = spec.type;
-  m->path_in_schema = {spec.name};
+  m->path_in_schema = {spec.file_name()};
   m->codec = options.codec;
   // RLE only where definition levels are written (OPTIONAL columns).
   m->encodings = spec.optional ? std::vector<Encoding>{Encoding::kPlain, Encoding::kRle} : std::vector<Encoding>{Encoding::kPlain};
@@ -530,7 +530,7 @@ Status RowGroupEncoder::SetLeveledColumn(size_t column, LeveledValues leveled) {
   }
   size_t values = std::visit([](const auto& v) { return v.size(); }, leveled.values);
   if (present != values) return bad(fmt::format("{} entries at the maximum definition level but {} values", present, values));
-  if (leveled.path_in_schema.empty()) leveled.path_in_schema = {spec.name};
+  if (leveled.path_in_schema.empty()) leveled.path_in_schema = {spec.file_name()};
   leveled_[column] = std::move(leveled);
   scalars_[column].reset();
   return Status::OK();
@@ -752,7 +752,8 @@ Result<std::unique_ptr<ParquetFileWriter>> ParquetFileWriter::Create(Storage& st
   schema.push_back(root);
   for (const auto& c : columns) {
     parquet::SchemaElement e;
-    e.name = c.name;
+    e.name = c.file_name();  // the physical name under column mapping (PROTOCOL.md, "Column Mapping")
+    e.field_id = c.field_id;
     e.type = c.type;
     e.repetition = c.optional ? parquet::Repetition::kOptional : parquet::Repetition::kRequired;
     if (c.is_string) {

@@ -321,7 +321,8 @@ Result<std::vector<ColumnSpec>> ColumnsFromMetadata(const Metadata& metadata, st
 
 // The add action's stats JSON for a Parquet file written by stoke: numRecords, and minValues,
 // maxValues and nullCount for scalar columns (from the row groups' statistics, combined; tensor
-// columns get nullCount only). Values are JSON numbers, strings or booleans.
+// columns get nullCount only). Values are JSON numbers, strings or booleans. Columns are found and
+// keyed by their names in files (ColumnSpec::file_name: the physical name under column mapping).
 std::string StatsJsonFromFooter(const parquet::FileMetaData& footer, const std::vector<ColumnSpec>& columns);
 
 // The operationParameters form of an optional list of one string, as Spark writes it: "[]" for an

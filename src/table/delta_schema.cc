@@ -357,7 +357,7 @@ std::string StatsJsonFromFooter(const parquet::FileMetaData& footer, const std::
     int64_t nulls = 0;
     std::optional<StatValue> lo, hi;
     for (const parquet::RowGroup& rg : footer.row_groups) {
-      const parquet::ColumnMetaData* md = FindChunk(rg, c.name);
+      const parquet::ColumnMetaData* md = FindChunk(rg, c.file_name());
       if (md == nullptr || md->type != c.type) {
         bounds_ok = nulls_ok = false;
         break;
@@ -397,10 +397,10 @@ std::string StatsJsonFromFooter(const parquet::FileMetaData& footer, const std::
       if (!hi || *hi < *b) hi = std::move(b);
     }
     if (bounds_ok && lo && hi) {
-      min_values[c.name] = StatJson(*lo);
-      max_values[c.name] = StatJson(*hi);
+      min_values[c.file_name()] = StatJson(*lo);
+      max_values[c.file_name()] = StatJson(*hi);
     }
-    if (nulls_ok) null_count[c.name] = nulls;
+    if (nulls_ok) null_count[c.file_name()] = nulls;
   }
   ordered_json stats = ordered_json::object();
   stats["numRecords"] = footer.num_rows;

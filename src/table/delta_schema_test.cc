@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "format/logical_value.h"
+#include "format/parquet_reader.h"
+#include "format/parquet_writer.h"
+#include "io/local_files.h"
 #include "table/delta_testing.h"
 
 namespace stoke::delta {
@@ -308,6 +311,42 @@ TEST(DeltaSchema, ASchemaWrittenAgainKeepsItsFieldsMetadata) {
   EXPECT_TRUE(j["fields"][1]["metadata"].empty());
   EXPECT_EQ(SchemaToSparkJson(cols, ""), SchemaToSparkJson(cols));
   EXPECT_EQ(SchemaToSparkJson(cols, "not json"), SchemaToSparkJson(cols));
+}
+
+// Under column mapping a column is written under its physical name with its field id, and the add's
+// statistics are keyed by the physical name (PROTOCOL.md, "Writer Requirements for Column Mapping").
+TEST(DeltaSchema, MappedColumnsAreWrittenAndCountedUnderTheirPhysicalNames) {
+  auto dir = TemporaryDirectory::Create("stoke_mapped_");
+  ASSERT_TRUE(dir.ok());
+  const std::string path = dir->path() + "/mapped.parquet";
+  std::vector<ColumnSpec> cols(2);
+  cols[0].name = "id";
+  cols[0].type = parquet::Type::kInt64;
+  cols[0].physical_name = "col-1a2b";
+  cols[0].field_id = 1;
+  cols[1].name = "plain";
+  cols[1].type = parquet::Type::kInt32;
+  auto writer = ParquetFileWriter::Create(LocalStorage(), path, cols);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  RowGroupEncoder enc((*writer)->columns(), (*writer)->options());
+  ASSERT_TRUE(enc.SetScalars(0, ColumnValues{std::vector<int64_t>{5, 9}, {}}).ok());
+  ASSERT_TRUE(enc.SetScalars(1, ColumnValues{std::vector<int32_t>{1, 2}, {}}).ok());
+  auto rg = enc.Finish();
+  ASSERT_TRUE(rg.ok());
+  ASSERT_TRUE((*writer)->WriteRowGroup(std::move(*rg)).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  auto reader = ParquetReader::Open(LocalStorage(), path);
+  ASSERT_TRUE(reader.ok());
+  const auto& schema = (*reader)->metadata().schema;
+  EXPECT_EQ(schema[1].name, "col-1a2b");
+  EXPECT_EQ(schema[1].field_id, 1);
+  EXPECT_EQ(schema[2].name, "plain");
+  EXPECT_FALSE(schema[2].field_id.has_value());
+  auto stats = nlohmann::json::parse(StatsJsonFromFooter((*reader)->metadata(), cols));
+  EXPECT_EQ(stats["minValues"]["col-1a2b"], 5);
+  EXPECT_EQ(stats["maxValues"]["col-1a2b"], 9);
+  EXPECT_FALSE(stats["minValues"].contains("id"));
+  EXPECT_EQ(stats["maxValues"]["plain"], 2);
 }
 
 }  // namespace

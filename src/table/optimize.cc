@@ -166,7 +166,7 @@ constexpr size_t kAbsentColumn = SIZE_MAX;
 Result<std::vector<size_t>> MapFileColumns(const ParquetReader& reader, const std::vector<ColumnSpec>& cols) {
   std::vector<size_t> map(cols.size());
   for (size_t c = 0; c < cols.size(); ++c) {
-    auto idx = reader.FindColumn(cols[c].name);
+    auto idx = FindFileColumn(reader, cols[c]);  // by physical name or field id under column mapping
     if (!idx.ok() && idx.status().code() == StatusCode::kNotFound && cols[c].optional && !cols[c].paged()) {
       map[c] = kAbsentColumn;
       continue;

@@ -144,7 +144,7 @@ constexpr WriterRule kWriterRules[] = {
     {"generatedColumns", kNewRows, "stoke does not compute generated columns"},
     {"identityColumns", kNewRows, "stoke does not assign identity values"},
     {"changeDataFeed", Bit(WriteCommand::kDeleteRows), "deleting rows of a file needs change data files"},
-    {"columnMapping", kChangesFiles, "stoke writes data files under logical column names"},
+    {"columnMapping", kNewRows, "stoke's ingest writes its columns under their own names"},
     {"rowTracking", kChangesFiles, "stoke does not assign or preserve row ids"},
     {"clustering", kChangesFiles, "stoke does not cluster the files it writes"},
     {"icebergCompatV1", kEvery, "stoke does not write Iceberg metadata"},

@@ -19,8 +19,9 @@
 //     where the table has in-commit timestamps; an OPTIMIZE adds and removes with dataChange false,
 //     each remove naming a file (and deletion vector) that was live;
 //   - the tables the writer protocol singles out are among those written: change data feed, deletion
-//     vectors, identity columns and in-commit timestamps by optimize, column mapping by checkpoint
-//     and vacuum; appendOnly by the last test, which appends to a stoke table that has it.
+//     vectors, identity columns, in-commit timestamps and column mapping by optimize, column mapping
+//     by checkpoint and vacuum too; appendOnly by the last test, which appends to a stoke table that
+//     has it.
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -217,7 +218,8 @@ describe('stoke writes into the Delta tables of the shared corpus that have writ
 
   test('the tables the writer protocol singles out were written into', () => {
     const required = ['changeDataFeed by optimize', 'deletionVectors by optimize', 'deletionVectors by vacuum',
-      'identityColumns by optimize', 'inCommitTimestamp by optimize', 'columnMapping by checkpoint', 'columnMapping by vacuum'];
+      'identityColumns by optimize', 'inCommitTimestamp by optimize', 'columnMapping by optimize', 'columnMapping by checkpoint',
+      'columnMapping by vacuum'];
     for (const f of required) {
       assert.ok(covered.has(f), `no table with ${f.replace(' by ', ' in use was written into by ')} (written: ${[...covered].sort().join(', ')})`);
     }
