@@ -32,6 +32,7 @@
 #include "table/delta_log.h"
 #include "table/parquet_dataset.h"
 #include "table/row_constraints.h"
+#include "table/row_tracking.h"
 #include "table/sample_index.h"
 #include "table/table_features.h"
 #include "table/scan.h"
@@ -750,6 +751,11 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, SourceSet& planned, c
   const ShardPlan shard = PlanShard(o, planned);
   report.source_files = static_cast<int64_t>(shard.candidates.size());
   STOKE_ASSIGN_OR_RETURN(TableState table, ReadTableState(fs, log, o, planned, shard));
+  const bool row_ids = table.snap && delta::AssignsRowIds(*table.snap);
+  if (row_ids && shard.sharded) {  // row ids depend on the version committed, which shards race for
+    return Status::Unsupported(fmt::format("ingest --shard: table '{}' tracks row ids (rowTracking): ingest it "
+                                           "unsharded; nothing was written", o.table_dir));
+  }
   // Appending relabels images to the table's classes (and merges the image formats): `sources` is the
   // plan as this version of the table sees it.
   const SourceSet& sources = table.merged ? *table.merged : planned;
@@ -782,6 +788,11 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, SourceSet& planned, c
     return kept.WithContext(fmt::format("ingest into '{}' (nothing was written)", o.table_dir));
   }
   std::vector<delta::Action> actions = WriteActions(o, sources, table, partition, shard, files.written, files.partition_of, &report);
+  if (row_ids) {  // the commit is exclusive: it lands on the version after the one read, or plans again
+    Status assigned = delta::AssignRowIds(*table.snap, table.read_version + 1, &actions);
+    if (!assigned.ok()) DeleteDataFiles(fs, files.written);
+    STOKE_RETURN_IF_ERROR(assigned);
+  }
   const AfterCommit kept = KeepForAfterCommit(std::move(files));
   ReleaseFreeHeapMemory();  // the plan's items and the written files' entries
   WriteCommit commit = WriteCommitParameters(o, partition.name, shard, table.max_id);

@@ -18,6 +18,7 @@
 #include "stoke/tools.h"
 #include "table/delta_log.h"
 #include "table/test_table.h"
+#include "table/row_tracking.h"
 #include "table/sample_index.h"
 
 namespace stoke {
@@ -614,6 +615,53 @@ TEST_F(IngestTest, AppendsKeepTheTablesInvariantsAndCheckConstraints) {
   EXPECT_EQ(DataFilesOnDisk(), files);
   // The invariant is still in the schema after the table's metadata changed.
   EXPECT_NE(log.ReadSnapshot()->metadata.schema_string.find("delta.invariants"), std::string::npos);
+}
+
+// On a table that tracks rows (another writer added the rowTracking feature), every appended file
+// takes fresh row ids above the high-water mark and its commit's version as defaultRowCommitVersion,
+// and the mark rises in the delta.rowTracking domain; checkpoints keep both. Shards, which race for
+// versions, are refused.
+TEST_F(IngestTest, AppendsToARowTrackingTableAssignFreshRowIds) {
+  AddSources(0, 2);
+  ASSERT_TRUE(IngestSources(Options()).ok());
+  delta::DeltaLog log(LocalStorage(), table_);
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  const delta::Protocol tracked{3, 7, {}, {"appendOnly", "invariants", "domainMetadata", "rowTracking"}};
+  ASSERT_TRUE(log.Commit(snap->version, {tracked}, delta::CommitKind::kExclusive, "UPGRADE PROTOCOL", {}).ok());
+  int64_t next_id = 0;
+  for (int round = 0; round < 2; ++round) {
+    AddSources(2 + 3 * round, 3);
+    auto r = IngestSources(Options());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    auto now = log.ReadSnapshot();
+    ASSERT_TRUE(now.ok());
+    int64_t added = 0;
+    for (const auto& f : now->files) {
+      if (!f.tracking || f.tracking->default_row_commit_version != r->version) continue;
+      EXPECT_EQ(f.tracking->base_row_id, next_id + added) << f.path;
+      added += 3;  // one file of the 3 new rows
+    }
+    EXPECT_EQ(added, 3) << "round " << round;
+    next_id += added;
+    ASSERT_TRUE(now->domains.count(delta::kRowTrackingDomain));
+    const std::string mark = nlohmann::json{{"rowIdHighWaterMark", next_id - 1}}.dump();
+    EXPECT_EQ(now->domains.at(delta::kRowTrackingDomain).configuration, mark);
+  }
+  ASSERT_TRUE(log.Checkpoint().ok());
+  auto from_checkpoint = log.ReadSnapshot();
+  ASSERT_TRUE(from_checkpoint.ok());
+  size_t tracked_files = 0;
+  for (const auto& f : from_checkpoint->files) tracked_files += f.tracking && f.tracking->base_row_id ? 1 : 0;
+  EXPECT_EQ(tracked_files, 2u);
+  EXPECT_EQ(from_checkpoint->domains.count(delta::kRowTrackingDomain), 1u);
+
+  IngestOptions sharded = Options();
+  sharded.shard_index = 0;
+  sharded.shard_count = 2;
+  AddSources(8, 2);
+  auto r = IngestSources(sharded);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().ToString();
 }
 
 TEST_F(IngestTest, DifferentShapeOfAWholeNewSourceIsASchemaMismatch) {

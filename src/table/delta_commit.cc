@@ -83,8 +83,8 @@ struct CheckedActions {
 
 // Collects what `actions`, committed on top of `read_version`, claim (decoded add and remove paths,
 // txn application ids) and checks them (else InvalidArgument): every path decodes to a non-empty
-// one, at most one commitInfo, no domainMetadata, and creating the table (read_version -1) needs a
-// protocol and a metaData action. A metaData without an id gets one, and when creating the table its creation time.
+// one, at most one commitInfo, domainMetadata only in a kExclusive commit without exclusive_allows,
+// and creating the table (read_version -1) needs a protocol and a metaData action. A metaData without an id gets one, and when creating the table its creation time.
 // The effective kind is kExclusive, without exclusive_allows, for a commit that creates the table or
 // carries protocol or metaData; kRewrite for a kBlindAppend that removes files; else `kind`.
 Result<CheckedActions> CheckActions(std::vector<Action>& actions, int64_t read_version, CommitKind kind,
@@ -94,6 +94,7 @@ Result<CheckedActions> CheckActions(std::vector<Action>& actions, int64_t read_v
   CommitClaims& claims = checked.claims;
   claims.read_version = read_version;
   bool has_protocol = false, has_metadata = false;
+  std::string domain;  // of a domainMetadata action, when there is one
   int commit_infos = 0;
   for (Action& a : actions) {
     if (auto* add = std::get_if<AddFile>(&a)) {
@@ -116,10 +117,7 @@ Result<CheckedActions> CheckActions(std::vector<Action>& actions, int64_t read_v
     } else if (std::holds_alternative<CommitInfo>(a)) {
       ++commit_infos;
     } else if (const auto* d = std::get_if<DomainMetadata>(&a)) {
-      // Two commits that change one domain conflict (PROTOCOL.md, "Domain Metadata"): no check here
-      // sees that, so stoke's commits change none.
-      return Status::InvalidArgument(fmt::format("Commit: a domainMetadata action (domain '{}') is not committed by stoke",
-                                                 d->domain));
+      domain = d->domain;
     }
   }
   claims.adds.Seal();
@@ -137,6 +135,12 @@ Result<CheckedActions> CheckActions(std::vector<Action>& actions, int64_t read_v
     claims.kind = CommitKind::kRewrite;
   }
   claims.exclusive_allows = std::move(exclusive_allows);
+  // Two commits that change one domain conflict (PROTOCOL.md, "Domain Metadata"): a commit that
+  // changes one goes on top of no winner.
+  if (!domain.empty() && (claims.kind != CommitKind::kExclusive || claims.exclusive_allows)) {
+    return Status::InvalidArgument(fmt::format(
+        "Commit: a domainMetadata action (domain '{}') needs an exclusive commit that accepts no winner", domain));
+  }
   checked.has_commit_info = commit_infos == 1;
   return checked;
 }

@@ -104,10 +104,12 @@ TEST_F(DeltaCommitTest, DomainsOutliveCommitsAndCheckpoints) {
   ASSERT_EQ(snap->domains.size(), 1u);
   EXPECT_EQ(snap->domains.at("user.b").configuration, "x");
   EXPECT_EQ(snap->files.size(), 8u);
-  // stoke's own commits change no domain: their conflicts would go unchecked.
+  // A commit that changes a domain goes on top of no winner: one that could is refused.
   auto v = log_.Commit(10, {DomainMetadata{"user.c", "", false}}, CommitKind::kBlindAppend, "WRITE", {});
   EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(v.status().message().find("domain 'user.c'"), std::string::npos) << v.status().message();
+  ASSERT_EQ(*log_.Commit(10, {DomainMetadata{"user.c", "y", false}}, CommitKind::kExclusive, "WRITE", {}), 11);
+  EXPECT_EQ(log_.ReadSnapshot()->domains.at("user.c").configuration, "y");
 }
 
 // A partitioned table whose checkpoints must carry typed partition values is not checkpointed by

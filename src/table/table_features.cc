@@ -145,7 +145,7 @@ constexpr WriterRule kWriterRules[] = {
     {"identityColumns", kNewRows, "stoke does not assign identity values"},
     {"changeDataFeed", Bit(WriteCommand::kDeleteRows), "deleting rows of a file needs change data files"},
     {"columnMapping", kNewRows, "stoke's ingest writes its columns under their own names"},
-    {"rowTracking", kChangesFiles, "stoke does not assign or preserve row ids"},
+    {"rowTracking", Bit(WriteCommand::kOptimize), "stoke's optimize does not preserve row ids"},
     {"clustering", kChangesFiles, "stoke does not cluster the files it writes"},
     {"icebergCompatV1", kEvery, "stoke does not write Iceberg metadata"},
     {"icebergCompatV2", kEvery, "stoke does not write Iceberg metadata"},
