@@ -98,59 +98,24 @@ SchemaNode CheckpointSchema(bool v2_spec) {
   return schema;
 }
 
-Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snapshot& snapshot) {
-  // One row per action (protocol, metaData, txns, adds, tombstones), each as Delta's JSON, streamed
-  // into parts of kCheckpointPartActions actions: a large table gets a multi-part checkpoint, at most
-  // one row group of one part is in memory, and readers can read the parts in parallel.
-  const bool v2_table = std::find(snapshot.protocol.writer_features.begin(), snapshot.protocol.writer_features.end(),
-                                  "v2Checkpoint") != snapshot.protocol.writer_features.end();
+namespace {
+
+// Whether the table's checkpoints follow the V2 spec: the v2Checkpoint feature with
+// delta.checkpointPolicy v2.
+bool UsesV2Spec(const Snapshot& snapshot) {
+  const auto& features = snapshot.protocol.writer_features;
   auto policy = snapshot.metadata.configuration.find("delta.checkpointPolicy");
-  const bool v2_spec = v2_table && policy != snapshot.metadata.configuration.end() && policy->second == "v2";
-  const size_t total = 2 + snapshot.app_versions.size() + snapshot.domains.size() + snapshot.files.size() +
-                       snapshot.tombstones.size() + (v2_spec ? 1 : 0);
-  const size_t parts = v2_table ? 1 : std::max<size_t>(1, (total + kCheckpointPartActions - 1) / kCheckpointPartActions);
-  WriterOptions options;
-  options.codec = parquet::Codec::kSnappy;  // what Spark writes; every reader has it
-  // A part's worth of actions per row group: one file of 650,000 (a v2Checkpoint table's) is never
-  // held in memory whole.
-  options.row_group_rows = static_cast<int64_t>(kCheckpointPartActions);
-  const SchemaNode schema = CheckpointSchema(v2_spec);
-  std::unique_ptr<NestedParquetWriter> writer;
-  std::string tmp, final_path;
-  size_t part = 0, in_part = 0;
-  auto fail = [&](Status s) {
-    writer.reset();
-    if (!tmp.empty()) (void)storage.Delete(tmp);
-    return s.WithContext(fmt::format("writing checkpoint {}", final_path));
-  };
-  auto finish_part = [&]() -> Status {
-    Status s = writer->Close();
-    writer.reset();
-    if (s.ok()) s = storage.Rename(tmp, final_path);
-    if (!s.ok()) return fail(s);
-    tmp.clear();
-    in_part = 0;
-    return Status::OK();
-  };
-  auto emit_row = [&](const json& row) -> Status {
-    if (!writer) {
-      ++part;
-      const std::string name = parts == 1 ? CheckpointName(snapshot.version)
-                                          : fmt::format("{:020d}.checkpoint.{:010d}.{:010d}.parquet", snapshot.version, part, parts);
-      final_path = JoinPath(log_dir, name);
-      tmp = final_path + ".tmp-checkpoint";
-      auto created = NestedParquetWriter::Create(storage, tmp, schema, options);
-      if (!created.ok()) return fail(created.status());
-      writer = std::move(*created);
-    }
-    Status s = writer->AddRow(row);
-    if (!s.ok()) return fail(s);
-    return ++in_part == kCheckpointPartActions && parts > 1 ? finish_part() : Status::OK();
-  };
-  // Each action as its commit line's JSON object ({"add": {...}}); a missing field is null.
-  auto emit = [&](const Action& a) { return emit_row(json(ActionJson(a))); };
+  return std::find(features.begin(), features.end(), "v2Checkpoint") != features.end() &&
+         policy != snapshot.metadata.configuration.end() && policy->second == "v2";
+}
+
+// Writes every action of `snapshot` as a row of `writer`, each as Delta's JSON ({"add": {...}}; a
+// missing field is null): the V2 spec's checkpointMetadata first (`v2_spec`), then protocol,
+// metaData, txns, domains, adds and tombstones.
+Status WriteActionRows(NestedParquetWriter& writer, const Snapshot& snapshot, bool v2_spec) {
+  auto emit = [&](const Action& a) { return writer.AddRow(json(ActionJson(a))); };
   if (v2_spec) {
-    STOKE_RETURN_IF_ERROR(emit_row({{"checkpointMetadata", {{"version", snapshot.version}, {"tags", json::object()}}}}));
+    STOKE_RETURN_IF_ERROR(writer.AddRow({{"checkpointMetadata", {{"version", snapshot.version}, {"tags", json::object()}}}}));
   }
   STOKE_RETURN_IF_ERROR(emit(snapshot.protocol));
   STOKE_RETURN_IF_ERROR(emit(snapshot.metadata));
@@ -158,10 +123,36 @@ Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snaps
   for (const auto& [name, domain] : snapshot.domains) STOKE_RETURN_IF_ERROR(emit(domain));
   for (const auto& f : snapshot.files) STOKE_RETURN_IF_ERROR(emit(f));
   for (const auto& r : snapshot.tombstones) STOKE_RETURN_IF_ERROR(emit(r));
-  if (writer) STOKE_RETURN_IF_ERROR(finish_part());
-  json last = {{"version", snapshot.version}, {"size", total}};
-  if (parts > 1) last["parts"] = parts;
-  std::string last_text = last.dump();
+  return Status::OK();
+}
+
+}  // namespace
+
+Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snapshot& snapshot) {
+  // One classic file, one row per action, streamed in row groups of kCheckpointRowGroupActions: at
+  // most one row group is in memory, and readers read the row groups in parallel. (Multi-part
+  // checkpoints are deprecated, must be hash-partitioned by path, and a v2Checkpoint table forbids
+  // them: PROTOCOL.md, "Multi-part checkpoint".)
+  const bool v2_spec = UsesV2Spec(snapshot);
+  const size_t total = 2 + snapshot.app_versions.size() + snapshot.domains.size() + snapshot.files.size() +
+                       snapshot.tombstones.size() + (v2_spec ? 1 : 0);
+  WriterOptions options;
+  options.codec = parquet::Codec::kSnappy;  // what Spark writes; every reader has it
+  options.row_group_rows = static_cast<int64_t>(kCheckpointRowGroupActions);
+  const std::string final_path = JoinPath(log_dir, CheckpointName(snapshot.version));
+  const std::string tmp = final_path + ".tmp-checkpoint";
+  auto fail = [&](Status s) {
+    (void)storage.Delete(tmp);
+    return s.WithContext(fmt::format("writing checkpoint {}", final_path));
+  };
+  auto writer = NestedParquetWriter::Create(storage, tmp, CheckpointSchema(v2_spec), options);
+  if (!writer.ok()) return fail(writer.status());
+  Status written = WriteActionRows(**writer, snapshot, v2_spec);
+  if (written.ok()) written = (*writer)->Close();
+  writer->reset();
+  if (written.ok()) written = storage.Rename(tmp, final_path);
+  if (!written.ok()) return fail(written);
+  const std::string last_text = json{{"version", snapshot.version}, {"size", total}}.dump();
   return WriteFileAtomically(storage, JoinPath(log_dir, "_last_checkpoint"), AsBytes(last_text));
 }
 

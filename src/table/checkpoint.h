@@ -15,19 +15,18 @@
 
 namespace stoke::delta {
 
-// A checkpoint of more actions than this is written in parts of at most this many actions
-// (`<version>.checkpoint.<part>.<parts>.parquet`, as PROTOCOL.md describes), read in parallel.
-inline constexpr size_t kCheckpointPartActions = 50000;
+// A checkpoint is written in row groups of this many actions (one in memory at a time), which
+// readers read in parallel.
+inline constexpr size_t kCheckpointRowGroupActions = 50000;
 
 // The checkpoint schema stoke writes (a subset of Spark's: the fields of the actions above), with
 // the checkpointMetadata action of the V2 spec (PROTOCOL.md, "V2 Spec") when `v2_spec`.
 SchemaNode CheckpointSchema(bool v2_spec = false);
 
-// Writes the checkpoint of `snapshot` into `log_dir` (each file under a temporary name, then
-// renamed, so readers never see a partial file; a multi-part checkpoint counts only once every part
-// is there) and then `_last_checkpoint`. On a table with the v2Checkpoint feature it is one classic
-// file (the feature forbids multi-part checkpoints), in the V2 spec (a checkpointMetadata row first)
-// when the table's delta.checkpointPolicy is "v2" (PROTOCOL.md, "V2 Checkpoint Table Feature").
+// Writes the checkpoint of `snapshot` into `log_dir` as one classic file (under a temporary name,
+// then renamed, so readers never see a partial file) and then `_last_checkpoint`. It follows the V2
+// spec (a checkpointMetadata row first) on a table with the v2Checkpoint feature whose
+// delta.checkpointPolicy is "v2" (PROTOCOL.md, "V2 Checkpoint Table Feature"), else the V1 spec.
 Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snapshot& snapshot);
 
 // The actions of a checkpoint by kind. A checkpoint is a reconciled state (no path added twice, no

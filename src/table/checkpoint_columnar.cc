@@ -6,6 +6,7 @@
 // and the generic reader (rows of JSON) takes over.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "format/parquet_reader.h"
 #include "table/checkpoint.h"
 #include "table/deletion_vector.h"
@@ -599,11 +601,27 @@ Status ColumnarCheckpoint::ReadDomain(CheckpointActions* out) {
 }  // namespace
 
 Status ReadCheckpointColumns(const ParquetReader& reader, CheckpointActions* out) {
-  ColumnarCheckpoint columns(reader);
-  if (!columns.Bind()) {
-    return Status::Unsupported(fmt::format("{}: a shape the columnar checkpoint reader does not handle", reader.path()));
+  const size_t groups = static_cast<size_t>(reader.num_row_groups());
+  std::vector<CheckpointActions> parts(groups);
+  // Each row group with a reader state of its own: in parallel when there are several (stoke writes
+  // a checkpoint in row groups of kCheckpointRowGroupActions), appended in order.
+  auto read_group = [&](size_t g) -> Status {
+    ColumnarCheckpoint columns(reader);
+    if (!columns.Bind()) {
+      return Status::Unsupported(fmt::format("{}: a shape the columnar checkpoint reader does not handle", reader.path()));
+    }
+    return columns.ReadRowGroup(static_cast<int>(g), &parts[g]);
+  };
+  if (groups <= 1) {
+    for (size_t g = 0; g < groups; ++g) STOKE_RETURN_IF_ERROR(read_group(g));
+  } else {
+    ThreadPool pool(std::min<size_t>(groups, 16));
+    STOKE_RETURN_IF_ERROR(ParallelFor(pool, groups, read_group));
   }
-  for (int g = 0; g < reader.num_row_groups(); ++g) STOKE_RETURN_IF_ERROR(columns.ReadRowGroup(g, out));
+  size_t adds = out->adds.size();
+  for (const auto& part : parts) adds += part.adds.size();
+  out->adds.reserve(adds);
+  for (auto& part : parts) out->Append(std::move(part));
   return Status::OK();
 }
 

@@ -162,42 +162,60 @@ TEST_F(CheckpointTest, AnotherEnginesCheckpointReadsTheSameBothWays) {
   EXPECT_EQ(Serialized(std::move(columnar)), GenericReading(path));
 }
 
-TEST_F(CheckpointTest, LargeStatesAreWrittenInPartsAndReadBackInOrder) {
-  // More actions than one part holds, and more rows than one page of scalars (20,000), so the
-  // columnar cursors cross page boundaries and the parts are read in parallel.
-  const int adds = static_cast<int>(2 * kCheckpointPartActions + 5000);
+// The actions of `s` in the order a checkpoint of stoke's holds them.
+std::vector<Action> ActionsOf(const Snapshot& s) {
+  std::vector<Action> out = {s.protocol, s.metadata};
+  for (const auto& [app, v] : s.app_versions) out.push_back(Txn{app, v, std::nullopt});
+  for (const auto& [name, d] : s.domains) out.push_back(d);
+  for (const auto& f : s.files) out.push_back(f);
+  for (const auto& r : s.tombstones) out.push_back(r);
+  return out;
+}
+
+TEST_F(CheckpointTest, LargeStatesAreWrittenInRowGroupsAndReadBackInOrder) {
+  // More actions than one row group holds, and more rows than one page of scalars (20,000), so the
+  // columnar cursors cross page boundaries and the row groups are read in parallel.
+  const int adds = static_cast<int>(2 * kCheckpointRowGroupActions + 5000);
   const Snapshot s = EveryKindOfAction(adds);
   ASSERT_TRUE(WriteCheckpoint(LocalStorage(), dir_, s).ok());
-  const std::string prefix = dir_ + "/00000000000000000012.checkpoint.";
-  for (int part = 1; part <= 3; ++part) {
-    EXPECT_TRUE(std::filesystem::exists(prefix + fmt::format("{:010d}.0000000003.parquet", part))) << part;
-  }
-  EXPECT_FALSE(std::filesystem::exists(prefix + "parquet"));
+  const std::string path = dir_ + "/00000000000000000012.checkpoint.parquet";
+  auto reader = ParquetReader::Open(LocalStorage(), path);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ((*reader)->num_row_groups(), 3);
   std::ifstream last(dir_ + "/_last_checkpoint");
   std::string last_text((std::istreambuf_iterator<char>(last)), std::istreambuf_iterator<char>());
-  EXPECT_NE(last_text.find("\"parts\":3"), std::string::npos) << last_text;
+  EXPECT_EQ(last_text.find("parts"), std::string::npos) << last_text;
 
   auto actions = ReadCheckpoint(LocalStorage(), dir_, 12);
   ASSERT_TRUE(actions.ok()) << actions.status().ToString();
   ASSERT_EQ(actions->size(), 2u + 2u + 2u + static_cast<size_t>(adds) + 3u);  // txns, domains, adds, removes
-  std::vector<Action> expected = {s.protocol, s.metadata};
-  for (const auto& [app, v] : s.app_versions) expected.push_back(Txn{app, v, std::nullopt});
-  for (const auto& [name, d] : s.domains) expected.push_back(d);
-  for (const auto& f : s.files) expected.push_back(f);
-  for (const auto& r : s.tombstones) expected.push_back(r);
-  EXPECT_EQ(Serialized(*actions), SerializeCommit(expected));
+  EXPECT_EQ(Serialized(*actions), SerializeCommit(ActionsOf(s)));
+}
 
-  // A part missing: the checkpoint is incomplete, so there is none at that version.
-  std::filesystem::remove(prefix + "0000000002.0000000003.parquet");
+// Another engine's multi-part checkpoint is read part after part, and counts only once every part is
+// there.
+TEST_F(CheckpointTest, MultiPartCheckpointsAreReadWholeOrNotAtAll) {
+  const Snapshot s = EveryKindOfAction(/*adds=*/40);
+  const std::vector<Action> all = ActionsOf(s);
+  const std::string prefix = dir_ + "/00000000000000000012.checkpoint.";
+  for (int part = 1; part <= 2; ++part) {
+    std::vector<nlohmann::json> rows;
+    for (size_t i = part == 1 ? 0 : 20; i < (part == 1 ? 20 : all.size()); ++i) rows.push_back(nlohmann::json(ActionJson(all[i])));
+    const std::string name = prefix + fmt::format("{:010d}.0000000002.parquet", part);
+    ASSERT_TRUE(WriteNestedParquet(LocalStorage(), name, CheckpointSchema(), rows, WriterOptions{}).ok());
+  }
+  auto actions = ReadCheckpoint(LocalStorage(), dir_, 12);
+  ASSERT_TRUE(actions.ok()) << actions.status().ToString();
+  EXPECT_EQ(Serialized(*actions), SerializeCommit(all));
+  std::filesystem::remove(prefix + "0000000002.0000000002.parquet");
   EXPECT_EQ(ReadCheckpoint(LocalStorage(), dir_, 12).status().code(), StatusCode::kNotFound);
 }
 
-// A table with the v2Checkpoint feature gets one classic file however large (the feature forbids
-// multi-part checkpoints); with delta.checkpointPolicy v2 it follows the V2 spec, a checkpointMetadata
-// row first. Both read back whole, the second still column by column.
+// A table with delta.checkpointPolicy v2 (and the v2Checkpoint feature) gets a checkpoint in the V2
+// spec, a checkpointMetadata row first; both read back whole, still column by column.
 TEST_F(CheckpointTest, V2CheckpointTablesGetOneFileInTheSpecTheirPolicyAsks) {
   for (const bool v2_policy : {false, true}) {
-    Snapshot s = EveryKindOfAction(static_cast<int>(kCheckpointPartActions) + 10);
+    Snapshot s = EveryKindOfAction(static_cast<int>(kCheckpointRowGroupActions) + 10);
     s.protocol.reader_features = {"v2Checkpoint"};
     s.protocol.writer_features = {"v2Checkpoint", "appendOnly", "invariants"};
     if (v2_policy) s.metadata.configuration["delta.checkpointPolicy"] = "v2";
