@@ -443,6 +443,7 @@ Status AddLocationColumnsForShards(const IngestOptions& o, const SourceSet& sour
     if (!AddLocationColumns(&columns, sources)) return Status::OK();
     if (!CheckAppendSchema(columns, sources.columns, o.table_dir, sources.FilePath(0)).ok()) return Status::OK();
     STOKE_RETURN_IF_ERROR(delta::CheckWritable(snap, delta::WriteCommand::kAppend, o.table_dir));
+    if (delta::AssignsRowIds(snap)) return Status::OK();  // sharded ingest is refused there: the shards say so
     delta::Metadata meta = snap.metadata;
     meta.schema_string = delta::SchemaToSparkJson(columns, snap.metadata.schema_string);
     nlohmann::json params = {{"columns", fmt::format("{}, {}", kSourceLocationColumn, kSourceVersionColumn)}};
