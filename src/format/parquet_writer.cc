@@ -801,8 +801,11 @@ Result<std::unique_ptr<ParquetFileWriter>> ParquetFileWriter::Open(Storage& stor
     has_tensors |= c.tensor.has_value();
     has_blobs |= c.blob;
   }
-  if (has_tensors) w->metadata_.key_value_metadata.push_back({kTensorsMetadataKey, TensorSpecsToJson(w->columns_)});
-  if (has_blobs) w->metadata_.key_value_metadata.push_back({kBlobsMetadataKey, BlobColumnsToJson(w->columns_)});
+  // The footer names tensor and blob columns as the file does (physical names under column mapping).
+  std::vector<ColumnSpec> stored = w->columns_;
+  for (ColumnSpec& c : stored) c.name = c.file_name();
+  if (has_tensors) w->metadata_.key_value_metadata.push_back({kTensorsMetadataKey, TensorSpecsToJson(stored)});
+  if (has_blobs) w->metadata_.key_value_metadata.push_back({kBlobsMetadataKey, BlobColumnsToJson(stored)});
   for (const auto& kv : w->options_.key_value_metadata) w->metadata_.key_value_metadata.push_back(kv);
   return w;
 }

@@ -415,11 +415,13 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
     if (!o.partition_by.empty()) partitioning.push_back(o.partition_by);
     table.schema_changes = !same.ok() || codec == metadata.configuration.end() || codec->second != CodecName(o.codec) ||
                            partitioning != metadata.partition_columns;
-    STOKE_ASSIGN_OR_RETURN(table.constraints, RowConstraints::FromMetadata(metadata, planned.columns, "ingest", o.table_dir));
+    STOKE_ASSIGN_OR_RETURN(table.constraints,
+                           RowConstraints::FromMetadata(metadata, planned.columns, partitioning, "ingest", o.table_dir));
     return table;
   }
   STOKE_RETURN_IF_ERROR(same);
-  STOKE_ASSIGN_OR_RETURN(table.constraints, RowConstraints::FromMetadata(metadata, table_columns, "ingest", o.table_dir));
+  STOKE_ASSIGN_OR_RETURN(table.constraints, RowConstraints::FromMetadata(metadata, table_columns, metadata.partition_columns,
+                                                                         "ingest", o.table_dir));
   STOKE_ASSIGN_OR_RETURN(table.merged, MergeImageMetadata(metadata.configuration, planned));
   // New classes or image formats change the table's configuration.
   for (const auto& [key, value] : (table.merged ? *table.merged : planned).metadata) {
@@ -443,7 +445,10 @@ Status AddLocationColumnsForShards(const IngestOptions& o, const SourceSet& sour
     if (!AddLocationColumns(&columns, sources)) return Status::OK();
     if (!CheckAppendSchema(columns, sources.columns, o.table_dir, sources.FilePath(0)).ok()) return Status::OK();
     STOKE_RETURN_IF_ERROR(delta::CheckWritable(snap, delta::WriteCommand::kAppend, o.table_dir));
-    if (delta::AssignsRowIds(snap)) return Status::OK();  // sharded ingest is refused there: the shards say so
+    // What the shards refuse must not be preceded by this commit.
+    if (delta::AssignsRowIds(snap)) return Status::OK();
+    STOKE_RETURN_IF_ERROR(
+        RowConstraints::FromMetadata(snap.metadata, columns, snap.metadata.partition_columns, "ingest", o.table_dir).status());
     delta::Metadata meta = snap.metadata;
     meta.schema_string = delta::SchemaToSparkJson(columns, snap.metadata.schema_string);
     nlohmann::json params = {{"columns", fmt::format("{}, {}", kSourceLocationColumn, kSourceVersionColumn)}};

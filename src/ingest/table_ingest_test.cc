@@ -613,8 +613,26 @@ TEST_F(IngestTest, AppendsKeepTheTablesInvariantsAndCheckConstraints) {
             std::string::npos)
       << r.status().message();
   EXPECT_EQ(DataFilesOnDisk(), files);
-  // The invariant is still in the schema after the table's metadata changed.
-  EXPECT_NE(log.ReadSnapshot()->metadata.schema_string.find("delta.invariants"), std::string::npos);
+}
+
+// A schema stoke writes again (an append that adds the location columns to a table written before
+// them) keeps what another writer recorded of its columns.
+TEST_F(IngestTest, AnAppendThatChangesTheSchemaKeepsTheColumnsMetadata) {
+  AddSources(0, 2);
+  WriteTableWithoutLocations();
+  AddConstraints(table_, {}, "id", "id >= 0");
+  delta::DeltaLog log(LocalStorage(), table_);
+  const int64_t before = *log.LatestVersion();
+  AddSources(2, 1);
+  auto r = IngestSources(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  ASSERT_GT(snap->version, before);
+  EXPECT_NE(snap->metadata.schema_string.find(kSourceLocationColumn), std::string::npos);  // rewritten by stoke
+  auto schema = nlohmann::json::parse(snap->metadata.schema_string);
+  EXPECT_EQ(schema["fields"][0]["name"], "id");
+  EXPECT_TRUE(schema["fields"][0]["metadata"].contains("delta.invariants")) << snap->metadata.schema_string;
 }
 
 // On a table that tracks rows (another writer added the rowTracking feature), every appended file
@@ -660,8 +678,13 @@ TEST_F(IngestTest, AppendsToARowTrackingTableAssignFreshRowIds) {
   sharded.shard_index = 0;
   sharded.shard_count = 2;
   AddSources(8, 2);
+  const int64_t version = *log.LatestVersion();
+  const size_t files = DataFilesOnDisk();
   auto r = IngestSources(sharded);
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("tracks row ids (rowTracking)"), std::string::npos) << r.status().message();
+  EXPECT_EQ(*log.LatestVersion(), version);
+  EXPECT_EQ(DataFilesOnDisk(), files);
 }
 
 TEST_F(IngestTest, DifferentShapeOfAWholeNewSourceIsASchemaMismatch) {

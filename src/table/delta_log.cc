@@ -319,14 +319,13 @@ Result<Snapshot> DeltaLog::ReadSnapshotFrom(const LogListing& listing, std::opti
 
 Status CheckAndWriteCheckpoint(Storage& storage, const DeltaLog& log, const Snapshot& snapshot) {
   STOKE_RETURN_IF_ERROR(CheckWritable(snapshot, WriteCommand::kCheckpoint, log.table_dir()));
-  // PROTOCOL.md, "Checkpoints": a partitioned table whose checkpoints carry typed statistics needs each
-  // add's partitionValues_parsed, which stoke does not write.
+  // PROTOCOL.md, "Checkpoints": a table that asks for typed statistics in its checkpoints needs each
+  // add's stats_parsed (and, partitioned, partitionValues_parsed), which stoke does not write.
   auto as_struct = snapshot.metadata.configuration.find("delta.checkpoint.writeStatsAsStruct");
-  if (!snapshot.metadata.partition_columns.empty() && as_struct != snapshot.metadata.configuration.end() &&
-      as_struct->second == "true") {
-    return Status::Unsupported(fmt::format("checkpoint: table '{}' is partitioned and sets "
-                                           "delta.checkpoint.writeStatsAsStruct, whose checkpoints need typed partition "
-                                           "values (partitionValues_parsed), which stoke does not write; nothing was written",
+  if (as_struct != snapshot.metadata.configuration.end() && as_struct->second == "true") {
+    return Status::Unsupported(fmt::format("checkpoint: table '{}' sets delta.checkpoint.writeStatsAsStruct, whose "
+                                           "checkpoints need typed statistics (stats_parsed, partitionValues_parsed), "
+                                           "which stoke does not write; nothing was written",
                                            log.table_dir()));
   }
   return WriteCheckpoint(storage, log.log_dir(), snapshot);

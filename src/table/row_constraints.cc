@@ -13,22 +13,28 @@ namespace stoke {
 namespace {
 
 // `sql` with Spark's `backquoted` identifiers as the predicate language's "quoted" ones (a `` in
-// one is a backquote, a " is doubled); string literals are copied as they are.
-std::string WithQuotedIdentifiers(std::string_view sql) {
+// one is a backquote, a " is doubled); string literals are copied as they are. InvalidArgument,
+// saying why, for what Spark reads otherwise than the predicate language would: a "double-quoted"
+// token (a string in Spark, a column here), a backslash in a string literal (an escape in Spark) and
+// a literal right after another (joined in Spark; '' is a quote here).
+Result<std::string> WithQuotedIdentifiers(std::string_view sql) {
   std::string out;
   for (size_t i = 0; i < sql.size(); ++i) {
     const char c = sql[i];
-    if (c == '\'') {  // a string literal, copied as it is ('' inside it a quote)
-      out += c;
-      for (++i; i < sql.size(); ++i) {
-        out += sql[i];
-        if (sql[i] != '\'') continue;
-        if (i + 1 < sql.size() && sql[i + 1] == '\'') {
-          out += sql[++i];
-          continue;
-        }
-        break;
+    if (c == '"') return Status::InvalidArgument("a \"double-quoted\" token, which Spark reads as a string");
+    if (c == '\'') {
+      const size_t end = sql.find('\'', i + 1);
+      if (end == std::string_view::npos) return Status::InvalidArgument("a string literal without its closing quote");
+      const std::string_view literal = sql.substr(i, end - i + 1);
+      if (literal.find('\\') != std::string_view::npos) {
+        return Status::InvalidArgument("a backslash in a string literal, an escape in Spark");
       }
+      const size_t next = sql.find_first_not_of(" \t\r\n", end + 1);
+      if (next != std::string_view::npos && sql[next] == '\'') {
+        return Status::InvalidArgument("adjacent string literals, which Spark joins ('' is no quote in Spark)");
+      }
+      out.append(literal);
+      i = end;
       continue;
     }
     if (c != '`') {
@@ -67,7 +73,7 @@ Result<std::vector<std::pair<std::string, std::string>>> Invariants(const std::s
     auto it = f["metadata"].find("delta.invariants");
     if (it == f["metadata"].end()) continue;
     ++found;
-    const std::string column = f.value("name", "");
+    const std::string column = f.contains("name") && f["name"].is_string() ? f["name"].get<std::string>() : "";
     const auto body = it->is_string() ? nlohmann::json::parse(it->get<std::string>(), nullptr, false) : nlohmann::json();
     const nlohmann::json* expr = body.is_object() && body.contains("expression") ? &body["expression"] : nullptr;
     if (expr == nullptr || !expr->is_object() || !expr->contains("expression") || !(*expr)["expression"].is_string()) {
@@ -87,6 +93,7 @@ Result<std::vector<std::pair<std::string, std::string>>> Invariants(const std::s
 }  // namespace
 
 Result<RowConstraints> RowConstraints::FromMetadata(const delta::Metadata& metadata, const std::vector<ColumnSpec>& columns,
+                                                    const std::vector<std::string>& partition_columns,
                                                     std::string_view command, std::string_view table) {
   const std::string where = fmt::format("{}: table '{}'", command, table);
   auto refuse = [&](const std::string& rule, const std::string& expression, std::string_view why) {
@@ -109,11 +116,12 @@ Result<RowConstraints> RowConstraints::FromMetadata(const delta::Metadata& metad
 
   RowConstraints out;
   for (auto& [rule, expression] : stated) {
-    auto parsed = Predicate::Parse(WithQuotedIdentifiers(expression));
+    auto text = WithQuotedIdentifiers(expression);
+    if (!text.ok()) return refuse(rule, expression, text.status().message());
+    auto parsed = Predicate::Parse(*text);
     if (!parsed.ok()) return refuse(rule, expression, parsed.status().message());
     for (const std::string& c : parsed->columns()) {
-      const auto& parts = metadata.partition_columns;
-      if (std::find(parts.begin(), parts.end(), c) != parts.end()) {
+      if (std::find(partition_columns.begin(), partition_columns.end(), c) != partition_columns.end()) {
         return refuse(rule, expression, fmt::format("column '{}' is a partition column", c));
       }
     }

@@ -6,8 +6,12 @@
 //
 // The SQL expressions are evaluated in stoke's predicate language (table/predicate.h), with Spark's
 // `backquoted` names read as "quoted" ones. An expression that language does not express (a
-// function call, arithmetic, a comparison of two columns, a partition column, a nested field) cannot
-// be checked: the table then refuses new rows, naming the constraint, before anything is written.
+// function call, arithmetic, a comparison of two columns, a partition column, a nested field), or
+// whose text Spark reads otherwise (a "double-quoted" string, a backslash escape, adjacent
+// literals), cannot be checked: the table then refuses new rows, naming the constraint, before
+// anything is written. Two differences remain: a NaN makes a comparison unknown here (a violation),
+// where Spark orders NaN above every number; a TIMESTAMP literal without a zone is UTC here, in the
+// session's time zone in Spark.
 #pragma once
 
 #include <string>
@@ -22,10 +26,12 @@ namespace stoke {
 
 class RowConstraints {
  public:
-  // The constraints of the table whose metadata is `metadata` (its columns `columns`, as
-  // ColumnsFromMetadata gives them), each parsed and bound. Unsupported naming `command`, `table`,
-  // the constraint and why, for one that cannot be checked; Corruption for a malformed invariant.
+  // The constraints of the table whose metadata is `metadata`, for rows of the columns `columns`
+  // written partitioned by `partition_columns` (which are not in the data files), each parsed and
+  // bound. Unsupported naming `command`, `table`, the constraint and why, for one that cannot be
+  // checked; Corruption for a malformed invariant.
   static Result<RowConstraints> FromMetadata(const delta::Metadata& metadata, const std::vector<ColumnSpec>& columns,
+                                             const std::vector<std::string>& partition_columns,
                                              std::string_view command, std::string_view table);
 
   bool empty() const { return rules_.empty(); }

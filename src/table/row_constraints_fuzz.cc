@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   columns[1].optional = true;
   columns[2].name = "p";
   columns[2].type = stoke::parquet::Type::kInt32;
-  auto rules = stoke::RowConstraints::FromMetadata(metadata, columns, "ingest", "t");
+  auto rules = stoke::RowConstraints::FromMetadata(metadata, columns, metadata.partition_columns, "ingest", "t");
   if (!rules.ok()) {
     const auto code = rules.status().code();
     if (code != stoke::StatusCode::kUnsupported && code != stoke::StatusCode::kCorruption) __builtin_trap();
