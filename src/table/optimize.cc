@@ -189,13 +189,6 @@ Result<ColumnValues> ReadInputChunk(const ParquetReader& reader, int group, size
   return v;
 }
 
-// The rows its deletion vector deletes from `add`, ascending (none without one): optimize leaves them
-// out of what it rewrites.
-Result<std::vector<uint64_t>> RowsToDrop(const TableView& t, const delta::AddFile& add) {
-  if (!add.deletion_vector) return std::vector<uint64_t>{};
-  return DeletedRows(t, add);
-}
-
 // The rows [first, first + count) of a file less those in `deleted` (ascending), as indexes from
 // `first`; nullopt when none of them is deleted.
 std::optional<std::vector<size_t>> RowsKept(const std::vector<uint64_t>& deleted, int64_t first, int64_t count) {
@@ -222,7 +215,7 @@ Status RewriteInput(const TableView& t, const delta::AddFile& add, const Parquet
   auto mapped = MapFileColumns(reader, cols);
   if (!mapped.ok()) return mapped.status();
   const std::vector<size_t>& map = *mapped;
-  STOKE_ASSIGN_OR_RETURN(const std::vector<uint64_t> deleted, RowsToDrop(t, add));
+  STOKE_ASSIGN_OR_RETURN(const std::vector<uint64_t> deleted, DeletedRows(t, add));
   Status status;
   int64_t group_first = 0;  // the file's row that begins row group g
   for (int g = 0; g < reader.num_row_groups() && status.ok(); ++g) {
@@ -355,7 +348,7 @@ Result<SortInput> ReadSortInput(const TableView& t, const std::vector<const delt
   std::vector<std::optional<std::vector<size_t>>> kept(inputs.size());
   const auto read_scalars = [&](size_t i, const ParquetReader& reader) -> Status {
     STOKE_ASSIGN_OR_RETURN(in.file_columns[i], MapFileColumns(reader, cols));
-    STOKE_ASSIGN_OR_RETURN(const std::vector<uint64_t> deleted, RowsToDrop(t, *inputs[i]));
+    STOKE_ASSIGN_OR_RETURN(const std::vector<uint64_t> deleted, DeletedRows(t, *inputs[i]));
     kept[i] = RowsKept(deleted, 0, reader.num_rows());
     input_scalars[i].resize(cols.size());
     for (size_t c = 0; c < cols.size(); ++c) {
