@@ -43,9 +43,11 @@ test-corpus: test-fuzz
 	STOKE_BIN=$(abspath $(BUILD))-fuzz/stoke /usr/bin/python3 -m pytest -q -s python/tests/test_bad_inputs.py
 
 # The multi-threaded layers' suites (core: thread pool, trace recorder; loader: fetcher, pipeline)
-# under ThreadSanitizer. CUDA stays off: its runtime is not instrumented.
+# under ThreadSanitizer. CUDA stays off: its runtime is not instrumented. -O1 with line tables only:
+# reports keep file:line, and the build takes half the time of -O2 -g.
 test-tsan: bootstrap
-	cmake -S . -B $(BUILD)-tsan -G Ninja -DSTOKE_SANITIZE=thread -DSTOKE_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake -S . -B $(BUILD)-tsan -G Ninja -DSTOKE_SANITIZE=thread -DSTOKE_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target stoke_core_test stoke_loader_test
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/stoke_core_test --gtest_brief=1
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)-tsan/stoke_loader_test --gtest_brief=1
