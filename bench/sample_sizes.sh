@@ -17,7 +17,9 @@
 #     stoke run before it, reported as the median of the per-pair ratios. fio's buffers are in huge
 #     pages where they can be reserved (bench/fio_limit.sh), as stoke's are; fio with its default
 #     buffers runs after each pair too, shown as "fio-malloc";
-#   - peak RSS of the warm stoke runs (/usr/bin/time; the highest) against prefetch_bytes + 150 MB.
+#   - peak RSS of the warm stoke runs (/usr/bin/time; the highest) against prefetch_bytes + 150 MB; it
+#     includes the pages of data files read through mappings (docs/architecture.md, "Reads out of
+#     mappings"), which are the page cache's, not the loader's.
 # At the seed size also PyTorch's DataLoader over the .npy files (bench/torch_dataloader.py,
 # num_workers 0 and 2, warm), the naive way.
 #   bench/sample_sizes.sh [STOKE_BIN]   env: BENCH_DIR (default build/bench-sizes), BENCH_WARM_REPS, BENCH_COLD_REPS,

@@ -354,6 +354,10 @@ struct LoaderStats {
   // small pages (below 64 KiB) of uncompressed samples that the page cache held, with the default
   // backend (kAuto) and without O_DIRECT. 0 with the io_uring or pread backend.
   int64_t reads_at_once = 0;
+  // Of reads_at_once, those copied out of a read-only mapping of the data file, with no system call:
+  // pages the page cache held, of local files this process owns or may write (the kernel tells
+  // others nothing of the page cache). docs/architecture.md, "Reads out of mappings".
+  int64_t reads_mapped = 0;
   double wall_seconds = 0;            // since the first Next() of the loader
   double wait_seconds = 0;            // time Next() blocked waiting for data
   double samples_per_second = 0;     // samples / wall_seconds

@@ -254,6 +254,7 @@ py::dict StatsToDict(const stoke::LoaderStats& s) {
   d["samples_skipped"] = s.samples_skipped;
   d["cells_decoded"] = s.cells_decoded;
   d["reads_at_once"] = s.reads_at_once;
+  d["reads_mapped"] = s.reads_mapped;
   d["workers"] = s.workers;
   d["read_threads"] = s.read_threads;
   d["bytes_read"] = s.bytes_read;

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/cpus.h"
 #include "io/local_files.h"
+#include "io/mapped_file.h"
 #include "loader/page_decoder.h"
 #include "loader/sampler.h"
 #include "stoke/bench.h"

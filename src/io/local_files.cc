@@ -36,47 +36,6 @@ Status CheckDirectReads(const std::string& path) {
   return Status::OK();
 }
 
-Result<MappedFile> MappedFile::Open(const std::string& path) {
-  int error = 0;
-  const int fd = OpenReadDescriptor(path, /*direct=*/false, &error);
-  if (fd < 0) {
-    if (error == ENOENT) return Status::NotFound(path + ": no such file");
-    return Status::IOError(fmt::format("{}: open: {}", path, std::strerror(error)));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    error = errno;
-    CloseDescriptor(fd);
-    return Status::IOError(fmt::format("{}: fstat: {}", path, std::strerror(error)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    CloseDescriptor(fd);
-    return Status::InvalidArgument(path + ": not a regular file");
-  }
-  const auto size = static_cast<size_t>(st.st_size);
-  void* map = size == 0 ? nullptr : ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  error = errno;
-  CloseDescriptor(fd);
-  if (map == MAP_FAILED) return Status::IOError(fmt::format("{}: mmap: {}", path, std::strerror(error)));
-  return MappedFile(map, size);
-}
-
-MappedFile::MappedFile(MappedFile&& other) noexcept
-    : map_(std::exchange(other.map_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-
-MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
-  if (this != &other) {
-    if (map_ != nullptr) ::munmap(map_, size_);
-    map_ = std::exchange(other.map_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-  }
-  return *this;
-}
-
-MappedFile::~MappedFile() {
-  if (map_ != nullptr) ::munmap(map_, size_);
-}
-
 int64_t ResidentPages(const std::string& path, size_t offset, size_t size) {
   int error = 0;
   const int fd = OpenReadDescriptor(path, /*direct=*/false, &error);

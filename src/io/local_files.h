@@ -1,7 +1,7 @@
 // Local files below the Storage interface, for readers that need the kernel's own tools: descriptors
-// for direct (O_DIRECT) and io_uring reads, whole-file read-only mappings, the page cache's state,
-// and temporary directories. Layers above io/ reach the local file system through here or through
-// LocalStorage(), never with open(2), mmap(2) or std::filesystem themselves.
+// for direct (O_DIRECT) and io_uring reads, the page cache's state, and temporary directories
+// (whole-file mappings: io/mapped_file.h). Layers above io/ reach the local file system through here
+// or through LocalStorage(), never with open(2), mmap(2) or std::filesystem themselves.
 #pragma once
 
 #include <cstddef>
@@ -22,25 +22,6 @@ void CloseDescriptor(int fd);
 // refuses it (tmpfs, some network file systems); OK otherwise, errors other than that included
 // (the reads of the file report them).
 Status CheckDirectReads(const std::string& path);
-
-// A whole local file mapped read-only (a private mapping, so the bytes never change under the
-// reader); unmapped when destroyed.
-class MappedFile {
- public:
-  // NotFound when `path` does not exist; InvalidArgument when it is not a regular file.
-  static Result<MappedFile> Open(const std::string& path);
-  MappedFile(MappedFile&& other) noexcept;
-  MappedFile& operator=(MappedFile&& other) noexcept;
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile();
-  ByteView bytes() const { return ByteView(static_cast<const uint8_t*>(map_), size_); }
-
- private:
-  MappedFile(void* map, size_t size) : map_(map), size_(size) {}
-  void* map_ = nullptr;
-  size_t size_ = 0;
-};
 
 // How many of the 4 KiB pages of bytes [offset, offset + size) of `path` are in the page cache
 // (mincore(2)); -1 when it cannot tell.

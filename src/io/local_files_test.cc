@@ -29,29 +29,6 @@ TEST(TemporaryDirectoryTest, IsCreatedEmptyAndRemovedWithItsFiles) {
   EXPECT_FALSE(IsLocalDirectory(path));
 }
 
-TEST(MappedFileTest, MapsWholeFilesAndNamesWhatIsMissing) {
-  auto dir = TemporaryDirectory::Create("stoke_local_files_");
-  ASSERT_TRUE(dir.ok());
-  const std::string file = JoinPath(dir->path(), "f.bin"), empty = JoinPath(dir->path(), "empty.bin");
-  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), file, AsBytes("hello, mapping")).ok());
-  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), empty, ByteView()).ok());
-
-  auto mapped = MappedFile::Open(file);
-  ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(mapped->bytes().data()), mapped->bytes().size()), "hello, mapping");
-  MappedFile other = std::move(*mapped);
-  EXPECT_EQ(other.bytes().size(), 14u);
-  EXPECT_EQ(mapped->bytes().size(), 0u);
-
-  auto none = MappedFile::Open(empty);
-  ASSERT_TRUE(none.ok());
-  EXPECT_EQ(none->bytes().size(), 0u);
-  auto missing = MappedFile::Open(JoinPath(dir->path(), "missing.bin"));
-  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(missing.status().message().find("missing.bin"), std::string::npos);
-  EXPECT_EQ(MappedFile::Open(dir->path()).status().code(), StatusCode::kInvalidArgument);
-}
-
 TEST(LocalDescriptorsTest, OpenReportErrnoAndDirectReadsAreProbed) {
   auto dir = TemporaryDirectory::Create("stoke_local_files_");
   ASSERT_TRUE(dir.ok());

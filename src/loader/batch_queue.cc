@@ -14,7 +14,16 @@ void BatchQueue::Push(Slot* s) {
     MutexLock l(&mu_);
     queue_.push_back(s);
   }
-  events_.fetch_add(1, std::memory_order_release);  // a consumer waiting awake may help with its reads
+  events_.fetch_add(1, std::memory_order_release);  // a consumer waiting may help with its reads
+  // A consumer asleep in WaitForEvent holds mu_ until it sleeps: taking it orders this signal after
+  // that wait (no lost wake-up).
+  { MutexLock l(&mu_); }
+  cv_.SignalAll();
+}
+
+void BatchQueue::WaitForEvent(uint64_t seen) {
+  MutexLock l(&mu_);
+  while (events_.load(std::memory_order_acquire) == seen && !FrontReadyLocked()) cv_.Wait(&mu_);
 }
 
 void BatchQueue::FinishPending(Slot* s, int64_t n) {

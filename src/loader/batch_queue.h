@@ -35,6 +35,8 @@ class BatchQueue {
   // Whether the oldest batch is ready, or none will come; else *oldest is the oldest batch queued
   // (null when none is). The consumer alone pops, so *oldest stays queued for it.
   bool Ready(Slot** oldest) EXCLUDES(mu_);
+  // Waits asleep until events() is no longer `seen` or the oldest batch is ready.
+  void WaitForEvent(uint64_t seen) EXCLUDES(mu_);
   // Waits asleep until the oldest batch is ready and takes it; null when none will come, the
   // producer's error when it failed.
   Result<Slot*> WaitAndPop() EXCLUDES(mu_);
@@ -48,7 +50,7 @@ class BatchQueue {
   }
 
   Mutex mu_;
-  CondVar cv_;  // the oldest batch became ready, or the producer is done
+  CondVar cv_;  // a batch was queued, the oldest batch became ready, or the producer is done
   std::deque<Slot*> queue_ GUARDED_BY(mu_);  // planned batches in order
   bool producer_done_ GUARDED_BY(mu_) = false;
   Status producer_error_ GUARDED_BY(mu_);

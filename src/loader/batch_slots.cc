@@ -25,6 +25,7 @@ void Read::Reset(Slot* s, uint32_t f, uint64_t off, uint32_t len) {
   out_of_memory = false;
   now = false;
   now_fd = -1;
+  mapped = nullptr;
 }
 
 void SlotPool::Return(Slot* s) {
@@ -36,6 +37,18 @@ void SlotPool::Return(Slot* s) {
   cv.SignalAll();
 }
 
+// The string columns' vectors that the consumer's view took (Loader::Impl::BuildColumns swaps them
+// out of the slot instead of copying every string) go back to the slot, with their strings'
+// capacity, for the next batch's ScalarColumns::Gather.
+void BatchSlots::ReclaimStrings(Slot* s) {
+  size_t scalar = 0;
+  for (BatchColumn& c : s->columns) {
+    if (c.kind == ColumnKind::kTensor) continue;
+    if (c.kind == ColumnKind::kString && scalar < s->strings.size()) c.strings.swap(s->strings[scalar]);
+    ++scalar;
+  }
+}
+
 Result<Slot*> BatchSlots::Acquire(const std::atomic<bool>& stop) {
   MutexLock l(&pool_->mu);
   for (;;) {
@@ -43,6 +56,7 @@ Result<Slot*> BatchSlots::Acquire(const std::atomic<bool>& stop) {
     if (!pool_->free.empty()) {
       Slot* s = pool_->free.back();
       pool_->free.pop_back();
+      ReclaimStrings(s);
       return s;
     }
     // Grow up to max_slots; beyond it only when the consumer holds every slot (it could never

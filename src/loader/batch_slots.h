@@ -13,6 +13,7 @@
 #include "core/host_memory.h"
 #include "core/mutex.h"
 #include "format/parquet_reader.h"
+#include "io/mapped_file.h"
 #include "loader/fetcher.h"
 #include "loader/scalar_columns.h"
 #include "loader/tensor_column.h"
@@ -55,6 +56,8 @@ struct Read {
   Read* next_in_task = nullptr;  // the next read of the same decode task (set by the completer)
   bool now = false;   // done at once (Slot::now_reads), not through the fetcher
   int now_fd = -1;    // its file's descriptor, pinned for the batch (Slot::now_files)
+  // A read at once copied out of its file's mapping (MappedReads) instead of read with now_fd.
+  const MappedFile* mapped = nullptr;
 
   // Readies a reused Read for another batch, keeping the capacity of `members`.
   void Reset(Slot* s, uint32_t f, uint64_t off, uint32_t len);
@@ -92,6 +95,10 @@ struct Slot {
   std::vector<uint32_t> now_files;
   std::atomic<uint32_t> now_next{0};
   std::atomic<uint32_t> now_left{0};
+  // The reads at once copied out of mappings (Read::mapped), claimed several at a time (mapped_next);
+  // now_left counts them too. Not in now_reads.
+  std::vector<uint32_t> mapped_reads;
+  std::atomic<uint32_t> mapped_next{0};
   std::vector<PlannedCell> cells;  // planning scratch
   std::vector<SampleIndex::Location> locations;  // planning scratch: [column][sample]
   // Sample-columns not yet decoded, + 1 while the producer plans. The batch is ready when it reaches 0:
@@ -169,6 +176,7 @@ class BatchSlots {
 
  private:
   Result<Slot*> NewSlotLocked() REQUIRES(pool_->mu);
+  static void ReclaimStrings(Slot* s);
 
   const std::vector<TensorColumn>& tensors_;
   const ScalarColumns& scalars_;

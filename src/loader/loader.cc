@@ -193,7 +193,8 @@ void Loader::Impl::CreateStages(size_t max_slots) {
                                     .max_decoded_bytes = max_decoded_bytes_, .threads = threads_};
   decoder_ = std::make_unique<SampleDecoder>(*index_, columns_.tensors(), columns_.cells(), fetcher_.get(), &queue_,
                                              &telemetry_, dopt);
-  reads_now_ = std::make_unique<ReadsNow>(fetcher_.get(), decoder_.get(), &telemetry_);
+  if (fetcher_ != nullptr && fetcher_->read_now()) mapped_ = std::make_unique<MappedReads>(index_->file_paths());
+  reads_now_ = std::make_unique<ReadsNow>(fetcher_.get(), decoder_.get(), &telemetry_, mapped_.get());
   completer_ = std::make_unique<ReadCompleter>(fetcher_.get(), slots_.get(), decoder_.get(), &queue_, columns_.tensors(),
                                                &telemetry_, stop_);
 }

@@ -124,8 +124,9 @@ class Loader::Impl {
                    const std::function<void(size_t)>& on_started);
   // The consumer's wait for the oldest batch before it sleeps: it does that batch's reads at once
   // nobody has claimed yet, and spins until `deadline` (NowNanos; 0: not at all) for the batch to be
-  // ready. Returns when the batch is ready or none will come, or nothing is left to do before the
-  // deadline: true when the batch was ready at once (no wait).
+  // ready. Past the deadline, where there are reads at once, it sleeps until a batch is queued or
+  // ready and helps again. Returns when the batch is ready or none will come, or (without reads at
+  // once) nothing is left to do before the deadline: true when the batch was ready at once (no wait).
   bool WaitAwake(int64_t deadline);
   // Next()'s wait: the oldest batch, taken from the queue once ready; null at the end of the epoch;
   // the producer's error when it failed (the epoch is failed then).
@@ -165,6 +166,7 @@ class Loader::Impl {
   std::unique_ptr<ReadPlanner> planner_;
   BatchQueue queue_;
   std::unique_ptr<SampleDecoder> decoder_;
+  std::unique_ptr<MappedReads> mapped_;  // with reads_now_: small cached reads out of mappings
   std::unique_ptr<ReadsNow> reads_now_;
   std::unique_ptr<ReadCompleter> completer_;
 

@@ -122,6 +122,7 @@ Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vec
   try {
     s->now_files.clear();  // nothing pinned yet (Unplan unpins what is listed)
     s->now_reads.clear();
+    s->mapped_reads.clear();
     AllocationFaults::Instance().Check();
     FillSlot(s, run, batch_index, ids, n, slow);
     telemetry_.Trace(TraceStage::kPlan, t0, NowNanos(), s->index, 0);
@@ -180,7 +181,7 @@ void Loader::Impl::SubmitBatch(Slot* s, const std::vector<Read>& slow, std::vect
   // The reads at once first: until they are done their files stay pinned, and a Submit below may
   // wait for a descriptor (a batch can span more files than max_open_files) that only they free.
   // Those the page cache cannot serve join the fetcher's.
-  if (!s->now_reads.empty()) reads_now_->ReadClaimed(s, &requests);
+  if (!s->now_reads.empty() || !s->mapped_reads.empty()) reads_now_->ReadClaimed(s, &requests);
   for (size_t g = 0; g < requests.size();) {
     if (stop_) {
       // Not submitted: account their samples as done so the slot can complete.
@@ -212,7 +213,13 @@ bool Loader::Impl::WaitAwake(int64_t deadline) {
       continue;
     }
     while (queue_.events() == seen) {
-      if (NowNanos() >= deadline) return false;
+      if (NowNanos() >= deadline) {
+        // Past the spin: asleep until a batch is queued (it may have reads at once to help with) or
+        // ready, where reads at once are done; else the caller sleeps until the batch is ready.
+        if (fetcher_ == nullptr || !fetcher_->read_now()) return false;
+        queue_.WaitForEvent(seen);
+        break;
+      }
       CpuRelax();
     }
   }
@@ -317,7 +324,7 @@ Status Loader::Impl::BuildColumns(Slot* s) {
         bc.dtype = c.dtype;
         bc.kind = c.is_string ? ColumnKind::kString : ColumnKind::kScalar;
         if (c.is_string) {
-          bc.strings = s->strings[si];
+          bc.strings.swap(s->strings[si]);  // back to the slot when it is reused (BatchSlots::Acquire)
         } else {
           bc.data_ = s->scalars[si].data();
           bc.num_bytes = static_cast<size_t>(s->size) * DTypeSize(c.dtype);
@@ -341,6 +348,7 @@ LoaderStats Loader::Impl::stats() const {
   st.bytes_read = telemetry_.bytes_read + (columns_.slow_cells() ? columns_.slow_cells()->bytes_read() : 0);
   st.cells_decoded = columns_.slow_cells() ? columns_.slow_cells()->cells_decoded() : 0;
   st.reads_at_once = telemetry_.reads_at_once;
+  st.reads_mapped = telemetry_.reads_mapped;
   st.sample_bytes = telemetry_.sample_bytes;
   st.wall_seconds = first_next_ns_ == 0 ? 0 : (NowNanos() - first_next_ns_) * 1e-9;
   st.wait_seconds = telemetry_.wait_ns * 1e-9;

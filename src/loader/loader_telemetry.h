@@ -48,6 +48,7 @@ class LoaderTelemetry {
   std::atomic<int64_t> sample_bytes{0};   // decoded samples' bytes (encoded images: their files')
   std::atomic<int64_t> wait_ns{0};        // the consumer's waits in Next()
   std::atomic<int64_t> reads_at_once{0};  // reads done at once (ReadsNow)
+  std::atomic<int64_t> reads_mapped{0};   // of those, copied out of a mapping
 
  private:
   mutable TraceRecorder trace_;

@@ -10,12 +10,7 @@
 
 namespace stoke {
 
-void ReadsNow::Plan(Slot* s) {
-  s->now_reads.clear();
-  s->now_files.clear();
-  s->now_next.store(0, std::memory_order_relaxed);
-  s->now_left.store(0, std::memory_order_relaxed);
-  if (fetcher_ == nullptr || !fetcher_->read_now()) return;
+bool ReadsNow::TrySystemCalls() {
   if (missed_.exchange(false, std::memory_order_relaxed)) {
     backoff_ = std::min<int64_t>(std::max<int64_t>(1, backoff_ * 2), 64);
     skip_ = backoff_;
@@ -23,19 +18,44 @@ void ReadsNow::Plan(Slot* s) {
     backoff_ = 0;
   }
   tried_ = false;
-  if (skip_ > 0) {
-    --skip_;
-    return;
-  }
+  if (skip_ == 0) return true;
+  --skip_;
+  return false;
+}
+
+bool ReadsNow::PlanMapped(Read& r) {
+  if (mapped_ == nullptr) return false;
+  r.mapped = mapped_->Find(r.file, r.offset, r.length);
+  return r.mapped != nullptr;
+}
+
+void ReadsNow::Plan(Slot* s) {
+  s->now_reads.clear();
+  s->now_files.clear();
+  s->mapped_reads.clear();
+  s->now_next.store(0, std::memory_order_relaxed);
+  s->mapped_next.store(0, std::memory_order_relaxed);
+  s->now_left.store(0, std::memory_order_relaxed);
+  if (fetcher_ == nullptr || !fetcher_->read_now()) return;
+  const bool system_calls = TrySystemCalls();
+  if (!system_calls && mapped_ == nullptr) return;
+  if (mapped_ != nullptr) mapped_->BeginBatch();
   // Room for every read first: a push below never throws with files pinned.
   s->now_reads.reserve(s->num_reads);
   s->now_files.reserve(s->num_reads);
+  s->mapped_reads.reserve(s->num_reads);
   const int64_t now = NowNanos();
   uint32_t file = std::numeric_limits<uint32_t>::max();  // no file index is this large
   int fd = -1;
   for (size_t g = 0; g < s->num_reads; ++g) {
     Read& r = s->reads[g];
     if (r.tail == nullptr || r.length >= kReadNowBytes || r.head_length > kMaxReadNowHead) continue;
+    if (PlanMapped(r)) {
+      r.now = true;
+      s->mapped_reads.push_back(static_cast<uint32_t>(g));
+      continue;
+    }
+    if (!system_calls) continue;
     // Reads are in file order: one pin (or one attempt) per file of the batch.
     if (r.file != file) {
       file = r.file;
@@ -49,8 +69,8 @@ void ReadsNow::Plan(Slot* s) {
     r.submit_ns = now;
     s->now_reads.push_back(static_cast<uint32_t>(g));
   }
-  s->now_left.store(static_cast<uint32_t>(s->now_reads.size()), std::memory_order_relaxed);
   tried_ = !s->now_reads.empty();
+  s->now_left.store(static_cast<uint32_t>(s->now_reads.size() + s->mapped_reads.size()), std::memory_order_relaxed);
 }
 
 void ReadsNow::Unplan(Slot* s) {
@@ -77,7 +97,60 @@ bool ReadsNow::ReadOne(Read& r, const FetchRequest& q, uint8_t* head, bool wait,
   return true;
 }
 
+Status ReadsNow::ShrankError(Read& r) const {
+  try {
+    return Status::IOError(fmt::format("{}: the file shrank while it was being read: bytes [{}, +{}) are gone",
+                                       mapped_->path(r.file), r.offset, r.length));
+  } catch (const std::bad_alloc&) {
+    r.out_of_memory = true;
+    return OutOfMemory([&] { return fmt::format("the error of a {}-byte read", r.length); });
+  }
+}
+
+void ReadsNow::Prefetch(const Slot& s, uint32_t k) {
+  if (k >= s.mapped_reads.size()) return;
+  const Read& r = s.reads[s.mapped_reads[k]];
+  r.mapped->Prefetch(r.offset, r.length);
+}
+
+void ReadsNow::CopyMapped(Slot* s, uint32_t begin, uint32_t end) {
+  uint8_t heads[kMappedClaim][kMaxReadNowHead];
+  Read* reads[kMappedClaim];
+  const int64_t start = NowNanos();
+  int64_t bytes = 0;
+  for (uint32_t k = begin; k < end; ++k) {
+    Prefetch(*s, k + kPrefetchReads);
+    Read& r = s->reads[s->mapped_reads[k]];
+    uint8_t* head = heads[k - begin];
+    if (r.mapped->Copy(r.offset, r.head_length, head, r.length - r.head_length, r.tail)) {
+      r.bytes = ByteView(head, r.head_length);
+      bytes += r.length;
+    } else {
+      r.status = ShrankError(r);
+    }
+    reads[k - begin] = &r;
+  }
+  telemetry_->Trace(TraceStage::kFetch, start, NowNanos(), s->index, bytes);
+  telemetry_->bytes_read += bytes;
+  telemetry_->reads_at_once += end - begin;
+  telemetry_->reads_mapped += end - begin;
+  Finish(s, end - begin);  // before the decode counts the samples done: the slot is not handed over yet
+  decoder_->DecodeReads(std::span<Read* const>(reads, end - begin));
+}
+
+void ReadsNow::CopyMappedClaimed(Slot* s) {
+  const uint32_t n = static_cast<uint32_t>(s->mapped_reads.size());
+  const uint32_t first = s->mapped_next.load(std::memory_order_relaxed);
+  for (uint32_t k = first; k < std::min(first, n) + kPrefetchReads; ++k) Prefetch(*s, k);
+  for (;;) {
+    const uint32_t begin = s->mapped_next.fetch_add(kMappedClaim, std::memory_order_relaxed);
+    if (begin >= n) return;
+    CopyMapped(s, begin, std::min(begin + kMappedClaim, n));
+  }
+}
+
 bool ReadsNow::ReadClaimed(Slot* s, std::vector<FetchRequest>* missed) {
+  CopyMappedClaimed(s);
   const uint32_t n = static_cast<uint32_t>(s->now_reads.size());
   auto request = [s](uint32_t k) { return RequestOf(*s, s->now_reads[k]); };
   for (;;) {

@@ -10,6 +10,7 @@
 #include "loader/batch_slots.h"
 #include "loader/fetcher.h"
 #include "loader/loader_telemetry.h"
+#include "loader/mapped_reads.h"
 #include "loader/sample_decoder.h"
 
 namespace stoke {
@@ -26,20 +27,25 @@ constexpr uint32_t kMaxReadNowHead = 256;
 // and a consumer at once, each claiming reads of its own.
 class ReadsNow {
  public:
-  // Every pointer outlives it. `fetcher` is null when no tensor column is selected.
-  ReadsNow(Fetcher* fetcher, SampleDecoder* decoder, LoaderTelemetry* telemetry)
-      : fetcher_(fetcher), decoder_(decoder), telemetry_(telemetry) {}
+  // Every pointer outlives it. `fetcher` is null when no tensor column is selected; `mapped` is null
+  // when reads are not copied out of mappings (files that are not local).
+  ReadsNow(Fetcher* fetcher, SampleDecoder* decoder, LoaderTelemetry* telemetry, MappedReads* mapped)
+      : fetcher_(fetcher), decoder_(decoder), telemetry_(telemetry), mapped_(mapped) {}
 
-  // Chooses the batch's reads to do at once (Slot::now_reads: split reads below kReadNowBytes, their
-  // files pinned) unless the back-off says the page cache missed lately. Producer thread, before the
-  // slot is queued.
+  // Chooses the batch's reads to do at once (Slot::now_reads: split reads below kReadNowBytes):
+  // those whose pages the page cache holds, by the mappings' last lookup, to be copied out of the
+  // mapping (Read::mapped); the others with their files pinned, unless the back-off says the page
+  // cache missed lately. Producer thread, before the slot is queued.
   void Plan(Slot* s);
   // Unpins the files Plan pinned for a batch that will not be queued.
   void Unplan(Slot* s);
   // Whether some of the batch's reads at once are not claimed yet.
-  static bool Unclaimed(const Slot& s) { return s.now_next.load(std::memory_order_relaxed) < s.now_reads.size(); }
-  // Claims the batch's reads at once one by one and reads and decodes each (Fetcher::ReadNow) until
-  // none is left. The producer passes `missed`: when the page cache lacks a read, that read and every
+  static bool Unclaimed(const Slot& s) {
+    return s.now_next.load(std::memory_order_relaxed) < s.now_reads.size() ||
+           s.mapped_next.load(std::memory_order_relaxed) < s.mapped_reads.size();
+  }
+  // Copies the batch's mapped reads (CopyMappedClaimed), then claims its other reads at once one by
+  // one and reads and decodes each (Fetcher::ReadNow) until none is left. The producer passes `missed`: when the page cache lacks a read, that read and every
   // one not yet claimed go there, for the fetcher. A consumer passes null: it waits for the disk for
   // such a read, then stops and leaves the rest to the producer. Returns true when a read met the
   // disk (and the claiming stopped there), false when every read claimed was in the page cache.
@@ -52,16 +58,39 @@ class ReadsNow {
   // false when the page cache lacks some of its bytes (only without `wait`), else true, with
   // *error set when it failed.
   bool ReadOne(Read& r, const FetchRequest& q, uint8_t* head, bool wait, Status* error);
+  // Mapped reads are claimed this many at a time: the claim, the telemetry and the count of samples
+  // done are shared by the threads that copy a batch, and updating them once per read cost more
+  // than the copy of a 512-byte sample.
+  static constexpr uint32_t kMappedClaim = 16;
+  // Mapped reads ask the CPU for the bytes of the read this many ahead: a read from a random place
+  // of a large file waits for memory (a TLB and a cache miss), and the work between two copies keeps
+  // the CPU from overlapping those waits by itself.
+  static constexpr uint32_t kPrefetchReads = 8;
+  // Prefetches the bytes of the k-th mapped read of `s`, when there is one.
+  static void Prefetch(const Slot& s, uint32_t k);
+  // Claims the batch's mapped reads kMappedClaim at a time and copies and decodes them, until none
+  // is left.
+  void CopyMappedClaimed(Slot* s);
+  // Copies mapped reads [begin, end) of `s` (Slot::mapped_reads) out of their mappings and decodes them.
+  void CopyMapped(Slot* s, uint32_t begin, uint32_t end);
+  // Plan's choice for one read: copied out of its mapping, when MappedReads finds it cached.
+  bool PlanMapped(Read& r);
+  // The back-off: whether this batch's reads at once may be tried with a system call.
+  bool TrySystemCalls();
+  // The error of a mapped read whose bytes are gone: the file was truncated under the mapping.
+  // Without memory for the message, an out-of-memory error that fails the batch (r.out_of_memory).
+  Status ShrankError(Read& r) const;
 
   Fetcher* const fetcher_;
   SampleDecoder* const decoder_;
   LoaderTelemetry* const telemetry_;
+  MappedReads* const mapped_;
   // Plan's back-off (producer thread): after a read at once that the page cache could not serve, the
   // next skip_ batches go whole to the fetcher, backoff_ doubling (to 64) while misses go on, so that
   // a cold table costs a failed attempt per many batches, not per read.
   int64_t skip_ = 0;
   int64_t backoff_ = 0;
-  bool tried_ = false;               // the last batch planned had reads at once
+  bool tried_ = false;               // the last batch planned had reads at once with system calls
   std::atomic<bool> missed_{false};  // a read at once met an uncached page (any thread)
 };
 

@@ -42,7 +42,24 @@ Status SampleDecoder::WriteSampleInto(Slot* s, uint32_t sample, uint32_t column,
 }
 
 void SampleDecoder::DecodeRead(Read& r) {
+  telemetry_->sample_bytes += DecodeMembers(r);
+  queue_->FinishPending(r.slot, static_cast<int64_t>(r.members.size()));
+}
+
+void SampleDecoder::DecodeReads(std::span<Read* const> reads) {
+  if (reads.empty()) return;
+  int64_t bytes = 0, samples = 0;
+  for (Read* r : reads) {
+    bytes += DecodeMembers(*r);
+    samples += static_cast<int64_t>(r->members.size());
+  }
+  telemetry_->sample_bytes += bytes;
+  queue_->FinishPending(reads.front()->slot, samples);  // every read of `reads` is of one batch
+}
+
+int64_t SampleDecoder::DecodeMembers(Read& r) {
   Slot* s = r.slot;
+  int64_t bytes = 0;
   for (const ReadMember& m : r.members) {
     try {
       const int64_t row = s->rows[m.sample];
@@ -61,7 +78,7 @@ void SampleDecoder::DecodeRead(Read& r) {
         FailSample(s, m.sample, st.WithContext(Context(row, m.column)));
         continue;
       }
-      telemetry_->sample_bytes += static_cast<int64_t>(tensors_[m.column].in_bytes);
+      bytes += static_cast<int64_t>(tensors_[m.column].in_bytes);
     } catch (const std::bad_alloc&) {
       FailBatch(s, OutOfMemory([&] {
                   return fmt::format("decoding table row {} column '{}'", s->rows[m.sample], tensors_[m.column].name);
@@ -69,7 +86,7 @@ void SampleDecoder::DecodeRead(Read& r) {
     }
   }
   if (r.status.ok() && r.data.capacity() > 0) fetcher_->Release(std::move(r.data));  // reads at once have none
-  queue_->FinishPending(s, static_cast<int64_t>(r.members.size()));
+  return bytes;
 }
 
 Status SampleDecoder::DecodeMember(Slot* s, const Read& r, const ReadMember& m) {

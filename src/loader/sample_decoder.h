@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/mutex.h"
@@ -52,6 +53,9 @@ class SampleDecoder {
   // Decodes the read's samples into their rows, gives its buffer back to the fetcher and counts its
   // samples done, on the calling thread.
   void DecodeRead(Read& r);
+  // DecodeRead for several reads of one batch, with the telemetry and the count of samples done
+  // updated once for all (those are shared by every thread that decodes).
+  void DecodeReads(std::span<Read* const> reads);
   // Likewise for one slow-path cell.
   void DecodeSlow(Slot* s, uint32_t sample, uint32_t column);
   // The bytes DecodeRead still has to go through: a split read whose sample's CRC the fetcher took
@@ -77,6 +81,8 @@ class SampleDecoder {
   static void FailBatch(Slot* s, Status status) EXCLUDES(s->mu);
 
  private:
+  // Decodes the read's samples and gives its buffer back; returns the decoded samples' bytes.
+  int64_t DecodeMembers(Read& r);
   Status DecodeMember(Slot* s, const Read& r, const ReadMember& m);
   // DecodeSlow's work: the cell read and written into its batch row.
   Status DecodeCell(Slot* s, uint32_t sample, uint32_t column);

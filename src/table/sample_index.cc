@@ -19,6 +19,7 @@
 #include "format/codec.h"
 #include "format/parquet_reader.h"
 #include "io/local_files.h"
+#include "io/mapped_file.h"
 #include "io/storage.h"
 #include "table/delta_log.h"
 #include "table/scan.h"

@@ -1,0 +1,84 @@
+// Whole local files mapped read-only: their bytes without a system call per read, copies out of
+// them that survive the file shrinking under the mapping, and which of their pages the page cache
+// holds. Layers above io/ map files through here, never with mmap(2) themselves.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/buffer.h"
+#include "stoke/status.h"
+
+namespace stoke {
+
+// A whole local file mapped read-only (a private mapping: nothing written through it reaches the
+// file); unmapped when destroyed. The mapping covers the file's size when it was opened.
+//
+// A file truncated by someone else while it is mapped makes any access past its new end fault
+// (SIGBUS). bytes() gives the mapping to readers of files nobody truncates (stoke's own index
+// files); Copy is the access for files that others may rewrite in place: it catches that fault.
+//
+// Thread-safe: every const method may run on several threads at once.
+class MappedFile {
+ public:
+  // NotFound when `path` does not exist; InvalidArgument when it is not a regular file.
+  static Result<MappedFile> Open(const std::string& path);
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+  ByteView bytes() const { return ByteView(static_cast<const uint8_t*>(map_), size_); }
+  size_t size() const { return size_; }
+
+  // Copies bytes [offset, offset + n) of the file to `out`. False when the range is not inside the
+  // mapping, or when the file shrank under the mapping (the fault is caught, and the file is then
+  // marked shrunk: every later Copy returns false at once). A page the page cache lacks is read from
+  // the disk, on this thread: ask Resident first where that must not happen.
+  bool Copy(uint64_t offset, size_t n, uint8_t* out) const;
+  // Copy for two destinations: the first `head_n` bytes to `head`, the next `tail_n` to `tail`.
+  bool Copy(uint64_t offset, size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail) const;
+  // Asks the CPU to start loading bytes [offset, offset + n) into its caches (at most the first 1 KiB),
+  // so that a Copy a little later does not wait for memory. Never faults, whatever the file's state.
+  void Prefetch(uint64_t offset, size_t n) const {
+    if (offset >= size_) return;
+    const uint8_t* p = static_cast<const uint8_t*>(map_) + offset;
+    const size_t end = std::min<size_t>({n, size_ - offset, 1024});
+    for (size_t i = 0; i < end; i += 64) PrefetchLine(p + i);
+  }
+  // Whether a Copy found that the file shrank under the mapping.
+  bool shrunk() const { return shrunk_->load(std::memory_order_relaxed); }
+
+  // Whether Resident tells the truth for this file. The kernel reports the page cache of a mapped
+  // file only to a process that owns it or may write to it (mincore(2)); to others it says every
+  // page is resident.
+  bool residency_known() const { return residency_known_; }
+  // One bit per 4 KiB page of the file, set when the page cache holds that page (mincore(2)), into
+  // `pages` (bit i of pages[i / 64]). False when the kernel refused to say.
+  bool Resident(std::vector<uint64_t>* pages) const;
+
+ private:
+  // GCC drops a loop of __builtin_prefetch as having no effect: on x86-64 the instruction is asked
+  // for directly.
+  static void PrefetchLine(const uint8_t* p) {
+#if defined(__x86_64__)
+    asm volatile("prefetcht0 %0" : : "m"(*p));
+#else
+    __builtin_prefetch(p);
+#endif
+  }
+  MappedFile(void* map, size_t size, bool residency_known)
+      : map_(map), size_(size), residency_known_(residency_known) {}
+  void* map_ = nullptr;
+  size_t size_ = 0;
+  bool residency_known_ = false;
+  // Behind a pointer so that the object stays movable.
+  std::unique_ptr<std::atomic<bool>> shrunk_ = std::make_unique<std::atomic<bool>>(false);
+};
+
+}  // namespace stoke

@@ -1,0 +1,117 @@
+#include "io/mapped_file.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "io/local_files.h"
+#include "io/storage.h"
+
+namespace stoke {
+namespace {
+
+TEST(MappedFileTest, MapsWholeFilesAndNamesWhatIsMissing) {
+  auto dir = TemporaryDirectory::Create("stoke_local_files_");
+  ASSERT_TRUE(dir.ok());
+  const std::string file = JoinPath(dir->path(), "f.bin"), empty = JoinPath(dir->path(), "empty.bin");
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), file, AsBytes("hello, mapping")).ok());
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), empty, ByteView()).ok());
+
+  auto mapped = MappedFile::Open(file);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(mapped->bytes().data()), mapped->bytes().size()), "hello, mapping");
+  MappedFile other = std::move(*mapped);
+  EXPECT_EQ(other.bytes().size(), 14u);
+  EXPECT_EQ(mapped->bytes().size(), 0u);
+
+  auto none = MappedFile::Open(empty);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->bytes().size(), 0u);
+  auto missing = MappedFile::Open(JoinPath(dir->path(), "missing.bin"));
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("missing.bin"), std::string::npos);
+  EXPECT_EQ(MappedFile::Open(dir->path()).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(MappedFileTest, CopiesRangesAndRefusesThoseOutsideTheFile) {
+  auto dir = TemporaryDirectory::Create("stoke_mapped_file_");
+  ASSERT_TRUE(dir.ok());
+  const std::string file = JoinPath(dir->path(), "f.bin");
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), file, AsBytes("0123456789")).ok());
+  auto mapped = MappedFile::Open(file);
+  ASSERT_TRUE(mapped.ok());
+  std::string head(3, ' '), tail(4, ' ');
+  ASSERT_TRUE(mapped->Copy(2, 3, reinterpret_cast<uint8_t*>(head.data()), 4, reinterpret_cast<uint8_t*>(tail.data())));
+  EXPECT_EQ(head, "234");
+  EXPECT_EQ(tail, "5678");
+  ASSERT_TRUE(mapped->Copy(9, 1, reinterpret_cast<uint8_t*>(head.data())));
+  EXPECT_EQ(head[0], '9');
+  EXPECT_TRUE(mapped->Copy(10, 0, reinterpret_cast<uint8_t*>(head.data())));
+  EXPECT_FALSE(mapped->Copy(8, 3, reinterpret_cast<uint8_t*>(tail.data())));
+  EXPECT_FALSE(mapped->Copy(11, 0, reinterpret_cast<uint8_t*>(tail.data())));
+  EXPECT_FALSE(mapped->Copy(~uint64_t{0}, 2, reinterpret_cast<uint8_t*>(tail.data())));
+  EXPECT_FALSE(mapped->shrunk());
+}
+
+// A file truncated under its mapping: the copies that reach past the new end fault (SIGBUS), which
+// Copy catches, on every thread, and from then on every copy of the file fails at once.
+TEST(MappedFileTest, ACopyOfAFileThatShrankUnderItFailsInsteadOfCrashing) {
+  auto dir = TemporaryDirectory::Create("stoke_mapped_file_");
+  ASSERT_TRUE(dir.ok());
+  const std::string file = JoinPath(dir->path(), "f.bin");
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), file, AsBytes(std::string(4 * 4096, 'x'))).ok());
+  auto mapped = MappedFile::Open(file);
+  ASSERT_TRUE(mapped.ok());
+  std::vector<uint8_t> out(4096);
+  ASSERT_TRUE(mapped->Copy(3 * 4096, 4096, out.data()));
+  ASSERT_EQ(::truncate(file.c_str(), 4096), 0);
+  std::vector<std::thread> threads;
+  std::vector<char> copied(4, 1);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<uint8_t> mine(100);
+      copied[t] = mapped->Copy(2 * 4096 + 10 * t, mine.size(), mine.data());
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(copied, std::vector<char>(4, 0));
+  EXPECT_TRUE(mapped->shrunk());
+  EXPECT_FALSE(mapped->Copy(0, 10, out.data()));  // what is left is not read through the mapping either
+}
+
+// The handler is for guarded copies only: any other bus error still ends the process.
+TEST(MappedFileDeathTest, AnUnguardedFaultStillEndsTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto dir = TemporaryDirectory::Create("stoke_mapped_file_");
+  ASSERT_TRUE(dir.ok());
+  const std::string file = JoinPath(dir->path(), "f.bin");
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), file, AsBytes(std::string(2 * 4096, 'x'))).ok());
+  auto mapped = MappedFile::Open(file);
+  ASSERT_TRUE(mapped.ok());
+  ASSERT_EQ(::truncate(file.c_str(), 0), 0);
+  const volatile uint8_t* bytes = mapped->bytes().data();
+  EXPECT_DEATH({ [[maybe_unused]] uint8_t b = bytes[4096]; }, "");
+}
+
+TEST(MappedFileTest, SaysWhichPagesThePageCacheHolds) {
+  auto dir = TemporaryDirectory::Create("stoke_mapped_file_");
+  ASSERT_TRUE(dir.ok());
+  const std::string file = JoinPath(dir->path(), "f.bin");
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), file, AsBytes(std::string(70 * 4096 + 5, 'x'))).ok());
+  ASSERT_TRUE(LocalStorage().ReadFile(file).ok());  // every page in the page cache
+  auto mapped = MappedFile::Open(file);
+  ASSERT_TRUE(mapped.ok());
+  EXPECT_TRUE(mapped->residency_known());  // the test owns the file
+  std::vector<uint64_t> pages;
+  ASSERT_TRUE(mapped->Resident(&pages));
+  ASSERT_EQ(pages.size(), 2u);  // 71 pages
+  EXPECT_EQ(pages[0], ~uint64_t{0});
+  EXPECT_EQ(pages[1], (uint64_t{1} << 7) - 1);
+}
+
+}  // namespace
+}  // namespace stoke
