@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,12 +32,19 @@ struct sigaction g_previous_bus_action;
 void OnBusError(int signal, siginfo_t* info, void* context) {
   if (sigjmp_buf* env = t_copy) {
     t_copy = nullptr;
+    // The jump does not restore the signal mask: a handler installed after this one that calls it
+    // without SA_NODEFER would leave SIGBUS blocked, and the next fault would end the process.
+    sigset_t bus;
+    sigemptyset(&bus);
+    sigaddset(&bus, SIGBUS);
+    pthread_sigmask(SIG_UNBLOCK, &bus, nullptr);
     siglongjmp(*env, 1);
   }
   const struct sigaction& previous = g_previous_bus_action;
-  if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+  const bool handler = previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN;
+  if (handler && (previous.sa_flags & SA_SIGINFO) != 0) {
     previous.sa_sigaction(signal, info, context);
-  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+  } else if (handler) {
     previous.sa_handler(signal);
   } else {
     // The default action (a fault's SIGBUS cannot be ignored): the access runs again and the signal
@@ -58,9 +67,10 @@ void InstallBusErrorHandler() {
 }
 
 // The kernel tells a process the page cache state of a mapped file only when it owns the file or
-// may write to it (mincore(2)); root may do both.
+// may write to it (mincore(2)). Root in a user namespace, or without its capabilities, may do
+// neither: only the kernel's own permission check says.
 bool ResidencyKnown(const std::string& path, const struct stat& st) {
-  return ::geteuid() == 0 || st.st_uid == ::geteuid() || ::faccessat(AT_FDCWD, path.c_str(), W_OK, AT_EACCESS) == 0;
+  return st.st_uid == ::geteuid() || ::faccessat(AT_FDCWD, path.c_str(), W_OK, AT_EACCESS) == 0;
 }
 
 // Copies [from, from + head_n) to head and the next tail_n bytes to tail; false when a SIGBUS
@@ -137,8 +147,13 @@ bool MappedFile::Copy(uint64_t offset, size_t head_n, uint8_t* head, size_t tail
   return false;
 }
 
+size_t MappedFile::page_size() {
+  static const size_t size = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return size;
+}
+
 bool MappedFile::Resident(std::vector<uint64_t>* pages) const {
-  constexpr size_t kPage = 4096;
+  const size_t kPage = page_size();
   constexpr size_t kChunkPages = size_t{1} << 16;  // mincore's vector per call: 64 KiB
   const size_t total = (size_ + kPage - 1) / kPage;
   pages->assign((total + 63) / 64, 0);

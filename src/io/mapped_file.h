@@ -38,7 +38,9 @@ class MappedFile {
 
   // Copies bytes [offset, offset + n) of the file to `out`. False when the range is not inside the
   // mapping, or when the file shrank under the mapping (the fault is caught, and the file is then
-  // marked shrunk: every later Copy returns false at once). A page the page cache lacks is read from
+  // marked shrunk: every later Copy returns false at once). A file cut inside the page that holds
+  // its new end reads as zeros up to that page's end, with no fault: a checksum over the bytes
+  // tells (stoke's pages carry a CRC). A page the page cache lacks is read from
   // the disk, on this thread: ask Resident first where that must not happen.
   bool Copy(uint64_t offset, size_t n, uint8_t* out) const;
   // Copy for two destinations: the first `head_n` bytes to `head`, the next `tail_n` to `tail`.
@@ -58,9 +60,11 @@ class MappedFile {
   // file only to a process that owns it or may write to it (mincore(2)); to others it says every
   // page is resident.
   bool residency_known() const { return residency_known_; }
-  // One bit per 4 KiB page of the file, set when the page cache holds that page (mincore(2)), into
-  // `pages` (bit i of pages[i / 64]). False when the kernel refused to say.
+  // One bit per page (page_size()) of the file, set when the page cache holds that page (mincore(2)),
+  // into `pages` (bit i of pages[i / 64]). False when the kernel refused to say.
   bool Resident(std::vector<uint64_t>* pages) const;
+  // The system's page size: 4 KiB on x86-64, 4 or 64 KiB on arm64 and ppc64le.
+  static size_t page_size();
 
  private:
   // GCC drops a loop of __builtin_prefetch as having no effect: on x86-64 the instruction is asked

@@ -23,9 +23,10 @@ inline constexpr size_t kMaxMappedFiles = 1024;
 // The MappedFiles Find returns stay valid until the object is destroyed, and may be copied from on
 // any thread (MappedFile::Copy).
 //
-// What the page cache holds is looked up (mincore(2), one call per 256 MiB of file) for a whole file
+// What the page cache holds is looked up (mincore(2), one call per 65,536 pages) for a whole file
 // at once and kept as one bit per page. It is looked up again when older than the refresh interval
-// (50 times the last lookup's cost, at least 100 ms), while lookups take at most 2 % of the time:
+// (50 times the last lookup's cost, at least 100 ms), while lookups take at most 2 % of the time
+// (a debt of at most 100 ms is kept):
 // a page dropped from the page cache since the last lookup is read from the disk by the thread that
 // copies it (a page fault), so a table larger than the memory goes to the fetcher instead as soon as
 // a lookup shows it.
@@ -46,16 +47,20 @@ class MappedReads {
  private:
   struct File {
     std::unique_ptr<MappedFile> map;  // null: not mappable (then never tried again)
-    std::vector<uint64_t> resident;   // bit per 4 KiB page (MappedFile::Resident)
+    std::vector<uint64_t> resident;   // bit per page (MappedFile::Resident)
     int64_t looked_ns = 0;            // when, and what the lookup cost
     int64_t lookup_cost_ns = 0;
   };
+  // The file's entry, mapped at its first use (an empty entry past kMaxMappedFiles).
   File& FileOf(uint32_t file);
+  // Maps the file into `f` where it can.
+  void Map(uint32_t file, File& f);
   // Looks up what the page cache holds of `f` when the refresh interval and the 2 % allow it.
   void Refresh(File& f);
 
   const std::shared_ptr<const std::vector<std::string>> paths_;
-  std::unordered_map<uint32_t, File> files_;  // every file Find met; nodes never move
+  std::unordered_map<uint32_t, File> files_;  // every file Find met up to the limit; nodes never move
+  File unmapped_;                              // the entry of files past kMaxMappedFiles
   uint32_t last_file_ = ~uint32_t{0};          // the file of the last Find (a batch's reads come in file order)
   File* last_ = nullptr;
   size_t mapped_ = 0;
