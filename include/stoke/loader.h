@@ -202,7 +202,9 @@ struct LoaderOptions {
   enum class Backend { kAuto, kIoUring, kPread };
   // Default: io_uring when the kernel allows it, else pread. Without O_DIRECT, kAuto also reads cached
   // pages of uncompressed samples below 64 KiB at once, on the loader's producer thread and on the
-  // thread waiting in Next() for their batch (no hand-off per read: LoaderStats::reads_at_once), and
+  // thread waiting in Next() for their batch (no hand-off per read: LoaderStats::reads_at_once;
+  // copied out of a read-only mapping of the file, with no system call, where the page cache holds
+  // them: LoaderStats::reads_mapped), and
   // pages of 64 KiB up to 1 MiB on threads of their own (one more than the CPUs the process may use),
   // which copy cached pages in parallel and checksum a sample while it is in their cache; pages not
   // cached go to io_uring.
