@@ -119,7 +119,7 @@ MappedFile::MappedFile(MappedFile&& other) noexcept
     : map_(std::exchange(other.map_, nullptr)),
       size_(std::exchange(other.size_, 0)),
       residency_known_(other.residency_known_),
-      shrunk_(std::exchange(other.shrunk_, std::make_unique<std::atomic<bool>>(false))) {}
+      shrunk_(std::move(other.shrunk_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
@@ -127,7 +127,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     map_ = std::exchange(other.map_, nullptr);
     size_ = std::exchange(other.size_, 0);
     residency_known_ = other.residency_known_;
-    shrunk_ = std::exchange(other.shrunk_, std::make_unique<std::atomic<bool>>(false));
+    shrunk_ = std::move(other.shrunk_);
   }
   return *this;
 }

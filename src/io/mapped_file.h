@@ -54,7 +54,7 @@ class MappedFile {
     for (size_t i = 0; i < end; i += 64) PrefetchLine(p + i);
   }
   // Whether a Copy found that the file shrank under the mapping.
-  bool shrunk() const { return shrunk_->load(std::memory_order_relaxed); }
+  bool shrunk() const { return shrunk_ != nullptr && shrunk_->load(std::memory_order_relaxed); }
 
   // Whether Resident tells the truth for this file. The kernel reports the page cache of a mapped
   // file only to a process that owns it or may write to it (mincore(2)); to others it says every
@@ -81,7 +81,8 @@ class MappedFile {
   void* map_ = nullptr;
   size_t size_ = 0;
   bool residency_known_ = false;
-  // Behind a pointer so that the object stays movable.
+  // Behind a pointer so that the object stays movable; null once moved from (then nothing is mapped
+  // and no Copy gets to the fault).
   std::unique_ptr<std::atomic<bool>> shrunk_ = std::make_unique<std::atomic<bool>>(false);
 };
 

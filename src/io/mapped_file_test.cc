@@ -14,34 +14,42 @@
 namespace stoke {
 namespace {
 
-TEST(MappedFileTest, MapsWholeFilesAndNamesWhatIsMissing) {
-  auto dir = TemporaryDirectory::Create("stoke_local_files_");
-  ASSERT_TRUE(dir.ok());
-  const std::string file = JoinPath(dir->path(), "f.bin"), empty = JoinPath(dir->path(), "empty.bin");
-  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), file, AsBytes("hello, mapping")).ok());
-  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), empty, ByteView()).ok());
+// Each test's files in a scratch directory of its own.
+class MappedFileTest : public ::testing::Test {
+ protected:
+  // Writes `bytes` to the file `name` of the directory; returns its path.
+  std::string Write(const std::string& bytes, const std::string& name = "f.bin") {
+    const std::string path = JoinPath(dir_.path(), name);
+    EXPECT_TRUE(WriteFileAtomically(LocalStorage(), path, AsBytes(bytes)).ok());
+    return path;
+  }
+  TemporaryDirectory dir_ = TemporaryDirectory::Create("stoke_mapped_file_").value();
+};
+using MappedFileDeathTest = MappedFileTest;
 
+TEST_F(MappedFileTest, MapsWholeFilesAndNamesWhatIsMissing) {
+  const std::string file = Write("hello, mapping"), empty = Write("", "empty.bin");
   auto mapped = MappedFile::Open(file);
   ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(mapped->bytes().data()), mapped->bytes().size()), "hello, mapping");
   MappedFile other = std::move(*mapped);
   EXPECT_EQ(other.bytes().size(), 14u);
   EXPECT_EQ(mapped->bytes().size(), 0u);
+  uint8_t byte = 0;
+  EXPECT_FALSE(mapped->Copy(0, 1, &byte));  // moved from: nothing mapped
+  EXPECT_FALSE(mapped->shrunk());
 
   auto none = MappedFile::Open(empty);
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->bytes().size(), 0u);
-  auto missing = MappedFile::Open(JoinPath(dir->path(), "missing.bin"));
+  auto missing = MappedFile::Open(JoinPath(dir_.path(), "missing.bin"));
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("missing.bin"), std::string::npos);
-  EXPECT_EQ(MappedFile::Open(dir->path()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(MappedFile::Open(dir_.path()).status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(MappedFileTest, CopiesRangesAndRefusesThoseOutsideTheFile) {
-  auto dir = TemporaryDirectory::Create("stoke_mapped_file_");
-  ASSERT_TRUE(dir.ok());
-  const std::string file = JoinPath(dir->path(), "f.bin");
-  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), file, AsBytes("0123456789")).ok());
+TEST_F(MappedFileTest, CopiesRangesAndRefusesThoseOutsideTheFile) {
+  const std::string file = Write("0123456789");
   auto mapped = MappedFile::Open(file);
   ASSERT_TRUE(mapped.ok());
   std::string head(3, ' '), tail(4, ' ');
@@ -59,11 +67,8 @@ TEST(MappedFileTest, CopiesRangesAndRefusesThoseOutsideTheFile) {
 
 // A file truncated under its mapping: the copies that reach past the new end fault (SIGBUS), which
 // Copy catches, on every thread, and from then on every copy of the file fails at once.
-TEST(MappedFileTest, ACopyOfAFileThatShrankUnderItFailsInsteadOfCrashing) {
-  auto dir = TemporaryDirectory::Create("stoke_mapped_file_");
-  ASSERT_TRUE(dir.ok());
-  const std::string file = JoinPath(dir->path(), "f.bin");
-  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), file, AsBytes(std::string(4 * 4096, 'x'))).ok());
+TEST_F(MappedFileTest, ACopyOfAFileThatShrankUnderItFailsInsteadOfCrashing) {
+  const std::string file = Write(std::string(4 * 4096, 'x'));
   auto mapped = MappedFile::Open(file);
   ASSERT_TRUE(mapped.ok());
   std::vector<uint8_t> out(4096);
@@ -84,12 +89,9 @@ TEST(MappedFileTest, ACopyOfAFileThatShrankUnderItFailsInsteadOfCrashing) {
 }
 
 // The handler is for guarded copies only: any other bus error still ends the process.
-TEST(MappedFileDeathTest, AnUnguardedFaultStillEndsTheProcess) {
+TEST_F(MappedFileDeathTest, AnUnguardedFaultStillEndsTheProcess) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  auto dir = TemporaryDirectory::Create("stoke_mapped_file_");
-  ASSERT_TRUE(dir.ok());
-  const std::string file = JoinPath(dir->path(), "f.bin");
-  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), file, AsBytes(std::string(2 * 4096, 'x'))).ok());
+  const std::string file = Write(std::string(2 * 4096, 'x'));
   auto mapped = MappedFile::Open(file);
   ASSERT_TRUE(mapped.ok());
   ASSERT_EQ(::truncate(file.c_str(), 0), 0);
@@ -97,11 +99,8 @@ TEST(MappedFileDeathTest, AnUnguardedFaultStillEndsTheProcess) {
   EXPECT_DEATH({ [[maybe_unused]] uint8_t b = bytes[4096]; }, "");
 }
 
-TEST(MappedFileTest, SaysWhichPagesThePageCacheHolds) {
-  auto dir = TemporaryDirectory::Create("stoke_mapped_file_");
-  ASSERT_TRUE(dir.ok());
-  const std::string file = JoinPath(dir->path(), "f.bin");
-  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), file, AsBytes(std::string(70 * 4096 + 5, 'x'))).ok());
+TEST_F(MappedFileTest, SaysWhichPagesThePageCacheHolds) {
+  const std::string file = Write(std::string(70 * 4096 + 5, 'x'));
   ASSERT_TRUE(LocalStorage().ReadFile(file).ok());  // every page in the page cache
   auto mapped = MappedFile::Open(file);
   ASSERT_TRUE(mapped.ok());

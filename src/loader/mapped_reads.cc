@@ -64,10 +64,9 @@ const MappedFile* MappedReads::Find(uint32_t file, uint64_t offset, uint32_t len
   if (f.map == nullptr || f.map->shrunk() || length == 0) return nullptr;
   if (offset > f.map->size() || length > f.map->size() - offset) return nullptr;
   Refresh(f);
-  const uint64_t page = MappedFile::page_size();
-  const uint64_t last = (offset + length - 1) / page;
+  const uint64_t last = (offset + length - 1) / page_;
   if (last / 64 >= f.resident.size()) return nullptr;
-  for (uint64_t p = offset / page; p <= last; ++p) {
+  for (uint64_t p = offset / page_; p <= last; ++p) {
     if ((f.resident[p / 64] >> (p % 64) & 1) == 0) return nullptr;
   }
   return f.map.get();

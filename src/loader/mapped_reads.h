@@ -64,6 +64,7 @@ class MappedReads {
   uint32_t last_file_ = ~uint32_t{0};          // the file of the last Find (a batch's reads come in file order)
   File* last_ = nullptr;
   size_t mapped_ = 0;
+  const uint64_t page_ = MappedFile::page_size();  // the residency bits' unit
   const int64_t start_ns_;
   int64_t now_ns_ = 0;        // BeginBatch's time
   int64_t lookups_ns_ = 0;    // the lookups' total cost

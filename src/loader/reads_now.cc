@@ -91,10 +91,14 @@ bool ReadsNow::ReadOne(Read& r, const FetchRequest& q, uint8_t* head, bool wait,
     if (got.ok()) return *got;
     *error = got.status();
   } catch (const std::bad_alloc&) {
-    r.out_of_memory = true;
-    *error = OutOfMemory([&] { return fmt::format("the error of a {}-byte read", q.length); });
+    *error = NoMemoryForError(r);
   }
   return true;
+}
+
+Status ReadsNow::NoMemoryForError(Read& r) {
+  r.out_of_memory = true;
+  return OutOfMemory([&] { return fmt::format("the error of a {}-byte read", r.length); });
 }
 
 Status ReadsNow::ShrankError(Read& r) const {
@@ -102,8 +106,7 @@ Status ReadsNow::ShrankError(Read& r) const {
     return Status::IOError(fmt::format("{}: the file shrank while it was being read: bytes [{}, +{}) are gone",
                                        mapped_->path(r.file), r.offset, r.length));
   } catch (const std::bad_alloc&) {
-    r.out_of_memory = true;
-    return OutOfMemory([&] { return fmt::format("the error of a {}-byte read", r.length); });
+    return NoMemoryForError(r);
   }
 }
 

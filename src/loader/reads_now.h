@@ -77,8 +77,11 @@ class ReadsNow {
   bool PlanMapped(Read& r);
   // The back-off: whether this batch's reads at once may be tried with a system call.
   bool TrySystemCalls();
+  // A read's error when there is no memory for its message: out of memory, which fails the batch
+  // (r.out_of_memory), where otherwise an exception would leave the claim unfinished.
+  static Status NoMemoryForError(Read& r);
   // The error of a mapped read whose bytes are gone: the file was truncated under the mapping.
-  // Without memory for the message, an out-of-memory error that fails the batch (r.out_of_memory).
+  // Without memory for the message, NoMemoryForError.
   Status ShrankError(Read& r) const;
 
   Fetcher* const fetcher_;
