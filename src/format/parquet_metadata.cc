@@ -502,8 +502,70 @@ Status ParseFileMetaData(ByteView data, const std::string& context, uint64_t bas
   return req.Check(r);
 }
 
+namespace {
+
+// A canonical i32 field value: a zigzag varint of at most 5 bytes whose value is an i32. False
+// otherwise (then the general parser decides, and reports what is wrong).
+bool ReadCanonicalI32(ByteView data, size_t* pos, int32_t* out) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 35; shift += 7) {
+    if (*pos >= data.size()) return false;
+    const uint8_t b = data[(*pos)++];
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) {
+      const int64_t z = static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1));
+      if (z < INT32_MIN || z > INT32_MAX) return false;
+      *out = static_cast<int32_t>(z);
+      return true;
+    }
+  }
+  return false;
+}
+
+// The data page header as stoke and most writers encode it, read without the general parser's
+// per-field dispatch (it is parsed once per sample read): fields 1-3 and the optional crc (4) as
+// i32s, then data_page_header (5) of its four i32 fields, each field header one byte (id delta and
+// type), and nothing else. False for any other bytes, which ParsePageHeader then reads in full;
+// where it returns true, *h and *consumed are what the general parser gives (tested against it).
+bool ParseCanonicalDataPageHeader(ByteView data, PageHeader* h, size_t* consumed) {
+  constexpr uint8_t kNextI32 = 0x10 | thrift::kI32;       // the next field id, an i32
+  constexpr uint8_t kNextStruct = 0x10 | thrift::kStruct;  // the next field id, a struct
+  size_t pos = 0;
+  int32_t v[8];
+  auto field = [&](uint8_t header, int32_t* out) {
+    return pos < data.size() && data[pos++] == header && ReadCanonicalI32(data, &pos, out);
+  };
+  if (!field(kNextI32, &v[0]) || !field(kNextI32, &v[1]) || !field(kNextI32, &v[2])) return false;
+  if (pos >= data.size()) return false;
+  const bool has_crc = data[pos] == kNextI32;
+  if (has_crc && !field(kNextI32, &v[3])) return false;
+  if (pos >= data.size() || data[pos++] != (has_crc ? kNextStruct : kNextStruct + 0x10)) return false;
+  for (int i = 4; i < 8; ++i) {
+    if (!field(kNextI32, &v[i])) return false;
+  }
+  if (data.size() - pos < 2 || data[pos] != thrift::kStop || data[pos + 1] != thrift::kStop) return false;
+  if (v[1] < 0 || v[2] < 0) return false;  // the general parser's error
+  *h = PageHeader();
+  h->type = static_cast<PageType>(v[0]);
+  h->uncompressed_page_size = v[1];
+  h->compressed_page_size = v[2];
+  if (has_crc) h->crc = v[3];
+  h->data_page_header = DataPageHeader{v[4], static_cast<Encoding>(v[5]), static_cast<Encoding>(v[6]),
+                                       static_cast<Encoding>(v[7])};
+  if (consumed) *consumed = pos + 2;
+  return true;
+}
+
+}  // namespace
+
 Status ParsePageHeader(ByteView data, const std::string& context, uint64_t base_offset, PageHeader* h,
                        size_t* consumed) {
+  if (ParseCanonicalDataPageHeader(data, h, consumed)) return Status::OK();
+  return ParsePageHeaderInFull(data, context, base_offset, h, consumed);
+}
+
+Status ParsePageHeaderInFull(ByteView data, const std::string& context, uint64_t base_offset, PageHeader* h,
+                             size_t* consumed) {
   CompactReader r(data, context, base_offset);
   *h = PageHeader();
   Required req("PageHeader", {{1, "type"}, {2, "uncompressed_page_size"}, {3, "compressed_page_size"}});

@@ -434,7 +434,9 @@ std::string WriteV2Int32File(TempDir& dir, const std::vector<uint8_t>& defined, 
   std::string plain;
   parquet::EncodePlain(std::span<const int32_t>(present), &plain);
   AlignedBuffer compressed;
-  if (!present.empty()) EXPECT_TRUE(Compress(Codec::kSnappy, AsBytes(plain), 0, &compressed).ok());
+  if (!present.empty()) {
+    EXPECT_TRUE(Compress(Codec::kSnappy, AsBytes(plain), 0, &compressed).ok());
+  }
   const auto rows = static_cast<int32_t>(defined.size());
   parquet::PageHeader h;
   h.type = parquet::PageType::kDataPageV2;

@@ -237,7 +237,9 @@ TEST_F(CheckpointTest, V2CheckpointTablesGetOneFileInTheSpecTheirPolicyAsks) {
     ASSERT_TRUE(rows.ok());
     EXPECT_EQ(rows->size(), actions->size() + (v2_policy ? 1 : 0));
     EXPECT_EQ((*rows)[0].contains("checkpointMetadata") && !(*rows)[0]["checkpointMetadata"].is_null(), v2_policy);
-    if (v2_policy) EXPECT_EQ((*rows)[0]["checkpointMetadata"]["version"], 12);
+    if (v2_policy) {
+      EXPECT_EQ((*rows)[0]["checkpointMetadata"]["version"], 12);
+    }
   }
 }
 
