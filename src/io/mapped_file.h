@@ -45,13 +45,16 @@ class MappedFile {
   bool Copy(uint64_t offset, size_t n, uint8_t* out) const;
   // Copy for two destinations: the first `head_n` bytes to `head`, the next `tail_n` to `tail`.
   bool Copy(uint64_t offset, size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail) const;
-  // Asks the CPU to start loading bytes [offset, offset + n) into its caches (at most the first 1 KiB),
-  // so that a Copy a little later does not wait for memory. Never faults, whatever the file's state.
+  // Asks the CPU to start loading the first and the last cache line of bytes [offset, offset + n),
+  // so that a Copy a little later does not wait for memory for its pages' translations and first
+  // bytes (the CPU's own prefetchers stream the lines between; more prefetches measured no faster).
+  // Never faults, whatever the file's state.
   void Prefetch(uint64_t offset, size_t n) const {
-    if (offset >= size_) return;
+    if (offset >= size_ || n == 0) return;
     const uint8_t* p = static_cast<const uint8_t*>(map_) + offset;
-    const size_t end = std::min<size_t>({n, size_ - offset, 1024});
-    for (size_t i = 0; i < end; i += 64) PrefetchLine(p + i);
+    const size_t end = std::min<size_t>(n, size_ - offset);
+    PrefetchLine(p);
+    if (end > 64) PrefetchLine(p + end - 1);
   }
   // Whether a Copy found that the file shrank under the mapping.
   bool shrunk() const { return shrunk_ != nullptr && shrunk_->load(std::memory_order_relaxed); }

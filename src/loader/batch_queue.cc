@@ -52,6 +52,20 @@ bool BatchQueue::Ready(Slot** oldest) {
   return false;
 }
 
+Slot* BatchQueue::OldestWith(bool (*has_work)(const Slot&), size_t* count) {
+  MutexLock l(&mu_);
+  Slot* oldest = nullptr;
+  size_t n = 0;
+  for (Slot* s : queue_) {
+    if (!has_work(*s)) continue;
+    if (oldest == nullptr) oldest = s;
+    if (count == nullptr) break;
+    ++n;
+  }
+  if (count != nullptr) *count = n;
+  return oldest;
+}
+
 Result<Slot*> BatchQueue::WaitAndPop() {
   MutexLock l(&mu_);
   // The oldest batch is ready (Slot::pending says why acquire suffices), or none will come.

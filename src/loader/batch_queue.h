@@ -35,6 +35,10 @@ class BatchQueue {
   // Whether the oldest batch is ready, or none will come; else *oldest is the oldest batch queued
   // (null when none is). The consumer alone pops, so *oldest stays queued for it.
   bool Ready(Slot** oldest) EXCLUDES(mu_);
+  // The oldest queued batch for which has_work is true (null when none is), and in *count (when not
+  // null) how many queued batches it is true for. Only the producer reuses a slot, and only the
+  // consumer pops one: a batch returned stays queued, or at least unused, for either of them.
+  Slot* OldestWith(bool (*has_work)(const Slot&), size_t* count) EXCLUDES(mu_);
   // Waits asleep until events() is no longer `seen` or the oldest batch is ready.
   void WaitForEvent(uint64_t seen) EXCLUDES(mu_);
   // Waits asleep until the oldest batch is ready and takes it; null when none will come, the

@@ -59,12 +59,21 @@ Result<Slot*> BatchSlots::Acquire(const std::atomic<bool>& stop) {
       ReclaimStrings(s);
       return s;
     }
-    // Grow up to max_slots; beyond it only when the consumer holds every slot (it could never
-    // release one while waiting for the next batch): memory over the budget rather than a hang.
-    const bool consumer_holds_all = pool_->held_by_consumer >= static_cast<int64_t>(pool_->all.size());
-    if (pool_->all.size() < o_.max_slots || consumer_holds_all) return NewSlotLocked();
+    if (MayGrowLocked()) return NewSlotLocked();
     pool_->cv.Wait(&pool_->mu);
   }
+}
+
+bool BatchSlots::WouldWait() const {
+  MutexLock l(&pool_->mu);
+  return pool_->free.empty() && !MayGrowLocked();
+}
+
+bool BatchSlots::MayGrowLocked() const {
+  // Up to max_slots; beyond it only when the consumer holds every slot (it could never release one
+  // while waiting for the next batch): memory over the budget rather than a hang.
+  const bool consumer_holds_all = pool_->held_by_consumer >= static_cast<int64_t>(pool_->all.size());
+  return pool_->all.size() < o_.max_slots || consumer_holds_all;
 }
 
 Result<Slot*> BatchSlots::NewSlotLocked() {

@@ -95,22 +95,32 @@ struct Slot {
   std::vector<uint32_t> now_files;
   std::atomic<uint32_t> now_next{0};
   std::atomic<uint32_t> now_left{0};
-  // The reads at once copied out of mappings (Read::mapped), claimed several at a time (mapped_next);
-  // now_left counts them too. Not in now_reads.
+  // The reads at once copied out of mappings (Read::mapped), claimed several at a time (mapped_next)
+  // by the producer and the consumer (Loader::Impl::CopyOnce). Not in now_reads, nor in now_left:
+  // they pin no file.
   std::vector<uint32_t> mapped_reads;
   std::atomic<uint32_t> mapped_next{0};
+  // The scalar columns' rows are copied in chunks of kGatherRows rows, claimed (gather_next) by the
+  // producer and by a consumer waiting for a batch (Loader::Impl::CopyOnce); each chunk is one of
+  // `pending`. Set before the slot is queued.
+  uint32_t gather_chunks = 0;
+  std::atomic<uint32_t> gather_next{0};
   std::vector<PlannedCell> cells;  // planning scratch
   std::vector<SampleIndex::Location> locations;  // planning scratch: [column][sample]
-  // Sample-columns not yet decoded, + 1 while the producer plans. The batch is ready when it reaches 0:
-  // every decrement is an acq_rel read-modify-write, so they form one release sequence, and the
-  // consumer's acquire load that reads 0 sees every worker's writes into the slot. Set (reset) by the
-  // producer before the slot is queued under BatchQueue's lock, which publishes it to the consumer.
+  // Sample-columns not yet decoded, + the scalar chunks not yet gathered, + 1 while the producer
+  // plans. The batch is ready when it reaches 0: every decrement is an acq_rel read-modify-write,
+  // so they form one release sequence, and the consumer's acquire load that reads 0 sees every
+  // worker's writes into the slot. Set (reset) by the producer before the slot is queued under
+  // BatchQueue's lock, which publishes it to the consumer.
   std::atomic<int64_t> pending{0};
   Mutex mu;  // workers failing samples of the batch at once
   Status error GUARDED_BY(mu);                  // first error (on_error=raise)
   std::vector<uint8_t> skipped GUARDED_BY(mu);  // per row (on_error=skip)
   int64_t skipped_count GUARDED_BY(mu) = 0;
 };
+
+// Rows of a batch's scalar columns copied in one claim.
+inline constexpr uint32_t kGatherRows = 128;
 
 // The fetcher's request for read g of slot s; its tag is (s.id << 32) | g, by which the completer
 // finds the read again: the slot by SlotIdOfTag (BatchSlots::SlotsOf), then ReadOfTag.
@@ -160,6 +170,8 @@ class BatchSlots {
   // A free slot, or a new one while the pool may grow; null once `stop` is set. OutOfMemoryError when
   // a new slot cannot be allocated.
   Result<Slot*> Acquire(const std::atomic<bool>& stop) EXCLUDES(pool_->mu);
+  // Whether Acquire would wait now: no slot is free and the pool may not grow.
+  bool WouldWait() const EXCLUDES(pool_->mu);
   // Puts back a slot the consumer never held (planning failed, or the run stopped). Allocates nothing.
   void PutBack(Slot* s) EXCLUDES(pool_->mu);
   // The consumer took a slot: it comes back through its Batch (SlotPool::Return).
@@ -176,6 +188,7 @@ class BatchSlots {
 
  private:
   Result<Slot*> NewSlotLocked() REQUIRES(pool_->mu);
+  bool MayGrowLocked() const REQUIRES(pool_->mu);
   static void ReclaimStrings(Slot* s);
 
   const std::vector<TensorColumn>& tensors_;

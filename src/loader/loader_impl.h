@@ -122,11 +122,27 @@ class Loader::Impl {
   // FinishPending, whatever fails. `on_started` counts the reads the fetcher starts.
   void SubmitBatch(Slot* s, const std::vector<Read>& slow, std::vector<FetchRequest>& requests,
                    const std::function<void(size_t)>& on_started);
+  // A queued batch's copies (its scalar rows, kGatherRows at a time, and its mapped reads,
+  // ReadsNow::CopyMappedOnce) are claimed by the producer and by a consumer waiting for a batch, one
+  // claim at a time, the oldest batch's first. The producer plans kPlanAhead batches with copies
+  // left before it helps copy them (or sooner, when no slot is free), so that a consumer that
+  // waits always finds some; each chunk gathered is one of the slot's `pending`.
+  static constexpr size_t kPlanAhead = 2;
+  static bool HasCopies(const Slot& s) {
+    return s.gather_next.load(std::memory_order_relaxed) < s.gather_chunks || ReadsNow::MappedUnclaimed(s);
+  }
+  // Claims and does one copy of `s`: a chunk of scalar rows, else some mapped reads. False when `s`
+  // had none left.
+  bool CopyOnce(Slot* s);
+  // The producer's turn: one copy of the oldest batch that has some, when kPlanAhead batches have
+  // copies left or no slot is free. False when it should plan a batch instead.
+  bool ProducerCopies();
   // The consumer's wait for the oldest batch before it sleeps: it does that batch's reads at once
-  // nobody has claimed yet, and spins until `deadline` (NowNanos; 0: not at all) for the batch to be
-  // ready. Past the deadline, where there are reads at once, it sleeps until a batch is queued or
-  // ready and helps again. Returns when the batch is ready or none will come, or (without reads at
-  // once) nothing is left to do before the deadline: true when the batch was ready at once (no wait).
+  // and the copies of any queued batch (CopyOnce, the oldest first) nobody has claimed yet, and
+  // spins until `deadline` (NowNanos; 0: not at all) for the batch to be ready. Past the deadline,
+  // where there are reads at once, it sleeps until a batch is queued or ready and helps again.
+  // Returns when the batch is ready or none will come, or (without reads at once) nothing is left
+  // to do before the deadline: true when the batch was ready at once (no wait).
   bool WaitAwake(int64_t deadline);
   // Next()'s wait: the oldest batch, taken from the queue once ready; null at the end of the epoch;
   // the producer's error when it failed (the epoch is failed then).

@@ -98,6 +98,7 @@ void Loader::Impl::ProducerLoop(int64_t run) {
     error = OutOfMemory([&] { return fmt::format("the sample ids of a batch of {}", o_.batch_size); });
   }
   while (error.ok() && !stop_) {
+    if (ProducerCopies()) continue;
     Result<Slot*> planned = PlanBatch(run, batch_index, ids, &slow);
     if (!planned.ok()) {
       error = planned.status();
@@ -107,6 +108,12 @@ void Loader::Impl::ProducerLoop(int64_t run) {
     if (s == nullptr) break;
     ++batch_index;
     SubmitBatch(s, slow, requests, on_started);
+  }
+  // The epoch's last batches: their copies, beside a consumer waiting for them.
+  while (!stop_) {
+    Slot* s = queue_.OldestWith(&HasCopies, nullptr);
+    if (s == nullptr) break;
+    CopyOnce(s);
   }
   completer_->ProducerDone();  // waits for the reads this thread started
   queue_.ProducerDone(std::move(error));
@@ -149,10 +156,11 @@ void Loader::Impl::FillSlot(Slot* s, int64_t run, int64_t batch_index, const std
     s->skipped.assign(n, 0);
     s->skipped_count = 0;
   }
-  s->pending = static_cast<int64_t>(n * columns_.tensors().size()) + 1;  // reaches the consumer through the queue's lock
-  const int64_t tc = NowNanos();
-  columns_.scalars().Gather(s->rows, {&s->scalars, &s->strings, &s->scalar_valid});
-  telemetry_.Trace(TraceStage::kCollate, tc, NowNanos(), s->index, 0);
+  s->gather_chunks = columns_.scalars().size() == 0 ? 0 : static_cast<uint32_t>((n + kGatherRows - 1) / kGatherRows);
+  s->gather_next.store(0, std::memory_order_relaxed);
+  // Reaches the consumer through the queue's lock.
+  s->pending = static_cast<int64_t>(n * columns_.tensors().size()) + s->gather_chunks + 1;
+  columns_.scalars().PrepareBatch(n, {&s->scalars, &s->strings, &s->scalar_valid});
   slow->clear();
   planner_->Plan(s, slow);
   reads_now_->Plan(s);
@@ -181,7 +189,7 @@ void Loader::Impl::SubmitBatch(Slot* s, const std::vector<Read>& slow, std::vect
   // The reads at once first: until they are done their files stay pinned, and a Submit below may
   // wait for a descriptor (a batch can span more files than max_open_files) that only they free.
   // Those the page cache cannot serve join the fetcher's.
-  if (!s->now_reads.empty() || !s->mapped_reads.empty()) reads_now_->ReadClaimed(s, &requests);
+  if (!s->now_reads.empty()) reads_now_->ReadClaimed(s, &requests);
   for (size_t g = 0; g < requests.size();) {
     if (stop_) {
       // Not submitted: account their samples as done so the slot can complete.
@@ -202,6 +210,26 @@ void Loader::Impl::SubmitBatch(Slot* s, const std::vector<Read>& slow, std::vect
   queue_.FinishPending(s, 1);  // planning done
 }
 
+bool Loader::Impl::CopyOnce(Slot* s) {
+  const uint32_t k = s->gather_next.fetch_add(1, std::memory_order_relaxed);
+  if (k >= s->gather_chunks) return reads_now_->CopyMappedOnce(s);
+  const int64_t t0 = NowNanos();
+  const size_t begin = size_t{k} * kGatherRows;
+  const size_t end = std::min(begin + kGatherRows, static_cast<size_t>(s->size));
+  columns_.scalars().Gather(s->rows, begin, end, {&s->scalars, &s->strings, &s->scalar_valid});
+  telemetry_.Trace(TraceStage::kCollate, t0, NowNanos(), s->index, 0);
+  queue_.FinishPending(s, 1);
+  return true;
+}
+
+bool Loader::Impl::ProducerCopies() {
+  size_t with_copies = 0;
+  Slot* oldest = queue_.OldestWith(&HasCopies, &with_copies);
+  if (oldest == nullptr || (with_copies < kPlanAhead && !slots_->WouldWait())) return false;
+  CopyOnce(oldest);
+  return true;
+}
+
 bool Loader::Impl::WaitAwake(int64_t deadline) {
   const Slot* missed = nullptr;  // a batch whose reads at once met the disk: left to the producer
   for (bool first = true;; first = false) {
@@ -210,6 +238,10 @@ bool Loader::Impl::WaitAwake(int64_t deadline) {
     if (queue_.Ready(&s)) return first;
     if (s != nullptr && s != missed && ReadsNow::Unclaimed(*s)) {
       if (reads_now_->ReadClaimed(s, nullptr)) missed = s;
+      continue;
+    }
+    if (Slot* c = queue_.OldestWith(&HasCopies, nullptr); c != nullptr) {
+      CopyOnce(c);
       continue;
     }
     while (queue_.events() == seen) {

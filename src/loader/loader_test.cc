@@ -22,6 +22,7 @@
 #include "core/cpus.h"
 #include "core/cpus_testing.h"
 #include "core/random.h"
+#include "loader/batch_slots.h"
 #include "format/image.h"
 #include "format/parquet_reader.h"
 #include "format/parquet_writer.h"
@@ -104,6 +105,42 @@ TEST(Loader, ConsumerWritesIntoItsBatchAndReadsItBackThroughAConstView) {
   EXPECT_EQ(view.column("t")->data(), static_cast<const void*>(col->data()));
   EXPECT_EQ(static_cast<const uint8_t*>(view.columns()[0].data())[8 * 16 - 1], 0x5a);
   EXPECT_EQ(b.column("missing"), nullptr);
+}
+
+// A batch's scalar rows are copied in chunks of kGatherRows, by the producer and by the consumer
+// waiting for it: every row of batches of one chunk, of several and of a partial last one, with or
+// without tensor reads beside them, carries its own values.
+TEST(Loader, GathersTheScalarsOfEveryRowOfBatchesOfManyChunks) {
+  TestTable t;
+  MakeTable(t);
+  for (const int64_t batch_size : {int64_t{kGatherRows}, int64_t{300}, int64_t{1000}}) {
+    for (const bool tensors : {true, false}) {
+      LoaderOptions o;
+      o.batch_size = batch_size;
+      o.shuffle = LoaderOptions::Shuffle::kGlobal;
+      if (!tensors) o.columns = {"id", "label", "name"};
+      auto l = OpenOrDie(t.dir(), o);
+      ASSERT_TRUE(l);
+      int64_t seen = 0;
+      for (;;) {
+        auto b = l->Next();
+        ASSERT_TRUE(b.ok()) << b.status().ToString();
+        if (!b->has_value()) break;
+        const BatchColumn* id = (*b)->column("id");
+        const BatchColumn* label = (*b)->column("label");
+        const BatchColumn* name = (*b)->column("name");
+        ASSERT_EQ(name->strings.size(), static_cast<size_t>((*b)->size()));
+        for (int64_t i = 0; i < (*b)->size(); ++i, ++seen) {
+          const int64_t row = (*b)->row_ids()[static_cast<size_t>(i)];
+          ASSERT_EQ(static_cast<const int64_t*>(id->data())[i], row) << batch_size << " row " << i;
+          ASSERT_EQ(static_cast<const int32_t*>(label->data())[i], row % 3);
+          ASSERT_EQ(name->valid[static_cast<size_t>(i)], row % 4 != 0 ? 1 : 0);
+          ASSERT_EQ(name->strings[static_cast<size_t>(i)], row % 4 != 0 ? "n" + std::to_string(row % 5) : "");
+        }
+      }
+      EXPECT_EQ(seen, 1000) << batch_size;
+    }
+  }
 }
 
 TEST(Loader, DeliversEveryRowWithItsValues) {

@@ -225,6 +225,26 @@ Result<ByteView> DecodeBlobFromPage(ByteView page, Codec codec, uint32_t row_in_
                      options, context);
 }
 
+namespace {
+
+// The CRC-32 of the 4-byte length prefix of a value of `len` bytes: the same for every sample of a
+// column, so kept per thread instead of computed per sample.
+uint32_t LengthPrefixCrc(uint32_t len) {
+  thread_local uint32_t t_len = 0;
+  thread_local uint32_t t_crc = 0;
+  thread_local bool t_known = false;
+  if (!t_known || len != t_len) {
+    uint8_t prefix[kLengthPrefixBytes];
+    StoreLE<uint32_t>(prefix, len);
+    t_crc = Crc32(ByteView(prefix, sizeof(prefix)));
+    t_len = len;
+    t_known = true;
+  }
+  return t_crc;
+}
+
+}  // namespace
+
 Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions& options, std::string_view context,
                         std::optional<uint32_t> sample_crc) {
   parquet::PageHeader h;
@@ -242,7 +262,7 @@ Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions&
                                           context, header_size, len, sample.size()));
   }
   if (options.verify_crc && h.crc) {
-    const uint32_t prefix = Crc32(head.subspan(header_size));
+    const uint32_t prefix = LengthPrefixCrc(len);
     const uint32_t computed =
         sample_crc.has_value() ? Crc32Combine(prefix, *sample_crc, sample.size()) : Crc32(sample, prefix);
     if (computed != static_cast<uint32_t>(*h.crc)) {

@@ -70,7 +70,7 @@ void ReadsNow::Plan(Slot* s) {
     s->now_reads.push_back(static_cast<uint32_t>(g));
   }
   tried_ = !s->now_reads.empty();
-  s->now_left.store(static_cast<uint32_t>(s->now_reads.size() + s->mapped_reads.size()), std::memory_order_relaxed);
+  s->now_left.store(static_cast<uint32_t>(s->now_reads.size()), std::memory_order_relaxed);
 }
 
 void ReadsNow::Unplan(Slot* s) {
@@ -137,23 +137,19 @@ void ReadsNow::CopyMapped(Slot* s, uint32_t begin, uint32_t end) {
   telemetry_->bytes_read += bytes;
   telemetry_->reads_at_once += end - begin;
   telemetry_->reads_mapped += end - begin;
-  Finish(s, end - begin);  // before the decode counts the samples done: the slot is not handed over yet
   decoder_->DecodeReads(std::span<Read* const>(reads, end - begin));
 }
 
-void ReadsNow::CopyMappedClaimed(Slot* s) {
+bool ReadsNow::CopyMappedOnce(Slot* s) {
   const uint32_t n = static_cast<uint32_t>(s->mapped_reads.size());
-  const uint32_t first = s->mapped_next.load(std::memory_order_relaxed);
-  for (uint32_t k = first; k < std::min(first, n) + kPrefetchReads; ++k) Prefetch(*s, k);
-  for (;;) {
-    const uint32_t begin = s->mapped_next.fetch_add(kMappedClaim, std::memory_order_relaxed);
-    if (begin >= n) return;
-    CopyMapped(s, begin, std::min(begin + kMappedClaim, n));
-  }
+  const uint32_t begin = s->mapped_next.fetch_add(kMappedClaim, std::memory_order_relaxed);
+  if (begin >= n) return false;
+  for (uint32_t k = begin; k < begin + kPrefetchReads; ++k) Prefetch(*s, k);
+  CopyMapped(s, begin, std::min(begin + kMappedClaim, n));
+  return true;
 }
 
 bool ReadsNow::ReadClaimed(Slot* s, std::vector<FetchRequest>* missed) {
-  CopyMappedClaimed(s);
   const uint32_t n = static_cast<uint32_t>(s->now_reads.size());
   auto request = [s](uint32_t k) { return RequestOf(*s, s->now_reads[k]); };
   for (;;) {

@@ -23,8 +23,8 @@ constexpr uint32_t kReadNowBytes = static_cast<uint32_t>(kParallelReadBytes);
 // done at once: they land on the reading thread's stack.
 constexpr uint32_t kMaxReadNowHead = 256;
 
-// Thread-safe as documented per method: Plan is the producer's; ReadClaimed may run on the producer
-// and a consumer at once, each claiming reads of its own.
+// Thread-safe as documented per method: Plan is the producer's; ReadClaimed and CopyMappedOnce may
+// run on the producer and a consumer at once, each claiming reads of its own.
 class ReadsNow {
  public:
   // Every pointer outlives it. `fetcher` is null when no tensor column is selected; `mapped` is null
@@ -39,20 +39,25 @@ class ReadsNow {
   void Plan(Slot* s);
   // Unpins the files Plan pinned for a batch that will not be queued.
   void Unplan(Slot* s);
-  // Whether some of the batch's reads at once are not claimed yet.
-  static bool Unclaimed(const Slot& s) {
-    return s.now_next.load(std::memory_order_relaxed) < s.now_reads.size() ||
-           s.mapped_next.load(std::memory_order_relaxed) < s.mapped_reads.size();
+  // Whether some of the batch's reads at once with a system call are not claimed yet.
+  static bool Unclaimed(const Slot& s) { return s.now_next.load(std::memory_order_relaxed) < s.now_reads.size(); }
+  // Whether some of the batch's mapped reads are not claimed yet.
+  static bool MappedUnclaimed(const Slot& s) {
+    return s.mapped_next.load(std::memory_order_relaxed) < s.mapped_reads.size();
   }
-  // Copies the batch's mapped reads (CopyMappedClaimed), then claims its other reads at once one by
-  // one and reads and decodes each (Fetcher::ReadNow) until none is left. The producer passes `missed`: when the page cache lacks a read, that read and every
-  // one not yet claimed go there, for the fetcher. A consumer passes null: it waits for the disk for
-  // such a read, then stops and leaves the rest to the producer. Returns true when a read met the
-  // disk (and the claiming stopped there), false when every read claimed was in the page cache.
+  // Claims kMappedClaim of the batch's mapped reads, copies them out of their mappings and decodes
+  // them; false when none was left to claim. Any thread, as many at once as like.
+  bool CopyMappedOnce(Slot* s);
+  // Claims the batch's reads at once with a system call one by one and reads and decodes each
+  // (Fetcher::ReadNow) until none is left. The producer passes `missed`: when the page cache lacks
+  // a read, that read and every one not yet claimed go there, for the fetcher. A consumer passes
+  // null: it waits for the disk for such a read, then stops and leaves the rest to the producer.
+  // Returns true when a read met the disk (and the claiming stopped there), false when every read
+  // claimed was in the page cache.
   bool ReadClaimed(Slot* s, std::vector<FetchRequest>* missed);
 
  private:
-  // Counts n of the batch's reads at once done; the last unpins their files.
+  // Counts n of the batch's reads at once with a system call done; the last unpins their files.
   void Finish(Slot* s, uint32_t n);
   // Reads the claimed read r (request q) into `head`, without waiting for the disk unless `wait`:
   // false when the page cache lacks some of its bytes (only without `wait`), else true, with
@@ -68,9 +73,6 @@ class ReadsNow {
   static constexpr uint32_t kPrefetchReads = 8;
   // Prefetches the bytes of the k-th mapped read of `s`, when there is one.
   static void Prefetch(const Slot& s, uint32_t k);
-  // Claims the batch's mapped reads kMappedClaim at a time and copies and decodes them, until none
-  // is left.
-  void CopyMappedClaimed(Slot* s);
   // Copies mapped reads [begin, end) of `s` (Slot::mapped_reads) out of their mappings and decodes them.
   void CopyMapped(Slot* s, uint32_t begin, uint32_t end);
   // Plan's choice for one read: copied out of its mapping, when MappedReads finds it cached.

@@ -53,8 +53,8 @@ class SampleDecoder {
   // Decodes the read's samples into their rows, gives its buffer back to the fetcher and counts its
   // samples done, on the calling thread.
   void DecodeRead(Read& r);
-  // DecodeRead for several reads of one batch, with the telemetry and the count of samples done
-  // updated once for all (those are shared by every thread that decodes).
+  // DecodeRead for several split reads of one batch, with the telemetry (one decode span) and the count
+  // of samples done updated once for all (those are shared by every thread that decodes).
   void DecodeReads(std::span<Read* const> reads);
   // Likewise for one slow-path cell.
   void DecodeSlow(Slot* s, uint32_t sample, uint32_t column);

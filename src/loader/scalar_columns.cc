@@ -308,51 +308,33 @@ Status ReadFileScalars(const ScalarScan& scan, const delta::AddFile& add, StatsS
   return Status::OK();
 }
 
-// Moves the parts' rows into `columns` in snapshot order (the sample index's row order) and, when
-// `filtered`, collects the rows the filter keeps into *rows. Corruption when the parts do not hold
-// the expected rows.
-Status ConcatenateParts(std::vector<FilePart>& parts, bool filtered, const ScalarColumns::ReadOptions& options,
-                        std::vector<ScalarColumn>& columns, std::vector<int64_t>* rows) {
+// Packs the parts' rows into `packed` in snapshot order (the sample index's row order), freeing each
+// part as it goes, and, when `filtered`, collects the rows the filter keeps into *rows. Corruption
+// when the parts do not hold the expected rows.
+Status PackParts(std::vector<FilePart>& parts, bool filtered, const ScalarColumns::ReadOptions& options,
+                 std::span<const ScalarColumn> columns, ScalarRows* packed, std::vector<int64_t>* rows) {
   int64_t total = 0;
-  for (const auto& p : parts) total += p.rows;
+  size_t string_bytes = 0;
+  std::vector<bool> nullable(columns.size(), false);
+  for (const auto& p : parts) {
+    total += p.rows;
+    for (size_t k = 0; k < columns.size(); ++k) {
+      nullable[k] = nullable[k] || !p.cols[k].valid.empty();
+      for (const std::string& s : p.cols[k].strings) string_bytes += s.size();
+    }
+  }
   if (total != options.expected_rows) {
     return Status::Corruption(fmt::format("{}: the data files hold {} rows, the sample index {}", options.table, total,
                                           options.expected_rows));
   }
-  // Every column ends with `total` rows: reserved, the columns are not grown by doubling (at 650,000
-  // rows a string column's growth held 120 MB of old and new arrays at once).
-  for (ScalarColumn& dst : columns) {
-    if (dst.is_string) {
-      dst.strings.reserve(static_cast<size_t>(total));
-    } else {
-      dst.values.reserve(static_cast<size_t>(total) * DTypeSize(dst.dtype));
-    }
-  }
+  // Reserved whole: the records are not grown by doubling (at 650,000 rows that held old and new
+  // arrays at once).
+  packed->SetLayout(columns, nullable, static_cast<size_t>(total), string_bytes);
   int64_t base = 0;
-  std::vector<bool> dst_tracks_nulls(columns.size(), false);
   for (auto& p : parts) {
-    for (size_t k = 0; k < columns.size(); ++k) {
-      ScalarColumn& dst = columns[k];
-      ScalarColumn& src = p.cols[k];
-      const size_t before = dst.is_string ? dst.strings.size() : dst.values.size() / DTypeSize(dst.dtype);
-      if (!src.valid.empty() && !dst_tracks_nulls[k]) {
-        dst.valid.assign(before, 1);
-        dst_tracks_nulls[k] = true;
-      }
-      if (dst_tracks_nulls[k]) {
-        if (src.valid.empty()) {
-          dst.valid.insert(dst.valid.end(), static_cast<size_t>(p.rows), 1);
-        } else {
-          dst.valid.insert(dst.valid.end(), src.valid.begin(), src.valid.end());
-        }
-      }
-      if (dst.is_string) {
-        for (auto& s : src.strings) dst.strings.push_back(std::move(s));
-      } else {
-        dst.values.insert(dst.values.end(), src.values.begin(), src.values.end());
-      }
-      src = ScalarColumn{};
-    }
+    packed->Append(p.cols, static_cast<size_t>(p.rows));
+    p.cols.clear();
+    p.cols.shrink_to_fit();
     if (filtered) {
       for (int64_t r = 0; r < p.rows; ++r) {
         if (p.keep[static_cast<size_t>(r)]) rows->push_back(base + r);
@@ -420,7 +402,7 @@ Status ScalarColumns::Read(const TableView& view, const std::optional<Predicate>
   });
   if (!st.ok()) return st;
   all_rows_ = !(where.has_value() || deletions);
-  return ConcatenateParts(parts, !all_rows_, options, columns_, &rows_);
+  return PackParts(parts, !all_rows_, options, columns_, &packed_, &rows_);
 }
 
 std::optional<int64_t> ScalarColumns::FirstRow(int64_t table_rows) const {
@@ -435,28 +417,17 @@ int64_t ScalarColumns::ServedIn(int64_t first, int64_t end, size_t* next) const 
   return count;
 }
 
-void ScalarColumns::Gather(const std::vector<int64_t>& table_rows, ScalarBatch out) const {
-  const size_t n = table_rows.size();
+void ScalarColumns::PrepareBatch(size_t rows, ScalarBatch out) const {
   for (size_t k = 0; k < columns_.size(); ++k) {
-    const ScalarColumn& c = columns_[k];
-    if (c.is_string) {
-      auto& strings = (*out.strings)[k];
-      strings.resize(n);
-      for (size_t i = 0; i < n; ++i) strings[i] = c.strings[static_cast<size_t>(table_rows[i])];
-    } else {
-      const size_t es = DTypeSize(c.dtype);
-      uint8_t* values = (*out.values)[k].data();
-      for (size_t i = 0; i < n; ++i) {
-        std::memcpy(values + i * es, c.values.data() + static_cast<size_t>(table_rows[i]) * es, es);
-      }
-    }
+    if (columns_[k].is_string) (*out.strings)[k].resize(rows);
     auto& valid = (*out.valid)[k];
     valid.clear();
-    if (!c.valid.empty()) {
-      valid.resize(n);
-      for (size_t i = 0; i < n; ++i) valid[i] = c.valid[static_cast<size_t>(table_rows[i])];
-    }
+    if (packed_.nullable(k)) valid.resize(rows);
   }
+}
+
+void ScalarColumns::Gather(std::span<const int64_t> table_rows, size_t begin, size_t end, ScalarBatch out) const {
+  packed_.Gather(table_rows, begin, end, out);
 }
 
 }  // namespace stoke

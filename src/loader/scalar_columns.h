@@ -1,15 +1,17 @@
 // The loader's scalar-column stage (docs/architecture.md): at Open it reads the selected scalar
 // columns (integers, floats, booleans, strings, dates, timestamps) of every row of the table and
-// the rows the loader serves (those `where` keeps and no deletion vector deletes); during a run it
-// copies a batch's rows out of them. Immutable after Read: every const method may be called from
-// any thread.
+// the rows the loader serves (those `where` keeps and no deletion vector deletes), packed row by row
+// (ScalarRows); during a run it copies a batch's rows out of them. Immutable after Read: every const
+// method may be called from any thread.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "loader/scalar_rows.h"
 #include "stoke/loader.h"
 #include "stoke/status.h"
 #include "table/predicate.h"
@@ -17,23 +19,16 @@
 
 namespace stoke {
 
-// A scalar column of the table, all rows (table row order).
+// A scalar column of the table: what it is and, while ScalarColumns::Read reads a run of files, the
+// values of their rows (after Read they are packed in ScalarRows, and these are empty).
 struct ScalarColumn {
   std::string name;
   DType dtype = DType::kInt64;
   bool is_string = false;
-  std::vector<uint8_t> values;       // num_rows * DTypeSize(dtype), 0 where null
-  std::vector<uint8_t> valid;        // num_rows, or empty when no value is null
-  std::vector<std::string> strings;  // string columns: num_rows ("" where null)
+  std::vector<uint8_t> values;       // rows * DTypeSize(dtype), 0 where null
+  std::vector<uint8_t> valid;        // rows, or empty when no value is null
+  std::vector<std::string> strings;  // string columns: rows ("" where null)
   int32_t decimal_scale = -1;        // decimal columns (delivered as float64): the scale; -1 otherwise
-};
-
-// Where a batch's scalar values go: per column, the values (DTypeSize(dtype) bytes a row), the
-// strings of a string column, and the validity (left empty when the column has no null).
-struct ScalarBatch {
-  std::vector<std::vector<uint8_t>>* values;
-  std::vector<std::vector<std::string>>* strings;
-  std::vector<std::vector<uint8_t>>* valid;
 };
 
 class ScalarColumns {
@@ -75,12 +70,15 @@ class ScalarColumns {
   // How many of the table rows [first, end) are served, moving `*next` (a cursor into rows(), for
   // calls over ascending ranges) past them.
   int64_t ServedIn(int64_t first, int64_t end, size_t* next) const;
-  // Copies the values of table rows `table_rows` into `out` (sized by the caller: values for every
-  // row; strings and validity are resized here).
-  void Gather(const std::vector<int64_t>& table_rows, ScalarBatch out) const;
+  // Sizes `out` for a batch of `rows` rows: the strings and the validity (the caller sizes values).
+  void PrepareBatch(size_t rows, ScalarBatch out) const;
+  // Copies the values of batch rows [begin, end) (table rows table_rows[begin, end)) into `out`,
+  // sized by PrepareBatch. Disjoint ranges of one batch may be gathered by different threads at once.
+  void Gather(std::span<const int64_t> table_rows, size_t begin, size_t end, ScalarBatch out) const;
 
  private:
   std::vector<ScalarColumn> columns_;
+  ScalarRows packed_;  // every table row's values (Read)
   std::vector<size_t> view_index_;  // per column, its index in the view's columns
   std::vector<int64_t> rows_;
   bool all_rows_ = true;
