@@ -21,8 +21,11 @@ class BatchQueue {
   // Queues a planned slot (its `pending` set: this publishes it). Throws std::bad_alloc when the queue
   // cannot grow; then nothing is queued.
   void Push(Slot* s) EXCLUDES(mu_);
-  // Counts n sample-columns of the batch done; the last one wakes the consumer. Nothing touches `s`
-  // after that: the consumer may already own it.
+  // Counts n of the batch's pending parts done (sample-columns, scalar chunks, the planning); the last
+  // one wakes the consumer. Nothing reads or writes the batch's values after that: the consumer may
+  // already own it. (A thread may still find its claims of copies empty, Loader::Impl::CopyOnce:
+  // those counters are atomic, and what they are compared with is rewritten only by the producer
+  // when it reuses the slot.)
   void FinishPending(Slot* s, int64_t n) EXCLUDES(mu_);
   // The producer is done: it planned its last batch and every read it started completed. `error` is
   // why it stopped early (OK at the end of the epoch).

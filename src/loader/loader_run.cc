@@ -207,6 +207,12 @@ void Loader::Impl::SubmitBatch(Slot* s, const std::vector<Read>& slow, std::vect
       ++g;
     }
   }
+  // A batch without mapped reads has its scalar values copied here, while its reads go on: the
+  // consumer sleeps while the fetcher reads, and may not be there to copy them soon.
+  if (s->mapped_reads.empty()) {
+    while (CopyOnce(s)) {
+    }
+  }
   queue_.FinishPending(s, 1);  // planning done
 }
 
@@ -216,7 +222,16 @@ bool Loader::Impl::CopyOnce(Slot* s) {
   const int64_t t0 = NowNanos();
   const size_t begin = size_t{k} * kGatherRows;
   const size_t end = std::min(begin + kGatherRows, static_cast<size_t>(s->size));
-  columns_.scalars().Gather(s->rows, begin, end, {&s->scalars, &s->strings, &s->scalar_valid});
+  try {
+    AllocationFaults::Instance().Check();
+    // A string longer than the slot's string held before allocates.
+    columns_.scalars().Gather(s->rows, begin, end, {&s->scalars, &s->strings, &s->scalar_valid});
+  } catch (const std::bad_alloc&) {
+    SampleDecoder::FailBatch(s, OutOfMemory([&] {
+                               return fmt::format("copying the scalar values of rows {} to {} of batch {}", begin,
+                                                  end, s->index);
+                             }));
+  }
   telemetry_.Trace(TraceStage::kCollate, t0, NowNanos(), s->index, 0);
   queue_.FinishPending(s, 1);
   return true;

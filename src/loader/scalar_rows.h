@@ -1,8 +1,8 @@
-// The loader's scalar values packed row by row (docs/architecture.md, "Scalar columns"): one record
-// per table row holding every selected scalar column's value, validity and string bytes, so that a
-// batch row's scalars are one or two cache lines of one place instead of a random read per column
-// (and two per string). Built once at Open (ScalarColumns::Read); immutable after: Gather may be
-// called from any thread.
+// The loader's scalar values packed row by row (docs/architecture.md, "Reads out of mappings", who
+// copies): one record per table row holding every selected scalar column's value, validity and
+// string bytes, so that a batch row's scalars are one or two cache lines of one place instead of a
+// random read per column (and two per string). Built once at Open (ScalarColumns::Read); immutable
+// after: Gather may be called from any thread.
 #pragma once
 
 #include <cstddef>
@@ -40,8 +40,6 @@ class ScalarRows {
 
   size_t num_rows() const { return rows_; }
   bool nullable(size_t column) const { return fields_[column].nullable; }
-  // Bytes held (records and their starts).
-  size_t memory_bytes() const { return bytes_.capacity() + starts_.capacity() * sizeof(uint64_t); }
 
   // Copies the values of batch rows [begin, end) (table rows table_rows[begin, end)) into `out`: each
   // column's values, strings and validity sized for the batch. Disjoint ranges of one batch may be
