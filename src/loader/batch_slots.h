@@ -69,6 +69,16 @@ struct PlannedCell {
   uint32_t sample, column;
 };
 
+// A planned cell's place in file order: 16 bytes to sort instead of the cell's 56.
+struct CellOrder {
+  uint64_t offset;
+  uint32_t file;
+  uint32_t cell;  // index in Slot::cells
+  friend bool operator<(const CellOrder& a, const CellOrder& b) {
+    return a.file != b.file ? a.file < b.file : a.offset < b.offset;
+  }
+};
+
 // A reusable batch buffer and the state of the batch it currently holds.
 struct Slot {
   uint32_t id = 0;
@@ -106,6 +116,7 @@ struct Slot {
   uint32_t gather_chunks = 0;
   std::atomic<uint32_t> gather_next{0};
   std::vector<PlannedCell> cells;  // planning scratch
+  std::vector<CellOrder> cell_order;  // planning scratch: cells sorted by file and offset
   std::vector<SampleIndex::Location> locations;  // planning scratch: [column][sample]
   // Sample-columns not yet decoded, + the scalar chunks not yet gathered, + 1 while the producer
   // plans. The batch is ready when it reaches 0: every decrement is an acq_rel read-modify-write,

@@ -44,9 +44,12 @@ void ReadPlanner::FindCells(Slot* s, std::vector<Read>* slow) const {
       cells.push_back({loc, i, c});
     }
   }
-  std::sort(cells.begin(), cells.end(), [](const PlannedCell& a, const PlannedCell& b) {
-    return a.loc.file != b.loc.file ? a.loc.file < b.loc.file : a.loc.offset < b.loc.offset;
-  });
+  std::vector<CellOrder>& order = s->cell_order;
+  order.resize(cells.size());
+  for (size_t k = 0; k < cells.size(); ++k) {
+    order[k] = {cells[k].loc.offset, cells[k].loc.file, static_cast<uint32_t>(k)};
+  }
+  std::sort(order.begin(), order.end());
   // Cells of one cached page are queued together: the page is decoded once for all of them, even
   // when the cache cannot hold every page the batch touches.
   std::stable_sort(slow->begin(), slow->end(), [](const Read& a, const Read& b) {
@@ -73,9 +76,8 @@ ReadMember MemberOf(const PlannedCell& cell, uint32_t at) {
 }  // namespace
 
 void ReadPlanner::CoalesceCells(Slot* s) const {
-  const std::vector<PlannedCell>& cells = s->cells;
-  for (size_t k = 0; k < cells.size(); ++k) {
-    const PlannedCell& cell = cells[k];
+  for (const CellOrder& o : s->cell_order) {
+    const PlannedCell& cell = s->cells[o.cell];
     const auto& loc = cell.loc;
     const TensorColumn& t = tensors_[cell.column];
     if (o_.split_reads && loc.rows_in_page == 1 && loc.codec == parquet::Codec::kUncompressed &&
