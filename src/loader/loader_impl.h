@@ -134,6 +134,8 @@ class Loader::Impl {
   // Claims and does one copy of `s`: a chunk of scalar rows, else some mapped reads. False when `s`
   // had none left.
   bool CopyOnce(Slot* s);
+  // One copy of the oldest queued batch that has some; false when none has.
+  bool CopyOldest();
   // The producer's turn: one copy of the oldest batch that has some, when kPlanAhead batches have
   // copies left or no slot is free. False when it should plan a batch instead.
   bool ProducerCopies();

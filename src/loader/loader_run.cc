@@ -110,10 +110,7 @@ void Loader::Impl::ProducerLoop(int64_t run) {
     SubmitBatch(s, slow, requests, on_started);
   }
   // The epoch's last batches: their copies, beside a consumer waiting for them.
-  while (!stop_) {
-    Slot* s = queue_.OldestWith(&HasCopies, nullptr);
-    if (s == nullptr) break;
-    CopyOnce(s);
+  while (!stop_ && CopyOldest()) {
   }
   completer_->ProducerDone();  // waits for the reads this thread started
   queue_.ProducerDone(std::move(error));
@@ -237,6 +234,13 @@ bool Loader::Impl::CopyOnce(Slot* s) {
   return true;
 }
 
+bool Loader::Impl::CopyOldest() {
+  Slot* s = queue_.OldestWith(&HasCopies, nullptr);
+  if (s == nullptr) return false;
+  CopyOnce(s);
+  return true;
+}
+
 bool Loader::Impl::ProducerCopies() {
   size_t with_copies = 0;
   Slot* oldest = queue_.OldestWith(&HasCopies, &with_copies);
@@ -255,10 +259,7 @@ bool Loader::Impl::WaitAwake(int64_t deadline) {
       if (reads_now_->ReadClaimed(s, nullptr)) missed = s;
       continue;
     }
-    if (Slot* c = queue_.OldestWith(&HasCopies, nullptr); c != nullptr) {
-      CopyOnce(c);
-      continue;
-    }
+    if (CopyOldest()) continue;
     while (queue_.events() == seen) {
       if (NowNanos() >= deadline) {
         // Past the spin: asleep until a batch is queued (it may have reads at once to help with) or

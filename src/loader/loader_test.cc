@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -48,6 +49,24 @@ std::unique_ptr<Loader> OpenOrDie(const std::string& dir, LoaderOptions o) {
   auto l = Loader::Open(dir, o);
   EXPECT_TRUE(l.ok()) << l.status().ToString();
   return l.ok() ? std::move(*l) : nullptr;
+}
+
+// Calls check(batch) for every batch of the loader's current epoch.
+void ForEachBatch(Loader& l, const std::function<void(const Batch&)>& check) {
+  for (;;) {
+    auto b = l.Next();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    if (!b->has_value()) return;
+    check(**b);
+  }
+}
+
+// The name column of test_table.h's rows at batch row i: "n<id % 5>", null where id % 4 == 0.
+void ExpectNameOfId(const BatchColumn& name, size_t i, int64_t id) {
+  const bool present = id % 4 != 0;
+  ASSERT_EQ(name.valid.size(), name.strings.size());
+  EXPECT_EQ(name.valid[i], present ? 1 : 0) << id;
+  EXPECT_EQ(name.strings[i], present ? "n" + std::to_string(id % 5) : "") << id;
 }
 
 // Every row id the loader yields in its current epoch, checking each sample's values on the way.
@@ -122,22 +141,18 @@ TEST(Loader, GathersTheScalarsOfEveryRowOfBatchesOfManyChunks) {
       auto l = OpenOrDie(t.dir(), o);
       ASSERT_TRUE(l);
       int64_t seen = 0;
-      for (;;) {
-        auto b = l->Next();
-        ASSERT_TRUE(b.ok()) << b.status().ToString();
-        if (!b->has_value()) break;
-        const BatchColumn* id = (*b)->column("id");
-        const BatchColumn* label = (*b)->column("label");
-        const BatchColumn* name = (*b)->column("name");
-        ASSERT_EQ(name->strings.size(), static_cast<size_t>((*b)->size()));
-        for (int64_t i = 0; i < (*b)->size(); ++i, ++seen) {
-          const int64_t row = (*b)->row_ids()[static_cast<size_t>(i)];
+      ForEachBatch(*l, [&](const Batch& b) {
+        const BatchColumn* id = b.column("id");
+        const BatchColumn* label = b.column("label");
+        const BatchColumn* name = b.column("name");
+        ASSERT_EQ(name->strings.size(), static_cast<size_t>(b.size()));
+        for (int64_t i = 0; i < b.size(); ++i, ++seen) {
+          const int64_t row = b.row_ids()[static_cast<size_t>(i)];
           ASSERT_EQ(static_cast<const int64_t*>(id->data())[i], row) << batch_size << " row " << i;
           ASSERT_EQ(static_cast<const int32_t*>(label->data())[i], row % 3);
-          ASSERT_EQ(name->valid[static_cast<size_t>(i)], row % 4 != 0 ? 1 : 0);
-          ASSERT_EQ(name->strings[static_cast<size_t>(i)], row % 4 != 0 ? "n" + std::to_string(row % 5) : "");
+          ExpectNameOfId(*name, static_cast<size_t>(i), row);
         }
-      }
+      });
       EXPECT_EQ(seen, 1000) << batch_size;
     }
   }
@@ -1132,23 +1147,18 @@ TEST(Loader, OneRowFilesAreAnsweredFromTheirStatisticsWithoutBeingOpened) {
   auto l = OpenOrDie(t.dir(), o);
   ASSERT_TRUE(l);
   std::vector<int64_t> ids;
-  for (;;) {
-    auto b = l->Next();
-    ASSERT_TRUE(b.ok()) << b.status().ToString();
-    if (!b->has_value()) break;
-    const BatchColumn* id = (*b)->column("id");
-    const BatchColumn* label = (*b)->column("label");
-    const BatchColumn* name = (*b)->column("name");
-    for (int64_t i = 0; i < (*b)->size(); ++i) {
+  ForEachBatch(*l, [&](const Batch& b) {
+    const BatchColumn* id = b.column("id");
+    const BatchColumn* label = b.column("label");
+    const BatchColumn* name = b.column("name");
+    for (int64_t i = 0; i < b.size(); ++i) {
       const int64_t v = static_cast<const int64_t*>(id->data())[i];
       ids.push_back(v);
       EXPECT_EQ(static_cast<const int32_t*>(label->data())[i], 1) << v;
-      const bool present = v % 4 != 0;
       ASSERT_FALSE(name->valid.empty());
-      EXPECT_EQ(name->valid[static_cast<size_t>(i)], present ? 1 : 0) << v;
-      EXPECT_EQ(name->strings[static_cast<size_t>(i)], present ? "n" + std::to_string(v % 5) : "") << v;
+      ExpectNameOfId(*name, static_cast<size_t>(i), v);
     }
-  }
+  });
   std::vector<int64_t> want;
   for (int64_t id = 0; id < 50; ++id) {
     if (id % 3 == 1) want.push_back(id);

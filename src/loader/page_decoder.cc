@@ -230,15 +230,16 @@ namespace {
 // The CRC-32 of the 4-byte length prefix of a value of `len` bytes: the same for every sample of a
 // column, so kept per thread instead of computed per sample.
 uint32_t LengthPrefixCrc(uint32_t len) {
-  thread_local uint32_t t_len = 0;
-  thread_local uint32_t t_crc = 0;
-  thread_local bool t_known = false;
-  if (!t_known || len != t_len) {
+  auto crc_of = [](uint32_t n) {
     uint8_t prefix[kLengthPrefixBytes];
-    StoreLE<uint32_t>(prefix, len);
-    t_crc = Crc32(ByteView(prefix, sizeof(prefix)));
+    StoreLE<uint32_t>(prefix, n);
+    return Crc32(ByteView(prefix, sizeof(prefix)));
+  };
+  thread_local uint32_t t_len = 0;
+  thread_local uint32_t t_crc = crc_of(0);
+  if (len != t_len) {
+    t_crc = crc_of(len);
     t_len = len;
-    t_known = true;
   }
   return t_crc;
 }
