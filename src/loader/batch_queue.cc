@@ -11,13 +11,12 @@ void BatchQueue::Reset() {
 
 void BatchQueue::Push(Slot* s) {
   {
+    // Counted under mu_, which a consumer holds from its look at events() in WaitForEvent until it
+    // sleeps: it sees the count, or it sleeps before this and the signal below wakes it.
     MutexLock l(&mu_);
     queue_.push_back(s);
+    events_.fetch_add(1, std::memory_order_release);  // a consumer waiting may help with its copies
   }
-  events_.fetch_add(1, std::memory_order_release);  // a consumer waiting may help with its reads
-  // A consumer asleep in WaitForEvent holds mu_ until it sleeps: taking it orders this signal after
-  // that wait (no lost wake-up).
-  { MutexLock l(&mu_); }
   cv_.SignalAll();
 }
 
