@@ -352,6 +352,11 @@ struct LoaderStats {
   // page read: rows of other writers' dictionary-encoded or V2 pages (see SampleIndex). 0 for
   // stoke's own files and for other writers' PLAIN pages.
   int64_t cells_decoded = 0;
+  // Pages and column chunks of array and binary columns (other writers' tensors, .npy cells and
+  // images, many rows a page) decoded into the loader's caches. More than the pages a run's rows lie
+  // in where a cache let a page go before its last row was read: a global shuffle over more pages
+  // than the cache holds (docs/architecture.md, "Block shuffle over pages and row groups").
+  int64_t pages_decoded = 0;
   // Reads done at once by the loader's producer and consumer threads instead of through the fetcher:
   // small pages (below 64 KiB) of uncompressed samples that the page cache held, with the default
   // backend (kAuto) and without O_DIRECT. 0 with the io_uring or pread backend.

@@ -253,6 +253,7 @@ py::dict StatsToDict(const stoke::LoaderStats& s) {
   d["samples"] = s.samples;
   d["samples_skipped"] = s.samples_skipped;
   d["cells_decoded"] = s.cells_decoded;
+  d["pages_decoded"] = s.pages_decoded;
   d["reads_at_once"] = s.reads_at_once;
   d["reads_mapped"] = s.reads_mapped;
   d["workers"] = s.workers;

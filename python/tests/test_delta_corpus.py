@@ -103,14 +103,17 @@ def test_the_loader_delivers_spark_arrays_as_tensors_with_the_querys_values():
                "as_array_float", "as_array_double"]
     rows = stoke.open_table(path).query(columns=numeric)
     expected = sorted(zip(*[rows[c] for c in numeric]), key=lambda r: r[0])
-    got = []
-    for batch in stoke.Loader(path, columns=numeric, to="numpy", batch_size=3, shuffle="global", seed=5):
-        assert batch["as_array_float"].dtype == np.float32 and batch["as_array_double"].dtype == np.float64
-        assert batch["as_array_boolean"].dtype == np.bool_ and batch["as_array_long"].dtype == np.int64
-        assert batch["as_array_int"].ndim == 2
-        got += zip(*[batch[c].tolist() for c in numeric])
-    got.sort(key=lambda r: r[0])
-    assert [tuple(list(a) for a in r) for r in got] == [tuple(list(a) for a in r) for r in expected]
+    for shuffle in ("global", "block"):
+        got = []
+        loader = stoke.Loader(path, columns=numeric, to="numpy", batch_size=3, shuffle=shuffle, seed=5)
+        for batch in loader:
+            assert batch["as_array_float"].dtype == np.float32 and batch["as_array_double"].dtype == np.float64
+            assert batch["as_array_boolean"].dtype == np.bool_ and batch["as_array_long"].dtype == np.int64
+            assert batch["as_array_int"].ndim == 2
+            got += zip(*[batch[c].tolist() for c in numeric])
+        got.sort(key=lambda r: r[0])
+        assert [tuple(list(a) for a in r) for r in got] == [tuple(list(a) for a in r) for r in expected], shuffle
+        assert loader.stats()["pages_decoded"] >= 1, shuffle
     with pytest.raises(Exception, match="as_array_string"):
         stoke.Loader(path, columns=["as_array_string"])
 

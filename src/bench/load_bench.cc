@@ -105,14 +105,14 @@ std::string LoadReportJson(const LoadBenchReport& r) {
       "\"mb_per_s\":{:.3f},\"wait_share\":{:.6f},\"utilisation\":{:.6f},\"compute_ms\":{},\"open_s\":{:.6f},"
       "\"index_from_cache\":{},\"backend\":\"{}\",\"page_bytes_mean\":{:.1f},\"cold\":{},\"batch_size\":{},"
       "\"shuffle\":\"{}\",\"threads\":{},\"queue_depth\":{},\"prefetch_bytes\":{},\"table_rows\":{},"
-      "\"samples_skipped\":{},\"cells_decoded\":{},\"reads_at_once\":{},\"reads_mapped\":{},\"workers\":{},\"read_threads\":{},"
+      "\"samples_skipped\":{},\"cells_decoded\":{},\"pages_decoded\":{},\"reads_at_once\":{},\"reads_mapped\":{},\"workers\":{},\"read_threads\":{},"
       "\"max_rss_mb\":{:.1f},\"mean_jump\":{:.1f},\"distinct_file_fraction\":{:.4f},"
       "\"global_mean_jump\":{:.1f},\"global_distinct_file_fraction\":{:.4f},\"remote_coalesce_bytes\":{},"
       "\"remote_coalesce_gap_bytes\":{},\"cache\":{},\"transforms\":{},\"transforms_on\":\"{}\",\"stage_seconds\":{{{}}}}}",
       r.samples, r.batches, r.wall_seconds, r.samples_per_second(), r.mb_per_second(), r.wait_share(), r.utilisation(), r.compute_ms,
       r.open_seconds, r.index_from_cache ? "true" : "false", r.stats.backend, r.page_bytes_mean, o.direct ? "true" : "false",
       o.batch_size, ShuffleName(o.shuffle), o.threads, o.queue_depth, o.prefetch_bytes, r.table_rows,
-      r.stats.samples_skipped, r.stats.cells_decoded, r.stats.reads_at_once, r.stats.reads_mapped, r.stats.workers, r.stats.read_threads,
+      r.stats.samples_skipped, r.stats.cells_decoded, r.stats.pages_decoded, r.stats.reads_at_once, r.stats.reads_mapped, r.stats.workers, r.stats.read_threads,
       r.max_rss_bytes / 1e6, r.shuffle.mean_jump, r.shuffle.distinct_file_fraction,
       r.global_shuffle.mean_jump, r.global_shuffle.distinct_file_fraction, o.remote_coalesce_bytes,
       o.remote_coalesce_gap_bytes, o.cache_dir.empty() ? "false" : "true", o.transforms.size(),
@@ -145,6 +145,9 @@ std::string FormatLoadReport(const LoadBenchReport& r) {
   if (r.stats.cells_decoded > 0) {
     s += fmt::format(", {} cells read by decoding their column chunk (pages stoke cannot read alone)",
                      r.stats.cells_decoded);
+  }
+  if (r.stats.pages_decoded > 0) {
+    s += fmt::format(", {} pages or chunks of array and binary columns decoded", r.stats.pages_decoded);
   }
   s += "\n";
   return s;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -102,11 +104,12 @@ T At(const BatchColumn& c, size_t i) {
 }
 
 // Loads `location` (a table of Row()s) in full and checks every row's arrays.
-void ExpectEveryRow(const std::string& location, int64_t rows) {
+void ExpectEveryRow(const std::string& location, int64_t rows,
+                    LoaderOptions::Shuffle shuffle = LoaderOptions::Shuffle::kGlobal) {
   LoaderOptions o;
   o.columns = {"id", "v", "m"};
   o.batch_size = 4;
-  o.shuffle = LoaderOptions::Shuffle::kGlobal;
+  o.shuffle = shuffle;
   auto loader = Loader::Open(location, o);
   ASSERT_TRUE(loader.ok()) << loader.status().ToString();
   int64_t seen = 0;
@@ -139,6 +142,63 @@ void ExpectEveryRow(const std::string& location, int64_t rows) {
 TEST(ArrayColumns, NestedListsLoadAsTensorsWithEveryRowsValues) {
   ArrayTable table({Rows(0, 7), Rows(7, 5)});
   ExpectEveryRow(table.dir(), 12);
+  ExpectEveryRow(table.dir(), 12, LoaderOptions::Shuffle::kBlock);
+}
+
+// Rows as Row() makes them, but with `values` floats in v: id, id + 1, ...
+std::vector<json> LongRows(int64_t first, int64_t n, int values) {
+  std::vector<json> rows = Rows(first, n);
+  for (json& row : rows) {
+    json v = json::array();
+    for (int k = 0; k < values; ++k) v.push_back(static_cast<float>(row["id"].get<int64_t>() + k));
+    row["v"] = std::move(v);
+  }
+  return rows;
+}
+
+// One epoch of `dir` (LongRows of 1,000 values) with a cache of a few pages: every row once, with its
+// values; returns the pages decoded.
+int64_t PagesDecodedInAnEpoch(const std::string& dir, int64_t rows, LoaderOptions::Shuffle shuffle) {
+  LoaderOptions o;
+  o.columns = {"id", "v"};
+  o.batch_size = 8;
+  o.shuffle = shuffle;
+  o.prefetch_bytes = 1 << 20;  // the array cells' cache: 128 KiB, about 16 pages of 8 KB
+  auto loader = Loader::Open(dir, o);
+  EXPECT_TRUE(loader.ok()) << loader.status().ToString();
+  if (!loader.ok()) return -1;
+  std::vector<int> seen(static_cast<size_t>(rows), 0);
+  for (;;) {
+    auto next = (*loader)->Next();
+    EXPECT_TRUE(next.ok()) << next.status().ToString();
+    if (!next.ok() || !next->has_value()) break;
+    const BatchColumn* id = (**next).column("id");
+    const BatchColumn* v = (**next).column("v");
+    for (int64_t r = 0; r < (**next).size(); ++r) {
+      const int64_t row_id = At<int64_t>(*id, static_cast<size_t>(r));
+      ++seen[static_cast<size_t>(row_id)];
+      EXPECT_EQ(At<float>(*v, static_cast<size_t>(r) * 1000 + 999), static_cast<float>(row_id + 999));
+    }
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), rows);
+  return (*loader)->stats().pages_decoded;
+}
+
+TEST(ArrayColumns, ABlockShuffleDecodesEachPageOnceWhereAGlobalShuffleDecodesAgain) {
+  ArrayTable table({LongRows(0, 60, 1000), LongRows(60, 60, 1000), LongRows(120, 60, 1000)});
+  // Row groups of 3 rows, a page of 2 rows and one of 1: 20 row groups, 40 pages of v a file.
+  const int64_t pages = 3 * 40;
+  const int64_t block = PagesDecodedInAnEpoch(table.dir(), 180, LoaderOptions::Shuffle::kBlock);
+  const int64_t global = PagesDecodedInAnEpoch(table.dir(), 180, LoaderOptions::Shuffle::kGlobal);
+  std::printf("[ pages    ] %lld pages; decoded in an epoch: %lld (block shuffle), %lld (global)\n",
+              static_cast<long long>(pages), static_cast<long long>(block), static_cast<long long>(global));
+  // Each page once, but for a few where a worker fell behind the others by more than a window (a
+  // thread descheduled on a busy machine) and the cache let its page go.
+  EXPECT_GE(block, pages);
+  EXPECT_LE(block, pages + pages / 20);
+  // A global shuffle draws rows from all pages, more than the cache holds: a page again for about
+  // every second row of two.
+  EXPECT_GT(global, pages + pages / 4);
 }
 
 TEST(ArrayColumns, ThePlainParquetDatasetOfTheSameFilesLoadsTheSame) {

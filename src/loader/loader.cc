@@ -25,6 +25,8 @@
 // stages of loader_impl.h) and the public Batch and Loader classes.
 #include "loader/loader_impl.h"
 
+#include <algorithm>
+
 #include "core/cpus.h"
 #include "core/fd_limit.h"
 #include "core/host_memory.h"
@@ -33,6 +35,7 @@
 #include "io/read_cache.h"
 #include "io/storage.h"
 #include "io/uri.h"
+#include "loader/decode_units.h"
 #include "loader/page_decoder.h"
 #include "table/parquet_dataset.h"
 
@@ -206,23 +209,35 @@ void Loader::Impl::SizeWorkers() {
   max_decoded_bytes_ = std::max<int64_t>(o_.prefetch_bytes / 4 / static_cast<int64_t>(threads_), int64_t{64} << 20);
 }
 
-std::vector<int64_t> Loader::Impl::BlockSizes() const {
-  std::vector<int64_t> block_sizes;
+std::vector<int64_t> Loader::Impl::ServedSizes(const std::vector<int64_t>& starts) const {
+  std::vector<int64_t> sizes;
   size_t next = 0;
-  for (uint32_t f = 0; f < index_->num_files(); ++f) {
-    const int64_t first = index_->file_first_row(f), end = first + index_->file_num_rows(f);
-    block_sizes.push_back(columns_.scalars().ServedIn(first, end, &next));
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t end = i + 1 < starts.size() ? starts[i + 1] : index_->num_rows();
+    sizes.push_back(columns_.scalars().ServedIn(starts[i], end, &next));
   }
-  if (block_sizes.empty()) block_sizes.push_back(0);
-  return block_sizes;
+  if (sizes.empty()) sizes.push_back(0);
+  return sizes;
 }
 
 Status Loader::Impl::CreateSampler() {
-  std::vector<int64_t> block_sizes = BlockSizes();
-  SamplerOptions so = SamplerOptionsFor(o_);
-  block_sizes_ = block_sizes;
-  sampler_options_ = so;
-  auto sampler = Sampler::Create(block_sizes, so);
+  std::vector<int64_t> files;
+  for (uint32_t f = 0; f < index_->num_files(); ++f) files.push_back(index_->file_first_row(f));
+  block_sizes_ = ServedSizes(files);
+  file_starts_.clear();
+  for (int64_t served = 0; int64_t size : block_sizes_) {
+    file_starts_.push_back(served);
+    served += size;
+  }
+  sampler_options_ = SamplerOptionsFor(o_);
+  const auto& tensors = columns_.tensors();
+  if (sampler_options_.shuffle == SamplerOptions::Shuffle::kBlock &&
+      std::any_of(tensors.begin(), tensors.end(), [](const TensorColumn& t) { return t.chunked(); })) {
+    const DecodeUnits units = FindDecodeUnits(*index_, *columns_.cells().slow, tensors, columns_.cell_cache_bytes());
+    block_sizes_ = ServedSizes(units.starts);
+    sampler_options_.window_blocks = units.window;
+  }
+  auto sampler = Sampler::Create(block_sizes_, sampler_options_);
   if (!sampler.ok()) return sampler.status();
   sampler_ = std::make_unique<Sampler>(std::move(*sampler));
   return Status::OK();

@@ -175,6 +175,7 @@ Status LoaderColumns::SetUpCells(int64_t cache_bytes, int64_t max_decoded_bytes)
   const bool arrays = std::any_of(tensors_.begin(), tensors_.end(), [](const TensorColumn& t) { return t.array; });
   const bool binary = std::any_of(tensors_.begin(), tensors_.end(), [](const TensorColumn& t) { return t.binary_cells; });
   const size_t part = static_cast<size_t>(cache_bytes) / (1 + arrays + binary);
+  cell_cache_bytes_ = part;
   slow_cells_ = std::make_unique<SlowCells>(*index_, part, o_.verify_crc);
   if (arrays) array_cells_ = std::make_unique<ArrayCells>(*index_, *slow_cells_, part);
   if (binary) binary_cells_ = std::make_unique<BinaryCells>(*slow_cells_, part);

@@ -48,6 +48,8 @@ class LoaderColumns {
   const std::vector<std::string>& order() const { return order_; }
   SampleDecoder::Cells cells() const { return {slow_cells_.get(), array_cells_.get(), binary_cells_.get()}; }
   const SlowCells* slow_cells() const { return slow_cells_.get(); }
+  // The array and the binary stage's caches' budget, each (SetUpCells).
+  size_t cell_cache_bytes() const { return cell_cache_bytes_; }
   std::string Context(int64_t row, uint32_t column) const { return CellContext(*index_, tensors_, row, column); }
 
  private:
@@ -87,6 +89,7 @@ class LoaderColumns {
   std::unique_ptr<ArrayCells> array_cells_;
   // Binary columns' cells (other writers' .npy and image cells), likewise.
   std::unique_ptr<BinaryCells> binary_cells_;
+  size_t cell_cache_bytes_ = 0;
 };
 
 }  // namespace stoke

@@ -92,10 +92,12 @@ class Loader::Impl {
  private:
   // Open's steps (loader.cc). Sets threads_ (o_.threads, or one per available CPU) and max_decoded_bytes_.
   void SizeWorkers();
-  // The blocks for block shuffle: the table's files, counted in selected rows (one empty block when
-  // there are none). REQUIRES: the columns were selected (LoaderColumns::Select).
-  std::vector<int64_t> BlockSizes() const;
-  // Creates sampler_ over BlockSizes(), and keeps its blocks and options for MeasureShuffle.
+  // The rows served of each range of table rows that `starts` begins (ascending from 0; the last
+  // range ends at the table's end), for the sampler's blocks (one empty block when there are none).
+  // REQUIRES: the columns were selected (LoaderColumns::Select).
+  std::vector<int64_t> ServedSizes(const std::vector<int64_t>& starts) const;
+  // Creates sampler_ over the blocks of block shuffle: the table's files, or the units its chunked
+  // columns are decoded in (decode_units.h) in windows; keeps them and the options for MeasureShuffle.
   Status CreateSampler();
   // Divides prefetch_bytes: returns the most batch slots, and sets *fetch_budget to the bytes that
   // reads in flight may take (the last quarter went to the slow path's caches in
@@ -177,7 +179,8 @@ class Loader::Impl {
 
   // The stages.
   std::unique_ptr<Sampler> sampler_;             // used by the producer while a run is active
-  std::vector<int64_t> block_sizes_;             // the sampler's blocks (files), for MeasureShuffle
+  std::vector<int64_t> block_sizes_;             // the sampler's blocks, for MeasureShuffle
+  std::vector<int64_t> file_starts_;             // the files' first served rows, for MeasureShuffle
   SamplerOptions sampler_options_;
   std::unique_ptr<Fetcher> fetcher_;
   std::unique_ptr<BatchSlots> slots_;

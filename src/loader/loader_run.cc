@@ -395,6 +395,8 @@ LoaderStats Loader::Impl::stats() const {
   st.samples_skipped = telemetry_.skipped;
   st.bytes_read = telemetry_.bytes_read + (columns_.slow_cells() ? columns_.slow_cells()->bytes_read() : 0);
   st.cells_decoded = columns_.slow_cells() ? columns_.slow_cells()->cells_decoded() : 0;
+  const SampleDecoder::Cells cells = columns_.cells();
+  st.pages_decoded = (cells.array ? cells.array->chunks_decoded() : 0) + (cells.binary ? cells.binary->chunks_decoded() : 0);
   st.reads_at_once = telemetry_.reads_at_once;
   st.reads_mapped = telemetry_.reads_mapped;
   st.sample_bytes = telemetry_.sample_bytes;
@@ -423,7 +425,7 @@ ShuffleQuality Loader::Impl::MeasureShuffle(bool global) const {
   if (!sampler.ok()) return {};
   // epoch() and start_consumed_ change only between runs, so reading them here does not race.
   if (!sampler->Restore({sampler_->epoch(), start_consumed_}).ok()) return {};
-  const Sampler::Quality q = sampler->MeasureQuality(o_.batch_size);
+  const Sampler::Quality q = sampler->MeasureQuality(o_.batch_size, file_starts_);
   return ShuffleQuality{q.mean_jump, q.distinct_block_fraction};
 }
 

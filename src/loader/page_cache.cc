@@ -61,7 +61,9 @@ Result<std::shared_ptr<const DecodedPage>> PageCache::GetOrLoad(uint32_t file, u
 }
 
 void PageCache::EvictLocked(const Key& keep) {
-  while (bytes_ > budget_) {
+  size_t loaded = 0;
+  for (const auto& [key, e] : entries_) loaded += e.bytes > 0;
+  while (bytes_ > budget_ && loaded > kAlwaysKept) {
     auto victim = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
       if (it->first == keep || it->second.bytes == 0) continue;  // the new page, and pages still loading
@@ -70,6 +72,7 @@ void PageCache::EvictLocked(const Key& keep) {
     if (victim == entries_.end()) return;
     bytes_ -= victim->second.bytes;
     entries_.erase(victim);
+    --loaded;
   }
 }
 

@@ -1,8 +1,9 @@
 // Decoded multi-row pages shared by the loader's workers (see DecodedPage): each page is read and
 // decoded once while it stays in the cache, however many of its rows are asked for, and a page being
 // loaded by one worker is waited for, not loaded again, by the others. Least recently used pages are
-// dropped once the decoded bytes exceed the budget; a worker still copying out of a dropped page
-// keeps it alive until it is done. Failed loads are not cached.
+// dropped once the decoded bytes exceed the budget, but the kAlwaysKept most recently used stay
+// whatever their size; a worker still copying out of a dropped page keeps it alive until it is done.
+// Failed loads are not cached.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +25,11 @@ class PageCache {
  public:
   // `budget_bytes`: decoded bytes kept; the page being loaded is kept even when it alone is larger.
   explicit PageCache(size_t budget_bytes) : budget_(budget_bytes) {}
+
+  // Decoded pages kept over the budget. Two: a page (say a row group's column chunk of images)
+  // larger than the budget alone would be dropped as soon as the next one loads, while the workers
+  // still on the previous one's last rows decode it again, and drop the new one in turn.
+  static constexpr size_t kAlwaysKept = 2;
 
   using LoadFn = std::function<Result<std::shared_ptr<const DecodedPage>>()>;
   // The page at (file, offset): from the cache, or from `load` (run on the calling thread, once per

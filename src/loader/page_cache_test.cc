@@ -66,12 +66,33 @@ TEST(PageCache, LeastRecentlyUsedPagesGoOverTheBudget) {
   EXPECT_EQ(loads, 3);
   get(2);
   EXPECT_EQ(loads, 4);
-  // A page larger than the whole budget is still served (and kept until the next one).
+}
+
+TEST(PageCache, TheTwoLatestPagesStayWhateverTheirSize) {
+  // Pages larger than the whole budget are still served, and the two most recently used kept: the
+  // previous window's last rows find theirs while the next window's page is in.
   PageCache tiny(10);
-  auto big = tiny.GetOrLoad(0, 0, [] { return Result<std::shared_ptr<const DecodedPage>>(PageOf(5000, 9)); });
-  ASSERT_TRUE(big.ok());
-  EXPECT_EQ((*big)->body.data()[4999], 9);
+  int loads = 0;
+  auto get = [&](uint64_t offset) {
+    auto p = tiny.GetOrLoad(0, offset, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
+      ++loads;
+      return PageOf(5000, static_cast<uint8_t>(offset));
+    });
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ((*p)->body.data()[4999], static_cast<uint8_t>(offset));
+  };
+  get(1);
   EXPECT_EQ(tiny.cached_pages(), 1u);
+  get(2);
+  get(1);
+  EXPECT_EQ(loads, 2);
+  EXPECT_EQ(tiny.cached_pages(), PageCache::kAlwaysKept);
+  get(3);  // 2 is the least recently used
+  get(1);
+  EXPECT_EQ(loads, 3);
+  get(2);
+  EXPECT_EQ(loads, 4);
+  EXPECT_EQ(tiny.cached_pages(), PageCache::kAlwaysKept);
 }
 
 TEST(PageCache, FailedLoadsAreNotCached) {

@@ -15,6 +15,7 @@ namespace {
 constexpr uint64_t kGlobalPermutationStream = 0x676c6f62616c7065ULL;  // "globalpe"
 constexpr uint64_t kBlockOrderStream = 0x626c6f636b6f7264ULL;         // "blockord"
 constexpr uint64_t kShuffleBufferStream = 0x7368756666627566ULL;      // "shuffbuf"
+constexpr uint64_t kShuffleWindowStream = 0x77696e646f777368ULL;      // "windowsh"
 
 uint64_t EpochSeed(uint64_t seed, int64_t epoch, uint64_t stream) {
   return SplitMix64(SplitMix64(SplitMix64(seed) ^ stream) + static_cast<uint64_t>(epoch));
@@ -52,6 +53,10 @@ Result<Sampler> Sampler::Create(std::vector<int64_t> block_sizes, SamplerOptions
       if (options.shuffle_buffer < 1) {
         return Status::InvalidArgument("sampler: shuffle_buffer is " + std::to_string(options.shuffle_buffer) +
                                        ", expected at least 1 (1 = no buffer)");
+      }
+      if (options.window_blocks < 0) {
+        return Status::InvalidArgument("sampler: window_blocks is " + std::to_string(options.window_blocks) +
+                                       ", expected at least 0 (0 = the shuffle buffer)");
       }
       break;
     default:
@@ -132,21 +137,30 @@ void Sampler::EnsureOrder() const {
     return;
   }
 
-  // kBlock: blocks in a seeded order, then rows streamed through a reservoir of shuffle_buffer rows.
+  // kBlock: blocks in a seeded order, then their rows mixed.
   std::vector<int64_t> blocks(block_starts_.size());
   for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<int64_t>(i);
   Rng block_rng(EpochSeed(options_.seed, epoch_, kBlockOrderStream));
   ShuffleInPlace(blocks.data(), blocks.size(), block_rng);
+  if (options_.window_blocks > 0) {
+    WindowedBlockOrder(blocks);
+  } else {
+    BufferedBlockOrder(blocks);
+  }
+}
 
+std::pair<int64_t, int64_t> Sampler::BlockRows(size_t b) const {
+  return {block_starts_[b], b + 1 < block_starts_.size() ? block_starts_[b + 1] : num_rows_};
+}
+
+void Sampler::BufferedBlockOrder(const std::vector<int64_t>& blocks) const {
   Rng buffer_rng(EpochSeed(options_.seed, epoch_, kShuffleBufferStream));
   const uint64_t capacity = static_cast<uint64_t>(std::min<int64_t>(options_.shuffle_buffer, num_rows_));
   std::vector<int64_t> buffer;
   buffer.reserve(capacity);
   size_t out = 0;
   for (int64_t b : blocks) {
-    const size_t bi = static_cast<size_t>(b);
-    const int64_t begin = block_starts_[bi];
-    const int64_t end = bi + 1 < block_starts_.size() ? block_starts_[bi + 1] : num_rows_;
+    const auto [begin, end] = BlockRows(static_cast<size_t>(b));
     for (int64_t row = begin; row < end; ++row) {
       if (buffer.size() < capacity) {
         buffer.push_back(row);
@@ -159,6 +173,22 @@ void Sampler::EnsureOrder() const {
   }
   ShuffleInPlace(buffer.data(), buffer.size(), buffer_rng);
   for (int64_t row : buffer) order_[out++] = row;
+}
+
+void Sampler::WindowedBlockOrder(const std::vector<int64_t>& blocks) const {
+  Rng window_rng(EpochSeed(options_.seed, epoch_, kShuffleWindowStream));
+  size_t out = 0;
+  size_t next = 0;  // the next block of `blocks` to place
+  while (next < blocks.size()) {
+    const size_t window_start = out;
+    for (int64_t taken = 0; next < blocks.size() && taken < options_.window_blocks; ++next, ++taken) {
+      const auto [begin, end] = BlockRows(static_cast<size_t>(blocks[next]));
+      const int64_t rows_so_far = static_cast<int64_t>(out - window_start);
+      if (taken > 0 && rows_so_far + (end - begin) > options_.shuffle_buffer) break;
+      for (int64_t row = begin; row < end; ++row) order_[out++] = row;
+    }
+    ShuffleInPlace(order_.data() + window_start, out - window_start, window_rng);
+  }
 }
 
 int64_t Sampler::ShardAt(int64_t k) const {
@@ -182,13 +212,13 @@ size_t Sampler::NextBatch(int64_t* out, size_t max) {
   return count;
 }
 
-size_t Sampler::BlockOf(int64_t row) const {
-  // The last block starting at or before `row` (empty blocks share a start with the next one).
-  auto it = std::upper_bound(block_starts_.begin(), block_starts_.end(), row);
-  return static_cast<size_t>(it - block_starts_.begin()) - 1;
+size_t Sampler::GroupOf(const std::vector<int64_t>& starts, int64_t row) {
+  // The last group starting at or before `row` (empty groups share a start with the next one).
+  auto it = std::upper_bound(starts.begin(), starts.end(), row);
+  return static_cast<size_t>(it - starts.begin()) - 1;
 }
 
-Sampler::Quality Sampler::MeasureQuality(int64_t batch) const {
+Sampler::Quality Sampler::MeasureQuality(int64_t batch, const std::vector<int64_t>& group_starts) const {
   Quality q;
   if (batch < 1 || size_ == 0) return q;
   EnsureOrder();
@@ -202,16 +232,17 @@ Sampler::Quality Sampler::MeasureQuality(int64_t batch) const {
   }
   q.mean_jump = size_ > 1 ? jump_sum / static_cast<double>(size_ - 1) : 0;
 
-  // window_of[block] = the last window that saw the block, so each window counts a block once
+  // window_of[group] = the last window that saw the group, so each window counts a group once
   // without clearing a set.
-  std::vector<int64_t> window_of(block_starts_.size(), -1);
+  const std::vector<int64_t>& starts = group_starts.empty() ? block_starts_ : group_starts;
+  std::vector<int64_t> window_of(starts.size(), -1);
   double fraction_sum = 0;
   int64_t windows = 0;
   for (int64_t begin = 0; begin < size_; begin += batch) {
     const int64_t end = std::min(size_, begin + batch);
     int64_t distinct = 0;
     for (int64_t k = begin; k < end; ++k) {
-      int64_t& seen = window_of[BlockOf(ShardAt(k))];
+      int64_t& seen = window_of[GroupOf(starts, ShardAt(k))];
       if (seen != windows) {
         seen = windows;
         ++distinct;

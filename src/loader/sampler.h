@@ -29,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "stoke/status.h"
@@ -40,8 +41,9 @@ struct SamplerOptions {
   enum class Shuffle {
     kNone,    // table order
     kGlobal,  // a uniform permutation of all rows (Fisher-Yates), seeded by (seed, epoch)
-    kBlock,   // blocks in a seeded order, rows of a block in table order, then a shuffle buffer:
-              // reads stay local (a few blocks at a time) for high-latency storage
+    kBlock,   // blocks in a seeded order, rows of a block in table order, then a shuffle buffer
+              // (or windows, window_blocks): reads stay local (a few blocks at a time) for
+              // high-latency storage and for blocks decoded whole
   };
   // Default kGlobal.
   Shuffle shuffle = Shuffle::kGlobal;
@@ -59,6 +61,13 @@ struct SamplerOptions {
   // this many rows after the block shuffle: each step emits a random row of it and refills the slot
   // with the next row of the block order; at the end the remainder is emitted shuffled.
   int64_t shuffle_buffer = 1024;
+  // Default 0: kBlock streams the block order's rows through the shuffle buffer above. Otherwise
+  // kBlock cuts the block order into windows of at most this many whole blocks (and at most
+  // shuffle_buffer rows, unless one block alone is larger) and emits each window's rows in a uniform
+  // random order: a block's rows all leave within its window, so a block that is read or decoded
+  // whole (a page or row group of another writer's file) is needed once while a cache of
+  // window_blocks blocks holds it. >= 0.
+  int64_t window_blocks = 0;
   // Default -1: the table's row count is the sum of the block sizes. Otherwise the row count the
   // caller expects (say from the table's metadata); Create fails when the blocks do not sum to it.
   int64_t num_rows = -1;
@@ -71,8 +80,8 @@ class Sampler {
   // 0..n-1 in table order, n = their sum. Only kBlock and MeasureQuality use the split, so {n}
   // will do otherwise. Positioned at the start of epoch 0.
   // InvalidArgument for world_size < 1, rank outside [0, world_size), a negative block size, a
-  // sum that overflows or differs from options.num_rows, shuffle_buffer < 1 with kBlock, or an
-  // unknown shuffle value.
+  // sum that overflows or differs from options.num_rows, shuffle_buffer < 1 or window_blocks < 0
+  // with kBlock, or an unknown shuffle value.
   static Result<Sampler> Create(std::vector<int64_t> block_sizes, SamplerOptions options);
 
   // Positions the sampler at the start of `epoch` (REQUIRES: epoch >= 0). The epoch's order (n
@@ -115,22 +124,30 @@ class Sampler {
     // of (distinct blocks in the window) / (ids in the window): 1 = every id from another block.
     double distinct_block_fraction = 0;
   };
-  // All zero when batch < 1 or the order is empty.
-  Quality MeasureQuality(int64_t batch) const;
+  // All zero when batch < 1 or the order is empty. `group_starts`: the first row of each group that
+  // distinct_block_fraction counts (ascending, from 0; say the table's files where the blocks are
+  // its pages); empty = the blocks.
+  Quality MeasureQuality(int64_t batch, const std::vector<int64_t>& group_starts = {}) const;
 
  private:
   Sampler(std::vector<int64_t> block_starts, SamplerOptions options, int64_t num_rows);
 
   // Computes order_ for epoch_ unless it is already there.
   void EnsureOrder() const;
+  // EnsureOrder's kBlock orders, of the blocks in `blocks` order: streamed through the shuffle
+  // buffer, or shuffled window by window (window_blocks > 0).
+  void BufferedBlockOrder(const std::vector<int64_t>& blocks) const;
+  void WindowedBlockOrder(const std::vector<int64_t>& blocks) const;
+  // The rows [begin, end) of block `b`.
+  std::pair<int64_t, int64_t> BlockRows(size_t b) const;
   // Sets start_ and position_ and derives size_ from start_.
   void PositionAt(int64_t start);
   // The id at global position `p` of the epoch's order, p < num_rows_.
   int64_t GlobalAt(int64_t p) const { return order_.empty() ? p : order_[static_cast<size_t>(p)]; }
   // The id this rank yields as its k-th sample since start_, k < size_.
   int64_t ShardAt(int64_t k) const;
-  // The block holding row `row`.
-  size_t BlockOf(int64_t row) const;
+  // The group of `starts` (ascending, starts[0] = 0) holding row `row`.
+  static size_t GroupOf(const std::vector<int64_t>& starts, int64_t row);
 
   SamplerOptions options_;
   int64_t num_rows_ = 0;

@@ -259,6 +259,108 @@ TEST(Sampler, BlockShuffleIsAPermutationForAnyBufferSize) {
   }
 }
 
+// The most blocks that share a window of `order`: for each block, how many blocks have a row between
+// its first and last row in the order.
+int64_t MostBlocksAcrossABlock(const std::vector<int64_t>& order, const std::vector<int64_t>& starts) {
+  const auto block_of = [&](int64_t row) {
+    return static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), row) - starts.begin()) - 1;
+  };
+  std::map<size_t, std::pair<size_t, size_t>> span;  // block -> first and last position in the order
+  for (size_t i = 0; i < order.size(); ++i) {
+    auto [it, fresh] = span.try_emplace(block_of(order[i]), i, i);
+    if (!fresh) it->second.second = i;
+  }
+  int64_t most = 0;
+  for (const auto& [block, positions] : span) {
+    std::vector<bool> seen(starts.size(), false);
+    int64_t blocks = 0;
+    for (size_t i = positions.first; i <= positions.second; ++i) {
+      const size_t b = block_of(order[i]);
+      if (!seen[b]) ++blocks;
+      seen[b] = true;
+    }
+    most = std::max(most, blocks);
+  }
+  return most;
+}
+
+std::vector<int64_t> StartsOf(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> starts;
+  int64_t n = 0;
+  for (int64_t b : sizes) {
+    starts.push_back(n);
+    n += b;
+  }
+  return starts;
+}
+
+TEST(Sampler, WindowedBlockShuffleMixesWholeBlocksWindowByWindow) {
+  const std::vector<int64_t> blocks = {5, 0, 12, 1, 7, 30, 3, 0, 9, 20, 13, 2, 2, 8};
+  const std::vector<int64_t> starts = StartsOf(blocks);
+  const int64_t n = starts.back() + blocks.back();
+  for (int64_t window : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{100}}) {
+    SamplerOptions o;
+    o.shuffle = Shuffle::kBlock;
+    o.window_blocks = window;
+    o.shuffle_buffer = 1 << 20;
+    o.seed = 5;
+    Sampler s = MakeSampler(blocks, o);
+    const std::vector<int64_t> order = Drain(s);
+    std::vector<int64_t> sorted = order, identity(static_cast<size_t>(n));
+    std::sort(sorted.begin(), sorted.end());
+    std::iota(identity.begin(), identity.end(), 0);
+    EXPECT_EQ(sorted, identity) << "window " << window;
+    // Every block's rows leave within one window of at most `window` blocks (empty blocks count).
+    EXPECT_LE(MostBlocksAcrossABlock(order, starts), window) << "window " << window;
+    if (window >= 2) {
+      EXPECT_GT(MostBlocksAcrossABlock(order, starts), 1) << "window " << window << ": no mixing";
+    }
+  }
+}
+
+TEST(Sampler, WindowedBlockShuffleHoldsAtMostTheShuffleBufferButAlwaysOneBlock) {
+  SamplerOptions o;
+  o.shuffle = Shuffle::kBlock;
+  o.window_blocks = 100;
+  o.shuffle_buffer = 25;  // two blocks of 10 fit, three do not
+  o.seed = 9;
+  const auto blocks = EvenBlocks(400, 10);
+  Sampler s = MakeSampler(blocks, o);
+  EXPECT_EQ(MostBlocksAcrossABlock(Drain(s), StartsOf(blocks)), 2);
+
+  o.shuffle_buffer = 4;  // a block larger than the buffer is a window of its own
+  Sampler alone = MakeSampler({50, 7}, o);
+  const std::vector<int64_t> order = Drain(alone);
+  EXPECT_EQ(MostBlocksAcrossABlock(order, {0, 50}), 1);
+  std::vector<int64_t> sorted = order, identity(57);
+  std::sort(sorted.begin(), sorted.end());
+  std::iota(identity.begin(), identity.end(), 0);
+  EXPECT_EQ(sorted, identity);
+}
+
+TEST(Sampler, WindowedBlockShuffleIsSeededByEpochAndShardsAcrossRanks) {
+  SamplerOptions o;
+  o.shuffle = Shuffle::kBlock;
+  o.window_blocks = 4;
+  o.seed = 3;
+  o.world_size = 3;
+  const auto blocks = EvenBlocks(1000, 16);
+  const auto epoch0 = AllShards(blocks, o, 0);
+  EXPECT_EQ(epoch0, AllShards(blocks, o, 0));
+  EXPECT_NE(epoch0, AllShards(blocks, o, 1));
+  const auto counts = Counts(epoch0);
+  EXPECT_EQ(counts.size(), 1000u);
+  for (const auto& [id, count] : counts) EXPECT_LE(count, 2) << id;  // padding repeats at most once
+}
+
+TEST(Sampler, QualityCountsTheGroupsItIsGiven) {
+  SamplerOptions o;
+  o.shuffle = Shuffle::kNone;
+  Sampler s = MakeSampler(EvenBlocks(64, 2), o);  // blocks of 2 rows: a batch of 8 spans 4
+  EXPECT_DOUBLE_EQ(s.MeasureQuality(8).distinct_block_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(s.MeasureQuality(8, {0, 32}).distinct_block_fraction, 1.0 / 8);  // files of 32 rows
+}
+
 TEST(Sampler, BlockShuffleIsMoreLocalThanGlobalShuffle) {
   const auto blocks = EvenBlocks(64000, 1000);
   const int64_t batch = 64;
@@ -504,6 +606,7 @@ TEST(Sampler, CreateRejectsInvalidOptions) {
   expect_invalid({10}, SamplerOptions{.num_rows = -2}, "negative num_rows");
   expect_invalid({INT64_MAX, 1}, SamplerOptions{}, "sum overflows");
   expect_invalid({10}, SamplerOptions{.shuffle = Shuffle::kBlock, .shuffle_buffer = 0}, "empty shuffle buffer");
+  expect_invalid({10}, SamplerOptions{.shuffle = Shuffle::kBlock, .window_blocks = -1}, "negative window");
   expect_invalid({10}, SamplerOptions{.shuffle = static_cast<Shuffle>(7)}, "unknown shuffle");
 
   EXPECT_TRUE(Sampler::Create({10, 5}, SamplerOptions{.num_rows = 15}).ok());
