@@ -514,9 +514,10 @@ Status DecodePlainBoolean(ByteView data, size_t count, std::vector<uint8_t>* out
   return Status::OK();
 }
 
-Status DecodePlainByteArray(ByteView data, size_t count, std::vector<std::string>* out, size_t* consumed) {
-  // Each value takes at least its 4-byte length, which bounds the reservation by the bytes present.
-  ReserveMore(out, std::min(count, data.size() / sizeof(uint32_t)));
+// Walks `count` PLAIN BYTE_ARRAY values of `data`, calling visit(position of the value's 4-byte
+// length, length) for each, with the checks every value needs.
+template <typename Visit>
+Status WalkPlainByteArray(ByteView data, size_t count, size_t* consumed, Visit&& visit) {
   size_t pos = 0;
   for (size_t i = 0; i < count; ++i) {
     if (data.size() - pos < sizeof(uint32_t)) {
@@ -524,16 +525,32 @@ Status DecodePlainByteArray(ByteView data, size_t count, std::vector<std::string
                      data.size() - pos);
     }
     const uint32_t length = LoadLE<uint32_t>(data.data() + pos);
-    pos += sizeof(uint32_t);
-    if (length > data.size() - pos) {
-      return Corrupt(kPlain, pos - sizeof(uint32_t), "value {} of {}: length {} exceeds the {} bytes remaining", i,
-                     count, length, data.size() - pos);
+    if (length > data.size() - pos - sizeof(uint32_t)) {
+      return Corrupt(kPlain, pos, "value {} of {}: length {} exceeds the {} bytes remaining", i, count, length,
+                     data.size() - pos - sizeof(uint32_t));
     }
-    out->emplace_back(reinterpret_cast<const char*>(data.data() + pos), length);
-    pos += length;
+    visit(pos, length);
+    pos += sizeof(uint32_t) + length;
   }
   *consumed = pos;
   return Status::OK();
+}
+
+Status DecodePlainByteArray(ByteView data, size_t count, std::vector<std::string>* out, size_t* consumed) {
+  // Each value takes at least its 4-byte length, which bounds the reservation by the bytes present.
+  ReserveMore(out, std::min(count, data.size() / sizeof(uint32_t)));
+  return WalkPlainByteArray(data, count, consumed, [&](size_t pos, uint32_t length) {
+    out->emplace_back(reinterpret_cast<const char*>(data.data() + pos + sizeof(uint32_t)), length);
+  });
+}
+
+Status LocatePlainByteArray(ByteView data, size_t count, uint32_t base, std::vector<uint32_t>* out, size_t* consumed) {
+  if (data.size() > UINT32_MAX - base) {
+    return Status::Unsupported(fmt::format("byte array values beyond 4 GiB ({} bytes after {})", data.size(), base));
+  }
+  ReserveMore(out, std::min(count, data.size() / sizeof(uint32_t)));
+  return WalkPlainByteArray(data, count, consumed,
+                            [&](size_t pos, uint32_t) { out->push_back(base + static_cast<uint32_t>(pos)); });
 }
 
 Status DecodePlainFixedLenByteArray(ByteView data, size_t count, int type_length, std::vector<std::string>* out,

@@ -84,6 +84,10 @@ Status DecodePlain(ByteView data, size_t count, std::vector<double>* out, size_t
 Status DecodePlainBoolean(ByteView data, size_t count, std::vector<uint8_t>* out, size_t* consumed);
 // BYTE_ARRAY: a 4-byte little-endian length, then the bytes, for each value.
 Status DecodePlainByteArray(ByteView data, size_t count, std::vector<std::string>* out, size_t* consumed);
+// The same values found in place: for each, `base` plus the position of its 4-byte length in `data`,
+// appended to *out, with DecodePlainByteArray's checks. Unsupported where base + data.size() does
+// not fit 32 bits.
+Status LocatePlainByteArray(ByteView data, size_t count, uint32_t base, std::vector<uint32_t>* out, size_t* consumed);
 // FIXED_LEN_BYTE_ARRAY: `type_length` bytes each (the schema's type_length; < 1 is corruption).
 Status DecodePlainFixedLenByteArray(ByteView data, size_t count, int type_length, std::vector<std::string>* out,
                                     size_t* consumed);

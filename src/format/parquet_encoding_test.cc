@@ -221,7 +221,9 @@ TEST(ParquetEncoding, HybridRunsVisitedExpandToTheDecodedValues) {
         ASSERT_TRUE(VisitRleBitPackedHybridRuns(Bytes(data), bit_width, count, prefixed, visit, &consumed).ok());
         EXPECT_EQ(expanded, values) << bit_width << " " << count;
         EXPECT_LE(runs, count);
-        if (prefixed) EXPECT_EQ(consumed, data.size() - 8);
+        if (prefixed) {
+          EXPECT_EQ(consumed, data.size() - 8);
+        }
       }
     }
   }
@@ -410,6 +412,12 @@ TEST(ParquetEncoding, PlainByteArrayRoundTrips) {
   ASSERT_TRUE(DecodePlainByteArray(Bytes(data), values.size(), &out, &consumed).ok());
   EXPECT_EQ(out, values);
   EXPECT_EQ(consumed, data.size());
+  // Found in place: each value's length prefix, offset by the base.
+  std::vector<uint32_t> located;
+  ASSERT_TRUE(LocatePlainByteArray(Bytes(data), values.size(), 100, &located, &consumed).ok());
+  EXPECT_EQ(located, (std::vector<uint32_t>{100, 104, 109, 116}));
+  EXPECT_EQ(consumed, data.size());
+  EXPECT_EQ(LocatePlainByteArray(Bytes(data), 1, UINT32_MAX - 4, &located, &consumed).code(), StatusCode::kUnsupported);
 }
 
 TEST(ParquetEncoding, PlainByteArrayRejectsTruncationAtEveryLength) {
@@ -420,6 +428,9 @@ TEST(ParquetEncoding, PlainByteArrayRejectsTruncationAtEveryLength) {
     std::vector<std::string> out;
     size_t consumed;
     EXPECT_EQ(DecodePlainByteArray(Bytes(data).first(length), 3, &out, &consumed).code(), StatusCode::kCorruption)
+        << length;
+    std::vector<uint32_t> located;
+    EXPECT_EQ(LocatePlainByteArray(Bytes(data).first(length), 3, 0, &located, &consumed).code(), StatusCode::kCorruption)
         << length;
   }
   std::vector<std::string> out;
@@ -785,7 +796,8 @@ TEST(ParquetEncoding, DecodersSurviveRandomBytes) {
                             DecodeDeltaBinaryPacked(bytes, count, &longs, &consumed),
                             DecodeDeltaLengthByteArray(bytes, count, &strings, &consumed),
                             DecodeDeltaByteArray(bytes, count, &strings, &consumed),
-                            DecodePlainByteArray(bytes, count, &strings, &consumed)}) {
+                            DecodePlainByteArray(bytes, count, &strings, &consumed),
+                            LocatePlainByteArray(bytes, count, 0, &indices, &consumed)}) {
       EXPECT_TRUE(s.ok() || s.code() == StatusCode::kCorruption) << s.ToString();
     }
   }

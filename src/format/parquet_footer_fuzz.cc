@@ -22,7 +22,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)(*r)->ReadColumnIndex(g, c);
     }
     if ((*r)->num_rows() > 0) (void)(*r)->ReadBinaryCell(0, c, &cell);
-    for (int g = 0; g < (*r)->num_row_groups() && g < 4; ++g) (void)(*r)->ReadColumnChunkLevels(g, c);
+    for (int g = 0; g < (*r)->num_row_groups() && g < 4; ++g) {
+      (void)(*r)->ReadColumnChunkLevels(g, c);
+      stoke::ByteArrayChunk chunk;
+      (void)(*r)->ReadByteArrayChunk(g, c, &chunk);
+    }
   }
   // Records assembled from the levels of every leaf (nested or flat), and the schema tree.
   (void)stoke::SchemaTree(**r);

@@ -471,6 +471,87 @@ Result<ColumnLevels> ParquetReader::ReadColumnChunkLevels(int row_group, size_t 
   return result;
 }
 
+namespace {
+
+// One data page of a flat BYTE_ARRAY column appended to *out (ReadByteArrayChunk); `max_rows`: the
+// rows its row group has left.
+Status AppendByteArrayPage(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
+                           size_t max_rows, AlignedBuffer* scratch, ByteArrayChunk* out) {
+  PageLevels page;
+  STOKE_RETURN_IF_ERROR(DecodePageLevels(col, codec, h, stored, scratch, &page));
+  if (page.encoding != Encoding::kPlain) {
+    return Status::Unsupported(fmt::format("values encoded as {}, not PLAIN", parquet::EncodingName(page.encoding)));
+  }
+  if (page.num_values > max_rows) {
+    return Status::Corruption(
+        fmt::format("page holds {} values but only {} rows remain in the row group", page.num_values, max_rows));
+  }
+  if (out->body.size() > UINT32_MAX) return Status::Unsupported("byte array values beyond 4 GiB");
+  std::vector<uint32_t> located;
+  size_t used = 0;
+  STOKE_RETURN_IF_ERROR(parquet::LocatePlainByteArray(page.values, PresentValues(col, page),
+                                                      static_cast<uint32_t>(out->body.size()), &located, &used));
+  out->body.Append(page.values.data(), used);
+  for (size_t i = 0, v = 0; i < page.num_values; ++i) {
+    const bool present = page.defs.empty() || page.defs[i] == static_cast<uint32_t>(col.max_definition_level);
+    out->offsets.push_back(present ? located[v++] : ByteArrayChunk::kNull);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ParquetReader::CheckByteArrayColumn(int row_group, size_t column) const {
+  if (row_group < 0 || row_group >= num_row_groups() || column >= columns_.size()) {
+    return Status::InvalidArgument(fmt::format("{}: no row group {} / column {}", file_->path(), row_group, column));
+  }
+  const LeafColumn& col = columns_[column];
+  if (col.type != Type::kByteArray || col.max_repetition_level > 0) {
+    return Status::Unsupported(fmt::format("{}: not a flat BYTE_ARRAY column", Context(row_group, column)));
+  }
+  return Status::OK();
+}
+
+Status ParquetReader::ReadByteArrayChunk(int row_group, size_t column, ByteArrayChunk* out) const {
+  STOKE_RETURN_IF_ERROR(CheckByteArrayColumn(row_group, column));
+  out->body.Clear();
+  out->offsets.clear();
+  const auto& meta = metadata_.row_groups[row_group].columns[column].meta_data;
+  // The values take about the chunk's uncompressed size; the file's size bounds what a lying footer
+  // can make this reserve.
+  if (meta) out->body.Reserve(static_cast<size_t>(std::clamp<int64_t>(meta->total_uncompressed_size, 0, static_cast<int64_t>(file_->size()))));
+  const size_t rows = static_cast<size_t>(metadata_.row_groups[row_group].num_rows);
+  STOKE_RETURN_IF_ERROR(WalkColumnChunk(
+      row_group, column, [&] { return out->offsets.size() >= rows; },
+      [&](const parquet::PageHeader& h, ByteView stored, parquet::Codec codec, const ValueVector*, AlignedBuffer* scratch) {
+        return AppendByteArrayPage(columns_[column], codec, h, stored, rows - out->offsets.size(), scratch, out);
+      }));
+  if (out->offsets.size() != rows) {
+    return Status::Corruption(
+        fmt::format("{}: pages hold {} rows, the row group {}", Context(row_group, column), out->offsets.size(), rows));
+  }
+  return Status::OK();
+}
+
+Status ParquetReader::ReadByteArrayPage(int row_group, size_t column, uint64_t offset, uint64_t size,
+                                        ByteArrayChunk* out) const {
+  STOKE_RETURN_IF_ERROR(CheckByteArrayColumn(row_group, column));
+  out->body.Clear();
+  out->offsets.clear();
+  const auto& meta = metadata_.row_groups[row_group].columns[column].meta_data;
+  if (!meta) return Status::Corruption(fmt::format("{}: no column metadata", Context(row_group, column)));
+  parquet::PageHeader h;
+  AlignedBuffer page, scratch;
+  ByteView stored;
+  STOKE_RETURN_IF_ERROR(ReadPageAt(row_group, column, offset, size, &h, &page, &stored));
+  const std::string at = fmt::format("{}: page at offset {}", Context(row_group, column), offset);
+  if (h.type != PageType::kDataPage && h.type != PageType::kDataPageV2) {
+    return Status::Corruption(fmt::format("{}: not a data page", at));
+  }
+  const size_t rows = static_cast<size_t>(metadata_.row_groups[row_group].num_rows);
+  return AppendByteArrayPage(columns_[column], meta->codec, h, stored, rows, &scratch, out).WithContext(at);
+}
+
 Status ParquetReader::ReadPageAt(int row_group, size_t column, uint64_t offset, uint64_t max_bytes,
                                  parquet::PageHeader* header, AlignedBuffer* page, ByteView* stored) const {
   const std::string ctx = Context(row_group, column);

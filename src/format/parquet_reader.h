@@ -56,6 +56,13 @@ struct DenseListPage {
   size_t values_offset = 0;           // where the values start in the decompressed body
 };
 
+// A flat BYTE_ARRAY column chunk as its PLAIN pages hold it (ParquetReader::ReadByteArrayChunk).
+struct ByteArrayChunk {
+  static constexpr uint32_t kNull = 0xFFFFFFFFu;
+  AlignedBuffer body;             // the pages' value sections, decompressed, one after another
+  std::vector<uint32_t> offsets;  // per row: where its value's 4-byte length lies in `body`, or kNull
+};
+
 // Thread-safe after Open: all const methods may be called concurrently.
 class ParquetReader {
  public:
@@ -109,6 +116,16 @@ class ParquetReader {
   Result<bool> ReadDenseListPage(int row_group, size_t column, int64_t row, size_t value_size, int64_t* first_row,
                                  AlignedBuffer* body, DenseListPage* out) const;
 
+  // A flat BYTE_ARRAY column chunk's values without a copy each: every PLAIN data page's values
+  // section, decompressed, appended to out->body as it is (per present value a 4-byte length, then
+  // its bytes), and per row where its value lies. Unsupported for a column that is repeated or not
+  // BYTE_ARRAY, a page whose values are not PLAIN (dictionary-encoded: read the chunk's levels and
+  // values instead), or values beyond 4 GiB; other errors as ReadColumnChunk.
+  Status ReadByteArrayChunk(int row_group, size_t column, ByteArrayChunk* out) const;
+  // The same for the one data page of the chunk at file offset `offset`, of `size` bytes with its
+  // header (as ListPages found it): out->offsets has a row per value of the page.
+  Status ReadByteArrayPage(int row_group, size_t column, uint64_t offset, uint64_t size, ByteArrayChunk* out) const;
+
   // Walks the page headers of a column chunk (dictionary and data pages).
   Result<std::vector<PageInfo>> ListPages(int row_group, size_t column) const;
   // The page indexes of a column chunk, when the file has them.
@@ -141,6 +158,9 @@ class ParquetReader {
   Status ReadRange(uint64_t offset, MutableByteView dst) const;
   Status BuildColumns();
   Status ValidateRowGroups();
+  // InvalidArgument for a row group or column out of range; Unsupported unless the column is a flat
+  // BYTE_ARRAY column (ReadByteArrayChunk).
+  Status CheckByteArrayColumn(int row_group, size_t column) const;
   // The byte range [start, end) of a column chunk's pages.
   Result<std::pair<int64_t, int64_t>> ChunkRange(int row_group, size_t column) const;
   // Where the data region ends: the footer's first byte (column chunks and their pages lie before).

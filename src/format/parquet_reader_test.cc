@@ -528,6 +528,82 @@ std::vector<int64_t> Ids(const std::string& path) {
   return v.ok() ? std::get<std::vector<int64_t>>(v->values) : std::vector<int64_t>{};
 }
 
+// Row groups of 7 rows (the last 4) of an optional BYTE_ARRAY column "b", every third row null, in
+// pages of 3 rows, compressed with `codec`; values of growing length, some empty.
+std::string WriteOptionalBinary(TempDir& dir, Codec codec, std::vector<std::string>* values, std::vector<uint8_t>* defined) {
+  const std::string path = dir.File("binary.parquet");
+  WriterOptions wo;
+  wo.codec = codec;
+  wo.min_codec_saving = 0;
+  wo.scalar_page_rows = 3;
+  auto w = ParquetFileWriter::Create(LocalStorage(), path, {{.name = "b", .type = Type::kByteArray, .optional = true}}, wo);
+  EXPECT_TRUE(w.ok());
+  for (int first = 0; first < 18; first += 7) {
+    ColumnValues group{std::vector<std::string>{}, {}};
+    auto& strings = std::get<std::vector<std::string>>(group.values);
+    for (int row = first; row < std::min(first + 7, 18); ++row) {
+      group.defined.push_back(row % 3 != 1);
+      defined->push_back(group.defined.back());
+      if (!group.defined.back()) continue;
+      strings.push_back(std::string(static_cast<size_t>(row * 37 % 50), static_cast<char>('a' + row)));
+      values->push_back(strings.back());
+    }
+    RowGroupEncoder enc((*w)->columns(), (*w)->options());
+    EXPECT_TRUE(enc.SetScalars(0, std::move(group)).ok());
+    auto rg = enc.Finish();
+    EXPECT_TRUE(rg.ok());
+    EXPECT_TRUE((*w)->WriteRowGroup(std::move(*rg)).ok());
+  }
+  EXPECT_TRUE((*w)->Close().ok());
+  return path;
+}
+
+TEST(ParquetForeign, AByteArrayChunkIsFoundInPlaceWithItsNulls) {
+  for (Codec codec : {Codec::kUncompressed, Codec::kSnappy, Codec::kZstd}) {
+    TempDir dir;
+    std::vector<std::string> values;
+    std::vector<uint8_t> defined;
+    auto r = ParquetReader::Open(LocalStorage(), WriteOptionalBinary(dir, codec, &values, &defined));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ((*r)->num_row_groups(), 3);
+    size_t row = 0, value = 0;
+    for (int g = 0; g < 3; ++g) {
+      ByteArrayChunk chunk;
+      ASSERT_TRUE((*r)->ReadByteArrayChunk(g, 0, &chunk).ok()) << g;
+      ASSERT_EQ(chunk.offsets.size(), g < 2 ? 7u : 4u);
+      for (uint32_t at : chunk.offsets) {
+        ASSERT_EQ(at == ByteArrayChunk::kNull, !defined[row]) << "row " << row;
+        ++row;
+        if (at == ByteArrayChunk::kNull) continue;
+        uint32_t length = 0;
+        std::memcpy(&length, chunk.body.data() + at, sizeof(length));
+        EXPECT_EQ(std::string(reinterpret_cast<const char*>(chunk.body.data()) + at + 4, length), values[value++]);
+      }
+    }
+    EXPECT_EQ(row, defined.size());
+    EXPECT_EQ(value, values.size());
+  }
+}
+
+TEST(ParquetForeign, AByteArrayChunkIsRefusedForOtherColumnsAndCutPages) {
+  TempDir dir;
+  ByteArrayChunk chunk;
+  auto ids = ParquetReader::Open(LocalStorage(), WriteTwoRowGroups(dir));
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ((*ids)->ReadByteArrayChunk(0, 0, &chunk).code(), StatusCode::kUnsupported);  // INT64
+  EXPECT_EQ((*ids)->ReadByteArrayChunk(5, 1, &chunk).code(), StatusCode::kInvalidArgument);
+  // A footer that says the row group has more rows than its pages: Corruption naming the counts.
+  std::vector<std::string> values;
+  std::vector<uint8_t> defined;
+  const std::string path = WriteOptionalBinary(dir, Codec::kUncompressed, &values, &defined);
+  testing_support::RewriteFooter(path, [](parquet::FileMetaData& m) { m.row_groups[2].num_rows = 9; });
+  auto r = ParquetReader::Open(LocalStorage(), path);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Status s = (*r)->ReadByteArrayChunk(2, 0, &chunk);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("pages hold 4 rows, the row group 9"), std::string::npos) << s.ToString();
+}
+
 TEST(ParquetForeign, RowGroupsWinOverAFooterRowCountThatDisagrees) {
   TempDir dir;
   const std::string path = WriteTwoRowGroups(dir);

@@ -4,17 +4,23 @@
 //  - a binary column whose cells are JPEG or PNG files;
 //  - a struct column with a binary field `bytes` (Hugging Face's Image feature, {bytes, path}),
 //    whose bytes are the encoded image.
-// What a column holds is told by its first served cell (CellKindOf, format/parquet_cells.h). A worker decodes the column
-// chunk of a row's row group once into a decoded chunk held in a cache of its own (least recently
-// used out beyond its budget) and copies the row's bytes out of it, as ArrayCells does for arrays;
-// the file readers are SlowCells'. Thread-safe.
+// What a column holds is told by its first served cell (CellKindOf, format/parquet_cells.h). A worker decodes the data
+// page holding a row (found by walking the chunk's page headers once), or the column chunk of the
+// row's row group where the pages are not all PLAIN (a dictionary), once into a cache of its own
+// (least recently used out beyond its budget) and copies the row's bytes out of it, as ArrayCells
+// does for arrays; the file readers are SlowCells'. Thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "core/buffer.h"
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 #include "format/parquet_cells.h"
 #include "format/parquet_reader.h"
 #include "loader/page_cache.h"
@@ -26,22 +32,43 @@ namespace stoke {
 
 class BinaryCells {
  public:
-  // `readers` must outlive this. `cache_bytes`: the decoded chunks' budget.
+  // `readers` must outlive this. `cache_bytes`: the decoded pages' and chunks' budget.
   BinaryCells(SlowCells& readers, size_t cache_bytes) : readers_(readers), cache_(cache_bytes) {}
 
   // The bytes of table row `row` of column `name` (its name in the data files) into *out. A null
   // cell (or a null struct) is InvalidArgument; other errors name the file.
   Status ReadCell(const std::string& name, int64_t row, AlignedBuffer* out);
 
+  // A data page of a column chunk that is decoded alone.
+  struct Page {
+    uint64_t offset = 0;     // of its header
+    uint64_t size = 0;       // header and stored body
+    int64_t first_row = 0;   // in the row group
+    int64_t rows = 0;
+    int64_t decoded_bytes = 0;  // its uncompressed size
+  };
+  using Pages = std::vector<Page>;
+  // The data pages of column `leaf` in `row_group` of data file `file` (read by `reader`), when the
+  // chunk is read a page at a time: a flat BYTE_ARRAY column whose pages are all PLAIN data pages
+  // (no dictionary), their rows adding up to the row group's. Empty otherwise: the chunk is decoded
+  // whole. Walks the chunk's page headers once; kept for the next calls. Thread-safe.
+  Result<std::shared_ptr<const Pages>> PagesOf(uint32_t file, const ParquetReader& reader, int row_group, size_t leaf)
+      EXCLUDES(mu_);
+
+  // Pages and chunks decoded.
   int64_t chunks_decoded() const { return cache_.loads(); }
 
  private:
-  // The decoded chunk of `name` in place.row_group: per row, a 4-byte length and the bytes (the
-  // offsets point at the length; kNull for a null).
-  Result<std::shared_ptr<const DecodedPage>> Chunk(const std::string& name, const SlowCells::RowPlace& place);
+  // The decoded page holding place's row, or the decoded chunk of place.row_group, of column `leaf`:
+  // per row, a 4-byte length and the bytes (the offsets point at the length; kNull for a null).
+  // *first_row: the first row (in the row group) it holds.
+  Result<std::shared_ptr<const DecodedPage>> Rows(size_t leaf, const SlowCells::RowPlace& place, int64_t* first_row);
 
   SlowCells& readers_;
-  PageCache cache_;  // keyed by (file, leaf << 32 | row group)
+  // Keyed by (file, leaf << 32 | row group) for chunks, (file, 1 << 63 | page offset) for pages.
+  PageCache cache_;
+  Mutex mu_;
+  std::map<std::tuple<uint32_t, int, size_t>, std::shared_ptr<const Pages>> pages_ GUARDED_BY(mu_);
 };
 
 }  // namespace stoke

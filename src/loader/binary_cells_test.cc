@@ -36,16 +36,18 @@ std::string PngOf(int64_t id) {
 }
 
 // A plain Parquet dataset (no Delta log) of one file, `id` INT64 and `cell` binary, in row groups of
-// `per_group` rows; nullopt cells are nulls.
+// `per_group` rows and pages of `per_page`; nullopt cells are nulls.
 class BinaryDataset {
  public:
-  BinaryDataset(const std::vector<std::optional<std::string>>& cells, int64_t per_group) {
+  BinaryDataset(const std::vector<std::optional<std::string>>& cells, int64_t per_group, int64_t per_page = 20000) {
     auto tmp = TemporaryDirectory::Create("stoke_binary_cells");
     EXPECT_TRUE(tmp.ok());
     tmp_.emplace(std::move(*tmp));
     const std::vector<ColumnSpec> cols = {{.name = "id", .type = parquet::Type::kInt64},
                                           {.name = "cell", .type = parquet::Type::kByteArray, .optional = true}};
-    auto w = ParquetFileWriter::Create(LocalStorage(), dir() + "/part-0.parquet", cols, WriterOptions{});
+    WriterOptions wo;
+    wo.scalar_page_rows = per_page;
+    auto w = ParquetFileWriter::Create(LocalStorage(), dir() + "/part-0.parquet", cols, wo);
     EXPECT_TRUE(w.ok()) << w.status().ToString();
     for (size_t g = 0; g < cells.size(); g += static_cast<size_t>(per_group)) {
       RowGroupEncoder enc((*w)->columns(), (*w)->options());
@@ -71,18 +73,20 @@ class BinaryDataset {
   std::optional<TemporaryDirectory> tmp_;
 };
 
-// Every batch of a global-shuffle epoch over `location`, columns id and cell.
-Result<std::vector<Batch>> LoadAll(const std::string& location, LoaderOptions o = {}) {
+// Every batch of an epoch over `location` (a global shuffle unless `o` says otherwise), columns id
+// and cell; *pages_decoded, when given: the loader's count at the end.
+Result<std::vector<Batch>> LoadAll(const std::string& location, LoaderOptions o = {}, int64_t* pages_decoded = nullptr) {
   o.columns = {"id", "cell"};
   o.batch_size = 3;
-  o.shuffle = LoaderOptions::Shuffle::kGlobal;
   STOKE_ASSIGN_OR_RETURN(auto loader, Loader::Open(location, o));
   std::vector<Batch> batches;
   for (;;) {
     STOKE_ASSIGN_OR_RETURN(std::optional<Batch> b, loader->Next());
-    if (!b) return batches;
+    if (!b) break;
     batches.push_back(std::move(*b));
   }
+  if (pages_decoded != nullptr) *pages_decoded = loader->stats().pages_decoded;
+  return batches;
 }
 
 int64_t IdAt(const Batch& b, int64_t r) {
@@ -110,6 +114,31 @@ TEST(BinaryCells, NpyCellsLoadAsTensorsWithEveryRowsValues) {
     }
   }
   EXPECT_EQ(seen, 11);
+}
+
+TEST(BinaryCells, APageIsDecodedAloneAndEveryRowComesFromItsOwn) {
+  std::vector<std::optional<std::string>> cells;
+  for (int64_t id = 0; id < 60; ++id) cells.push_back(id % 7 == 5 ? std::nullopt : std::optional(NpyOf(id)));
+  BinaryDataset ds(cells, 20, 4);  // 3 row groups of 5 pages
+  for (auto shuffle : {LoaderOptions::Shuffle::kGlobal, LoaderOptions::Shuffle::kBlock}) {
+    LoaderOptions o;
+    o.shuffle = shuffle;
+    o.on_error = LoaderOptions::OnError::kSkip;  // the nulls
+    int64_t pages = 0;
+    auto batches = LoadAll(ds.dir(), o, &pages);
+    ASSERT_TRUE(batches.ok()) << batches.status().ToString();
+    std::vector<int> seen(60, 0);
+    for (const Batch& b : *batches) {
+      for (int64_t r = 0; r < b.size(); ++r) {
+        const int64_t id = IdAt(b, r);
+        ++seen[static_cast<size_t>(id)];
+        const std::string want = NpyOf(id).substr(NpyOf(0).size() - 24);
+        EXPECT_EQ(std::memcmp(static_cast<const uint8_t*>(b.column("cell")->data()) + r * 24, want.data(), 24), 0);
+      }
+    }
+    for (int64_t id = 0; id < 60; ++id) EXPECT_EQ(seen[static_cast<size_t>(id)], id % 7 == 5 ? 0 : 1) << id;
+    EXPECT_EQ(pages, 15);  // each page once (the cache holds them all), not its row group's chunk
+  }
 }
 
 TEST(BinaryCells, ANullOrOtherShapedCellFailsItsRowOrIsSkipped) {

@@ -5,6 +5,7 @@
 
 #include "format/parquet_cells.h"
 #include "format/parquet_reader.h"
+#include "loader/binary_cells.h"
 
 namespace stoke {
 namespace {
@@ -40,7 +41,20 @@ bool AddPages(const ParquetReader& r, int g, size_t leaf, ColumnPieces* out) {
   return true;
 }
 
-ColumnPieces PiecesOf(const ParquetReader& r, const TensorColumn& t) {
+// A binary column's pages of row group `g`, where they are read one at a time; false where the chunk
+// is decoded whole.
+bool AddBinaryPages(BinaryCells& cells, uint32_t f, const ParquetReader& r, int g, size_t leaf, ColumnPieces* out) {
+  auto pages = cells.PagesOf(f, r, g, leaf);
+  if (!pages.ok() || (*pages)->empty()) return false;
+  const int64_t first = r.row_group_starts()[static_cast<size_t>(g)];
+  for (const BinaryCells::Page& p : **pages) {
+    if (p.first_row > 0) out->cuts.push_back(first + p.first_row);
+    out->largest_bytes = std::max(out->largest_bytes, p.decoded_bytes);
+  }
+  return true;
+}
+
+ColumnPieces PiecesOf(BinaryCells* cells, uint32_t f, const ParquetReader& r, const TensorColumn& t) {
   ColumnPieces out;
   size_t leaf = 0;
   if (t.array) {
@@ -54,6 +68,7 @@ ColumnPieces PiecesOf(const ParquetReader& r, const TensorColumn& t) {
   }
   for (int g = 0; g < r.num_row_groups(); ++g) {
     if (t.array && AddPages(r, g, leaf, &out)) continue;
+    if (!t.array && cells != nullptr && AddBinaryPages(*cells, f, r, g, leaf, &out)) continue;
     out.largest_bytes = std::max(out.largest_bytes, ChunkBytes(r, g, leaf));
   }
   return out;
@@ -61,7 +76,7 @@ ColumnPieces PiecesOf(const ParquetReader& r, const TensorColumn& t) {
 
 // The units of file `f` (first table row `first`, `rows` rows) into units->starts; the largest
 // piece of each column into largest[column].
-void AddFileUnits(SlowCells& readers, uint32_t f, int64_t first, int64_t rows, const std::vector<TensorColumn>& tensors,
+void AddFileUnits(SlowCells& readers, BinaryCells* cells, uint32_t f, int64_t first, int64_t rows, const std::vector<TensorColumn>& tensors,
                   std::vector<int64_t>* starts, std::vector<int64_t>* largest) {
   std::vector<int64_t> cuts = {0};
   auto reader = readers.ReaderOf(f);
@@ -70,7 +85,7 @@ void AddFileUnits(SlowCells& readers, uint32_t f, int64_t first, int64_t rows, c
     cuts.insert(cuts.end(), group_starts.begin(), group_starts.end());
     for (size_t c = 0; c < tensors.size(); ++c) {
       if (!tensors[c].chunked()) continue;
-      ColumnPieces pieces = PiecesOf(**reader, tensors[c]);
+      ColumnPieces pieces = PiecesOf(cells, f, **reader, tensors[c]);
       cuts.insert(cuts.end(), pieces.cuts.begin(), pieces.cuts.end());
       (*largest)[c] = std::max((*largest)[c], pieces.largest_bytes);
     }
@@ -84,12 +99,12 @@ void AddFileUnits(SlowCells& readers, uint32_t f, int64_t first, int64_t rows, c
 
 }  // namespace
 
-DecodeUnits FindDecodeUnits(const SampleIndex& index, SlowCells& readers, const std::vector<TensorColumn>& tensors,
+DecodeUnits FindDecodeUnits(const SampleIndex& index, SampleDecoder::Cells cells, const std::vector<TensorColumn>& tensors,
                             size_t cache_bytes) {
   DecodeUnits units;
   std::vector<int64_t> largest(tensors.size(), 0);
   for (uint32_t f = 0; f < index.num_files(); ++f) {
-    AddFileUnits(readers, f, index.file_first_row(f), index.file_num_rows(f), tensors, &units.starts, &largest);
+    AddFileUnits(*cells.slow, cells.binary, f, index.file_first_row(f), index.file_num_rows(f), tensors, &units.starts, &largest);
   }
   if (units.starts.empty() || units.starts.front() != 0) units.starts.insert(units.starts.begin(), 0);
   // The stages' caches are separate: a window must fit each.
