@@ -173,10 +173,15 @@ struct LoaderOptions {
   int64_t batch_size = 32;           // Default 32, >= 1.
   // The order of each epoch: kNone (table order), kGlobal (a uniform permutation of all rows), or
   // kBlock (the table's files in a random order, rows mixed through a buffer of shuffle_buffer rows:
-  // fewer, larger reads for less mixing; see ShuffleQuality).
+  // fewer, larger reads for less mixing; see ShuffleQuality). Where array or binary columns of other
+  // writers' files are selected, kBlock's blocks are the pages and row groups their rows are decoded
+  // in, shuffled, and their rows mixed in windows of as many as the decoded-page caches hold (at most
+  // shuffle_buffer rows): each is decoded once an epoch (docs/architecture.md, "Block shuffle over
+  // pages and row groups"). The windows follow the caches' size, so such an order is the same on
+  // every rank and after a Restore only with the same prefetch_bytes.
   enum class Shuffle { kNone, kGlobal, kBlock };
   Shuffle shuffle = Shuffle::kGlobal;  // Default global: a new uniform permutation every epoch.
-  int64_t shuffle_buffer = 1024;     // Default 1024 rows; kBlock only (blocks are the table's files).
+  int64_t shuffle_buffer = 1024;     // Default 1024 rows; kBlock only: the rows mixed at once.
   uint64_t seed = 0;                 // Default 0. With the epoch, fixes order and augmentation.
   int rank = 0;                      // Default 0, in [0, world_size).
   int world_size = 1;                // Default 1. Ranks get disjoint, equal-sized shards.

@@ -70,7 +70,9 @@ class Loader:
       table: a Table (open_table) or a table directory.
       batch_size: samples per batch.
       shuffle: "global" (a new uniform permutation each epoch), "block" (shuffle
-        files, then rows within a buffer of `shuffle_buffer`), or "none".
+        files, then rows within a buffer of `shuffle_buffer`; for other writers'
+        array and binary columns, their pages and row groups, each decoded once),
+        or "none".
       seed: with the epoch, fixes the order and the random augmentations.
       columns: columns to load (None: all). Tensor columns become [batch, ...]
         arrays, scalar columns [batch] arrays, string columns lists of str,

@@ -261,7 +261,7 @@ void AddBenchLoad(CLI::App* bench, std::vector<Command>* out) {
   bench_load->add_option("--shuffle", s->shuffle, "global, block or none")
       ->check(CLI::IsMember({"global", "block", "none"}))
       ->capture_default_str();
-  bench_load->add_option("--shuffle-buffer", lb.loader.shuffle_buffer, "Rows in the block shuffle's buffer")
+  bench_load->add_option("--shuffle-buffer", lb.loader.shuffle_buffer, "Rows in the block shuffle's buffer (the rows mixed at once)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   bench_load->add_option("--seed", lb.loader.seed, "Shuffle seed")->capture_default_str();

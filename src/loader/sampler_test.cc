@@ -24,6 +24,17 @@ std::vector<int64_t> EvenBlocks(int64_t n, int64_t block) {
   return sizes;
 }
 
+// The first row of each block of `sizes`.
+std::vector<int64_t> StartsOf(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> starts;
+  int64_t n = 0;
+  for (int64_t b : sizes) {
+    starts.push_back(n);
+    n += b;
+  }
+  return starts;
+}
+
 Sampler MakeSampler(std::vector<int64_t> blocks, const SamplerOptions& options) {
   Result<Sampler> s = Sampler::Create(std::move(blocks), options);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
@@ -210,12 +221,8 @@ TEST(Sampler, NoShuffleIsTableOrder) {
 
 TEST(Sampler, BlockShuffleWithoutBufferKeepsBlocksContiguous) {
   const std::vector<int64_t> blocks = {5, 0, 12, 1, 7, 30, 3, 0, 9, 20, 13};
-  std::vector<int64_t> starts;
-  int64_t n = 0;
-  for (int64_t b : blocks) {
-    starts.push_back(n);
-    n += b;
-  }
+  const std::vector<int64_t> starts = StartsOf(blocks);
+  const int64_t n = starts.back() + blocks.back();
   SamplerOptions o;
   o.shuffle = Shuffle::kBlock;
   o.shuffle_buffer = 1;
@@ -282,16 +289,6 @@ int64_t MostBlocksAcrossABlock(const std::vector<int64_t>& order, const std::vec
     most = std::max(most, blocks);
   }
   return most;
-}
-
-std::vector<int64_t> StartsOf(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> starts;
-  int64_t n = 0;
-  for (int64_t b : sizes) {
-    starts.push_back(n);
-    n += b;
-  }
-  return starts;
 }
 
 TEST(Sampler, WindowedBlockShuffleMixesWholeBlocksWindowByWindow) {
