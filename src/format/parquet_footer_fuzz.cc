@@ -26,6 +26,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)(*r)->ReadColumnChunkLevels(g, c);
       stoke::ByteArrayChunk chunk;
       (void)(*r)->ReadByteArrayChunk(g, c, &chunk);
+      auto pages = (*r)->ListPages(g, c);
+      for (size_t p = 0; pages.ok() && p < pages->size() && p < 4; ++p) {
+        const stoke::PageInfo& page = (*pages)[p];
+        (void)(*r)->ReadByteArrayPage(g, c, static_cast<uint64_t>(page.offset),
+                                      static_cast<uint64_t>(page.header_size + page.header.compressed_page_size), &chunk);
+      }
     }
   }
   // Records assembled from the levels of every leaf (nested or flat), and the schema tree.

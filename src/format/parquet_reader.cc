@@ -517,9 +517,12 @@ Status ParquetReader::ReadByteArrayChunk(int row_group, size_t column, ByteArray
   out->body.Clear();
   out->offsets.clear();
   const auto& meta = metadata_.row_groups[row_group].columns[column].meta_data;
-  // The values take about the chunk's uncompressed size; the file's size bounds what a lying footer
-  // can make this reserve.
-  if (meta) out->body.Reserve(static_cast<size_t>(std::clamp<int64_t>(meta->total_uncompressed_size, 0, static_cast<int64_t>(file_->size()))));
+  // The values take about the chunk's uncompressed size; the file's size (and the 4 GiB that offsets
+  // address) bound what a lying footer can make this reserve.
+  if (meta) {
+    const int64_t most = std::min<int64_t>(static_cast<int64_t>(file_->size()), UINT32_MAX);
+    out->body.Reserve(static_cast<size_t>(std::clamp<int64_t>(meta->total_uncompressed_size, 0, most)));
+  }
   const size_t rows = static_cast<size_t>(metadata_.row_groups[row_group].num_rows);
   STOKE_RETURN_IF_ERROR(WalkColumnChunk(
       row_group, column, [&] { return out->offsets.size() >= rows; },
@@ -540,6 +543,9 @@ Status ParquetReader::ReadByteArrayPage(int row_group, size_t column, uint64_t o
   out->offsets.clear();
   const auto& meta = metadata_.row_groups[row_group].columns[column].meta_data;
   if (!meta) return Status::Corruption(fmt::format("{}: no column metadata", Context(row_group, column)));
+  if (!CodecSupported(meta->codec)) {
+    return Status::Unsupported(fmt::format("{}: codec {}", Context(row_group, column), parquet::CodecName(meta->codec)));
+  }
   parquet::PageHeader h;
   AlignedBuffer page, scratch;
   ByteView stored;

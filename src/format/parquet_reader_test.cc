@@ -582,6 +582,28 @@ TEST(ParquetForeign, AByteArrayChunkIsFoundInPlaceWithItsNulls) {
     }
     EXPECT_EQ(row, defined.size());
     EXPECT_EQ(value, values.size());
+    // Page by page (pages of 3 rows), as ListPages finds them: the same rows and values.
+    row = 0, value = 0;
+    for (int g = 0; g < 3; ++g) {
+      auto pages = (*r)->ListPages(g, 0);
+      ASSERT_TRUE(pages.ok()) << pages.status().ToString();
+      for (const PageInfo& p : *pages) {
+        ByteArrayChunk page;
+        ASSERT_TRUE((*r)->ReadByteArrayPage(g, 0, static_cast<uint64_t>(p.offset),
+                                            static_cast<uint64_t>(p.header_size + p.header.compressed_page_size), &page)
+                        .ok());
+        EXPECT_LE(page.offsets.size(), 3u);
+        for (uint32_t at : page.offsets) {
+          ASSERT_EQ(at == ByteArrayChunk::kNull, !defined[row++]);
+          if (at == ByteArrayChunk::kNull) continue;
+          uint32_t length = 0;
+          std::memcpy(&length, page.body.data() + at, sizeof(length));
+          EXPECT_EQ(std::string(reinterpret_cast<const char*>(page.body.data()) + at + 4, length), values[value++]);
+        }
+      }
+    }
+    EXPECT_EQ(row, defined.size());
+    EXPECT_EQ(value, values.size());
   }
 }
 
@@ -602,6 +624,14 @@ TEST(ParquetForeign, AByteArrayChunkIsRefusedForOtherColumnsAndCutPages) {
   const Status s = (*r)->ReadByteArrayChunk(2, 0, &chunk);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("pages hold 4 rows, the row group 9"), std::string::npos) << s.ToString();
+  // A page read at an offset that is not a data page's header: Corruption naming the file and the
+  // header.
+  auto pages = (*r)->ListPages(0, 0);
+  ASSERT_TRUE(pages.ok());
+  const Status off = (*r)->ReadByteArrayPage(0, 0, static_cast<uint64_t>((*pages)[0].offset) + 1, 64, &chunk);
+  EXPECT_EQ(off.code(), StatusCode::kCorruption) << off.ToString();
+  EXPECT_NE(off.message().find("binary.parquet: row group 0 column 'b' page header: offset"), std::string::npos)
+      << off.ToString();
 }
 
 TEST(ParquetForeign, RowGroupsWinOverAFooterRowCountThatDisagrees) {

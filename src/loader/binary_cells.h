@@ -50,8 +50,9 @@ class BinaryCells {
   using Pages = std::vector<Page>;
   // The data pages of column `leaf` in `row_group` of data file `file` (read by `reader`), when the
   // chunk is read a page at a time: a flat BYTE_ARRAY column whose pages are all PLAIN data pages
-  // (no dictionary), their rows adding up to the row group's. Empty otherwise: the chunk is decoded
-  // whole. Walks the chunk's page headers once; kept for the next calls. Thread-safe.
+  // (no dictionary), their rows adding up to the row group's, their headers walked to the chunk's
+  // end without a fault. Empty otherwise: the chunk is decoded whole. Walks the chunk's page headers
+  // once; kept for the next calls (errors other than such a fault are not kept). Thread-safe.
   Result<std::shared_ptr<const Pages>> PagesOf(uint32_t file, const ParquetReader& reader, int row_group, size_t leaf)
       EXCLUDES(mu_);
 

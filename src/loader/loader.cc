@@ -233,7 +233,8 @@ Status Loader::Impl::CreateSampler() {
   const auto& tensors = columns_.tensors();
   if (sampler_options_.shuffle == SamplerOptions::Shuffle::kBlock &&
       std::any_of(tensors.begin(), tensors.end(), [](const TensorColumn& t) { return t.chunked(); })) {
-    const DecodeUnits units = FindDecodeUnits(*index_, columns_.cells(), tensors, columns_.cell_cache_bytes());
+    STOKE_ASSIGN_OR_RETURN(const DecodeUnits units,
+                           FindDecodeUnits(*index_, columns_.cells(), tensors, columns_.cell_cache_bytes()));
     block_sizes_ = ServedSizes(units.starts);
     sampler_options_.window_blocks = units.window;
   }

@@ -1,8 +1,10 @@
 // The sampler: which row ids one rank reads in an epoch, and in what order. Pure computation, no
 // I/O; the first stage of the loader pipeline (docs/architecture.md, "The loader").
 //
-// An epoch has one GLOBAL order of the table's n rows, a function of (options, epoch) only, so it
-// is the same on every rank. It is cut into per-rank shards by interleaving:
+// An epoch has one GLOBAL order of the table's n rows, a function of (blocks, options, epoch) only,
+// so it is the same on every rank (the loader's blocks come from the table's files, and for block
+// shuffle over other writers' pages from their footers and its caches' size: loader_impl.h,
+// CreateSampler). It is cut into per-rank shards by interleaving:
 //
 //   global order   g[0] g[1] g[2] g[3] g[4] g[5] g[6] ...
 //   rank 0 (W=3)   g[0]           g[3]           g[6]

@@ -307,7 +307,8 @@ TEST(Sampler, WindowedBlockShuffleMixesWholeBlocksWindowByWindow) {
     std::sort(sorted.begin(), sorted.end());
     std::iota(identity.begin(), identity.end(), 0);
     EXPECT_EQ(sorted, identity) << "window " << window;
-    // Every block's rows leave within one window of at most `window` blocks (empty blocks count).
+    // Every block's rows leave within one window of at most `window` blocks (the empty blocks, which
+    // take a place in a window, leave it fewer).
     EXPECT_LE(MostBlocksAcrossABlock(order, starts), window) << "window " << window;
     if (window >= 2) {
       EXPECT_GT(MostBlocksAcrossABlock(order, starts), 1) << "window " << window << ": no mixing";
