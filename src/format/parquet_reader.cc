@@ -343,6 +343,36 @@ Result<std::vector<PageInfo>> ParquetReader::ListPages(int row_group, size_t col
   return pages;
 }
 
+Result<std::vector<DataPageSpan>> ParquetReader::ListDataPages(int row_group, size_t column) const {
+  STOKE_ASSIGN_OR_RETURN(std::vector<PageInfo> listed, ListPages(row_group, column));
+  const int64_t rg_rows = metadata_.row_groups[row_group].num_rows;
+  std::vector<DataPageSpan> spans;
+  int64_t row = 0;
+  for (const PageInfo& p : listed) {
+    const parquet::PageHeader& h = p.header;
+    DataPageSpan s{.offset = p.offset, .length = p.header_size + h.compressed_page_size, .first_row = row,
+                   .uncompressed_size = std::max<int64_t>(h.uncompressed_page_size, 0)};
+    if (h.type == PageType::kDataPage && h.data_page_header) {
+      s.rows = h.data_page_header->num_values;
+      s.encoding = h.data_page_header->encoding;
+    } else if (h.type == PageType::kDataPageV2 && h.data_page_header_v2) {
+      s.rows = h.data_page_header_v2->num_rows;
+      s.encoding = h.data_page_header_v2->encoding;
+      s.v2 = true;
+    } else {
+      continue;  // dictionary and index pages hold no rows
+    }
+    if (s.rows < 0 || s.rows > rg_rows - row) break;  // counted below as a mismatch
+    row += s.rows;
+    spans.push_back(s);
+  }
+  if (row != rg_rows) {
+    return Status::Corruption(fmt::format("{}: row group {} column '{}': the data pages hold {} rows, the row group {}",
+                                          file_->path(), row_group, columns_[column].name, row, rg_rows));
+  }
+  return spans;
+}
+
 Status ParquetReader::ExtendChunkForPage(int row_group, size_t column, int64_t chunk_start, uint64_t page_offset,
                                          size_t needed, AlignedBuffer* chunk) const {
   // Some old writers recorded a chunk's total_compressed_size short of its last page (PARQUET-816);

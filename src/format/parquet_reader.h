@@ -56,6 +56,17 @@ struct DenseListPage {
   size_t values_offset = 0;           // where the values start in the decompressed body
 };
 
+// A data page of a column chunk as its header describes it (ParquetReader::ListDataPages).
+struct DataPageSpan {
+  int64_t offset = 0;             // file offset of its header
+  int64_t length = 0;             // header and stored body
+  int64_t first_row = 0;          // in the row group
+  int64_t rows = 0;               // v1: num_values (a flat column's rows); v2: num_rows
+  int64_t uncompressed_size = 0;  // of the body
+  bool v2 = false;
+  parquet::Encoding encoding = parquet::Encoding::kPlain;  // of its values
+};
+
 // A flat BYTE_ARRAY column chunk as its PLAIN pages hold it (ParquetReader::ReadByteArrayChunk).
 struct ByteArrayChunk {
   static constexpr uint32_t kNull = 0xFFFFFFFFu;
@@ -126,6 +137,10 @@ class ParquetReader {
   // header (as ListPages found it): out->offsets has a row per value of the page.
   Status ReadByteArrayPage(int row_group, size_t column, uint64_t offset, uint64_t size, ByteArrayChunk* out) const;
 
+  // The data pages of a flat column chunk, from its page headers (ListPages; dictionary and index
+  // pages left out), each with the rows its header counts. Corruption where a count is negative or
+  // the counts do not add up to the row group's rows.
+  Result<std::vector<DataPageSpan>> ListDataPages(int row_group, size_t column) const;
   // Walks the page headers of a column chunk (dictionary and data pages).
   Result<std::vector<PageInfo>> ListPages(int row_group, size_t column) const;
   // The page indexes of a column chunk, when the file has them.

@@ -558,6 +558,21 @@ std::string WriteOptionalBinary(TempDir& dir, Codec codec, std::vector<std::stri
   return path;
 }
 
+// Checks `got`'s rows against rows *row.. of `defined` and values *value.. of `values`, moving both.
+void ExpectRows(const ByteArrayChunk& got, const std::vector<uint8_t>& defined, const std::vector<std::string>& values,
+                size_t* row, size_t* value) {
+  for (uint32_t at : got.offsets) {
+    ASSERT_LT(*row, defined.size());
+    ASSERT_EQ(at == ByteArrayChunk::kNull, !defined[*row]) << "row " << *row;
+    ++*row;
+    if (at == ByteArrayChunk::kNull) continue;
+    uint32_t length = 0;
+    std::memcpy(&length, got.body.data() + at, sizeof(length));
+    ASSERT_LT(*value, values.size());
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(got.body.data()) + at + 4, length), values[(*value)++]);
+  }
+}
+
 TEST(ParquetForeign, AByteArrayChunkIsFoundInPlaceWithItsNulls) {
   for (Codec codec : {Codec::kUncompressed, Codec::kSnappy, Codec::kZstd}) {
     TempDir dir;
@@ -571,35 +586,28 @@ TEST(ParquetForeign, AByteArrayChunkIsFoundInPlaceWithItsNulls) {
       ByteArrayChunk chunk;
       ASSERT_TRUE((*r)->ReadByteArrayChunk(g, 0, &chunk).ok()) << g;
       ASSERT_EQ(chunk.offsets.size(), g < 2 ? 7u : 4u);
-      for (uint32_t at : chunk.offsets) {
-        ASSERT_EQ(at == ByteArrayChunk::kNull, !defined[row]) << "row " << row;
-        ++row;
-        if (at == ByteArrayChunk::kNull) continue;
-        uint32_t length = 0;
-        std::memcpy(&length, chunk.body.data() + at, sizeof(length));
-        EXPECT_EQ(std::string(reinterpret_cast<const char*>(chunk.body.data()) + at + 4, length), values[value++]);
-      }
+      ExpectRows(chunk, defined, values, &row, &value);
     }
     EXPECT_EQ(row, defined.size());
     EXPECT_EQ(value, values.size());
-    // Page by page (pages of 3 rows), as ListPages finds them: the same rows and values.
+    // Page by page (pages of 3 rows), as ListDataPages finds them: the same rows and values.
     row = 0, value = 0;
     for (int g = 0; g < 3; ++g) {
-      auto pages = (*r)->ListPages(g, 0);
+      auto pages = (*r)->ListDataPages(g, 0);
       ASSERT_TRUE(pages.ok()) << pages.status().ToString();
-      for (const PageInfo& p : *pages) {
+      const std::vector<int64_t> rows = g < 2 ? std::vector<int64_t>{3, 3, 1} : std::vector<int64_t>{3, 1};
+      ASSERT_EQ(pages->size(), rows.size());
+      for (size_t k = 0; k < rows.size(); ++k) {
+        const DataPageSpan& p = (*pages)[k];
+        EXPECT_EQ(p.rows, rows[k]);
+        EXPECT_EQ(p.first_row, static_cast<int64_t>(3 * k));
+        EXPECT_EQ(p.encoding, parquet::Encoding::kPlain);
+        EXPECT_FALSE(p.v2);
         ByteArrayChunk page;
-        ASSERT_TRUE((*r)->ReadByteArrayPage(g, 0, static_cast<uint64_t>(p.offset),
-                                            static_cast<uint64_t>(p.header_size + p.header.compressed_page_size), &page)
+        ASSERT_TRUE((*r)->ReadByteArrayPage(g, 0, static_cast<uint64_t>(p.offset), static_cast<uint64_t>(p.length), &page)
                         .ok());
-        EXPECT_LE(page.offsets.size(), 3u);
-        for (uint32_t at : page.offsets) {
-          ASSERT_EQ(at == ByteArrayChunk::kNull, !defined[row++]);
-          if (at == ByteArrayChunk::kNull) continue;
-          uint32_t length = 0;
-          std::memcpy(&length, page.body.data() + at, sizeof(length));
-          EXPECT_EQ(std::string(reinterpret_cast<const char*>(page.body.data()) + at + 4, length), values[value++]);
-        }
+        EXPECT_EQ(page.offsets.size(), static_cast<size_t>(rows[k]));
+        ExpectRows(page, defined, values, &row, &value);
       }
     }
     EXPECT_EQ(row, defined.size());
@@ -624,6 +632,10 @@ TEST(ParquetForeign, AByteArrayChunkIsRefusedForOtherColumnsAndCutPages) {
   const Status s = (*r)->ReadByteArrayChunk(2, 0, &chunk);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("pages hold 4 rows, the row group 9"), std::string::npos) << s.ToString();
+  const auto listed = (*r)->ListDataPages(2, 0);
+  EXPECT_EQ(listed.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(listed.status().message().find("the data pages hold 4 rows, the row group 9"), std::string::npos)
+      << listed.status().ToString();
   // A page read at an offset that is not a data page's header: Corruption naming the file and the
   // header.
   auto pages = (*r)->ListPages(0, 0);

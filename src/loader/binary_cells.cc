@@ -48,33 +48,19 @@ Result<BinaryCells::Pages> ListPlainPages(const ParquetReader& reader, int row_g
   BinaryCells::Pages pages;
   const LeafColumn& col = reader.columns()[leaf];
   if (col.type != parquet::Type::kByteArray || col.max_repetition_level > 0) return pages;
-  auto listing = reader.ListPages(row_group, leaf);
-  if (!listing.ok()) {
-    // Headers that do not walk to the chunk's recorded end (say padding after the last page): the
-    // chunk whole, which stops at the row group's rows, says whether the pages are fine.
-    if (listing.status().code() == StatusCode::kCorruption) return pages;
-    return listing.status();
+  auto listed = reader.ListDataPages(row_group, leaf);
+  if (!listed.ok()) {
+    // Headers that do not walk to the chunk's recorded end (say padding after the last page), or
+    // whose rows do not add up: the chunk whole, which stops at the row group's rows, says whether
+    // the pages are fine.
+    if (listed.status().code() == StatusCode::kCorruption) return pages;
+    return listed.status();
   }
-  const std::vector<PageInfo>& listed = *listing;
-  int64_t rows = 0;
-  for (const PageInfo& p : listed) {
-    const parquet::PageHeader& h = p.header;
-    int64_t page_rows = -1;
-    if (h.type == parquet::PageType::kDataPage && h.data_page_header &&
-        h.data_page_header->encoding == parquet::Encoding::kPlain) {
-      page_rows = h.data_page_header->num_values;
-    } else if (h.type == parquet::PageType::kDataPageV2 && h.data_page_header_v2 &&
-               h.data_page_header_v2->encoding == parquet::Encoding::kPlain) {
-      page_rows = h.data_page_header_v2->num_rows;
-    } else if (h.type == parquet::PageType::kIndexPage) {
-      continue;
-    }
-    if (page_rows < 0) return BinaryCells::Pages{};  // a dictionary, or values another way: the chunk whole
-    pages.push_back({static_cast<uint64_t>(p.offset), static_cast<uint64_t>(p.header_size + h.compressed_page_size),
-                     rows, page_rows, std::max<int64_t>(h.uncompressed_page_size, 0)});
-    rows += page_rows;
+  for (const DataPageSpan& p : *listed) {
+    if (p.encoding != parquet::Encoding::kPlain) return BinaryCells::Pages{};  // dictionary encoded: the chunk whole
+    pages.push_back({static_cast<uint64_t>(p.offset), static_cast<uint64_t>(p.length), p.first_row, p.rows,
+                     p.uncompressed_size});
   }
-  if (rows != reader.metadata().row_groups[static_cast<size_t>(row_group)].num_rows) return BinaryCells::Pages{};
   return pages;
 }
 

@@ -126,7 +126,7 @@ Status AddFileUnits(SampleDecoder::Cells cells, uint32_t f, int64_t first, int64
   for (size_t c = 0; c < tensors.size(); ++c) {
     if (!tensors[c].chunked()) continue;
     STOKE_ASSIGN_OR_RETURN(pieces[c], PiecesOf(cells.binary, f, *reader, tensors[c]));
-    (*largest)[c] = std::max((*largest)[c], pieces[c].largest_bytes);
+    (*largest)[c] = pieces[c].largest_bytes;
     if (leading == nullptr || pieces[c].largest_bytes > leading->largest_bytes) leading = &pieces[c];
   }
   if (leading != nullptr) cuts.insert(cuts.end(), leading->cuts.begin(), leading->cuts.end());

@@ -20,6 +20,18 @@ std::shared_ptr<const DecodedPage> PageOf(size_t bytes, uint8_t fill) {
   return p;
 }
 
+// The page at `offset` of file 0 from `cache`, loaded as PageOf(bytes, offset) (counted in *loads)
+// when it is not cached; checks that its bytes are that page's.
+void GetPage(PageCache& cache, uint64_t offset, size_t bytes, int* loads) {
+  auto p = cache.GetOrLoad(0, offset, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
+    ++*loads;
+    return PageOf(bytes, static_cast<uint8_t>(offset));
+  });
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ((*p)->body.data()[0], static_cast<uint8_t>(offset));
+  EXPECT_EQ((*p)->body.data()[bytes - 1], static_cast<uint8_t>(offset));
+}
+
 TEST(PageCache, ConcurrentRequestsForOnePageLoadItOnce) {
   PageCache cache(1 << 20);
   std::atomic<int> loads{0};
@@ -47,14 +59,7 @@ TEST(PageCache, LeastRecentlyUsedPagesGoOverTheBudget) {
   const size_t page = PageOf(1000, 0)->bytes();
   PageCache cache(2 * page + page / 2);  // room for two pages
   int loads = 0;
-  auto get = [&](uint64_t offset) {
-    auto p = cache.GetOrLoad(0, offset, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
-      ++loads;
-      return PageOf(1000, static_cast<uint8_t>(offset));
-    });
-    EXPECT_TRUE(p.ok());
-    EXPECT_EQ(p->get()->body.data()[0], static_cast<uint8_t>(offset));
-  };
+  auto get = [&](uint64_t offset) { GetPage(cache, offset, 1000, &loads); };
   get(1);
   get(2);
   get(1);  // 1 is now more recent than 2
@@ -73,14 +78,7 @@ TEST(PageCache, TheTwoLatestPagesStayWhateverTheirSize) {
   // previous window's last rows find theirs while the next window's page is in.
   PageCache tiny(10);
   int loads = 0;
-  auto get = [&](uint64_t offset) {
-    auto p = tiny.GetOrLoad(0, offset, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
-      ++loads;
-      return PageOf(5000, static_cast<uint8_t>(offset));
-    });
-    ASSERT_TRUE(p.ok());
-    EXPECT_EQ((*p)->body.data()[4999], static_cast<uint8_t>(offset));
-  };
+  auto get = [&](uint64_t offset) { GetPage(tiny, offset, 5000, &loads); };
   get(1);
   EXPECT_EQ(tiny.cached_pages(), 1u);
   get(2);

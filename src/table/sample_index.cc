@@ -82,38 +82,18 @@ void AppendNeedsDecode(std::vector<BuiltPage>& pages, uint64_t first_row, uint64
 // page headers (ParquetReader::ListPages: one read per window of small pages, one per large page).
 // PLAIN V1 data pages become page records the loader reads alone; other data pages (dictionary
 // encoded, V2, other encodings) become needs-decode rows.
-Status MapChunkPages(const ParquetReader& reader, int g, size_t column, uint64_t rg_first, uint64_t rg_rows,
-                     uint32_t flags, std::vector<BuiltPage>& pages) {
-  STOKE_ASSIGN_OR_RETURN(std::vector<PageInfo> listed, reader.ListPages(g, column));
-  uint64_t row = 0;
-  for (const PageInfo& p : listed) {
-    const auto& h = p.header;
-    uint64_t rows = 0;
-    bool plain = false;
-    if (h.type == parquet::PageType::kDataPage && h.data_page_header) {
-      if (h.data_page_header->num_values < 0) break;  // counted below as a mismatch
-      rows = static_cast<uint64_t>(h.data_page_header->num_values);
-      plain = h.data_page_header->encoding == parquet::Encoding::kPlain;
-    } else if (h.type == parquet::PageType::kDataPageV2 && h.data_page_header_v2) {
-      if (h.data_page_header_v2->num_rows < 0) break;
-      rows = static_cast<uint64_t>(h.data_page_header_v2->num_rows);
+Status MapChunkPages(const ParquetReader& reader, int g, size_t column, uint64_t rg_first, uint32_t flags,
+                     std::vector<BuiltPage>& pages) {
+  STOKE_ASSIGN_OR_RETURN(std::vector<DataPageSpan> listed, reader.ListDataPages(g, column));
+  for (const DataPageSpan& p : listed) {
+    if (p.rows == 0) continue;
+    const uint64_t first = rg_first + static_cast<uint64_t>(p.first_row), rows = static_cast<uint64_t>(p.rows);
+    if (!p.v2 && p.encoding == parquet::Encoding::kPlain && static_cast<uint64_t>(p.length) <= UINT32_MAX) {
+      pages.push_back({.offset = static_cast<uint64_t>(p.offset), .first_row = first,
+                       .length = static_cast<uint32_t>(p.length), .num_rows = static_cast<uint32_t>(rows), .flags = flags});
     } else {
-      continue;  // dictionary and index pages hold no rows
+      AppendNeedsDecode(pages, first, rows);
     }
-    if (rows == 0) continue;
-    if (rows > rg_rows - row) break;
-    const uint64_t length = static_cast<uint64_t>(p.header_size) + static_cast<uint64_t>(h.compressed_page_size);
-    if (plain && length <= std::numeric_limits<uint32_t>::max()) {
-      pages.push_back({.offset = static_cast<uint64_t>(p.offset), .first_row = rg_first + row,
-                       .length = static_cast<uint32_t>(length), .num_rows = static_cast<uint32_t>(rows), .flags = flags});
-    } else {
-      AppendNeedsDecode(pages, rg_first + row, rows);
-    }
-    row += rows;
-  }
-  if (row != rg_rows) {
-    return Status::Corruption(fmt::format("{}: row group {} column '{}': the data pages hold {} rows, the row group {}",
-                                          reader.path(), g, reader.columns()[column].name, row, rg_rows));
   }
   return Status::OK();
 }
@@ -185,7 +165,7 @@ Status MapFilePages(const ParquetReader* reader, const std::string& path, const 
       }
       if (!oi || oi->page_locations.empty()) {
         if (map_pages) {
-          STOKE_RETURN_IF_ERROR(MapChunkPages(*reader, g, *idx, rg_first, static_cast<uint64_t>(rg_rows), flags, pages));
+          STOKE_RETURN_IF_ERROR(MapChunkPages(*reader, g, *idx, rg_first, flags, pages));
         } else {
           AppendNeedsDecode(pages, rg_first, static_cast<uint64_t>(rg_rows));
         }
