@@ -244,6 +244,17 @@ struct LoaderOptions {
   // (else Open fails naming the column). Lets a flat list (Spark's array<float> of a volume) arrive
   // as [30, 30, 10, 10]. Naming a column that is not a selected array column is InvalidArgument.
   std::map<std::string, std::vector<int64_t>> shapes;
+  // Default none: an array column's rows must all be dense arrays of one shape, and a ragged row, an
+  // empty or null list or a null row is an error naming the file and row. Per array column, a shape
+  // (one length per nesting level) every row is padded to instead: each list's elements first, the
+  // rest of its dimension `fill`'s value (0 without one); an empty or null list, or a null row, is
+  // all padding; a list longer than its length is still an error. The rows are delivered in this
+  // shape (or reshaped to `shapes`'). A shape of another nesting depth fails Open.
+  std::map<std::string, std::vector<int64_t>> pad;
+  // Default none: a null element inside an array is an error naming the file and row. Per array
+  // column, the value null elements (and padding) take instead; it must be exact in the column's
+  // dtype (an integer for integer columns, 0 or 1 for booleans), else Open fails.
+  std::map<std::string, double> fill;
   // Image columns (docs/python.md, "Images"). Default 3: decoded images are RGB (gray replicated,
   // alpha dropped: PIL's convert("RGB"), as torchvision's ImageFolder); 1 gray (PIL's convert("L"));
   // 4 RGBA.

@@ -376,6 +376,7 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
                                      const std::string& cache_dir, int64_t cache_bytes, bool verify_crc,
                                      const std::string& on_error, bool pin_memory, bool trace, int image_channels,
                                      bool jpeg_dct_scaling, std::map<std::string, std::vector<int64_t>> shapes,
+                                     std::map<std::string, std::vector<int64_t>> pad, std::map<std::string, double> fill,
                                      const std::string& transforms_on) {
   using O = stoke::LoaderOptions;
   O o;
@@ -407,6 +408,8 @@ std::unique_ptr<PyLoader> OpenLoader(const std::string& table_dir, std::optional
   o.image_channels = image_channels;
   o.jpeg_dct_scaling = jpeg_dct_scaling;
   o.shapes = std::move(shapes);
+  o.pad = std::move(pad);
+  o.fill = std::move(fill);
   o.transforms_on = Parsed(stoke::ParseTransformsOn(transforms_on));
 
   stoke::Result<std::unique_ptr<stoke::Loader>> r = stoke::Status::Internal("unset");
@@ -520,6 +523,8 @@ py::dict LoaderDefaults() {
   out["image_channels"] = d.image_channels;
   out["jpeg_dct_scaling"] = d.jpeg_dct_scaling;
   out["shapes"] = py::dict();  // d.shapes: none
+  out["pad"] = py::dict();     // d.pad: none
+  out["fill"] = py::dict();    // d.fill: none
   return out;
 }
 
@@ -584,7 +589,8 @@ void BindLoader(py::module_& m) {
            py::arg("pin_memory") = kLoaderDefaults.pin_memory, py::arg("trace") = kLoaderDefaults.trace,
            py::arg("image_channels") = kLoaderDefaults.image_channels,
            py::arg("jpeg_dct_scaling") = kLoaderDefaults.jpeg_dct_scaling,
-           py::arg("shapes") = kLoaderDefaults.shapes,
+           py::arg("shapes") = kLoaderDefaults.shapes, py::arg("pad") = kLoaderDefaults.pad,
+           py::arg("fill") = kLoaderDefaults.fill,
            py::arg("transforms_on") = std::string(stoke::TransformsOnName(kLoaderDefaults.transforms_on)))
       .def("next", &PyLoader::Next, "The next batch of this rank's epoch as a dict, or None at its end.")
       .def("set_epoch", &PyLoader::SetEpoch, py::arg("epoch"))

@@ -3,6 +3,7 @@ own threads. Re-exported by the `stoke` package."""
 
 from __future__ import annotations
 
+import numbers
 import os
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -101,7 +102,12 @@ class Loader:
         (pages at most this far apart are merged, default 256 KiB);
         image_channels (3 RGB, 1 gray, 4 RGBA), jpeg_dct_scaling (True);
         shapes ({"volume": (30, 30, 10, 10)}: an array column's rows
-        reshaped to that shape, e.g. a flat Spark array<float>).
+        reshaped to that shape, e.g. a flat Spark array<float>);
+        pad ({"tokens": 512} or {"grid": (8, 8)}: an array column's ragged,
+        empty and null rows padded to that shape, one length per nesting
+        level; without it they are errors naming the row) and fill
+        ({"tokens": -1}: the value of null elements and of padding, 0 by
+        default; without it a null element is an error).
       cache_dir: tables on object stores: a local directory that keeps the
         bytes fetched (1 MiB blocks, CRC-checked), so that later epochs read
         from local disk; processes may share it. None: no cache.
@@ -150,6 +156,8 @@ class Loader:
             world_size = w if world_size is None else world_size
         if isinstance(columns, str):
             columns = [columns]
+        if isinstance(options.get("pad"), Mapping):  # a flat list's length alone: {"tokens": 512}
+            options["pad"] = {k: [int(v)] if isinstance(v, numbers.Integral) else list(v) for k, v in options["pad"].items()}
         self.table = table
         self.to = to
         self.device = device

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/commands.h"
@@ -163,12 +165,15 @@ struct LoadState {
   std::vector<std::string> transforms;
   std::string columns;              // --columns a,b
   std::vector<std::string> shapes;  // --shape NAME=D1,D2,...
+  std::vector<std::string> pads;    // --pad NAME=L1,L2,...
+  std::vector<std::string> fills;   // --fill NAME=VALUE
 };
 
-// --shape NAME=D1,D2,...: the array column NAME delivered as [D1, D2, ...].
-Status ParseShapeOption(const std::string& text, std::map<std::string, std::vector<int64_t>>* out) {
-  const Status bad =
-      Status::InvalidArgument(fmt::format("--shape '{}': expected NAME=D1,D2,... (e.g. volume=30,30,10,10)", text));
+// --shape NAME=D1,D2,... (the array column NAME delivered as [D1, D2, ...]) or --pad NAME=L1,L2,...
+// (its rows padded to [L1, L2, ...]): `flag` says which.
+Status ParseShapeOption(std::string_view flag, const std::string& text, std::map<std::string, std::vector<int64_t>>* out) {
+  const Status bad = Status::InvalidArgument(
+      fmt::format("{} '{}': expected NAME=D1,D2,... (e.g. volume=30,30,10,10)", flag, text));
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) return bad;
   std::vector<int64_t> dims;
@@ -179,6 +184,27 @@ Status ParseShapeOption(const std::string& text, std::map<std::string, std::vect
   }
   if (std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) return bad;
   (*out)[text.substr(0, eq)] = std::move(dims);
+  return Status::OK();
+}
+
+// --fill NAME=VALUE: null elements (and padding) of the array column NAME take VALUE.
+Status ParseFillOption(const std::string& text, std::map<std::string, double>* out) {
+  const size_t eq = text.find('=');
+  const std::string value = eq == std::string::npos ? "" : text.substr(eq + 1);
+  char* end = nullptr;
+  const double v = value.empty() ? 0 : std::strtod(value.c_str(), &end);
+  if (eq == 0 || value.empty() || end != value.c_str() + value.size()) {
+    return Status::InvalidArgument(fmt::format("--fill '{}': expected NAME=VALUE (e.g. tokens=-1)", text));
+  }
+  (*out)[text.substr(0, eq)] = v;
+  return Status::OK();
+}
+
+// --shape, --pad and --fill into the loader's options.
+Status ParseArrayOptions(const LoadState& st, stoke::LoaderOptions* o) {
+  for (const auto& text : st.shapes) STOKE_RETURN_IF_ERROR(ParseShapeOption("--shape", text, &o->shapes));
+  for (const auto& text : st.pads) STOKE_RETURN_IF_ERROR(ParseShapeOption("--pad", text, &o->pad));
+  for (const auto& text : st.fills) STOKE_RETURN_IF_ERROR(ParseFillOption(text, &o->fill));
   return Status::OK();
 }
 
@@ -197,10 +223,7 @@ int RunBenchLoad(LoadState& st) {
   auto transforms_on = stoke::ParseTransformsOn(st.transforms_on);
   if (!transforms_on.ok()) return Fail(transforms_on.status());
   lb.loader.transforms_on = *transforms_on;
-  for (const auto& text : st.shapes) {
-    Status parsed = ParseShapeOption(text, &lb.loader.shapes);
-    if (!parsed.ok()) return Fail(parsed);
-  }
+  if (Status parsed = ParseArrayOptions(st, &lb.loader); !parsed.ok()) return Fail(parsed);
   if (!st.columns.empty()) lb.loader.columns = ColumnList(st.columns);
   for (const auto& text : st.transforms) {
     auto t = stoke::ParseTransformText(text);
@@ -300,6 +323,11 @@ void AddBenchLoad(CLI::App* bench, std::vector<Command>* out) {
   bench_load->add_option("--shape", s->shapes,
                          "NAME=D1,D2,...: deliver the array column NAME as [D1, D2, ...] (a row's values reshaped; "
                          "repeatable)");
+  bench_load->add_option("--pad", s->pads,
+                         "NAME=L1,L2,...: pad every row of the array column NAME to [L1, L2, ...] (one length per "
+                         "nesting level; ragged, empty and null lists filled up with --fill's value or 0; repeatable)");
+  bench_load->add_option("--fill", s->fills,
+                         "NAME=VALUE: null elements (and padding) of the array column NAME take VALUE (repeatable)");
   AddBenchLoadImageOptions(bench_load, s.get());
   bench_load->add_option("--trace", lb.trace_path, "Write a Chrome trace (open in Perfetto) of the run to this file");
   bench_load->add_flag("--json", s->json, "Print one line of JSON");

@@ -26,12 +26,12 @@ Status NotAnArray(const std::string& name, std::string_view why) {
                                          name, why));
 }
 
-// The shape of one row of a list column: entries [begin, end) of `levels` (repetition level 0 at
-// begin, none after), or nullopt unless every entry is a present value and every list at each depth
-// has as many elements as the others at that depth.
-std::optional<std::array<int64_t, kMaxArrayDepth + 1>> RowShape(const ColumnLevels& levels,
-                                                                         const ArrayLeaf& leaf, size_t begin,
-                                                                         size_t end) {
+// The shape of one row (entries [begin, end) of `levels`) with the outermost entry first (shape[0]
+// unused, shape[j] the length of the lists at depth j), or nullopt unless every entry is an element
+// (a present value, or with `with_nulls` a null one) and every list at each depth has as many
+// elements as the others at that depth.
+std::optional<std::array<int64_t, kMaxArrayDepth + 1>> RowShape(const ColumnLevels& levels, const ArrayLeaf& leaf,
+                                                                size_t begin, size_t end, bool with_nulls) {
   std::array<int64_t, kMaxArrayDepth + 1> count{}, shape{};
   shape.fill(-1);
   // Closes the list open at depth j: it must have as many elements as the first closed there.
@@ -39,8 +39,9 @@ std::optional<std::array<int64_t, kMaxArrayDepth + 1>> RowShape(const ColumnLeve
     if (shape[j] < 0) shape[j] = count[j];
     return shape[j] == count[j];
   };
+  const uint32_t element_def = with_nulls ? leaf.list_defs[leaf.depth - 1] : leaf.max_def;
   for (size_t k = begin; k < end; ++k) {
-    if (leaf.max_def > 0 && levels.def_levels[k] != leaf.max_def) return std::nullopt;  // a null or an empty list
+    if (leaf.max_def > 0 && levels.def_levels[k] < element_def) return std::nullopt;  // a null or an empty list
     const int rep = static_cast<int>(levels.rep_levels[k]);
     if (rep >= 1) ++count[rep];  // another element of the list at depth rep
     for (int j = rep + 1; j <= leaf.depth; ++j) {  // a new list at depth j, after the one before it
@@ -59,20 +60,6 @@ size_t LeafCount(const SchemaNode& n) {
   size_t count = 0;
   for (const SchemaNode& c : n.children) count += LeafCount(c);
   return count;
-}
-
-// The entries [begin, end) of row `row` (counted from 0 at the first entry) of a chunk's levels.
-std::optional<std::pair<size_t, size_t>> RowEntries(const ColumnLevels& levels, int64_t row) {
-  int64_t seen = -1;
-  size_t begin = 0;
-  for (size_t k = 0; k < levels.num_levels; ++k) {
-    if (levels.rep_levels[k] != 0) continue;
-    if (seen == row) return std::make_pair(begin, k);
-    ++seen;
-    begin = k;
-  }
-  if (seen == row) return std::make_pair(begin, levels.num_levels);
-  return std::nullopt;
 }
 
 // The dtype an array's elements are delivered as (that of the loader's scalar columns): dates as
@@ -119,6 +106,7 @@ Result<ArrayLeaf> FindArrayLeaf(const ParquetReader& reader, const std::string& 
   }
   leaf.leaf = static_cast<size_t>(it - columns.begin());
   leaf.max_def = static_cast<uint32_t>(it->max_definition_level);
+  for (int j = 0; j < depth; ++j) leaf.list_defs[j] = static_cast<uint32_t>(it->repeated_def_levels[j]);
   const ColumnSpec spec = ColumnOfStored(reader.metadata().schema[it->schema_index]);
   if (spec.is_string || spec.logical == LogicalType::kDecimal || spec.type == parquet::Type::kByteArray ||
       spec.type == parquet::Type::kFixedLenByteArray || spec.type == parquet::Type::kInt96) {
@@ -170,7 +158,7 @@ Status FlattenArrayRows(const ColumnLevels& levels, const ArrayLeaf& leaf, std::
     while (end < n && levels.rep_levels[end] != 0) ++end;
     size_t present = 0;
     for (size_t k = begin; k < end; ++k) present += leaf.max_def == 0 || levels.def_levels[k] == leaf.max_def;
-    const auto row = RowShape(levels, leaf, begin, end);
+    const auto row = RowShape(levels, leaf, begin, end, false);
     const std::vector<int64_t> row_shape =
         row ? std::vector<int64_t>(row->begin() + 1, row->begin() + 1 + leaf.depth) : std::vector<int64_t>{};
     if (row && shape->empty()) *shape = row_shape;  // learnt from the first dense row
@@ -228,11 +216,31 @@ bool ArrayValuesAreStoredBytes(const ParquetReader& reader, const ArrayLeaf& lea
   }
 }
 
-std::optional<std::vector<int64_t>> ArrayRowShape(const ColumnLevels& levels, const ArrayLeaf& leaf, int64_t row) {
-  const auto entries = RowEntries(levels, row);
-  const auto shape = entries ? RowShape(levels, leaf, entries->first, entries->second) : std::nullopt;
+std::optional<std::pair<size_t, size_t>> ArrayRowEntries(const ColumnLevels& levels, int64_t row) {
+  int64_t seen = -1;
+  size_t begin = 0;
+  for (size_t k = 0; k < levels.num_levels; ++k) {
+    if (levels.rep_levels[k] != 0) continue;
+    if (seen == row) return std::make_pair(begin, k);
+    ++seen;
+    begin = k;
+  }
+  if (seen == row) return std::make_pair(begin, levels.num_levels);
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> ArrayEntriesShape(const ColumnLevels& levels, const ArrayLeaf& leaf, size_t begin,
+                                                      size_t end, bool with_nulls) {
+  const auto shape = RowShape(levels, leaf, begin, end, with_nulls);
   if (!shape) return std::nullopt;
   return std::vector<int64_t>(shape->begin() + 1, shape->begin() + 1 + leaf.depth);
+}
+
+std::optional<std::vector<int64_t>> ArrayRowShape(const ColumnLevels& levels, const ArrayLeaf& leaf, int64_t row,
+                                                  bool with_nulls) {
+  const auto entries = ArrayRowEntries(levels, row);
+  if (!entries) return std::nullopt;
+  return ArrayEntriesShape(levels, leaf, entries->first, entries->second, with_nulls);
 }
 
 Result<size_t> FindBinaryLeaf(const ParquetReader& reader, const std::string& name) {

@@ -8,9 +8,11 @@
 //    feature), whose cells are .npy files (Petastorm's NdarrayCodec) or encoded JPEG/PNG images.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/buffer.h"
@@ -28,6 +30,10 @@ struct ArrayLeaf {
   size_t leaf = 0;        // the reader's column of the innermost values
   int depth = 0;          // nested lists: the leaf's repetition level
   uint32_t max_def = 0;   // the leaf's definition level where a value is present
+  // list_defs[j]: the definition level from which an entry has an element in the list at depth j + 1
+  // (below it, that list is empty or null). An entry reaching list_defs[depth - 1] but not max_def is
+  // a null element.
+  std::array<uint32_t, kMaxArrayDepth> list_defs{};
   DType dtype = DType::kFloat32;
 };
 
@@ -60,9 +66,19 @@ Status FlattenArrayRows(const ColumnLevels& levels, const ArrayLeaf& leaf, std::
 // 2 GiB (kMaxPageBytes), so every offset fits.
 void FlattenDenseListRows(const DenseListPage& page, size_t value_size, std::vector<int64_t>* shape, ArrayRows* out);
 
-// The shape of row `row` of a chunk's levels, or nullopt when that row is not a dense rectangular
-// array (or there is no such row).
-std::optional<std::vector<int64_t>> ArrayRowShape(const ColumnLevels& levels, const ArrayLeaf& leaf, int64_t row);
+// The entries [begin, end) of row `row` (counted from 0 at the first entry) of a chunk's levels;
+// nullopt when there is no such row.
+std::optional<std::pair<size_t, size_t>> ArrayRowEntries(const ColumnLevels& levels, int64_t row);
+
+// The shape of the row in entries [begin, end) of a chunk's levels, or nullopt unless it is a dense
+// rectangular array; `with_nulls`: null elements count as elements (a null row or an empty list
+// never does).
+std::optional<std::vector<int64_t>> ArrayEntriesShape(const ColumnLevels& levels, const ArrayLeaf& leaf, size_t begin,
+                                                      size_t end, bool with_nulls);
+
+// ArrayEntriesShape of row `row` of a chunk's levels (nullopt too when there is no such row).
+std::optional<std::vector<int64_t>> ArrayRowShape(const ColumnLevels& levels, const ArrayLeaf& leaf, int64_t row,
+                                                  bool with_nulls = false);
 
 // Appends a chunk's present values (ColumnLevels::values), converted to leaf.dtype, to *out as bytes.
 Status AppendArrayValues(const ParquetReader& reader, const ArrayLeaf& leaf, ValueVector values, AlignedBuffer* out);

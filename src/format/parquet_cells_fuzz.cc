@@ -1,17 +1,46 @@
 // libFuzzer target: other writers' cells as parquet_cells.h reads them. The first byte chooses:
 //  - even: FlattenArrayRows over arbitrary levels of a list column (as ParquetReader hands a column
 //    chunk's levels over: repetition levels within the nesting depth, the first one 0, definition
-//    levels within the maximum);
+//    levels within the maximum), then PadArrayRows and ArrayRowProblem over the same levels, padded
+//    to a shape or not, with a fill value or not;
 //  - odd: a binary cell (the rest of the input): CellKindOf, then NpyCellData against the shape its
 //    own header claims and against a fixed one.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "format/array_padding.h"
 #include "format/npy.h"
 #include "format/parquet_cells.h"
 
 namespace {
+
+// PadArrayRows over `levels` of a leaf like `given` whose lists' definition levels are consistent
+// (ParquetReader derives them from the schema): increasing, the last at most the maximum.
+void PadLevels(const stoke::ColumnLevels& levels, const stoke::ArrayLeaf& given, uint8_t a, uint8_t b, uint8_t c) {
+  stoke::ArrayLeaf leaf = given;
+  leaf.max_def = std::max<uint32_t>(leaf.max_def, static_cast<uint32_t>(leaf.depth));
+  const uint32_t slack = leaf.max_def - static_cast<uint32_t>(leaf.depth);
+  for (int j = 0; j < leaf.depth; ++j) leaf.list_defs[j] = static_cast<uint32_t>(j) + 1 + (b >> 4) % (slack + 1);
+  stoke::ArrayPadding padding;
+  if (c & 1) {
+    for (int j = 0; j < leaf.depth; ++j) padding.shape.push_back(1 + (a >> j) % 4);
+  }
+  if (c & 2) padding.fill = -1;
+  size_t present = 0;
+  for (size_t k = 0; k < levels.num_levels; ++k) present += levels.def_levels.empty() || levels.def_levels[k] == leaf.max_def;
+  const size_t es = stoke::DTypeSize(leaf.dtype);
+  stoke::AlignedBuffer values, body;
+  values.Resize(present * es);
+  auto fill = stoke::ArrayFillBytes(padding.fill.value_or(0), leaf.dtype);
+  if (!fill.ok()) return;
+  std::vector<int64_t> shape;
+  stoke::ArrayRows out;
+  (void)stoke::PadArrayRows(levels, leaf, values.view(), padding, *fill, &shape, &body, &out);
+  for (int64_t r = 0; r < 4; ++r) (void)stoke::ArrayRowProblem(levels, leaf, r, shape, padding);
+  (void)stoke::ArrayRowShape(levels, leaf, 0, true);
+}
 
 void FlattenLevels(const uint8_t* data, size_t size) {
   if (size < 3) return;
@@ -30,6 +59,7 @@ void FlattenLevels(const uint8_t* data, size_t size) {
   stoke::ArrayRows out;
   (void)stoke::FlattenArrayRows(levels, leaf, &shape, &out);
   (void)stoke::ArrayRowShape(levels, leaf, static_cast<int64_t>(data[0]) % 4);
+  PadLevels(levels, leaf, data[0], data[1], data[2]);
 }
 
 void ReadCell(const uint8_t* data, size_t size) {

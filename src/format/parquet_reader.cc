@@ -161,6 +161,7 @@ Status ParquetReader::BuildColumns() {
     int remaining;
     int16_t def, rep;
     std::string prefix;
+    std::vector<int16_t> repeated_defs;  // LeafColumn::repeated_def_levels of the path so far
   };
   std::vector<Frame> stack;
   int root_children = schema[0].num_children.value_or(0);
@@ -168,7 +169,7 @@ Status ParquetReader::BuildColumns() {
     return Status::Corruption(fmt::format("{}: schema root claims {} children but {} elements follow", path,
                                           root_children, schema.size() - 1));
   }
-  stack.push_back({root_children, 0, 0, ""});
+  stack.push_back({root_children, 0, 0, "", {}});
   for (size_t i = 1; i < schema.size(); ++i) {
     while (!stack.empty() && stack.back().remaining == 0) stack.pop_back();
     if (stack.empty()) {
@@ -181,13 +182,15 @@ Status ParquetReader::BuildColumns() {
     int16_t def = parent.def + (rep != parquet::Repetition::kRequired ? 1 : 0);
     int16_t reps = parent.rep + (rep == parquet::Repetition::kRepeated ? 1 : 0);
     std::string name = parent.prefix.empty() ? e.name : parent.prefix + "." + e.name;
+    std::vector<int16_t> repeated_defs = parent.repeated_defs;
+    if (rep == parquet::Repetition::kRepeated) repeated_defs.push_back(def);
     int children = e.num_children.value_or(0);
     if (children > 0 || !e.type) {
       if (children <= 0 || static_cast<size_t>(children) > schema.size() - 1 - i) {
         return Status::Corruption(fmt::format("{}: schema group '{}' has a bad child count {}", path, name, children));
       }
       if (stack.size() > 64) return Status::Corruption(fmt::format("{}: schema nested deeper than 64", path));
-      stack.push_back({children, def, reps, name});
+      stack.push_back({children, def, reps, name, std::move(repeated_defs)});
       continue;
     }
     LeafColumn col;
@@ -204,6 +207,7 @@ Status ParquetReader::BuildColumns() {
     }
     col.max_definition_level = def;
     col.max_repetition_level = reps;
+    col.repeated_def_levels = std::move(repeated_defs);
     col.is_string = col.type == Type::kByteArray && IsStringAnnotated(e);
     columns_.push_back(std::move(col));
   }

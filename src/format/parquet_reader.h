@@ -28,6 +28,9 @@ struct LeafColumn {
   int32_t type_length = 0;        // FIXED_LEN_BYTE_ARRAY width
   int16_t max_definition_level = 0;
   int16_t max_repetition_level = 0;
+  // The definition level of each repeated node on its path, outermost first (max_repetition_level of
+  // them): an entry whose definition level reaches the j-th has an element in the list at depth j.
+  std::vector<int16_t> repeated_def_levels;
   bool is_string = false;         // STRING / UTF8 / JSON / ENUM annotation
   std::optional<TensorSpec> tensor;  // from stoke.tensors metadata
   bool blob = false;                 // named in stoke.blobs metadata (a BYTE_ARRAY column)

@@ -44,26 +44,52 @@ Result<std::shared_ptr<const DecodedPage>> ArrayCells::DecodeDense(const Place& 
   return std::shared_ptr<const DecodedPage>(std::move(decoded));
 }
 
+const ArrayPadding& ArrayCells::PaddingOf(const std::string& name) const {
+  static const ArrayPadding kNone;
+  auto it = padding_.find(name);
+  return it == padding_.end() ? kNone : it->second;
+}
+
+Result<ColumnLevels> ArrayCells::ReadLevels(const Place& place, const ArrayLeaf& leaf, bool page, int64_t* first) {
+  *first = 0;
+  return page ? place.reader->ReadPageLevels(place.row_group, leaf.leaf, place.row_in_group, first)
+              : place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf);
+}
+
 Result<std::shared_ptr<const DecodedPage>> ArrayCells::Decode(const Place& place, const ArrayLeaf& leaf, bool page,
-                                                              std::vector<int64_t>* shape) {
-  if (page && leaf.depth == 1 && ArrayValuesAreStoredBytes(*place.reader, leaf)) {
+                                                              const ArrayPadding& padding, std::vector<int64_t>* shape) {
+  if (page && leaf.depth == 1 && padding.shape.empty() && ArrayValuesAreStoredBytes(*place.reader, leaf)) {
     // A flat list of plain values where every row is dense: the rows are copied from the page as it
     // is, its levels read run by run (Spark's array<float>). Any other page takes the general path.
     STOKE_ASSIGN_OR_RETURN(auto dense, DecodeDense(place, leaf, shape));
     if (dense) return dense;
   }
   int64_t first = 0;
-  auto levels = page ? place.reader->ReadPageLevels(place.row_group, leaf.leaf, place.row_in_group, &first)
-                     : place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf);
-  if (!levels.ok()) return levels.status();
+  STOKE_ASSIGN_OR_RETURN(ColumnLevels levels, ReadLevels(place, leaf, page, &first));
   auto decoded = std::make_shared<DecodedPage>();
-  STOKE_RETURN_IF_ERROR(AppendArrayValues(*place.reader, leaf, std::move(levels->values), &decoded->body));
-  levels->values = ValueVector{};
   ArrayRows rows;
-  STOKE_RETURN_IF_ERROR(FlattenArrayRows(*levels, leaf, shape, &rows));
+  if (padding.active()) {
+    STOKE_ASSIGN_OR_RETURN(std::vector<uint8_t> fill, ArrayFillBytes(padding.fill.value_or(0), leaf.dtype));
+    AlignedBuffer values;
+    STOKE_RETURN_IF_ERROR(AppendArrayValues(*place.reader, leaf, std::move(levels.values), &values));
+    STOKE_RETURN_IF_ERROR(PadArrayRows(levels, leaf, values.view(), padding, fill, shape, &decoded->body, &rows));
+  } else {
+    STOKE_RETURN_IF_ERROR(AppendArrayValues(*place.reader, leaf, std::move(levels.values), &decoded->body));
+    levels.values = ValueVector{};
+    STOKE_RETURN_IF_ERROR(FlattenArrayRows(levels, leaf, shape, &rows));
+  }
   decoded->offsets = std::move(rows.offsets);
   decoded->value_size = rows.value_size;
   return std::shared_ptr<const DecodedPage>(std::move(decoded));
+}
+
+std::string ArrayCells::Problem(const std::string& name, const Place& place, const std::vector<int64_t>& shape,
+                                bool page) {
+  auto leaf = LeafOf(name, place);
+  int64_t first = 0;
+  auto levels = leaf.ok() ? ReadLevels(place, *leaf, page, &first) : Result<ColumnLevels>(leaf.status());
+  if (!levels.ok()) return "unreadable: " + levels.status().ToString();
+  return ArrayRowProblem(*levels, *leaf, place.row_in_group - first, shape, PaddingOf(name));
 }
 
 Result<ArrayCells::Piece> ArrayCells::Load(const std::string& name, const Place& place, DType dtype,
@@ -77,6 +103,7 @@ Result<ArrayCells::Piece> ArrayCells::Load(const std::string& name, const Place&
   // chunk; and the chunk too where the page path fails (an OffsetIndex that disagrees with the pages,
   // a dictionary the chunk does not say where it is): the whole chunk is what the reader checks
   // every other way.
+  const ArrayPadding& padding = PaddingOf(name);
   Piece piece;
   auto oi = place.reader->CachedOffsetIndex(place.row_group, leaf.leaf);
   if (oi.ok() && *oi && !(*oi)->page_locations.empty()) {
@@ -87,7 +114,7 @@ Result<ArrayCells::Piece> ArrayCells::Load(const std::string& name, const Place&
       piece.first_row = (it - 1)->first_row_index;
       piece.from_page = true;
       auto page = cache_.GetOrLoad(place.file, (uint64_t{1} << 63) | static_cast<uint64_t>((it - 1)->offset), [&] {
-        return Decode(place, leaf, true, shape);
+        return Decode(place, leaf, true, padding, shape);
       });
       if (page.ok()) {
         piece.rows = std::move(*page);
@@ -97,26 +124,32 @@ Result<ArrayCells::Piece> ArrayCells::Load(const std::string& name, const Place&
   }
   piece = Piece{};
   const uint64_t key = (uint64_t{leaf.leaf} << 32) | static_cast<uint32_t>(place.row_group);
-  STOKE_ASSIGN_OR_RETURN(piece.rows, cache_.GetOrLoad(place.file, key, [&] { return Decode(place, leaf, false, shape); }));
+  STOKE_ASSIGN_OR_RETURN(piece.rows,
+                         cache_.GetOrLoad(place.file, key, [&] { return Decode(place, leaf, false, padding, shape); }));
   return piece;
 }
 
 Result<std::pair<DType, std::vector<int64_t>>> ArrayCells::Probe(const std::string& name, int64_t row) {
   STOKE_ASSIGN_OR_RETURN(Place place, readers_.Locate(row));
   STOKE_ASSIGN_OR_RETURN(ArrayLeaf leaf, FindArrayLeaf(*place.reader, name));
-  int64_t first = 0;  // the page's first row, when the row's page alone is read
-  auto levels = place.reader->ReadPageLevels(place.row_group, leaf.leaf, place.row_in_group, &first);
-  if (!levels.ok()) {  // no OffsetIndex, or one the pages disagree with: the whole chunk
-    first = 0;
-    levels = place.reader->ReadColumnChunkLevels(place.row_group, leaf.leaf);
+  const ArrayPadding& padding = PaddingOf(name);
+  if (padding.fill) {
+    auto fill = ArrayFillBytes(*padding.fill, leaf.dtype);
+    if (!fill.ok()) return Status::InvalidArgument(fmt::format("fill['{}']: {}", name, fill.status().message()));
   }
+  STOKE_RETURN_IF_ERROR(CheckArrayPadding(padding, leaf, name));
+  if (!padding.shape.empty()) return std::make_pair(leaf.dtype, padding.shape);
+  int64_t first = 0;  // the page's first row, when the row's page alone is read
+  auto levels = ReadLevels(place, leaf, true, &first);
+  if (!levels.ok()) levels = ReadLevels(place, leaf, false, &first);  // no OffsetIndex, or a wrong one: the chunk
   if (!levels.ok()) return levels.status();
-  auto shape = ArrayRowShape(*levels, leaf, place.row_in_group - first);
+  auto shape = ArrayRowShape(*levels, leaf, place.row_in_group - first, padding.fill.has_value());
   if (!shape) {
     return Status::InvalidArgument(fmt::format(
-        "{}: row {} of column '{}' is not an array the loader can deliver (a null, an empty or ragged list, or a null "
-        "element), and its shape would set the column's",
-        place.reader->path(), place.row_in_file, name));
+        "{}: row {} of column '{}' is not an array the loader can deliver ({}), and its shape would set the "
+        "column's: give the column a padding shape (the option pad)",
+        place.reader->path(), place.row_in_file, name,
+        ArrayRowProblem(*levels, leaf, place.row_in_group - first, {}, ArrayPadding{{}, padding.fill})));
   }
   return std::make_pair(leaf.dtype, std::move(*shape));
 }
@@ -134,9 +167,9 @@ Result<ArrayCells::Cell> ArrayCells::ReadCell(const std::string& name, DType dty
                                           chunk->offsets.size(), r + 1));
   }
   if (chunk->offsets[r] == DecodedPage::kNull) {
-    return Status::InvalidArgument(fmt::format(
-        "not an array of shape [{}] (a null, an empty or ragged list, a null element, or another shape)",
-        fmt::join(shape, ", ")));
+    return Status::InvalidArgument(fmt::format("not an array of the column's shape [{}]: {} (the options pad and fill "
+                                               "deliver ragged rows and null elements)",
+                                               fmt::join(shape, ", "), Problem(name, place, shape, piece.from_page)));
   }
   const ByteView values(chunk->body.data() + chunk->offsets[r], chunk->value_size);
   return Cell{std::move(piece.rows), values};

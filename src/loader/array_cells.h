@@ -13,7 +13,10 @@
 // a global shuffle over chunks larger than the budget decodes a chunk again for most rows.
 //
 // A row that is null, holds an empty or null list or a null element, or whose nesting is ragged or
-// of another shape, is an error naming the row (the loader's on_error applies). Thread-safe.
+// of another shape, is an error naming the row and what is wrong with it (the loader's on_error
+// applies), unless the column is padded to a fixed shape or given a fill value for null elements
+// (LoaderOptions::pad and fill, format/array_padding.h): its pages are then laid out row by row, as
+// padded tensors, when they are decoded. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,7 @@
 #include "core/buffer.h"
 #include "core/buffer_pool.h"
 #include "core/mutex.h"
+#include "format/array_padding.h"
 #include "format/parquet_cells.h"
 #include "format/parquet_reader.h"
 #include "loader/page_cache.h"
@@ -39,11 +43,15 @@ class ArrayCells {
  public:
   static constexpr int kMaxDepth = kMaxArrayDepth;
 
-  // `index` and `readers` must outlive this. `cache_bytes`: the decoded chunks' budget.
-  ArrayCells(const SampleIndex& index, SlowCells& readers, size_t cache_bytes)
-      : index_(index), readers_(readers), cache_(cache_bytes) {}
+  // `index` and `readers` must outlive this. `cache_bytes`: the decoded chunks' budget. `padding`:
+  // the columns padded or given a fill value, by name.
+  ArrayCells(const SampleIndex& index, SlowCells& readers, size_t cache_bytes,
+             std::map<std::string, ArrayPadding> padding = {})
+      : index_(index), readers_(readers), cache_(cache_bytes), padding_(std::move(padding)) {}
 
-  // The element dtype and shape of top-level column `name`, from table row `row` (the first served).
+  // The element dtype and shape of top-level column `name`, from table row `row` (the first served);
+  // with padding, its padding shape, checked against the column's nesting and its fill value
+  // against its dtype.
   Result<std::pair<DType, std::vector<int64_t>>> Probe(const std::string& name, int64_t row);
 
   // One row's values, in place within its decoded page (or chunk), which the cell keeps alive.
@@ -68,9 +76,17 @@ class ArrayCells {
     bool from_page = false;
   };
   Result<Piece> Load(const std::string& name, const Place& place, DType dtype, std::vector<int64_t>* shape);
-  // Load's decode: the page holding place's row (`page`), or the chunk, flattened.
+  // Load's decode: the page holding place's row (`page`), or the chunk, flattened (laid out row by
+  // row when `padding` is active).
   Result<std::shared_ptr<const DecodedPage>> Decode(const Place& place, const ArrayLeaf& leaf, bool page,
-                                                    std::vector<int64_t>* shape);
+                                                    const ArrayPadding& padding, std::vector<int64_t>* shape);
+  // The levels of the page holding place's row (`page`; *first its first row in the row group) or of
+  // the chunk (*first 0).
+  static Result<ColumnLevels> ReadLevels(const Place& place, const ArrayLeaf& leaf, bool page, int64_t* first);
+  // What is wrong with place's row (a kNull of its piece), for the error; read from its levels again.
+  std::string Problem(const std::string& name, const Place& place, const std::vector<int64_t>& shape, bool page);
+  // padding_'s entry for `name`, or no padding.
+  const ArrayPadding& PaddingOf(const std::string& name) const;
   // Decode's fast path for a page of a flat list of plain values whose rows are all dense
   // (ParquetReader::ReadDenseListPage): the page's body as it is, each row's offset into it; null
   // where the page is not such a page.
@@ -83,6 +99,7 @@ class ArrayCells {
   SlowCells& readers_;
   std::shared_ptr<BufferPool> bodies_ = std::make_shared<BufferPool>();  // DecodeDense's page bodies
   PageCache cache_;  // keyed by (file, leaf << 32 | row group) for chunks, (file, 1 << 63 | offset) for pages
+  const std::map<std::string, ArrayPadding> padding_;
   Mutex mu_;
   std::map<std::pair<uint32_t, std::string>, ArrayLeaf> leaves_ GUARDED_BY(mu_);
 };

@@ -229,12 +229,74 @@ TEST(ArrayColumns, ARaggedOrNullRowIsAnErrorNamingFileAndRowOrIsSkipped) {
   const std::string message = next.status().ToString();
   EXPECT_NE(message.find("part-0.parquet"), std::string::npos) << message;
   EXPECT_TRUE(message.find("row 3") != std::string::npos || message.find("row 4") != std::string::npos) << message;
+  EXPECT_TRUE(message.find("a list of more than 2 elements at depth 2") != std::string::npos ||
+              message.find("a null") != std::string::npos)
+      << message;
   o.on_error = LoaderOptions::OnError::kSkip;
   auto skipping = Loader::Open(table.dir(), o);
   ASSERT_TRUE(skipping.ok()) << skipping.status().ToString();
   auto batch = (*skipping)->Next();
   ASSERT_TRUE(batch.ok() && batch->has_value()) << batch.status().ToString();
   EXPECT_EQ((**batch).size(), 3);
+}
+
+// The first batch of `dir` in table order under `o`.
+Result<Batch> FirstBatch(const std::string& dir, LoaderOptions o) {
+  o.shuffle = LoaderOptions::Shuffle::kNone;
+  STOKE_ASSIGN_OR_RETURN(auto loader, Loader::Open(dir, o));
+  STOKE_ASSIGN_OR_RETURN(auto next, loader->Next());
+  if (!next) return Status::NotFound("no batch");
+  return std::move(*next);
+}
+
+TEST(ArrayColumns, RaggedRowsArePaddedAndNullElementsFilledWhenAsked) {
+  std::vector<json> rows = Rows(0, 4);
+  rows[1]["v"] = json{7.0};
+  rows[2]["v"] = nullptr;
+  rows[3]["v"] = json{1.0, nullptr, 2.0};
+  rows[1]["m"] = json{{1}, {2, 3}};
+  ArrayTable table({rows});
+  LoaderOptions o;
+  o.columns = {"id", "v", "m"};
+  o.batch_size = 4;
+  o.pad = {{"v", {4}}, {"m", {2, 2}}};
+  o.fill = {{"v", -1.0}};
+  auto batch = FirstBatch(table.dir(), o);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  const BatchColumn* v = batch->column("v");
+  const BatchColumn* m = batch->column("m");
+  EXPECT_EQ(v->shape, (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(m->shape, (std::vector<int64_t>{4, 2, 2}));
+  const std::vector<float> want_v{0, 0.5f, 0, -1, 7, -1, -1, -1, -1, -1, -1, -1, 1, -1, 2, -1};
+  for (size_t k = 0; k < want_v.size(); ++k) EXPECT_EQ(At<float>(*v, k), want_v[k]) << k;
+  const std::vector<int32_t> want_m1{1, 0, 2, 3};  // padded with 0: m has no fill
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(At<int32_t>(*m, 4 + k), want_m1[k]) << k;
+  // The padded shape reshaped.
+  o.shapes = {{"v", {2, 2}}};
+  auto reshaped = FirstBatch(table.dir(), o);
+  ASSERT_TRUE(reshaped.ok()) << reshaped.status().ToString();
+  EXPECT_EQ(reshaped->column("v")->shape, (std::vector<int64_t>{4, 2, 2}));
+  // Without a fill, v's null element is an error saying where it is.
+  o.fill.clear();
+  auto unfilled = FirstBatch(table.dir(), o);
+  EXPECT_NE(unfilled.status().message().find("a null element at [1]"), std::string::npos) << unfilled.status().ToString();
+}
+
+TEST(ArrayColumns, PaddingAndFillThatDoNotFitTheColumnFailOpen) {
+  ArrayTable table({Rows(0, 4)});
+  LoaderOptions o;
+  o.columns = {"id", "v", "m"};
+  o.pad = {{"m", {4}}};  // m nests two lists
+  EXPECT_NE(Loader::Open(table.dir(), o).status().message().find("pad['m']"), std::string::npos);
+  o.pad = {{"id", {4}}};
+  EXPECT_NE(Loader::Open(table.dir(), o).status().message().find("pad: 'id' is not an array column"), std::string::npos);
+  o.pad.clear();
+  o.fill = {{"m", 0.5}};  // an int32 column
+  const Status fraction = Loader::Open(table.dir(), o).status();
+  EXPECT_EQ(fraction.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(fraction.message().find("fill['m']"), std::string::npos) << fraction.ToString();
+  o.fill = {{"m", -3}};
+  EXPECT_TRUE(Loader::Open(table.dir(), o).ok());
 }
 
 TEST(ArrayColumns, AGivenShapeReshapesEachRowsValues) {

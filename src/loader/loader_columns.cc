@@ -87,13 +87,9 @@ Status LoaderColumns::Select(const TableView& view, const SampleIndex& index, co
     return Status::InvalidArgument(fmt::format("image_channels must be 1, 3 or 4, got {}", o_.image_channels));
   }
   STOKE_RETURN_IF_ERROR(SortColumns(view, selected, image_columns));
-  for (const auto& entry : o_.shapes) {
-    const std::string& name = entry.first;  // not a structured binding: clang 14 cannot capture those
-    if (std::none_of(tensors_.begin(), tensors_.end(), [&](const TensorColumn& t) { return t.array && t.name == name; })) {
-      return Status::InvalidArgument(fmt::format("shapes: '{}' is not an array column the loader delivers (selected array "
-                                                 "columns only)", name));
-    }
-  }
+  STOKE_RETURN_IF_ERROR(CheckArrayColumnNames("shapes", o_.shapes));
+  STOKE_RETURN_IF_ERROR(CheckArrayColumnNames("pad", o_.pad));
+  STOKE_RETURN_IF_ERROR(CheckArrayColumnNames("fill", o_.fill));
   STOKE_ASSIGN_OR_RETURN(std::optional<Predicate> where, BindWhere(o_.where, view.columns));
   const auto& config = view.snapshot.metadata.configuration;
   if (auto hf = config.find(kHuggingFaceMetadataKey); hf != config.end()) metadata_shapes_ = HuggingFaceArrayShapes(hf->second);
@@ -177,7 +173,7 @@ Status LoaderColumns::SetUpCells(int64_t cache_bytes, int64_t max_decoded_bytes)
   const size_t part = static_cast<size_t>(cache_bytes) / (1 + arrays + binary);
   cell_cache_bytes_ = part;
   slow_cells_ = std::make_unique<SlowCells>(*index_, part, o_.verify_crc);
-  if (arrays) array_cells_ = std::make_unique<ArrayCells>(*index_, *slow_cells_, part);
+  if (arrays) array_cells_ = std::make_unique<ArrayCells>(*index_, *slow_cells_, part, ArrayPaddings());
   if (binary) binary_cells_ = std::make_unique<BinaryCells>(*slow_cells_, part);
   const std::optional<int64_t> first = scalars_.FirstRow(index_->num_rows());
   for (TensorColumn& t : tensors_) {
@@ -185,6 +181,30 @@ Status LoaderColumns::SetUpCells(int64_t cache_bytes, int64_t max_decoded_bytes)
     if (t.array) STOKE_RETURN_IF_ERROR(SetUpArrayColumn(&t, first));
   }
   return CreateImagePipelines(max_decoded_bytes);
+}
+
+template <typename Map>
+Status LoaderColumns::CheckArrayColumnNames(std::string_view option, const Map& by_column) const {
+  for (const auto& entry : by_column) {
+    const std::string& name = entry.first;  // not a structured binding: clang 14 cannot capture those
+    if (std::none_of(tensors_.begin(), tensors_.end(), [&](const TensorColumn& t) { return t.array && t.name == name; })) {
+      return Status::InvalidArgument(fmt::format("{}: '{}' is not an array column the loader delivers (selected array "
+                                                 "columns only)", option, name));
+    }
+  }
+  return Status::OK();
+}
+
+std::map<std::string, ArrayPadding> LoaderColumns::ArrayPaddings() const {
+  std::map<std::string, ArrayPadding> by_field;  // keyed as the data files name the columns
+  for (const TensorColumn& t : tensors_) {
+    if (!t.array) continue;
+    ArrayPadding p;
+    if (auto it = o_.pad.find(t.name); it != o_.pad.end()) p.shape = it->second;
+    if (auto it = o_.fill.find(t.name); it != o_.fill.end()) p.fill = it->second;
+    if (p.active()) by_field[t.file_name] = std::move(p);
+  }
+  return by_field;
 }
 
 Status LoaderColumns::SetUpArrayColumn(TensorColumn* t, std::optional<int64_t> first) {

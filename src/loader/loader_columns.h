@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -67,6 +68,11 @@ class LoaderColumns {
   // cell (`first`, when a row is served) holds.
   Status SetUpArrayColumn(TensorColumn* t, std::optional<int64_t> first);
   Status SetUpBinaryColumn(TensorColumn* t, std::optional<int64_t> first);
+  // InvalidArgument, naming `option`, where a key of `by_column` is not a selected array column.
+  template <typename Map>
+  Status CheckArrayColumnNames(std::string_view option, const Map& by_column) const;
+  // o.pad and o.fill of the selected array columns, keyed by their fields in the data files.
+  std::map<std::string, ArrayPadding> ArrayPaddings() const;
   // Sets t->in.shape to o.shapes' entry for the array column `t`, or else to metadata_shapes_', when
   // there is one (its value count must be the rows').
   Status ReshapeArrayColumn(TensorColumn* t) const;

@@ -100,6 +100,51 @@ describe('plain Parquet datasets', () => {
     assert.match(none.stderr, /no Parquet files/);
   });
 
+  test('ragged and null arrays load padded and filled as asked, with the values DuckDB reads', { skip: !HAVE_PY && `no stoke Python module under ${PY_PATH}` }, async () => {
+    const file = path.join(TMP, 'ragged.parquet');
+    await con.run(`COPY (SELECT i AS id,
+                          CASE i % 5 WHEN 0 THEN NULL WHEN 1 THEN []::FLOAT[] WHEN 2 THEN [i, NULL, i + 0.5]::FLOAT[]
+                               ELSE list_transform(range(i % 4 + 1), x -> (i * 10 + x)::FLOAT) END AS seq,
+                          CASE i % 3 WHEN 0 THEN [[i], NULL, [i + 1, NULL, i + 2]]::INTEGER[][]
+                               WHEN 1 THEN [[], [i]]::INTEGER[][] ELSE NULL END AS grid
+                   FROM range(30) t(i))
+                   TO ${sqlStr(file)} (FORMAT PARQUET, COMPRESSION zstd)`);
+    const duck = await duckRows(`SELECT id, seq, grid FROM read_parquet(${sqlStr(file)})`);
+    // DuckDB's row padded as stoke is asked to: each list's elements first, then the fill; nulls the fill.
+    const padded = (v, shape, fill) => {
+      const out = [];
+      const walk = (x, depth) => {
+        const n = shape[depth];
+        for (let k = 0; k < n; ++k) {
+          const e = Array.isArray(x) && k < x.length ? x[k] : null;
+          if (depth + 1 === shape.length) out.push(e === null ? fill : e);
+          else walk(e, depth + 1);
+        }
+      };
+      walk(v, 0);
+      return out;
+    };
+    const options = { columns: ['id', 'seq', 'grid'], batch_size: 4, shuffle: 'global', seed: 5,
+      pad: { seq: [4], grid: [3, 3] }, fill: { seq: -1.5, grid: -7 } };
+    const got = pythonLoad(file, options);
+    assert.equal(got.length, 30);
+    const want = new Map(duck.map((r) => [r.id, r]));
+    for (const r of got) {
+      const d = want.get(r.id);
+      assert.deepEqual([r.seq.shape, r.seq.dtype, r.grid.shape, r.grid.dtype], [[4], 'float32', [3, 3], 'int32']);
+      assert.equal(r.seq.md5, md5(Buffer.from(new Float32Array(padded(d.seq, [4], -1.5)).buffer)), `seq of row ${r.id}`);
+      assert.equal(r.grid.md5, md5(Buffer.from(new Int32Array(padded(d.grid, [3, 3], -7)).buffer)), `grid of row ${r.id}`);
+    }
+    // The command line takes the same options; without them the first ragged or null row is an error naming it.
+    const bench = runStoke(STOKE, ['bench', 'load', file, '--columns', 'seq,grid', '--pad', 'seq=4', '--pad', 'grid=3,3',
+      '--fill', 'seq=-1.5', '--fill', 'grid=-7', '--json']);
+    assert.equal(JSON.parse(bench.stdout.trim().split('\n').pop()).samples, 30);
+    const refused = runStoke(STOKE, ['bench', 'load', file, '--columns', 'seq', '--shuffle', 'none'], { ok: false });
+    assert.match(refused.stderr, /ragged\.parquet.*row \d+.*(a null row|an empty list|a ragged list|a null element)/s);
+    const fraction = runStoke(STOKE, ['bench', 'load', file, '--columns', 'grid', '--pad', 'grid=3,3', '--fill', 'grid=0.5'], { ok: false });
+    assert.match(fraction.stderr, /fill\['grid'\]: fill value 0\.5 is not a int32 value/);
+  });
+
   test('Petastorm .npy cells and Hugging Face image structs load as tensors and images', { skip: !HAVE_PY && `no stoke Python module under ${PY_PATH}` }, async () => {
     const npy = path.join(TMP, 'npy');
     const img = path.join(TMP, 'img');
