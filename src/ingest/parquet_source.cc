@@ -6,7 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
+#include <optional>
+#include <string>
 
 #include "core/buffer_pool.h"
 #include "core/log.h"
@@ -228,9 +231,36 @@ int FirstFilledGroup(const ParquetReader& reader) {
   return -1;
 }
 
+// The first cell of binary leaf `leaf` in row group `g`, read from the chunk's first data page alone
+// when that page is PLAIN (a row group of images is hundreds of megabytes); nullopt where it is not,
+// or its first row is null (the caller reads the chunk and says so).
+std::optional<std::string> FirstCellOfFirstPage(const ParquetReader& reader, int g, size_t leaf) {
+  auto pages = reader.ListDataPages(g, leaf);
+  if (!pages.ok() || pages->empty() || pages->front().encoding != parquet::Encoding::kPlain) return std::nullopt;
+  ByteArrayChunk page;
+  const DataPageSpan& first = pages->front();
+  if (!reader.ReadByteArrayPage(g, leaf, static_cast<uint64_t>(first.offset), static_cast<uint64_t>(first.length), &page).ok() ||
+      page.offsets.empty() || page.offsets[0] == ByteArrayChunk::kNull) {
+    return std::nullopt;
+  }
+  uint32_t length = 0;
+  std::memcpy(&length, page.body.data() + page.offsets[0], 4);
+  return std::string(reinterpret_cast<const char*>(page.body.data()) + page.offsets[0] + 4, length);
+}
+
+// The levels of the first page of leaf `leaf` in row group `g` (through the OffsetIndex), or of the
+// whole chunk where that fails: enough to tell the first row's shape.
+Result<ColumnLevels> FirstRowLevels(const ParquetReader& reader, int g, size_t leaf) {
+  int64_t first = 0;
+  auto page = reader.ReadPageLevels(g, leaf, 0, &first);
+  if (page.ok() && first == 0) return page;
+  return reader.ReadColumnChunkLevels(g, leaf);
+}
+
 // The first cell of a binary column (or of a struct's `bytes`) in `reader`'s first filled row group.
 Result<std::string> FirstCell(const ParquetReader& reader, const ColumnSpec& c) {
   STOKE_ASSIGN_OR_RETURN(size_t leaf, FindBinaryLeaf(reader, c.file_name()));
+  if (auto cell = FirstCellOfFirstPage(reader, FirstFilledGroup(reader), leaf)) return std::move(*cell);
   STOKE_ASSIGN_OR_RETURN(ColumnLevels levels, reader.ReadColumnChunkLevels(FirstFilledGroup(reader), leaf));
   const auto* values = std::get_if<std::vector<std::string>>(&levels.values);
   const auto index = ValueIndexOfRows(levels, static_cast<uint32_t>(reader.columns()[leaf].max_definition_level), 1);
@@ -269,7 +299,7 @@ Result<ParquetColumn> PlanColumn(const TableView& view, const ColumnSpec& c, con
   }
   if (array) {
     STOKE_ASSIGN_OR_RETURN(ArrayLeaf leaf, FindArrayLeaf(*probe, c.file_name()));
-    STOKE_ASSIGN_OR_RETURN(ColumnLevels levels, probe->ReadColumnChunkLevels(FirstFilledGroup(*probe), leaf.leaf));
+    STOKE_ASSIGN_OR_RETURN(ColumnLevels levels, FirstRowLevels(*probe, FirstFilledGroup(*probe), leaf.leaf));
     auto shape = ArrayRowShape(levels, leaf, 0);
     if (!shape) return Refuse(c, fmt::format("has no array in the first row of {} to take its shape from", probe->path()));
     col.role = Role::kArray;
