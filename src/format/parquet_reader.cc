@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <utility>
 
 #include "format/codec.h"
 #include "format/parquet_page.h"
@@ -507,12 +508,11 @@ Result<ColumnLevels> ParquetReader::ReadColumnChunkLevels(int row_group, size_t 
 
 namespace {
 
-// One data page of a flat BYTE_ARRAY column appended to *out (ReadByteArrayChunk); `max_rows`: the
-// rows its row group has left.
-Status AppendByteArrayPage(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
-                           size_t max_rows, AlignedBuffer* scratch, ByteArrayChunk* out) {
-  PageLevels page;
-  STOKE_RETURN_IF_ERROR(DecodePageLevels(col, codec, h, stored, scratch, &page));
+// The rows of one decoded data page of a flat BYTE_ARRAY column appended to out->offsets: where each
+// present value's 4-byte length lies in `page.values`, plus `base`; *used: the bytes its values take.
+// `max_rows`: the rows its row group has left.
+Status LocateByteArrayRows(const LeafColumn& col, const PageLevels& page, size_t max_rows, size_t base,
+                           ByteArrayChunk* out, size_t* used) {
   if (page.encoding != Encoding::kPlain) {
     return Status::Unsupported(fmt::format("values encoded as {}, not PLAIN", parquet::EncodingName(page.encoding)));
   }
@@ -520,16 +520,26 @@ Status AppendByteArrayPage(const LeafColumn& col, parquet::Codec codec, const pa
     return Status::Corruption(
         fmt::format("page holds {} values but only {} rows remain in the row group", page.num_values, max_rows));
   }
-  if (out->body.size() > UINT32_MAX) return Status::Unsupported("byte array values beyond 4 GiB");
+  if (base > UINT32_MAX) return Status::Unsupported("byte array values beyond 4 GiB");
   std::vector<uint32_t> located;
-  size_t used = 0;
-  STOKE_RETURN_IF_ERROR(parquet::LocatePlainByteArray(page.values, PresentValues(col, page),
-                                                      static_cast<uint32_t>(out->body.size()), &located, &used));
-  out->body.Append(page.values.data(), used);
+  STOKE_RETURN_IF_ERROR(
+      parquet::LocatePlainByteArray(page.values, PresentValues(col, page), static_cast<uint32_t>(base), &located, used));
   for (size_t i = 0, v = 0; i < page.num_values; ++i) {
     const bool present = page.defs.empty() || page.defs[i] == static_cast<uint32_t>(col.max_definition_level);
     out->offsets.push_back(present ? located[v++] : ByteArrayChunk::kNull);
   }
+  return Status::OK();
+}
+
+// One data page of a flat BYTE_ARRAY column appended to *out (ReadByteArrayChunk): its values
+// section copied to the end of out->body.
+Status AppendByteArrayPage(const LeafColumn& col, parquet::Codec codec, const parquet::PageHeader& h, ByteView stored,
+                           size_t max_rows, AlignedBuffer* scratch, ByteArrayChunk* out) {
+  PageLevels page;
+  STOKE_RETURN_IF_ERROR(DecodePageLevels(col, codec, h, stored, scratch, &page));
+  size_t used = 0;
+  STOKE_RETURN_IF_ERROR(LocateByteArrayRows(col, page, max_rows, out->body.size(), out, &used));
+  out->body.Append(page.values.data(), used);
   return Status::OK();
 }
 
@@ -571,7 +581,7 @@ Status ParquetReader::ReadByteArrayChunk(int row_group, size_t column, ByteArray
 }
 
 Status ParquetReader::ReadByteArrayPage(int row_group, size_t column, uint64_t offset, uint64_t size,
-                                        ByteArrayChunk* out) const {
+                                        ByteArrayChunk* out, AlignedBuffer* page) const {
   STOKE_RETURN_IF_ERROR(CheckByteArrayColumn(row_group, column));
   out->body.Clear();
   out->offsets.clear();
@@ -581,15 +591,26 @@ Status ParquetReader::ReadByteArrayPage(int row_group, size_t column, uint64_t o
     return Status::Unsupported(fmt::format("{}: codec {}", Context(row_group, column), parquet::CodecName(meta->codec)));
   }
   parquet::PageHeader h;
-  AlignedBuffer page, scratch;
+  AlignedBuffer own_page;
+  if (page == nullptr) page = &own_page;
   ByteView stored;
-  STOKE_RETURN_IF_ERROR(ReadPageAt(row_group, column, offset, size, &h, &page, &stored));
+  STOKE_RETURN_IF_ERROR(ReadPageAt(row_group, column, offset, size, &h, page, &stored));
   const std::string at = fmt::format("{}: page at offset {}", Context(row_group, column), offset);
   if (h.type != PageType::kDataPage && h.type != PageType::kDataPageV2) {
     return Status::Corruption(fmt::format("{}: not a data page", at));
   }
+  // The body is decompressed into out->body; a page stored as it is keeps its values in *page, which
+  // then becomes out->body (the buffers trade places: no copy either way).
+  PageLevels levels;
+  STOKE_RETURN_IF_ERROR(DecodePageLevels(columns_[column], meta->codec, h, stored, &out->body, &levels).WithContext(at));
+  const uint8_t* values = levels.values.data();
+  if (levels.values.empty() || values < out->body.data() || values >= out->body.data() + out->body.size()) {
+    std::swap(out->body, *page);
+  }
+  const size_t base = levels.values.empty() ? 0 : static_cast<size_t>(values - out->body.data());
   const size_t rows = static_cast<size_t>(metadata_.row_groups[row_group].num_rows);
-  return AppendByteArrayPage(columns_[column], meta->codec, h, stored, rows, &scratch, out).WithContext(at);
+  size_t used = 0;
+  return LocateByteArrayRows(columns_[column], levels, rows, base, out, &used).WithContext(at);
 }
 
 Status ParquetReader::ReadPageAt(int row_group, size_t column, uint64_t offset, uint64_t max_bytes,

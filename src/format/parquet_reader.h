@@ -73,7 +73,9 @@ struct DataPageSpan {
 // A flat BYTE_ARRAY column chunk as its PLAIN pages hold it (ParquetReader::ReadByteArrayChunk).
 struct ByteArrayChunk {
   static constexpr uint32_t kNull = 0xFFFFFFFFu;
-  AlignedBuffer body;             // the pages' value sections, decompressed, one after another
+  // The pages' value sections, decompressed, one after another (ReadByteArrayPage: the page's body,
+  // its levels and all).
+  AlignedBuffer body;
   std::vector<uint32_t> offsets;  // per row: where its value's 4-byte length lies in `body`, or kNull
 };
 
@@ -137,8 +139,11 @@ class ParquetReader {
   // values instead), or values beyond 4 GiB; other errors as ReadColumnChunk.
   Status ReadByteArrayChunk(int row_group, size_t column, ByteArrayChunk* out) const;
   // The same for the one data page of the chunk at file offset `offset`, of `size` bytes with its
-  // header (as ListPages found it): out->offsets has a row per value of the page.
-  Status ReadByteArrayPage(int row_group, size_t column, uint64_t offset, uint64_t size, ByteArrayChunk* out) const;
+  // header (as ListPages found it): out->offsets has a row per value of the page, and out->body is
+  // the page's body (levels and all), the offsets pointing into it. The page is read into *page
+  // (null: a buffer of its own); the two buffers' capacity is reused, and they may trade places.
+  Status ReadByteArrayPage(int row_group, size_t column, uint64_t offset, uint64_t size, ByteArrayChunk* out,
+                           AlignedBuffer* page = nullptr) const;
 
   // The data pages of a flat column chunk, from its page headers (ListPages; dictionary and index
   // pages left out), each with the rows its header counts. Corruption where a count is negative or

@@ -26,11 +26,7 @@ Result<std::shared_ptr<const DecodedPage>> ArrayCells::DecodeDense(const Place& 
                                                                    std::vector<int64_t>* shape) {
   // The body comes from, and goes back to, the pool: a fresh megabyte a page cost more in page
   // faults than everything else the page needs.
-  std::shared_ptr<DecodedPage> decoded(new DecodedPage, [pool = bodies_](DecodedPage* p) {
-    pool->Give(std::move(p->body));
-    delete p;
-  });
-  decoded->body = bodies_->Take();
+  std::shared_ptr<DecodedPage> decoded = PooledDecodedPage(bodies_);
   DenseListPage dense;
   int64_t first = 0;
   const size_t value_size = DTypeSize(leaf.dtype);

@@ -87,6 +87,26 @@ Result<std::shared_ptr<const BinaryCells::Pages>> BinaryCells::PagesOf(uint32_t 
   return pages_.emplace(key, std::move(pages)).first->second;
 }
 
+Result<std::shared_ptr<const DecodedPage>> BinaryCells::DecodePage(const ParquetReader& reader, size_t leaf,
+                                                                   const SlowCells::RowPlace& place, const Page& page) {
+  // The page is read into, and decompressed into, buffers of the pool: a page of images is tens of
+  // megabytes, and fresh ones cost more in page faults than reading it.
+  std::shared_ptr<DecodedPage> decoded = PooledDecodedPage(buffers_, static_cast<size_t>(page.decoded_bytes));
+  ByteArrayChunk values;
+  values.body = std::move(decoded->body);
+  AlignedBuffer stored = buffers_->Take(page.size);
+  const Status read = reader.ReadByteArrayPage(place.row_group, leaf, page.offset, page.size, &values, &stored);
+  buffers_->Give(std::move(stored));
+  decoded->body = std::move(values.body);
+  STOKE_RETURN_IF_ERROR(read);
+  if (static_cast<int64_t>(values.offsets.size()) != page.rows) {
+    return Status::Corruption(fmt::format("{}: row group {}: the page at offset {} holds {} rows, its header says {}",
+                                          reader.path(), place.row_group, page.offset, values.offsets.size(), page.rows));
+  }
+  decoded->offsets = std::move(values.offsets);
+  return std::shared_ptr<const DecodedPage>(std::move(decoded));
+}
+
 Result<std::shared_ptr<const DecodedPage>> BinaryCells::Rows(size_t leaf, const SlowCells::RowPlace& place,
                                                              int64_t* first_row) {
   const ParquetReader& reader = *place.reader;
@@ -96,15 +116,7 @@ Result<std::shared_ptr<const DecodedPage>> BinaryCells::Rows(size_t leaf, const 
                                [](int64_t r, const Page& p) { return r < p.first_row; });
     const Page& page = *(it - 1);
     *first_row = page.first_row;
-    return cache_.GetOrLoad(place.file, (uint64_t{1} << 63) | page.offset, [&]() -> Result<std::shared_ptr<const DecodedPage>> {
-      ByteArrayChunk values;
-      STOKE_RETURN_IF_ERROR(reader.ReadByteArrayPage(place.row_group, leaf, page.offset, page.size, &values));
-      if (static_cast<int64_t>(values.offsets.size()) != page.rows) {
-        return Status::Corruption(fmt::format("{}: row group {}: the page at offset {} holds {} rows, its header says {}",
-                                              reader.path(), place.row_group, page.offset, values.offsets.size(), page.rows));
-      }
-      return DecodedOf(std::move(values));
-    });
+    return cache_.GetOrLoad(place.file, (uint64_t{1} << 63) | page.offset, [&]() { return DecodePage(reader, leaf, place, page); });
   }
   *first_row = 0;
   const uint64_t key = (uint64_t{leaf} << 32) | static_cast<uint32_t>(place.row_group);

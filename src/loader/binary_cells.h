@@ -64,10 +64,16 @@ class BinaryCells {
   // per row, a 4-byte length and the bytes (the offsets point at the length; kNull for a null).
   // *first_row: the first row (in the row group) it holds.
   Result<std::shared_ptr<const DecodedPage>> Rows(size_t leaf, const SlowCells::RowPlace& place, int64_t* first_row);
+  // Rows' decode of one PLAIN data page, in buffers of buffers_.
+  Result<std::shared_ptr<const DecodedPage>> DecodePage(const ParquetReader& reader, size_t leaf,
+                                                        const SlowCells::RowPlace& place, const Page& page);
 
   SlowCells& readers_;
   // Keyed by (file, leaf << 32 | row group) for chunks, (file, 1 << 63 | page offset) for pages.
   PageCache cache_;
+  // Decoded pages' bodies and the pages' stored bytes: a few kept between pages (each may be tens of
+  // megabytes; the cache holds the pages themselves).
+  std::shared_ptr<BufferPool> buffers_ = std::make_shared<BufferPool>(4);
   Mutex mu_;
   std::map<std::tuple<uint32_t, int, size_t>, std::shared_ptr<const Pages>> pages_ GUARDED_BY(mu_);
 };

@@ -93,4 +93,14 @@ int64_t PageCache::loads() const {
   return loads_;
 }
 
+std::shared_ptr<DecodedPage> PooledDecodedPage(std::shared_ptr<BufferPool> pool, size_t min_capacity) {
+  AlignedBuffer body = pool->Take(min_capacity);
+  std::shared_ptr<DecodedPage> page(new DecodedPage, [pool = std::move(pool)](DecodedPage* p) {
+    pool->Give(std::move(p->body));
+    delete p;
+  });
+  page->body = std::move(body);
+  return page;
+}
+
 }  // namespace stoke

@@ -14,6 +14,7 @@
 #include <memory>
 #include <utility>
 
+#include "core/buffer_pool.h"
 #include "core/mutex.h"
 #include "core/thread_annotations.h"
 #include "loader/page_decoder.h"
@@ -61,5 +62,10 @@ class PageCache {
   uint64_t clock_ GUARDED_BY(mu_) = 0;
   int64_t loads_ GUARDED_BY(mu_) = 0;
 };
+
+// A new DecodedPage whose body is taken from `pool` (one of at least `min_capacity` bytes where it
+// has one) and given back to it when the page's last reference goes: pages decoded over and over
+// reuse memory instead of faulting in fresh pages for each.
+std::shared_ptr<DecodedPage> PooledDecodedPage(std::shared_ptr<BufferPool> pool, size_t min_capacity = SIZE_MAX);
 
 }  // namespace stoke
