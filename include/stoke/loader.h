@@ -190,8 +190,10 @@ struct LoaderOptions {
   bool drop_last = false;
   std::vector<TransformSpec> transforms;  // Default none.
   // Default 512 MiB. One budget for bytes read and not yet decoded plus batch buffers being filled
-  // or held by the consumer: batch buffers (at least 2) take at most half of it, reads in flight at
-  // most a quarter (at least 8 MiB), the rest is headroom for pooled buffers and decode scratch.
+  // or held by the consumer: batch buffers (at least 2) take at most half of it (and no more than
+  // threads + 2 where every tensor column is another writer's array or binary column, decoded by the
+  // workers from pages: there are no reads in flight to keep busy), reads in flight at most a quarter
+  // (at least 8 MiB), the decoded pages of multi-row pages the last quarter.
   int64_t prefetch_bytes = int64_t{512} << 20;
   // Default 0 = one decode/transform worker per CPU this process may use: its affinity mask, at most
   // its cgroup's CPU limit rounded up (at least 1). Else 1 to 4096.

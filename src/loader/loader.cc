@@ -253,7 +253,16 @@ size_t Loader::Impl::DivideMemoryBudget(int64_t* fetch_budget) const {
   for (const auto& t : columns_.tensors()) batch_bytes += t.out_bytes * batch_rows_;
   batch_bytes = std::max<size_t>(batch_bytes, 1);
   *fetch_budget = std::max<int64_t>(o_.prefetch_bytes / 4, int64_t{8} << 20);
-  return std::clamp<size_t>(static_cast<size_t>(o_.prefetch_bytes / 2) / batch_bytes, 2, 64);
+  size_t slots = std::clamp<size_t>(static_cast<size_t>(o_.prefetch_bytes / 2) / batch_bytes, 2, 64);
+  // Where every tensor is decoded by the workers from the cells' caches (other writers' array and
+  // binary columns: no reads in flight to keep busy), batches beyond one a worker, one the consumer
+  // holds and one ready add nothing but memory touched for the first time.
+  const auto& tensors = columns_.tensors();
+  if (!tensors.empty() &&
+      std::all_of(tensors.begin(), tensors.end(), [](const TensorColumn& t) { return t.array || t.binary_cells; })) {
+    slots = std::min(slots, std::max<size_t>(threads_ + 2, 2));
+  }
+  return slots;
 }
 
 Status Loader::Impl::OpenFetcher(std::vector<std::string> file_versions, int64_t fetch_budget) {
