@@ -13,76 +13,67 @@
 
 #include "format/parquet_nested.h"
 #include "io/storage.h"
+#include "loader/array_table_testing.h"
 #include "stoke/loader.h"
 #include "table/delta_log.h"
 
 namespace stoke {
-namespace {
+namespace testing_arrays {
 
-using json = nlohmann::json;
 using parquet::Repetition;
 
-// ---- The loader over a table another engine could have written ----
-
 // A Delta table of one data file per element of `files` (rows as JSON: {"id": .., "v": [..], "m":
-// [[..], ..]}), v a list<float> and m a list<list<int>>, in row groups of 3 rows.
-class ArrayTable {
- public:
-  explicit ArrayTable(const std::vector<std::vector<json>>& files) {
-    std::string tmpl = std::filesystem::temp_directory_path() / "stoke_arrays_XXXXXX";
-    dir_ = mkdtemp(tmpl.data());
-    SchemaNode root{.name = "spark_schema", .repetition = Repetition::kRequired, .kind = SchemaNode::Kind::kStruct};
-    root.children.push_back({.name = "id", .repetition = Repetition::kRequired, .type = parquet::Type::kInt64});
-    SchemaNode v{.name = "v", .kind = SchemaNode::Kind::kList};
-    v.children.push_back({.name = "element", .type = parquet::Type::kFloat});
-    root.children.push_back(v);
-    SchemaNode inner{.name = "element", .kind = SchemaNode::Kind::kList};
-    inner.children.push_back({.name = "element", .type = parquet::Type::kInt32});
-    SchemaNode m{.name = "m", .kind = SchemaNode::Kind::kList};
-    m.children.push_back(inner);
-    root.children.push_back(m);
-    std::vector<delta::Action> actions;
-    actions.push_back(delta::Protocol{});
-    delta::Metadata meta;
-    meta.id = "00000000-0000-4000-8000-000000000001";
-    meta.schema_string = json{{"type", "struct"},
-                              {"fields",
-                               {{{"name", "id"}, {"type", "long"}, {"nullable", false}, {"metadata", json::object()}},
-                                {{"name", "v"},
-                                 {"type", {{"type", "array"}, {"elementType", "float"}, {"containsNull", true}}},
-                                 {"nullable", true},
-                                 {"metadata", json::object()}},
-                                {{"name", "m"},
-                                 {"type",
-                                  {{"type", "array"},
-                                   {"elementType", {{"type", "array"}, {"elementType", "integer"}, {"containsNull", true}}},
-                                   {"containsNull", true}}},
-                                 {"nullable", true},
-                                 {"metadata", json::object()}}}}}
-                             .dump();
-    actions.push_back(meta);
-    WriterOptions wo;
-    wo.row_group_rows = 3;
-    wo.scalar_page_rows = 2;  // two pages a row group: rows are read a page at a time
-    for (size_t f = 0; f < files.size(); ++f) {
-      const std::string name = "part-" + std::to_string(f) + ".parquet";
-      EXPECT_TRUE(WriteNestedParquet(LocalStorage(), dir_ + "/" + name, root, files[f], wo).ok());
-      delta::AddFile add;
-      add.path = name;
-      add.size = static_cast<int64_t>(std::filesystem::file_size(dir_ + "/" + name));
-      add.modification_time = 1700000000000;
-      actions.push_back(add);
-    }
-    delta::DeltaLog log(LocalStorage(), dir_);
-    auto v0 = log.Commit(-1, actions, delta::CommitKind::kExclusive, "WRITE", json::object());
-    EXPECT_TRUE(v0.ok()) << v0.status().ToString();
+// [[..], ..]}), v a list<float> and m a list<list<int>>, in row groups of `row_group_rows` rows and
+// pages of `page_rows` rows (an OffsetIndex for each chunk).
+ArrayTable::ArrayTable(const std::vector<std::vector<json>>& files, int64_t row_group_rows, int64_t page_rows) {
+  std::string tmpl = std::filesystem::temp_directory_path() / "stoke_arrays_XXXXXX";
+  dir_ = mkdtemp(tmpl.data());
+  SchemaNode root{.name = "spark_schema", .repetition = Repetition::kRequired, .kind = SchemaNode::Kind::kStruct};
+  root.children.push_back({.name = "id", .repetition = Repetition::kRequired, .type = parquet::Type::kInt64});
+  SchemaNode v{.name = "v", .kind = SchemaNode::Kind::kList};
+  v.children.push_back({.name = "element", .type = parquet::Type::kFloat});
+  root.children.push_back(v);
+  SchemaNode inner{.name = "element", .kind = SchemaNode::Kind::kList};
+  inner.children.push_back({.name = "element", .type = parquet::Type::kInt32});
+  SchemaNode m{.name = "m", .kind = SchemaNode::Kind::kList};
+  m.children.push_back(inner);
+  root.children.push_back(m);
+  std::vector<delta::Action> actions;
+  actions.push_back(delta::Protocol{});
+  delta::Metadata meta;
+  meta.id = "00000000-0000-4000-8000-000000000001";
+  meta.schema_string = json{{"type", "struct"},
+                            {"fields",
+                             {{{"name", "id"}, {"type", "long"}, {"nullable", false}, {"metadata", json::object()}},
+                              {{"name", "v"},
+                               {"type", {{"type", "array"}, {"elementType", "float"}, {"containsNull", true}}},
+                               {"nullable", true},
+                               {"metadata", json::object()}},
+                              {{"name", "m"},
+                               {"type",
+                                {{"type", "array"},
+                                 {"elementType", {{"type", "array"}, {"elementType", "integer"}, {"containsNull", true}}},
+                                 {"containsNull", true}}},
+                               {"nullable", true},
+                               {"metadata", json::object()}}}}}
+                           .dump();
+  actions.push_back(meta);
+  WriterOptions wo;
+  wo.row_group_rows = row_group_rows;
+  wo.scalar_page_rows = page_rows;  // by default two pages a row group: rows are read a page at a time
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string name = "part-" + std::to_string(f) + ".parquet";
+    EXPECT_TRUE(WriteNestedParquet(LocalStorage(), dir_ + "/" + name, root, files[f], wo).ok());
+    delta::AddFile add;
+    add.path = name;
+    add.size = static_cast<int64_t>(std::filesystem::file_size(dir_ + "/" + name));
+    add.modification_time = 1700000000000;
+    actions.push_back(add);
   }
-  ~ArrayTable() { std::filesystem::remove_all(dir_); }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_;
-};
+  delta::DeltaLog log(LocalStorage(), dir_);
+  auto v0 = log.Commit(-1, actions, delta::CommitKind::kExclusive, "WRITE", json::object());
+  EXPECT_TRUE(v0.ok()) << v0.status().ToString();
+}
 
 json Row(int64_t id) {
   const float f = static_cast<float>(id);
@@ -95,6 +86,32 @@ std::vector<json> Rows(int64_t first, int64_t n) {
   for (int64_t id = first; id < first + n; ++id) rows.push_back(Row(id));
   return rows;
 }
+
+// Rows as Row() makes them, but with `values` floats in v: id, id + 1, ...
+std::vector<json> LongRows(int64_t first, int64_t n, int values) {
+  std::vector<json> rows = Rows(first, n);
+  for (json& row : rows) {
+    json v = json::array();
+    for (int k = 0; k < values; ++k) v.push_back(static_cast<float>(row["id"].get<int64_t>() + k));
+    row["v"] = std::move(v);
+  }
+  return rows;
+}
+
+ArrayTable::~ArrayTable() { std::filesystem::remove_all(dir_); }
+
+}  // namespace testing_arrays
+
+namespace {
+
+using json = nlohmann::json;
+using parquet::Repetition;
+using testing_arrays::ArrayTable;
+using testing_arrays::Row;
+using testing_arrays::LongRows;
+using testing_arrays::Rows;
+
+// ---- The loader over a table another engine could have written ----
 
 template <typename T>
 T At(const BatchColumn& c, size_t i) {
@@ -143,17 +160,6 @@ TEST(ArrayColumns, NestedListsLoadAsTensorsWithEveryRowsValues) {
   ArrayTable table({Rows(0, 7), Rows(7, 5)});
   ExpectEveryRow(table.dir(), 12);
   ExpectEveryRow(table.dir(), 12, LoaderOptions::Shuffle::kBlock);
-}
-
-// Rows as Row() makes them, but with `values` floats in v: id, id + 1, ...
-std::vector<json> LongRows(int64_t first, int64_t n, int values) {
-  std::vector<json> rows = Rows(first, n);
-  for (json& row : rows) {
-    json v = json::array();
-    for (int k = 0; k < values; ++k) v.push_back(static_cast<float>(row["id"].get<int64_t>() + k));
-    row["v"] = std::move(v);
-  }
-  return rows;
 }
 
 // One epoch of `dir` (LongRows of 1,000 values) with a cache of a few pages: every row once, with its
