@@ -251,11 +251,14 @@ struct LoaderOptions {
   // (one length per nesting level) every row is padded to instead: each list's elements first, the
   // rest of its dimension `fill`'s value (0 without one); an empty or null list, or a null row, is
   // all padding; a list longer than its length is still an error. The rows are delivered in this
-  // shape (or reshaped to `shapes`'). A shape of another nesting depth fails Open.
+  // shape (or reshaped to `shapes`'). An empty shape, or one of another nesting depth than the
+  // first served row's file gives the column, fails Open (a later file of another depth fails its
+  // rows).
   std::map<std::string, std::vector<int64_t>> pad;
   // Default none: a null element inside an array is an error naming the file and row. Per array
-  // column, the value null elements (and padding) take instead; it must be exact in the column's
-  // dtype (an integer for integer columns, 0 or 1 for booleans), else Open fails.
+  // column, the value null elements (and padding) take instead: for integer and boolean columns it
+  // must be exact (an integer in range; 0 or 1), else Open fails; for float columns it is rounded
+  // to the column's precision.
   std::map<std::string, double> fill;
   // Image columns (docs/python.md, "Images"). Default 3: decoded images are RGB (gray replicated,
   // alpha dropped: PIL's convert("RGB"), as torchvision's ImageFolder); 1 gray (PIL's convert("L"));

@@ -64,6 +64,15 @@ def _explain_bad_arguments(what: str, function: Any, kwargs: Mapping[str, Any]) 
     return f"{what}: a value out of range for its parameter: {', '.join(ints) or kwargs}"
 
 
+def _pad_shape(column: str, value: Any) -> List[int]:
+    """A `pad` entry as the binding takes it: a length alone, or one length per nesting level."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return [int(value)]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise TypeError(f"pad[{column!r}]: expected a length or a tuple of lengths (one per nesting level), got {value!r}")
+
+
 class Loader:
     """Batches of a table version, in a seeded shuffled order, sharded over ranks.
 
@@ -157,7 +166,7 @@ class Loader:
         if isinstance(columns, str):
             columns = [columns]
         if isinstance(options.get("pad"), Mapping):  # a flat list's length alone: {"tokens": 512}
-            options["pad"] = {k: [int(v)] if isinstance(v, numbers.Integral) else list(v) for k, v in options["pad"].items()}
+            options["pad"] = {k: _pad_shape(k, v) for k, v in options["pad"].items()}
         self.table = table
         self.to = to
         self.device = device

@@ -39,13 +39,16 @@ def test_ragged_empty_and_null_rows_are_padded_with_the_fill():
 def test_padding_without_a_fill_pads_with_zero_and_a_null_element_is_an_error():
     b = load(columns=["id", "ints"], pad={"ints": [3]}, where="id < 4")
     assert b["ints"].tolist() == [[1, 2, 3], [0, 0, 0], [0, 0, 0]]
-    with pytest.raises(ValueError, match=r"lists\.parquet row 3 .*a null element at \[0\].*pad and fill"):
+    with pytest.raises(ValueError, match=r"lists\.parquet row 3 .*a null element at \[0\].*the option fill"):
         load(columns=["id", "ints"], pad={"ints": [3]})
 
 
 def test_without_padding_a_ragged_row_is_an_error_naming_the_row():
-    with pytest.raises(ValueError, match=r"lists\.parquet row 1 .*an empty list"):
+    # Rows 1, 2 and 3 are each an error: the one the workers reach first is raised.
+    with pytest.raises(ValueError, match=r"lists\.parquet row [123] .*(an empty list|a null row|a ragged list)"):
         load(columns=["id", "ints"])
+    with pytest.raises(ValueError, match=r"lists\.parquet row 1 .*an empty list"):
+        load(columns=["id", "ints"], where="id <= 2")
 
 
 def test_padding_and_fill_that_do_not_fit_the_column_are_refused_at_open():
@@ -55,3 +58,11 @@ def test_padding_and_fill_that_do_not_fit_the_column_are_refused_at_open():
         stoke.Loader(LISTS, columns=["ints"], pad={"ints": 4}, fill={"ints": 0.5})
     with pytest.raises(ValueError, match="pad: 'id' is not an array column"):
         stoke.Loader(LISTS, columns=["id", "ints"], pad={"id": 1})
+
+
+def test_a_pad_that_is_not_a_shape_is_refused_by_name():
+    for bad in (True, 512.0, "4"):
+        with pytest.raises(TypeError, match=r"pad\['ints'\]"):
+            stoke.Loader(LISTS, columns=["ints"], pad={"ints": bad})
+    with pytest.raises(ValueError, match=r"pad\['ints'\]: an empty shape"):
+        stoke.Loader(LISTS, columns=["ints"], pad={"ints": ()})

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
-#include <utility>
 
 #include "format/codec.h"
 #include "format/parquet_page.h"
@@ -599,14 +598,12 @@ Status ParquetReader::ReadByteArrayPage(int row_group, size_t column, uint64_t o
   if (h.type != PageType::kDataPage && h.type != PageType::kDataPageV2) {
     return Status::Corruption(fmt::format("{}: not a data page", at));
   }
-  // The body is decompressed into out->body; a page stored as it is keeps its values in *page, which
-  // then becomes out->body (the buffers trade places: no copy either way).
+  // The body is decompressed (or, stored as it is, copied) into out->body, where the values stay.
   PageLevels levels;
   STOKE_RETURN_IF_ERROR(DecodePageLevels(columns_[column], meta->codec, h, stored, &out->body, &levels).WithContext(at));
   const uint8_t* values = levels.values.data();
-  if (levels.values.empty() || values < out->body.data() || values >= out->body.data() + out->body.size()) {
-    std::swap(out->body, *page);
-  }
+  const bool in_body = values >= out->body.data() && values + levels.values.size() <= out->body.data() + out->body.size();
+  if (!levels.values.empty() && !in_body) return Status::Internal(fmt::format("{}: values outside the page's body", at));
   const size_t base = levels.values.empty() ? 0 : static_cast<size_t>(values - out->body.data());
   const size_t rows = static_cast<size_t>(metadata_.row_groups[row_group].num_rows);
   size_t used = 0;

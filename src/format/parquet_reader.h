@@ -73,8 +73,8 @@ struct DataPageSpan {
 // A flat BYTE_ARRAY column chunk as its PLAIN pages hold it (ParquetReader::ReadByteArrayChunk).
 struct ByteArrayChunk {
   static constexpr uint32_t kNull = 0xFFFFFFFFu;
-  // The pages' value sections, decompressed, one after another (ReadByteArrayPage: the page's body,
-  // its levels and all).
+  // The pages' value sections, decompressed, one after another (ReadByteArrayPage: the page's
+  // decompressed body).
   AlignedBuffer body;
   std::vector<uint32_t> offsets;  // per row: where its value's 4-byte length lies in `body`, or kNull
 };
@@ -140,8 +140,8 @@ class ParquetReader {
   Status ReadByteArrayChunk(int row_group, size_t column, ByteArrayChunk* out) const;
   // The same for the one data page of the chunk at file offset `offset`, of `size` bytes with its
   // header (as ListPages found it): out->offsets has a row per value of the page, and out->body is
-  // the page's body (levels and all), the offsets pointing into it. The page is read into *page
-  // (null: a buffer of its own); the two buffers' capacity is reused, and they may trade places.
+  // the page's decompressed body (v1: levels and values; v2: the values), the offsets pointing into
+  // it. The page is read into *page (null: a buffer of its own); both buffers' capacity is reused.
   Status ReadByteArrayPage(int row_group, size_t column, uint64_t offset, uint64_t size, ByteArrayChunk* out,
                            AlignedBuffer* page = nullptr) const;
 

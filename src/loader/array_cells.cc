@@ -10,6 +10,9 @@ namespace stoke {
 
 static_assert(ArrayRows::kNull == DecodedPage::kNull);
 
+// A chunk read again to say what is wrong with a row is at most this large (uncompressed).
+constexpr int64_t kReadAgainBytes = int64_t{8} << 20;
+
 Result<ArrayLeaf> ArrayCells::LeafOf(const std::string& name, const Place& place) {
   {
     MutexLock l(&mu_);
@@ -81,7 +84,13 @@ Result<std::shared_ptr<const DecodedPage>> ArrayCells::Decode(const Place& place
 
 std::string ArrayCells::Problem(const std::string& name, const Place& place, const std::vector<int64_t>& shape,
                                 bool page) {
+  // The row's page (or a small chunk) is read again to say what is wrong with the row; a large chunk
+  // is not, as every bad row of a skipping loader would read it again.
   auto leaf = LeafOf(name, place);
+  const auto& columns = place.reader->metadata().row_groups[static_cast<size_t>(place.row_group)].columns;
+  const bool small = leaf.ok() && leaf->leaf < columns.size() && columns[leaf->leaf].meta_data &&
+                     columns[leaf->leaf].meta_data->total_uncompressed_size <= kReadAgainBytes;
+  if (!page && !small) return "a null row, an empty or null list, a null element, or another shape";
   int64_t first = 0;
   auto levels = leaf.ok() ? ReadLevels(place, *leaf, page, &first) : Result<ColumnLevels>(leaf.status());
   if (!levels.ok()) return "unreadable: " + levels.status().ToString();
@@ -163,9 +172,12 @@ Result<ArrayCells::Cell> ArrayCells::ReadCell(const std::string& name, DType dty
                                           chunk->offsets.size(), r + 1));
   }
   if (chunk->offsets[r] == DecodedPage::kNull) {
-    return Status::InvalidArgument(fmt::format("not an array of the column's shape [{}]: {} (the options pad and fill "
-                                               "deliver ragged rows and null elements)",
-                                               fmt::join(shape, ", "), Problem(name, place, shape, piece.from_page)));
+    const ArrayPadding& padding = PaddingOf(name);
+    const char* hint = !padding.active()  ? " (the options pad and fill deliver ragged rows and null elements)"
+                       : !padding.fill ? " (the option fill delivers null elements)"
+                                       : "";
+    return Status::InvalidArgument(fmt::format("not an array of the column's shape [{}]: {}{}", fmt::join(shape, ", "),
+                                               Problem(name, place, shape, piece.from_page), hint));
   }
   const ByteView values(chunk->body.data() + chunk->offsets[r], chunk->value_size);
   return Cell{std::move(piece.rows), values};

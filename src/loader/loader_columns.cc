@@ -89,6 +89,9 @@ Status LoaderColumns::Select(const TableView& view, const SampleIndex& index, co
   STOKE_RETURN_IF_ERROR(SortColumns(view, selected, image_columns));
   STOKE_RETURN_IF_ERROR(CheckArrayColumnNames("shapes", o_.shapes));
   STOKE_RETURN_IF_ERROR(CheckArrayColumnNames("pad", o_.pad));
+  for (const auto& [name, shape] : o_.pad) {
+    if (shape.empty()) return Status::InvalidArgument(fmt::format("pad['{}']: an empty shape (give one length per level)", name));
+  }
   STOKE_RETURN_IF_ERROR(CheckArrayColumnNames("fill", o_.fill));
   STOKE_ASSIGN_OR_RETURN(std::optional<Predicate> where, BindWhere(o_.where, view.columns));
   const auto& config = view.snapshot.metadata.configuration;

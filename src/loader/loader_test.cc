@@ -868,6 +868,14 @@ void MakeOneRowFiles(TestTable& t, int64_t n, bool sync = true) {
   testing_support::CommitAdds(t, std::move(adds));
 }
 
+// Ends a death test's child with `code`. The threadsafe style (fork + exec) runs the whole test again
+// in the child, which makes a table of its own at `dir`: it is removed first, as the child's
+// destructors do not run.
+[[noreturn]] void ExitRemoving(const std::string& dir, int code) {
+  std::filesystem::remove_all(dir);
+  std::_Exit(code);
+}
+
 // In a child process: lowers the soft and hard RLIMIT_NOFILE so that `limit` descriptors are left
 // beyond those already open (a child inherits some from its parent, and the sanitizers and the test
 // framework hold a few; the loader cannot raise it), loads every row of the table in `dir` (`rows`
@@ -931,7 +939,8 @@ TEST(Loader, TableWithMoreFilesThanTheOpenFileLimitLoads) {
   // tests left winding down (io_uring's io-wq workers linger after a ring closes), and under
   // ThreadSanitizer a child forked from a multi-threaded parent may not start threads.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(std::_Exit(LoadUnderOpenFileLimit(t.dir(), 64, kFiles)), ::testing::ExitedWithCode(0), "");  // 300 > 64
+  EXPECT_EXIT(ExitRemoving(t.dir(), LoadUnderOpenFileLimit(t.dir(), 64, kFiles)), ::testing::ExitedWithCode(0),
+              "");  // 300 > 64
 }
 
 // A batch of small uncompressed samples from more files than the process may hold open: the
@@ -943,7 +952,7 @@ TEST(Loader, BatchOverMoreFilesThanDescriptorsLoadsWithReadsAtOnce) {
   TestTable t(kLen, parquet::Codec::kUncompressed);
   MakeOneRowFiles(t, kFiles);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(std::_Exit(LoadUnderOpenFileLimit(t.dir(), 64, kFiles, kLen, /*batch_size=*/256)),
+  EXPECT_EXIT(ExitRemoving(t.dir(), LoadUnderOpenFileLimit(t.dir(), 64, kFiles, kLen, /*batch_size=*/256)),
               ::testing::ExitedWithCode(0), "");
 }
 
@@ -1030,7 +1039,7 @@ TEST(Loader, HundredThousandOneRowFilesLoadUnderALimitOf256Descriptors) {
   TestTable t;
   MakeOneRowFiles(t, kFiles, /*sync=*/false);  // no fsync per file: the test is about descriptors
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(std::_Exit(LoadUnderOpenFileLimit(t.dir(), 256, kFiles)), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(ExitRemoving(t.dir(), LoadUnderOpenFileLimit(t.dir(), 256, kFiles)), ::testing::ExitedWithCode(0), "");
 #endif
 }
 
@@ -1076,7 +1085,7 @@ TEST(Loader, BatchTooLargeForMemoryIsAnErrorFromNext) {
   TestTable t(int64_t{1} << 20);  // rows of 1 MiB: a batch of 64 needs 64 MiB
   t.AppendFile(0, 64, 16);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(std::_Exit(LoadOverAnAddressSpaceLimit(t.dir(), 64)), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(ExitRemoving(t.dir(), LoadOverAnAddressSpaceLimit(t.dir(), 64)), ::testing::ExitedWithCode(0), "");
 #endif
 }
 
@@ -1100,7 +1109,7 @@ TEST(Loader, ThreadsTheSystemRefusesAreAnErrorFromNext) {
   TestTable t;
   MakeTable(t);
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(std::_Exit(NextWithoutThreads(t.dir())), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(ExitRemoving(t.dir(), NextWithoutThreads(t.dir())), ::testing::ExitedWithCode(0), "");
 }
 
 // Reads are coalesced up to coalesce_bytes; read lengths are 32-bit, so values past 1 GiB are refused

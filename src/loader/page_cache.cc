@@ -95,6 +95,12 @@ int64_t PageCache::loads() const {
 
 std::shared_ptr<DecodedPage> PooledDecodedPage(std::shared_ptr<BufferPool> pool, size_t min_capacity) {
   AlignedBuffer body = pool->Take(min_capacity);
+  // A buffer far larger than asked for (a page of images, for a page of a few rows) would be counted
+  // at its capacity against the cache's budget: it goes back, and the page starts afresh.
+  if (min_capacity != SIZE_MAX && body.capacity() > 2 * min_capacity + (size_t{1} << 20)) {
+    pool->Give(std::move(body));
+    body = AlignedBuffer();
+  }
   std::shared_ptr<DecodedPage> page(new DecodedPage, [pool = std::move(pool)](DecodedPage* p) {
     pool->Give(std::move(p->body));
     delete p;

@@ -64,8 +64,9 @@ class PageCache {
 };
 
 // A new DecodedPage whose body is taken from `pool` (one of at least `min_capacity` bytes where it
-// has one) and given back to it when the page's last reference goes: pages decoded over and over
-// reuse memory instead of faulting in fresh pages for each.
+// has one, and not much larger: a buffer of more than twice that and a MiB stays in the pool) and
+// given back to it when the page's last reference goes: pages decoded over and over reuse memory
+// instead of faulting in fresh pages for each.
 std::shared_ptr<DecodedPage> PooledDecodedPage(std::shared_ptr<BufferPool> pool, size_t min_capacity = SIZE_MAX);
 
 }  // namespace stoke
