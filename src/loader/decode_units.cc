@@ -45,9 +45,17 @@ int64_t ChunkBytes(const ParquetReader& r, int g, size_t leaf) {
   return std::clamp<int64_t>(columns[leaf].meta_data->total_uncompressed_size, 0, static_cast<int64_t>(r.file_size()));
 }
 
+// The bytes `rows` rows of `row_bytes` take decoded (a padded column's rows may take far more than
+// the file holds), kept far from overflowing.
+int64_t RowsBytes(int64_t rows, int64_t row_bytes) {
+  const __int128 bytes = static_cast<__int128>(std::max<int64_t>(rows, 0)) * std::max<int64_t>(row_bytes, 0);
+  return static_cast<int64_t>(std::min<__int128>(bytes, int64_t{1} << 62));
+}
+
 // An array column's pages of row group `g` (its OffsetIndex) into *out, each estimated at its share of
-// rows of the chunk's bytes; false where the chunk has no usable OffsetIndex.
-Result<bool> AddArrayPages(const ParquetReader& r, int g, size_t leaf, ColumnPieces* out) {
+// rows of the chunk's bytes, or at its rows of `row_bytes` (the rows as delivered) where that is
+// more; false where the chunk has no usable OffsetIndex.
+Result<bool> AddArrayPages(const ParquetReader& r, int g, size_t leaf, int64_t row_bytes, ColumnPieces* out) {
   auto oi = r.CachedOffsetIndex(g, leaf);
   if (!oi.ok()) return SaysWhatTheFileHolds(oi.status()) ? Result<bool>(false) : Result<bool>(oi.status());
   if (!*oi || (*oi)->page_locations.empty()) return false;
@@ -61,7 +69,8 @@ Result<bool> AddArrayPages(const ParquetReader& r, int g, size_t leaf, ColumnPie
     if (begin < 0 || begin > rows || end < begin || end > rows) return false;  // the page path refuses it too
     if (begin > 0) found.cuts.push_back(first + begin);
     const __int128 share = rows > 0 ? (static_cast<__int128>(chunk) * (end - begin) + rows - 1) / rows : 0;
-    found.largest_bytes = std::max(found.largest_bytes, static_cast<int64_t>(share));  // share <= chunk
+    found.largest_bytes = std::max({found.largest_bytes, static_cast<int64_t>(share),  // share <= chunk
+                                    RowsBytes(end - begin, row_bytes)});
   }
   out->cuts.insert(out->cuts.end(), found.cuts.begin(), found.cuts.end());
   out->largest_bytes = std::max(out->largest_bytes, found.largest_bytes);
@@ -94,12 +103,19 @@ Result<ColumnPieces> PiecesOf(BinaryCells* cells, uint32_t f, const ParquetReade
   if (!leaf.ok()) return SaysWhatTheFileHolds(leaf.status()) ? Result<ColumnPieces>(out) : Result<ColumnPieces>(leaf.status());
   for (int g = 0; g < r.num_row_groups(); ++g) {
     bool paged = false;
+    // An array column's rows as delivered (padded ones may be larger than stored); a binary column's
+    // cells are its stored values.
+    const int64_t row_bytes = t.array ? static_cast<int64_t>(t.in_bytes) : 0;
     if (t.array) {
-      STOKE_ASSIGN_OR_RETURN(paged, AddArrayPages(r, g, *leaf, &out));
+      STOKE_ASSIGN_OR_RETURN(paged, AddArrayPages(r, g, *leaf, row_bytes, &out));
     } else if (cells != nullptr) {
       STOKE_ASSIGN_OR_RETURN(paged, AddBinaryPages(*cells, f, r, g, *leaf, &out));
     }
-    if (!paged) out.largest_bytes = std::max(out.largest_bytes, ChunkBytes(r, g, *leaf));
+    if (!paged) {
+      const auto& starts = r.row_group_starts();
+      const int64_t rows = starts[static_cast<size_t>(g) + 1] - starts[static_cast<size_t>(g)];
+      out.largest_bytes = std::max({out.largest_bytes, ChunkBytes(r, g, *leaf), RowsBytes(rows, row_bytes)});
+    }
   }
   return out;
 }

@@ -26,7 +26,9 @@ struct DecodeUnits {
   std::vector<int64_t> starts;
   // Units a window of the block shuffle takes (SamplerOptions::window_blocks): as many as fill half
   // of each stage's cache with the largest unit of each of its columns (the other half holds the
-  // previous window's units while its last batches are read), at least 1.
+  // previous window's units while its last batches are read), at least 1. A unit's size: its share
+  // of its chunk's uncompressed bytes, or for an array column its rows at the column's delivered row
+  // size (TensorColumn::in_bytes; padded rows) where that is more.
   int64_t window = 1;
 };
 

@@ -15,8 +15,10 @@ namespace {
 using testing_arrays::ArrayTable;
 using testing_arrays::Rows;
 
-// The decode units of `table`'s array columns `names`, with caches of `cache_bytes` each.
-Result<DecodeUnits> UnitsOf(const ArrayTable& table, const std::vector<std::string>& names, size_t cache_bytes) {
+// The decode units of `table`'s array columns `names`, with caches of `cache_bytes` each; the rows
+// delivered at `row_bytes` each (0: the size is left to the footers).
+Result<DecodeUnits> UnitsOf(const ArrayTable& table, const std::vector<std::string>& names, size_t cache_bytes,
+                            size_t row_bytes = 0) {
   STOKE_ASSIGN_OR_RETURN(SampleIndex index, SampleIndex::Open(table.dir()));
   SlowCells slow(index, cache_bytes, /*verify_crc=*/true);
   ArrayCells arrays(index, slow, cache_bytes);
@@ -25,6 +27,7 @@ Result<DecodeUnits> UnitsOf(const ArrayTable& table, const std::vector<std::stri
     TensorColumn t;
     t.name = t.file_name = name;
     t.array = true;
+    t.in_bytes = row_bytes;
     tensors.push_back(t);
   }
   SampleDecoder::Cells cells;
@@ -61,6 +64,10 @@ TEST(DecodeUnits, AWindowFillsHalfTheCacheWithTheLargestUnitsAndIsNeverEmpty) {
   auto tiny = UnitsOf(table, {"v"}, 1024);
   ASSERT_TRUE(tiny.ok());
   EXPECT_EQ(tiny->window, 1);
+  // Rows delivered larger than stored (padded to 100,000 bytes each): units of 200,000 bytes.
+  auto padded = UnitsOf(table, {"v"}, size_t{1} << 20, 100000);
+  ASSERT_TRUE(padded.ok());
+  EXPECT_EQ(padded->window, (int64_t{1} << 19) / 200000);
   // Two columns share the array stage's cache: the window fits both units.
   auto both = UnitsOf(table, {"v", "m"}, size_t{1} << 20);
   ASSERT_TRUE(both.ok());
