@@ -691,6 +691,13 @@ Status ParquetReader::ReadRowPage(int row_group, size_t column, const parquet::P
   return Status::OK();
 }
 
+Result<ColumnLevels> ParquetReader::ReadRowLevels(int row_group, size_t column, int64_t row, int64_t* first_row) const {
+  auto page = ReadPageLevels(row_group, column, row, first_row);
+  if (page.ok()) return page;
+  *first_row = 0;
+  return ReadColumnChunkLevels(row_group, column);
+}
+
 Result<ColumnLevels> ParquetReader::ReadPageLevels(int row_group, size_t column, int64_t row, int64_t* first_row) const {
   parquet::PageLocation loc;
   int64_t end = 0;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -79,6 +80,14 @@ struct ByteArrayChunk {
   std::vector<uint32_t> offsets;  // per row: where its value's 4-byte length lies in `body`, or kNull
 };
 
+// The value whose 4-byte length lies at `offset` of `body`, where ByteArrayChunk::offsets (and the
+// loader's decoded binary pages) point: the reader checked that both lie inside it.
+inline ByteView PlainByteArrayAt(const AlignedBuffer& body, uint32_t offset) {
+  uint32_t length = 0;
+  std::memcpy(&length, body.data() + offset, sizeof(length));
+  return ByteView(body.data() + offset + sizeof(length), length);
+}
+
 // Thread-safe after Open: all const methods may be called concurrently.
 class ParquetReader {
  public:
@@ -123,6 +132,9 @@ class ParquetReader {
   // dictionary page, when it has one, and nothing else. *first_row is the page's first row. NotFound
   // when the chunk has no OffsetIndex (then read the chunk whole).
   Result<ColumnLevels> ReadPageLevels(int row_group, size_t column, int64_t row, int64_t* first_row) const;
+  // ReadPageLevels, or where it fails (no OffsetIndex, one the pages disagree with) the levels of the
+  // whole chunk, *first_row 0.
+  Result<ColumnLevels> ReadRowLevels(int row_group, size_t column, int64_t row, int64_t* first_row) const;
 
   // The page of a list column holding `row`, found as ReadPageLevels finds it, when it is a dense
   // list page (format/parquet_page.h, ScanDenseListPage; values of value_size bytes): its body

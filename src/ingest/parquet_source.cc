@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -243,18 +242,8 @@ std::optional<std::string> FirstCellOfFirstPage(const ParquetReader& reader, int
       page.offsets.empty() || page.offsets[0] == ByteArrayChunk::kNull) {
     return std::nullopt;
   }
-  uint32_t length = 0;
-  std::memcpy(&length, page.body.data() + page.offsets[0], 4);
-  return std::string(reinterpret_cast<const char*>(page.body.data()) + page.offsets[0] + 4, length);
-}
-
-// The levels of the first page of leaf `leaf` in row group `g` (through the OffsetIndex), or of the
-// whole chunk where that fails: enough to tell the first row's shape.
-Result<ColumnLevels> FirstRowLevels(const ParquetReader& reader, int g, size_t leaf) {
-  int64_t first = 0;
-  auto page = reader.ReadPageLevels(g, leaf, 0, &first);
-  if (page.ok() && first == 0) return page;
-  return reader.ReadColumnChunkLevels(g, leaf);
+  const ByteView cell = PlainByteArrayAt(page.body, page.offsets[0]);
+  return std::string(reinterpret_cast<const char*>(cell.data()), cell.size());
 }
 
 // The first cell of a binary column (or of a struct's `bytes`) in `reader`'s first filled row group.
@@ -299,8 +288,9 @@ Result<ParquetColumn> PlanColumn(const TableView& view, const ColumnSpec& c, con
   }
   if (array) {
     STOKE_ASSIGN_OR_RETURN(ArrayLeaf leaf, FindArrayLeaf(*probe, c.file_name()));
-    STOKE_ASSIGN_OR_RETURN(ColumnLevels levels, FirstRowLevels(*probe, FirstFilledGroup(*probe), leaf.leaf));
-    auto shape = ArrayRowShape(levels, leaf, 0);
+    int64_t first = 0;  // the first page's first row: 0
+    STOKE_ASSIGN_OR_RETURN(ColumnLevels levels, probe->ReadRowLevels(FirstFilledGroup(*probe), leaf.leaf, 0, &first));
+    auto shape = ArrayRowShape(levels, leaf, -first);
     if (!shape) return Refuse(c, fmt::format("has no array in the first row of {} to take its shape from", probe->path()));
     col.role = Role::kArray;
     col.out = ColumnSpec{.name = c.name, .type = parquet::Type::kByteArray, .tensor = TensorSpec{leaf.dtype, *shape}};

@@ -145,8 +145,7 @@ Result<std::pair<DType, std::vector<int64_t>>> ArrayCells::Probe(const std::stri
   STOKE_RETURN_IF_ERROR(CheckArrayPadding(padding, leaf, name));
   if (!padding.shape.empty()) return std::make_pair(leaf.dtype, padding.shape);
   int64_t first = 0;  // the page's first row, when the row's page alone is read
-  auto levels = ReadLevels(place, leaf, true, &first);
-  if (!levels.ok()) levels = ReadLevels(place, leaf, false, &first);  // no OffsetIndex, or a wrong one: the chunk
+  auto levels = place.reader->ReadRowLevels(place.row_group, leaf.leaf, place.row_in_group, &first);
   if (!levels.ok()) return levels.status();
   auto shape = ArrayRowShape(*levels, leaf, place.row_in_group - first, padding.fill.has_value());
   if (!shape) {

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <variant>
 
 namespace stoke {
@@ -140,10 +139,9 @@ Status BinaryCells::ReadCell(const std::string& name, int64_t row, AlignedBuffer
                                           place.row_group, name, rows->offsets.size(), r + 1));
   }
   if (rows->offsets[r] == DecodedPage::kNull) return Status::InvalidArgument("a null cell");
-  uint32_t length = 0;
-  std::memcpy(&length, rows->body.data() + rows->offsets[r], sizeof(length));
+  const ByteView cell = PlainByteArrayAt(rows->body, rows->offsets[r]);
   out->Clear();
-  out->Append(rows->body.data() + rows->offsets[r] + sizeof(length), length);
+  out->Append(cell.data(), cell.size());
   return Status::OK();
 }
 
