@@ -259,6 +259,50 @@ def test_same_names_elsewhere_are_new_rows_and_changed_files_follow_on_changed(t
     assert stoke.ingest(day2, table, on_changed="error", progress=False)["files_added"] == 0
 
 
+def _rename_with_column_mapping(table, renames):
+    """Turns on column mapping (mode name) and renames columns as Spark's ALTER TABLE does: one commit
+    of a protocol and a metaData whose columns keep their names as physical names."""
+    log = table / "_delta_log"
+    commits = sorted(log.glob("*.json"))
+    meta = None
+    for path in commits:
+        for line in open(path):
+            meta = json.loads(line).get("metaData", meta)
+    schema = json.loads(meta["schemaString"])
+    for i, f in enumerate(schema["fields"], 1):
+        f["metadata"] = {"delta.columnMapping.id": i, "delta.columnMapping.physicalName": f["name"]}
+        f["name"] = renames.get(f["name"], f["name"])
+    meta["schemaString"] = json.dumps(schema)
+    meta["configuration"].update({"delta.columnMapping.mode": "name",
+                                  "delta.columnMapping.maxColumnId": str(len(schema["fields"]))})
+    latest = stoke.open_table(table).history()[0]
+    with open(log / f"{len(commits):020d}.json", "x") as f:
+        f.write(json.dumps({"commitInfo": {"timestamp": latest["timestamp"] + 1, "operation": "RENAME COLUMN"}}) + "\n")
+        f.write(json.dumps({"protocol": {"minReaderVersion": 2, "minWriterVersion": 5}}) + "\n")
+        f.write(json.dumps({"metaData": meta}) + "\n")
+
+
+def test_appends_into_a_column_mapped_table_load_under_the_new_names(tmp_path):
+    """After another writer turned on column mapping and renamed the tensor column, an append from
+    stoke writes the physical names, and the loader delivers every row, old and new, under the new
+    name."""
+    day1, day2, table = tmp_path / "day1", tmp_path / "day2", tmp_path / "t"
+    stoke.synth_volumes(day1, samples=4, shape=(2, 2, 1), channels=1, seed=1, threads=1, progress=False)
+    stoke.synth_volumes(day2, samples=3, shape=(2, 2, 1), channels=1, seed=2, threads=1, progress=False)
+    assert stoke.ingest(day1, table, progress=False)["rows"] == 4
+    _rename_with_column_mapping(table, {"data": "voxels"})
+    r = stoke.ingest(day2, table, tensor_column="voxels", progress=False)
+    assert (r["new_files"], r["rows"]) == (3, 3)
+    loader = stoke.Loader(table, batch_size=3, columns=["source_location", "voxels"], to="numpy", threads=1)
+    seen = []
+    for b in loader:
+        for source, volume in zip(b["source_location"], b["voxels"]):
+            np.testing.assert_array_equal(volume, np.load(source))
+            seen.append(source)
+    assert len(seen) == 7 and len(set(seen)) == 7
+    assert stoke.ingest(day2, table, tensor_column="voxels", progress=False)["skipped"] == 3
+
+
 def test_samples_with_more_dimensions_than_numpy_batches_name_the_column(tmp_path):
     # A sample of numpy's largest rank loads in the CLI, but a batch of it (or a query result) needs one
     # more dimension than numpy has: a ValueError naming the column, not numpy's bare message.

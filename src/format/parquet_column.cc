@@ -69,7 +69,7 @@ std::string TensorSpecsToJson(const std::vector<ColumnSpec>& columns) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (const auto& c : columns) {
     if (!c.tensor) continue;
-    j[c.name] = {{"dtype", std::string(DTypeName(c.tensor->dtype))}, {"shape", c.tensor->shape}};
+    j[c.file_name()] = {{"dtype", std::string(DTypeName(c.tensor->dtype))}, {"shape", c.tensor->shape}};
   }
   return j.dump();
 }
@@ -77,7 +77,7 @@ std::string TensorSpecsToJson(const std::vector<ColumnSpec>& columns) {
 std::string BlobColumnsToJson(const std::vector<ColumnSpec>& columns) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& c : columns) {
-    if (c.blob) j.push_back(c.name);
+    if (c.blob) j.push_back(c.file_name());
   }
   return j.dump();
 }

@@ -92,7 +92,8 @@ ColumnValues TakeRows(const ColumnValues& src, const std::vector<size_t>& rows);
 ValueVector EmptyValuesFor(parquet::Type type);
 
 // The `stoke.tensors` metadata (key-value metadata of the Parquet file and Delta configuration):
-// {"volume": {"dtype": "float32", "shape": [30, 30, 10, 10]}}.
+// {"volume": {"dtype": "float32", "shape": [30, 30, 10, 10]}}. Columns are named as data files name
+// them (ColumnSpec::file_name: physical names under column mapping, which a rename keeps).
 inline constexpr char kTensorsMetadataKey[] = "stoke.tensors";
 std::string TensorSpecsToJson(const std::vector<ColumnSpec>& columns);
 Result<std::map<std::string, TensorSpec>> TensorSpecsFromJson(std::string_view json, std::string_view context);

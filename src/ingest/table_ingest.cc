@@ -23,12 +23,14 @@
 #include "format/codec.h"
 #include "format/parquet_reader.h"
 #include "ingest/image_source.h"
+#include "ingest/ingested_sources.h"
 #include "ingest/source.h"
 #include "ingest/source_writer.h"
 #include "io/local_files.h"
 #include "io/uri.h"
 #include "stoke/ingest.h"
 #include "table/add_stats.h"
+#include "table/column_mapping.h"
 #include "table/delta_log.h"
 #include "table/parquet_dataset.h"
 #include "table/row_constraints.h"
@@ -77,150 +79,6 @@ Status CheckAppendSchema(const std::vector<ColumnSpec>& table, const std::vector
   return Status::OK();
 }
 
-// The add tag naming the sharded ingest run that wrote a file (see ShardRunId).
-constexpr char kIngestRunTag[] = "stoke.ingestRun";
-
-// What the table holds of one candidate source file, from its rows whose `file` is the file's name.
-enum class InTable : uint8_t {
-  kNo,       // no row of this file
-  kChanged,  // rows of its location, but none of its version
-  kYes,      // a row of its location and version, or a row without a location (written before stoke
-             // recorded them: matched by name, as then)
-};
-
-// The table's answer for the candidates (a contiguous run of the plan's sorted files).
-struct SourcesInTable {
-  size_t first = 0;                              // the plan's index of candidate 0
-  std::vector<InTable> state;                    // per candidate
-  std::map<size_t, std::string> table_versions;  // kChanged candidates: a version the table holds
-
-  InTable Of(uint32_t file) const {
-    return file >= first && file - first < state.size() ? state[file - first] : InTable::kNo;
-  }
-};
-
-// The cells of a STRING column by row (null for a null cell); all null when `column` is null.
-std::vector<const std::string*> StringCellsByRow(const ColumnValues* column, size_t rows) {
-  std::vector<const std::string*> cells(rows, nullptr);
-  if (column == nullptr) return cells;
-  const auto& values = std::get<std::vector<std::string>>(column->values);
-  for (size_t r = 0, v = 0; r < rows && v < values.size(); ++r) {
-    if (column->defined.empty() || column->defined[r]) cells[r] = &values[v++];
-  }
-  return cells;
-}
-
-// Folds one data file's rows (their `file`, `source_location` and `source_version` cells; no location columns
-// in files written before stoke recorded them) into `out`. `candidates` are the plan's files from
-// out->first on.
-void MatchSourceRows(const SourceSet& planned, std::span<const DirEntry> candidates, const ColumnValues& files,
-                     const ColumnValues* locations, const ColumnValues* versions, SourcesInTable* out) {
-  const auto& names = std::get<std::vector<std::string>>(files.values);
-  const auto location = StringCellsByRow(locations, names.size());
-  const auto version = StringCellsByRow(versions, names.size());
-  for (size_t r = 0; r < names.size(); ++r) {
-    auto it = std::lower_bound(candidates.begin(), candidates.end(), names[r],
-                               [](const DirEntry& e, const std::string& name) { return e.name < name; });
-    if (it == candidates.end() || it->name != names[r]) continue;
-    const size_t k = static_cast<size_t>(it - candidates.begin());
-    const auto file = static_cast<uint32_t>(out->first + k);
-    InTable& state = out->state[k];
-    if (location[r] == nullptr) {
-      state = InTable::kYes;
-    } else if (*location[r] == planned.FileLocation(file) && state != InTable::kYes) {
-      const bool same = version[r] != nullptr && *version[r] == planned.FileVersion(file);
-      state = same ? InTable::kYes : InTable::kChanged;
-      if (!same) out->table_versions[k] = version[r] ? *version[r] : "(none)";
-    }
-  }
-}
-
-// One data file's `file` cells, with its `source_location` and `source_version` cells where it has them, folded
-// into `out` under `mu`; and the largest of its ids when `ids` is set.
-Status ReadSourceRows(Storage& fs, const std::string& path, const SourceSet& planned, std::span<const DirEntry> candidates,
-                      Mutex& mu, SourcesInTable* out, int64_t* ids) {
-  STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(fs, path));
-  STOKE_ASSIGN_OR_RETURN(size_t file_col, reader->FindColumn("file"));
-  STOKE_ASSIGN_OR_RETURN(auto files, reader->ReadColumn(file_col));
-  std::optional<ColumnValues> locations, versions;
-  auto location_col = reader->FindColumn(kSourceLocationColumn);
-  auto version_col = reader->FindColumn(kSourceVersionColumn);
-  if (planned.has_locations && location_col.ok() && version_col.ok()) {
-    STOKE_ASSIGN_OR_RETURN(locations, reader->ReadColumn(*location_col));
-    STOKE_ASSIGN_OR_RETURN(versions, reader->ReadColumn(*version_col));
-    // Columns of those names that are not strings are another writer's (the schema check refuses
-    // the append): no locations.
-    const auto strings = [](const ColumnValues& c) { return std::holds_alternative<std::vector<std::string>>(c.values); };
-    if (!strings(*locations) || !strings(*versions)) {
-      locations.reset();
-      versions.reset();
-    }
-  }
-  int64_t file_max = -1;
-  if (ids != nullptr) {
-    STOKE_ASSIGN_OR_RETURN(size_t id_col, reader->FindColumn("id"));
-    STOKE_ASSIGN_OR_RETURN(auto values, reader->ReadColumn(id_col));
-    for (int64_t id : std::get<std::vector<int64_t>>(values.values)) file_max = std::max(file_max, id);
-  }
-  MutexLock lock(&mu);
-  MatchSourceRows(planned, candidates, files, locations ? &*locations : nullptr, versions ? &*versions : nullptr, out);
-  if (ids != nullptr) *ids = std::max(*ids, file_max);
-  return Status::OK();
-}
-
-// What the table already holds of the sources: which of `candidates` (planned.files[first...],
-// sorted by name) are in it (SourcesInTable), and the largest id of files not tagged with `run`
-// ("" = of every file). A file whose add statistics give its `file` range and largest id is opened
-// only when that range holds a candidate name (so the shards of one sharded ingest do not read each
-// other's files); the files that must be read are read in parallel.
-Status ReadIngestedFiles(Storage& fs, const delta::Snapshot& snap, const std::string& table_dir, const SourceSet& planned,
-                         size_t first, std::span<const DirEntry> candidates, const std::string& run, SourcesInTable* out,
-                         int64_t* max_id) {
-  const auto by_name = [](const DirEntry& e, std::string_view name) { return e.name < name; };
-  *max_id = -1;
-  out->first = first;
-  out->state.assign(candidates.size(), InTable::kNo);
-  std::vector<size_t> to_open;
-  std::vector<bool> needs_ids(snap.files.size(), true);
-  // The `file` range and the largest id from the add statistics (a string maximum of 32 bytes or
-  // more may be truncated by another writer, so AddStatsReader drops it: no longer an upper bound).
-  ColumnSpec file_column{.name = "file", .type = parquet::Type::kByteArray, .is_string = true};
-  ColumnSpec id_column{.name = "id", .type = parquet::Type::kInt64};
-  const std::vector<ColumnSpec> stat_columns = {file_column, id_column};
-  AddStatsReader stats_reader(stat_columns);
-  std::vector<Predicate::ColumnStats> stats;
-  for (size_t i = 0; i < snap.files.size(); ++i) {
-    const delta::AddFile& add = snap.files[i];
-    const bool in_run = !run.empty() && add.tags.count(kIngestRunTag) && add.tags.at(kIngestRunTag) == run;
-    if (in_run) needs_ids[i] = false;
-    const std::string* lo = nullptr;
-    const std::string* hi = nullptr;
-    int64_t records = -1;
-    if (add.stats && stats_reader.Read(*add.stats, &stats, &records)) {
-      if (stats[0].min) lo = std::get_if<std::string>(&stats[0].min->v);
-      if (stats[0].max) hi = std::get_if<std::string>(&stats[0].max->v);
-      const int64_t* id = stats[1].max ? std::get_if<int64_t>(&stats[1].max->v) : nullptr;
-      if (!in_run && id != nullptr) {
-        *max_id = std::max(*max_id, *id);
-        needs_ids[i] = false;
-      }
-    }
-    bool may_hold_candidate = true;
-    if (lo != nullptr && hi != nullptr) {
-      auto it = std::lower_bound(candidates.begin(), candidates.end(), *lo, by_name);
-      may_hold_candidate = it != candidates.end() && it->name <= *hi;
-    }
-    if (may_hold_candidate || needs_ids[i]) to_open.push_back(i);
-  }
-  Mutex mu;
-  ThreadPool pool(std::min<size_t>(std::max<size_t>(to_open.size(), 1), fs.parallelism()));
-  return ParallelFor(pool, to_open.size(), [&](size_t k) -> Status {
-    const size_t i = to_open[k];
-    STOKE_ASSIGN_OR_RETURN(std::string rel, delta::DecodePath(snap.files[i].path));
-    return ReadSourceRows(fs, JoinPath(table_dir, rel), planned, candidates, mu, out, needs_ids[i] ? max_id : nullptr);
-  });
-}
-
 // Shard `index` of `count` owns source files [index * n / count, (index + 1) * n / count) of the
 // sorted listing: contiguous name ranges, so each shard's data files have disjoint `file` ranges.
 std::pair<size_t, size_t> ShardRange(size_t n, int64_t index, int64_t count) {
@@ -251,6 +109,7 @@ delta::Metadata NewTableMetadata(const IngestOptions& o, const SourceSet& source
   meta.id = snap ? snap->metadata.id : RandomUuid();
   meta.schema_string = delta::SchemaToSparkJson(columns, snap ? snap->metadata.schema_string : "");
   if (snap) meta.configuration = snap->metadata.configuration;
+  delta::RaiseMaxColumnId(columns, &meta);
   meta.configuration[kTensorsMetadataKey] = TensorSpecsToJson(columns);
   if (std::any_of(columns.begin(), columns.end(), [](const ColumnSpec& c) { return c.blob; })) {
     meta.configuration[kBlobsMetadataKey] = BlobColumnsToJson(columns);
@@ -392,8 +251,10 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
   STOKE_RETURN_IF_ERROR(delta::CheckWritable(*table.snap, command, o.table_dir));
   const delta::Metadata& metadata = table.snap->metadata;
   STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::ColumnsFromMetadata(metadata, o.table_dir));
+  const std::string where = fmt::format("ingest into '{}'", o.table_dir);
   if (o.mode != IngestMode::kOverwrite) {
     if (AddLocationColumns(&table_columns, planned)) table.schema_changes = true;
+    STOKE_RETURN_IF_ERROR(delta::MapColumns(metadata, &table_columns, where));  // the columns added
     // Another writer's table (no `file` column to find ingested files by) cannot match the source's
     // schema: said as a mismatch of columns before its files are read for names.
     if (std::none_of(table_columns.begin(), table_columns.end(), [](const ColumnSpec& c) { return c.name == "file"; })) {
@@ -401,8 +262,8 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
     }
     table.columns = table_columns;
     // The files already in the table are skipped; the labels of the others take the table's types.
-    STOKE_RETURN_IF_ERROR(ReadIngestedFiles(fs, *table.snap, log.table_dir(), planned, shard.begin, shard.candidates,
-                                            shard.run, &table.in_table, &table.max_id));
+    STOKE_RETURN_IF_ERROR(ReadIngestedFiles(fs, *table.snap, table_columns, log.table_dir(), planned, shard.begin,
+                                            shard.candidates, shard.run, &table.in_table, &table.max_id));
     STOKE_RETURN_IF_ERROR(AdoptTableLabelTypes(
         table_columns, o.labels_csv, [&](uint32_t f) { return WritesFile(table, o, f); }, &planned));
   }
@@ -415,11 +276,17 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
     if (!o.partition_by.empty()) partitioning.push_back(o.partition_by);
     table.schema_changes = !same.ok() || codec == metadata.configuration.end() || codec->second != CodecName(o.codec) ||
                            partitioning != metadata.partition_columns;
+    STOKE_RETURN_IF_ERROR(delta::MapColumns(metadata, &planned.columns, where));
     STOKE_ASSIGN_OR_RETURN(table.constraints,
                            RowConstraints::FromMetadata(metadata, planned.columns, partitioning, "ingest", o.table_dir));
     return table;
   }
   STOKE_RETURN_IF_ERROR(same);
+  // The data files name the columns as the table does (column mapping: physical names, field ids).
+  for (size_t i = 0; i < table_columns.size(); ++i) {
+    planned.columns[i].physical_name = table_columns[i].physical_name;
+    planned.columns[i].field_id = table_columns[i].field_id;
+  }
   STOKE_ASSIGN_OR_RETURN(table.constraints, RowConstraints::FromMetadata(metadata, table_columns, metadata.partition_columns,
                                                                          "ingest", o.table_dir));
   STOKE_ASSIGN_OR_RETURN(table.merged, MergeImageMetadata(metadata.configuration, planned));
@@ -445,12 +312,14 @@ Status AddLocationColumnsForShards(const IngestOptions& o, const SourceSet& sour
     if (!AddLocationColumns(&columns, sources)) return Status::OK();
     if (!CheckAppendSchema(columns, sources.columns, o.table_dir, sources.FilePath(0)).ok()) return Status::OK();
     STOKE_RETURN_IF_ERROR(delta::CheckWritable(snap, delta::WriteCommand::kAppend, o.table_dir));
+    STOKE_RETURN_IF_ERROR(delta::MapColumns(snap.metadata, &columns, fmt::format("ingest into '{}'", o.table_dir)));
     // What the shards refuse must not be preceded by this commit.
     if (delta::AssignsRowIds(snap)) return Status::OK();
     STOKE_RETURN_IF_ERROR(
         RowConstraints::FromMetadata(snap.metadata, columns, snap.metadata.partition_columns, "ingest", o.table_dir).status());
     delta::Metadata meta = snap.metadata;
     meta.schema_string = delta::SchemaToSparkJson(columns, snap.metadata.schema_string);
+    delta::RaiseMaxColumnId(columns, &meta);
     nlohmann::json params = {{"columns", fmt::format("{}, {}", kSourceLocationColumn, kSourceVersionColumn)}};
     auto v = log.Commit(snap.version, {meta}, delta::CommitKind::kExclusive, "ADD COLUMNS", params);
     if (v.ok() || v.status().code() != StatusCode::kConflict) return v.status();
@@ -635,7 +504,7 @@ Result<DataFiles> WriteDataFiles(Storage& fs, const std::string& table_dir, cons
   Status write_status;
   // The sample index of the version committed is written from the files' pages as written.
   for (const ColumnSpec& c : file_sources.columns) {
-    if (c.paged()) out.index_columns.push_back(c.name);
+    if (c.paged()) out.index_columns.push_back(c.file_name());  // as the index names them: as data files do
   }
   for (const auto& [value, part] : partitions) {
     FileSetLayout l = layout;
@@ -682,6 +551,9 @@ std::vector<delta::Action> WriteActions(const IngestOptions& o, const SourceSet&
                                        snap ? &*snap : nullptr));
   }
   const int64_t now_ms = EpochMillis();
+  // Partition values are keyed by the column's physical name under column mapping.
+  const std::string partition_key =
+      delta::FileColumnName(snap && !overwrite ? table.columns : sources.columns, partition.name);
   if (overwrite && snap) {
     for (const auto& f : snap->files) {
       actions.push_back(delta::RemoveOf(f, now_ms, /*data_change=*/true));
@@ -694,7 +566,7 @@ std::vector<delta::Action> WriteActions(const IngestOptions& o, const SourceSet&
     delta::AddFile a;
     const std::string name = BaseName(w.path);
     a.path = delta::EncodePath(JoinPath(JoinPath(part->dir, shard.subdir), name));
-    if (partition.label) a.partition_values[partition.name] = part->value;
+    if (partition.label) a.partition_values[partition_key] = part->value;
     a.size = static_cast<int64_t>(w.bytes);
     a.modification_time = w.modification_time_ms;
     a.data_change = true;

@@ -573,6 +573,125 @@ void AddConstraints(const std::string& table, const std::map<std::string, std::s
   ASSERT_TRUE(v.ok()) << v.status().ToString();
 }
 
+// Another writer turns on column mapping (`mode` name or id) as Spark's upgrade of a table does:
+// each column's physical name is its name, its id its position from 1, maxColumnId the largest, on
+// protocol (2, 5); then it renames columns (`renames`: name -> new display name), which changes the
+// schema only.
+void MapColumnNames(const std::string& table, const std::string& mode, const std::map<std::string, std::string>& renames) {
+  delta::DeltaLog log(LocalStorage(), table);
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  delta::Metadata meta = snap->metadata;
+  auto schema = nlohmann::json::parse(meta.schema_string);
+  int id = 0;
+  for (auto& f : schema["fields"]) {
+    const std::string name = f["name"];
+    f["metadata"]["delta.columnMapping.id"] = ++id;
+    f["metadata"]["delta.columnMapping.physicalName"] = name;
+    if (renames.count(name)) f["name"] = renames.at(name);
+  }
+  meta.schema_string = schema.dump();
+  meta.configuration["delta.columnMapping.mode"] = mode;
+  meta.configuration["delta.columnMapping.maxColumnId"] = std::to_string(id);
+  auto v = log.Commit(snap->version, {delta::Protocol{2, 5, {}, {}}, meta}, delta::CommitKind::kExclusive,
+                      "SET TBLPROPERTIES", nlohmann::json::object());
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+}
+
+// The field ids of a data file's top-level columns, by name.
+std::map<std::string, int32_t> FieldIds(const std::string& path) {
+  std::map<std::string, int32_t> out;
+  auto reader = ParquetReader::Open(LocalStorage(), path);
+  EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+  if (!reader.ok()) return out;
+  for (const auto& e : (*reader)->metadata().schema) {
+    if (e.field_id) out[e.name] = *e.field_id;
+  }
+  return out;
+}
+
+// An append into a table that maps column names (renamed by another writer after the upgrade)
+// writes each column under its physical name with its field id, keys statistics by physical names,
+// and finds the files already in the table through the physical names: the renamed label and
+// tensor columns read back under their new names, and the table's sample index finds the tensor.
+TEST_F(IngestTest, AppendsIntoAColumnMappedTableWritePhysicalNamesAndFieldIds) {
+  AddSources(0, 2);
+  ASSERT_TRUE(IngestSources(Options()).ok());
+  MapColumnNames(table_, "name", {{"label", "grade"}, {"x", "volume"}});
+  AddSources(2, 2);
+  std::string csv = *ReadFileToString(LocalStorage(), src_ + "/labels.csv");
+  csv.replace(0, csv.find('\n'), "file,grade");
+  ASSERT_TRUE(WriteFileAtomically(LocalStorage(), src_ + "/labels.csv", AsBytes(csv)).ok());
+  IngestOptions o = Options();
+  o.tensor_column = "volume";
+  auto r = IngestSources(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->skipped, 2);
+  EXPECT_EQ(r->new_files, 2);
+
+  auto snap = delta::DeltaLog(LocalStorage(), table_).ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  ASSERT_EQ(snap->files.size(), 2u);
+  const std::string added = table_ + "/" + *delta::DecodePath(snap->files[1].path);
+  EXPECT_EQ(FieldIds(added), (std::map<std::string, int32_t>{
+                                 {"id", 1}, {"file", 2}, {"source_location", 3}, {"source_version", 4}, {"label", 5}, {"x", 6}}));
+  ASSERT_TRUE(snap->files[1].stats.has_value());
+  EXPECT_NE(snap->files[1].stats->find(R"("label":0)"), std::string::npos) << *snap->files[1].stats;
+  EXPECT_EQ(snap->metadata.configuration.at("delta.columnMapping.maxColumnId"), "6");
+
+  auto rows = Query("grade = 1", {"file", "grade"});
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ(rows->columns[0].strings, (std::vector<std::string>{"s_001.npy", "s_003.npy"}));
+  for (bool cached : {true, false}) {  // written by the ingest; built from the footers
+    SampleIndex::Options io;
+    io.use_cache = cached;
+    io.write_cache = false;
+    auto index = SampleIndex::Open(table_, std::nullopt, io);
+    ASSERT_TRUE(index.ok()) << index.status().ToString();
+    EXPECT_EQ(index->num_rows(), 4);
+    EXPECT_EQ(index->tensor_columns(), std::vector<std::string>{"x"});  // named as the data files name it
+  }
+
+  auto again = IngestSources(o);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->skipped, 4);
+  EXPECT_EQ(again->files_added, 0);
+  // An overwrite keeps the columns' physical names and ids.
+  auto overwritten = IngestSources([&] { IngestOptions w = o; w.mode = IngestMode::kOverwrite; return w; }());
+  ASSERT_TRUE(overwritten.ok()) << overwritten.status().ToString();
+  EXPECT_EQ(Query("grade = 1", {"file"})->report.rows, 2);
+}
+
+// In mode id, the columns an append adds (the source locations, to a table written before stoke
+// recorded them) get physical names of their own and the ids above the table's largest, which
+// maxColumnId follows; readers resolve them by id.
+TEST_F(IngestTest, ColumnsAddedToAnIdMappedTableGetNewPhysicalNamesAndIds) {
+  AddSources(0, 2);
+  WriteTableWithoutLocations();
+  MapColumnNames(table_, "id", {});
+  AddSources(2, 2);
+  auto r = IngestSources(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->new_files, 2);
+  auto snap = delta::DeltaLog(LocalStorage(), table_).ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  auto columns = delta::ColumnsFromMetadata(snap->metadata, table_);
+  ASSERT_TRUE(columns.ok()) << columns.status().ToString();
+  ASSERT_EQ(columns->size(), 6u);
+  EXPECT_EQ((*columns)[2].name, "source_location");
+  EXPECT_EQ((*columns)[2].physical_name.rfind("col-", 0), 0u) << (*columns)[2].physical_name;
+  EXPECT_EQ((*columns)[2].field_id, 5);
+  EXPECT_EQ((*columns)[3].field_id, 6);
+  EXPECT_EQ(snap->metadata.configuration.at("delta.columnMapping.maxColumnId"), "6");
+  const std::string added = table_ + "/" + *delta::DecodePath(snap->files.back().path);
+  EXPECT_EQ(FieldIds(added).at((*columns)[2].physical_name), 5);
+  EXPECT_EQ(Query("source_location IS NOT NULL", {"file"})->report.rows, 2);
+  EXPECT_EQ(Query("label = 1", {"file"})->report.rows, 2);
+  auto again = IngestSources(Options());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->skipped, 4);
+}
+
 // The invariants and CHECK constraints of a table are checked on every row an append adds: a row
 // that makes one false or null fails the ingest naming the row's source file and the rule, and
 // nothing is written; a rule the predicate language cannot express refuses the ingest by name before

@@ -134,7 +134,7 @@ Status LoaderColumns::SortColumns(const TableView& view, const std::vector<size_
 
 Result<TensorColumn> LoaderColumns::MakeTensorColumn(const ColumnSpec& spec) const {
   const auto& names = index_->tensor_columns();
-  auto it = std::find(names.begin(), names.end(), spec.name);
+  auto it = std::find(names.begin(), names.end(), spec.file_name());  // the index names columns as files do
   if (it == names.end()) return Status::Internal(fmt::format("tensor column '{}' is not in the sample index", spec.name));
   TensorColumn t;
   t.name = spec.name;

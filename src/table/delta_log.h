@@ -304,7 +304,8 @@ class DeltaLog {
 
 // Spark's JSON schema for flat columns: {"type":"struct","fields":[{"name":..,"type":"long",
 // "nullable":false,"metadata":{}}, ...]}, with boolean, integer, long, float, double, string and
-// binary (tensor columns are binary; their dtype/shape live in configuration["stoke.tensors"]).
+// binary (tensor columns are binary; their dtype/shape live in configuration["stoke.tensors"]). A
+// column with a physical name (column mapping) has it, and its field id, in its metadata.
 std::string SchemaToSparkJson(const std::vector<ColumnSpec>& columns);
 // SchemaToSparkJson(columns), each field keeping the metadata of the field of the same name in
 // `previous` (a schemaString): a writer that changes a schema keeps what other writers recorded of

@@ -187,6 +187,10 @@ std::string SchemaToSparkJson(const std::vector<ColumnSpec>& columns) {
     f["type"] = c.nested() ? ordered_json::parse(c.nested_type) : ordered_json(SparkTypeName(c));
     f["nullable"] = c.optional;
     f["metadata"] = ordered_json::object();
+    if (!c.physical_name.empty()) {  // column mapping (column_mapping.h)
+      if (c.field_id) f["metadata"]["delta.columnMapping.id"] = *c.field_id;
+      f["metadata"]["delta.columnMapping.physicalName"] = c.physical_name;
+    }
     fields.push_back(std::move(f));
   }
   ordered_json schema = ordered_json::object();
@@ -319,19 +323,47 @@ Status ApplyColumnMapping(const Metadata& metadata, std::vector<ColumnSpec>* col
   return Status::OK();
 }
 
+// Under column mapping, the display name of each top-level column whose physical name differs from
+// it, by physical name: stoke.tensors and stoke.blobs name columns as data files do, so that another
+// writer's rename keeps them. Empty without mapping.
+std::map<std::string, std::string> DisplayNamesByPhysical(const Metadata& metadata) {
+  std::map<std::string, std::string> out;
+  auto mode = metadata.configuration.find("delta.columnMapping.mode");
+  if (mode == metadata.configuration.end() || mode->second == "none") return out;
+  const json schema = json::parse(metadata.schema_string, nullptr, false);
+  if (!schema.is_object() || !schema.contains("fields") || !schema["fields"].is_array()) return out;
+  for (const json& f : schema["fields"]) {
+    if (!f.is_object() || !f.contains("name") || !f["name"].is_string() || !f.contains("metadata")) continue;
+    const json& md = f["metadata"];
+    auto physical = md.is_object() ? md.find("delta.columnMapping.physicalName") : md.end();
+    if (physical == md.end() || !physical->is_string() || *physical == f["name"]) continue;
+    out.emplace(physical->get<std::string>(), f["name"].get<std::string>());
+  }
+  return out;
+}
+
+// `name` from stoke.tensors or stoke.blobs, as the schema displays it.
+std::string DisplayName(const std::map<std::string, std::string>& by_physical, const std::string& name) {
+  auto it = by_physical.find(name);
+  return it == by_physical.end() ? name : it->second;
+}
+
 }  // namespace
 
 Result<std::vector<ColumnSpec>> ColumnsFromMetadata(const Metadata& metadata, std::string_view context) {
+  const std::map<std::string, std::string> by_physical = DisplayNamesByPhysical(metadata);
   std::map<std::string, TensorSpec> tensors;
   auto it = metadata.configuration.find(kTensorsMetadataKey);
   if (it != metadata.configuration.end()) {
-    STOKE_ASSIGN_OR_RETURN(tensors, TensorSpecsFromJson(it->second, context));
+    STOKE_ASSIGN_OR_RETURN(auto named, TensorSpecsFromJson(it->second, context));
+    for (auto& [name, spec] : named) tensors[DisplayName(by_physical, name)] = std::move(spec);
   }
   STOKE_ASSIGN_OR_RETURN(auto columns, SchemaFromSparkJson(metadata.schema_string, tensors));
   it = metadata.configuration.find(kBlobsMetadataKey);
   if (it != metadata.configuration.end()) {
     STOKE_ASSIGN_OR_RETURN(auto blobs, BlobColumnsFromJson(it->second, context));
-    for (const std::string& name : blobs) {
+    for (const std::string& physical : blobs) {
+      const std::string name = DisplayName(by_physical, physical);
       auto c = std::find_if(columns.begin(), columns.end(), [&](const ColumnSpec& col) { return col.name == name; });
       if (c == columns.end() || c->type != parquet::Type::kByteArray || c->is_string || c->tensor) {
         return Status::Corruption(fmt::format("{}: {} names column '{}', which is not a binary column of the schema", context,

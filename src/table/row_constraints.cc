@@ -115,6 +115,9 @@ Result<RowConstraints> RowConstraints::FromMetadata(const delta::Metadata& metad
   for (auto& [column, expression] : *invariants) stated.emplace_back(fmt::format("invariant of column '{}'", column), expression);
 
   RowConstraints out;
+  for (const ColumnSpec& c : columns) {
+    if (c.file_name() != c.name) out.file_names_[c.name] = c.file_name();
+  }
   for (auto& [rule, expression] : stated) {
     auto text = WithQuotedIdentifiers(expression);
     if (!text.ok()) return refuse(rule, expression, text.status().message());
@@ -167,7 +170,8 @@ Status RowConstraints::CheckFile(Storage& storage, const std::string& path) cons
     std::map<std::string, ColumnValues> values;
     for (const std::string& name : needed) {
       if (values.count(name)) continue;
-      auto column = reader->FindColumn(name);
+      auto renamed = file_names_.find(name);
+      auto column = reader->FindColumn(renamed == file_names_.end() ? name : renamed->second);
       if (!column.ok()) continue;  // `file` and `index` are optional; a missing rule column fails in Evaluate
       STOKE_ASSIGN_OR_RETURN(values[name], reader->ReadColumnChunk(g, *column));
     }

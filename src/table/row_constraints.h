@@ -14,6 +14,7 @@
 // session's time zone in Spark.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,8 +38,8 @@ class RowConstraints {
   bool empty() const { return rules_.empty(); }
   size_t size() const { return rules_.size(); }
 
-  // OK when every row of the data file at `path` (written with the table's column names, the
-  // partition columns left out) keeps every constraint. Otherwise InvalidArgument naming the first
+  // OK when every row of the data file at `path` (written with the table's column names, or their
+  // physical names under column mapping, the partition columns left out) keeps every constraint. Otherwise InvalidArgument naming the first
   // violating row: its index in the file, its `file` (and `index`) values when the table has those
   // columns (stoke's ingest: the source file), the constraint and its expression.
   Status CheckFile(Storage& storage, const std::string& path) const;
@@ -50,6 +51,7 @@ class RowConstraints {
     Predicate predicate;     // bound to the table's columns
   };
   std::vector<Rule> rules_;
+  std::map<std::string, std::string> file_names_;  // a column's name in data files, where not its own (column mapping)
 };
 
 }  // namespace stoke

@@ -432,7 +432,7 @@ Result<std::string> BuildIndexBytes(const std::string& table_dir, int64_t versio
   for (const auto& col : view.columns) {
     // Blob columns (encoded images) are laid out as tensors are: indexed page per row alike.
     if (col.paged() && std::find(partitions.begin(), partitions.end(), col.name) == partitions.end()) {
-      tensor_columns->push_back(col.name);
+      tensor_columns->push_back(col.file_name());  // its name in the data files
     }
   }
   const auto& adds = view.snapshot->files;

@@ -151,7 +151,8 @@ class SampleIndex {
   // Thread-safe: all const methods may be called concurrently; the index is immutable after Open.
   int64_t version() const { return version_; }
   int64_t num_rows() const { return static_cast<int64_t>(num_rows_); }
-  // The indexed columns, tensor and blob columns in schema order (partition columns left out).
+  // The indexed columns, tensor and blob columns in schema order (partition columns left out), by
+  // their names in the data files (ColumnSpec::file_name: physical names under column mapping).
   const std::vector<std::string>& tensor_columns() const { return tensor_columns_; }
   size_t num_files() const { return file_paths_ != nullptr ? file_paths_->size() : 0; }  // 0 when moved from
   // REQUIRES: 0 <= row < num_rows(), tensor_column < tensor_columns().size().

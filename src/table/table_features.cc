@@ -144,7 +144,6 @@ constexpr WriterRule kWriterRules[] = {
     {"generatedColumns", kNewRows, "stoke does not compute generated columns"},
     {"identityColumns", kNewRows, "stoke does not assign identity values"},
     {"changeDataFeed", Bit(WriteCommand::kDeleteRows), "deleting rows of a file needs change data files"},
-    {"columnMapping", kNewRows, "stoke's ingest writes its columns under their own names"},
     {"rowTracking", Bit(WriteCommand::kOptimize), "stoke's optimize does not preserve row ids"},
     {"clustering", kChangesFiles, "stoke does not cluster the files it writes"},
     {"icebergCompatV1", kEvery, "stoke does not write Iceberg metadata"},
@@ -154,12 +153,14 @@ constexpr WriterRule kWriterRules[] = {
 
 // Writer features whose rules every command of stoke keeps: invariants and CHECK constraints (ingest
 // checks every new row, table/row_constraints.h, and refuses those it cannot evaluate by name; the
-// other commands add no row), deletion vectors (carried by removes and checkpoints, applied by
+// other commands add no row), column mapping (ingest writes physical names and field ids, giving a
+// column it adds new ones, table/column_mapping.h; optimize rewrites columns under the names and ids
+// it read), deletion vectors (carried by removes and checkpoints, applied by
 // optimize, kept by vacuum), domains (kept by checkpoints), in-commit timestamps (written by every
 // commit), v2 checkpoints (written where the table's policy asks), and features that ask nothing of
 // a writer that adds files of the table's own types.
 constexpr std::string_view kKeptWriterFeatures[] = {
-    "invariants",   "checkConstraints", "deletionVectors",      "domainMetadata",      "inCommitTimestamp",
+    "invariants",   "checkConstraints", "columnMapping", "deletionVectors",      "domainMetadata",      "inCommitTimestamp",
     "v2Checkpoint", "timestampNtz",     "typeWidening",         "typeWidening-preview", "vacuumProtocolCheck",
 };
 
@@ -173,10 +174,6 @@ std::optional<bool> InUse(std::string_view feature, const Metadata& m) {
   if (feature == "generatedColumns") return schema_has("\"delta.generationExpression\"");
   if (feature == "identityColumns") return schema_has("\"delta.identity.start\"");
   if (feature == "changeDataFeed") return ConfigIsTrue(m, "delta.enableChangeDataFeed");
-  if (feature == "columnMapping") {
-    auto mode = m.configuration.find("delta.columnMapping.mode");
-    return mode != m.configuration.end() && mode->second != "none";
-  }
   return std::nullopt;
 }
 

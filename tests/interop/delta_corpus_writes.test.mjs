@@ -283,4 +283,52 @@ describe('stoke writes into the Delta tables of the shared corpus that have writ
     assert.deepEqual(got.filter(([, d]) => d).map(([, d]) => d), [{ domain: 'user.owner', configuration: '{"team":"ml"}', removed: false }]);
     t.diagnostic(`written: append, optimize, checkpoint (${checkpoints[0]}), vacuum; overwrite refused: ${refused.out}`);
   });
+
+  // A table of stoke's layout that another writer column-mapped (mode name, as Spark's upgrade does:
+  // physical names are the names, ids by position) and whose tensor column it renamed: stoke's append
+  // writes the physical names and field ids, optimize, checkpoint and vacuum keep them, and the rows
+  // the independent reader finds through the mapping are the ones stoke reads.
+  test('a stoke table with column mapping and a renamed column', async (t) => {
+    const dir = path.join(TMP, 'mapped');
+    const day1 = path.join(TMP, 'mapped_day1');
+    const day2 = path.join(TMP, 'mapped_day2');
+    runStoke(STOKE, ['synth', 'volumes', '--out', day1, '--samples', 4, '--shape', '2,2,2', '--channels', 1, '--seed', 1]);
+    runStoke(STOKE, ['synth', 'volumes', '--out', day2, '--samples', 3, '--shape', '2,2,2', '--channels', 1, '--seed', 2]);
+    runStoke(STOKE, ['ingest', day1, '--table', dir]);
+    const { metaData } = await protocolAndMetadata(con, dir);
+    const unmapped = new Set((await expectedState(con, dir)).log.adds.map((a) => a.path));
+    const schema = JSON.parse(metaData.schemaString);
+    schema.fields.forEach((f, i) => {
+      f.metadata = { ...f.metadata, 'delta.columnMapping.id': i + 1, 'delta.columnMapping.physicalName': f.name };
+      if (f.name === 'data') f.name = 'voxels';
+    });
+    commitByHand(dir, 'RENAME COLUMN', [
+      { protocol: { minReaderVersion: 2, minWriterVersion: 5 } },
+      { metaData: { ...metaData, schemaString: JSON.stringify(schema), configuration: { ...metaData.configuration,
+          'delta.columnMapping.mode': 'name', 'delta.columnMapping.maxColumnId': String(schema.fields.length) } } },
+    ]);
+    for (const args of [['ingest', day2, '--table', dir, '--tensor-column', 'voxels'], ['optimize', dir], ['checkpoint', dir],
+      ['vacuum', dir, '--retain', 0]]) {
+      const state = await expectedState(con, dir);
+      const { latest } = commitsOf(dir);
+      const r = write(STOKE, dir, args);
+      assert.ok(r.wrote, `${args[0]} was refused: ${r.out}`);
+      const { commits, latest: now } = commitsOf(dir);
+      for (let v = latest + 1; v <= now; v++) checkNewCommit(dir, commits, v, state, false);
+      const after = await expectedState(con, dir);
+      assert.equal(after.count, 7, `after ${args[0]}`);
+      const check = await checkTable(con, STOKE, dir);
+      assert.ok(check.ok, `after ${args[0]}, stoke reads the table otherwise: ${check.reason}`);
+      // Every data file written since names its columns by physical name, with the column's id.
+      for (const add of after.log.adds.filter((a) => !unmapped.has(a.path))) {
+        const fields = await queryRows(con, `SELECT name, field_id FROM parquet_schema(${sqlStr(path.join(dir, decodeURIComponent(add.path)))})
+            WHERE field_id IS NOT NULL ORDER BY field_id`);
+        assert.deepEqual(fields.map((f) => [f.name, Number(f.field_id)]),
+          schema.fields.map((f, i) => [f.metadata['delta.columnMapping.physicalName'], i + 1]), `${add.path} after ${args[0]}`);
+      }
+    }
+    const loaded = runStoke(STOKE, ['bench', 'load', dir, '--columns', 'voxels', '--epochs', 1, '--batch-size', 7]);
+    assert.match(loaded.stdout, /^bench load: 7 rows,/, loaded.stdout);
+    t.diagnostic(`written: append, optimize, checkpoint, vacuum under column mapping; loaded: ${loaded.stdout.trim().split('\n').at(-1)}`);
+  });
 });

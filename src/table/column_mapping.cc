@@ -1,0 +1,77 @@
+// The writers' side of column mapping (column_mapping.h).
+#include "table/column_mapping.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
+#include "core/text.h"
+
+namespace stoke::delta {
+
+constexpr char kModeKey[] = "delta.columnMapping.mode";
+constexpr char kMaxColumnIdKey[] = "delta.columnMapping.maxColumnId";
+
+std::string ColumnMappingMode(const Metadata& metadata) {
+  auto it = metadata.configuration.find(kModeKey);
+  return it == metadata.configuration.end() || it->second.empty() ? "none" : it->second;
+}
+
+namespace {
+
+// The table's largest column id: its maxColumnId, or its columns' largest id where that is more.
+int64_t LargestColumnId(const Metadata& metadata, const std::vector<ColumnSpec>& table) {
+  int64_t largest = 0;
+  auto it = metadata.configuration.find(kMaxColumnIdKey);
+  if (it != metadata.configuration.end()) {
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+    if (ec == std::errc() && end == it->second.data() + it->second.size()) largest = v;
+  }
+  for (const ColumnSpec& c : table) largest = std::max<int64_t>(largest, c.field_id.value_or(0));
+  return largest;
+}
+
+}  // namespace
+
+Status MapColumns(const Metadata& metadata, std::vector<ColumnSpec>* columns, std::string_view where) {
+  if (ColumnMappingMode(metadata) == "none") return Status::OK();
+  STOKE_ASSIGN_OR_RETURN(const std::vector<ColumnSpec> table, ColumnsFromMetadata(metadata, where));
+  int64_t next_id = LargestColumnId(metadata, table) + 1;
+  for (ColumnSpec& c : *columns) {
+    if (c.nested()) {
+      return Status::Unsupported(fmt::format("{}: column '{}' is nested, and the table maps column names "
+                                             "(columnMapping): stoke does not write nested columns under column "
+                                             "mapping; nothing was written",
+                                             where, c.name));
+    }
+    auto same = std::find_if(table.begin(), table.end(), [&](const ColumnSpec& t) { return t.name == c.name; });
+    if (same != table.end()) {
+      c.physical_name = same->physical_name;
+      c.field_id = same->field_id;
+      continue;
+    }
+    if (next_id > std::numeric_limits<int32_t>::max()) {
+      return Status::Unsupported(fmt::format("{}: the table's column ids are exhausted (columnMapping)", where));
+    }
+    c.physical_name = "col-" + RandomUuid();
+    c.field_id = static_cast<int32_t>(next_id++);
+  }
+  return Status::OK();
+}
+
+void RaiseMaxColumnId(const std::vector<ColumnSpec>& columns, Metadata* metadata) {
+  if (ColumnMappingMode(*metadata) == "none") return;
+  metadata->configuration[kMaxColumnIdKey] = std::to_string(LargestColumnId(*metadata, columns));
+}
+
+std::string FileColumnName(const std::vector<ColumnSpec>& columns, std::string_view column) {
+  for (const ColumnSpec& c : columns) {
+    if (c.name == column) return c.file_name();
+  }
+  return std::string(column);
+}
+
+}  // namespace stoke::delta
