@@ -31,6 +31,7 @@
 #include "stoke/ingest.h"
 #include "table/add_stats.h"
 #include "table/column_mapping.h"
+#include "table/identity_columns.h"
 #include "table/delta_log.h"
 #include "table/parquet_dataset.h"
 #include "table/row_constraints.h"
@@ -215,7 +216,38 @@ struct TableState {
   // table written before stoke recorded locations): the schema a metaData action declares.
   std::vector<ColumnSpec> columns;
   RowConstraints constraints;           // the table's invariants and CHECK constraints, for the new rows
+  // When the table's `id` column is an identity column: its values are generated as it declares, and
+  // the commit raises its high-water mark (set once the rows are known).
+  std::optional<delta::IdentityColumn> id_identity;
+  std::optional<int64_t> high_water_mark;
 };
+
+// The identity columns of the table an ingest writes (identity_columns.h): stoke's `id` column may be
+// one (TableState::id_identity: its values are generated, unsharded); any other is a column whose
+// values the source supplies, which the table must allow (delta.identity.allowExplicitInsert).
+Result<std::optional<delta::IdentityColumn>> IdIdentity(const delta::Metadata& metadata, const SourceSet& planned,
+                                                         const IngestOptions& o) {
+  const std::string where = fmt::format("ingest into '{}'", o.table_dir);
+  STOKE_ASSIGN_OR_RETURN(auto identities, delta::IdentityColumns(metadata.schema_string, where));
+  std::optional<delta::IdentityColumn> id;
+  for (delta::IdentityColumn& c : identities) {
+    if (c.name == "id" && !planned.columns.empty() && planned.columns[0].name == "id") {
+      id = std::move(c);
+    } else if (!c.allow_explicit_insert) {
+      return Status::Unsupported(fmt::format("{}: column '{}' is an identity column whose values the table generates "
+                                             "(identityColumns; delta.identity.allowExplicitInsert is false), and the "
+                                             "source supplies them; nothing was written",
+                                             where, c.name));
+    }
+  }
+  if (id && o.shard_count > 1) {
+    return Status::Unsupported(fmt::format("ingest --shard: table '{}' generates the values of its identity column 'id' "
+                                           "(identityColumns), which shards would race for: ingest it unsharded; "
+                                           "nothing was written",
+                                           o.table_dir));
+  }
+  return id;
+}
 
 // Whether an append writes the rows of `file` (new, or changed with OnChanged::kAppend).
 bool WritesFile(const TableState& table, const IngestOptions& o, uint32_t file) {
@@ -277,11 +309,13 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
     table.schema_changes = !same.ok() || codec == metadata.configuration.end() || codec->second != CodecName(o.codec) ||
                            partitioning != metadata.partition_columns;
     STOKE_RETURN_IF_ERROR(delta::MapColumns(metadata, &planned.columns, where));
+    STOKE_ASSIGN_OR_RETURN(table.id_identity, IdIdentity(metadata, planned, o));
     STOKE_ASSIGN_OR_RETURN(table.constraints,
                            RowConstraints::FromMetadata(metadata, planned.columns, partitioning, "ingest", o.table_dir));
     return table;
   }
   STOKE_RETURN_IF_ERROR(same);
+  STOKE_ASSIGN_OR_RETURN(table.id_identity, IdIdentity(metadata, planned, o));
   // The data files name the columns as the table does (column mapping: physical names, field ids).
   for (size_t i = 0; i < table_columns.size(); ++i) {
     planned.columns[i].physical_name = table_columns[i].physical_name;
@@ -408,12 +442,16 @@ struct Partition {
 };
 
 // `rows` (items of `sources`) by partition value ("" is null), with their ids. Unsharded: ids
-// continue the table's (after `max_id`), dense. Sharded: id = base + the sample's index in the whole
+// continue the table's (from `ids.first`, `ids.step` apart: dense, or an identity column's). Sharded: id = base + the sample's index in the whole
 // sorted listing's items, where base follows the largest id outside this run, so every shard (and a
 // re-run of a killed one) computes the same ids without talking to the others: unique always, dense
 // over the run when the table held none of its files before.
+struct IdSequence {
+  int64_t first = 0;
+  int64_t step = 1;
+};
 std::map<std::string, Partition> GroupByPartition(const SourceSet& sources, const std::vector<int64_t>& rows,
-                                                  const PartitionColumn& partition, int64_t max_id, bool sharded) {
+                                                  const PartitionColumn& partition, IdSequence ids, bool sharded) {
   std::map<std::string, Partition> partitions;
   for (size_t k = 0; k < rows.size(); ++k) {
     std::string value = partition.label ? sources.labels[*partition.label].cells[sources.item(rows[k]).file] : "";
@@ -423,7 +461,7 @@ std::map<std::string, Partition> GroupByPartition(const SourceSet& sources, cons
       if (!value.empty()) part.value = value;
     }
     part.rows.push_back(rows[k]);
-    part.ids.push_back(max_id + 1 + (sharded ? rows[k] : static_cast<int64_t>(k)));
+    part.ids.push_back(ids.first + ids.step * (sharded ? rows[k] : static_cast<int64_t>(k)));
   }
   return partitions;
 }
@@ -547,8 +585,10 @@ std::vector<delta::Action> WriteActions(const IngestOptions& o, const SourceSet&
   if (table.schema_changes) {
     if (table.read_version < 0) actions.push_back(delta::Protocol{});
     const bool append = snap && o.mode != IngestMode::kOverwrite;
-    actions.push_back(NewTableMetadata(o, sources, append ? table.columns : sources.columns, partition.name,
-                                       snap ? &*snap : nullptr));
+    delta::Metadata meta = NewTableMetadata(o, sources, append ? table.columns : sources.columns, partition.name,
+                                            snap ? &*snap : nullptr);
+    if (table.high_water_mark) meta.schema_string = delta::WithHighWaterMark(meta.schema_string, "id", *table.high_water_mark);
+    actions.push_back(std::move(meta));
   }
   const int64_t now_ms = EpochMillis();
   // Partition values are keyed by the column's physical name under column mapping.
@@ -614,6 +654,20 @@ WriteCommit WriteCommitParameters(const IngestOptions& o, const std::string& par
   return commit;
 }
 
+// The ids of `count` new rows: after the table's largest, dense; or, where `id` is an identity column,
+// its next values, whose last becomes the high-water mark the commit records.
+Result<IdSequence> NewIds(const IngestOptions& o, size_t count, TableState* table) {
+  if (!table->id_identity) return IdSequence{table->max_id + 1, 1};
+  const auto n = static_cast<int64_t>(count);
+  STOKE_ASSIGN_OR_RETURN(const int64_t first, delta::FirstIdentityValue(*table->id_identity, table->max_id, n,
+                                                                        fmt::format("ingest into '{}'", o.table_dir)));
+  if (n > 0) {
+    table->high_water_mark = first + (n - 1) * table->id_identity->step;
+    table->schema_changes = true;
+  }
+  return IdSequence{first, table->id_identity->step};
+}
+
 // One attempt: read the table's latest version, write the data files, commit. The commit is
 // exclusive (it fails if anyone committed after the version read), because what it writes depends
 // on that version: the ids continue the table's, and files already in it are skipped.
@@ -645,7 +699,8 @@ Result<IngestReport> IngestAttempt(const IngestOptions& o, SourceSet& planned, c
     report.seconds = watch.Seconds();
     return report;  // nothing new: the table already holds every source file
   }
-  std::map<std::string, Partition> partitions = GroupByPartition(sources, rows, partition, table.max_id, shard.sharded);
+  STOKE_ASSIGN_OR_RETURN(const IdSequence ids, NewIds(o, rows.size(), &table));
+  std::map<std::string, Partition> partitions = GroupByPartition(sources, rows, partition, ids, shard.sharded);
   DataFiles files;
   {
     auto written = WriteDataFiles(fs, where.path, o, sources, partition, partitions, shard.subdir, wopts);

@@ -692,6 +692,97 @@ TEST_F(IngestTest, ColumnsAddedToAnIdMappedTableGetNewPhysicalNamesAndIds) {
   EXPECT_EQ(again->skipped, 4);
 }
 
+// Another writer's identity column declaration on column `column` of the table (`metadata`: the
+// delta.identity.* keys), on writer version 6, as a table created with an IDENTITY column has it.
+void DeclareIdentity(const std::string& table, const std::string& column, const nlohmann::json& metadata) {
+  delta::DeltaLog log(LocalStorage(), table);
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  delta::Metadata meta = snap->metadata;
+  auto schema = nlohmann::json::parse(meta.schema_string);
+  for (auto& f : schema["fields"]) {
+    if (f["name"] == column) f["metadata"] = metadata;
+  }
+  meta.schema_string = schema.dump();
+  auto v = log.Commit(snap->version, {delta::Protocol{1, 6, {}, {}}, meta}, delta::CommitKind::kExclusive, "CREATE",
+                      nlohmann::json::object());
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+}
+
+// The identity column's metadata at the table's latest version.
+nlohmann::json IdentityMetadata(const std::string& table, const std::string& column) {
+  auto snap = delta::DeltaLog(LocalStorage(), table).ReadSnapshot();
+  EXPECT_TRUE(snap.ok());
+  const nlohmann::json schema = nlohmann::json::parse(snap->metadata.schema_string);
+  for (const auto& f : schema["fields"]) {
+    if (f["name"] == column) return f["metadata"];
+  }
+  return nullptr;
+}
+
+// Where the table's `id` is an identity column, an append gives its rows the column's next values
+// (start + k * step beyond the high-water mark and every id the table holds) and raises the mark in
+// the same commit; a sharded append, whose shards would race for the values, is refused.
+TEST_F(IngestTest, AppendsGenerateTheValuesOfAnIdentityIdAndRaiseItsHighWaterMark) {
+  AddSources(0, 2);
+  ASSERT_TRUE(IngestSources(Options()).ok());
+  DeclareIdentity(table_, "id", {{"delta.identity.start", 100}, {"delta.identity.step", 10},
+                                 {"delta.identity.allowExplicitInsert", false}});
+  AddSources(2, 2);
+  auto r = IngestSources(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(IdentityMetadata(table_, "id")["delta.identity.highWaterMark"], 110);
+  AddSources(4, 1);
+  r = IngestSources(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Rows(), (std::vector<std::pair<int64_t, std::string>>{
+                        {0, "s_000.npy"}, {1, "s_001.npy"}, {100, "s_002.npy"}, {110, "s_003.npy"}, {120, "s_004.npy"}}));
+  const nlohmann::json md = IdentityMetadata(table_, "id");
+  EXPECT_EQ(md["delta.identity.highWaterMark"], 120);
+  EXPECT_EQ(md["delta.identity.start"], 100);  // the rest of the declaration as it was
+
+  AddSources(5, 2);
+  IngestOptions sharded = Options();
+  sharded.shard_count = 2;
+  r = IngestSources(sharded);
+  ASSERT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("identity column 'id'"), std::string::npos) << r.status().message();
+  // An overwrite continues above the mark too.
+  r = IngestSources(Options(IngestMode::kOverwrite));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Rows().front().first, 130);
+  EXPECT_EQ(IdentityMetadata(table_, "id")["delta.identity.highWaterMark"], 130 + 6 * 10);
+}
+
+// An identity column whose values the source supplies (a labels column) is refused unless the table
+// allows explicit inserts; a column that counts down is refused by name.
+TEST_F(IngestTest, IdentityColumnsTheSourceFillsNeedExplicitInserts) {
+  AddSources(0, 2);
+  ASSERT_TRUE(IngestSources(Options()).ok());
+  DeclareIdentity(table_, "label", {{"delta.identity.start", 1}, {"delta.identity.step", 1},
+                                    {"delta.identity.allowExplicitInsert", false}});
+  AddSources(2, 1);
+  const size_t files = DataFilesOnDisk();
+  auto r = IngestSources(Options());
+  ASSERT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("column 'label' is an identity column whose values the table generates"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(DataFilesOnDisk(), files);
+  DeclareIdentity(table_, "label", {{"delta.identity.start", 1}, {"delta.identity.step", 1},
+                                    {"delta.identity.allowExplicitInsert", true}});
+  r = IngestSources(Options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Rows().size(), 3u);
+  EXPECT_FALSE(IdentityMetadata(table_, "label").contains("delta.identity.highWaterMark"));
+
+  DeclareIdentity(table_, "id", {{"delta.identity.start", -1}, {"delta.identity.step", -1}});
+  AddSources(3, 1);
+  r = IngestSources(Options());
+  ASSERT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("counts down"), std::string::npos) << r.status().message();
+}
+
 // The invariants and CHECK constraints of a table are checked on every row an append adds: a row
 // that makes one false or null fails the ingest naming the row's source file and the rule, and
 // nothing is written; a rule the predicate language cannot express refuses the ingest by name before

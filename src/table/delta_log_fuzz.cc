@@ -1,5 +1,5 @@
-// Fuzzes the Delta log's parsers: commit files, Spark schemas and add/remove paths. Beyond "no crash,
-// no exception, no sanitizer report", it checks two properties:
+// Fuzzes the Delta log's parsers: commit files, Spark schemas (also under column mapping) and
+// add/remove paths. Beyond "no crash, no exception, no sanitizer report", it checks two properties:
 // - SerializeCommit(ParseCommit(x)) is a fixed point: parsing it again gives the same bytes;
 // - EncodePath(DecodePath(x)) decodes back to DecodePath(x).
 #include <cstddef>
@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "table/column_mapping.h"
 #include "table/delta_log.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -28,6 +29,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto back = stoke::delta::SchemaFromSparkJson(stoke::delta::SchemaToSparkJson(*columns), tensors);
     if (!back.ok() || back->size() != columns->size()) std::abort();
   }
+
+  // The same schema under column mapping: the readers' names, and the writers' for a new column.
+  stoke::delta::Metadata mapped;
+  mapped.schema_string = std::string(input);
+  mapped.configuration = {{"delta.columnMapping.mode", "name"},
+                          {"stoke.tensors", R"({"col-v":{"dtype":"float32","shape":[2]}})"}};
+  std::vector<stoke::ColumnSpec> written = {{.name = "volume"}, {.name = "new"}};
+  if (stoke::delta::MapColumns(mapped, &written, "fuzz").ok() &&
+      (written[1].physical_name.empty() || !written[1].field_id)) {
+    std::abort();
+  }
+  (void)stoke::delta::ColumnsFromMetadata(mapped, "fuzz");
 
   auto path = stoke::delta::DecodePath(input);
   if (path.ok()) {

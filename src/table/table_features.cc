@@ -142,7 +142,6 @@ struct WriterRule {
 constexpr WriterRule kWriterRules[] = {
     {"appendOnly", Bit(WriteCommand::kOverwrite) | Bit(WriteCommand::kDeleteRows), "its rows may not be removed"},
     {"generatedColumns", kNewRows, "stoke does not compute generated columns"},
-    {"identityColumns", kNewRows, "stoke does not assign identity values"},
     {"changeDataFeed", Bit(WriteCommand::kDeleteRows), "deleting rows of a file needs change data files"},
     {"rowTracking", Bit(WriteCommand::kOptimize), "stoke's optimize does not preserve row ids"},
     {"clustering", kChangesFiles, "stoke does not cluster the files it writes"},
@@ -155,12 +154,14 @@ constexpr WriterRule kWriterRules[] = {
 // checks every new row, table/row_constraints.h, and refuses those it cannot evaluate by name; the
 // other commands add no row), column mapping (ingest writes physical names and field ids, giving a
 // column it adds new ones, table/column_mapping.h; optimize rewrites columns under the names and ids
-// it read), deletion vectors (carried by removes and checkpoints, applied by
+// it read), identity columns (ingest generates the values of stoke's `id` column when it is one and
+// raises its high-water mark, and refuses a source that supplies the values of another one unless
+// the table allows explicit inserts, table/identity_columns.h), deletion vectors (carried by removes and checkpoints, applied by
 // optimize, kept by vacuum), domains (kept by checkpoints), in-commit timestamps (written by every
 // commit), v2 checkpoints (written where the table's policy asks), and features that ask nothing of
 // a writer that adds files of the table's own types.
 constexpr std::string_view kKeptWriterFeatures[] = {
-    "invariants",   "checkConstraints", "columnMapping", "deletionVectors",      "domainMetadata",      "inCommitTimestamp",
+    "invariants",   "checkConstraints", "columnMapping", "identityColumns", "deletionVectors",      "domainMetadata",      "inCommitTimestamp",
     "v2Checkpoint", "timestampNtz",     "typeWidening",         "typeWidening-preview", "vacuumProtocolCheck",
 };
 
@@ -172,7 +173,6 @@ std::optional<bool> InUse(std::string_view feature, const Metadata& m) {
   auto schema_has = [&](std::string_view key) { return m.schema_string.find(key) != std::string::npos; };
   if (feature == "appendOnly") return ConfigIsTrue(m, "delta.appendOnly");
   if (feature == "generatedColumns") return schema_has("\"delta.generationExpression\"");
-  if (feature == "identityColumns") return schema_has("\"delta.identity.start\"");
   if (feature == "changeDataFeed") return ConfigIsTrue(m, "delta.enableChangeDataFeed");
   return std::nullopt;
 }

@@ -35,11 +35,11 @@ std::string_view CommandName(WriteCommand command);
 // features (PROTOCOL.md, "Table Features"): writer version 7 or below; every feature the table
 // supports (listed, or implied by a legacy version) either kept by stoke for every command
 // (invariants and checkConstraints, which ingest checks on every new row with RowConstraints,
-// columnMapping, whose physical names and field ids ingest and optimize write, deletionVectors,
-// domainMetadata, inCommitTimestamp, v2Checkpoint, timestampNtz, typeWidening, vacuumProtocolCheck),
-// or not in use (appendOnly unset, no generated or identity column, change data feed off), or one
-// whose rules do not bind this command (generated and identity columns bind only new rows;
-// appendOnly binds only what removes rows). Otherwise
+// columnMapping, whose physical names and field ids ingest and optimize write, identityColumns,
+// whose values ingest generates (or refuses to be given), deletionVectors, domainMetadata,
+// inCommitTimestamp, v2Checkpoint, timestampNtz, typeWidening, vacuumProtocolCheck), or not in use
+// (appendOnly unset, no generated column, change data feed off), or one whose rules do not bind this
+// command (generated columns bind only new rows; appendOnly binds only what removes rows). Otherwise
 // Unsupported naming the command, `table` and each feature with why stoke cannot keep it, before
 // anything is written. Unknown writer features are refused by every command.
 Status CheckWritable(const Snapshot& snapshot, WriteCommand command, std::string_view table);

@@ -91,7 +91,12 @@ TEST(TableFeatures, FeaturesTurnedOnByMetadataBindOnlyTheCommandsTheirRulesName)
   Snapshot constrained = WithProtocol(1, 3);
   constrained.metadata.configuration["delta.constraints.positive"] = "x > 0";
   EXPECT_EQ(Allowed(constrained), "AOPDVC");
-  // Generated and identity columns bind new rows: ingest is refused.
+  // Identity columns: ingest generates stoke's ids (or refuses a source's values), in ingest itself.
+  Snapshot identity = WithProtocol(1, 6);
+  identity.metadata.schema_string =
+      R"({"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{"delta.identity.start":1,"delta.identity.step":1}}]})";
+  EXPECT_EQ(Allowed(identity), "AOPDVC");
+  // Generated columns bind new rows: ingest is refused.
   Snapshot generated = WithProtocol(1, 4);
   generated.metadata.schema_string =
       R"({"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{"delta.generationExpression":"1"}}]})";

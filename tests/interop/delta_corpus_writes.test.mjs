@@ -29,7 +29,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { queryRows, runStoke, sqlStr, useStokeAndDuckDB } from './support.mjs';
+import { queryRows, runStoke, sqlList, sqlStr, useStokeAndDuckDB } from './support.mjs';
 import { checkTable, expectedState, findTables, listLog, readCommit } from './delta_reader.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -285,10 +285,11 @@ describe('stoke writes into the Delta tables of the shared corpus that have writ
   });
 
   // A table of stoke's layout that another writer column-mapped (mode name, as Spark's upgrade does:
-  // physical names are the names, ids by position) and whose tensor column it renamed: stoke's append
-  // writes the physical names and field ids, optimize, checkpoint and vacuum keep them, and the rows
-  // the independent reader finds through the mapping are the ones stoke reads.
-  test('a stoke table with column mapping and a renamed column', async (t) => {
+  // physical names are the names, ids by position), whose tensor column it renamed and whose `id` it
+  // declared an identity column: stoke's append writes the physical names and field ids and the
+  // identity's next values, raising its high-water mark; optimize, checkpoint and vacuum keep them,
+  // and the rows the independent reader finds through the mapping are the ones stoke reads.
+  test('a stoke table with column mapping, a renamed column and an identity column', async (t) => {
     const dir = path.join(TMP, 'mapped');
     const day1 = path.join(TMP, 'mapped_day1');
     const day2 = path.join(TMP, 'mapped_day2');
@@ -301,9 +302,10 @@ describe('stoke writes into the Delta tables of the shared corpus that have writ
     schema.fields.forEach((f, i) => {
       f.metadata = { ...f.metadata, 'delta.columnMapping.id': i + 1, 'delta.columnMapping.physicalName': f.name };
       if (f.name === 'data') f.name = 'voxels';
+      if (f.name === 'id') Object.assign(f.metadata, { 'delta.identity.start': 1000, 'delta.identity.step': 1, 'delta.identity.allowExplicitInsert': false });
     });
     commitByHand(dir, 'RENAME COLUMN', [
-      { protocol: { minReaderVersion: 2, minWriterVersion: 5 } },
+      { protocol: { minReaderVersion: 2, minWriterVersion: 6 } },
       { metaData: { ...metaData, schemaString: JSON.stringify(schema), configuration: { ...metaData.configuration,
           'delta.columnMapping.mode': 'name', 'delta.columnMapping.maxColumnId': String(schema.fields.length) } } },
     ]);
@@ -327,8 +329,13 @@ describe('stoke writes into the Delta tables of the shared corpus that have writ
           schema.fields.map((f, i) => [f.metadata['delta.columnMapping.physicalName'], i + 1]), `${add.path} after ${args[0]}`);
       }
     }
+    const ids = await queryRows(con, `SELECT id FROM read_parquet(${sqlList((await expectedState(con, dir)).log.adds.map((a) =>
+      path.join(dir, decodeURIComponent(a.path))))}) ORDER BY id`);
+    assert.deepEqual(ids.map((r) => Number(r.id)), [0, 1, 2, 3, 1000, 1001, 1002]);
+    const idField = JSON.parse((await protocolAndMetadata(con, dir)).metaData.schemaString).fields.find((f) => f.name === 'id');
+    assert.equal(idField.metadata['delta.identity.highWaterMark'], 1002);
     const loaded = runStoke(STOKE, ['bench', 'load', dir, '--columns', 'voxels', '--epochs', 1, '--batch-size', 7]);
     assert.match(loaded.stdout, /^bench load: 7 rows,/, loaded.stdout);
-    t.diagnostic(`written: append, optimize, checkpoint, vacuum under column mapping; loaded: ${loaded.stdout.trim().split('\n').at(-1)}`);
+    t.diagnostic(`written: append, optimize, checkpoint, vacuum under column mapping and an identity column; loaded: ${loaded.stdout.trim().split('\n').at(-1)}`);
   });
 });
