@@ -248,6 +248,7 @@ class DeltaLog {
   DeltaLog(Storage& storage, std::string table_dir);
 
   const std::string& table_dir() const { return table_dir_; }
+  Storage& storage() const { return storage_; }
   std::string log_dir() const;
   // "<log_dir>/00000000000000000042.json"
   std::string CommitPath(int64_t version) const;

@@ -26,6 +26,7 @@
 #include "format/parquet_writer.h"
 #include "stoke/maintenance.h"
 #include "table/input_readers.h"
+#include "table/row_tracking.h"
 #include "table/scan.h"
 #include "table/table_features.h"
 
@@ -79,15 +80,36 @@ Status FinishBinFile(Storage& fs, Status status, std::unique_ptr<ParquetFileWrit
   return Status::OK();
 }
 
+// The hidden columns of materialized row ids and commit versions where the table enables row
+// tracking (OptimizeTable checked that their names are there).
+std::optional<delta::MaterializedRowTracking> HiddenColumns(const TableView& t) {
+  auto hidden = delta::MaterializedColumns(t.snapshot, "");
+  return hidden.ok() ? *hidden : std::nullopt;
+}
+
 // The columns of the files optimize writes: the table's file columns (partition columns live in
 // the log), with tensor and blob columns REQUIRED (docs/format.md) also when another writer's files
-// declare them OPTIONAL; a null tensor is then an error naming the file.
+// declare them OPTIONAL (a null tensor is then an error naming the file); and where the table
+// enables row tracking, the hidden columns that preserve each row's stable row id and commit version.
 std::vector<ColumnSpec> ColumnsToWrite(const TableView& t) {
   std::vector<ColumnSpec> cols = t.FileColumns();
   for (ColumnSpec& c : cols) {
     if (c.paged()) c.optional = false;
   }
+  if (auto hidden = HiddenColumns(t)) {
+    for (const std::string& name : {hidden->row_id, hidden->row_commit_version}) {
+      cols.push_back(ColumnSpec{.name = name, .type = parquet::Type::kInt64, .optional = true});
+    }
+  }
   return cols;
+}
+
+// Column `c` of rows [first, ...) of the file of `add` as ReadInputChunk gave it (`v`), with a hidden
+// row tracking column's nulls given the rows' default generated values (FillStableRowTracking).
+Status FillRowTracking(const TableView& t, const delta::AddFile& add, const ColumnSpec& c, int64_t first,
+                       const std::string& file, ColumnValues* v) {
+  const auto hidden = HiddenColumns(t);
+  return hidden ? delta::FillStableRowTracking(*hidden, c.name, add, first, file, v) : Status::OK();
 }
 
 // Inputs of up to this size are read whole in one request, and ParquetReader serves their column
@@ -229,6 +251,9 @@ Status RewriteInput(const TableView& t, const delta::AddFile& add, const Parquet
       }
       values[c] = std::move(*v);
     }
+    for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
+      status = FillRowTracking(t, add, cols[c], group_first, reader.path(), &values[c]);
+    }
     if (!status.ok()) break;
     if (auto kept = RowsKept(deleted, std::exchange(group_first, group_first + rows), rows)) {
       for (auto& v : values) v = TakeRows(v, *kept);
@@ -355,6 +380,7 @@ Result<SortInput> ReadSortInput(const TableView& t, const std::vector<const delt
       if (cols[c].paged()) continue;
       STOKE_ASSIGN_OR_RETURN(input_scalars[i][c], ReadInputChunk(reader, /*group=*/-1, in.file_columns[i][c], cols[c],
                                                                  static_cast<size_t>(reader.num_rows())));
+      STOKE_RETURN_IF_ERROR(FillRowTracking(t, *inputs[i], cols[c], 0, reader.path(), &input_scalars[i][c]));
       if (kept[i]) input_scalars[i][c] = TakeRows(input_scalars[i][c], *kept[i]);
     }
     return Status::OK();
@@ -736,6 +762,7 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   STOKE_ASSIGN_OR_RETURN(TableView t, OpenTableView(o.table_dir));
   STOKE_RETURN_IF_ERROR(delta::CheckWritable(t.snapshot, delta::WriteCommand::kOptimize, o.table_dir));
   STOKE_RETURN_IF_ERROR(CheckRewritableColumns(t, o.table_dir));
+  STOKE_RETURN_IF_ERROR(delta::MaterializedColumns(t.snapshot, o.table_dir).status());
   STOKE_ASSIGN_OR_RETURN(WriterOptions wopts, RewriteWriterOptions(t, o));
   STOKE_ASSIGN_OR_RETURN(std::optional<Predicate> where, BindWhere(t, o.where));
   STOKE_RETURN_IF_ERROR(CheckSortColumn(t, o.sort_by));
@@ -766,9 +793,11 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
                            {"sortBy", delta::JsonArrayText(o.sort_by)}};
   // The snapshot moves into the commit (the bins' pointers into it are not used after this): the
   // checkpoint after a commit of 100,000s of removes is written from it, not from the log read back.
-  const int64_t read_version = t.snapshot.version;
-  auto version = log.Commit(read_version, std::move(actions), delta::CommitKind::kRewrite, "OPTIMIZE", params,
-                            /*max_attempts=*/100, nullptr, &t.snapshot);
+  // Under row tracking the new files' row ids depend on the version committed (row_tracking.h).
+  auto version = delta::AssignsRowIds(t.snapshot)
+                     ? delta::CommitRewriteAssigningRowIds(log, t.snapshot, std::move(actions), "OPTIMIZE", params)
+                     : log.Commit(t.snapshot.version, std::move(actions), delta::CommitKind::kRewrite, "OPTIMIZE", params,
+                                  /*max_attempts=*/100, nullptr, &t.snapshot);
   if (!version.ok()) {
     // After an I/O error the commit may have taken effect all the same (see IngestSources): keep the files.
     if (version.status().code() != StatusCode::kIOError) DeleteNewFiles(*t.storage, written);

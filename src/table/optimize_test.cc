@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
 
 #include "stoke/maintenance.h"
 #include "table/delta_testing.h"
+#include "table/row_tracking.h"
 #include "table/scan.h"
 #include "table/test_table.h"
 
@@ -163,6 +165,93 @@ TEST(Optimize, SortByOrdersRowsWithinNewFilesNullsLast) {
 
   o.sort_by = "t";
   EXPECT_EQ(OptimizeTable(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+
+// A table of rows 0-2 (version 0) on which another writer turns row tracking on (`enabled`: also
+// delta.enableRowTracking, with materialized columns "_rid" and "_rver"), backfilling the file's
+// baseRowId 0 (version 1); then rows 3-6 appended with row ids 3-6 (version 2).
+void TrackRows(TestTable& t, bool enabled) {
+  t.AppendFile(0, 3);
+  auto log = t.log();
+  auto snap = log.ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  delta::Metadata meta = snap->metadata;
+  if (enabled) {
+    meta.configuration["delta.enableRowTracking"] = "true";
+    meta.configuration["delta.rowTracking.materializedRowIdColumnName"] = "_rid";
+    meta.configuration["delta.rowTracking.materializedRowCommitVersionColumnName"] = "_rver";
+  }
+  delta::AddFile backfilled = snap->files[0];
+  backfilled.data_change = false;
+  backfilled.tracking = std::make_shared<const delta::FileTracking>(delta::FileTracking{0, 0, std::nullopt});
+  std::vector<delta::Action> upgrade = {delta::Protocol{3, 7, {}, {"domainMetadata", "rowTracking"}}, meta, backfilled,
+                                        delta::DomainMetadata{delta::kRowTrackingDomain, R"({"rowIdHighWaterMark":2})", false}};
+  ASSERT_TRUE(log.Commit(0, std::move(upgrade), delta::CommitKind::kExclusive, "ENABLE ROW TRACKING", {}).ok());
+  std::vector<delta::Action> append = {
+      testing_support::WriteDataFile(t.dir(), "part-3.parquet", 3, 4, 1000, t.tensor_len(), true, t.codec())};
+  ASSERT_TRUE(delta::AssignRowIds(*log.ReadSnapshot(), 2, &append).ok());
+  ASSERT_TRUE(log.Commit(1, std::move(append), delta::CommitKind::kExclusive, "WRITE", {}).ok());
+}
+
+// The INT64 values of column `name` of the table's only data file, by row (none null).
+std::vector<int64_t> ColumnOfOnlyFile(const TestTable& t, const std::string& name) {
+  auto view = OpenTableView(t.dir());
+  EXPECT_TRUE(view.ok() && view->snapshot.files.size() == 1);
+  auto reader = ParquetReader::Open(LocalStorage(), view->FilePath(view->snapshot.files[0]));
+  EXPECT_TRUE(reader.ok());
+  auto column = (*reader)->FindColumn(name);
+  if (!column.ok()) return {};
+  auto values = (*reader)->ReadColumn(*column);
+  EXPECT_TRUE(values.ok());
+  EXPECT_EQ(std::count(values->defined.begin(), values->defined.end(), 0), 0) << name << " has nulls";
+  return std::get<std::vector<int64_t>>(values->values);
+}
+
+// Where the table enables row tracking, a rewritten row keeps its stable row id and commit version in
+// the hidden materialized columns (its default ones where it has none yet, the materialized ones from
+// an earlier rewrite), through a plain and a sorted rewrite; each new file takes fresh row ids above
+// the mark and its OPTIMIZE's version.
+TEST(Optimize, PreservesStableRowIdsWhereRowTrackingIsEnabled) {
+  TestTable t;
+  TrackRows(t, true);
+  const auto before = AllRows(t.dir());
+  OptimizeOptions o;
+  o.table_dir = t.dir();
+  o.progress = false;
+  for (const std::string sort_by : {"", "name"}) {
+    o.sort_by = sort_by;
+    auto r = OptimizeTable(o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(AllRows(t.dir()), before);
+    const std::vector<int64_t> ids = ColumnOfOnlyFile(t, "id");  // rows 0-6 had row ids 0-6
+    EXPECT_EQ(ColumnOfOnlyFile(t, "_rid"), ids) << "sort_by '" << sort_by << "'";
+    std::vector<int64_t> versions;
+    for (int64_t id : ids) versions.push_back(id < 3 ? 0 : 2);
+    EXPECT_EQ(ColumnOfOnlyFile(t, "_rver"), versions);
+    auto snap = t.log().ReadSnapshot();
+    ASSERT_TRUE(snap.ok());
+    const int64_t base = sort_by.empty() ? 7 : 14;
+    EXPECT_EQ(*snap->files[0].tracking, (delta::FileTracking{base, r->version, std::nullopt}));
+    const std::string mark = nlohmann::json{{"rowIdHighWaterMark", base + 6}}.dump();
+    EXPECT_EQ(snap->domains.at(delta::kRowTrackingDomain).configuration, mark);
+  }
+}
+
+// Where row tracking is only supported, the new file gets fresh row ids, and no hidden columns.
+TEST(Optimize, AssignsFreshRowIdsWhereRowTrackingIsSupported) {
+  TestTable t;
+  TrackRows(t, false);
+  OptimizeOptions o;
+  o.table_dir = t.dir();
+  o.progress = false;
+  auto r = OptimizeTable(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto snap = t.log().ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  ASSERT_EQ(snap->files.size(), 1u);
+  EXPECT_EQ(*snap->files[0].tracking, (delta::FileTracking{7, r->version, std::nullopt}));
+  EXPECT_TRUE(ColumnOfOnlyFile(t, "_rid").empty());
 }
 
 }  // namespace

@@ -65,4 +65,92 @@ Status AssignRowIds(const Snapshot& snapshot, int64_t version, std::vector<Actio
   return Status::OK();
 }
 
+namespace {
+
+// The claims of a rewrite of `actions`, read at `read_version`, for checking winners.
+CommitClaims RewriteClaims(const std::vector<Action>& actions, int64_t read_version) {
+  CommitClaims claims;
+  claims.read_version = read_version;
+  claims.kind = CommitKind::kRewrite;
+  for (const Action& a : actions) {
+    if (const auto* add = std::get_if<AddFile>(&a)) {
+      auto path = DecodePath(add->path);
+      claims.adds.Insert(path.ok() ? *path : add->path);
+    } else if (const auto* remove = std::get_if<RemoveFile>(&a)) {
+      auto path = DecodePath(remove->path);
+      claims.removes.Insert(path.ok() ? *path : remove->path);
+    }
+  }
+  claims.adds.Seal();
+  claims.removes.Seal();
+  return claims;
+}
+
+}  // namespace
+
+Result<int64_t> CommitRewriteAssigningRowIds(const DeltaLog& log, const Snapshot& read, std::vector<Action> actions,
+                                             const std::string& operation, const nlohmann::json& parameters,
+                                             int max_attempts) {
+  const CommitClaims claims = RewriteClaims(actions, read.version);
+  const Snapshot* base = &read;
+  std::optional<Snapshot> newer;
+  for (int attempt = 1;; ++attempt) {
+    std::vector<Action> assigned = actions;
+    STOKE_RETURN_IF_ERROR(AssignRowIds(*base, base->version + 1, &assigned));
+    auto version = log.Commit(base->version, std::move(assigned), CommitKind::kExclusive, operation, parameters, 1);
+    if (version.ok() || version.status().code() != StatusCode::kConflict || attempt >= max_attempts) return version;
+    STOKE_ASSIGN_OR_RETURN(Snapshot latest, log.ReadSnapshot());
+    for (int64_t v = base->version + 1; v <= latest.version; ++v) {
+      std::vector<Action> winner;
+      STOKE_RETURN_IF_ERROR(ForEachCommitAction(log.storage(), log.CommitPath(v), [&](Action& a) {
+        winner.push_back(std::move(a));
+        return Status::OK();
+      }));
+      STOKE_RETURN_IF_ERROR(CheckConcurrentCommit(claims, winner, v, log.table_dir()));
+    }
+    newer = std::move(latest);
+    base = &*newer;
+  }
+}
+
+Result<std::optional<MaterializedRowTracking>> MaterializedColumns(const Snapshot& snapshot, std::string_view table) {
+  const auto& config = snapshot.metadata.configuration;
+  auto enabled = config.find("delta.enableRowTracking");
+  if (!AssignsRowIds(snapshot) || enabled == config.end() || enabled->second != "true") {
+    return std::optional<MaterializedRowTracking>();
+  }
+  auto id = config.find("delta.rowTracking.materializedRowIdColumnName");
+  auto version = config.find("delta.rowTracking.materializedRowCommitVersionColumnName");
+  if (id == config.end() || version == config.end() || id->second.empty() || version->second.empty()) {
+    return Status::Corruption(fmt::format("table '{}' enables row tracking without the names of its materialized row id "
+                                          "and row commit version columns (delta.rowTracking.materialized*ColumnName)",
+                                          table));
+  }
+  return std::optional<MaterializedRowTracking>(MaterializedRowTracking{id->second, version->second});
+}
+
+Status FillStableRowTracking(const MaterializedRowTracking& hidden, const std::string& column, const AddFile& add,
+                             int64_t first, std::string_view file, ColumnValues* values) {
+  const bool row_id = column == hidden.row_id;
+  if (!row_id && column != hidden.row_commit_version) return Status::OK();
+  if (values->defined.empty()) return Status::OK();  // every row holds its own
+  const std::optional<int64_t> base = !add.tracking ? std::nullopt
+                                      : row_id      ? add.tracking->base_row_id
+                                                    : add.tracking->default_row_commit_version;
+  if (!base) {
+    return Status::Corruption(fmt::format("{}: its add has no {} to give its rows their {}", file,
+                                          row_id ? "baseRowId" : "defaultRowCommitVersion",
+                                          row_id ? "row ids" : "row commit versions"));
+  }
+  const auto& held = std::get<std::vector<int64_t>>(values->values);
+  std::vector<int64_t> out;
+  out.reserve(values->defined.size());
+  for (size_t r = 0, v = 0; r < values->defined.size(); ++r) {
+    out.push_back(values->defined[r] ? held[v++] : row_id ? *base + first + static_cast<int64_t>(r) : *base);
+  }
+  values->values = std::move(out);
+  values->defined.clear();
+  return Status::OK();
+}
+
 }  // namespace stoke::delta

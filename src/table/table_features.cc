@@ -143,7 +143,6 @@ constexpr WriterRule kWriterRules[] = {
     {"appendOnly", Bit(WriteCommand::kOverwrite) | Bit(WriteCommand::kDeleteRows), "its rows may not be removed"},
     {"generatedColumns", kNewRows, "stoke does not compute generated columns"},
     {"changeDataFeed", Bit(WriteCommand::kDeleteRows), "deleting rows of a file needs change data files"},
-    {"rowTracking", Bit(WriteCommand::kOptimize), "stoke's optimize does not preserve row ids"},
     {"clustering", kChangesFiles, "stoke does not cluster the files it writes"},
     {"icebergCompatV1", kEvery, "stoke does not write Iceberg metadata"},
     {"icebergCompatV2", kEvery, "stoke does not write Iceberg metadata"},
@@ -156,12 +155,14 @@ constexpr WriterRule kWriterRules[] = {
 // column it adds new ones, table/column_mapping.h; optimize rewrites columns under the names and ids
 // it read), identity columns (ingest generates the values of stoke's `id` column when it is one and
 // raises its high-water mark, and refuses a source that supplies the values of another one unless
-// the table allows explicit inserts, table/identity_columns.h), deletion vectors (carried by removes and checkpoints, applied by
+// the table allows explicit inserts, table/identity_columns.h), row tracking (ingest and optimize give
+// new files fresh row ids, and optimize preserves the stable ones where tracking is enabled,
+// table/row_tracking.h), deletion vectors (carried by removes and checkpoints, applied by
 // optimize, kept by vacuum), domains (kept by checkpoints), in-commit timestamps (written by every
 // commit), v2 checkpoints (written where the table's policy asks), and features that ask nothing of
 // a writer that adds files of the table's own types.
 constexpr std::string_view kKeptWriterFeatures[] = {
-    "invariants",   "checkConstraints", "columnMapping", "identityColumns", "deletionVectors",      "domainMetadata",      "inCommitTimestamp",
+    "invariants",   "checkConstraints", "columnMapping", "identityColumns", "rowTracking", "deletionVectors",      "domainMetadata",      "inCommitTimestamp",
     "v2Checkpoint", "timestampNtz",     "typeWidening",         "typeWidening-preview", "vacuumProtocolCheck",
 };
 

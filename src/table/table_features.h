@@ -36,7 +36,8 @@ std::string_view CommandName(WriteCommand command);
 // supports (listed, or implied by a legacy version) either kept by stoke for every command
 // (invariants and checkConstraints, which ingest checks on every new row with RowConstraints,
 // columnMapping, whose physical names and field ids ingest and optimize write, identityColumns,
-// whose values ingest generates (or refuses to be given), deletionVectors, domainMetadata,
+// whose values ingest generates (or refuses to be given), rowTracking, whose row ids ingest and
+// optimize assign and optimize preserves, deletionVectors, domainMetadata,
 // inCommitTimestamp, v2Checkpoint, timestampNtz, typeWidening, vacuumProtocolCheck), or not in use
 // (appendOnly unset, no generated column, change data feed off), or one whose rules do not bind this
 // command (generated columns bind only new rows; appendOnly binds only what removes rows). Otherwise

@@ -68,10 +68,10 @@ TEST(TableFeatures, WritesRefuseFeaturesTheyDoNotKeepBeforeWritingAnything) {
       << s.message();
   EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"futureFeature"})), "");
   EXPECT_EQ(CheckWritable(WithProtocol(1, 8), kCheckpoint, "t").code(), StatusCode::kUnsupported);
-  // Row tracking binds optimize (row ids would have to be preserved; ingest assigns fresh ones),
+  // Row tracking binds no command (ingest and optimize assign fresh row ids, optimize preserves stable ones),
   // clustering every command that writes data files (checkpoints and removes carry their fields);
   // Iceberg compatibility every command.
-  EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"domainMetadata", "rowTracking"})), "AODVC");
+  EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"domainMetadata", "rowTracking"})), "AOPDVC");
   EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"domainMetadata", "clustering"})), "VC");
   EXPECT_EQ(Allowed(WithProtocol(3, 7, {}, {"icebergCompatV2"})), "");
 }
