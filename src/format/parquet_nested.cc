@@ -244,6 +244,7 @@ Status AppendSchema(const SchemaNode& n, const std::string& path, int depth, std
         e.converted_type = ConvertedType::kUtf8;
         e.logical_type = parquet::LogicalType{.id = LogicalTypeId::kString};
       }
+      AnnotateLogicalType(ColumnSpec{.type = *n.type, .logical = n.logical, .precision = n.precision, .scale = n.scale}, &e);
       out->push_back(e);
       return Status::OK();
     }

@@ -32,6 +32,11 @@ struct SchemaNode {
   parquet::Repetition repetition = parquet::Repetition::kOptional;
   std::optional<parquet::Type> type;  // leaves only
   bool is_string = false;             // leaf BYTE_ARRAY annotated STRING
+  // A leaf's meaning (a date, a timestamp, a decimal, ...), annotated as the flat writer annotates
+  // columns (AnnotateLogicalType); precision and scale for kDecimal.
+  LogicalType logical = LogicalType::kNone;
+  int32_t precision = 0;
+  int32_t scale = 0;
   size_t leaf = 0;                    // leaves SchemaTree returns: the reader's column (ParquetReader::columns())
   enum class Kind { kLeaf, kStruct, kList, kMap } kind = Kind::kLeaf;
   // Struct fields; for kList one element node; for kMap the key and value nodes (in that order).

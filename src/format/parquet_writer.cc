@@ -307,10 +307,6 @@ bool WritableType(Type type) {
   }
 }
 
-namespace {
-
-// The annotations of a column's LogicalType, in both of Parquet's forms (the LogicalType union and
-// the older ConvertedType, which readers before parquet-format 2.4 know), as Spark writes them.
 void AnnotateLogicalType(const ColumnSpec& c, parquet::SchemaElement* e) {
   using parquet::ConvertedType;
   using parquet::LogicalTypeId;
@@ -344,8 +340,6 @@ void AnnotateLogicalType(const ColumnSpec& c, parquet::SchemaElement* e) {
     case LogicalType::kNone: break;
   }
 }
-
-}  // namespace
 
 Status ValidateColumns(const std::vector<ColumnSpec>& columns) {
   if (columns.empty()) return Status::InvalidArgument("a Parquet schema needs at least one column");

@@ -230,6 +230,11 @@ inline constexpr char kCodecPolicyKey[] = "stoke.codec";
 // True for the physical types the writer writes: BOOLEAN, INT32, INT64, FLOAT, DOUBLE, BYTE_ARRAY.
 bool WritableType(parquet::Type type);
 
+// The annotations of a column's LogicalType (c.logical, precision, scale) on its schema element, in
+// both of Parquet's forms (the LogicalType union and the older ConvertedType, which readers before
+// parquet-format 2.4 know), as Spark writes them; nothing for kNone.
+void AnnotateLogicalType(const ColumnSpec& c, parquet::SchemaElement* e);
+
 // Validates a schema: unique non-empty names, tensor and blob columns BYTE_ARRAY and REQUIRED (blobs
 // without a STRING annotation), supported types.
 Status ValidateColumns(const std::vector<ColumnSpec>& columns);

@@ -8,6 +8,7 @@
 
 #include "core/thread_pool.h"
 #include "format/parquet_reader.h"
+#include "table/checkpoint_stats.h"
 
 namespace stoke::delta {
 namespace {
@@ -78,7 +79,7 @@ std::string CheckpointName(int64_t version) { return fmt::format("{:020d}.checkp
 
 }  // namespace
 
-SchemaNode CheckpointSchema(bool v2_spec) {
+SchemaNode CheckpointSchema(bool v2_spec, const std::vector<SchemaNode>& typed_stats) {
   SchemaNode schema =
       Struct("spark_schema",
                 {Struct("txn", {String("appId"), Long("version"), Long("lastUpdated")}),
@@ -95,6 +96,8 @@ SchemaNode CheckpointSchema(bool v2_spec) {
                                      StringList("writerFeatures")}),
                  Struct("domainMetadata", {String("domain"), String("configuration"), Bool("removed")})});
   if (v2_spec) schema.children.push_back(Struct("checkpointMetadata", {Long("version"), StringMap("tags")}));
+  std::vector<SchemaNode>& add = schema.children[1].children;
+  add.insert(add.end(), typed_stats.begin(), typed_stats.end());
   return schema;
 }
 
@@ -111,8 +114,9 @@ bool UsesV2Spec(const Snapshot& snapshot) {
 
 // Writes every action of `snapshot` as a row of `writer`, each as Delta's JSON ({"add": {...}}; a
 // missing field is null): the V2 spec's checkpointMetadata first (`v2_spec`), then protocol,
-// metaData, txns, domains, adds and tombstones.
-Status WriteActionRows(NestedParquetWriter& writer, const Snapshot& snapshot, bool v2_spec) {
+// metaData, txns, domains, adds (with their typed statistics where `typed`) and tombstones.
+Status WriteActionRows(NestedParquetWriter& writer, const Snapshot& snapshot, bool v2_spec,
+                       const std::optional<TypedStats>& typed) {
   auto emit = [&](const Action& a) { return writer.AddRow(json(ActionJson(a))); };
   if (v2_spec) {
     STOKE_RETURN_IF_ERROR(writer.AddRow({{"checkpointMetadata", {{"version", snapshot.version}, {"tags", json::object()}}}}));
@@ -121,7 +125,15 @@ Status WriteActionRows(NestedParquetWriter& writer, const Snapshot& snapshot, bo
   STOKE_RETURN_IF_ERROR(emit(snapshot.metadata));
   for (const auto& [app, version] : snapshot.app_versions) STOKE_RETURN_IF_ERROR(emit(Txn{app, version, std::nullopt}));
   for (const auto& [name, domain] : snapshot.domains) STOKE_RETURN_IF_ERROR(emit(domain));
-  for (const auto& f : snapshot.files) STOKE_RETURN_IF_ERROR(emit(f));
+  for (const auto& f : snapshot.files) {
+    if (!typed) {
+      STOKE_RETURN_IF_ERROR(emit(f));
+      continue;
+    }
+    json row(ActionJson(f));
+    typed->AddTo(f, &row["add"]);
+    STOKE_RETURN_IF_ERROR(writer.AddRow(row));
+  }
   for (const auto& r : snapshot.tombstones) STOKE_RETURN_IF_ERROR(emit(r));
   return Status::OK();
 }
@@ -134,6 +146,7 @@ Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snaps
   // checkpoints are deprecated, must be hash-partitioned by path, and a v2Checkpoint table forbids
   // them: PROTOCOL.md, "Multi-part checkpoint".)
   const bool v2_spec = UsesV2Spec(snapshot);
+  STOKE_ASSIGN_OR_RETURN(const std::optional<TypedStats> typed, TypedStats::For(snapshot, log_dir));
   const size_t total = 2 + snapshot.app_versions.size() + snapshot.domains.size() + snapshot.files.size() +
                        snapshot.tombstones.size() + (v2_spec ? 1 : 0);
   WriterOptions options;
@@ -145,9 +158,10 @@ Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snaps
     (void)storage.Delete(tmp);
     return s.WithContext(fmt::format("writing checkpoint {}", final_path));
   };
-  auto writer = NestedParquetWriter::Create(storage, tmp, CheckpointSchema(v2_spec), options);
+  auto writer = NestedParquetWriter::Create(storage, tmp, CheckpointSchema(v2_spec, typed ? typed->fields() : std::vector<SchemaNode>{}),
+                                            options);
   if (!writer.ok()) return fail(writer.status());
-  Status written = WriteActionRows(**writer, snapshot, v2_spec);
+  Status written = WriteActionRows(**writer, snapshot, v2_spec, typed);
   if (written.ok()) written = (*writer)->Close();
   writer->reset();
   if (written.ok()) written = storage.Rename(tmp, final_path);

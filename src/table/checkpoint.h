@@ -20,13 +20,16 @@ namespace stoke::delta {
 inline constexpr size_t kCheckpointRowGroupActions = 50000;
 
 // The checkpoint schema stoke writes (a subset of Spark's: the fields of the actions above), with
-// the checkpointMetadata action of the V2 spec (PROTOCOL.md, "V2 Spec") when `v2_spec`.
-SchemaNode CheckpointSchema(bool v2_spec = false);
+// the checkpointMetadata action of the V2 spec (PROTOCOL.md, "V2 Spec") when `v2_spec`, and the add
+// fields `typed_stats` (TypedStats::fields, checkpoint_stats.h).
+SchemaNode CheckpointSchema(bool v2_spec = false, const std::vector<SchemaNode>& typed_stats = {});
 
 // Writes the checkpoint of `snapshot` into `log_dir` as one classic file (under a temporary name,
 // then renamed, so readers never see a partial file) and then `_last_checkpoint`. It follows the V2
 // spec (a checkpointMetadata row first) on a table with the v2Checkpoint feature whose
 // delta.checkpointPolicy is "v2" (PROTOCOL.md, "V2 Checkpoint Table Feature"), else the V1 spec.
+// Where the table sets delta.checkpoint.writeStatsAsStruct, each add also carries its typed
+// statistics (stats_parsed, and partitionValues_parsed: checkpoint_stats.h).
 Status WriteCheckpoint(Storage& storage, const std::string& log_dir, const Snapshot& snapshot);
 
 // The actions of a checkpoint by kind. A checkpoint is a reconciled state (no path added twice, no

@@ -112,18 +112,6 @@ TEST_F(DeltaCommitTest, DomainsOutliveCommitsAndCheckpoints) {
   EXPECT_EQ(log_.ReadSnapshot()->domains.at("user.c").configuration, "y");
 }
 
-// A table whose checkpoints must carry typed statistics is not checkpointed by stoke, which does not
-// write them.
-TEST_F(DeltaCommitTest, CheckpointsThatNeedTypedPartitionValuesAreRefused) {
-  Metadata m = NewMetadata();
-  m.configuration["delta.checkpoint.writeStatsAsStruct"] = "true";
-  ASSERT_EQ(*log_.Commit(-1, {Protocol{}, m}, CommitKind::kExclusive, "CREATE TABLE", {}), 0);
-  Status s = log_.Checkpoint();
-  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
-  EXPECT_NE(s.message().find("stats_parsed"), std::string::npos) << s.message();
-  EXPECT_FALSE(std::filesystem::exists(log_.log_dir() + "/00000000000000000000.checkpoint.parquet"));
-}
-
 // Time travel by timestamp lands on the newest version committed at or before the time, and refuses
 // a time before the first.
 TEST_F(DeltaCommitTest, VersionAtIsTheNewestVersionCommittedByThen) {

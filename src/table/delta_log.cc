@@ -319,15 +319,6 @@ Result<Snapshot> DeltaLog::ReadSnapshotFrom(const LogListing& listing, std::opti
 
 Status CheckAndWriteCheckpoint(Storage& storage, const DeltaLog& log, const Snapshot& snapshot) {
   STOKE_RETURN_IF_ERROR(CheckWritable(snapshot, WriteCommand::kCheckpoint, log.table_dir()));
-  // PROTOCOL.md, "Checkpoints": a table that asks for typed statistics in its checkpoints needs each
-  // add's stats_parsed (and, partitioned, partitionValues_parsed), which stoke does not write.
-  auto as_struct = snapshot.metadata.configuration.find("delta.checkpoint.writeStatsAsStruct");
-  if (as_struct != snapshot.metadata.configuration.end() && as_struct->second == "true") {
-    return Status::Unsupported(fmt::format("checkpoint: table '{}' sets delta.checkpoint.writeStatsAsStruct, whose "
-                                           "checkpoints need typed statistics (stats_parsed, partitionValues_parsed), "
-                                           "which stoke does not write; nothing was written",
-                                           log.table_dir()));
-  }
   return WriteCheckpoint(storage, log.log_dir(), snapshot);
 }
 
