@@ -51,9 +51,11 @@ class IngestedSourcesTest : public ::testing::Test {
     EXPECT_TRUE(planned.ok()) << planned.status().ToString();
     auto snap = delta::DeltaLog(LocalStorage(), table_).ReadSnapshot();
     EXPECT_TRUE(snap.ok()) << snap.status().ToString();
-    auto columns = delta::ColumnsFromMetadata(snap->metadata, table_);
-    EXPECT_TRUE(columns.ok());
     SourcesInTable out;
+    if (!planned.ok() || !snap.ok()) return out;
+    auto columns = delta::ColumnsFromMetadata(snap->metadata, table_);
+    EXPECT_TRUE(columns.ok()) << columns.status().ToString();
+    if (!columns.ok()) return out;
     Status st = ReadIngestedFiles(LocalStorage(), *snap, *columns, table_, *planned, 0, planned->files, "", &out, max_id);
     EXPECT_TRUE(st.ok()) << st.ToString();
     return out;

@@ -102,16 +102,21 @@ std::string ShardRunId(const IngestOptions& o, const SourceSet& sources) {
   return fmt::format("{:016x}", h);
 }
 
-// The metaData action of a table created (or overwritten) by this ingest.
-// `columns` is the schema it declares: the source's, or (appending) the table's.
+// The metaData action of a table created (or overwritten) by this ingest, or of an append that
+// changes the table's metadata (a new column, new image classes, an identity column's high-water
+// mark): the table's own (its id, name, description, format, creation time and configuration kept)
+// where there is one. `columns` is the schema it declares: the source's, or (appending) the table's.
 delta::Metadata NewTableMetadata(const IngestOptions& o, const SourceSet& sources, const std::vector<ColumnSpec>& columns,
                                  const std::string& partition, const delta::Snapshot* snap) {
-  delta::Metadata meta;
-  meta.id = snap ? snap->metadata.id : RandomUuid();
+  delta::Metadata meta = snap ? snap->metadata : delta::Metadata{};
+  if (snap == nullptr) {
+    meta.id = RandomUuid();
+    meta.created_time = EpochMillis();
+  }
   meta.schema_string = delta::SchemaToSparkJson(columns, snap ? snap->metadata.schema_string : "");
-  if (snap) meta.configuration = snap->metadata.configuration;
   delta::RaiseMaxColumnId(columns, &meta);
-  meta.configuration[kTensorsMetadataKey] = TensorSpecsToJson(columns);
+  const std::string tensors = TensorSpecsToJson(columns);
+  if (tensors != "{}" || meta.configuration.count(kTensorsMetadataKey)) meta.configuration[kTensorsMetadataKey] = tensors;
   if (std::any_of(columns.begin(), columns.end(), [](const ColumnSpec& c) { return c.blob; })) {
     meta.configuration[kBlobsMetadataKey] = BlobColumnsToJson(columns);
   } else {
@@ -120,8 +125,9 @@ delta::Metadata NewTableMetadata(const IngestOptions& o, const SourceSet& source
   for (const auto& [key, value] : sources.metadata) meta.configuration[key] = value;
   // An append that changes the metadata (new image classes or formats) keeps the table's codec.
   if (snap == nullptr || o.mode == IngestMode::kOverwrite) meta.configuration[kCodecPolicyKey] = CodecName(o.codec);
-  if (!partition.empty()) meta.partition_columns = {partition};
-  meta.created_time = EpochMillis();
+  if (snap == nullptr || o.mode == IngestMode::kOverwrite) {
+    meta.partition_columns = partition.empty() ? std::vector<std::string>{} : std::vector<std::string>{partition};
+  }
   return meta;
 }
 
@@ -223,17 +229,20 @@ struct TableState {
 };
 
 // The identity columns of the table an ingest writes (identity_columns.h): stoke's `id` column may be
-// one (TableState::id_identity: its values are generated, unsharded); any other is a column whose
-// values the source supplies, which the table must allow (delta.identity.allowExplicitInsert).
+// one (TableState::id_identity: its values are generated, unsharded); any other the source has is a
+// column whose values the source supplies, which the table must allow
+// (delta.identity.allowExplicitInsert).
 Result<std::optional<delta::IdentityColumn>> IdIdentity(const delta::Metadata& metadata, const SourceSet& planned,
                                                          const IngestOptions& o) {
   const std::string where = fmt::format("ingest into '{}'", o.table_dir);
   STOKE_ASSIGN_OR_RETURN(auto identities, delta::IdentityColumns(metadata.schema_string, where));
   std::optional<delta::IdentityColumn> id;
   for (delta::IdentityColumn& c : identities) {
+    const bool supplied = std::any_of(planned.columns.begin(), planned.columns.end(),
+                                      [&](const ColumnSpec& s) { return s.name == c.name; });
     if (c.name == "id" && !planned.columns.empty() && planned.columns[0].name == "id") {
       id = std::move(c);
-    } else if (!c.allow_explicit_insert) {
+    } else if (supplied && !c.allow_explicit_insert) {
       return Status::Unsupported(fmt::format("{}: column '{}' is an identity column whose values the table generates "
                                              "(identityColumns; delta.identity.allowExplicitInsert is false), and the "
                                              "source supplies them; nothing was written",
@@ -286,12 +295,12 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
   const std::string where = fmt::format("ingest into '{}'", o.table_dir);
   if (o.mode != IngestMode::kOverwrite) {
     if (AddLocationColumns(&table_columns, planned)) table.schema_changes = true;
-    STOKE_RETURN_IF_ERROR(delta::MapColumns(metadata, &table_columns, where));  // the columns added
     // Another writer's table (no `file` column to find ingested files by) cannot match the source's
     // schema: said as a mismatch of columns before its files are read for names.
     if (std::none_of(table_columns.begin(), table_columns.end(), [](const ColumnSpec& c) { return c.name == "file"; })) {
       STOKE_RETURN_IF_ERROR(CheckAppendSchema(table_columns, planned.columns, o.table_dir, planned.FilePath(0)));
     }
+    STOKE_RETURN_IF_ERROR(delta::MapColumns(metadata, &table_columns, where));  // the columns added
     table.columns = table_columns;
     // The files already in the table are skipped; the labels of the others take the table's types.
     STOKE_RETURN_IF_ERROR(ReadIngestedFiles(fs, *table.snap, table_columns, log.table_dir(), planned, shard.begin,
@@ -348,7 +357,7 @@ Status AddLocationColumnsForShards(const IngestOptions& o, const SourceSet& sour
     STOKE_RETURN_IF_ERROR(delta::CheckWritable(snap, delta::WriteCommand::kAppend, o.table_dir));
     STOKE_RETURN_IF_ERROR(delta::MapColumns(snap.metadata, &columns, fmt::format("ingest into '{}'", o.table_dir)));
     // What the shards refuse must not be preceded by this commit.
-    if (delta::AssignsRowIds(snap)) return Status::OK();
+    if (delta::AssignsRowIds(snap) || !IdIdentity(snap.metadata, sources, o).ok()) return Status::OK();
     STOKE_RETURN_IF_ERROR(
         RowConstraints::FromMetadata(snap.metadata, columns, snap.metadata.partition_columns, "ingest", o.table_dir).status());
     delta::Metadata meta = snap.metadata;

@@ -699,6 +699,8 @@ void DeclareIdentity(const std::string& table, const std::string& column, const 
   auto snap = log.ReadSnapshot();
   ASSERT_TRUE(snap.ok()) << snap.status().ToString();
   delta::Metadata meta = snap->metadata;
+  meta.name = "volumes";
+  meta.description = "kept by every commit";
   auto schema = nlohmann::json::parse(meta.schema_string);
   for (auto& f : schema["fields"]) {
     if (f["name"] == column) f["metadata"] = metadata;
@@ -740,6 +742,10 @@ TEST_F(IngestTest, AppendsGenerateTheValuesOfAnIdentityIdAndRaiseItsHighWaterMar
   const nlohmann::json md = IdentityMetadata(table_, "id");
   EXPECT_EQ(md["delta.identity.highWaterMark"], 120);
   EXPECT_EQ(md["delta.identity.start"], 100);  // the rest of the declaration as it was
+  auto snap = delta::DeltaLog(LocalStorage(), table_).ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->metadata.name, "volumes");  // and of the table's metadata
+  EXPECT_EQ(snap->metadata.description, "kept by every commit");
 
   AddSources(5, 2);
   IngestOptions sharded = Options();

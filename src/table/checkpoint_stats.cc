@@ -6,7 +6,10 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "format/logical_value.h"
+#include "format/parquet_writer.h"
 
 namespace stoke::delta {
 namespace {
@@ -68,7 +71,8 @@ std::vector<SchemaNode> StatsFields(const std::vector<std::pair<ColumnSpec, bool
     if (has_bounds) bounds.push_back(LeafOf(c.file_name(), c));
     nulls.push_back(LeafOf(c.file_name(), ColumnSpec{.type = parquet::Type::kInt64}));
   }
-  std::vector<SchemaNode> stats = {LeafOf("numRecords", ColumnSpec{.type = parquet::Type::kInt64})};
+  std::vector<SchemaNode> stats = {LeafOf("numRecords", ColumnSpec{.type = parquet::Type::kInt64}),
+                                   LeafOf("tightBounds", ColumnSpec{.type = parquet::Type::kBoolean})};
   if (!bounds.empty()) {
     stats.push_back(StructOf("minValues", bounds));
     stats.push_back(StructOf("maxValues", bounds));
@@ -103,10 +107,12 @@ json TypedStatValueUnchecked(const ColumnSpec& column, const json& value) {
     }
     case LogicalType::kDecimal: {
       if (column.type != parquet::Type::kInt64 && column.type != parquet::Type::kInt32) return nullptr;
+      // A JSON number of more than 15 digits was read as a double: its digits are not the writer's.
+      if (value.is_number_float() && column.precision > 15) return nullptr;
       auto d = value.is_number() || value.is_string() ? ParseDecimal(TextOf(value), column.scale) : std::nullopt;
-      if (!d || !d->exact || d->floor > std::numeric_limits<int64_t>::max() || d->floor < std::numeric_limits<int64_t>::min()) {
-        return nullptr;
-      }
+      __int128 limit = 1;
+      for (int i = 0; i < column.precision; ++i) limit *= 10;
+      if (!d || !d->exact || d->floor >= limit || d->floor <= -limit) return nullptr;
       return json(static_cast<int64_t>(d->floor));
     }
     default: break;
@@ -148,7 +154,14 @@ Result<std::optional<TypedStats>> TypedStats::For(const Snapshot& snapshot, std:
   const auto& partitioned = snapshot.metadata.partition_columns;
   for (const ColumnSpec& c : columns) {
     if (std::find(partitioned.begin(), partitioned.end(), c.name) != partitioned.end()) {
-      if (!c.nested() && c.type != parquet::Type::kFixedLenByteArray) out.partitions_.push_back(c);
+      // partitionValues_parsed must hold every partition column: one stoke cannot write refuses.
+      if (c.nested() || !WritableType(c.type)) {
+        return Status::Unsupported(fmt::format("checkpoint: table '{}' asks for typed partition values "
+                                               "(delta.checkpoint.writeStatsAsStruct), and its partition column '{}' "
+                                               "is a {}, which stoke's checkpoints do not write; nothing was written",
+                                               table, c.name, SparkTypeName(c)));
+      }
+      out.partitions_.push_back(c);
       continue;
     }
     if (c.nested()) continue;
@@ -175,6 +188,8 @@ void TypedStats::AddTo(const AddFile& add, json* add_json) const {
   if (!stats.is_object()) return;
   json parsed = json::object();
   parsed["numRecords"] = TypedStatValue(ColumnSpec{.type = parquet::Type::kInt64}, stats.value("numRecords", json()));
+  // Bounds that are not tight (a file with deleted rows) must not read as tight, which absent means.
+  if (stats.contains("tightBounds") && stats["tightBounds"].is_boolean()) parsed["tightBounds"] = stats["tightBounds"];
   const auto member = [&](const char* group, const std::string& name) -> json {
     if (!stats.contains(group) || !stats[group].is_object() || !stats[group].contains(name)) return nullptr;
     return stats[group][name];

@@ -1,9 +1,9 @@
 // Typed statistics in checkpoints (PROTOCOL.md, "Checkpoints", "Checkpoint Schema"): where the table
 // sets delta.checkpoint.writeStatsAsStruct, each add in a checkpoint carries stats_parsed, its
-// statistics as a struct (numRecords; minValues and maxValues of the columns in their own types;
-// nullCount, a long per column), and, when the table is partitioned, partitionValues_parsed, its
-// partition values in their own types; both keyed by the columns' physical names under column
-// mapping, as the JSON statistics and partition values are.
+// statistics as a struct (numRecords; tightBounds where the JSON gives it; minValues and maxValues of
+// the columns in their own types; nullCount, a long per column), and, when the table is partitioned,
+// partitionValues_parsed, its partition values in their own types; both keyed by the columns'
+// physical names under column mapping, as the JSON statistics and partition values are.
 //
 // Bounds are given for top-level columns of the types Delta keeps bounds for (numbers, strings,
 // dates, timestamps, decimals of up to 18 digits); nullCount for every top-level column that is not
@@ -25,7 +25,9 @@ namespace stoke::delta {
 class TypedStats {
  public:
   // For the checkpoint of `snapshot`: nullopt unless the table sets writeStatsAsStruct. Errors as
-  // ColumnsFromMetadata's, naming `table`.
+  // ColumnsFromMetadata's, naming `table`; Unsupported for a partition column whose type stoke's
+  // checkpoints do not write (a decimal of more than 18 digits), which partitionValues_parsed must
+  // hold.
   static Result<std::optional<TypedStats>> For(const Snapshot& snapshot, std::string_view table);
 
   // The add struct's fields for them: stats_parsed, and partitionValues_parsed where partitioned.
@@ -47,7 +49,8 @@ class TypedStats {
 // A JSON statistic or partition value (`value`: a number, a string, or for a partition value its
 // text) as the JSON form of `column`'s leaf in a checkpoint (an integer for integers, dates as days,
 // timestamps as microseconds and decimals unscaled; a number for floats; a string for strings; a
-// bool for booleans); null where it does not convert.
+// bool for booleans); null where it does not convert or does not fit (a decimal beyond its precision,
+// or given as a JSON number of more than 15 digits, whose digits a double did not keep).
 nlohmann::json TypedStatValue(const ColumnSpec& column, const nlohmann::json& value);
 
 }  // namespace stoke::delta

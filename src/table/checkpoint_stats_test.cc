@@ -64,9 +64,42 @@ TEST(TypedStats, ValuesTakeTheirColumnsTypes) {
   EXPECT_TRUE(TypedStatValue(ColumnSpec{.type = parquet::Type::kInt64}, "1.5").is_null());
   EXPECT_TRUE(TypedStatValue(ColumnSpec{.type = parquet::Type::kDouble}, "nan-ish").is_null());
   EXPECT_TRUE(TypedStatValue(ColumnSpec{.type = parquet::Type::kByteArray, .is_string = true}, 3).is_null());
-  // Nor what its leaf cannot hold.
+  // Nor what its leaf cannot hold: a decimal beyond its precision, or one of more than 15 digits
+  // given as a JSON number (read as a double, whose digits are not the writer's).
+  const ColumnSpec wide{.type = parquet::Type::kInt64, .logical = LogicalType::kDecimal, .precision = 18, .scale = 2};
+  EXPECT_TRUE(TypedStatValue(wide, json::parse("1234567890123456.78")).is_null());
+  EXPECT_EQ(TypedStatValue(wide, "1234567890123456.78"), 123456789012345678);
+  EXPECT_TRUE(TypedStatValue(ColumnSpec{.type = parquet::Type::kInt64, .logical = LogicalType::kDecimal, .precision = 3,
+                                        .scale = 2},
+                             json::parse("12.34"))
+                  .is_null());
   EXPECT_TRUE(TypedStatValue(ColumnSpec{.type = parquet::Type::kInt32}, int64_t{1} << 40).is_null());
   EXPECT_TRUE(TypedStatValue(ColumnSpec{.type = parquet::Type::kInt64}, json::parse("18446744073709551615")).is_null());
+}
+
+// Bounds that are not tight (a file with deleted rows) say so in stats_parsed too.
+TEST(TypedStats, LooseBoundsStayLoose) {
+  const Snapshot s = TypedTable();
+  auto typed = TypedStats::For(s, "t");
+  ASSERT_TRUE(typed.ok() && typed->has_value());
+  AddFile add = s.files[0];
+  add.stats = R"({"numRecords":4,"tightBounds":false,"minValues":{"id":1}})";
+  json row = json::object();
+  (*typed)->AddTo(add, &row);
+  EXPECT_EQ(row["stats_parsed"]["tightBounds"], false);
+  EXPECT_EQ(row["stats_parsed"]["minValues"]["id"], 1);
+}
+
+// partitionValues_parsed must hold every partition column: one whose type stoke does not write
+// refuses the checkpoint, naming it.
+TEST(TypedStats, APartitionColumnStokeCannotWriteRefusesTheCheckpoint) {
+  Snapshot s = TypedTable();
+  s.metadata.schema_string = R"j({"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},
+    {"name":"big","type":"decimal(30,2)","nullable":true,"metadata":{}}]})j";
+  s.metadata.partition_columns = {"big"};
+  auto typed = TypedStats::For(s, "t");
+  EXPECT_EQ(typed.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(typed.status().message().find("partition column 'big'"), std::string::npos) << typed.status().message();
 }
 
 TEST(TypedStats, OnlyWhereTheTableAsksForThem) {
@@ -108,6 +141,7 @@ TEST(TypedStats, CheckpointsCarryThemInTheColumnsTypes) {
   EXPECT_EQ(rows[0]["partitionValues_parsed"], (json{{"day", "2024-01-31"}, {"shard", 7}}));
   EXPECT_EQ(rows[1]["partitionValues_parsed"], (json{{"day", nullptr}, {"shard", 8}}));
   EXPECT_TRUE(rows[1]["stats_parsed"].is_null());
+  EXPECT_FALSE(stats.contains("tightBounds") && !stats["tightBounds"].is_null());  // absent: tight
   // The checkpoint reads back as the state it was written from.
   auto actions = ReadCheckpoint(LocalStorage(), dir.path(), 3);
   ASSERT_TRUE(actions.ok()) << actions.status().ToString();

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "core/text.h"
 
 namespace stoke::delta {
@@ -21,14 +23,35 @@ std::string ColumnMappingMode(const Metadata& metadata) {
 
 namespace {
 
-// The table's largest column id: its maxColumnId, or its columns' largest id where that is more.
-int64_t LargestColumnId(const Metadata& metadata, const std::vector<ColumnSpec>& table) {
+// The largest delta.columnMapping.id anywhere in a schema's JSON (nested fields have ids too).
+int64_t LargestIdIn(const nlohmann::json& j, int depth) {
   int64_t largest = 0;
+  if (depth > 64) return largest;
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) {
+      if (key == "delta.columnMapping.id" && value.is_number_integer() && !value.is_number_unsigned()) {
+        largest = std::max(largest, value.get<int64_t>());
+      } else if (key == "delta.columnMapping.id" && value.is_number_unsigned()) {
+        largest = std::max<int64_t>(largest, static_cast<int64_t>(std::min<uint64_t>(value.get<uint64_t>(), std::numeric_limits<int64_t>::max())));
+      } else {
+        largest = std::max(largest, LargestIdIn(value, depth + 1));
+      }
+    }
+  } else if (j.is_array()) {
+    for (const auto& v : j) largest = std::max(largest, LargestIdIn(v, depth + 1));
+  }
+  return largest;
+}
+
+// The table's largest column id: its maxColumnId, or the largest id of its schema (nested fields
+// included) or of `table` where that is more.
+int64_t LargestColumnId(const Metadata& metadata, const std::vector<ColumnSpec>& table) {
+  int64_t largest = LargestIdIn(nlohmann::json::parse(metadata.schema_string, nullptr, false), 0);
   auto it = metadata.configuration.find(kMaxColumnIdKey);
   if (it != metadata.configuration.end()) {
     int64_t v = 0;
     auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
-    if (ec == std::errc() && end == it->second.data() + it->second.size()) largest = v;
+    if (ec == std::errc() && end == it->second.data() + it->second.size()) largest = std::max(largest, v);
   }
   for (const ColumnSpec& c : table) largest = std::max<int64_t>(largest, c.field_id.value_or(0));
   return largest;

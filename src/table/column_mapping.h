@@ -14,8 +14,8 @@
 
 namespace stoke::delta {
 
-// The table's column mapping mode: "none" (also for no mode or a protocol that ignores it), "name"
-// or "id".
+// The table's column mapping mode, from its delta.columnMapping.mode alone (as stoke's reader takes
+// it, ColumnsFromMetadata): "none" (also for no mode), "name" or "id".
 std::string ColumnMappingMode(const Metadata& metadata);
 
 // Gives each of `columns`, the schema a write into the table of `metadata` declares, its physical

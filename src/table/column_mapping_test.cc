@@ -48,6 +48,20 @@ TEST(ColumnMapping, TheTablesColumnsKeepTheirNamesAndNewOnesGetFreshOnes) {
   EXPECT_EQ((*back)[1].field_id, 10);
 }
 
+// Nested fields have ids too: a new column's id is above every one of them, whatever maxColumnId
+// says.
+TEST(ColumnMapping, NewIdsAreAboveNestedFieldsIds) {
+  Metadata m = MappedTable("id");
+  m.configuration.erase("delta.columnMapping.maxColumnId");
+  m.configuration.erase("stoke.tensors");
+  m.schema_string = R"({"type":"struct","fields":[
+    {"name":"s","type":{"type":"struct","fields":[{"name":"inner","type":"long","nullable":true,"metadata":{"delta.columnMapping.id":12,"delta.columnMapping.physicalName":"col-i"}}]},
+     "nullable":true,"metadata":{"delta.columnMapping.id":4,"delta.columnMapping.physicalName":"col-s"}}]})";
+  std::vector<ColumnSpec> columns = {{.name = "n"}};
+  ASSERT_TRUE(MapColumns(m, &columns, "ingest").ok());
+  EXPECT_EQ(columns[0].field_id, 13);
+}
+
 TEST(ColumnMapping, NothingChangesWithoutMapping) {
   Metadata m;
   std::vector<ColumnSpec> columns = {{.name = "a"}};

@@ -16,8 +16,10 @@ Result<std::optional<int64_t>> WholeNumber(const ordered_json& md, const char* k
                                            const std::string& column) {
   auto it = md.find(key);
   if (it == md.end()) return std::optional<int64_t>();
-  if (!it->is_number_integer()) {
-    return Status::Corruption(fmt::format("{}: column '{}': {} is {}, not a whole number", where, column, key, it->dump()));
+  const bool too_large = it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (!it->is_number_integer() || too_large) {
+    return Status::Corruption(fmt::format("{}: column '{}': {} is {}, not a whole number of 64 bits", where, column, key,
+                                          it->dump()));
   }
   return std::optional<int64_t>(it->get<int64_t>());
 }

@@ -29,8 +29,8 @@ struct IdentityColumn {
 Result<std::vector<IdentityColumn>> IdentityColumns(std::string_view schema_string, std::string_view where);
 
 // The first of `count` values an append generates, `column.step` apart: the least start + k * step
-// (k >= 0) beyond the high-water mark and beyond `used` (the largest value the column holds, or
-// below start when none), for a positive step. Unsupported for a negative step; InvalidArgument
+// (k >= 0) beyond the high-water mark and beyond `used` (the largest value the column holds; -1
+// when it holds none, which skips values of a start below 0, still unique), for a positive step. Unsupported for a negative step; InvalidArgument
 // when the values would overflow 64 bits. Errors name `where`.
 Result<int64_t> FirstIdentityValue(const IdentityColumn& column, int64_t used, int64_t count, std::string_view where);
 

@@ -23,14 +23,19 @@ TEST(IdentityColumns, ReadFromTheSchema) {
   EXPECT_EQ((*columns)[1].name, "y");
   EXPECT_FALSE((*columns)[1].high_water_mark.has_value());
   EXPECT_TRUE((*columns)[1].allow_explicit_insert);
-  EXPECT_TRUE(IdentityColumns(R"({"type":"struct","fields":[]})", "t")->empty());
+  // Metadata that only mentions the keys declares nothing.
+  EXPECT_TRUE(IdentityColumns(R"({"type":"struct","fields":[{"name":"x","type":"long","nullable":true,)"
+                              R"("metadata":{"delta.identity.comment":"none"}}]})",
+                              "t")
+                  ->empty());
 }
 
 TEST(IdentityColumns, MalformedDeclarationsAreCorruption) {
   for (const char* md : {R"({"delta.identity.start":1,"delta.identity.step":0})",
                          R"({"delta.identity.start":"1","delta.identity.step":1})",
                          R"({"delta.identity.start":1,"delta.identity.step":1.5})",
-                         R"({"delta.identity.start":1,"delta.identity.step":1,"delta.identity.highWaterMark":null})"}) {
+                         R"({"delta.identity.start":1,"delta.identity.step":1,"delta.identity.highWaterMark":null})",
+                         R"({"delta.identity.start":1,"delta.identity.step":1,"delta.identity.highWaterMark":9223372036854775808})"}) {
     const std::string schema =
         std::string(R"({"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":)") + md + "}]}";
     auto columns = IdentityColumns(schema, "table 't'");

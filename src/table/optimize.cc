@@ -795,7 +795,8 @@ Result<OptimizeReport> OptimizeTable(const OptimizeOptions& o) {
   // checkpoint after a commit of 100,000s of removes is written from it, not from the log read back.
   // Under row tracking the new files' row ids depend on the version committed (row_tracking.h).
   auto version = delta::AssignsRowIds(t.snapshot)
-                     ? delta::CommitRewriteAssigningRowIds(log, t.snapshot, std::move(actions), "OPTIMIZE", params)
+                     ? delta::CommitRewriteAssigningRowIds(log, t.snapshot, std::move(actions), "OPTIMIZE", params,
+                                                           &t.snapshot)
                      : log.Commit(t.snapshot.version, std::move(actions), delta::CommitKind::kRewrite, "OPTIMIZE", params,
                                   /*max_attempts=*/100, nullptr, &t.snapshot);
   if (!version.ok()) {

@@ -90,17 +90,21 @@ CommitClaims RewriteClaims(const std::vector<Action>& actions, int64_t read_vers
 
 Result<int64_t> CommitRewriteAssigningRowIds(const DeltaLog& log, const Snapshot& read, std::vector<Action> actions,
                                              const std::string& operation, const nlohmann::json& parameters,
-                                             int max_attempts) {
+                                             Snapshot* state, int max_attempts) {
   const CommitClaims claims = RewriteClaims(actions, read.version);
   const Snapshot* base = &read;
   std::optional<Snapshot> newer;
   for (int attempt = 1;; ++attempt) {
     std::vector<Action> assigned = actions;
     STOKE_RETURN_IF_ERROR(AssignRowIds(*base, base->version + 1, &assigned));
-    auto version = log.Commit(base->version, std::move(assigned), CommitKind::kExclusive, operation, parameters, 1);
+    const int64_t read_version = base->version;
+    // The first attempt may hand `read` (as `state`) to the commit; later ones their own snapshot.
+    Snapshot* handed = attempt == 1 ? state : &*newer;
+    auto version = log.Commit(read_version, std::move(assigned), CommitKind::kExclusive, operation, parameters, 1,
+                              nullptr, handed);
     if (version.ok() || version.status().code() != StatusCode::kConflict || attempt >= max_attempts) return version;
     STOKE_ASSIGN_OR_RETURN(Snapshot latest, log.ReadSnapshot());
-    for (int64_t v = base->version + 1; v <= latest.version; ++v) {
+    for (int64_t v = read_version + 1; v <= latest.version; ++v) {
       std::vector<Action> winner;
       STOKE_RETURN_IF_ERROR(ForEachCommitAction(log.storage(), log.CommitPath(v), [&](Action& a) {
         winner.push_back(std::move(a));

@@ -37,10 +37,12 @@ Status AssignRowIds(const Snapshot& snapshot, int64_t version, std::vector<Actio
 // the commit must land on the version they were assigned for. Where another writer took it, the
 // winners are checked as a rewrite's are (CheckConcurrentCommit: one that removed a file these
 // actions remove, or changed the metadata or protocol, is a Conflict) and the ids assigned again on
-// top of the newest version, up to `max_attempts` times. Returns the version written.
+// top of the newest version, up to `max_attempts` times. Returns the version written. `state`, when
+// given, is `read` itself, handed to the first attempt's commit as DeltaLog::Commit's state (a
+// checkpoint due is then written from it; unspecified after the call).
 Result<int64_t> CommitRewriteAssigningRowIds(const DeltaLog& log, const Snapshot& read, std::vector<Action> actions,
                                              const std::string& operation, const nlohmann::json& parameters,
-                                             int max_attempts = 100);
+                                             Snapshot* state = nullptr, int max_attempts = 100);
 
 // The hidden columns of materialized row ids and row commit versions
 // (delta.rowTracking.materializedRowIdColumnName and materializedRowCommitVersionColumnName).
