@@ -310,7 +310,8 @@ class DeltaLog {
 std::string SchemaToSparkJson(const std::vector<ColumnSpec>& columns);
 // SchemaToSparkJson(columns), each field keeping the metadata of the field of the same name in
 // `previous` (a schemaString): a writer that changes a schema keeps what other writers recorded of
-// its columns (invariants, identity, generation expressions, comments). `previous` empty or not a
+// its columns (invariants, identity, generation expressions, comments); an identity declaration only
+// where the field keeps its type. `previous` empty or not a
 // struct: SchemaToSparkJson(columns).
 std::string SchemaToSparkJson(const std::vector<ColumnSpec>& columns, std::string_view previous);
 // The inverse; `tensors` (from configuration) marks binary columns as tensors. Types other than

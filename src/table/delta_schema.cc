@@ -205,8 +205,16 @@ std::string SchemaToSparkJson(const std::vector<ColumnSpec>& columns, std::strin
   if (!old.is_object() || !old.contains("fields") || !old["fields"].is_array()) return Dump(schema);
   for (ordered_json& f : schema["fields"]) {
     for (const ordered_json& o : old["fields"]) {
-      if (o.is_object() && o.value("name", "") == f["name"] && o.contains("metadata") && o["metadata"].is_object()) {
+      if (o.is_object() && o.contains("name") && o["name"] == f["name"] && o.contains("metadata") &&
+          o["metadata"].is_object()) {
         f["metadata"] = o["metadata"];
+        // An identity declaration holds for the column's type only (a long): a column of another
+        // type under the same name (an overwrite) is not that identity column.
+        if (!o.contains("type") || o["type"] != f["type"]) {
+          for (auto it = f["metadata"].begin(); it != f["metadata"].end();) {
+            it = it.key().rfind("delta.identity.", 0) == 0 ? f["metadata"].erase(it) : std::next(it);
+          }
+        }
         break;
       }
     }

@@ -311,6 +311,15 @@ TEST(DeltaSchema, ASchemaWrittenAgainKeepsItsFieldsMetadata) {
   EXPECT_TRUE(j["fields"][1]["metadata"].empty());
   EXPECT_EQ(SchemaToSparkJson(cols, ""), SchemaToSparkJson(cols));
   EXPECT_EQ(SchemaToSparkJson(cols, "not json"), SchemaToSparkJson(cols));
+  // An identity declaration stays with its type: a column of another type under its name loses it.
+  const std::string identity =
+      R"({"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":)"
+      R"({"delta.identity.start":1,"delta.identity.step":1,"comment":"row id"}},)"
+      R"({"name":"added","type":"long","nullable":true,"metadata":{"delta.identity.start":5,"comment":"kept"}}]})";
+  j = nlohmann::json::parse(SchemaToSparkJson(cols, identity));
+  EXPECT_EQ(j["fields"][0]["metadata"]["delta.identity.start"], 1);
+  EXPECT_FALSE(j["fields"][1]["metadata"].contains("delta.identity.start"));
+  EXPECT_EQ(j["fields"][1]["metadata"]["comment"], "kept");
 }
 
 // Under column mapping a column is written under its physical name with its field id, and the add's
