@@ -291,7 +291,7 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
   const auto command = o.mode == IngestMode::kOverwrite ? delta::WriteCommand::kOverwrite : delta::WriteCommand::kAppend;
   STOKE_RETURN_IF_ERROR(delta::CheckWritable(*table.snap, command, o.table_dir));
   const delta::Metadata& metadata = table.snap->metadata;
-  STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::ColumnsFromMetadata(metadata, o.table_dir));
+  STOKE_ASSIGN_OR_RETURN(auto table_columns, delta::ColumnsFromSnapshot(*table.snap, o.table_dir));
   const std::string where = fmt::format("ingest into '{}'", o.table_dir);
   if (o.mode != IngestMode::kOverwrite) {
     if (AddLocationColumns(&table_columns, planned)) table.schema_changes = true;
@@ -300,7 +300,7 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
     if (std::none_of(table_columns.begin(), table_columns.end(), [](const ColumnSpec& c) { return c.name == "file"; })) {
       STOKE_RETURN_IF_ERROR(CheckAppendSchema(table_columns, planned.columns, o.table_dir, planned.FilePath(0)));
     }
-    STOKE_RETURN_IF_ERROR(delta::MapColumns(metadata, &table_columns, where));  // the columns added
+    STOKE_RETURN_IF_ERROR(delta::MapColumns(*table.snap, &table_columns, where));  // the columns added
     table.columns = table_columns;
     // The files already in the table are skipped; the labels of the others take the table's types.
     STOKE_RETURN_IF_ERROR(ReadIngestedFiles(fs, *table.snap, table_columns, log.table_dir(), planned, shard.begin,
@@ -317,7 +317,7 @@ Result<TableState> ReadTableState(Storage& fs, const delta::DeltaLog& log, const
     if (!o.partition_by.empty()) partitioning.push_back(o.partition_by);
     table.schema_changes = !same.ok() || codec == metadata.configuration.end() || codec->second != CodecName(o.codec) ||
                            partitioning != metadata.partition_columns;
-    STOKE_RETURN_IF_ERROR(delta::MapColumns(metadata, &planned.columns, where));
+    STOKE_RETURN_IF_ERROR(delta::MapColumns(*table.snap, &planned.columns, where));
     STOKE_ASSIGN_OR_RETURN(table.id_identity, IdIdentity(metadata, planned, o));
     STOKE_ASSIGN_OR_RETURN(table.constraints,
                            RowConstraints::FromMetadata(metadata, planned.columns, partitioning, "ingest", o.table_dir));
@@ -351,11 +351,11 @@ Status AddLocationColumnsForShards(const IngestOptions& o, const SourceSet& sour
   delta::DeltaLog log(*where.storage, where.path);
   for (int attempt = 0; attempt < 10; ++attempt) {
     STOKE_ASSIGN_OR_RETURN(delta::Snapshot snap, log.ReadSnapshot());
-    STOKE_ASSIGN_OR_RETURN(auto columns, delta::ColumnsFromMetadata(snap.metadata, o.table_dir));
+    STOKE_ASSIGN_OR_RETURN(auto columns, delta::ColumnsFromSnapshot(snap, o.table_dir));
     if (!AddLocationColumns(&columns, sources)) return Status::OK();
     if (!CheckAppendSchema(columns, sources.columns, o.table_dir, sources.FilePath(0)).ok()) return Status::OK();
     STOKE_RETURN_IF_ERROR(delta::CheckWritable(snap, delta::WriteCommand::kAppend, o.table_dir));
-    STOKE_RETURN_IF_ERROR(delta::MapColumns(snap.metadata, &columns, fmt::format("ingest into '{}'", o.table_dir)));
+    STOKE_RETURN_IF_ERROR(delta::MapColumns(snap, &columns, fmt::format("ingest into '{}'", o.table_dir)));
     // What the shards refuse must not be preceded by this commit.
     if (delta::AssignsRowIds(snap) || !IdIdentity(snap.metadata, sources, o).ok()) return Status::OK();
     STOKE_RETURN_IF_ERROR(

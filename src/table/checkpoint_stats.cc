@@ -148,7 +148,7 @@ Result<std::optional<TypedStats>> TypedStats::For(const Snapshot& snapshot, std:
   if (as_struct == snapshot.metadata.configuration.end() || as_struct->second != "true") {
     return std::optional<TypedStats>();
   }
-  STOKE_ASSIGN_OR_RETURN(const std::vector<ColumnSpec> columns, ColumnsFromMetadata(snapshot.metadata, table));
+  STOKE_ASSIGN_OR_RETURN(const std::vector<ColumnSpec> columns, ColumnsFromSnapshot(snapshot, table));
   TypedStats out;
   std::vector<std::pair<ColumnSpec, bool>> stat_columns;
   const auto& partitioned = snapshot.metadata.partition_columns;

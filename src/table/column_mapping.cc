@@ -16,9 +16,12 @@ namespace stoke::delta {
 constexpr char kModeKey[] = "delta.columnMapping.mode";
 constexpr char kMaxColumnIdKey[] = "delta.columnMapping.maxColumnId";
 
-std::string ColumnMappingMode(const Metadata& metadata) {
-  auto it = metadata.configuration.find(kModeKey);
-  return it == metadata.configuration.end() || it->second.empty() ? "none" : it->second;
+std::string ColumnMappingMode(const Snapshot& snapshot) {
+  auto it = snapshot.metadata.configuration.find(kModeKey);
+  if (!SupportsColumnMapping(snapshot.protocol) || it == snapshot.metadata.configuration.end() || it->second.empty()) {
+    return "none";
+  }
+  return it->second;
 }
 
 namespace {
@@ -59,10 +62,10 @@ int64_t LargestColumnId(const Metadata& metadata, const std::vector<ColumnSpec>&
 
 }  // namespace
 
-Status MapColumns(const Metadata& metadata, std::vector<ColumnSpec>* columns, std::string_view where) {
-  if (ColumnMappingMode(metadata) == "none") return Status::OK();
-  STOKE_ASSIGN_OR_RETURN(const std::vector<ColumnSpec> table, ColumnsFromMetadata(metadata, where));
-  int64_t next_id = LargestColumnId(metadata, table) + 1;
+Status MapColumns(const Snapshot& snapshot, std::vector<ColumnSpec>* columns, std::string_view where) {
+  if (ColumnMappingMode(snapshot) == "none") return Status::OK();
+  STOKE_ASSIGN_OR_RETURN(const std::vector<ColumnSpec> table, ColumnsFromSnapshot(snapshot, where));
+  int64_t next_id = LargestColumnId(snapshot.metadata, table) + 1;
   for (ColumnSpec& c : *columns) {
     if (c.nested()) {
       return Status::Unsupported(fmt::format("{}: column '{}' is nested, and the table maps column names "
@@ -86,7 +89,7 @@ Status MapColumns(const Metadata& metadata, std::vector<ColumnSpec>* columns, st
 }
 
 void RaiseMaxColumnId(const std::vector<ColumnSpec>& columns, Metadata* metadata) {
-  if (ColumnMappingMode(*metadata) == "none") return;
+  if (std::none_of(columns.begin(), columns.end(), [](const ColumnSpec& c) { return c.field_id.has_value(); })) return;
   metadata->configuration[kMaxColumnIdKey] = std::to_string(LargestColumnId(*metadata, columns));
 }
 

@@ -14,19 +14,20 @@
 
 namespace stoke::delta {
 
-// The table's column mapping mode, from its delta.columnMapping.mode alone (as stoke's reader takes
-// it, ColumnsFromMetadata): "none" (also for no mode), "name" or "id".
-std::string ColumnMappingMode(const Metadata& metadata);
+// The table's column mapping mode: its delta.columnMapping.mode where its protocol supports the
+// feature (SupportsColumnMapping; as stoke's reader takes it, ColumnsFromSnapshot), else "none";
+// "none" also for no mode.
+std::string ColumnMappingMode(const Snapshot& snapshot);
 
-// Gives each of `columns`, the schema a write into the table of `metadata` declares, its physical
+// Gives each of `columns`, the schema a write into the table at `snapshot` declares, its physical
 // name and field id: a column of the table (by name) keeps the table's, a new column gets a new
 // physical name and the next id above the table's largest. Nothing changes where the table maps no
 // names. A nested column is Unsupported under mapping (its fields would need physical names of their
 // own, which stoke's writer does not write), naming `where` and the column.
-Status MapColumns(const Metadata& metadata, std::vector<ColumnSpec>* columns, std::string_view where);
+Status MapColumns(const Snapshot& snapshot, std::vector<ColumnSpec>* columns, std::string_view where);
 
 // Raises metadata->configuration's delta.columnMapping.maxColumnId to the largest field id of
-// `columns` (the schema the metadata declares), where the table maps names.
+// `columns` (the schema the metadata declares), where they have ids (MapColumns gave them).
 void RaiseMaxColumnId(const std::vector<ColumnSpec>& columns, Metadata* metadata);
 
 // The name `column` has in the data files of a table of `columns`: its physical name under column

@@ -321,6 +321,12 @@ Result<std::vector<ColumnSpec>> SchemaFromSparkJson(std::string_view json,
 // A table's columns: its schemaString, with tensor and blob columns marked from the configuration's
 // stoke.tensors and stoke.blobs. Errors name `context` (the table).
 Result<std::vector<ColumnSpec>> ColumnsFromMetadata(const Metadata& metadata, std::string_view context);
+// Whether a table of this protocol honours delta.columnMapping.mode (PROTOCOL.md, "Column Mapping"):
+// reader version 2, or 3 with the columnMapping reader feature.
+bool SupportsColumnMapping(const Protocol& protocol);
+// ColumnsFromMetadata of the snapshot's metadata, its column mapping mode honoured only where its
+// protocol supports the feature (elsewhere the columns keep their names in data files).
+Result<std::vector<ColumnSpec>> ColumnsFromSnapshot(const Snapshot& snapshot, std::string_view context);
 
 // The add action's stats JSON for a Parquet file written by stoke: numRecords, and minValues,
 // maxValues and nullCount for scalar columns (from the row groups' statistics, combined; tensor

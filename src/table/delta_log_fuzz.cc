@@ -31,16 +31,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   // The same schema under column mapping: the readers' names, and the writers' for a new column.
-  stoke::delta::Metadata mapped;
-  mapped.schema_string = std::string(input);
-  mapped.configuration = {{"delta.columnMapping.mode", "name"},
-                          {"stoke.tensors", R"({"col-v":{"dtype":"float32","shape":[2]}})"}};
+  stoke::delta::Snapshot mapped;
+  mapped.protocol = stoke::delta::Protocol{2, 5, {}, {}};
+  mapped.metadata.schema_string = std::string(input);
+  mapped.metadata.configuration = {{"delta.columnMapping.mode", "name"},
+                                   {"stoke.tensors", R"({"col-v":{"dtype":"float32","shape":[2]}})"}};
   std::vector<stoke::ColumnSpec> written = {{.name = "volume"}, {.name = "new"}};
   if (stoke::delta::MapColumns(mapped, &written, "fuzz").ok() &&
       (written[1].physical_name.empty() || !written[1].field_id)) {
     std::abort();
   }
-  (void)stoke::delta::ColumnsFromMetadata(mapped, "fuzz");
+  (void)stoke::delta::ColumnsFromSnapshot(mapped, "fuzz");
 
   auto path = stoke::delta::DecodePath(input);
   if (path.ok()) {

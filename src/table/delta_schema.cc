@@ -384,6 +384,22 @@ Result<std::vector<ColumnSpec>> ColumnsFromMetadata(const Metadata& metadata, st
   return columns;
 }
 
+bool SupportsColumnMapping(const Protocol& protocol) {
+  const auto& features = protocol.reader_features;
+  return protocol.min_reader_version == 2 ||
+         (protocol.min_reader_version == 3 && std::find(features.begin(), features.end(), "columnMapping") != features.end());
+}
+
+Result<std::vector<ColumnSpec>> ColumnsFromSnapshot(const Snapshot& snapshot, std::string_view context) {
+  if (SupportsColumnMapping(snapshot.protocol) ||
+      !snapshot.metadata.configuration.count("delta.columnMapping.mode")) {
+    return ColumnsFromMetadata(snapshot.metadata, context);
+  }
+  Metadata unmapped = snapshot.metadata;
+  unmapped.configuration.erase("delta.columnMapping.mode");
+  return ColumnsFromMetadata(unmapped, context);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Stats.
 

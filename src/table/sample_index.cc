@@ -419,7 +419,7 @@ Result<std::string> BuildIndexBytes(const std::string& table_dir, int64_t versio
     view.storage = std::move(where.storage);
     view.dir = std::move(where.path);
     view.snapshot = options.snapshot;
-    STOKE_ASSIGN_OR_RETURN(view.columns, delta::ColumnsFromMetadata(options.snapshot->metadata, table_dir));
+    STOKE_ASSIGN_OR_RETURN(view.columns, delta::ColumnsFromSnapshot(*options.snapshot, table_dir));
   } else {
     STOKE_ASSIGN_OR_RETURN(opened, OpenTableView(table_dir, version));
     view.storage = opened->storage;

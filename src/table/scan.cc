@@ -306,7 +306,7 @@ Result<TableView> OpenTableView(const std::string& table_dir, std::optional<int6
   }
   t.snapshot = std::move(*snapshot);
   t.location = table_dir;
-  STOKE_ASSIGN_OR_RETURN(t.columns, delta::ColumnsFromMetadata(t.snapshot.metadata, table_dir));
+  STOKE_ASSIGN_OR_RETURN(t.columns, delta::ColumnsFromSnapshot(t.snapshot, table_dir));
   return t;
 }
 
@@ -325,7 +325,7 @@ Result<TableView> OpenPlainDataset(const std::string& location, std::optional<in
   t.location = std::move(d.root);
   t.plain = true;
   t.snapshot = std::move(d.snapshot);
-  STOKE_ASSIGN_OR_RETURN(t.columns, delta::ColumnsFromMetadata(t.snapshot.metadata, location));
+  STOKE_ASSIGN_OR_RETURN(t.columns, delta::ColumnsFromSnapshot(t.snapshot, location));
   return t;
 }
 
