@@ -798,6 +798,25 @@ struct NestedParquetWriter::State {
   }
 };
 
+SchemaNode LeafNode(std::string name, const ColumnSpec& column) {
+  SchemaNode n;
+  n.name = std::move(name);
+  n.type = column.type;
+  n.is_string = column.is_string;
+  n.logical = column.logical;
+  n.precision = column.precision;
+  n.scale = column.scale;
+  return n;
+}
+
+SchemaNode StructNode(std::string name, std::vector<SchemaNode> fields) {
+  SchemaNode n;
+  n.name = std::move(name);
+  n.kind = SchemaNode::Kind::kStruct;
+  n.children = std::move(fields);
+  return n;
+}
+
 NestedParquetWriter::NestedParquetWriter(std::unique_ptr<State> state) : state_(std::move(state)) {}
 NestedParquetWriter::~NestedParquetWriter() = default;
 

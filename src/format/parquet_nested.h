@@ -43,6 +43,12 @@ struct SchemaNode {
   std::vector<SchemaNode> children;
 };
 
+// A leaf node named `name` of `column`'s type: its physical type, STRING annotation and LogicalType
+// (precision and scale for decimals).
+SchemaNode LeafNode(std::string name, const ColumnSpec& column);
+// A struct node of `fields`.
+SchemaNode StructNode(std::string name, std::vector<SchemaNode> fields);
+
 // Writes `rows` as one Parquet file at `path`. `root_fields` is a kStruct whose children are the
 // top-level columns. Rows are JSON objects (a missing member is null): objects for structs, arrays for
 // lists, objects with string keys for maps, null for absent values; integers for INT32/INT64, bools,

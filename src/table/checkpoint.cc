@@ -17,23 +17,13 @@ using json = nlohmann::json;
 using Kind = SchemaNode::Kind;
 
 SchemaNode Leaf(std::string name, parquet::Type type, bool is_string = false) {
-  SchemaNode n;
-  n.name = std::move(name);
-  n.type = type;
-  n.is_string = is_string;
-  return n;
+  return LeafNode(std::move(name), ColumnSpec{.type = type, .is_string = is_string});
 }
 SchemaNode String(std::string name) { return Leaf(std::move(name), parquet::Type::kByteArray, true); }
 SchemaNode Long(std::string name) { return Leaf(std::move(name), parquet::Type::kInt64); }
 SchemaNode Int(std::string name) { return Leaf(std::move(name), parquet::Type::kInt32); }
 SchemaNode Bool(std::string name) { return Leaf(std::move(name), parquet::Type::kBoolean); }
-SchemaNode Struct(std::string name, std::vector<SchemaNode> fields) {
-  SchemaNode n;
-  n.name = std::move(name);
-  n.kind = Kind::kStruct;
-  n.children = std::move(fields);
-  return n;
-}
+SchemaNode Struct(std::string name, std::vector<SchemaNode> fields) { return StructNode(std::move(name), std::move(fields)); }
 SchemaNode StringMap(std::string name) {
   SchemaNode n;
   n.name = std::move(name);

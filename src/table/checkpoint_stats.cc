@@ -16,25 +16,6 @@ namespace {
 
 using json = nlohmann::json;
 
-SchemaNode LeafOf(const std::string& name, const ColumnSpec& c) {
-  SchemaNode n;
-  n.name = name;
-  n.type = c.type;
-  n.is_string = c.is_string;
-  n.logical = c.logical;
-  n.precision = c.precision;
-  n.scale = c.scale;
-  return n;
-}
-
-SchemaNode StructOf(const std::string& name, std::vector<SchemaNode> fields) {
-  SchemaNode n;
-  n.name = name;
-  n.kind = SchemaNode::Kind::kStruct;
-  n.children = std::move(fields);
-  return n;
-}
-
 // Whether Delta keeps bounds for a column of this type (and stoke's writer writes its leaf).
 bool HasBounds(const ColumnSpec& c) {
   if (c.nested() || c.paged() || c.type == parquet::Type::kBoolean) return false;
@@ -62,35 +43,6 @@ json FloatingOf(const json& value) {
   const double v = std::strtod(text.c_str(), &end);
   return end == text.c_str() + text.size() && !text.empty() && std::isfinite(v) ? json(v) : json(nullptr);
 }
-
-// The TypedStats fields' schema: stats_parsed, and partitionValues_parsed where there are partitions.
-std::vector<SchemaNode> StatsFields(const std::vector<std::pair<ColumnSpec, bool>>& columns,
-                                    const std::vector<ColumnSpec>& partitions) {
-  std::vector<SchemaNode> bounds, nulls;
-  for (const auto& [c, has_bounds] : columns) {
-    if (has_bounds) bounds.push_back(LeafOf(c.file_name(), c));
-    nulls.push_back(LeafOf(c.file_name(), ColumnSpec{.type = parquet::Type::kInt64}));
-  }
-  std::vector<SchemaNode> stats = {LeafOf("numRecords", ColumnSpec{.type = parquet::Type::kInt64}),
-                                   LeafOf("tightBounds", ColumnSpec{.type = parquet::Type::kBoolean})};
-  if (!bounds.empty()) {
-    stats.push_back(StructOf("minValues", bounds));
-    stats.push_back(StructOf("maxValues", bounds));
-  }
-  if (!nulls.empty()) stats.push_back(StructOf("nullCount", nulls));
-  std::vector<SchemaNode> fields;
-  if (!partitions.empty()) {
-    std::vector<SchemaNode> values;
-    for (const ColumnSpec& p : partitions) values.push_back(LeafOf(p.file_name(), p));
-    fields.push_back(StructOf("partitionValues_parsed", values));
-  }
-  fields.push_back(StructOf("stats_parsed", stats));
-  return fields;
-}
-
-}  // namespace
-
-namespace {
 
 // TypedStatValue before its range check.
 json TypedStatValueUnchecked(const ColumnSpec& column, const json& value) {
@@ -143,6 +95,28 @@ json TypedStatValue(const ColumnSpec& column, const json& value) {
   return v;
 }
 
+void TypedStats::SetFields() {
+  std::vector<SchemaNode> bounds, nulls;
+  for (const Column& c : columns_) {
+    if (c.bounds) bounds.push_back(LeafNode(c.spec.file_name(), c.spec));
+    nulls.push_back(LeafNode(c.spec.file_name(), ColumnSpec{.type = parquet::Type::kInt64}));
+  }
+  std::vector<SchemaNode> stats = {LeafNode("numRecords", ColumnSpec{.type = parquet::Type::kInt64}),
+                                   LeafNode("tightBounds", ColumnSpec{.type = parquet::Type::kBoolean})};
+  if (!bounds.empty()) {
+    stats.push_back(StructNode("minValues", bounds));
+    stats.push_back(StructNode("maxValues", bounds));
+  }
+  if (!nulls.empty()) stats.push_back(StructNode("nullCount", nulls));
+  fields_.clear();
+  if (!partitions_.empty()) {
+    std::vector<SchemaNode> values;
+    for (const ColumnSpec& p : partitions_) values.push_back(LeafNode(p.file_name(), p));
+    fields_.push_back(StructNode("partitionValues_parsed", values));
+  }
+  fields_.push_back(StructNode("stats_parsed", stats));
+}
+
 Result<std::optional<TypedStats>> TypedStats::For(const Snapshot& snapshot, std::string_view table) {
   auto as_struct = snapshot.metadata.configuration.find("delta.checkpoint.writeStatsAsStruct");
   if (as_struct == snapshot.metadata.configuration.end() || as_struct->second != "true") {
@@ -150,7 +124,6 @@ Result<std::optional<TypedStats>> TypedStats::For(const Snapshot& snapshot, std:
   }
   STOKE_ASSIGN_OR_RETURN(const std::vector<ColumnSpec> columns, ColumnsFromSnapshot(snapshot, table));
   TypedStats out;
-  std::vector<std::pair<ColumnSpec, bool>> stat_columns;
   const auto& partitioned = snapshot.metadata.partition_columns;
   for (const ColumnSpec& c : columns) {
     if (std::find(partitioned.begin(), partitioned.end(), c.name) != partitioned.end()) {
@@ -166,10 +139,9 @@ Result<std::optional<TypedStats>> TypedStats::For(const Snapshot& snapshot, std:
     }
     if (c.nested()) continue;
     out.columns_.push_back({c, HasBounds(c)});
-    out.any_bounds_ = out.any_bounds_ || HasBounds(c);
-    stat_columns.emplace_back(c, HasBounds(c));
+    out.any_bounds_ = out.any_bounds_ || out.columns_.back().bounds;
   }
-  out.fields_ = StatsFields(stat_columns, out.partitions_);
+  out.SetFields();
   return std::optional<TypedStats>(std::move(out));
 }
 

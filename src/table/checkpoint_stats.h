@@ -44,6 +44,10 @@ class TypedStats {
   bool any_bounds_ = false;         // some column has bounds (minValues and maxValues are in the schema)
   std::vector<ColumnSpec> partitions_;
   std::vector<SchemaNode> fields_;
+
+  // fields_ from columns_ and partitions_: stats_parsed, and partitionValues_parsed where there are
+  // partitions.
+  void SetFields();
 };
 
 // A JSON statistic or partition value (`value`: a number, a string, or for a partition value its

@@ -32,10 +32,11 @@ int64_t LargestIdIn(const nlohmann::json& j, int depth) {
   if (depth > 64) return largest;
   if (j.is_object()) {
     for (const auto& [key, value] : j.items()) {
-      if (key == "delta.columnMapping.id" && value.is_number_integer() && !value.is_number_unsigned()) {
-        largest = std::max(largest, value.get<int64_t>());
-      } else if (key == "delta.columnMapping.id" && value.is_number_unsigned()) {
-        largest = std::max<int64_t>(largest, static_cast<int64_t>(std::min<uint64_t>(value.get<uint64_t>(), std::numeric_limits<int64_t>::max())));
+      if (key == "delta.columnMapping.id" && value.is_number_integer()) {
+        constexpr uint64_t kMax = std::numeric_limits<int64_t>::max();
+        const int64_t id = value.is_number_unsigned() ? static_cast<int64_t>(std::min(value.get<uint64_t>(), kMax))
+                                                      : value.get<int64_t>();
+        largest = std::max(largest, id);
       } else {
         largest = std::max(largest, LargestIdIn(value, depth + 1));
       }

@@ -105,10 +105,10 @@ std::vector<ColumnSpec> ColumnsToWrite(const TableView& t) {
 }
 
 // Column `c` of rows [first, ...) of the file of `add` as ReadInputChunk gave it (`v`), with a hidden
-// row tracking column's nulls given the rows' default generated values (FillStableRowTracking).
-Status FillRowTracking(const TableView& t, const delta::AddFile& add, const ColumnSpec& c, int64_t first,
-                       const std::string& file, ColumnValues* v) {
-  const auto hidden = HiddenColumns(t);
+// row tracking column's nulls given the rows' default generated values (FillStableRowTracking);
+// `hidden`: HiddenColumns of the table.
+Status FillRowTracking(const std::optional<delta::MaterializedRowTracking>& hidden, const delta::AddFile& add,
+                       const ColumnSpec& c, int64_t first, const std::string& file, ColumnValues* v) {
   return hidden ? delta::FillStableRowTracking(*hidden, c.name, add, first, file, v) : Status::OK();
 }
 
@@ -238,6 +238,7 @@ Status RewriteInput(const TableView& t, const delta::AddFile& add, const Parquet
   if (!mapped.ok()) return mapped.status();
   const std::vector<size_t>& map = *mapped;
   STOKE_ASSIGN_OR_RETURN(const std::vector<uint64_t> deleted, DeletedRows(t, add));
+  const auto hidden = HiddenColumns(t);
   Status status;
   int64_t group_first = 0;  // the file's row that begins row group g
   for (int g = 0; g < reader.num_row_groups() && status.ok(); ++g) {
@@ -252,7 +253,7 @@ Status RewriteInput(const TableView& t, const delta::AddFile& add, const Parquet
       values[c] = std::move(*v);
     }
     for (size_t c = 0; c < cols.size() && status.ok(); ++c) {
-      status = FillRowTracking(t, add, cols[c], group_first, reader.path(), &values[c]);
+      status = FillRowTracking(hidden, add, cols[c], group_first, reader.path(), &values[c]);
     }
     if (!status.ok()) break;
     if (auto kept = RowsKept(deleted, std::exchange(group_first, group_first + rows), rows)) {
@@ -371,6 +372,7 @@ Result<SortInput> ReadSortInput(const TableView& t, const std::vector<const delt
   std::vector<std::vector<ColumnValues>> input_scalars(inputs.size());
   // Each input's rows that its deletion vector keeps (nullopt: all of them).
   std::vector<std::optional<std::vector<size_t>>> kept(inputs.size());
+  const auto hidden = HiddenColumns(t);
   const auto read_scalars = [&](size_t i, const ParquetReader& reader) -> Status {
     STOKE_ASSIGN_OR_RETURN(in.file_columns[i], MapFileColumns(reader, cols));
     STOKE_ASSIGN_OR_RETURN(const std::vector<uint64_t> deleted, DeletedRows(t, *inputs[i]));
@@ -380,7 +382,7 @@ Result<SortInput> ReadSortInput(const TableView& t, const std::vector<const delt
       if (cols[c].paged()) continue;
       STOKE_ASSIGN_OR_RETURN(input_scalars[i][c], ReadInputChunk(reader, /*group=*/-1, in.file_columns[i][c], cols[c],
                                                                  static_cast<size_t>(reader.num_rows())));
-      STOKE_RETURN_IF_ERROR(FillRowTracking(t, *inputs[i], cols[c], 0, reader.path(), &input_scalars[i][c]));
+      STOKE_RETURN_IF_ERROR(FillRowTracking(hidden, *inputs[i], cols[c], 0, reader.path(), &input_scalars[i][c]));
       if (kept[i]) input_scalars[i][c] = TakeRows(input_scalars[i][c], *kept[i]);
     }
     return Status::OK();
