@@ -79,6 +79,26 @@ struct CellOrder {
   }
 };
 
+// A batch's cell for the slow path (SlowCells, ArrayCells, BinaryCells), in planning: its page's
+// file and offset, or for a chunked column (TensorColumn::chunked) the file kChunkedFile and its
+// table row.
+struct SlowCell {
+  static constexpr uint32_t kChunkedFile = ~uint32_t{0};
+  uint64_t offset = 0;
+  uint32_t file = 0;
+  uint32_t sample = 0;  // row of the batch
+  uint32_t column = 0;  // index into tensor columns
+};
+
+// Slow-path cells decoded by one task, one after another (SampleDecoder::SubmitSlow): Slot::slow_cells
+// [begin, end), the cells of one cached page or of one decode unit (decode_units.h), so that the
+// worker that decodes the page copies its rows, and two workers never wait for each other's page.
+struct SlowRun {
+  Slot* slot = nullptr;
+  uint32_t begin = 0;
+  uint32_t end = 0;
+};
+
 // A reusable batch buffer and the state of the batch it currently holds.
 struct Slot {
   uint32_t id = 0;
@@ -115,6 +135,10 @@ struct Slot {
   // `pending`. Set before the slot is queued.
   uint32_t gather_chunks = 0;
   std::atomic<uint32_t> gather_next{0};
+  // The batch's slow-path cells, sorted by page (file and offset) and cut into runs of one task each.
+  // Set before the slot is queued; read by the workers until the batch is done.
+  std::vector<SlowCell> slow_cells;
+  std::vector<SlowRun> slow_runs;
   std::vector<PlannedCell> cells;  // planning scratch
   std::vector<CellOrder> cell_order;  // planning scratch: cells sorted by file and offset
   std::vector<SampleIndex::Location> locations;  // planning scratch: [column][sample]

@@ -190,7 +190,9 @@ void Loader::Impl::CreateStages(size_t max_slots) {
   const ReadPlanner::Options po{
       .max_read = static_cast<uint64_t>(remote_ ? o_.remote_coalesce_bytes : o_.coalesce_bytes),
       .max_gap = remote_ ? static_cast<uint64_t>(o_.remote_coalesce_gap_bytes) : 0,
-      .split_reads = !o_.direct && !remote_};
+      .split_reads = !o_.direct && !remote_,
+      .decode_units = decode_units_,
+      .max_run_cells = std::max<size_t>(1, (batch_rows_ + threads_ - 1) / threads_)};
   planner_ = std::make_unique<ReadPlanner>(*index_, columns_.tensors(), po);
   const SampleDecoder::Options dopt{.verify_crc = o_.verify_crc, .on_error = o_.on_error, .seed = o_.seed,
                                     .max_decoded_bytes = max_decoded_bytes_, .threads = threads_};
@@ -224,6 +226,7 @@ Status Loader::Impl::CreateSampler() {
   std::vector<int64_t> files;
   for (uint32_t f = 0; f < index_->num_files(); ++f) files.push_back(index_->file_first_row(f));
   block_sizes_ = ServedSizes(files);
+  decode_units_.clear();
   file_starts_.clear();
   for (int64_t served = 0; int64_t size : block_sizes_) {
     file_starts_.push_back(served);
@@ -237,6 +240,7 @@ Status Loader::Impl::CreateSampler() {
                            FindDecodeUnits(*index_, columns_.cells(), tensors, columns_.cell_cache_bytes()));
     block_sizes_ = ServedSizes(units.starts);
     sampler_options_.window_blocks = units.window;
+    decode_units_ = units.starts;
   }
   auto sampler = Sampler::Create(block_sizes_, sampler_options_);
   if (!sampler.ok()) return sampler.status();

@@ -115,15 +115,13 @@ class Loader::Impl {
   void ProducerLoop(int64_t run);
   // Takes the next batch from the sampler and plans it into a slot (rows, scalars, reads). Returns
   // null at the end of the epoch or on stop. A slot returned is queued; on error none is.
-  Result<Slot*> PlanBatch(int64_t run, int64_t batch_index, std::vector<int64_t>& ids, std::vector<Read>* slow);
+  Result<Slot*> PlanBatch(int64_t run, int64_t batch_index, std::vector<int64_t>& ids);
   // PlanBatch's step for the slot `s` it took: the batch's rows, scalars and reads.
-  void FillSlot(Slot* s, int64_t run, int64_t batch_index, const std::vector<int64_t>& ids, size_t n,
-                std::vector<Read>* slow);
+  void FillSlot(Slot* s, int64_t run, int64_t batch_index, const std::vector<int64_t>& ids, size_t n);
   // ProducerLoop's step for a planned (queued) slot: its slow-path cells to the workers, its reads at
   // once, and the rest to the fetcher (`requests`: reused storage); it completes through
   // FinishPending, whatever fails. `on_started` counts the reads the fetcher starts.
-  void SubmitBatch(Slot* s, const std::vector<Read>& slow, std::vector<FetchRequest>& requests,
-                   const std::function<void(size_t)>& on_started);
+  void SubmitBatch(Slot* s, std::vector<FetchRequest>& requests, const std::function<void(size_t)>& on_started);
   // A queued batch's copies (its scalar rows, kGatherRows at a time, and its mapped reads,
   // ReadsNow::CopyMappedOnce) are claimed by the producer and by a consumer waiting for a batch, one
   // claim at a time, the oldest batch's first. The producer plans kPlanAhead batches with copies
@@ -180,6 +178,7 @@ class Loader::Impl {
   // The stages.
   std::unique_ptr<Sampler> sampler_;             // used by the producer while a run is active
   std::vector<int64_t> block_sizes_;             // the sampler's blocks, for MeasureShuffle
+  std::vector<int64_t> decode_units_;            // the first table row of each (decode_units.h); empty: none
   std::vector<int64_t> file_starts_;             // the files' first served rows, for MeasureShuffle
   SamplerOptions sampler_options_;
   std::unique_ptr<Fetcher> fetcher_;

@@ -84,7 +84,6 @@ void Loader::Impl::StopRun() {
 void Loader::Impl::ProducerLoop(int64_t run) {
   telemetry_.NameThisThread("producer");
   std::vector<int64_t> ids;
-  std::vector<Read> slow;
   std::vector<FetchRequest> requests;
   const std::function<void(size_t)> on_started = [this](size_t n) { completer_->Started(n); };
   int64_t batch_index = 0;
@@ -99,7 +98,7 @@ void Loader::Impl::ProducerLoop(int64_t run) {
   }
   while (error.ok() && !stop_) {
     if (ProducerCopies()) continue;
-    Result<Slot*> planned = PlanBatch(run, batch_index, ids, &slow);
+    Result<Slot*> planned = PlanBatch(run, batch_index, ids);
     if (!planned.ok()) {
       error = planned.status();
       break;
@@ -107,7 +106,7 @@ void Loader::Impl::ProducerLoop(int64_t run) {
     Slot* s = *planned;
     if (s == nullptr) break;
     ++batch_index;
-    SubmitBatch(s, slow, requests, on_started);
+    SubmitBatch(s, requests, on_started);
   }
   // The epoch's last batches: their copies, beside a consumer waiting for them.
   while (!stop_ && CopyOldest()) {
@@ -116,8 +115,7 @@ void Loader::Impl::ProducerLoop(int64_t run) {
   queue_.ProducerDone(std::move(error));
 }
 
-Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vector<int64_t>& ids,
-                                      std::vector<Read>* slow) {
+Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vector<int64_t>& ids) {
   const int64_t t0 = NowNanos();
   const size_t n = sampler_->NextBatch(ids.data(), ids.size());
   if (n == 0 || (o_.drop_last && n < static_cast<size_t>(o_.batch_size))) return static_cast<Slot*>(nullptr);
@@ -128,7 +126,7 @@ Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vec
     s->now_reads.clear();
     s->mapped_reads.clear();
     AllocationFaults::Instance().Check();
-    FillSlot(s, run, batch_index, ids, n, slow);
+    FillSlot(s, run, batch_index, ids, n);
     telemetry_.Trace(TraceStage::kPlan, t0, NowNanos(), s->index, 0);
     queue_.Push(s);  // last: when it throws, the slot was not queued
   } catch (const std::bad_alloc&) {
@@ -139,8 +137,7 @@ Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vec
   return s;
 }
 
-void Loader::Impl::FillSlot(Slot* s, int64_t run, int64_t batch_index, const std::vector<int64_t>& ids, size_t n,
-                            std::vector<Read>* slow) {
+void Loader::Impl::FillSlot(Slot* s, int64_t run, int64_t batch_index, const std::vector<int64_t>& ids, size_t n) {
   s->run = run;
   s->epoch = sampler_->epoch();
   s->index = batch_index;
@@ -158,19 +155,17 @@ void Loader::Impl::FillSlot(Slot* s, int64_t run, int64_t batch_index, const std
   // Reaches the consumer through the queue's lock.
   s->pending = static_cast<int64_t>(n * columns_.tensors().size()) + s->gather_chunks + 1;
   columns_.scalars().PrepareBatch(n, {&s->scalars, &s->strings, &s->scalar_valid});
-  slow->clear();
-  planner_->Plan(s, slow);
+  planner_->Plan(s);
   reads_now_->Plan(s);
 }
 
-void Loader::Impl::SubmitBatch(Slot* s, const std::vector<Read>& slow, std::vector<FetchRequest>& requests,
+void Loader::Impl::SubmitBatch(Slot* s, std::vector<FetchRequest>& requests,
                                const std::function<void(size_t)>& on_started) {
   // The slot is queued: from here on it completes through FinishPending, whatever fails.
-  for (auto& r : slow) {
-    const ReadMember m = r.members[0];
-    if (Status st = decoder_->SubmitSlow(s, m.sample, m.column); !st.ok()) {
+  for (const SlowRun& run : s->slow_runs) {
+    if (Status st = decoder_->SubmitSlow(&run); !st.ok()) {
       SampleDecoder::FailBatch(s, std::move(st));
-      queue_.FinishPending(s, 1);
+      queue_.FinishPending(s, run.end - run.begin);
     }
   }
   // The batch's reads go to the fetcher together (one system call where nothing waits); the

@@ -6,15 +6,17 @@
 
 namespace stoke {
 
-void ReadPlanner::Plan(Slot* s, std::vector<Read>* slow) const {
+void ReadPlanner::Plan(Slot* s) const {
   s->num_reads = 0;
-  FindCells(s, slow);
+  FindCells(s);
+  CutSlowRuns(s);
   CoalesceCells(s);
 }
 
-void ReadPlanner::FindCells(Slot* s, std::vector<Read>* slow) const {
+void ReadPlanner::FindCells(Slot* s) const {
   std::vector<PlannedCell>& cells = s->cells;
   cells.clear();
+  s->slow_cells.clear();
   std::vector<SampleIndex::Location>& found = s->locations;  // [column][sample]
   found.resize(static_cast<size_t>(s->size) * tensors_.size());
   for (uint32_t c = 0; c < tensors_.size(); ++c) {
@@ -24,21 +26,14 @@ void ReadPlanner::FindCells(Slot* s, std::vector<Read>* slow) const {
   }
   for (uint32_t i = 0; i < static_cast<uint32_t>(s->size); ++i) {
     for (uint32_t c = 0; c < tensors_.size(); ++c) {
-      if (tensors_[c].chunked()) {  // decoded from its column chunk; rows in order, so a chunk's rows go together
-        Read r;
-        r.offset = static_cast<uint64_t>(s->rows[i]);
-        r.members.push_back({.sample = i, .column = c});
-        slow->push_back(std::move(r));
+      if (tensors_[c].chunked()) {  // decoded from its page or column chunk, found by the row
+        s->slow_cells.push_back({static_cast<uint64_t>(s->rows[i]), SlowCell::kChunkedFile, i, c});
         continue;
       }
       const SampleIndex::Location& loc = found[static_cast<size_t>(c) * static_cast<size_t>(s->size) + i];
       // Image pages are read one by one (the decoded-page cache holds fixed-size tensors).
       if (loc.needs_decode || (!tensors_[c].encoded_image && SlowCells::InPageCache(loc))) {
-        Read r;
-        r.file = loc.file;
-        r.offset = loc.offset;
-        r.members.push_back({.sample = i, .column = c});
-        slow->push_back(std::move(r));
+        s->slow_cells.push_back({loc.offset, loc.file, i, c});
         continue;
       }
       cells.push_back({loc, i, c});
@@ -50,11 +45,29 @@ void ReadPlanner::FindCells(Slot* s, std::vector<Read>* slow) const {
     order[k] = {cells[k].loc.offset, cells[k].loc.file, static_cast<uint32_t>(k)};
   }
   std::sort(order.begin(), order.end());
-  // Cells of one cached page are queued together: the page is decoded once for all of them, even
-  // when the cache cannot hold every page the batch touches.
-  std::stable_sort(slow->begin(), slow->end(), [](const Read& a, const Read& b) {
+}
+
+std::pair<uint64_t, uint64_t> ReadPlanner::RunKey(const SlowCell& c) const {
+  if (c.file != SlowCell::kChunkedFile) return {c.file, c.offset};
+  const auto& units = o_.decode_units;
+  if (units.empty()) return {c.file, ~uint64_t{0} - c.sample};  // a key of its own
+  const auto unit = std::upper_bound(units.begin(), units.end(), static_cast<int64_t>(c.offset)) - units.begin();
+  return {c.file, static_cast<uint64_t>(unit)};
+}
+
+void ReadPlanner::CutSlowRuns(Slot* s) const {
+  std::vector<SlowCell>& cells = s->slow_cells;
+  std::stable_sort(cells.begin(), cells.end(), [](const SlowCell& a, const SlowCell& b) {
     return a.file != b.file ? a.file < b.file : a.offset < b.offset;
   });
+  s->slow_runs.clear();
+  for (size_t begin = 0; begin < cells.size();) {
+    const auto key = RunKey(cells[begin]);
+    size_t end = begin + 1;
+    while (end < cells.size() && end - begin < o_.max_run_cells && RunKey(cells[end]) == key) ++end;
+    s->slow_runs.push_back({s, static_cast<uint32_t>(begin), static_cast<uint32_t>(end)});
+    begin = end;
+  }
 }
 
 namespace {

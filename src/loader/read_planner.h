@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "loader/batch_slots.h"
@@ -24,19 +25,31 @@ class ReadPlanner {
     uint64_t max_gap = 0;
     // Split reads (the sample straight into its batch row): local tables without O_DIRECT.
     bool split_reads = true;
+    // The first table row of each decode unit (decode_units.h; empty: not known): a chunked column's
+    // cells of one unit form one slow run.
+    std::vector<int64_t> decode_units;
+    // The most cells of a slow run (>= 1): a batch's rows of one large unit are split among the
+    // workers (the first to reach the unit decodes it, the others wait for it and copy their rows).
+    size_t max_run_cells = SIZE_MAX;
   };
   // `index` and `tensors` outlive it.
   ReadPlanner(const SampleIndex& index, const std::vector<TensorColumn>& tensors, Options o)
       : index_(index), tensors_(tensors), o_(o) {}
 
   // The batch held by `s` (its rows set) as reads in s->reads[0, num_reads), sorted by file and
-  // offset, and its cells for the slow path (SlowCells, ArrayCells, BinaryCells) as one-cell reads
-  // in *slow, a cached page's cells together.
-  void Plan(Slot* s, std::vector<Read>* slow) const;
+  // offset, and its cells for the slow path (SlowCells, ArrayCells, BinaryCells) in s->slow_cells,
+  // cut into s->slow_runs.
+  void Plan(Slot* s) const;
 
  private:
-  void FindCells(Slot* s, std::vector<Read>* slow) const;
+  void FindCells(Slot* s) const;
   void CoalesceCells(Slot* s) const;
+  // Sorts s->slow_cells by page and cuts them into s->slow_runs: a cached page's cells, or a chunked
+  // column's cells of one decode unit, go together, at most max_run_cells a run.
+  void CutSlowRuns(Slot* s) const;
+  // What a slow run shares: the page (file, offset) of a cached page's cell, the decode unit of a
+  // chunked column's; a chunked cell where no units are known shares nothing.
+  std::pair<uint64_t, uint64_t> RunKey(const SlowCell& c) const;
 
   const SampleIndex& index_;
   const std::vector<TensorColumn>& tensors_;

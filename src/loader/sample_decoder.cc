@@ -157,21 +157,29 @@ Status SampleDecoder::DecodeCell(Slot* s, uint32_t sample, uint32_t column) {
   return WriteSampleInto(s, sample, column, t_sample_scratch.view());
 }
 
-void SampleDecoder::DecodeSlow(Slot* s, uint32_t sample, uint32_t column) {
+int64_t SampleDecoder::DecodeSlowCell(Slot* s, uint32_t sample, uint32_t column) {
   const TensorColumn& t = tensors_[column];
   const int64_t row = s->rows[sample];
   try {
     AllocationFaults::Instance().Check();
     const Status st = DecodeCell(s, sample, column);
-    if (!st.ok()) {
-      FailSample(s, sample, st.WithContext(Context(row, column)));
-    } else {
-      telemetry_->sample_bytes += static_cast<int64_t>(t.in_bytes);
-    }
+    if (st.ok()) return static_cast<int64_t>(t.in_bytes);
+    FailSample(s, sample, st.WithContext(Context(row, column)));
   } catch (const std::bad_alloc&) {
     FailBatch(s, OutOfMemory([&] { return fmt::format("decoding table row {} column '{}'", row, t.name); }));
   }
-  queue_->FinishPending(s, 1);
+  return 0;
+}
+
+void SampleDecoder::DecodeSlow(const SlowRun& run) {
+  Slot* s = run.slot;
+  int64_t bytes = 0;
+  for (uint32_t i = run.begin; i < run.end; ++i) {
+    const SlowCell& c = s->slow_cells[i];
+    bytes += DecodeSlowCell(s, c.sample, c.column);
+  }
+  telemetry_->sample_bytes += bytes;
+  queue_->FinishPending(s, run.end - run.begin);  // last: the batch may be delivered and its slot reused
 }
 
 void SampleDecoder::FailSample(Slot* s, uint32_t sample, const Status& status) {
@@ -217,17 +225,17 @@ Status SampleDecoder::SubmitReads(Read* first) {
   return Status::OK();
 }
 
-Status SampleDecoder::SubmitSlow(Slot* s, uint32_t sample, uint32_t column) {
+Status SampleDecoder::SubmitSlow(const SlowRun* run) {
   CountTask();
   try {
     AllocationFaults::Instance().Check();
-    workers_.Submit([this, s, sample, column] {
-      DecodeSlow(s, sample, column);
+    workers_.Submit([this, run] {
+      DecodeSlow(*run);
       TaskDone();
     });
   } catch (const std::bad_alloc&) {
     TaskDone();
-    return OutOfMemory([] { return std::string("queueing a sample for the decode workers"); });
+    return OutOfMemory([] { return std::string("queueing samples for the decode workers"); });
   }
   return Status::OK();
 }

@@ -56,8 +56,8 @@ class SampleDecoder {
   // DecodeRead for several split reads of one batch, with the telemetry (one decode span) and the count
   // of samples done updated once for all (those are shared by every thread that decodes).
   void DecodeReads(std::span<Read* const> reads);
-  // Likewise for one slow-path cell.
-  void DecodeSlow(Slot* s, uint32_t sample, uint32_t column);
+  // Likewise for a run of slow-path cells, one after another.
+  void DecodeSlow(const SlowRun& run);
   // The bytes DecodeRead still has to go through: a split read whose sample's CRC the fetcher took
   // (or that is not checked) leaves only its head, a few dozen bytes.
   uint64_t DecodeBytes(const Read& r) const {
@@ -65,11 +65,11 @@ class SampleDecoder {
     return r.length;
   }
 
-  // Queues the decode of a chain of reads (`first`, linked by next_in_task), or of a slow-path
-  // cell, on the workers. An out-of-memory error when the task cannot be queued (then it will not
-  // run).
+  // Queues the decode of a chain of reads (`first`, linked by next_in_task), or of a run of
+  // slow-path cells (which stays where it is until its batch is done), on the workers. An
+  // out-of-memory error when the task cannot be queued (then it will not run).
   Status SubmitReads(Read* first) EXCLUDES(tasks_mu_);
-  Status SubmitSlow(Slot* s, uint32_t sample, uint32_t column) EXCLUDES(tasks_mu_);
+  Status SubmitSlow(const SlowRun* run) EXCLUDES(tasks_mu_);
   size_t workers() const { return workers_.size(); }
   // Waits until every task queued so far has finished.
   void WaitIdle() EXCLUDES(tasks_mu_);
@@ -84,7 +84,9 @@ class SampleDecoder {
   // Decodes the read's samples and gives its buffer back; returns the decoded samples' bytes.
   int64_t DecodeMembers(Read& r);
   Status DecodeMember(Slot* s, const Read& r, const ReadMember& m);
-  // DecodeSlow's work: the cell read and written into its batch row.
+  // DecodeSlow's work for one cell: read and written into its batch row, its failure recorded.
+  // Returns its bytes (0 when it failed).
+  int64_t DecodeSlowCell(Slot* s, uint32_t sample, uint32_t column);
   Status DecodeCell(Slot* s, uint32_t sample, uint32_t column);
   Status WriteSampleInto(Slot* s, uint32_t sample, uint32_t column, ByteView sample_bytes);
   // A binary-cell column's value of table row `row` as the decode stage sees it: an image's bytes, or a
