@@ -57,9 +57,11 @@ done
 # Warm the page cache for every input.
 cat "$work/spark/volumes.parquet" "$work/npy"/*.npy "$work"/table/*.parquet >/dev/null
 
-load() {  # samples/s of `stoke bench load ARGS` over $epochs epochs, and its peak RSS in MB
+# samples/s of `stoke bench load ARGS` over $epochs epochs, and its peak RSS in MB: the process's own
+# memory (the ingested table is read through mappings, whose file pages are the page cache's).
+load() {
   "$stoke" --no-progress bench load "$@" --batch-size 32 --epochs "$epochs" --json 2>/dev/null | tail -1 |
-    "$py" -c 'import json, sys; j = json.loads(sys.stdin.read()); print(j["samples_per_s"], j.get("max_rss_mb", 0))'
+    "$py" -c 'import json, sys; j = json.loads(sys.stdin.read()); print(j["samples_per_s"], j.get("max_anonymous_rss_mb", 0))'
 }
 torch() {
   "$py" bench/torch_dataloader.py "$work/npy" --num-workers "$1" --batch-size 32 --epochs "$epochs" --json 2>/dev/null | tail -1 |
@@ -77,7 +79,7 @@ median() { sort -n | awk '{ v[NR] = $1; m[NR] = $2 } END { print v[int((NR + 1) 
 read -r ingested _ < <(printf '%s' "${runs[ingested]}" | median)
 echo "parquet_in_place: $samples seed volumes, warm page cache, batch 32, $epochs epochs a run, median of $reps (samples/s;" \
   "ratio: of the ingested table's)"
-printf '%-58s %10s %8s %10s\n' "run" "samples/s" "ratio" "peak MB"
+printf '%-58s %10s %8s %14s\n' "run" "samples/s" "ratio" "peak MB (own)"
 for k in block global ingested torch0 torch2; do
   read -r v m < <(printf '%s' "${runs[$k]}" | median)
   case $k in
@@ -87,7 +89,7 @@ for k in block global ingested torch0 torch2; do
     torch0) name="PyTorch DataLoader over .npy, 0 workers" ;;
     torch2) name="PyTorch DataLoader over .npy, 2 workers" ;;
   esac
-  printf '%-58s %10.1f %8.2f %10.0f\n' "$name" "$v" "$(awk -v a="$v" -v b="$ingested" 'BEGIN { print a / b }')" "$m"
+  printf '%-58s %10.1f %8.2f %14.0f\n' "$name" "$v" "$(awk -v a="$v" -v b="$ingested" 'BEGIN { print a / b }')" "$m"
 done
 printf '%-58s %10.1f %8.2f\n' "re-layout: stoke ingest, MB/s of the source" "$relayout_best" \
   "$(awk -v a="$relayout_best" -v b="$dd_best" 'BEGIN { print a / b }')"

@@ -17,9 +17,10 @@
 #     stoke run before it, reported as the median of the per-pair ratios. fio's buffers are in huge
 #     pages where they can be reserved (bench/fio_limit.sh), as stoke's are; fio with its default
 #     buffers runs after each pair too, shown as "fio-malloc";
-#   - peak RSS of the warm stoke runs (/usr/bin/time; the highest) against prefetch_bytes + 150 MB; it
-#     includes the pages of data files read through mappings (docs/architecture.md, "Reads out of
-#     mappings"), which are the page cache's, not the loader's.
+#   - peak RSS of the warm stoke runs against prefetch_bytes + 150 MB: the process's own memory
+#     (`max_anonymous_rss_mb` of `stoke bench load --json`, sampled), and in brackets /usr/bin/time's
+#     peak (the highest), which includes the pages of data files read through mappings
+#     (docs/architecture.md, "Reads out of mappings"): the page cache's, not the loader's.
 # At the seed size also PyTorch's DataLoader over the .npy files (bench/torch_dataloader.py,
 # num_workers 0 and 2, warm), the naive way.
 #   bench/sample_sizes.sh [STOKE_BIN]   env: BENCH_DIR (default build/bench-sizes), BENCH_WARM_REPS, BENCH_COLD_REPS,
@@ -102,11 +103,13 @@ print(math.ceil(b * secs / max(wall, 1e-3)) if wall < secs / 2 else 0)' "$(jget 
   bs_warm=$("$py" -c 'import math, sys; print(math.ceil(float(sys.argv[1]) / 512) * 512)' "$page")
   bs_cold=$("$py" -c 'import math, sys; print(math.ceil(float(sys.argv[1]) / 4096) * 4096)' "$page")
   rss_kb=0
+  anon_mb=0
   for i in $(seq 1 "$warm_reps"); do
     note "$size: warm pair $i"
     if [ "$i" -gt 1 ]; then r=$("$timebin" -v -o "$work/time.txt" "${load[@]}" | last_json); fi
     record "$size" "warm stoke #$i" "$r"
     rss_kb=$(awk -F': *' -v max="$rss_kb" '/Maximum resident set size/ {print ($2 > max ? $2 : max)}' "$work/time.txt")
+    anon_mb=$("$py" -c 'import sys; print(max(float(sys.argv[1]), float(sys.argv[2])))' "$anon_mb" "$(jget "$r" max_anonymous_rss_mb)")
     # Each measurement into a variable first: a failing command then stops the script (set -e)
     # instead of recording an empty line.
     f=$(bash bench/fio_limit.sh "$table" "$bs_warm" "$qd" 0 "$seconds")
@@ -115,8 +118,8 @@ print(math.ceil(b * secs / max(wall, 1e-3)) if wall < secs / 2 else 0)' "$(jget 
       --json | last_json)
     record "$size" "warm memcpy #$i" "$m"
   done
-  printf '{"size":"%s","run":"memory","max_rss_bytes":%d,"budget_bytes":%d,"codecs":"%s","samples":%d}\n' \
-    "$size" "$((rss_kb * 1024))" "$((prefetch + 150000000))" "$codecs" "$n" >>"$results"
+  printf '{"size":"%s","run":"memory","max_rss_bytes":%d,"max_anonymous_rss_mb":%s,"budget_bytes":%d,"codecs":"%s","samples":%d}\n' \
+    "$size" "$((rss_kb * 1024))" "$anon_mb" "$((prefetch + 150000000))" "$codecs" "$n" >>"$results"
 
   for i in $(seq 1 "$cold_reps"); do
     note "$size: cold pair $i"
@@ -173,9 +176,9 @@ def medians(pairs):
         return float("nan"), float("nan"), float("nan")
     return (statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs),
             statistics.median(100 * a / b for a, b in pairs))
-fmt = "{:<6} {:>7} {:<14} {:>11} {:>11} {:>15} {:>11} {:>11} {:>15} {:>9} {:>9}"
+fmt = "{:<6} {:>7} {:<14} {:>11} {:>11} {:>15} {:>11} {:>11} {:>15} {:>13} {:>9}"
 print(fmt.format("sample", "rows", "data codec", "warm st/s", "warm fio/s", "warm % (median)", "cold st/s",
-                 "cold fio/s", "cold % (median)", "RSS MB", "budget MB"))
+                 "cold fio/s", "cold % (median)", "RSS own (all)", "budget MB"))
 for s in sizes:
     m = one(s, "memory")
     warm = pairs_of(s, "warm")
@@ -195,7 +198,7 @@ for s in sizes:
         i += 1
     cold_st, cold_fio, cold_pct = medians(pairs)
     print(fmt.format(s, m["samples"], m["codecs"], f"{warm_st:,.0f}", f"{warm_fio:,.0f}", f"{warm_pct:.0f} %",
-                     f"{cold_st:,.0f}", f"{cold_fio:,.0f}", f"{cold_pct:.0f} %", f"{m['max_rss_bytes'] / 1e6:.0f}",
+                     f"{cold_st:,.0f}", f"{cold_fio:,.0f}", f"{cold_pct:.0f} %", f"{m['max_anonymous_rss_mb']:.0f} ({m['max_rss_bytes'] / 1e6:.0f})",
                      f"{m['budget_bytes'] / 1e6:.0f}"))
     if warm:
         print(" " * 7 + "warm pairs (stoke/fio): " + ", ".join(f"{a:,.0f}/{b:,.0f}" for a, b in warm))

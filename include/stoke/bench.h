@@ -112,7 +112,10 @@ struct LoadBenchReport {
   double compute_seconds = 0;  // measured time in the emulated compute
   double compute_ms = 0;        // as LoadBenchOptions::compute_ms
   double page_bytes_mean = 0;   // bytes fetched per sample (one tensor column: the read size)
-  int64_t max_rss_bytes = 0;    // peak resident set size of the process (getrusage)
+  int64_t max_rss_bytes = 0;    // peak resident set size of the process (getrusage), with the pages
+                                // of data files read through mappings (the page cache's)
+  int64_t max_anonymous_rss_bytes = 0;  // peak of the process's own resident memory, without
+                                        // file pages: sampled every 16 batches and at the end
   LoaderStats stats;            // the loader's own figures (whole run, warm-up included)
   ShuffleQuality shuffle;       // of epoch 0's order
   ShuffleQuality global_shuffle;  // of a global shuffle with the same seed, for reference
@@ -132,7 +135,7 @@ struct LoadBenchReport {
 Result<LoadBenchReport> RunLoadBench(const LoadBenchOptions& options);
 // {"tool":"stoke","samples":...,"batches":...,"wall_s":...,"samples_per_s":...,"mb_per_s":...,
 //  "wait_share":...,"utilisation":...,"compute_ms":...,"open_s":...,"index_from_cache":...,
-//  "backend":"io_uring","page_bytes_mean":...,"cold":...,"max_rss_mb":...,...}
+//  "backend":"io_uring","page_bytes_mean":...,"cold":...,"max_rss_mb":...,"max_anonymous_rss_mb":...,...}
 std::string LoadReportJson(const LoadBenchReport& report);
 // A few lines for people: the figures and the per-stage busy times.
 std::string FormatLoadReport(const LoadBenchReport& report);

@@ -2,10 +2,12 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "core/clock.h"
+#include "core/process_memory.h"
 #include "stoke/bench.h"
 #include "stoke/gpu_images.h"
 
@@ -19,6 +21,22 @@ double EmulateCompute(double ms) {
   std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<int64_t>(ms * 1e6)));
   return (NowNanos() - t0) * 1e-9;
 }
+
+// The peak of the process's own resident memory (AnonymousResidentBytes), sampled once every
+// kEvery batches and at the end: /proc is read a few times a second at most.
+class PeakAnonymousRss {
+ public:
+  static constexpr int64_t kEvery = 16;
+  void Batch() {
+    if (++batches_ % kEvery == 0) Sample();
+  }
+  void Sample() { peak_ = std::max(peak_, AnonymousResidentBytes()); }
+  int64_t peak() const { return peak_; }
+
+ private:
+  int64_t batches_ = 0;
+  int64_t peak_ = 0;
+};
 
 }  // namespace
 
@@ -58,9 +76,11 @@ Result<LoadBenchReport> RunLoadBench(const LoadBenchOptions& options) {
   };
   if (warm_left == 0) begin_measuring();
   GpuImageFinisher finisher;
+  PeakAnonymousRss anonymous;
   for (;;) {
     auto next = loader->Next();
     if (!next.ok()) return next.status();
+    anonymous.Batch();
     if (!next->has_value()) {
       ++epoch;
       if (!by_batches && epoch >= options.epochs) break;
@@ -90,6 +110,8 @@ Result<LoadBenchReport> RunLoadBench(const LoadBenchOptions& options) {
   report.page_bytes_mean = report.samples > 0 ? static_cast<double>(report.bytes_read) / report.samples : 0;
   struct rusage ru {};
   if (getrusage(RUSAGE_SELF, &ru) == 0) report.max_rss_bytes = static_cast<int64_t>(ru.ru_maxrss) * 1024;
+  anonymous.Sample();
+  report.max_anonymous_rss_bytes = anonymous.peak();
   if (!options.trace_path.empty()) STOKE_RETURN_IF_ERROR(loader->WriteTrace(options.trace_path));
   return report;
 }
@@ -106,14 +128,14 @@ std::string LoadReportJson(const LoadBenchReport& r) {
       "\"index_from_cache\":{},\"backend\":\"{}\",\"page_bytes_mean\":{:.1f},\"cold\":{},\"batch_size\":{},"
       "\"shuffle\":\"{}\",\"threads\":{},\"queue_depth\":{},\"prefetch_bytes\":{},\"table_rows\":{},"
       "\"samples_skipped\":{},\"cells_decoded\":{},\"pages_decoded\":{},\"reads_at_once\":{},\"reads_mapped\":{},\"workers\":{},\"read_threads\":{},"
-      "\"max_rss_mb\":{:.1f},\"mean_jump\":{:.1f},\"distinct_file_fraction\":{:.4f},"
+      "\"max_rss_mb\":{:.1f},\"max_anonymous_rss_mb\":{:.1f},\"mean_jump\":{:.1f},\"distinct_file_fraction\":{:.4f},"
       "\"global_mean_jump\":{:.1f},\"global_distinct_file_fraction\":{:.4f},\"remote_coalesce_bytes\":{},"
       "\"remote_coalesce_gap_bytes\":{},\"cache\":{},\"transforms\":{},\"transforms_on\":\"{}\",\"stage_seconds\":{{{}}}}}",
       r.samples, r.batches, r.wall_seconds, r.samples_per_second(), r.mb_per_second(), r.wait_share(), r.utilisation(), r.compute_ms,
       r.open_seconds, r.index_from_cache ? "true" : "false", r.stats.backend, r.page_bytes_mean, o.direct ? "true" : "false",
       o.batch_size, ShuffleName(o.shuffle), o.threads, o.queue_depth, o.prefetch_bytes, r.table_rows,
       r.stats.samples_skipped, r.stats.cells_decoded, r.stats.pages_decoded, r.stats.reads_at_once, r.stats.reads_mapped, r.stats.workers, r.stats.read_threads,
-      r.max_rss_bytes / 1e6, r.shuffle.mean_jump, r.shuffle.distinct_file_fraction,
+      r.max_rss_bytes / 1e6, r.max_anonymous_rss_bytes / 1e6, r.shuffle.mean_jump, r.shuffle.distinct_file_fraction,
       r.global_shuffle.mean_jump, r.global_shuffle.distinct_file_fraction, o.remote_coalesce_bytes,
       o.remote_coalesce_gap_bytes, o.cache_dir.empty() ? "false" : "true", o.transforms.size(),
       TransformsOnName(o.transforms_on), stages);
@@ -140,7 +162,9 @@ std::string FormatLoadReport(const LoadBenchReport& r) {
                    "shuffle: {:.0f} rows, {:.0f}%",
                    r.shuffle.mean_jump, 100 * r.shuffle.distinct_file_fraction, r.global_shuffle.mean_jump,
                    100 * r.global_shuffle.distinct_file_fraction);
-  s += fmt::format("\npeak RSS {:.0f} MB (prefetch budget {:.0f} MB)", r.max_rss_bytes / 1e6, o.prefetch_bytes / 1e6);
+  s += fmt::format("\npeak RSS {:.0f} MB, of it the process's own memory {:.0f} MB (sampled; the rest: data files' pages "
+                   "read through mappings, which the kernel may drop) (prefetch budget {:.0f} MB)",
+                   r.max_rss_bytes / 1e6, r.max_anonymous_rss_bytes / 1e6, o.prefetch_bytes / 1e6);
   if (r.stats.samples_skipped > 0) s += fmt::format(", {} samples skipped", r.stats.samples_skipped);
   if (r.stats.cells_decoded > 0) {
     s += fmt::format(", {} cells read by decoding their column chunk (pages stoke cannot read alone)",

@@ -11,6 +11,7 @@
 
 #include "io/local_files.h"
 #include "io/storage.h"
+#include "loader/fetcher.h"
 #include "stoke/loader.h"
 #include "table/test_table.h"
 
@@ -81,6 +82,36 @@ TEST(MappedReadsTest, TheLoaderReadsCachedSamplesOutOfMappingsAndSurvivesATrunca
   ASSERT_FALSE(error.ok()) << "the rows past 4 KiB are gone";
   EXPECT_NE(error.ToString().find("part-0.parquet"), std::string::npos) << error.ToString();
   EXPECT_NE(error.ToString().find("shrank"), std::string::npos) << error.ToString();  // out of the mapping
+}
+
+// A cached sample larger than the fetcher's reading threads take (kParallelReadBytes) is copied out
+// of the mapping too: every read of a warm table, with each sample's bytes where they belong.
+TEST(MappedReadsTest, LargeCachedSamplesAreCopiedOutOfMappingsToo) {
+  constexpr size_t kBytes = 100'000;
+  static_assert(kBytes > kParallelReadBytes);
+  TestTable t(kBytes, parquet::Codec::kUncompressed);
+  t.AppendFile(0, 24, 8);
+  LoaderOptions o;
+  o.batch_size = 6;
+  o.columns = {"t"};
+  auto l = Loader::Open(t.dir(), o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  std::set<int64_t> seen;
+  for (;;) {
+    auto next = (*l)->Next();
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    if (!next->has_value()) break;
+    const Batch& batch = **next;
+    for (int64_t i = 0; i < batch.size(); ++i) {
+      const int64_t row = batch.row_ids()[static_cast<size_t>(i)];
+      const std::string want = TensorOf(row, kBytes);
+      EXPECT_EQ(0, std::memcmp(static_cast<const uint8_t*>(batch.column("t")->data()) + kBytes * i, want.data(), kBytes))
+          << "row " << row;
+      seen.insert(row);
+    }
+  }
+  EXPECT_EQ(seen.size(), 24u);
+  EXPECT_GT((*l)->stats().reads_mapped, 0);  // all 24 where the page cache kept the file
 }
 
 }  // namespace

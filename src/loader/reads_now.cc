@@ -49,13 +49,13 @@ void ReadsNow::Plan(Slot* s) {
   int fd = -1;
   for (size_t g = 0; g < s->num_reads; ++g) {
     Read& r = s->reads[g];
-    if (r.tail == nullptr || r.length >= kReadNowBytes || r.head_length > kMaxReadNowHead) continue;
+    if (r.tail == nullptr || r.head_length > kMaxReadNowHead) continue;
     if (PlanMapped(r)) {
       r.now = true;
       s->mapped_reads.push_back(static_cast<uint32_t>(g));
       continue;
     }
-    if (!system_calls) continue;
+    if (!system_calls || r.length >= kReadNowBytes) continue;
     // Reads are in file order: one pin (or one attempt) per file of the batch.
     if (r.file != file) {
       file = r.file;
