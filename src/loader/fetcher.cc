@@ -101,7 +101,7 @@ Fetcher::Fetcher(std::shared_ptr<const std::vector<std::string>> paths, bool rem
       max_open_files_(max_open_files),
       pool_(static_cast<size_t>(o.queue_depth) * 2),
       slots_(static_cast<size_t>(o.queue_depth)),
-      descriptors_(remote ? 0 : paths_->size()) {
+      descriptors_(remote ? 0 : paths_->size(), max_open_files) {
   free_slots_.reserve(slots_.size());
   prepared_.reserve(slots_.size());
   for (int i = o.queue_depth - 1; i >= 0; --i) free_slots_.push_back(i);
@@ -115,9 +115,12 @@ Fetcher::~Fetcher() {
   }
   // No read in flight and no other caller (the contract): the backend's threads touch nothing more.
   backend_.reset();
-  for (Descriptor& d : descriptors_) {
-    CloseDescriptor(d.fd);
+  std::vector<int> open;
+  {
+    MutexLock lock(&mu_);
+    open = descriptors_.TakeAll();
   }
+  for (int fd : open) CloseDescriptor(fd);
 }
 
 Status Fetcher::Submit(FetchRequest r) { return SubmitOne(r, nullptr); }
@@ -303,22 +306,18 @@ Status Fetcher::PinDescriptor(uint32_t f, PendingStarts* pending, bool wait, int
   for (bool reserved = false; !reserved;) {
     {
       MutexLock lock(&mu_);
-      if (Descriptor& d = descriptors_[f]; d.fd >= 0) {
-        if (d.pins++ == 0) LruRemoveLocked(f);
-        *pinned_fd = d.fd;
+      if (const int fd = descriptors_.PinOpen(f); fd >= 0) {
+        *pinned_fd = fd;
         return Status::OK();
       }
       // Every open descriptor in use by a read in flight or pinned for reads at once: wait for one to
       // be given back (reads complete without the consumer's help, so this cannot hang once this
       // batch's reads are started; a caller of PinForReadNow must do or give up its reads at once
       // before it Submits reads that may wait here).
-      const auto full = [&]() REQUIRES(mu_) { return open_count_ >= max_open_files_ && lru_head_ == kNoFile; };
-      if (!wait && full()) return Status::OK();
-      while (full() && !HasPrepared(pending)) space_cv_.Wait(&mu_);
-      if (!full()) {
-        if (open_count_ >= max_open_files_) victim = EvictLruLocked();
-        ++open_count_;  // reserved for file `f`, which only this thread opens
-        descriptors_[f].pins = 1;
+      if (!wait && !descriptors_.HasRoom()) return Status::OK();
+      while (!descriptors_.HasRoom() && !HasPrepared(pending)) space_cv_.Wait(&mu_);
+      if (descriptors_.HasRoom()) {
+        victim = descriptors_.Reserve(f);
         reserved = true;
       }
     }
@@ -326,21 +325,37 @@ Status Fetcher::PinDescriptor(uint32_t f, PendingStarts* pending, bool wait, int
   }
   // open and close outside the lock: completions need mu_, and these may be slow on network file systems.
   CloseDescriptor(victim);
-  int fd, err;
+  int err = 0;
+  const int fd = OpenDescriptor(f, pending, wait, &err);
+  MutexLock lock(&mu_);
+  if (fd < 0) {
+    descriptors_.OpenFailed(f);
+    space_cv_.SignalAll();
+    if (!wait && (err == EMFILE || err == ENFILE)) return Status::OK();  // none free now: not an error yet
+    return OpenError(f, err);
+  }
+  descriptors_.Opened(f, fd);
+  *pinned_fd = fd;
+  return Status::OK();
+}
+
+int Fetcher::OpenDescriptor(uint32_t f, PendingStarts* pending, bool wait, int* err) {
   for (;;) {
-    fd = OpenReadDescriptor(path(f), options_.direct, &err);
-    if (fd >= 0 || (err != EMFILE && err != ENFILE)) break;
+    const int fd = OpenReadDescriptor(path(f), options_.direct, err);
+    if (fd >= 0 || (*err != EMFILE && *err != ENFILE)) return fd;
     // The process ran out of descriptors (the rest of it holds more than max_open_files_ left it):
     // close an idle one of ours and try again, waiting for a read in flight to free one if need be
-    // (open_count_ > 1: files other than this one are open, so reads hold them and will complete).
+    // (more than one open: files other than this one are open, so reads hold them and will complete).
     int spare = -1;
     bool start_first = false;
     {
       MutexLock lock(&mu_);
-      while (wait && lru_head_ == kNoFile && open_count_ > 1 && !HasPrepared(pending)) space_cv_.Wait(&mu_);
-      if (lru_head_ != kNoFile) {
-        spare = EvictLruLocked();
-      } else if (wait && open_count_ > 1) {
+      while (wait && !descriptors_.has_idle() && descriptors_.open() > 1 && !HasPrepared(pending)) {
+        space_cv_.Wait(&mu_);
+      }
+      if (descriptors_.has_idle()) {
+        spare = descriptors_.EvictIdle();
+      } else if (wait && descriptors_.open() > 1) {
         start_first = true;
       }
     }
@@ -348,65 +363,13 @@ Status Fetcher::PinDescriptor(uint32_t f, PendingStarts* pending, bool wait, int
       StartPrepared(pending);
       continue;
     }
-    if (spare < 0) break;
+    if (spare < 0) return fd;
     CloseDescriptor(spare);
   }
-  MutexLock lock(&mu_);
-  Descriptor& d = descriptors_[f];
-  if (fd < 0) {
-    d.pins = 0;
-    --open_count_;
-    space_cv_.SignalAll();
-    if (!wait && (err == EMFILE || err == ENFILE)) return Status::OK();  // none free now: not an error yet
-    return OpenError(f, err);
-  }
-  d.fd = fd;
-  *pinned_fd = fd;
-  return Status::OK();
-}
-
-int Fetcher::EvictLruLocked() {
-  const uint32_t v = lru_head_;
-  LruRemoveLocked(v);
-  const int fd = descriptors_[v].fd;
-  descriptors_[v].fd = -1;
-  --open_count_;
-  return fd;
 }
 
 void Fetcher::UnpinFileLocked(const Slot& s) {
-  if (!s.pinned) return;
-  if (--descriptors_[s.request.file].pins == 0) LruPushBackLocked(s.request.file);
-}
-
-void Fetcher::LruRemoveLocked(uint32_t f) {
-  Descriptor& d = descriptors_[f];
-  if (!d.in_lru) return;
-  if (d.lru_prev != kNoFile) {
-    descriptors_[d.lru_prev].lru_next = d.lru_next;
-  } else {
-    lru_head_ = d.lru_next;
-  }
-  if (d.lru_next != kNoFile) {
-    descriptors_[d.lru_next].lru_prev = d.lru_prev;
-  } else {
-    lru_tail_ = d.lru_prev;
-  }
-  d.lru_prev = d.lru_next = kNoFile;
-  d.in_lru = false;
-}
-
-void Fetcher::LruPushBackLocked(uint32_t f) {
-  Descriptor& d = descriptors_[f];
-  d.lru_prev = lru_tail_;
-  d.lru_next = kNoFile;
-  if (lru_tail_ != kNoFile) {
-    descriptors_[lru_tail_].lru_next = f;
-  } else {
-    lru_head_ = f;
-  }
-  lru_tail_ = f;
-  d.in_lru = true;
+  if (s.pinned) descriptors_.Unpin(s.request.file);
 }
 
 Status Fetcher::ReadSlotWithPread(Slot& s) {
@@ -506,7 +469,7 @@ Result<int> Fetcher::PinForReadNow(uint32_t f) {
 void Fetcher::UnpinForReadNow(uint32_t f) {
   {
     MutexLock lock(&mu_);
-    if (--descriptors_[f].pins == 0) LruPushBackLocked(f);
+    descriptors_.Unpin(f);
   }
   space_cv_.SignalAll();  // the file may be evictable now
 }
@@ -636,7 +599,7 @@ size_t Fetcher::read_threads() const { return backend_->threads(); }
 
 size_t Fetcher::open_files() const {
   MutexLock lock(&mu_);
-  return open_count_;
+  return descriptors_.open();
 }
 
 int64_t Fetcher::bytes_in_flight() const {

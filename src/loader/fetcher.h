@@ -19,6 +19,7 @@
 #include "core/buffer_pool.h"
 #include "core/huge_pages.h"
 #include "core/mutex.h"
+#include "loader/descriptor_cache.h"
 #include "stoke/status.h"
 
 namespace stoke {
@@ -200,7 +201,6 @@ class Fetcher {
 
  private:
   struct File;
-  struct Descriptor;
   struct Slot;
   class Backend;
   class PreadBackend;
@@ -250,14 +250,12 @@ class Fetcher {
   // PinFile's work for file `f`: its pinned descriptor into *fd. Without `wait`, *fd is -1 (and the
   // status OK) where a descriptor would have to be waited for.
   Status PinDescriptor(uint32_t f, PendingStarts* pending, bool wait, int* fd) EXCLUDES(mu_);
+  // Opens file `f` (its place in the cache reserved), closing idle descriptors of ours while the
+  // process has none left (EMFILE, ENFILE), and with `wait`, waiting for a read in flight to give one
+  // back. Returns the descriptor, or -1 with *err set.
+  int OpenDescriptor(uint32_t f, PendingStarts* pending, bool wait, int* err) EXCLUDES(mu_);
   // Drops slot `i`'s pin on its file (a file left with no pin becomes evictable).
   void UnpinFileLocked(const Slot& slot) REQUIRES(mu_);
-  // Removes file `f` from / appends it to the LRU list of idle open files.
-  void LruRemoveLocked(uint32_t f) REQUIRES(mu_);
-  void LruPushBackLocked(uint32_t f) REQUIRES(mu_);
-  // Takes the least recently used idle descriptor out of the cache and returns it, to be closed outside
-  // mu_. REQUIRES: the LRU list is not empty.
-  int EvictLruLocked() REQUIRES(mu_);
   // Reads a slot synchronously (pread backend); returns the status of the whole read.
   Status ReadSlotWithPread(Slot& slot);
   // Reads what the page cache holds of a slot's remaining range without waiting for the disk
@@ -327,13 +325,9 @@ class Fetcher {
   std::vector<FetchResult> done_ GUARDED_BY(mu_);
   size_t done_head_ GUARDED_BY(mu_) = 0;
   size_t done_count_ GUARDED_BY(mu_) = 0;
-  // The descriptor cache (local files; empty when remote_): per file its descriptor, pins and LRU
-  // links. open_count_ counts files open or being opened by Submit; the LRU list links the open files
-  // that no read in flight uses (eviction candidates), oldest first.
-  std::vector<Descriptor> descriptors_ GUARDED_BY(mu_);
-  size_t open_count_ GUARDED_BY(mu_) = 0;
-  uint32_t lru_head_ GUARDED_BY(mu_) = kNoFile;
-  uint32_t lru_tail_ GUARDED_BY(mu_) = kNoFile;
+  // The descriptor cache (local files; no files when remote_): opened and closed by Submit and
+  // PinForReadNow, outside mu_.
+  DescriptorCache descriptors_ GUARDED_BY(mu_);
 
   std::unique_ptr<Backend> backend_;  // last: destroyed first (the destructor also stops it explicitly)
 };

@@ -1,5 +1,5 @@
-// Private to src/loader: the fetcher's shared types, which fetcher.cc (submission, the descriptor
-// cache, completion) and fetcher_backends.cc (the backends that do the reads) both use.
+// Private to src/loader: the fetcher's shared types, which fetcher.cc (submission, descriptors,
+// completion) and fetcher_backends.cc (the backends that do the reads) both use.
 #pragma once
 
 #include <sys/uio.h>
@@ -15,22 +15,13 @@
 
 namespace stoke {
 
-// An object-store file of the list (local files have a Descriptor in Fetcher::descriptors_ instead):
+// An object-store file of the list (local files have an entry in Fetcher::descriptors_ instead):
 // opened by the first read's Start (no request when the size is known), then shared by every read
 // of the file. The producer thread's alone (the reads' completions do not touch it).
 struct Fetcher::File {
   std::unique_ptr<RandomAccessFile> remote;
   bool open_tried = false;
   Status open_status;
-};
-
-// A local file's entry in the descriptor cache (Fetcher::descriptors_, guarded by Fetcher::mu_).
-struct Fetcher::Descriptor {
-  int fd = -1;    // -1 while closed (and while Submit is opening it)
-  int pins = 0;   // reads in flight on this file (plus the Submit opening it)
-  uint32_t lru_prev = kNoFile;  // links in the LRU list of idle open files
-  uint32_t lru_next = kNoFile;
-  bool in_lru = false;
 };
 
 // A read in flight. Owned by the backend between Submit and CompleteSlot.
