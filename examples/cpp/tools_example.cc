@@ -1,6 +1,5 @@
 // stoke/tools.h: the file tools that are not about tables: seed workloads, source files into plain
 // Parquet files, and describing or printing one Parquet file.
-#include <sstream>
 #include <string>
 
 #include "example_support.h"
@@ -27,13 +26,14 @@ stoke::Status Example(const std::string& dir) {
   inspect.pages = true;  // every page: one per sample in the tensor column
   STOKE_ASSIGN_OR_RETURN(std::string description, stoke::InspectParquetFile(convert.out, inspect));
   STOKE_RETURN_IF_ERROR(example::Expect(description.find("row group 0:") != std::string::npos, "a row group"));
-  std::ostringstream rows;
   stoke::CatOptions cat;
-  cat.columns = {"file", "data"};  // tensor cells print as md5:<hex> len:<bytes>
+  cat.columns = {"file", "data"};  // tensor cells as md5:<hex> len:<bytes>
   cat.limit = 3;
-  cat.format = stoke::RowFormat::kCsv;
-  STOKE_RETURN_IF_ERROR(stoke::CatParquetFile(convert.out, cat, rows));
-  return example::Expect(rows.str().find("md5:") != std::string::npos, "tensor cells as md5");
+  STOKE_ASSIGN_OR_RETURN(stoke::TextRows rows, stoke::CatParquetRows(convert.out, cat));
+  STOKE_RETURN_IF_ERROR(example::Expect(rows.rows.size() == 3 && rows.rows[0][1]->rfind("md5:", 0) == 0,
+                                        "tensor cells as md5"));
+  const std::string csv = stoke::RowsText(rows, stoke::RowFormat::kCsv);  // as `stoke cat --format csv`
+  return example::Expect(csv.rfind("file,data\n", 0) == 0, "CSV with a header");
 }
 
 int main() { return example::Run(Example); }

@@ -1,14 +1,13 @@
 // Reading stoke tables: a Delta Lake transaction log over Parquet files written with one sample per
 // page (docs/format.md). A table is a directory or an object-store prefix (az://, abfss://, s3://);
 // every function here takes it as `table_dir` and reads a snapshot of one version (the latest unless
-// a version is named): rows matching a predicate (QueryTable, QueryTableColumns), the versions
+// a version is named): rows matching a predicate (QueryTableRows, QueryTableColumns), the versions
 // (TableHistory) and a description (InspectTable). Writing: ingest.h; compaction, vacuum and
 // checkpoints: maintenance.h; batches for training: loader.h.
 #pragma once
 
 #include <cstdint>
 #include <optional>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,7 +41,6 @@ struct QueryOptions {
   int64_t offset = 0;                     // default 0; else the first `offset` matching rows are passed over
   bool count_only = false;                // default false; true: print only the number of matching rows
   std::optional<int64_t> version;         // default: the latest version; else time travel to this one
-  RowFormat format = RowFormat::kTable;   // default table (QueryTable only)
 };
 
 // What a query did.
@@ -57,10 +55,21 @@ struct QueryReport {
   int64_t row_groups_scanned = 0;         // row groups read (the others were skipped by their statistics)
 };
 
-// Prints the matching rows (or, with count_only, their number) to `out` in options.format.
-// Errors: InvalidArgument for a bad predicate or an unknown column, NotFound for a missing table or
-// version, Corruption/IOError from the table.
-Result<QueryReport> QueryTable(const QueryOptions& options, std::ostream& out);
+// A query's rows as text, the way `stoke query` prints them (RowsText, row_format.h).
+struct QueryRows {
+  QueryReport report;    // what the query did
+  TextRows rows;         // the selected columns (all when options.select is empty), each matching row
+  bool counted = false;  // options.count_only: report.rows is the answer, and `rows` is empty
+};
+
+// The matching rows as text cells (tensor and binary cells as "md5:<hex> len:<bytes>"); with
+// count_only, only report.rows is filled. Errors: InvalidArgument for a bad predicate or an unknown
+// column, NotFound for a missing table or version, Corruption/IOError from the table.
+Result<QueryRows> QueryTableRows(const QueryOptions& options);
+// What `stoke query` prints: counted, the number of matching rows on a line of its own; else the
+// rows in `format` (RowsText), the table form's last line adding what was read: "(3 rows; scanned 1
+// of 5 files, 2 of their 4 row groups)".
+std::string QueryRowsText(const QueryRows& rows, RowFormat format);
 
 // One column of a query's result, all matching rows in scan order.
 struct QueryColumn {
@@ -78,12 +87,12 @@ struct QueryColumn {
 
 // A query's rows as columns.
 struct QueryResult {
-  QueryReport report;                // as QueryTable reports it
+  QueryReport report;                // what the query did
   std::vector<QueryColumn> columns;  // the selected columns (all when options.select is empty), in order
 };
 
-// The rows QueryTable would print, as columns (options.format is ignored). With count_only, only
-// report.rows is filled. Errors as QueryTable's.
+// The matching rows as columns of values. With count_only, only report.rows is filled. Errors as
+// QueryTableRows'.
 Result<QueryResult> QueryTableColumns(const QueryOptions& options);
 
 // One version of a table, as its log records it (`stoke history`).

@@ -1,11 +1,10 @@
 // stoke's file tools that are not about tables, each with its options next to it: seed workloads
 // (SynthVolumes, SynthImages), source files to plain Parquet files (ConvertSources), and describing
-// or printing one Parquet file (InspectParquetFile, CatParquetFile). The `stoke` command and the
+// or printing one Parquet file (InspectParquetFile, CatParquetRows). The `stoke` command and the
 // Python module call them; options are plain structs whose defaults are their initialisers.
 #pragma once
 
 #include <cstdint>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -107,10 +106,10 @@ struct CatOptions {
   std::vector<std::string> columns;       // default (empty): all columns
   int64_t offset = 0;                     // default 0: the first row to print
   int64_t limit = kNoLimit;               // default kNoLimit (-1): all rows; else at most this many
-  RowFormat format = RowFormat::kTable;   // default table
 };
 
-// Prints rows of a Parquet file; binary and tensor cells print as "md5:<hex> len:<bytes>".
-Status CatParquetFile(const std::string& path, const CatOptions& options, std::ostream& out);
+// Rows of a Parquet file as text cells, the way `stoke cat` prints them (RowsText, row_format.h):
+// binary and tensor cells as "md5:<hex> len:<bytes>", nested fields as JSON text.
+Result<TextRows> CatParquetRows(const std::string& path, const CatOptions& options);
 
 }  // namespace stoke

@@ -18,9 +18,13 @@
 namespace stoke::cli {
 namespace {
 
-// --format: table, csv or json (CLI11 has checked the name).
-RowFormat OutputFormat(const std::string& name) {
-  return name == "csv" ? RowFormat::kCsv : name == "json" ? RowFormat::kJson : RowFormat::kTable;
+// Prints a query's rows (or, counting, their number) in `format` to stdout; 1 on failure.
+int PrintQuery(const QueryOptions& q, RowFormat format) {
+  auto r = QueryTableRows(q);
+  if (!r.ok()) return Fail(r.status());
+  const std::string text = QueryRowsText(*r, format);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
 }
 
 constexpr char kTimestampHelp[] =
@@ -106,7 +110,7 @@ void AddQuery(CLI::App& app, std::vector<Command>* out) {
   struct State {
     QueryOptions qo;
     std::string select;
-    std::string format = "table";
+    std::string format{RowFormatName(RowFormat::kTable)};
     std::string timestamp;
   };
   auto s = std::make_shared<State>();
@@ -126,11 +130,11 @@ void AddQuery(CLI::App& app, std::vector<Command>* out) {
       ->capture_default_str();
   out->push_back({cmd, [s]() -> int {
     s->qo.select = ColumnList(s->select);
-    s->qo.format = OutputFormat(s->format);
+    auto format = ParseRowFormat(s->format);
+    if (!format.ok()) return Fail(format.status());
     Status at = ResolveTimestamp(s->qo.table_dir, s->timestamp, &s->qo.version);
     if (!at.ok()) return Fail(at);
-    auto r = QueryTable(s->qo, std::cout);
-    return r.ok() ? 0 : Fail(r.status());
+    return PrintQuery(s->qo, *format);
   }});
 }
 
@@ -206,7 +210,7 @@ void AddCat(CLI::App& app, std::vector<Command>* out) {
   struct State {
     std::string path;
     std::string columns;
-    std::string format = "table";
+    std::string format{RowFormatName(RowFormat::kTable)};
     CatOptions options;
   };
   auto s = std::make_shared<State>();
@@ -221,15 +225,18 @@ void AddCat(CLI::App& app, std::vector<Command>* out) {
       ->capture_default_str();
   out->push_back({cmd, [s]() -> int {
     s->options.columns = ColumnList(s->columns);
-    s->options.format = OutputFormat(s->format);
-    if (!NamesTable(s->path)) {
-      Status st = CatParquetFile(s->path, s->options, std::cout);
-      return st.ok() ? 0 : Fail(st);
+    auto format = ParseRowFormat(s->format);
+    if (!format.ok()) return Fail(format.status());
+    if (NamesTable(s->path)) {
+      return PrintQuery({.table_dir = s->path, .select = s->options.columns, .limit = s->options.limit,
+                         .offset = s->options.offset},
+                        *format);
     }
-    QueryOptions q{.table_dir = s->path, .select = s->options.columns, .limit = s->options.limit,
-                   .offset = s->options.offset, .format = s->options.format};
-    auto report = QueryTable(q, std::cout);
-    return report.ok() ? 0 : Fail(report.status());
+    auto rows = CatParquetRows(s->path, s->options);
+    if (!rows.ok()) return Fail(rows.status());
+    const std::string text = RowsText(*rows, *format);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
   }});
 }
 

@@ -280,7 +280,7 @@ Result<std::vector<CatColumn>> CatColumns(const ParquetReader& reader, const std
   return out;
 }
 
-// The values of `c` in row group g, as RowPrinter prints them.
+// The values of `c` in row group g, as CellText prints them.
 Result<ColumnValues> ReadCatColumn(const ParquetReader& reader, int g, const CatColumn& c) {
   if (!c.nested) {
     STOKE_ASSIGN_OR_RETURN(ColumnValues values, reader.ReadColumnChunk(g, c.leaf));
@@ -301,7 +301,7 @@ Result<ColumnValues> ReadCatColumn(const ParquetReader& reader, int g, const Cat
 
 }  // namespace
 
-Status CatParquetFile(const std::string& path, const CatOptions& options, std::ostream& out) {
+Result<TextRows> CatParquetRows(const std::string& path, const CatOptions& options) {
   STOKE_ASSIGN_OR_RETURN(StorageLocation where, ResolveStorageLocation(path));
   STOKE_ASSIGN_OR_RETURN(auto reader, ParquetReader::Open(*where.storage, where.path));
   STOKE_ASSIGN_OR_RETURN(const std::vector<CatColumn> columns, CatColumns(*reader, options.columns));
@@ -311,11 +311,12 @@ Status CatParquetFile(const std::string& path, const CatOptions& options, std::o
   }
   const int64_t begin = std::min(options.offset, reader->num_rows());
   const int64_t end = options.limit < 0 ? reader->num_rows() : std::min(reader->num_rows(), begin + options.limit);
-  std::vector<RowPrinter::Column> pcols;
+  std::vector<PrintedColumn> pcols;
+  TextRows out;
   for (const CatColumn& c : columns) {
     pcols.push_back({c.spec.name, c.spec.type, c.spec.is_string, c.spec.logical, c.spec.scale, c.nested});
+    out.columns.push_back(TextColumnOf(pcols.back()));
   }
-  RowPrinter printer(pcols, options.format);
   const auto& starts = reader->row_group_starts();
   for (int g = 0; g < reader->num_row_groups(); ++g) {
     int64_t g0 = starts[g], g1 = starts[g + 1];
@@ -330,14 +331,13 @@ Status CatParquetFile(const std::string& path, const CatOptions& options, std::o
       for (size_t s = 0; s < columns.size(); ++s) {
         bool present = values[s].defined.empty() || values[s].defined[r - g0];
         if (!present) continue;
-        if (r >= begin) row[s] = RowPrinter::CellText(pcols[s], values[s].values, next[s]);
+        if (r >= begin) row[s] = CellText(pcols[s], values[s].values, next[s]);
         ++next[s];
       }
-      if (r >= begin) printer.AddRow(std::move(row));
+      if (r >= begin) out.rows.push_back(std::move(row));
     }
   }
-  printer.Print(out);
-  return Status::OK();
+  return out;
 }
 
 }  // namespace stoke

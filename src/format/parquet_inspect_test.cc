@@ -51,26 +51,25 @@ std::string WriteNestedFile(const std::string& dir) {
   return path;
 }
 
-std::string Cat(const std::string& path, CatOptions options) {
-  std::ostringstream out;
-  Status s = CatParquetFile(path, options, out);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return out.str();
+// What `stoke cat` prints.
+std::string Cat(const std::string& path, const CatOptions& options, RowFormat format) {
+  auto rows = CatParquetRows(path, options);
+  EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+  return rows.ok() ? RowsText(*rows, format) : std::string();
 }
 
-TEST(CatParquetFile, PrintsNestedTopLevelFieldsWholeAndLeavesByTheirPaths) {
+TEST(CatParquetRows, PrintsNestedTopLevelFieldsWholeAndLeavesByTheirPaths) {
   std::string tmpl = std::filesystem::temp_directory_path() / "stoke_cat_XXXXXX";
   const std::string dir = mkdtemp(tmpl.data());
   const std::string path = WriteNestedFile(dir);
-  EXPECT_EQ(Cat(path, {.format = RowFormat::kJson}),
+  EXPECT_EQ(Cat(path, {}, RowFormat::kJson),
             "{\"id\":1,\"s\":{\"a\":7,\"b\":\"x\"},\"l\":[\"p\",\"q\"],\"m\":{\"k\":\"v\"}}\n"
             "{\"id\":2,\"s\":null,\"l\":[],\"m\":null}\n");
-  EXPECT_EQ(Cat(path, {.columns = {"m", "s.b"}, .limit = 1, .format = RowFormat::kJson}),
+  EXPECT_EQ(Cat(path, {.columns = {"m", "s.b"}, .limit = 1}, RowFormat::kJson),
             "{\"m\":{\"k\":\"v\"},\"s.b\":\"x\"}\n");
-  const std::string csv = Cat(path, {.columns = {"s"}, .format = RowFormat::kCsv});
+  const std::string csv = Cat(path, {.columns = {"s"}}, RowFormat::kCsv);
   EXPECT_NE(csv.find("{\"\"a\"\":7,\"\"b\"\":\"\"x\"\"}"), std::string::npos) << csv;  // quoted as CSV quotes
-  std::ostringstream out;
-  EXPECT_EQ(CatParquetFile(path, {.columns = {"nope"}}, out).code(), StatusCode::kNotFound);
+  EXPECT_EQ(CatParquetRows(path, {.columns = {"nope"}}).status().code(), StatusCode::kNotFound);
   std::filesystem::remove_all(dir);
 }
 

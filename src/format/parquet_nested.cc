@@ -705,7 +705,7 @@ Result<std::vector<ordered_json>> LeafJson(const ParquetReader& reader, size_t l
   spec.is_string = col.is_string;
   ColumnValues values{std::move(raw), {}};
   STOKE_RETURN_IF_ERROR(ConvertToColumnType(element, spec, &values, reader.path()));
-  const RowPrinter::Column printed{col.name, spec.type, spec.is_string, spec.logical, spec.scale};
+  const PrintedColumn printed{col.name, spec.type, spec.is_string, spec.logical, spec.scale};
   std::vector<ordered_json> out;
   out.reserve(values.num_values());
   std::visit(
@@ -716,16 +716,16 @@ Result<std::vector<ordered_json>> LeafJson(const ParquetReader& reader, size_t l
             out.emplace_back(v[i] != 0);
           } else if constexpr (std::is_floating_point_v<T>) {
             if (std::isfinite(v[i])) out.emplace_back(static_cast<double>(v[i]));
-            else out.emplace_back(RowPrinter::CellText(printed, values.values, i));  // "nan", "inf", "-inf"
+            else out.emplace_back(CellText(printed, values.values, i));  // "nan", "inf", "-inf"
           } else if constexpr (std::is_integral_v<T>) {
             if (spec.logical == LogicalType::kNone || spec.logical == LogicalType::kByte ||
                 spec.logical == LogicalType::kShort) {
               out.emplace_back(static_cast<int64_t>(v[i]));
             } else {
-              out.emplace_back(RowPrinter::CellText(printed, values.values, i));
+              out.emplace_back(CellText(printed, values.values, i));
             }
           } else {
-            out.emplace_back(RowPrinter::CellText(printed, values.values, i));
+            out.emplace_back(CellText(printed, values.values, i));
           }
         }
       },

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <md5.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "format/logical_value.h"
@@ -35,7 +37,7 @@ std::string BinaryCell(std::string_view bytes) {
   return fmt::format("md5:{} len:{}", hex, bytes.size());
 }
 
-std::string RowPrinter::CellText(const Column& column, const ValueVector& values, size_t index) {
+std::string CellText(const PrintedColumn& column, const ValueVector& values, size_t index) {
   switch (column.logical) {
     case LogicalType::kDate: return FormatDate(std::get<std::vector<int32_t>>(values)[index]);
     case LogicalType::kTimestamp:
@@ -60,74 +62,126 @@ std::string RowPrinter::CellText(const Column& column, const ValueVector& values
       values);
 }
 
-bool RowPrinter::IsText(size_t c) const {
-  const LogicalType l = columns_[c].logical;
-  if (l == LogicalType::kDate || l == LogicalType::kTimestamp || l == LogicalType::kTimestampNtz ||
-      l == LogicalType::kDecimal) {
-    return true;
+TextRows::Column TextColumnOf(const PrintedColumn& column) {
+  TextRows::Column c{column.name, CellKind::kText};
+  const LogicalType l = column.logical;
+  if (column.nested) {
+    c.kind = CellKind::kJson;
+  } else if (l == LogicalType::kDate || l == LogicalType::kTimestamp || l == LogicalType::kTimestampNtz ||
+             l == LogicalType::kDecimal || column.type == Type::kByteArray || column.type == Type::kFixedLenByteArray ||
+             column.type == Type::kInt96) {
+    c.kind = CellKind::kText;
+  } else if (column.type == Type::kBoolean) {
+    c.kind = CellKind::kBoolean;
+  } else if (column.type == Type::kFloat || column.type == Type::kDouble) {
+    c.kind = CellKind::kFloat;
+  } else {
+    c.kind = CellKind::kInteger;
   }
-  Type t = columns_[c].type;
-  return t == Type::kByteArray || t == Type::kFixedLenByteArray || t == Type::kInt96;
+  return c;
 }
 
-void RowPrinter::Print(std::ostream& out, const std::string& footer) const {
-  switch (format_) {
-    case RowFormat::kJson:
-      for (const auto& row : rows_) {
-        nlohmann::ordered_json j = nlohmann::ordered_json::object();
-        for (size_t c = 0; c < columns_.size(); ++c) {
-          const auto& cell = row[c];
-          const Column& col = columns_[c];
-          if (!cell) {
-            j[col.name] = nullptr;
-          } else if (col.nested) {
-            j[col.name] = nlohmann::ordered_json::parse(*cell, nullptr, false);  // stoke's own JSON text
-          } else if (IsText(c) || *cell == "nan" || *cell == "inf" || *cell == "-inf") {
-            j[col.name] = *cell;
-          } else if (col.type == Type::kBoolean) {
-            j[col.name] = *cell == "true";
-          } else if (col.type == Type::kFloat || col.type == Type::kDouble) {
-            j[col.name] = std::strtod(cell->c_str(), nullptr);  // keeps -0.0
-          } else {
-            j[col.name] = std::strtoll(cell->c_str(), nullptr, 10);
-          }
-        }
-        out << j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
-      }
-      break;
-    case RowFormat::kCsv: {
-      auto quote = [](const std::string& v) {
-        if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
-        std::string q = "\"";
-        for (char ch : v) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-        return q + "\"";
-      };
-      for (size_t c = 0; c < columns_.size(); ++c) out << (c ? "," : "") << quote(columns_[c].name);
-      out << "\n";
-      for (const auto& row : rows_) {
-        for (size_t c = 0; c < columns_.size(); ++c) out << (c ? "," : "") << quote(row[c].value_or(""));
-        out << "\n";
-      }
-      break;
-    }
-    case RowFormat::kTable: {
-      std::vector<size_t> width(columns_.size());
-      for (size_t c = 0; c < columns_.size(); ++c) {
-        width[c] = columns_[c].name.size();
-        for (const auto& row : rows_) width[c] = std::max(width[c], row[c] ? row[c]->size() : 4);
-      }
-      for (size_t c = 0; c < columns_.size(); ++c) out << (c ? "  " : "") << fmt::format("{:<{}}", columns_[c].name, width[c]);
-      out << "\n";
-      for (const auto& row : rows_) {
-        for (size_t c = 0; c < columns_.size(); ++c) {
-          out << (c ? "  " : "") << fmt::format(fmt::runtime(IsText(c) ? "{:<{}}" : "{:>{}}"), row[c].value_or("null"), width[c]);
-        }
-        out << "\n";
-      }
-      out << fmt::format("({} row{}{})\n", rows_.size(), rows_.size() == 1 ? "" : "s", footer);
-      break;
-    }
+std::string_view RowFormatName(RowFormat format) {
+  switch (format) {
+    case RowFormat::kTable: return "table";
+    case RowFormat::kCsv: return "csv";
+    case RowFormat::kJson: return "json";
   }
+  return "table";
+}
+
+Result<RowFormat> ParseRowFormat(std::string_view name) {
+  for (RowFormat f : {RowFormat::kTable, RowFormat::kCsv, RowFormat::kJson}) {
+    if (name == RowFormatName(f)) return f;
+  }
+  return Status::InvalidArgument(fmt::format("format: unknown value '{}' (expected one of table, csv, json)", name));
+}
+
+namespace {
+
+// One JSON object per row and line.
+void JsonLines(const TextRows& rows, std::string* out) {
+  for (const auto& row : rows.rows) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::object();
+    for (size_t c = 0; c < rows.columns.size(); ++c) {
+      const auto& cell = row[c];
+      const TextRows::Column& col = rows.columns[c];
+      if (!cell) {
+        j[col.name] = nullptr;
+      } else if (col.kind == CellKind::kJson) {
+        j[col.name] = nlohmann::ordered_json::parse(*cell, nullptr, false);  // stoke's own JSON text
+      } else if (col.kind == CellKind::kText || *cell == "nan" || *cell == "inf" || *cell == "-inf") {
+        j[col.name] = *cell;
+      } else if (col.kind == CellKind::kBoolean) {
+        j[col.name] = *cell == "true";
+      } else if (col.kind == CellKind::kFloat) {
+        j[col.name] = std::strtod(cell->c_str(), nullptr);  // keeps -0.0
+      } else {
+        j[col.name] = std::strtoll(cell->c_str(), nullptr, 10);
+      }
+    }
+    *out += j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    *out += "\n";
+  }
+}
+
+// RFC 4180 CSV with a header line.
+void Csv(const TextRows& rows, std::string* out) {
+  auto quote = [out](const std::string& v) {
+    if (v.find_first_of(",\"\n\r") == std::string::npos) {
+      *out += v;
+      return;
+    }
+    *out += '"';
+    for (char ch : v) *out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    *out += '"';
+  };
+  for (size_t c = 0; c < rows.columns.size(); ++c) {
+    if (c) *out += ',';
+    quote(rows.columns[c].name);
+  }
+  *out += "\n";
+  for (const auto& row : rows.rows) {
+    for (size_t c = 0; c < rows.columns.size(); ++c) {
+      if (c) *out += ',';
+      quote(row[c].value_or(""));
+    }
+    *out += "\n";
+  }
+}
+
+// Aligned columns under a header (text left, numbers right), then "(N rows<footer>)".
+void Table(const TextRows& rows, std::string_view footer, std::string* out) {
+  const auto& columns = rows.columns;
+  std::vector<size_t> width(columns.size());
+  for (size_t c = 0; c < columns.size(); ++c) {
+    width[c] = columns[c].name.size();
+    for (const auto& row : rows.rows) width[c] = std::max(width[c], row[c] ? row[c]->size() : 4);
+  }
+  for (size_t c = 0; c < columns.size(); ++c) *out += fmt::format("{}{:<{}}", c ? "  " : "", columns[c].name, width[c]);
+  *out += "\n";
+  for (const auto& row : rows.rows) {
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const bool left = columns[c].kind == CellKind::kText || columns[c].kind == CellKind::kJson;
+      *out += c ? "  " : "";
+      *out += fmt::format(fmt::runtime(left ? "{:<{}}" : "{:>{}}"), row[c].value_or("null"), width[c]);
+    }
+    *out += "\n";
+  }
+  const size_t n = rows.rows.size();
+  *out += fmt::format("({} row{}{})\n", n, n == 1 ? "" : "s", footer);
+}
+
+}  // namespace
+
+std::string RowsText(const TextRows& rows, RowFormat format, std::string_view footer) {
+  std::string out;
+  switch (format) {
+    case RowFormat::kJson: JsonLines(rows, &out); break;
+    case RowFormat::kCsv: Csv(rows, &out); break;
+    case RowFormat::kTable: Table(rows, footer, &out); break;
+  }
+  return out;
 }
 
 }  // namespace stoke

@@ -1,13 +1,12 @@
-// Printing rows of Parquet values as an aligned table, CSV, or JSON lines, the way `stoke cat` and
-// `stoke query` show them. Binary and tensor cells print as "md5:<hex> len:<bytes>" so any tool can
-// compare values; floats print in their shortest round-trip form; JSON has no NaN or infinity, so
-// those print as the strings "nan", "inf", "-inf"; invalid UTF-8 becomes U+FFFD in JSON.
+// Parquet values as the text cells of rows (TextRows, stoke/row_format.h), the way `stoke cat` and
+// `stoke query` show them, and those rows printed as an aligned table, CSV, or JSON lines. Binary
+// and tensor cells become "md5:<hex> len:<bytes>" so any tool can compare values; floats their
+// shortest round-trip form; JSON has no NaN or infinity, so those print as the strings "nan", "inf",
+// "-inf"; invalid UTF-8 becomes U+FFFD in JSON.
 #pragma once
 
-#include <optional>
-#include <ostream>
 #include <string>
-#include <vector>
+#include <string_view>
 
 #include "format/parquet_column.h"
 #include "stoke/row_format.h"
@@ -17,34 +16,21 @@ namespace stoke {
 // "md5:<32 hex digits> len:<n>".
 std::string BinaryCell(std::string_view bytes);
 
-// Collects rows, then prints them. Not thread-safe.
-class RowPrinter {
- public:
-  struct Column {
-    std::string name;
-    parquet::Type type = parquet::Type::kInt64;
-    bool is_string = false;  // BYTE_ARRAY printed as text rather than md5
-    // Dates and timestamps print in ISO-8601 and decimals exactly (strings in JSON, where a number
-    // would lose digits); see format/logical_value.h.
-    LogicalType logical = LogicalType::kNone;
-    int32_t scale = 0;       // kDecimal
-    bool nested = false;     // BYTE_ARRAY holding JSON text (a struct, array or map): as JSON in JSON output
-  };
-  RowPrinter(std::vector<Column> columns, RowFormat format) : columns_(std::move(columns)), format_(format) {}
-
-  // Appends the cell text of value `index` of `values` (a present value) or null.
-  static std::string CellText(const Column& column, const ValueVector& values, size_t index);
-  // Adds one row: one cell per column, nullopt for null.
-  void AddRow(std::vector<std::optional<std::string>> cells) { rows_.push_back(std::move(cells)); }
-  size_t rows() const { return rows_.size(); }
-  // Prints everything added (table format ends with a "(N rows)" line, `footer` appended to it).
-  void Print(std::ostream& out, const std::string& footer = "") const;
-
- private:
-  bool IsText(size_t c) const;
-  std::vector<Column> columns_;
-  RowFormat format_;
-  std::vector<std::vector<std::optional<std::string>>> rows_;
+// A column of Parquet values, as its cells print.
+struct PrintedColumn {
+  std::string name;
+  parquet::Type type = parquet::Type::kInt64;
+  bool is_string = false;  // BYTE_ARRAY printed as text rather than md5
+  // Dates and timestamps print in ISO-8601 and decimals exactly (strings in JSON, where a number
+  // would lose digits); see format/logical_value.h.
+  LogicalType logical = LogicalType::kNone;
+  int32_t scale = 0;       // kDecimal
+  bool nested = false;     // BYTE_ARRAY holding JSON text (a struct, array or map): as JSON in JSON output
 };
+
+// The text of value `index` of `values` (a present value) of `column`.
+std::string CellText(const PrintedColumn& column, const ValueVector& values, size_t index);
+// The column as TextRows holds it: its name and the kind of its cells.
+TextRows::Column TextColumnOf(const PrintedColumn& column);
 
 }  // namespace stoke

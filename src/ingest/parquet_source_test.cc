@@ -81,13 +81,12 @@ class ParquetSourceTest : public ::testing::Test {
     return o;
   }
   std::string Query(const std::string& select, const std::string& where = "") {
-    std::ostringstream out;
-    QueryOptions q{.table_dir = table_, .where = where, .select = {}, .format = RowFormat::kCsv};
+    QueryOptions q{.table_dir = table_, .where = where, .select = {}};
     std::stringstream names(select);
     for (std::string c; std::getline(names, c, ',');) q.select.push_back(c);
-    auto r = QueryTable(q, out);
+    auto r = QueryTableRows(q);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return out.str();
+    return r.ok() ? QueryRowsText(*r, RowFormat::kCsv) : std::string();
   }
   std::optional<TemporaryDirectory> tmp_;
   std::string src_, table_;

@@ -1074,13 +1074,13 @@ TEST_F(IngestTest, PartitionsByALabelColumnAndKeepsPartitionsThroughOptimize) {
   append.partition_by = "x";
   EXPECT_EQ(IngestSources(append).status().code(), StatusCode::kInvalidArgument);
 
-  QueryOptions q;
+  testing_support::PrintedQuery q;
   q.table_dir = table_;
   q.where = "label = 1";
   q.select = {"id", "label"};
   q.format = RowFormat::kCsv;
   std::ostringstream out;
-  auto qr = QueryTable(q, out);
+  auto qr = testing_support::PrintQuery(q, out);
   ASSERT_TRUE(qr.ok()) << qr.status().ToString();
   EXPECT_EQ(qr->rows, 8);
   EXPECT_EQ(qr->files_scanned, 4);  // label=0 files skipped from their partition values
@@ -1099,7 +1099,7 @@ TEST_F(IngestTest, PartitionsByALabelColumnAndKeepsPartitionsThroughOptimize) {
   }
   std::ostringstream count;
   q.count_only = true;
-  ASSERT_TRUE(QueryTable(q, count).ok());
+  ASSERT_TRUE(testing_support::PrintQuery(q, count).ok());
   EXPECT_EQ(count.str(), "8\n");
   EXPECT_EQ(Rows().size(), 16u);
 }

@@ -48,11 +48,9 @@ class ParquetDatasetTest : public ::testing::Test {
     WriteDataFile(p.parent_path().string(), p.filename().string(), first, n, n);
   }
   std::string Query(const std::string& location, const std::string& where = "") {
-    std::ostringstream out;
-    QueryOptions o{.table_dir = location, .where = where, .select = {"id"}, .format = RowFormat::kCsv};
-    auto r = QueryTable(o, out);
+    auto r = QueryTableRows({.table_dir = location, .where = where, .select = {"id"}});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return out.str();
+    return r.ok() ? QueryRowsText(*r, RowFormat::kCsv) : std::string();
   }
   std::optional<TemporaryDirectory> tmp_;
   std::string dir_;

@@ -220,19 +220,19 @@ DType ScalarDType(parquet::Type type) { return DTypeOfPhysicalType(type).value_o
 
 }  // namespace
 
-Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
+Result<QueryRows> QueryTableRows(const QueryOptions& o) {
   STOKE_ASSIGN_OR_RETURN(Scan s, PrepareScan(o));
   const TableView& t = s.t;
-  std::vector<RowPrinter::Column> pcols;
+  std::vector<PrintedColumn> pcols;
+  QueryRows result;
+  result.counted = o.count_only;
   for (size_t c : s.selected) {
     const ColumnSpec& spec = t.columns[c];
     pcols.push_back({spec.name, spec.type, spec.is_string, spec.logical, spec.scale, spec.nested()});
+    result.rows.columns.push_back(TextColumnOf(pcols.back()));
   }
-  RowPrinter printer(pcols, o.format);
-
-  QueryReport report;
   AlignedBuffer cell;
-  STOKE_RETURN_IF_ERROR(ScanMatches(s, o, &report, [&](const MatchedRows& m) -> Status {
+  STOKE_RETURN_IF_ERROR(ScanMatches(s, o, &result.report, [&](const MatchedRows& m) -> Status {
     // Index of each row's value among the present values, per selected scalar column.
     std::vector<std::vector<int64_t>> value_index(s.selected.size());
     for (size_t k = 0; k < s.selected.size(); ++k) {
@@ -253,23 +253,22 @@ Result<QueryReport> QueryTable(const QueryOptions& o, std::ostream& out) {
           STOKE_RETURN_IF_ERROR(st);
           row[k] = BinaryCell(AsChars(cell.view()));
         } else if (value_index[k][r] >= 0) {
-          row[k] = RowPrinter::CellText(pcols[k], m.decoded.at(t.columns[c].name).values,
-                                        static_cast<size_t>(value_index[k][r]));
+          row[k] = CellText(pcols[k], m.decoded.at(t.columns[c].name).values, static_cast<size_t>(value_index[k][r]));
         }
       }
-      printer.AddRow(std::move(row));
+      result.rows.rows.push_back(std::move(row));
     }
     return Status::OK();
   }));
-  if (o.count_only) {
-    out << report.rows << "\n";
-  } else {
-    printer.Print(out, o.format == RowFormat::kTable
-                           ? fmt::format("; scanned {} of {} files, {} of their {} row groups", report.files_scanned,
-                                         report.files_total, report.row_groups_scanned, report.row_groups_total)
-                           : "");
-  }
-  return report;
+  return result;
+}
+
+std::string QueryRowsText(const QueryRows& rows, RowFormat format) {
+  if (rows.counted) return fmt::format("{}\n", rows.report.rows);
+  const QueryReport& r = rows.report;
+  return RowsText(rows.rows, format,
+                  fmt::format("; scanned {} of {} files, {} of their {} row groups", r.files_scanned, r.files_total,
+                              r.row_groups_scanned, r.row_groups_total));
 }
 
 namespace {

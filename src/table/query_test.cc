@@ -15,18 +15,20 @@ namespace stoke {
 namespace {
 
 using testing_support::TensorOf;
+using testing_support::PrintedQuery;
+using testing_support::PrintQuery;
 using testing_support::TestTable;
 
 TEST(Query, FiltersWithFileAndRowGroupSkipping) {
   TestTable t;
   for (int64_t f = 0; f < 5; ++f) t.AppendFile(f * 100, 100, 25);  // 5 files of 4 row groups
-  QueryOptions q;
+  PrintedQuery q;
   q.table_dir = t.dir();
   q.where = "id >= 110 AND id < 140 AND label = 1";
   q.select = {"id", "name", "t"};
   q.format = RowFormat::kCsv;
   std::ostringstream out;
-  auto r = QueryTable(q, out);
+  auto r = PrintQuery(q, out);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->files_scanned, 1);
   EXPECT_EQ(r->row_groups_scanned, 2);  // rows 100..124 and 125..149
@@ -38,28 +40,28 @@ TEST(Query, FiltersWithFileAndRowGroupSkipping) {
   q.where = "name IS NULL";
   q.count_only = true;
   std::ostringstream count;
-  r = QueryTable(q, count);
+  r = PrintQuery(q, count);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(count.str(), "125\n");
 
   q.where = "label = 'x'";
   std::ostringstream bad;
-  EXPECT_EQ(QueryTable(q, bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(PrintQuery(q, bad).status().code(), StatusCode::kInvalidArgument);
   q.where = "";
   q.select = {"nope"};
-  EXPECT_EQ(QueryTable(q, bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(PrintQuery(q, bad).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(Query, TimeTravelsAndLimits) {
   TestTable t;
   t.AppendFile(0, 10);
   t.AppendFile(10, 10);
-  QueryOptions q;
+  PrintedQuery q;
   q.table_dir = t.dir();
   q.count_only = true;
   q.version = 0;
   std::ostringstream out;
-  ASSERT_TRUE(QueryTable(q, out).ok());
+  ASSERT_TRUE(PrintQuery(q, out).ok());
   EXPECT_EQ(out.str(), "10\n");
   q.count_only = false;
   q.version.reset();
@@ -67,7 +69,7 @@ TEST(Query, TimeTravelsAndLimits) {
   q.select = {"id"};
   q.format = RowFormat::kJson;
   std::ostringstream rows;
-  auto r = QueryTable(q, rows);
+  auto r = PrintQuery(q, rows);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(rows.str(), "{\"id\":0}\n{\"id\":1}\n{\"id\":2}\n");
 }
@@ -76,7 +78,7 @@ TEST(Query, ColumnsHoldTheRowsQueryPrints) {
   TestTable t(8);
   t.AppendFile(0, 30, 10);
   t.AppendFile(30, 30, 10);
-  QueryOptions q;
+  PrintedQuery q;
   q.table_dir = t.dir();
   q.where = "id >= 25 AND id < 41";  // rows from both files, several row groups
   q.select = {"t", "id", "name", "label"};
@@ -120,7 +122,7 @@ TEST(Query, ColumnsHoldTheRowsQueryPrints) {
   q.format = RowFormat::kCsv;
   q.limit = 5;
   std::ostringstream printed;
-  ASSERT_TRUE(QueryTable(q, printed).ok());
+  ASSERT_TRUE(PrintQuery(q, printed).ok());
   EXPECT_EQ(printed.str(), "id\n25\n26\n27\n28\n29\n");
   r = QueryTableColumns(q);
   ASSERT_TRUE(r.ok());
@@ -146,13 +148,13 @@ TEST(Query, CountsFromAddStatisticsWithoutOpeningDecidedFiles) {
   TestTable t;
   // Files of ids [0,10), [10,20), ...: each file's id range is in its add statistics.
   for (int64_t f = 0; f < 6; ++f) t.AppendFile(f * 10, 10, 5);
-  QueryOptions q;
+  PrintedQuery q;
   q.table_dir = t.dir();
   q.count_only = true;
   std::ostringstream out;
 
   q.where = "id >= 20 AND id < 50";  // files 2, 3, 4 hold only matches; the others none
-  auto r = QueryTable(q, out);
+  auto r = PrintQuery(q, out);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->rows, 30);
   EXPECT_EQ(r->files_counted_from_stats, 3);
@@ -160,7 +162,7 @@ TEST(Query, CountsFromAddStatisticsWithoutOpeningDecidedFiles) {
 
   q.where = "id >= 25 AND id < 50";  // file 2 straddles: opened; its first row group (20..24) is decided by
                                      // the row-group statistics too, the second (25..29) counted from them
-  r = QueryTable(q, out);
+  r = PrintQuery(q, out);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->rows, 25);
   EXPECT_EQ(r->files_counted_from_stats, 2);
@@ -168,14 +170,14 @@ TEST(Query, CountsFromAddStatisticsWithoutOpeningDecidedFiles) {
   EXPECT_EQ(r->row_groups_scanned, 0);
 
   q.where = "label = 1";  // labels 0..2 in every file: every file must be read
-  r = QueryTable(q, out);
+  r = PrintQuery(q, out);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->rows, 20);
   EXPECT_EQ(r->files_counted_from_stats, 0);
   EXPECT_EQ(r->files_scanned, 6);
 
   q.where = "";  // no predicate: numRecords answers
-  r = QueryTable(q, out);
+  r = PrintQuery(q, out);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->rows, 60);
   EXPECT_EQ(r->files_counted_from_stats, 6);
@@ -184,11 +186,11 @@ TEST(Query, CountsFromAddStatisticsWithoutOpeningDecidedFiles) {
   for (const char* where : {"id >= 25 AND id < 50", "label = 1", "name IS NULL", "id IN (3, 17, 59) OR label = 2"}) {
     q.where = where;
     q.count_only = true;
-    auto counted = QueryTable(q, out);
+    auto counted = PrintQuery(q, out);
     ASSERT_TRUE(counted.ok()) << where;
     q.count_only = false;
     std::ostringstream rows;
-    auto listed = QueryTable(q, rows);
+    auto listed = PrintQuery(q, rows);
     ASSERT_TRUE(listed.ok()) << where;
     EXPECT_EQ(counted->rows, listed->rows) << where;
   }
@@ -282,9 +284,9 @@ class LogicalTypesTable {
   std::string dir_;
 };
 
-std::string QueryText(QueryOptions q) {
+std::string QueryText(PrintedQuery q) {
   std::ostringstream out;
-  auto r = QueryTable(q, out);
+  auto r = PrintQuery(q, out);
   if (!r.ok()) return "ERROR " + r.status().ToString();
   return out.str();
 }
@@ -292,7 +294,7 @@ std::string QueryText(QueryOptions q) {
 TEST(Query, DatesTimestampsAndDecimalsPrintInIso8601AndExactly) {
   LogicalTypesTable t;
   t.Build();
-  QueryOptions q;
+  PrintedQuery q;
   q.table_dir = t.dir();
   q.format = RowFormat::kCsv;
   EXPECT_EQ(QueryText(q),
@@ -312,7 +314,7 @@ TEST(Query, DatesTimestampsAndDecimalsPrintInIso8601AndExactly) {
 TEST(Query, WhereComparesDatesTimestampsAndDecimalsAndSkipsByTheirStatistics) {
   LogicalTypesTable t;
   t.Build();
-  QueryOptions q;
+  PrintedQuery q;
   q.table_dir = t.dir();
   q.format = RowFormat::kCsv;
   q.select = {"id"};
@@ -330,12 +332,12 @@ TEST(Query, WhereComparesDatesTimestampsAndDecimalsAndSkipsByTheirStatistics) {
   q.where = "part > '2024-01-01'";
   q.count_only = true;
   std::ostringstream out;
-  auto r = QueryTable(q, out);
+  auto r = PrintQuery(q, out);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(out.str(), "3\n");
   EXPECT_EQ(r->files_scanned, 0);
   q.where = "d > DATE '2024-02-01'";  // stoke's add stats leave dates out: the row groups' decide
-  r = QueryTable(q, out);
+  r = PrintQuery(q, out);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->rows, 0);
   EXPECT_EQ(r->row_groups_scanned, 0);
@@ -344,7 +346,7 @@ TEST(Query, WhereComparesDatesTimestampsAndDecimalsAndSkipsByTheirStatistics) {
 TEST(Query, ColumnsOfDatesTimestampsAndDecimals) {
   LogicalTypesTable t;
   t.Build();
-  QueryOptions q;
+  PrintedQuery q;
   q.table_dir = t.dir();
   q.select = {"d", "ts", "price"};
   auto r = QueryTableColumns(q);
@@ -378,17 +380,17 @@ TEST(Query, RowsADeletionVectorDeletesVanishFromRowsAndCounts) {
   std::sort(deleted.begin(), deleted.end());
   testing_support::DeleteRows(t, "part-100.parquet", deleted);
   const int64_t live = 200 - static_cast<int64_t>(deleted.size());  // 200 - 25 = 175
-  QueryOptions q;
+  PrintedQuery q;
   q.table_dir = t.dir();
   q.count_only = true;
   std::ostringstream count;
-  auto r = QueryTable(q, count);
+  auto r = PrintQuery(q, count);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(count.str(), fmt::format("{}\n", live));
   EXPECT_EQ(r->files_scanned, 0);  // numRecords less the DV's cardinality
   EXPECT_EQ(r->files_counted_from_stats, 2);
   q.where = "id >= 100 AND id < 130";  // the second file's first row group: one live row (107), then 5
-  r = QueryTable(q, count);
+  r = PrintQuery(q, count);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->rows, 1 + 5);
   q.count_only = false;
@@ -396,7 +398,7 @@ TEST(Query, RowsADeletionVectorDeletesVanishFromRowsAndCounts) {
   q.format = RowFormat::kCsv;
   q.where = "id >= 100 AND id < 110 OR id = 160 OR id = 161";
   std::ostringstream rows;
-  ASSERT_TRUE(QueryTable(q, rows).ok());
+  ASSERT_TRUE(PrintQuery(q, rows).ok());
   EXPECT_EQ(rows.str(), "id\n107\n161\n");
   q.where = "";
   auto cols = QueryTableColumns(q);
@@ -443,7 +445,7 @@ TEST(Query, StructsArraysAndMapsPrintAsJsonAndReadAsColumns) {
   add.size = static_cast<int64_t>(std::filesystem::file_size(dir + "/part-0.parquet"));
   delta::DeltaLog log(LocalStorage(), dir);
   ASSERT_TRUE(log.Commit(-1, {delta::Protocol{}, m, add}, delta::CommitKind::kExclusive, "WRITE", {}).ok());
-  QueryOptions q;
+  PrintedQuery q;
   q.table_dir = dir;
   q.format = RowFormat::kJson;
   EXPECT_EQ(QueryText(q), "{\"id\":1,\"s\":{\"b\":\"x\",\"a\":7},\"xs\":[1,2],\"m\":{\"k\":3}}\n"
@@ -529,7 +531,7 @@ TEST(Query, ColumnMappingReadsPhysicalNamesAndFieldIdsUnderTheSchemasNames) {
   for (const std::string mode : {"name", "id"}) {
     SCOPED_TRACE(mode);
     MappedTable t(mode);
-    QueryOptions q;
+    PrintedQuery q;
     q.table_dir = t.dir();
     q.format = RowFormat::kCsv;
     EXPECT_EQ(QueryText(q), "id,name,part\n1,a,p1\n2,b,p1\n3,c,p1\n");
@@ -539,7 +541,7 @@ TEST(Query, ColumnMappingReadsPhysicalNamesAndFieldIdsUnderTheSchemasNames) {
     q.where = "id > 3";
     q.count_only = true;
     std::ostringstream out;
-    auto r = QueryTable(q, out);
+    auto r = PrintQuery(q, out);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->rows, 0);
     EXPECT_EQ(r->files_scanned, 0);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "io/storage.h"
 #include "table/scan.h"
 #include "table/delta_log.h"
+#include "stoke/table.h"
 
 namespace stoke::testing_support {
 
@@ -197,6 +199,18 @@ inline std::vector<std::tuple<int64_t, int32_t, std::string, std::string>> AllRo
   }
   std::sort(rows.begin(), rows.end());
   return rows;
+}
+
+// A query and the form its rows print in, as `stoke query --format` takes them.
+struct PrintedQuery : QueryOptions {
+  RowFormat format = RowFormat::kTable;
+};
+
+// Prints what `stoke query` prints for `q` (QueryTableRows, QueryRowsText) to `out`; the report.
+inline Result<QueryReport> PrintQuery(const PrintedQuery& q, std::ostream& out) {
+  STOKE_ASSIGN_OR_RETURN(QueryRows rows, QueryTableRows(q));
+  out << QueryRowsText(rows, q.format);
+  return rows.report;
 }
 
 }  // namespace stoke::testing_support
