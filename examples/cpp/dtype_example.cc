@@ -43,8 +43,8 @@ stoke::Status Example(const std::string& dir) {
                                         volume.shape == std::vector<int64_t>{8, 8, 4, 2},
                                         "float32 volumes of [8, 8, 4, 2]"));
   // Names are NumPy's, and read back.
-  STOKE_ASSIGN_OR_RETURN(stoke::DType half, stoke::DTypeFromName("float16"));
-  return example::Expect(stoke::DTypeSize(half) == 2 && !stoke::DTypeFromName("float128").ok(),
+  STOKE_ASSIGN_OR_RETURN(stoke::DType half, stoke::ParseDType("float16"));
+  return example::Expect(stoke::DTypeSize(half) == 2 && !stoke::ParseDType("float128").ok(),
                          "float16 of 2 bytes and no float128");
 }
 

@@ -32,7 +32,7 @@ enum class DType : uint8_t {
 // "bool", "int8", ..., "uint64", "float16", "float32", "float64", "bfloat16".
 std::string_view DTypeName(DType dtype);
 // The DType named `name` (as DTypeName spells it); InvalidArgument listing the names otherwise.
-Result<DType> DTypeFromName(std::string_view name);
+Result<DType> ParseDType(std::string_view name);
 // Bytes per element: 1, 2, 4 or 8.
 size_t DTypeSize(DType dtype);
 
@@ -51,5 +51,10 @@ enum class ColumnKind {
   kNested,     // a struct, array or map per row as JSON text (objects, arrays; leaves as kString's,
                // kDecimal's and ISO-8601 text), in its `strings`
 };
+
+// "scalar", "string", "binary", "tensor", "date", "timestamp", "decimal" or "nested".
+std::string_view ColumnKindName(ColumnKind kind);
+// The kind of that name; InvalidArgument "column kind: unknown value ..." otherwise.
+Result<ColumnKind> ParseColumnKind(std::string_view name);
 
 }  // namespace stoke

@@ -148,7 +148,7 @@ struct TransformSpec {
 // "to_tensor"; "unknown" otherwise.
 std::string_view TransformKindName(TransformSpec::Kind kind);
 // The kind named `name` (as above); InvalidArgument listing the names otherwise.
-Result<TransformSpec::Kind> TransformKindFromName(std::string_view name);
+Result<TransformSpec::Kind> ParseTransformKind(std::string_view name);
 // A transform written as text (`stoke bench load --transform`): KIND[:ARG[,ARG...]], each ARG
 // key=value or, first, a bare value for the kind's main key (size for random_resized_crop, resize,
 // center_crop and random_crop; p for the flips; dtype for cast and to_tensor). Sizes are N or HxW;

@@ -19,6 +19,11 @@ enum class DescriptionFormat {
   kJson,  // one JSON document
 };
 
+// "text" or "json".
+std::string_view DescriptionFormatName(DescriptionFormat format);
+// The format of that name; InvalidArgument "description format: unknown value ..." otherwise.
+Result<DescriptionFormat> ParseDescriptionFormat(std::string_view name);
+
 // The one "no limit" of every `limit` (QueryOptions, CatOptions, TableHistory): a limit of 0 asks
 // for nothing, and a negative limit other than this is an error.
 inline constexpr int64_t kNoLimit = -1;
@@ -45,6 +50,11 @@ enum class CellKind {
              // decimals exactly (JSON: a string; table: left-aligned)
   kJson,     // a struct, list or map as JSON text (JSON: that value)
 };
+
+// "integer", "float", "boolean", "text" or "json".
+std::string_view CellKindName(CellKind kind);
+// The kind of that name; InvalidArgument "cell kind: unknown value ..." otherwise.
+Result<CellKind> ParseCellKind(std::string_view name);
 
 // Rows of named columns, every cell as text.
 struct TextRows {

@@ -163,6 +163,10 @@ class [[nodiscard]] Result {
   std::variant<Status, T> v_;
 };
 
+// The code that StatusCodeName calls `name` ("not found"); InvalidArgument "status code: unknown
+// value ..." otherwise.
+Result<StatusCode> ParseStatusCode(std::string_view name);
+
 }  // namespace stoke
 
 #define STOKE_CONCAT_INNER(a, b) a##b

@@ -29,7 +29,7 @@ py::dtype NumpyDType(stoke::DType dtype);
 // words naming the column when numpy cannot hold that many dimensions (numpy's own error names none).
 void CheckNumpyDims(const std::string& column, size_t sample_dims);
 
-// The value of a parse (ParseCodec, DTypeFromName, ...), or its error raised (ValueError).
+// The value of a parse (ParseCodec, ParseDType, ...), or its error raised (ValueError).
 template <typename T>
 T Parsed(stoke::Result<T> r) {
   if (!r.ok()) ThrowStatus(r.status());

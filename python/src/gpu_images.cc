@@ -32,7 +32,7 @@ py::tuple GpuImagesShape(const Records& records) {
 void FinishOnDevice(uintptr_t records, size_t record_bytes, const std::string& dtype, const std::vector<int64_t>& shape,
                     uintptr_t out, uintptr_t stream, int device) {
   stoke::GpuImagesShape s;
-  s.dtype = Parsed(stoke::DTypeFromName(dtype));
+  s.dtype = Parsed(stoke::ParseDType(dtype));
   s.shape = shape;
   s.num_bytes = stoke::DTypeSize(s.dtype);
   for (int64_t d : shape) s.num_bytes *= static_cast<size_t>(d);

@@ -78,7 +78,7 @@ void RaisePendingSignals() {
 
 namespace {
 
-stoke::DType ParseDType(const std::string& name) { return Parsed(stoke::DTypeFromName(name)); }
+stoke::DType ParseDType(const std::string& name) { return Parsed(stoke::ParseDType(name)); }
 
 // One transform from its dict form, e.g. {"kind": "random_flip", "axes": [0, 1], "p": 0.5}.
 stoke::TransformSpec ParseTransform(const py::handle& obj) {
@@ -92,7 +92,7 @@ stoke::TransformSpec ParseTransform(const py::handle& obj) {
   using K = stoke::TransformSpec::Kind;
   stoke::TransformSpec t;
   {
-    auto kind = stoke::TransformKindFromName(kind_name);
+    auto kind = stoke::ParseTransformKind(kind_name);
     if (!kind.ok()) throw py::value_error("transforms: " + kind.status().message());
     t.kind = *kind;
   }

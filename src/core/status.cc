@@ -22,6 +22,18 @@ std::string_view StatusCodeName(StatusCode code) {
   return "unknown";
 }
 
+Result<StatusCode> ParseStatusCode(std::string_view name) {
+  std::string known;
+  for (int c = static_cast<int>(StatusCode::kOk); c <= static_cast<int>(StatusCode::kInternal); ++c) {
+    const std::string_view n = StatusCodeName(static_cast<StatusCode>(c));
+    if (n == name) return static_cast<StatusCode>(c);
+    known += known.empty() ? "" : ", ";
+    known += n;
+  }
+  return Status::InvalidArgument("status code: unknown value '" + std::string(name) + "' (expected one of " + known +
+                                 ")");
+}
+
 std::string Status::ToString() const {
   if (ok()) return "OK";
   std::string out(StatusCodeName(code_));

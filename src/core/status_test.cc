@@ -61,3 +61,22 @@ TEST(StatusDeathTest, ValueOfAnErrorAbortsWithTheStatusMessage) {
 
 }  // namespace
 }  // namespace stoke
+
+namespace stoke {
+namespace {
+
+TEST(StatusCodes, EveryNameReadsBack) {
+  for (int c = static_cast<int>(StatusCode::kOk); c <= static_cast<int>(StatusCode::kInternal); ++c) {
+    const auto code = static_cast<StatusCode>(c);
+    auto parsed = ParseStatusCode(StatusCodeName(code));
+    ASSERT_TRUE(parsed.ok()) << StatusCodeName(code);
+    EXPECT_EQ(*parsed, code);
+  }
+  auto bad = ParseStatusCode("oops");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message().rfind("status code: unknown value 'oops' (expected one of OK, invalid argument,", 0),
+            0u);
+}
+
+}  // namespace
+}  // namespace stoke

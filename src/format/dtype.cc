@@ -24,12 +24,29 @@ std::optional<DType> DTypeOfPhysicalType(parquet::Type type) {
 
 size_t DTypeSize(DType dtype) { return kSizes[static_cast<size_t>(dtype)]; }
 
-Result<DType> DTypeFromName(std::string_view name) {
+Result<DType> ParseDType(std::string_view name) {
   for (size_t i = 0; i < std::size(kNames); ++i) {
     if (kNames[i] == name) return static_cast<DType>(i);
   }
   return Status::InvalidArgument(fmt::format("unknown dtype '{}' (expected one of bool, int8..int64, "
                                              "uint8..uint64, float16, float32, float64, bfloat16)", name));
+}
+
+namespace {
+constexpr std::string_view kColumnKindNames[] = {"scalar", "string",    "binary",  "tensor",
+                                                 "date",   "timestamp", "decimal", "nested"};
+}  // namespace
+
+std::string_view ColumnKindName(ColumnKind kind) { return kColumnKindNames[static_cast<size_t>(kind)]; }
+
+Result<ColumnKind> ParseColumnKind(std::string_view name) {
+  for (size_t i = 0; i < std::size(kColumnKindNames); ++i) {
+    if (kColumnKindNames[i] == name) return static_cast<ColumnKind>(i);
+  }
+  return Status::InvalidArgument(fmt::format(
+      "column kind: unknown value '{}' (expected one of scalar, string, binary, tensor, date, timestamp, decimal, "
+      "nested)",
+      name));
 }
 
 }  // namespace stoke

@@ -110,7 +110,7 @@ Result<std::map<std::string, TensorSpec>> TensorSpecsFromJson(std::string_view j
       return bad(fmt::format("column '{}' needs a string \"dtype\" and an array \"shape\"", it.key()));
     }
     TensorSpec spec;
-    auto dtype = DTypeFromName(v["dtype"].get<std::string>());
+    auto dtype = ParseDType(v["dtype"].get<std::string>());
     if (!dtype.ok()) return bad(dtype.status().message());
     spec.dtype = *dtype;
     int64_t elements = 1;

@@ -1,6 +1,7 @@
 #include "format/row_printer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <md5.h>
 
 #include <algorithm>
@@ -81,21 +82,38 @@ TextRows::Column TextColumnOf(const PrintedColumn& column) {
   return c;
 }
 
-std::string_view RowFormatName(RowFormat format) {
-  switch (format) {
-    case RowFormat::kTable: return "table";
-    case RowFormat::kCsv: return "csv";
-    case RowFormat::kJson: return "json";
+namespace {
+
+constexpr std::string_view kRowFormatNames[] = {"table", "csv", "json"};
+constexpr std::string_view kDescriptionFormatNames[] = {"text", "json"};
+constexpr std::string_view kCellKindNames[] = {"integer", "float", "boolean", "text", "json"};
+
+// The enum value named `name` in `names` (indexed by value), or InvalidArgument naming `what`.
+template <typename E, size_t N>
+Result<E> ParseName(std::string_view name, const std::string_view (&names)[N], std::string_view what) {
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<E>(i);
   }
-  return "table";
+  return Status::InvalidArgument(
+      fmt::format("{}: unknown value '{}' (expected one of {})", what, name, fmt::join(names, ", ")));
 }
 
+}  // namespace
+
+std::string_view RowFormatName(RowFormat format) { return kRowFormatNames[static_cast<size_t>(format)]; }
 Result<RowFormat> ParseRowFormat(std::string_view name) {
-  for (RowFormat f : {RowFormat::kTable, RowFormat::kCsv, RowFormat::kJson}) {
-    if (name == RowFormatName(f)) return f;
-  }
-  return Status::InvalidArgument(fmt::format("format: unknown value '{}' (expected one of table, csv, json)", name));
+  return ParseName<RowFormat>(name, kRowFormatNames, "format");
 }
+
+std::string_view DescriptionFormatName(DescriptionFormat format) {
+  return kDescriptionFormatNames[static_cast<size_t>(format)];
+}
+Result<DescriptionFormat> ParseDescriptionFormat(std::string_view name) {
+  return ParseName<DescriptionFormat>(name, kDescriptionFormatNames, "description format");
+}
+
+std::string_view CellKindName(CellKind kind) { return kCellKindNames[static_cast<size_t>(kind)]; }
+Result<CellKind> ParseCellKind(std::string_view name) { return ParseName<CellKind>(name, kCellKindNames, "cell kind"); }
 
 namespace {
 

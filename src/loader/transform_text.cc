@@ -33,7 +33,7 @@ std::string_view TransformKindName(TransformSpec::Kind kind) {
   return "unknown";
 }
 
-Result<TransformSpec::Kind> TransformKindFromName(std::string_view name) {
+Result<TransformSpec::Kind> ParseTransformKind(std::string_view name) {
   std::string names;
   for (int k = 0; k <= static_cast<int>(Kind::kToTensor); ++k) {
     const std::string_view n = TransformKindName(static_cast<Kind>(k));
@@ -86,7 +86,7 @@ Result<TransformSpec> ParseTransformText(std::string_view text) {
   if (name == "hflip") {
     t.kind = Kind::kRandomHorizontalFlip;
   } else {
-    auto kind = TransformKindFromName(name);
+    auto kind = ParseTransformKind(name);
     if (!kind.ok()) return bad(kind.status().message());
     t.kind = *kind;
   }
@@ -120,7 +120,7 @@ Result<TransformSpec> ParseTransformText(std::string_view text) {
     } else if (key == "p") {
       ok = ParseNumber(value, &t.p);
     } else if (key == "dtype") {
-      auto d = DTypeFromName(value);
+      auto d = ParseDType(value);
       if (!d.ok()) return bad(d.status().message());
       t.dtype = *d;
     } else if (key == "mean") {

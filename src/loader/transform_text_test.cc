@@ -25,11 +25,11 @@ TEST(TransformKind, Names) {
   EXPECT_EQ(TransformKindName(Kind::kColorJitter), "color_jitter");
   EXPECT_EQ(TransformKindName(Kind::kToTensor), "to_tensor");
   for (int k = 0; k <= static_cast<int>(Kind::kToTensor); ++k) {
-    auto back = TransformKindFromName(TransformKindName(static_cast<Kind>(k)));
+    auto back = ParseTransformKind(TransformKindName(static_cast<Kind>(k)));
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, static_cast<Kind>(k));
   }
-  auto bad = TransformKindFromName("rotate");
+  auto bad = ParseTransformKind("rotate");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("random_resized_crop"), std::string::npos) << bad.status().message();
 }
