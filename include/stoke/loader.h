@@ -208,13 +208,13 @@ struct LoaderOptions {
   // kPread (a thread pool of pread calls).
   enum class Backend { kAuto, kIoUring, kPread };
   // Default: io_uring when the kernel allows it, else pread. Without O_DIRECT, kAuto also reads cached
-  // pages of uncompressed samples below 64 KiB at once, on the loader's producer thread and on the
-  // thread waiting in Next() for their batch (no hand-off per read: LoaderStats::reads_at_once;
-  // copied out of a read-only mapping of the file, with no system call, where the page cache holds
-  // them: LoaderStats::reads_mapped), and
-  // pages of 64 KiB up to 1 MiB on threads of their own (one more than the CPUs the process may use),
-  // which copy cached pages in parallel and checksum a sample while it is in their cache; pages not
-  // cached go to io_uring.
+  // pages of uncompressed samples at once, on the loader's producer thread and on the thread waiting
+  // in Next() for their batch (no hand-off per read: LoaderStats::reads_at_once): copied out of a
+  // read-only mapping of the file, with no system call, whatever their size, where the page cache
+  // holds them (LoaderStats::reads_mapped); else, below 64 KiB, with a system call. Pages of 64 KiB
+  // up to 1 MiB that are not copied out of a mapping go to threads of their own (one more than the
+  // CPUs the process may use), which copy cached pages in parallel and checksum a sample while it is
+  // in their cache; pages not cached go to io_uring.
   Backend backend = Backend::kAuto;
   // Default 1 MiB. Local files: reads of pages adjacent in one file are merged up to this size (0: never).
   int64_t coalesce_bytes = int64_t{1} << 20;
@@ -379,8 +379,9 @@ struct LoaderStats {
   // than the cache holds (docs/architecture.md, "Block shuffle over pages and row groups").
   int64_t pages_decoded = 0;
   // Reads done at once by the loader's producer and consumer threads instead of through the fetcher:
-  // small pages (below 64 KiB) of uncompressed samples that the page cache held, with the default
-  // backend (kAuto) and without O_DIRECT. 0 with the io_uring or pread backend.
+  // pages of uncompressed samples that the page cache held (of any size out of a mapping, else below
+  // 64 KiB), with the default backend (kAuto) and without O_DIRECT. 0 with the io_uring or pread
+  // backend.
   int64_t reads_at_once = 0;
   // Of reads_at_once, those copied out of a read-only mapping of the data file, with no system call:
   // pages the page cache held, of local files this process owns or may write (the kernel tells

@@ -59,7 +59,7 @@ struct QueryReport {
 struct QueryRows {
   QueryReport report;    // what the query did
   TextRows rows;         // the selected columns (all when options.select is empty), each matching row
-  bool counted = false;  // options.count_only: report.rows is the answer, and `rows` is empty
+  bool counted = false;  // options.count_only: report.rows is the answer, and `rows` holds no rows
 };
 
 // The matching rows as text cells (tensor and binary cells as "md5:<hex> len:<bytes>"); with

@@ -314,7 +314,8 @@ void AddBenchLoad(CLI::App* bench, std::vector<Command>* out) {
       ->transform(CLI::AsSizeValue(false))
       ->default_str("16GiB");
   bench_load->add_option("--backend", s->backend,
-                         "auto (io_uring; cached pages below 64 KiB read at once by the loader's threads, of 64 KiB to 1 MiB on threads of their own), io_uring or pread")
+                         "auto (io_uring; cached pages read at once by the loader's threads: out of a mapping at any size, else "
+                         "below 64 KiB; the rest of 64 KiB to 1 MiB on threads of their own), io_uring or pread")
       ->check(CLI::IsMember({"auto", "io_uring", "pread"}))
       ->capture_default_str();
   bench_load->add_flag("--cold", s->cold, "O_DIRECT reads: the page cache plays no part");

@@ -23,10 +23,15 @@ std::string_view StatusCodeName(StatusCode code) {
 }
 
 Result<StatusCode> ParseStatusCode(std::string_view name) {
+  // Every code, named in the list (the enum's order is free to change).
+  constexpr StatusCode kAll[] = {StatusCode::kOk,         StatusCode::kInvalidArgument, StatusCode::kNotFound,
+                                 StatusCode::kCorruption, StatusCode::kIOError,         StatusCode::kConflict,
+                                 StatusCode::kUnsupported, StatusCode::kAlreadyExists,  StatusCode::kCancelled,
+                                 StatusCode::kInternal};
   std::string known;
-  for (int c = static_cast<int>(StatusCode::kOk); c <= static_cast<int>(StatusCode::kInternal); ++c) {
-    const std::string_view n = StatusCodeName(static_cast<StatusCode>(c));
-    if (n == name) return static_cast<StatusCode>(c);
+  for (StatusCode c : kAll) {
+    const std::string_view n = StatusCodeName(c);
+    if (n == name) return c;
     known += known.empty() ? "" : ", ";
     known += n;
   }

@@ -66,8 +66,9 @@ namespace stoke {
 namespace {
 
 TEST(StatusCodes, EveryNameReadsBack) {
-  for (int c = static_cast<int>(StatusCode::kOk); c <= static_cast<int>(StatusCode::kInternal); ++c) {
-    const auto code = static_cast<StatusCode>(c);
+  for (StatusCode code : {StatusCode::kOk, StatusCode::kInvalidArgument, StatusCode::kNotFound, StatusCode::kCorruption,
+                          StatusCode::kIOError, StatusCode::kConflict, StatusCode::kUnsupported,
+                          StatusCode::kAlreadyExists, StatusCode::kCancelled, StatusCode::kInternal}) {
     auto parsed = ParseStatusCode(StatusCodeName(code));
     ASSERT_TRUE(parsed.ok()) << StatusCodeName(code);
     EXPECT_EQ(*parsed, code);

@@ -91,8 +91,9 @@ struct SlowCell {
 };
 
 // Slow-path cells decoded by one task, one after another (SampleDecoder::SubmitSlow): Slot::slow_cells
-// [begin, end), the cells of one cached page or of one decode unit (decode_units.h), so that the
-// worker that decodes the page copies its rows, and two workers never wait for each other's page.
+// [begin, end), the cells of one page (one file and offset) or of one decode unit (decode_units.h),
+// so that the worker that decodes a cached page copies its rows, and two workers do not wait for
+// each other's page.
 struct SlowRun {
   Slot* slot = nullptr;
   uint32_t begin = 0;

@@ -63,7 +63,8 @@ struct FetchResult {
 // kAuto: buffered reads from this size up to 1 MiB go to the reading threads (HybridBackend).
 // Copied inline, a 115 KB or 360 KB page kept the submitting thread copying while the other cores
 // idled; below this size the hand-off to a thread costs more than the copy (16 KiB pages: no gain).
-// The loader reads cached pages below it at once, without the fetcher (kReadNowBytes).
+// The loader reads cached pages below it at once with a system call where it does not copy them out of
+// a mapping, without the fetcher (kReadNowBytes).
 inline constexpr uint64_t kParallelReadBytes = uint64_t{64} << 10;
 
 struct FetcherOptions {

@@ -186,7 +186,7 @@ class Loader::Impl {
   std::unique_ptr<ReadPlanner> planner_;
   BatchQueue queue_;
   std::unique_ptr<SampleDecoder> decoder_;
-  std::unique_ptr<MappedReads> mapped_;  // with reads_now_: small cached reads out of mappings
+  std::unique_ptr<MappedReads> mapped_;  // with reads_now_: cached reads out of mappings
   std::unique_ptr<ReadsNow> reads_now_;
   std::unique_ptr<ReadCompleter> completer_;
 

@@ -1,6 +1,6 @@
-// The loader's reads out of mapped files (docs/architecture.md, "The loader"): a batch's small reads
+// The loader's reads out of mapped files (docs/architecture.md, "The loader"): a batch's split reads
 // of local data files whose pages the page cache holds are copied out of a read-only mapping of the
-// file, with no system call per read. Private to src/loader.
+// file, with no system call per read, whatever their size. Private to src/loader.
 #pragma once
 
 #include <cstdint>

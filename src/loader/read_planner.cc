@@ -50,7 +50,7 @@ void ReadPlanner::FindCells(Slot* s) const {
 std::pair<uint64_t, uint64_t> ReadPlanner::RunKey(const SlowCell& c) const {
   if (c.file != SlowCell::kChunkedFile) return {c.file, c.offset};
   const auto& units = o_.decode_units;
-  if (units.empty()) return {c.file, ~uint64_t{0} - c.sample};  // a key of its own
+  if (units.empty()) return {c.file, ~uint64_t{0} - c.sample};  // its row's cells alone
   const auto unit = std::upper_bound(units.begin(), units.end(), static_cast<int64_t>(c.offset)) - units.begin();
   return {c.file, static_cast<uint64_t>(unit)};
 }

@@ -28,8 +28,9 @@ class ReadPlanner {
     // The first table row of each decode unit (decode_units.h; empty: not known): a chunked column's
     // cells of one unit form one slow run.
     std::vector<int64_t> decode_units;
-    // The most cells of a slow run (>= 1): a batch's rows of one large unit are split among the
-    // workers (the first to reach the unit decodes it, the others wait for it and copy their rows).
+    // The most cells of a slow run (>= 1; the loader gives the batch's rows over the workers): a
+    // batch's cells of one large unit are split among the workers (the first to reach the unit
+    // decodes it, the others wait for it and copy their rows).
     size_t max_run_cells = SIZE_MAX;
   };
   // `index` and `tensors` outlive it.
@@ -44,11 +45,12 @@ class ReadPlanner {
  private:
   void FindCells(Slot* s) const;
   void CoalesceCells(Slot* s) const;
-  // Sorts s->slow_cells by page and cuts them into s->slow_runs: a cached page's cells, or a chunked
+  // Sorts s->slow_cells by page and cuts them into s->slow_runs: a page's cells, or a chunked
   // column's cells of one decode unit, go together, at most max_run_cells a run.
   void CutSlowRuns(Slot* s) const;
-  // What a slow run shares: the page (file, offset) of a cached page's cell, the decode unit of a
-  // chunked column's; a chunked cell where no units are known shares nothing.
+  // What a slow run shares: the page (file, offset) of a cell read by its page, the decode unit of a
+  // chunked column's cell; where no units are known, a chunked cell's batch row (the row's other
+  // chunked columns).
   std::pair<uint64_t, uint64_t> RunKey(const SlowCell& c) const;
 
   const SampleIndex& index_;

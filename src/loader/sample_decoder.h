@@ -56,7 +56,8 @@ class SampleDecoder {
   // DecodeRead for several split reads of one batch, with the telemetry (one decode span) and the count
   // of samples done updated once for all (those are shared by every thread that decodes).
   void DecodeReads(std::span<Read* const> reads);
-  // Likewise for a run of slow-path cells, one after another.
+  // Decodes a run of slow-path cells into their rows, one after another (each cell's decode traced by
+  // itself), and counts them done once, on the calling thread.
   void DecodeSlow(const SlowRun& run);
   // The bytes DecodeRead still has to go through: a split read whose sample's CRC the fetcher took
   // (or that is not checked) leaves only its head, a few dozen bytes.
