@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
+
+#include "core/enum_names.h"
 
 namespace stoke {
 
@@ -23,20 +26,16 @@ std::string_view StatusCodeName(StatusCode code) {
 }
 
 Result<StatusCode> ParseStatusCode(std::string_view name) {
-  // Every code, named in the list (the enum's order is free to change).
-  constexpr StatusCode kAll[] = {StatusCode::kOk,         StatusCode::kInvalidArgument, StatusCode::kNotFound,
-                                 StatusCode::kCorruption, StatusCode::kIOError,         StatusCode::kConflict,
-                                 StatusCode::kUnsupported, StatusCode::kAlreadyExists,  StatusCode::kCancelled,
-                                 StatusCode::kInternal};
-  std::string known;
-  for (StatusCode c : kAll) {
-    const std::string_view n = StatusCodeName(c);
-    if (n == name) return c;
-    known += known.empty() ? "" : ", ";
-    known += n;
-  }
-  return Status::InvalidArgument("status code: unknown value '" + std::string(name) + "' (expected one of " + known +
-                                 ")");
+  // Every code, by the name StatusCodeName gives it (the enum's order is free to change).
+  using C = StatusCode;
+  static constexpr C kAll[] = {C::kOk,       C::kInvalidArgument, C::kNotFound,      C::kCorruption, C::kIOError,
+                               C::kConflict, C::kUnsupported,     C::kAlreadyExists, C::kCancelled,  C::kInternal};
+  static const EnumNames<C, std::size(kAll)> kNames = [] {
+    EnumNames<C, std::size(kAll)> names;
+    for (size_t i = 0; i < std::size(kAll); ++i) names[i] = {StatusCodeName(kAll[i]), kAll[i]};
+    return names;
+  }();
+  return ParseIn(kNames, "status code", name);
 }
 
 std::string Status::ToString() const {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/enum_names.h"
+
 namespace stoke {
 namespace {
 constexpr std::string_view kNames[] = {"bool",   "int8",   "int16",   "int32",   "int64",   "uint8",
@@ -33,20 +35,17 @@ Result<DType> ParseDType(std::string_view name) {
 }
 
 namespace {
-constexpr std::string_view kColumnKindNames[] = {"scalar", "string",    "binary",  "tensor",
-                                                 "date",   "timestamp", "decimal", "nested"};
+constexpr EnumNames<ColumnKind, 8> kColumnKinds{{{"scalar", ColumnKind::kScalar},
+                                                 {"string", ColumnKind::kString},
+                                                 {"binary", ColumnKind::kBinary},
+                                                 {"tensor", ColumnKind::kTensor},
+                                                 {"date", ColumnKind::kDate},
+                                                 {"timestamp", ColumnKind::kTimestamp},
+                                                 {"decimal", ColumnKind::kDecimal},
+                                                 {"nested", ColumnKind::kNested}}};
 }  // namespace
 
-std::string_view ColumnKindName(ColumnKind kind) { return kColumnKindNames[static_cast<size_t>(kind)]; }
-
-Result<ColumnKind> ParseColumnKind(std::string_view name) {
-  for (size_t i = 0; i < std::size(kColumnKindNames); ++i) {
-    if (kColumnKindNames[i] == name) return static_cast<ColumnKind>(i);
-  }
-  return Status::InvalidArgument(fmt::format(
-      "column kind: unknown value '{}' (expected one of scalar, string, binary, tensor, date, timestamp, decimal, "
-      "nested)",
-      name));
-}
+std::string_view ColumnKindName(ColumnKind kind) { return NameIn(kColumnKinds, kind); }
+Result<ColumnKind> ParseColumnKind(std::string_view name) { return ParseIn(kColumnKinds, "column kind", name); }
 
 }  // namespace stoke

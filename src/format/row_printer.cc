@@ -1,7 +1,6 @@
 #include "format/row_printer.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <md5.h>
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.h"
 #include "format/logical_value.h"
 
 namespace stoke {
@@ -84,36 +84,26 @@ TextRows::Column TextColumnOf(const PrintedColumn& column) {
 
 namespace {
 
-constexpr std::string_view kRowFormatNames[] = {"table", "csv", "json"};
-constexpr std::string_view kDescriptionFormatNames[] = {"text", "json"};
-constexpr std::string_view kCellKindNames[] = {"integer", "float", "boolean", "text", "json"};
-
-// The enum value named `name` in `names` (indexed by value), or InvalidArgument naming `what`.
-template <typename E, size_t N>
-Result<E> ParseName(std::string_view name, const std::string_view (&names)[N], std::string_view what) {
-  for (size_t i = 0; i < N; ++i) {
-    if (names[i] == name) return static_cast<E>(i);
-  }
-  return Status::InvalidArgument(
-      fmt::format("{}: unknown value '{}' (expected one of {})", what, name, fmt::join(names, ", ")));
-}
+constexpr EnumNames<RowFormat, 3> kRowFormats{
+    {{"table", RowFormat::kTable}, {"csv", RowFormat::kCsv}, {"json", RowFormat::kJson}}};
+constexpr EnumNames<DescriptionFormat, 2> kDescriptionFormats{
+    {{"text", DescriptionFormat::kText}, {"json", DescriptionFormat::kJson}}};
+constexpr EnumNames<CellKind, 5> kCellKinds{{{"integer", CellKind::kInteger},
+                                             {"float", CellKind::kFloat},
+                                             {"boolean", CellKind::kBoolean},
+                                             {"text", CellKind::kText},
+                                             {"json", CellKind::kJson}}};
 
 }  // namespace
 
-std::string_view RowFormatName(RowFormat format) { return kRowFormatNames[static_cast<size_t>(format)]; }
-Result<RowFormat> ParseRowFormat(std::string_view name) {
-  return ParseName<RowFormat>(name, kRowFormatNames, "format");
-}
-
-std::string_view DescriptionFormatName(DescriptionFormat format) {
-  return kDescriptionFormatNames[static_cast<size_t>(format)];
-}
+std::string_view RowFormatName(RowFormat format) { return NameIn(kRowFormats, format); }
+Result<RowFormat> ParseRowFormat(std::string_view name) { return ParseIn(kRowFormats, "format", name); }
+std::string_view DescriptionFormatName(DescriptionFormat format) { return NameIn(kDescriptionFormats, format); }
 Result<DescriptionFormat> ParseDescriptionFormat(std::string_view name) {
-  return ParseName<DescriptionFormat>(name, kDescriptionFormatNames, "description format");
+  return ParseIn(kDescriptionFormats, "description format", name);
 }
-
-std::string_view CellKindName(CellKind kind) { return kCellKindNames[static_cast<size_t>(kind)]; }
-Result<CellKind> ParseCellKind(std::string_view name) { return ParseName<CellKind>(name, kCellKindNames, "cell kind"); }
+std::string_view CellKindName(CellKind kind) { return NameIn(kCellKinds, kind); }
+Result<CellKind> ParseCellKind(std::string_view name) { return ParseIn(kCellKinds, "cell kind", name); }
 
 namespace {
 
