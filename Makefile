@@ -73,6 +73,7 @@ bench: build
 	@bash bench/sample_sizes.sh $(BUILD)/stoke
 	@bash bench/codec_cost.sh $(BUILD)/stoke
 	@bash bench/blob_storage.sh $(BUILD)/stoke
+	@bash bench/cached_epochs.sh $(BUILD)/stoke
 	@bash bench/optimize_blob.sh $(BUILD)/stoke
 	@bash bench/scale.sh $(BUILD)/stoke
 	@bash bench/loader_open.sh $(BUILD)/stoke

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Two builds of stoke side by side: `stoke bench load` of each over the same tables, in alternated
-# pairs (A, B, A, B, ...), warm, with default options, at the sample sizes of sample_sizes.sh. For a
-# change to the loader: is B (the change) within noise of A (the build before it)?
+# pairs (A, B, A, B, ...), warm (cold with BENCH_AB_COLD=1), with default options, at the sample
+# sizes of sample_sizes.sh. For a change to the loader: is B (the change) within noise of A (the
+# build before it)?
 # For each size: `stoke synth volumes` and `stoke ingest` (no options, by B) make the table; its files
 # are read once (cat); then BENCH_AB_REPS pairs (default 5) of `stoke bench load` (batches of 32,
 # global shuffle, about BENCH_SECONDS each, default 6), the order within a pair alternating too.
+# With BENCH_AB_COLD=1 every run reads with O_DIRECT (`--cold`): the page cache plays no part.
 # Reported per size: each build's median samples/s and the median of the per-pair ratios B/A.
 #   bench/builds_ab.sh A_STOKE B_STOKE   env: BENCH_DIR (default build/bench-ab), BENCH_AB_REPS,
 #   BENCH_SECONDS, BENCH_SIZES (a subset of "512 16k 115k 360k 4m"), BENCH_SCALE (divides the sample
@@ -22,6 +24,8 @@ seconds=${BENCH_SECONDS:-6}
 sizes=${BENCH_SIZES:-"512 16k 115k 360k 4m"}
 py=${BENCH_PYTHON:-/usr/bin/python3}
 batch=32
+cold=()
+if [ "${BENCH_AB_COLD:-0}" = 1 ]; then cold=(--cold); fi
 
 die() { echo "builds_ab: $*" >&2; exit 1; }
 note() { echo "builds_ab: $*" >&2; }
@@ -45,7 +49,7 @@ for size in $sizes; do
     echo "$shape $channels $n" >"$work/$size/spec"
   fi
   find "$table" -name '*.parquet' -print0 | xargs -0 cat >/dev/null
-  batches=$(batches_for_seconds "$b" "$table" "$batch" "$seconds")
+  batches=$(batches_for_seconds "$b" "$table" "$batch" "$seconds" "${cold[@]}")
   for i in $(seq 1 "$reps"); do
     order="A B"
     if [ $((i % 2)) -eq 0 ]; then order="B A"; fi
@@ -54,7 +58,7 @@ for size in $sizes; do
       bin=$a
       if [ "$which" = B ]; then bin=$b; fi
       r=$("$bin" bench load "$table" --batch-size "$batch" --shuffle global --batches "$batches" --warmup-batches 4 \
-        --json | last_json)
+        "${cold[@]}" --json | last_json)
       printf '{"size":"%s","build":"%s","pair":%d,%s\n' "$size" "$which" "$i" "${r#\{}" >>"$results"
     done
   done
@@ -62,7 +66,7 @@ for size in $sizes; do
 done
 
 echo
-echo "two builds of stoke, warm, default options, batches of $batch, global shuffle, $reps alternated pairs;" \
+echo "two builds of stoke, $([ ${#cold[@]} -gt 0 ] && echo "cold (O_DIRECT)" || echo warm), default options, batches of $batch, global shuffle, $reps alternated pairs;" \
   "$(nproc) cores"
 echo "A: $a"
 echo "B: $b"

@@ -24,12 +24,12 @@ size_spec() {
   esac
 }
 
-# batches_for_seconds STOKE TABLE BATCH SECONDS: how many batches of BATCH samples make about SECONDS
-# of `stoke bench load TABLE` (at least 20), from the rate of a 20-batch probe. Python is
-# BENCH_PYTHON (default /usr/bin/python3).
+# batches_for_seconds STOKE TABLE BATCH SECONDS [ARGS...]: how many batches of BATCH samples make
+# about SECONDS of `stoke bench load TABLE [ARGS...]` (at least 20), from the rate of a 20-batch probe.
+# Python is BENCH_PYTHON (default /usr/bin/python3).
 batches_for_seconds() {
   local py=${BENCH_PYTHON:-/usr/bin/python3} sps
-  sps=$("$1" bench load "$2" --batch-size "$3" --batches 20 --json | grep -E '^\{' | tail -1 |
+  sps=$("$1" bench load "$2" --batch-size "$3" --batches 20 "${@:5}" --json | grep -E '^\{' | tail -1 |
     "$py" -c 'import json, sys; print(json.load(sys.stdin)["samples_per_s"])')
   "$py" -c 'import math, sys
 sps, secs, b = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])

@@ -227,7 +227,9 @@ struct LoaderOptions {
   int64_t remote_coalesce_gap_bytes = int64_t{256} << 10;
   // Default "" (none). Object stores: a local directory keeping what the loader fetched, in blocks of
   // 1 MiB verified by CRC, so that later epochs (and other processes sharing the directory) read from
-  // local disk instead of the store (docs/object_storage.md, "Read cache"). Ignored for local tables.
+  // local disk instead of the store (docs/object_storage.md, "Read cache"); uncompressed samples the
+  // page cache holds there are copied out of a mapping of the block, as from a local file (whatever
+  // the backend; not with `direct`). Ignored for local tables.
   std::string cache_dir;
   // Default 16 GiB. Bytes the cache directory keeps; beyond it the least recently used blocks go.
   int64_t cache_bytes = int64_t{16} << 30;
@@ -380,12 +382,13 @@ struct LoaderStats {
   int64_t pages_decoded = 0;
   // Reads done at once by the loader's producer and consumer threads instead of through the fetcher:
   // pages of uncompressed samples that the page cache held (of any size out of a mapping, else below
-  // 64 KiB), with the default backend (kAuto) and without O_DIRECT. 0 with the io_uring or pread
-  // backend.
+  // 64 KiB), with the default backend (kAuto) and without O_DIRECT, or (out of mappings) from a read
+  // cache's entries. 0 with the io_uring or pread backend on local files.
   int64_t reads_at_once = 0;
   // Of reads_at_once, those copied out of a read-only mapping of the data file, with no system call:
   // pages the page cache held, of local files this process owns or may write (the kernel tells
-  // others nothing of the page cache). docs/architecture.md, "Reads out of mappings".
+  // others nothing of the page cache), or of the read cache's entries for an object store read
+  // through `cache_dir`. docs/architecture.md, "Reads out of mappings".
   int64_t reads_mapped = 0;
   double wall_seconds = 0;            // since the first Next() of the loader
   double wait_seconds = 0;            // time Next() blocked waiting for data

@@ -91,6 +91,38 @@ std::string EntryPathFor(const std::string& root, const std::string& hash, uint6
 
 std::string IdentityHash(const std::string& identity) { return HexEncode(Sha256(identity)).substr(0, 40); }
 
+// The identity of an object's blocks: the caller's name for its bytes, and its size.
+std::string CompleteIdentity(std::string identity, uint64_t size) {
+  identity += fmt::format(" size={}", size);
+  return identity;
+}
+
+// Whether entry `h` at `path`, a file of `file_size` bytes, holds the block wanted.
+Status CheckEntryFits(const ReadCacheEntryHeader& h, const std::string& path, const std::string& identity,
+                      uint64_t block_offset, uint32_t block_length, uint64_t file_size) {
+  if (h.identity != identity || h.block_offset != block_offset || h.data_length != block_length) {
+    // Another object whose name hashes alike (or a damaged header that passed its CRC): a miss.
+    return Status::Corruption(fmt::format("{}: holds block {} ({} bytes) of '{}', wanted block {} ({} bytes) of '{}'",
+                                          path, h.block_offset, h.data_length, h.identity, block_offset, block_length,
+                                          identity));
+  }
+  if (file_size != uint64_t{h.header_size} + h.data_length) {
+    return Status::Corruption(
+        fmt::format("{}: {} bytes, the header says {}", path, file_size, uint64_t{h.header_size} + h.data_length));
+  }
+  return Status::OK();
+}
+
+// Whether every page of a file of `bytes` bytes is set in `pages` (MappedFile::Resident).
+bool AllResident(const std::vector<uint64_t>& pages, uint64_t bytes) {
+  const uint64_t n = (bytes + MappedFile::page_size() - 1) / MappedFile::page_size();
+  if ((n + 63) / 64 > pages.size()) return false;
+  for (uint64_t p = 0; p < n; ++p) {
+    if ((pages[p / 64] >> (p % 64) & 1) == 0) return false;
+  }
+  return true;
+}
+
 int64_t NowSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -324,7 +356,7 @@ ReadCache::~ReadCache() {
 
 std::unique_ptr<RandomAccessFile> ReadCache::Wrap(std::unique_ptr<RandomAccessFile> base, std::string identity) {
   if (identity.size() > kMaxIdentityBytes) return base;
-  identity += fmt::format(" size={}", base->size());
+  identity = CompleteIdentity(std::move(identity), base->size());
   return std::make_unique<CachedFile>(shared_from_this(), std::move(base), std::move(identity));
 }
 
@@ -338,6 +370,7 @@ ReadCacheStats ReadCache::stats() const {
   s.misses = misses_;
   s.bytes_fetched = bytes_fetched_;
   s.corrupt_entries = corrupt_;
+  s.blocks_mapped = mapped_;
   s.entries_written = written_;
   s.entries_evicted = evicted_;
   s.write_errors = write_errors_;
@@ -570,13 +603,7 @@ Status ReadCache::ServeFromEntry(const std::string& path, const std::string& ide
   }
   FdCloser closer{fd};
   thread_local AlignedBuffer scratch;
-  auto corrupt = [&](const Status& why) {
-    corrupt_.fetch_add(1, std::memory_order_relaxed);
-    STOKE_LOG(kWarn, "read_cache.corrupt_entry", "path={} error=\"{}\" (deleted; the block is fetched again)", path,
-              why.ToString());
-    ::unlink(path.c_str());  // may delete another process's fresh copy instead: then it is fetched again
-    return why;
-  };
+  auto corrupt = [&](Status why) { return DropCorrupt(path, std::move(why)); };
   struct stat st;
   if (::fstat(fd, &st) != 0) return Status::IOError(fmt::format("stat {}: {}", path, std::strerror(errno)));
   scratch.Resize(kFirstHeaderRead);
@@ -589,15 +616,9 @@ Status ReadCache::ServeFromEntry(const std::string& path, const std::string& ide
   auto header = ParseReadCacheEntryHeader(ByteView(scratch.data(), got), path);
   if (!header.ok()) return corrupt(header.status());
   const ReadCacheEntryHeader& h = *header;
-  if (h.identity != identity || h.block_offset != block_offset || h.data_length != block_length) {
-    // Another object whose name hashes alike (or a damaged header that passed its CRC): a miss.
-    return corrupt(Status::Corruption(fmt::format("{}: holds block {} ({} bytes) of '{}', wanted block {} ({} bytes) "
-                                                  "of '{}'", path, h.block_offset, h.data_length, h.identity,
-                                                  block_offset, block_length, identity)));
-  }
-  if (static_cast<uint64_t>(st.st_size) != uint64_t{h.header_size} + h.data_length) {
-    return corrupt(Status::Corruption(fmt::format("{}: {} bytes, the header says {}", path, st.st_size,
-                                                  uint64_t{h.header_size} + h.data_length)));
+  if (Status fits = CheckEntryFits(h, path, identity, block_offset, block_length, static_cast<uint64_t>(st.st_size));
+      !fits.ok()) {
+    return corrupt(std::move(fits));
   }
   const uint32_t first_chunk = from / h.chunk_bytes;
   const uint64_t chunks_from = uint64_t{first_chunk} * h.chunk_bytes;
@@ -612,6 +633,62 @@ Status ReadCache::ServeFromEntry(const std::string& path, const std::string& ide
   if (NowSeconds() - st.st_mtim.tv_sec > std::chrono::duration_cast<std::chrono::seconds>(kTouchInterval).count()) {
     (void)::futimens(fd, nullptr);  // recency, for eviction; best effort
   }
+  return Status::OK();
+}
+
+Status ReadCache::DropCorrupt(const std::string& path, Status why) {
+  corrupt_.fetch_add(1, std::memory_order_relaxed);
+  STOKE_LOG(kWarn, "read_cache.corrupt_entry", "path={} error=\"{}\" (deleted; the block is fetched again)", path,
+            why.ToString());
+  ::unlink(path.c_str());  // may delete another process's fresh copy instead: then it is fetched again
+  return why;
+}
+
+Result<std::optional<MappedCacheBlock>> ReadCache::MapBlock(std::string identity, uint64_t size, uint64_t block) {
+  const uint64_t b = options_.block_bytes;
+  if (identity.size() > kMaxIdentityBytes || size == 0 || block > (size - 1) / b) return std::nullopt;
+  identity = CompleteIdentity(std::move(identity), size);
+  const uint64_t block_offset = block * b;
+  const uint32_t block_length = static_cast<uint32_t>(std::min(b, size - block_offset));
+  const std::string path = EntryPath(identity, block);
+  Result<MappedFile> map = MappedFile::Open(path);
+  if (!map.ok()) {
+    if (map.status().code() == StatusCode::kNotFound) return std::nullopt;
+    return map.status();
+  }
+  std::vector<uint64_t> pages;
+  if (!map->residency_known() || !map->Resident(&pages) || !AllResident(pages, map->size())) return std::nullopt;
+  MappedCacheBlock mapped{.map = std::move(*map), .data_offset = 0, .data_length = block_length};
+  if (Status v = VerifyMapped(mapped.map, path, identity, block_offset, block_length, &mapped.data_offset); !v.ok()) {
+    return DropCorrupt(path, std::move(v));
+  }
+  (void)::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // recency, for eviction; best effort
+  mapped_.fetch_add(1, std::memory_order_relaxed);
+  return std::optional<MappedCacheBlock>(std::move(mapped));
+}
+
+Status ReadCache::VerifyMapped(const MappedFile& map, const std::string& path, const std::string& identity,
+                               uint64_t block_offset, uint32_t block_length, uint32_t* data_offset) {
+  auto shrank = [&] { return Status::Corruption(fmt::format("{}: the entry shrank while it was being mapped", path)); };
+  uint8_t first[12];
+  if (!map.Copy(0, sizeof first, first)) return Status::Corruption(fmt::format("{}: shorter than a header", path));
+  const uint32_t declared = ReadCacheDeclaredHeaderSize(ByteView(first, sizeof first));
+  if (declared == 0 || declared > kMaxHeaderBytes || declared > map.size()) {
+    return Status::Corruption(fmt::format("{}: offset 0: no header of an entry", path));
+  }
+  thread_local AlignedBuffer scratch;
+  scratch.Resize(std::max(declared, kChunkBytes));
+  if (!map.Copy(0, declared, scratch.data())) return shrank();
+  STOKE_ASSIGN_OR_RETURN(ReadCacheEntryHeader h, ParseReadCacheEntryHeader(ByteView(scratch.data(), declared), path));
+  STOKE_RETURN_IF_ERROR(CheckEntryFits(h, path, identity, block_offset, block_length, map.size()));
+  scratch.Resize(std::max(declared, h.chunk_bytes));
+  for (uint32_t c = 0; uint64_t{c} * h.chunk_bytes < h.data_length; ++c) {
+    const uint64_t from = uint64_t{c} * h.chunk_bytes;
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(h.chunk_bytes, h.data_length - from));
+    if (!map.Copy(h.header_size + from, n, scratch.data())) return shrank();
+    STOKE_RETURN_IF_ERROR(VerifyReadCacheChunks(h, c, ByteView(scratch.data(), n), path));
+  }
+  *data_offset = h.header_size;
   return Status::OK();
 }
 

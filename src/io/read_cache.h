@@ -39,6 +39,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -47,6 +48,7 @@
 #include "core/buffer.h"
 #include "core/mutex.h"
 #include "core/thread_pool.h"
+#include "io/mapped_file.h"
 #include "io/storage.h"
 
 namespace stoke {
@@ -74,6 +76,15 @@ struct ReadCacheStats {
   uint64_t entries_written = 0;
   uint64_t entries_evicted = 0;  // by this process's scans
   uint64_t write_errors = 0;     // entries not written (disk full, ...); their reads still succeeded
+  uint64_t blocks_mapped = 0;    // entries mapped for reads with no system call each (MapBlock)
+};
+
+// A cache entry mapped read-only (ReadCache::MapBlock): the block's bytes are those of `map` from
+// data_offset on, data_length of them.
+struct MappedCacheBlock {
+  MappedFile map;
+  uint32_t data_offset = 0;
+  uint32_t data_length = 0;
 };
 
 // Thread-safe. REQUIRES: the cache outlives every read in flight through its files (each file keeps
@@ -94,6 +105,16 @@ class ReadCache : public std::enable_shared_from_this<ReadCache> {
   // base's completion (misses); ReadAt waits for ReadAtAsync. Identities of more than 2 KiB are
   // not cached (reads go to `base`).
   std::unique_ptr<RandomAccessFile> Wrap(std::unique_ptr<RandomAccessFile> base, std::string identity);
+
+  // Maps the entry of block `block` (of options().block_bytes) of the object `identity` of `size`
+  // bytes (both as given to Wrap, which appends the size), for a reader that copies its bytes with no
+  // system call per read: where the entry exists and the page cache holds all of it, after checking
+  // its header and the CRC of every chunk. Those checks are done once: copies out of the mapping are
+  // not verified again (the loader checks each sample's page CRC). Refreshes the entry's recency.
+  // nullopt where there is no entry, its identity is too long to be cached, the page cache lacks
+  // some of it or the kernel does not say (then read through Wrap, which brings it in); Corruption
+  // (the entry deleted, as on a read) when it fails a check; IOError.
+  Result<std::optional<MappedCacheBlock>> MapBlock(std::string identity, uint64_t size, uint64_t block);
 
   ReadCacheStats stats() const;
   const ReadCacheOptions& options() const { return options_; }
@@ -136,6 +157,12 @@ class ReadCache : public std::enable_shared_from_this<ReadCache> {
   // check; IOError when the disk fails.
   Status ServeFromEntry(const std::string& path, const std::string& identity, uint64_t block_offset,
                         uint32_t block_length, uint32_t from, uint32_t length, uint8_t* out);
+  // Checks a mapped entry (MapBlock) whole: its header against the block and every chunk's CRC.
+  Status VerifyMapped(const MappedFile& map, const std::string& path, const std::string& identity,
+                      uint64_t block_offset, uint32_t block_length, uint32_t* data_offset);
+  // An entry that failed a check: counted, logged and deleted, so that its block is fetched again.
+  // Returns `why`.
+  Status DropCorrupt(const std::string& path, Status why);
   // Counts the directory's bytes, deletes temporary files older than an hour, and with `evict`
   // deletes the oldest entries while over capacity (down to 90 % of it).
   void Scan(bool evict) EXCLUDES(mu_);
@@ -167,7 +194,7 @@ class ReadCache : public std::enable_shared_from_this<ReadCache> {
   std::atomic<uint64_t> temp_counter_{0};
   std::atomic<bool> logged_write_error_{false};
   std::atomic<uint64_t> hits_{0}, misses_{0}, bytes_fetched_{0}, corrupt_{0}, written_{0}, evicted_{0},
-      write_errors_{0};
+      write_errors_{0}, mapped_{0};
 
   // Last: destroyed first, running the tasks already queued (which use the members above).
   std::unique_ptr<ThreadPool> writers_;

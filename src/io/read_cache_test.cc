@@ -16,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "io/local_files.h"
 #include "io/object_store_testing.h"
 
 namespace stoke {
@@ -141,6 +142,88 @@ TEST_F(ReadCacheTest, ServesTheBaseBytesAndLaterReadsMakeNoRequest) {
   EXPECT_EQ(w2.base->reads(), 0u);
   EXPECT_EQ(cache2->stats().misses, 0u);
   EXPECT_GT(cache2->stats().hits, 0u);
+}
+
+// MapBlock: a written entry the page cache holds is mapped, its bytes those of the block; a block not
+// cached, past the object or of too long an identity is not.
+TEST_F(ReadCacheTest, MapsWholeEntriesThatThePageCacheHolds) {
+  auto cache = OpenCache();
+  Wrapped w = Wrap(*cache);
+  ExpectRead(*w.file, 100, 2 << 20);  // blocks 0, 1 and 2
+  WaitForWrites(*cache, 3);
+  const uint64_t size = data_.size();
+  for (uint64_t block : {0, 2}) {
+    auto mapped = cache->MapBlock("mem://object mtime=1", size, block);
+    ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+    ASSERT_TRUE(mapped->has_value()) << "block " << block;
+    const MappedCacheBlock& m = **mapped;
+    ASSERT_EQ(m.data_length, 1u << 20);
+    std::string got(m.data_length, '\0');
+    ASSERT_TRUE(m.map.Copy(m.data_offset, m.data_length, reinterpret_cast<uint8_t*>(got.data())));
+    EXPECT_TRUE(got == data_.substr(block << 20, 1 << 20)) << "block " << block;
+  }
+  auto not_cached = cache->MapBlock("mem://object mtime=1", size, 5);
+  ASSERT_TRUE(not_cached.ok());
+  EXPECT_FALSE(not_cached->has_value());
+  ExpectRead(*w.file, (5 << 20) + 7, 10);  // the short last block
+  WaitForWrites(*cache, 4);
+  auto last = cache->MapBlock("mem://object mtime=1", size, 5);
+  ASSERT_TRUE(last.ok() && last->has_value());
+  EXPECT_EQ((*last)->data_length, 12345u);
+  EXPECT_FALSE(cache->MapBlock("mem://object mtime=1", size, 6)->has_value());    // past the object
+  EXPECT_FALSE(cache->MapBlock("mem://object mtime=2", size, 0)->has_value());    // another object
+  EXPECT_FALSE(cache->MapBlock(std::string(4096, 'x'), size, 0)->has_value());    // never cached
+  EXPECT_EQ(cache->stats().blocks_mapped, 3u);
+}
+
+TEST_F(ReadCacheTest, AnEntryThePageCacheDoesNotHoldIsNotMapped) {
+  auto cache = OpenCache();
+  Wrapped w = Wrap(*cache);
+  ExpectRead(*w.file, 0, 10);
+  WaitForWrites(*cache, 1);
+  const std::string entry = cache->EntryPath("mem://object mtime=1 size=" + std::to_string(data_.size()), 0);
+  if (!AdviseDropFromPageCache(entry) || ResidentPages(entry, 0, fs::file_size(entry)) != 0) {
+    GTEST_SKIP() << "this file system keeps the entry in the page cache";
+  }
+  auto mapped = cache->MapBlock("mem://object mtime=1", data_.size(), 0);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  EXPECT_FALSE(mapped->has_value()) << "a page fault on it would wait for the disk";
+}
+
+// An entry that fails a check is not mapped: it is dropped as on a read, and fetched again.
+TEST_F(ReadCacheTest, CorruptEntriesAreNotMappedButDropped) {
+  auto cache = OpenCache();
+  Wrapped w = Wrap(*cache);
+  ExpectRead(*w.file, 0, 3 << 20);
+  WaitForWrites(*cache, 3);
+  const std::string id = "mem://object mtime=1 size=" + std::to_string(data_.size());
+  const std::vector<std::string> entries = {cache->EntryPath(id, 0), cache->EntryPath(id, 1), cache->EntryPath(id, 2)};
+  auto flip = [](const std::string& path, uint64_t at) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(at));
+    char c;
+    f.read(&c, 1);
+    c ^= 0x20;
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write(&c, 1);
+  };
+  flip(entries[0], 4096 + (15 << 16) + 3);  // data, the last chunk
+  flip(entries[1], 20);                     // block_offset in the header
+  fs::resize_file(entries[2], 4096 + 1000);
+  const std::vector<std::string> wants = {"CRC mismatch in chunk 15", "header CRC mismatch", "the header says"};
+  for (uint64_t block = 0; block < 3; ++block) {
+    auto mapped = cache->MapBlock("mem://object mtime=1", data_.size(), block);
+    ASSERT_FALSE(mapped.ok()) << "block " << block;
+    EXPECT_EQ(mapped.status().code(), StatusCode::kCorruption);
+    EXPECT_NE(mapped.status().message().find(entries[block]), std::string::npos) << mapped.status().ToString();
+    EXPECT_NE(mapped.status().message().find(wants[block]), std::string::npos) << mapped.status().ToString();
+    EXPECT_FALSE(fs::exists(entries[block])) << "dropped";
+  }
+  EXPECT_EQ(cache->stats().corrupt_entries, 3u);
+  EXPECT_EQ(cache->stats().blocks_mapped, 0u);
+  Wrapped fresh = Wrap(*cache);
+  ExpectRead(*fresh.file, 0, 3 << 20);
+  EXPECT_EQ(fresh.base->bytes(), uint64_t{3} << 20) << "fetched again";
 }
 
 TEST_F(ReadCacheTest, AnotherIdentityIsAnotherObject) {

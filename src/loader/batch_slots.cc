@@ -26,6 +26,7 @@ void Read::Reset(Slot* s, uint32_t f, uint64_t off, uint32_t len) {
   now = false;
   now_fd = -1;
   mapped = nullptr;
+  map_offset = 0;
 }
 
 void SlotPool::Return(Slot* s) {

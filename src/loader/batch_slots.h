@@ -36,6 +36,10 @@ struct ReadMember {
 
 struct Slot;
 
+// The most head bytes (page header and length prefix, some tens of bytes in stoke's pages) of a split
+// read done at once (ReadsNow): they land on the reading thread's stack.
+constexpr uint32_t kMaxReadNowHead = 256;
+
 // One read (a page, or neighbouring pages of one file coalesced).
 struct Read {
   Slot* slot = nullptr;  // the batch it belongs to
@@ -56,8 +60,10 @@ struct Read {
   Read* next_in_task = nullptr;  // the next read of the same decode task (set by the completer)
   bool now = false;   // done at once (Slot::now_reads), not through the fetcher
   int now_fd = -1;    // its file's descriptor, pinned for the batch (Slot::now_files)
-  // A read at once copied out of its file's mapping (MappedReads) instead of read with now_fd.
+  // A read at once copied out of a mapping (MappedReads: its file's, or its block's read cache
+  // entry) from map_offset on, instead of read with now_fd.
   const MappedFile* mapped = nullptr;
+  uint64_t map_offset = 0;
 
   // Readies a reused Read for another batch, keeping the capacity of `members`.
   void Reset(Slot* s, uint32_t f, uint64_t off, uint32_t len);

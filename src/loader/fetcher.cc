@@ -277,11 +277,7 @@ Result<const RandomAccessFile*> Fetcher::OpenRemoteFile(uint32_t f) {
       } else {
         STOKE_ASSIGN_OR_RETURN(opened, where.storage->OpenForRead(where.path));
       }
-      if (options_.cache != nullptr) {
-        std::string identity = path(f);
-        if (f < options_.file_versions.size()) identity += " " + options_.file_versions[f];
-        opened = options_.cache->Wrap(std::move(opened), std::move(identity));
-      }
+      if (options_.cache != nullptr) opened = options_.cache->Wrap(std::move(opened), CacheIdentity(f));
       file.remote = std::move(opened);
       return Status::OK();
     }();
@@ -452,6 +448,12 @@ bool Fetcher::ReadCachedSlot(Slot& s, Status* status) {
   ChecksumTail(s);
   *status = Status::OK();
   return true;
+}
+
+std::string Fetcher::CacheIdentity(uint32_t f) const {
+  std::string identity = path(f);
+  if (f < options_.file_versions.size()) identity += " " + options_.file_versions[f];
+  return identity;
 }
 
 bool Fetcher::read_now() const {

@@ -168,6 +168,10 @@ class Fetcher {
   // more than the read itself (a 512-byte sample from the page cache). Only where read_now() is true:
   // kAuto over local files without O_DIRECT.
   bool read_now() const;
+  // Object-store files: the read cache they are read through (FetcherOptions::cache; null without
+  // one), and the identity file `f` has there (ReadCache::Wrap): its path and version.
+  const std::shared_ptr<ReadCache>& cache() const { return options_.cache; }
+  std::string CacheIdentity(uint32_t f) const;
   // Opens file `f` if it is not open (as Submit would: within max_open_files, evicting an idle file)
   // and pins its descriptor, which it returns; -1 where Submit would have to wait for a descriptor
   // (every one pinned; then Submit the reads). The descriptor stays open until as many

@@ -187,10 +187,12 @@ void Loader::Impl::CreateStages(size_t max_slots) {
   const BatchSlots::Options so{.max_slots = max_slots, .batch_rows = batch_rows_, .batch_size = o_.batch_size,
                                .pin_memory = o_.pin_memory};
   slots_ = std::make_unique<BatchSlots>(columns_.tensors(), columns_.scalars(), so);
+  CreateMappedReads();
   const ReadPlanner::Options po{
       .max_read = static_cast<uint64_t>(remote_ ? o_.remote_coalesce_bytes : o_.coalesce_bytes),
       .max_gap = remote_ ? static_cast<uint64_t>(o_.remote_coalesce_gap_bytes) : 0,
       .split_reads = !o_.direct && !remote_,
+      .cached_splits = remote_ ? mapped_.get() : nullptr,
       .decode_units = decode_units_,
       .max_run_cells = std::max<size_t>(1, (batch_rows_ + threads_ - 1) / threads_)};
   planner_ = std::make_unique<ReadPlanner>(*index_, columns_.tensors(), po);
@@ -198,10 +200,25 @@ void Loader::Impl::CreateStages(size_t max_slots) {
                                     .max_decoded_bytes = max_decoded_bytes_, .threads = threads_};
   decoder_ = std::make_unique<SampleDecoder>(*index_, columns_.tensors(), columns_.cells(), fetcher_.get(), &queue_,
                                              &telemetry_, dopt);
-  if (fetcher_ != nullptr && fetcher_->read_now()) mapped_ = std::make_unique<MappedReads>(index_->file_paths());
   reads_now_ = std::make_unique<ReadsNow>(fetcher_.get(), decoder_.get(), &telemetry_, mapped_.get());
   completer_ = std::make_unique<ReadCompleter>(fetcher_.get(), slots_.get(), decoder_.get(), &queue_, columns_.tensors(),
                                                &telemetry_, stop_);
+}
+
+void Loader::Impl::CreateMappedReads() {
+  if (fetcher_ == nullptr) return;
+  if (fetcher_->read_now()) {
+    mapped_ = std::make_unique<MappedReads>(index_->file_paths());
+  } else if (remote_ && fetcher_->cache() != nullptr && !o_.direct) {
+    std::vector<std::string> identities;
+    std::vector<uint64_t> sizes;
+    for (uint32_t f = 0; f < index_->num_files(); ++f) {
+      identities.push_back(fetcher_->CacheIdentity(f));
+      sizes.push_back(index_->file_size(f));
+    }
+    mapped_ = std::make_unique<MappedReads>(index_->file_paths(), fetcher_->cache(), std::move(identities),
+                                            std::move(sizes));
+  }
 }
 
 void Loader::Impl::SizeWorkers() {

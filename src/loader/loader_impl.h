@@ -108,6 +108,9 @@ class Loader::Impl {
   Status OpenFetcher(std::vector<std::string> file_versions, int64_t fetch_budget);
   // Builds the run's stages over what Open set up.
   void CreateStages(size_t max_slots);
+  // The mappings reads are copied out of (mapped_): local files read with the default backend, or
+  // the read cache's entries for object stores read through one; none otherwise.
+  void CreateMappedReads();
 
   // The run (loader_run.cc).
   Status StartRun() EXCLUDES(mu_);

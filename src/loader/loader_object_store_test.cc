@@ -1,6 +1,7 @@
 // The loader over object storage, against Azurite behind the fault proxy (tests/servers), which logs
 // every request it receives: what opening a table asks for, GETs merged within a gap and split
-// byte-equal to separate GETs, later epochs read from the local cache without requests, and loading
+// byte-equal to separate GETs, later epochs read from the local cache without requests (uncompressed
+// samples copied out of its mapped entries), and loading
 // through 503s and connection resets with the cache and merging on.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <numeric>
 #include <thread>
@@ -62,13 +64,7 @@ class LoaderOnObjectStore : public ::testing::Test {
     auto direct = NewAzureBlobStorage(testing::AzuriteOptions(azurite_->port(), container_));
     ASSERT_TRUE(direct.ok()) << direct.status().ToString();
     ASSERT_TRUE((*direct)->client().CreateContainer().ok());
-    for (const auto& e : fs::recursive_directory_iterator(table_.dir())) {
-      if (!e.is_regular_file()) continue;
-      const std::string rel = fs::relative(e.path(), table_.dir()).string();
-      auto bytes = ReadFileToString(LocalStorage(), e.path().string());
-      ASSERT_TRUE(bytes.ok());
-      ASSERT_TRUE(WriteFileAtomically(**direct, "t/" + rel, AsBytes(*bytes)).ok()) << rel;
-    }
+    Upload(table_, "t");
     uri_ = fmt::format("az://{}/t", container_);
     std::string tmpl = (fs::temp_directory_path() / "stoke_loader_cache_XXXXXX").string();
     cache_dir_ = ::mkdtemp(tmpl.data());
@@ -77,6 +73,33 @@ class LoaderOnObjectStore : public ::testing::Test {
   void TearDown() override {
     if (proxy_ != nullptr) Control("set?methods=GET");
     if (!cache_dir_.empty()) fs::remove_all(cache_dir_);
+  }
+
+  // Uploads the table's files under `prefix` of the test's container, straight to Azurite.
+  void Upload(const TestTable& table, const std::string& prefix) {
+    auto direct = NewAzureBlobStorage(testing::AzuriteOptions(azurite_->port(), container_));
+    ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+    for (const auto& e : fs::recursive_directory_iterator(table.dir())) {
+      if (!e.is_regular_file()) continue;
+      const std::string rel = fs::relative(e.path(), table.dir()).string();
+      auto bytes = ReadFileToString(LocalStorage(), e.path().string());
+      ASSERT_TRUE(bytes.ok());
+      ASSERT_TRUE(WriteFileAtomically(**direct, prefix + "/" + rel, AsBytes(*bytes)).ok()) << rel;
+    }
+  }
+  // The 1 MiB blocks of the table's data files.
+  static size_t DataBlocks(const TestTable& table) {
+    size_t blocks = 0;
+    for (const auto& e : fs::directory_iterator(table.dir())) {
+      if (e.path().filename().string().rfind("part-", 0) == 0) blocks += (e.file_size() + (1 << 20) - 1) >> 20;
+    }
+    return blocks;
+  }
+  // Waits until the cache directory holds `n` entries (they are written just after the reads they
+  // served).
+  void WaitForEntries(size_t n) const {
+    for (int i = 0; i < 5000 && CacheEntries() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(CacheEntries(), n);
   }
 
   // A control request to the proxy ("set?...", "stats", "requests"); returns the body.
@@ -241,14 +264,9 @@ TEST_F(LoaderOnObjectStore, LaterEpochsReadFromTheCacheWithoutRequests) {
   const int64_t first_gets = DataGets(Requests());
   EXPECT_GT(first_gets, 0);
   // Each 1 MiB block of the data files fetched once (blocks are fetched whole).
-  size_t blocks = 0;
-  for (const auto& e : fs::directory_iterator(table_.dir())) {
-    if (e.path().filename().string().rfind("part-", 0) == 0) blocks += (e.file_size() + (1 << 20) - 1) >> 20;
-  }
+  const size_t blocks = DataBlocks(table_);
   EXPECT_LE(first_gets, static_cast<int64_t>(blocks));
-  // The blocks are written just after the reads they served: wait for all of them.
-  for (int i = 0; i < 5000 && CacheEntries() < blocks; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  ASSERT_EQ(CacheEntries(), blocks);
+  WaitForEntries(blocks);
   Control("set?methods=GET");
 
   ASSERT_TRUE(loader->SetEpoch(1).ok());
@@ -265,6 +283,58 @@ TEST_F(LoaderOnObjectStore, LaterEpochsReadFromTheCacheWithoutRequests) {
   Control("set?methods=GET");
   EXPECT_EQ(DrainEpoch(*other).size(), static_cast<size_t>(kRows));
   EXPECT_EQ(DataGets(Requests()), 0);
+}
+
+// Uncompressed samples (stoke's default for tensors) of a later epoch are copied straight out of the
+// cache's entries, mapped, with no request and no read system call each; an entry damaged on disk is
+// not mapped but dropped, and its block fetched again.
+TEST_F(LoaderOnObjectStore, LaterEpochsCopyUncompressedSamplesOutOfMappedCacheEntries) {
+  TestTable plain(kTensorLen, parquet::Codec::kUncompressed);
+  plain.AppendFile(0, kRows);
+  Upload(plain, "u");
+  uri_ = fmt::format("az://{}/u", container_);
+  LoaderOptions o;
+  o.columns = {"t"};
+  o.cache_dir = cache_dir_;
+  std::vector<int64_t> want(kRows);
+  std::iota(want.begin(), want.end(), 0);
+  {
+    auto first = Open(o);
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(DrainEpoch(*first).size(), static_cast<size_t>(kRows));
+  }
+  const size_t blocks = DataBlocks(plain);
+  WaitForEntries(blocks);
+  Control("set?methods=GET");
+  auto later = Open(o);  // as another process would, later
+  ASSERT_NE(later, nullptr);
+  std::vector<int64_t> rows = DrainEpoch(*later);
+  std::sort(rows.begin(), rows.end());
+  EXPECT_EQ(rows, want);
+  EXPECT_EQ(DataGets(Requests()), 0);
+  // All but the samples across two blocks (about one a block).
+  EXPECT_GE(later->stats().reads_mapped, kRows - 2 * static_cast<int64_t>(blocks)) << later->stats().reads_mapped;
+
+  // A flipped byte in the data of every entry: each fails its check when mapped, is dropped and
+  // fetched again, and no damaged byte reaches a batch (DrainEpoch checks every sample).
+  for (const auto& e : fs::recursive_directory_iterator(cache_dir_)) {
+    if (!e.is_regular_file()) continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    const auto at = static_cast<std::streamoff>(e.file_size() - 7);
+    char c;
+    f.seekg(at);
+    f.read(&c, 1);
+    c ^= 0x20;
+    f.seekp(at);
+    f.write(&c, 1);
+  }
+  Control("set?methods=GET");
+  auto damaged = Open(o);
+  ASSERT_NE(damaged, nullptr);
+  rows = DrainEpoch(*damaged);
+  std::sort(rows.begin(), rows.end());
+  EXPECT_EQ(rows, want);
+  EXPECT_GT(DataGets(Requests()), 0) << "the damaged blocks were fetched again";
 }
 
 TEST_F(LoaderOnObjectStore, FaultsWithCacheAndMergingLoseAndRepeatNothing) {

@@ -155,6 +155,7 @@ void Loader::Impl::FillSlot(Slot* s, int64_t run, int64_t batch_index, const std
   // Reaches the consumer through the queue's lock.
   s->pending = static_cast<int64_t>(n * columns_.tensors().size()) + s->gather_chunks + 1;
   columns_.scalars().PrepareBatch(n, {&s->scalars, &s->strings, &s->scalar_valid});
+  if (mapped_ != nullptr) mapped_->BeginBatch();
   planner_->Plan(s);
   reads_now_->Plan(s);
 }

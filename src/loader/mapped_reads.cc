@@ -1,9 +1,12 @@
 #include "loader/mapped_reads.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "core/clock.h"
+#include "core/log.h"
+#include "io/read_cache.h"
 
 namespace stoke {
 namespace {
@@ -14,62 +17,124 @@ constexpr int64_t kLookupShare = 50;            // lookups take at most 1/50 (2 
 // The lookups' debt (their cost beyond the 2 % of the time so far) is forgiven beyond this: the first
 // lookups of many large files cannot hold every refresh back for long (at most 50 x 100 ms = 5 s).
 constexpr int64_t kMaxLookupDebtNs = 100'000'000;
+// A cache block not mapped yet is looked for again after this, doubling up to kMaxRetryNs: an entry
+// is written just after the first epoch's read of its block, and one that stays away (not resident,
+// or its residency not reported) costs a failed attempt per minute.
+constexpr int64_t kFirstRetryNs = 1'000'000'000;
+constexpr int64_t kMaxRetryNs = 64'000'000'000;
 
 }  // namespace
 
 MappedReads::MappedReads(std::shared_ptr<const std::vector<std::string>> paths)
-    : paths_(std::move(paths)), start_ns_(NowNanos()), now_ns_(start_ns_) {}
+    : paths_(std::move(paths)), max_regions_(kMaxMappedFiles), start_ns_(NowNanos()), now_ns_(start_ns_) {}
+
+MappedReads::MappedReads(std::shared_ptr<const std::vector<std::string>> paths, std::shared_ptr<ReadCache> cache,
+                         std::vector<std::string> identities, std::vector<uint64_t> sizes)
+    : paths_(std::move(paths)),
+      cache_(std::move(cache)),
+      identities_(std::move(identities)),
+      sizes_(std::move(sizes)),
+      block_bytes_(cache_->options().block_bytes),
+      max_regions_(kMaxMappedBlocks),
+      start_ns_(NowNanos()),
+      now_ns_(start_ns_) {}
+
+MappedReads::~MappedReads() = default;
 
 void MappedReads::BeginBatch() { now_ns_ = NowNanos(); }
 
-MappedReads::File& MappedReads::FileOf(uint32_t file) {
-  if (file == last_file_) return *last_;
-  auto it = files_.find(file);
-  if (it == files_.end()) {
-    // Past the most files mapped, a file is not even remembered: a table of 650,000 files would
-    // otherwise keep an entry for each.
-    if (mapped_ >= kMaxMappedFiles) return unmapped_;
-    it = files_.try_emplace(file).first;
-    Map(file, it->second);
+MappedReads::Region& MappedReads::RegionOf(uint64_t key, uint32_t file, uint64_t block) {
+  if (key != last_key_) {
+    auto it = regions_.find(key);
+    if (it == regions_.end()) {
+      // Past the most regions, a region is not even remembered: a table of 650,000 files would
+      // otherwise keep an entry for each.
+      if (regions_.size() >= max_regions_) return unmapped_;
+      it = regions_.try_emplace(key).first;
+      Map(it->second, file, block);
+    }
+    last_key_ = key;
+    last_ = &it->second;
   }
-  last_file_ = file;
-  last_ = &it->second;
-  return it->second;
+  Region& r = *last_;
+  if (r.map == nullptr && r.retry_ns != 0 && now_ns_ >= r.retry_ns) MapBlock(r, file, block);
+  return r;
 }
 
-void MappedReads::Map(uint32_t file, File& f) {
+void MappedReads::Map(Region& r, uint32_t file, uint64_t block) {
+  if (cache_ != nullptr) {
+    r.retry_interval_ns = kFirstRetryNs;
+    MapBlock(r, file, block);
+    return;
+  }
   Result<MappedFile> map = MappedFile::Open(path(file));
   if (map.ok() && map->residency_known() && map->size() > 0) {
-    f.map = std::make_unique<MappedFile>(std::move(*map));
+    r.map = std::make_unique<MappedFile>(std::move(*map));
+    r.data_length = r.map->size();
     ++mapped_;
   }
 }
 
-void MappedReads::Refresh(File& f) {
-  const bool never = f.looked_ns == 0;
-  const int64_t interval = std::max(kMinRefreshNs, kRefreshCostFactor * f.lookup_cost_ns);
-  if (!never && now_ns_ - f.looked_ns < interval) return;
+void MappedReads::MapBlock(Region& r, uint32_t file, uint64_t block) {
+  Result<std::optional<MappedCacheBlock>> got = cache_->MapBlock(identities_[file], sizes_[file], block);
+  r.retry_ns = 0;
+  if (!got.ok()) {
+    // A corrupt entry (logged and deleted by the cache: its threads fetch the block again), or a
+    // disk error: the block is read through the cache from now on.
+    if (got.status().code() != StatusCode::kCorruption) {
+      STOKE_LOG(kWarn, "loader.cache_block_not_mapped", "file={} block={} error=\"{}\" (read through the cache)",
+                path(file), block, got.status().ToString());
+    }
+    return;
+  }
+  if (!got->has_value()) {
+    r.retry_ns = now_ns_ + r.retry_interval_ns;
+    r.retry_interval_ns = std::min(kMaxRetryNs, 2 * r.retry_interval_ns);
+    return;
+  }
+  MappedCacheBlock& b = **got;
+  r.map = std::make_unique<MappedFile>(std::move(b.map));
+  r.data_offset = b.data_offset;
+  r.data_length = b.data_length;
+  ++mapped_;
+}
+
+void MappedReads::Refresh(Region& r) {
+  const bool never = r.looked_ns == 0;
+  const int64_t interval = std::max(kMinRefreshNs, kRefreshCostFactor * r.lookup_cost_ns);
+  if (!never && now_ns_ - r.looked_ns < interval) return;
   const int64_t allowed = (now_ns_ - start_ns_) / kLookupShare;
   if (!never && lookups_ns_ > allowed) return;
   const int64_t began = NowNanos();
-  if (!f.map->Resident(&f.resident)) f.resident.clear();  // the kernel refused: nothing is resident
+  if (!r.map->Resident(&r.resident)) r.resident.clear();  // the kernel refused: nothing is resident
   const int64_t ended = NowNanos();
-  f.looked_ns = ended;
-  f.lookup_cost_ns = ended - began;
-  lookups_ns_ = std::min(lookups_ns_ + f.lookup_cost_ns, allowed + kMaxLookupDebtNs);
+  r.looked_ns = ended;
+  r.lookup_cost_ns = ended - began;
+  lookups_ns_ = std::min(lookups_ns_ + r.lookup_cost_ns, allowed + kMaxLookupDebtNs);
 }
 
-const MappedFile* MappedReads::Find(uint32_t file, uint64_t offset, uint32_t length) {
-  File& f = FileOf(file);
-  if (f.map == nullptr || f.map->shrunk() || length == 0) return nullptr;
-  if (offset > f.map->size() || length > f.map->size() - offset) return nullptr;
-  Refresh(f);
-  const uint64_t last = (offset + length - 1) / page_;
-  if (last / 64 >= f.resident.size()) return nullptr;
-  for (uint64_t p = offset / page_; p <= last; ++p) {
-    if ((f.resident[p / 64] >> (p % 64) & 1) == 0) return nullptr;
+MappedRange MappedReads::Within(Region& r, uint64_t offset, uint32_t length) {
+  if (r.map == nullptr || r.map->shrunk()) return {};
+  if (offset > r.data_length || length > r.data_length - offset) return {};
+  Refresh(r);
+  const uint64_t at = r.data_offset + offset;
+  const uint64_t last = (at + length - 1) / page_;
+  if (last / 64 >= r.resident.size()) return {};
+  for (uint64_t p = at / page_; p <= last; ++p) {
+    if ((r.resident[p / 64] >> (p % 64) & 1) == 0) return {};
   }
-  return f.map.get();
+  return {r.map.get(), at};
+}
+
+MappedRange MappedReads::Find(uint32_t file, uint64_t offset, uint32_t length) {
+  if (length == 0) return {};
+  if (cache_ == nullptr) return Within(RegionOf(file, file, 0), offset, length);
+  const uint64_t block = offset / block_bytes_;
+  if (file >= sizes_.size() || (offset + length - 1) / block_bytes_ != block ||
+      block >= std::numeric_limits<uint32_t>::max()) {
+    return {};
+  }
+  return Within(RegionOf(uint64_t{file} << 32 | block, file, block), offset - block * block_bytes_, length);
 }
 
 }  // namespace stoke

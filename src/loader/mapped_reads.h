@@ -1,6 +1,8 @@
 // The loader's reads out of mapped files (docs/architecture.md, "The loader"): a batch's split reads
-// of local data files whose pages the page cache holds are copied out of a read-only mapping of the
-// file, with no system call per read, whatever their size. Private to src/loader.
+// whose pages the page cache holds are copied out of a read-only mapping, with no system call per
+// read, whatever their size. The mapping is of the data file itself for local tables, and of the
+// read cache's entry of the page's block for object stores read through a cache directory (later
+// epochs). Private to src/loader.
 #pragma once
 
 #include <cstdint>
@@ -13,17 +15,29 @@
 
 namespace stoke {
 
+class ReadCache;
+
 // Files mapped at once, at most: each mapping holds one of the process's memory maps (65,530 by
 // default, vm.max_map_count). A table's files beyond the first this many read are read with a
 // system call per read, as without mappings.
 inline constexpr size_t kMaxMappedFiles = 1024;
+// Read cache entries mapped at once, at most (16 GiB of a table in the cache's default 1 MiB
+// blocks, its default capacity). Blocks beyond the first this many met are read through the
+// cache's threads, as without mappings.
+inline constexpr size_t kMaxMappedBlocks = 16384;
+
+// Where a read's bytes lie: in `map` from `offset` on. Null `map`: not in a mapping.
+struct MappedRange {
+  const MappedFile* map = nullptr;
+  uint64_t offset = 0;
+};
 
 // Which of a batch's reads can be copied out of a mapping. The mappings and what the page cache holds
-// of them are the producer's: Find, BeginBatch and the constructor run on the producer thread only.
+// of them are the producer's: Find, BeginBatch and the constructors run on the producer thread only.
 // The MappedFiles Find returns stay valid until the object is destroyed, and may be copied from on
 // any thread (MappedFile::Copy).
 //
-// What the page cache holds is looked up (mincore(2), one call per 65,536 pages) for a whole file
+// What the page cache holds is looked up (mincore(2), one call per 65,536 pages) for a whole mapping
 // at once and kept as one bit per page. It is looked up again when older than the refresh interval
 // (50 times the last lookup's cost, at least 100 ms), while lookups take at most 2 % of the time
 // (a debt of at most 100 ms is kept):
@@ -32,37 +46,60 @@ inline constexpr size_t kMaxMappedFiles = 1024;
 // a lookup shows it.
 class MappedReads {
  public:
+  // Local data files at `paths`, each mapped whole at its first read.
   explicit MappedReads(std::shared_ptr<const std::vector<std::string>> paths);
+  // Object-store files at `paths`, read through `cache`: a block's entry is mapped at a read of the
+  // block once the cache holds it and the page cache all of it (ReadCache::MapBlock); until then
+  // the block is looked for again after 1 s, then 2 s, up to 64 s. `identities` and `sizes` per
+  // file, as the fetcher gives them to ReadCache::Wrap.
+  MappedReads(std::shared_ptr<const std::vector<std::string>> paths, std::shared_ptr<ReadCache> cache,
+              std::vector<std::string> identities, std::vector<uint64_t> sizes);
+  ~MappedReads();
 
   // Takes the time for the batch being planned.
   void BeginBatch();
-  // The mapping of file `file` when bytes [offset, offset + length) lie inside it and the page cache
-  // held each of their pages at the last lookup; null otherwise (the read goes the other way). Maps
-  // the file at its first read, where it can (a local regular file whose page cache the kernel
-  // reports to this process) and kMaxMappedFiles allows.
-  const MappedFile* Find(uint32_t file, uint64_t offset, uint32_t length);
+  // Where bytes [offset, offset + length) of file `file` lie in a mapping, when they lie inside one
+  // (a read across two of the cache's blocks does not) and the page cache held each of their pages
+  // at the last lookup; a null map otherwise (the read goes the other way). Maps at the first read,
+  // where it can (a local regular file whose page cache the kernel reports to this process, or a
+  // cache entry as above) and kMaxMappedFiles or kMaxMappedBlocks allows.
+  MappedRange Find(uint32_t file, uint64_t offset, uint32_t length);
   const std::string& path(uint32_t file) const { return (*paths_)[file]; }
   size_t mapped_files() const { return mapped_; }
 
  private:
-  struct File {
-    std::unique_ptr<MappedFile> map;  // null: not mappable (then never tried again)
-    std::vector<uint64_t> resident;   // bit per page (MappedFile::Resident)
+  // A mapped file, or a mapped cache entry.
+  struct Region {
+    std::unique_ptr<MappedFile> map;  // null: not mapped (now, or for good when retry_ns is 0)
+    uint64_t data_offset = 0;         // where the region's bytes start in the mapping (after a header)
+    uint64_t data_length = 0;
+    std::vector<uint64_t> resident;   // bit per page of the mapping (MappedFile::Resident)
     int64_t looked_ns = 0;            // when, and what the lookup cost
     int64_t lookup_cost_ns = 0;
+    int64_t retry_ns = 0;             // a cache block not mapped yet: when to look for it again
+    int64_t retry_interval_ns = 0;
   };
-  // The file's entry, mapped at its first use (an empty entry past kMaxMappedFiles).
-  File& FileOf(uint32_t file);
-  // Maps the file into `f` where it can.
-  void Map(uint32_t file, File& f);
-  // Looks up what the page cache holds of `f` when the refresh interval and the 2 % allow it.
-  void Refresh(File& f);
+  // The region of `key` (a file, or a file's block), mapped at its first use; an empty region past
+  // the limit.
+  Region& RegionOf(uint64_t key, uint32_t file, uint64_t block);
+  // Maps file `file` (block `block` of it, for a cache) into `r` where it can.
+  void Map(Region& r, uint32_t file, uint64_t block);
+  void MapBlock(Region& r, uint32_t file, uint64_t block);
+  // Where bytes [offset, offset + length) of the region lie in its mapping, when resident.
+  MappedRange Within(Region& r, uint64_t offset, uint32_t length);
+  // Looks up what the page cache holds of `r` when the refresh interval and the 2 % allow it.
+  void Refresh(Region& r);
 
   const std::shared_ptr<const std::vector<std::string>> paths_;
-  std::unordered_map<uint32_t, File> files_;  // every file Find met up to the limit; nodes never move
-  File unmapped_;                              // the entry of files past kMaxMappedFiles
-  uint32_t last_file_ = ~uint32_t{0};          // the file of the last Find (a batch's reads come in file order)
-  File* last_ = nullptr;
+  const std::shared_ptr<ReadCache> cache_;  // null for local files
+  const std::vector<std::string> identities_;
+  const std::vector<uint64_t> sizes_;
+  const uint64_t block_bytes_ = 0;  // the cache's
+  const size_t max_regions_;
+  std::unordered_map<uint64_t, Region> regions_;  // every region Find met up to the limit; nodes never move
+  Region unmapped_;                               // the region of those past the limit
+  uint64_t last_key_ = ~uint64_t{0};              // the key of the last Find (a batch's reads come in file order)
+  Region* last_ = nullptr;
   size_t mapped_ = 0;
   const uint64_t page_ = MappedFile::page_size();  // the residency bits' unit
   const int64_t start_ns_;

@@ -3,13 +3,17 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/local_files.h"
+#include "io/memory_file.h"
+#include "io/read_cache.h"
 #include "io/storage.h"
 #include "loader/fetcher.h"
 #include "stoke/loader.h"
@@ -34,15 +38,64 @@ TEST(MappedReadsTest, FindsCachedRangesInsideTheFileAndNothingElse) {
   ASSERT_TRUE(LocalStorage().ReadFile(file).ok());  // in the page cache
   MappedReads mapped(Paths({file, empty, JoinPath(dir->path(), "missing.bin")}));
   mapped.BeginBatch();
-  const MappedFile* m = mapped.Find(0, 4000, 200);  // across a page boundary
-  ASSERT_NE(m, nullptr);
-  EXPECT_EQ(m->size(), 3u * 4096);
-  EXPECT_EQ(mapped.Find(0, 0, 3 * 4096), m);
-  EXPECT_EQ(mapped.Find(0, 3 * 4096 - 10, 11), nullptr);  // past the end
-  EXPECT_EQ(mapped.Find(0, 0, 0), nullptr);
-  EXPECT_EQ(mapped.Find(1, 0, 1), nullptr);  // empty: not mapped
-  EXPECT_EQ(mapped.Find(2, 0, 1), nullptr);  // missing: the read reports it the other way
+  const MappedRange m = mapped.Find(0, 4000, 200);  // across a page boundary
+  ASSERT_NE(m.map, nullptr);
+  EXPECT_EQ(m.map->size(), 3u * 4096);
+  EXPECT_EQ(m.offset, 4000u);
+  EXPECT_EQ(mapped.Find(0, 0, 3 * 4096).map, m.map);
+  EXPECT_EQ(mapped.Find(0, 3 * 4096 - 10, 11).map, nullptr);  // past the end
+  EXPECT_EQ(mapped.Find(0, 0, 0).map, nullptr);
+  EXPECT_EQ(mapped.Find(1, 0, 1).map, nullptr);  // empty: not mapped
+  EXPECT_EQ(mapped.Find(2, 0, 1).map, nullptr);  // missing: the read reports it the other way
   EXPECT_EQ(mapped.mapped_files(), 1u);
+}
+
+// Object-store files through a read cache: a block's entry is mapped once the cache holds it (looked
+// for again a second after a miss), a range lies in the entry after its header, and a range across
+// two blocks is not mapped.
+TEST(MappedReadsTest, FindsRangesInTheReadCachesEntriesOnceTheyAreWritten) {
+  auto dir = TemporaryDirectory::Create("stoke_mapped_cache_");
+  ASSERT_TRUE(dir.ok());
+  constexpr uint32_t kBlock = 64 << 10;
+  ReadCacheOptions co;
+  co.dir = dir->path();
+  co.block_bytes = kBlock;
+  auto cache = ReadCache::Open(co);
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  std::string data(3 * kBlock + 100, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + i / 251);
+  auto file = (*cache)->Wrap(
+      std::make_unique<MemoryFile>(reinterpret_cast<const uint8_t*>(data.data()), data.size(), "mem://o"), "mem://o v1");
+  MappedReads mapped(Paths({"mem://o"}), *cache, {"mem://o v1"}, {data.size()});
+  mapped.BeginBatch();
+  EXPECT_EQ(mapped.Find(0, 10, 100).map, nullptr) << "nothing is cached yet";
+
+  std::string got(2 * kBlock, '\0');
+  ASSERT_TRUE(file->ReadAt(0, MutableByteView(reinterpret_cast<uint8_t*>(got.data()), got.size())).ok());
+  for (int i = 0; i < 5000 && (*cache)->stats().entries_written < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ((*cache)->stats().entries_written, 2u);
+  mapped.BeginBatch();
+  EXPECT_EQ(mapped.Find(0, 10, 100).map, nullptr) << "a block missed is looked for again after a second";
+  auto expect_bytes = [&](uint64_t offset, uint32_t length) {
+    const MappedRange m = mapped.Find(0, offset, length);
+    ASSERT_NE(m.map, nullptr) << offset;
+    EXPECT_GE(m.offset, 4096u) << "after the entry's header";
+    std::string bytes(length, '\0');
+    ASSERT_TRUE(m.map->Copy(m.offset, length, reinterpret_cast<uint8_t*>(bytes.data())));
+    EXPECT_TRUE(bytes == data.substr(offset, length)) << offset;
+  };
+  expect_bytes(kBlock + 5, 1000);  // block 1, not looked for before: mapped at once
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  mapped.BeginBatch();
+  expect_bytes(10, 100);
+  expect_bytes(0, kBlock);
+  EXPECT_EQ(mapped.Find(0, kBlock - 10, 20).map, nullptr);      // across two blocks
+  EXPECT_EQ(mapped.Find(0, 2 * kBlock + 1, 10).map, nullptr);   // block 2 is not cached
+  EXPECT_EQ(mapped.Find(0, 3 * kBlock + 90, 20).map, nullptr);  // past the end
+  EXPECT_EQ(mapped.mapped_files(), 2u);
+  EXPECT_EQ((*cache)->stats().blocks_mapped, 2u);
 }
 
 // The loader copies small cached samples out of the mapped data files, and a data file truncated

@@ -88,14 +88,23 @@ ReadMember MemberOf(const PlannedCell& cell, uint32_t at) {
 
 }  // namespace
 
+MappedRange ReadPlanner::CachedSplit(const SampleIndex::Location& loc, const TensorColumn& t) const {
+  if (o_.split_reads || o_.cached_splits == nullptr || loc.length - t.in_bytes > kMaxReadNowHead) return {};
+  return o_.cached_splits->Find(loc.file, loc.offset, static_cast<uint32_t>(loc.length));
+}
+
 void ReadPlanner::CoalesceCells(Slot* s) const {
   for (const CellOrder& o : s->cell_order) {
     const PlannedCell& cell = s->cells[o.cell];
     const auto& loc = cell.loc;
     const TensorColumn& t = tensors_[cell.column];
-    if (o_.split_reads && loc.rows_in_page == 1 && loc.codec == parquet::Codec::kUncompressed &&
-        !loc.definition_levels && t.direct() && !t.encoded_image && loc.length > t.in_bytes) {
+    const bool splittable = loc.rows_in_page == 1 && loc.codec == parquet::Codec::kUncompressed &&
+                            !loc.definition_levels && t.direct() && !t.encoded_image && loc.length > t.in_bytes;
+    const MappedRange mapped = splittable ? CachedSplit(loc, t) : MappedRange{};
+    if (splittable && (o_.split_reads || mapped.map != nullptr)) {
       Read& r = NewRead(s, loc.file, loc.offset, loc.length);
+      r.mapped = mapped.map;
+      r.map_offset = mapped.offset;
       r.tail = s->tensors[cell.column].data() + static_cast<size_t>(cell.sample) * t.out_bytes;
       r.head_length = static_cast<uint32_t>(loc.length - t.in_bytes);
       r.members.push_back(MemberOf(cell, 0));

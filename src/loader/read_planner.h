@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "loader/batch_slots.h"
+#include "loader/mapped_reads.h"
 #include "loader/tensor_column.h"
 #include "table/sample_index.h"
 
@@ -25,6 +26,10 @@ class ReadPlanner {
     uint64_t max_gap = 0;
     // Split reads (the sample straight into its batch row): local tables without O_DIRECT.
     bool split_reads = true;
+    // Object stores read through a read cache (else null): a page that could be a split read is one
+    // where the cache's mapped entries hold it (set as the read's mapping, copied out at once by
+    // ReadsNow); the others are fetched, and coalesced. The producer's, as the planner is.
+    MappedReads* cached_splits = nullptr;
     // The first table row of each decode unit (decode_units.h; empty: not known): a chunked column's
     // cells of one unit form one slow run.
     std::vector<int64_t> decode_units;
@@ -45,6 +50,8 @@ class ReadPlanner {
  private:
   void FindCells(Slot* s) const;
   void CoalesceCells(Slot* s) const;
+  // Where the read cache's mapped entries hold a page that could be a split read (cached_splits).
+  MappedRange CachedSplit(const SampleIndex::Location& loc, const TensorColumn& t) const;
   // Sorts s->slow_cells by page and cuts them into s->slow_runs: a page's cells, or a chunked
   // column's cells of one decode unit, go together, at most max_run_cells a run.
   void CutSlowRuns(Slot* s) const;

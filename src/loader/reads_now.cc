@@ -24,8 +24,11 @@ bool ReadsNow::TrySystemCalls() {
 }
 
 bool ReadsNow::PlanMapped(Read& r) {
+  if (r.mapped != nullptr) return true;  // found by the planner (object stores read through a cache)
   if (mapped_ == nullptr) return false;
-  r.mapped = mapped_->Find(r.file, r.offset, r.length);
+  const MappedRange m = mapped_->Find(r.file, r.offset, r.length);
+  r.mapped = m.map;
+  r.map_offset = m.offset;
   return r.mapped != nullptr;
 }
 
@@ -36,10 +39,9 @@ void ReadsNow::Plan(Slot* s) {
   s->now_next.store(0, std::memory_order_relaxed);
   s->mapped_next.store(0, std::memory_order_relaxed);
   s->now_left.store(0, std::memory_order_relaxed);
-  if (fetcher_ == nullptr || !fetcher_->read_now()) return;
-  const bool system_calls = TrySystemCalls();
+  if (fetcher_ == nullptr || (!fetcher_->read_now() && mapped_ == nullptr)) return;
+  const bool system_calls = fetcher_->read_now() && TrySystemCalls();
   if (!system_calls && mapped_ == nullptr) return;
-  if (mapped_ != nullptr) mapped_->BeginBatch();
   // Room for every read first: a push below never throws with files pinned.
   s->now_reads.reserve(s->num_reads);
   s->now_files.reserve(s->num_reads);
@@ -103,8 +105,8 @@ Status ReadsNow::NoMemoryForError(Read& r) {
 
 Status ReadsNow::ShrankError(Read& r) const {
   try {
-    return Status::IOError(fmt::format("{}: the file shrank while it was being read: bytes [{}, +{}) are gone",
-                                       mapped_->path(r.file), r.offset, r.length));
+    return Status::IOError(fmt::format("{}: the file (or its read cache entry) shrank while it was being read: bytes "
+                                       "[{}, +{}) are gone", mapped_->path(r.file), r.offset, r.length));
   } catch (const std::bad_alloc&) {
     return NoMemoryForError(r);
   }
@@ -113,7 +115,7 @@ Status ReadsNow::ShrankError(Read& r) const {
 void ReadsNow::Prefetch(const Slot& s, uint32_t k) {
   if (k >= s.mapped_reads.size()) return;
   const Read& r = s.reads[s.mapped_reads[k]];
-  r.mapped->Prefetch(r.offset, r.length);
+  r.mapped->Prefetch(r.map_offset, r.length);
 }
 
 void ReadsNow::CopyMapped(Slot* s, uint32_t begin, uint32_t end) {
@@ -125,7 +127,7 @@ void ReadsNow::CopyMapped(Slot* s, uint32_t begin, uint32_t end) {
     Prefetch(*s, k + kPrefetchReads);
     Read& r = s->reads[s->mapped_reads[k]];
     uint8_t* head = heads[k - begin];
-    if (r.mapped->Copy(r.offset, r.head_length, head, r.length - r.head_length, r.tail)) {
+    if (r.mapped->Copy(r.map_offset, r.head_length, head, r.length - r.head_length, r.tail)) {
       r.bytes = ByteView(head, r.head_length);
       bytes += r.length;
     } else {

@@ -23,9 +23,6 @@ namespace stoke {
 // its size: one memory copy, where a system call copies in the kernel and a reading thread adds the
 // hand-offs; at 115 KB and 360 KB it ran 1.3-1.5x the fetcher's reading threads.)
 constexpr uint32_t kReadNowBytes = static_cast<uint32_t>(kParallelReadBytes);
-// The most head bytes (page header and length prefix, some tens of bytes in stoke's pages) of a read
-// done at once: they land on the reading thread's stack.
-constexpr uint32_t kMaxReadNowHead = 256;
 
 // Thread-safe as documented per method: Plan is the producer's; ReadClaimed and CopyMappedOnce may
 // run on the producer and a consumer at once, each claiming reads of its own.
