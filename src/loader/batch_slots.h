@@ -15,6 +15,7 @@
 #include "format/parquet_reader.h"
 #include "io/mapped_file.h"
 #include "loader/fetcher.h"
+#include "loader/mapped_reads.h"
 #include "loader/scalar_columns.h"
 #include "loader/tensor_column.h"
 #include "stoke/loader.h"
@@ -60,10 +61,9 @@ struct Read {
   Read* next_in_task = nullptr;  // the next read of the same decode task (set by the completer)
   bool now = false;   // done at once (Slot::now_reads), not through the fetcher
   int now_fd = -1;    // its file's descriptor, pinned for the batch (Slot::now_files)
-  // A read at once copied out of a mapping (MappedReads: its file's, or its block's read cache
-  // entry) from map_offset on, instead of read with now_fd.
-  const MappedFile* mapped = nullptr;
-  uint64_t map_offset = 0;
+  // A read at once copied out of a mapping (MappedReads: its file's, or its blocks' read cache
+  // entries), instead of read with now_fd; null `mapped.map` otherwise.
+  MappedRange mapped;
 
   // Readies a reused Read for another batch, keeping the capacity of `members`.
   void Reset(Slot* s, uint32_t f, uint64_t off, uint32_t len);

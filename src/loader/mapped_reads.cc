@@ -130,11 +130,31 @@ MappedRange MappedReads::Find(uint32_t file, uint64_t offset, uint32_t length) {
   if (length == 0) return {};
   if (cache_ == nullptr) return Within(RegionOf(file, file, 0), offset, length);
   const uint64_t block = offset / block_bytes_;
-  if (file >= sizes_.size() || (offset + length - 1) / block_bytes_ != block ||
-      block >= std::numeric_limits<uint32_t>::max()) {
-    return {};
-  }
-  return Within(RegionOf(uint64_t{file} << 32 | block, file, block), offset - block * block_bytes_, length);
+  const uint64_t last = (offset + length - 1) / block_bytes_;
+  if (file >= sizes_.size() || last > block + 1 || last >= std::numeric_limits<uint32_t>::max()) return {};
+  const uint64_t from = offset - block * block_bytes_;
+  if (last == block) return Within(RegionOf(uint64_t{file} << 32 | block, file, block), from, length);
+  // Across two blocks: the first's end, then the second's start.
+  const uint32_t first_length = static_cast<uint32_t>(block_bytes_ - from);
+  MappedRange m = Within(RegionOf(uint64_t{file} << 32 | block, file, block), from, first_length);
+  if (m.map == nullptr) return {};
+  const MappedRange rest = Within(RegionOf(uint64_t{file} << 32 | last, file, last), 0, length - first_length);
+  if (rest.map == nullptr) return {};
+  m.next = rest.map;
+  m.next_offset = rest.offset;
+  m.first_length = first_length;
+  return m;
+}
+
+bool MappedRange::Copy(size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail) const {
+  if (next == nullptr) return map->Copy(offset, head_n, head, tail_n, tail);  // one guarded copy
+  return CopyPart(0, head_n, head) && CopyPart(head_n, tail_n, tail);
+}
+
+bool MappedRange::CopyPart(uint64_t from, size_t n, uint8_t* out) const {
+  const size_t in_first = from < first_length ? std::min<size_t>(n, first_length - from) : 0;
+  if (in_first > 0 && !map->Copy(offset + from, in_first, out)) return false;
+  return in_first == n || next->Copy(next_offset + (from + in_first - first_length), n - in_first, out + in_first);
 }
 
 }  // namespace stoke

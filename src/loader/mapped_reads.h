@@ -5,6 +5,7 @@
 // epochs). Private to src/loader.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,10 +27,25 @@ inline constexpr size_t kMaxMappedFiles = 1024;
 // cache's threads, as without mappings.
 inline constexpr size_t kMaxMappedBlocks = 16384;
 
-// Where a read's bytes lie: in `map` from `offset` on. Null `map`: not in a mapping.
+// Where a read's bytes lie: in `map` from `offset` on; for a read across two of a read cache's
+// blocks, its first `first_length` bytes there and the rest in `next` from `next_offset` on. Null
+// `map`: not in a mapping.
 struct MappedRange {
   const MappedFile* map = nullptr;
   uint64_t offset = 0;
+  const MappedFile* next = nullptr;
+  uint64_t next_offset = 0;
+  uint32_t first_length = 0;
+
+  // Copies the read's first `head_n` bytes to `head` and the next `tail_n` to `tail`
+  // (MappedFile::Copy): false when a mapping's file shrank under it.
+  bool Copy(size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail) const;
+  // Asks the CPU for the first and last cache lines of the read's first `n` bytes in `map`.
+  void Prefetch(size_t n) const { map->Prefetch(offset, next != nullptr ? std::min<size_t>(n, first_length) : n); }
+
+ private:
+  // Copies bytes [from, from + n) of the read to `out`, from one mapping or both.
+  bool CopyPart(uint64_t from, size_t n, uint8_t* out) const;
 };
 
 // Which of a batch's reads can be copied out of a mapping. The mappings and what the page cache holds
@@ -58,9 +74,9 @@ class MappedReads {
 
   // Takes the time for the batch being planned.
   void BeginBatch();
-  // Where bytes [offset, offset + length) of file `file` lie in a mapping, when they lie inside one
-  // (a read across two of the cache's blocks does not) and the page cache held each of their pages
-  // at the last lookup; a null map otherwise (the read goes the other way). Maps at the first read,
+  // Where bytes [offset, offset + length) of file `file` lie in a mapping (for a cache, in one block's
+  // entry or across two), when the page cache held each of their pages at the last lookup; a null
+  // map otherwise (the read goes the other way). Maps at the first read,
   // where it can (a local regular file whose page cache the kernel reports to this process, or a
   // cache entry as above) and kMaxMappedFiles or kMaxMappedBlocks allows.
   MappedRange Find(uint32_t file, uint64_t offset, uint32_t length);

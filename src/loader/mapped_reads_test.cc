@@ -52,7 +52,7 @@ TEST(MappedReadsTest, FindsCachedRangesInsideTheFileAndNothingElse) {
 
 // Object-store files through a read cache: a block's entry is mapped once the cache holds it (looked
 // for again a second after a miss), a range lies in the entry after its header, and a range across
-// two blocks is not mapped.
+// two blocks is copied out of both entries.
 TEST(MappedReadsTest, FindsRangesInTheReadCachesEntriesOnceTheyAreWritten) {
   auto dir = TemporaryDirectory::Create("stoke_mapped_cache_");
   ASSERT_TRUE(dir.ok());
@@ -91,8 +91,19 @@ TEST(MappedReadsTest, FindsRangesInTheReadCachesEntriesOnceTheyAreWritten) {
   mapped.BeginBatch();
   expect_bytes(10, 100);
   expect_bytes(0, kBlock);
-  EXPECT_EQ(mapped.Find(0, kBlock - 10, 20).map, nullptr);      // across two blocks
+  // Across blocks 0 and 1: both entries, the head and the tail split anywhere.
+  const MappedRange across = mapped.Find(0, kBlock - 300, 1000);
+  ASSERT_NE(across.next, nullptr);
+  EXPECT_EQ(across.first_length, 300u);
+  for (size_t head_n : {0, 100, 300, 700, 1000}) {
+    std::string head(head_n, '\0'), tail(1000 - head_n, '\0');
+    ASSERT_TRUE(across.Copy(head_n, reinterpret_cast<uint8_t*>(head.data()), tail.size(),
+                            reinterpret_cast<uint8_t*>(tail.data())));
+    EXPECT_TRUE(head + tail == data.substr(kBlock - 300, 1000)) << head_n;
+  }
+  EXPECT_EQ(mapped.Find(0, 2 * kBlock - 10, 20).map, nullptr);  // across blocks 1 and 2: 2 is not cached
   EXPECT_EQ(mapped.Find(0, 2 * kBlock + 1, 10).map, nullptr);   // block 2 is not cached
+  EXPECT_EQ(mapped.Find(0, kBlock - 10, 2 * kBlock).map, nullptr);  // across three blocks
   EXPECT_EQ(mapped.Find(0, 3 * kBlock + 90, 20).map, nullptr);  // past the end
   EXPECT_EQ(mapped.mapped_files(), 2u);
   EXPECT_EQ((*cache)->stats().blocks_mapped, 2u);

@@ -103,8 +103,7 @@ void ReadPlanner::CoalesceCells(Slot* s) const {
     const MappedRange mapped = splittable ? CachedSplit(loc, t) : MappedRange{};
     if (splittable && (o_.split_reads || mapped.map != nullptr)) {
       Read& r = NewRead(s, loc.file, loc.offset, loc.length);
-      r.mapped = mapped.map;
-      r.map_offset = mapped.offset;
+      r.mapped = mapped;
       r.tail = s->tensors[cell.column].data() + static_cast<size_t>(cell.sample) * t.out_bytes;
       r.head_length = static_cast<uint32_t>(loc.length - t.in_bytes);
       r.members.push_back(MemberOf(cell, 0));

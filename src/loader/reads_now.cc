@@ -24,12 +24,10 @@ bool ReadsNow::TrySystemCalls() {
 }
 
 bool ReadsNow::PlanMapped(Read& r) {
-  if (r.mapped != nullptr) return true;  // found by the planner (object stores read through a cache)
+  if (r.mapped.map != nullptr) return true;  // found by the planner (object stores read through a cache)
   if (mapped_ == nullptr) return false;
-  const MappedRange m = mapped_->Find(r.file, r.offset, r.length);
-  r.mapped = m.map;
-  r.map_offset = m.offset;
-  return r.mapped != nullptr;
+  r.mapped = mapped_->Find(r.file, r.offset, r.length);
+  return r.mapped.map != nullptr;
 }
 
 void ReadsNow::Plan(Slot* s) {
@@ -115,7 +113,7 @@ Status ReadsNow::ShrankError(Read& r) const {
 void ReadsNow::Prefetch(const Slot& s, uint32_t k) {
   if (k >= s.mapped_reads.size()) return;
   const Read& r = s.reads[s.mapped_reads[k]];
-  r.mapped->Prefetch(r.map_offset, r.length);
+  r.mapped.Prefetch(r.length);
 }
 
 void ReadsNow::CopyMapped(Slot* s, uint32_t begin, uint32_t end) {
@@ -127,7 +125,7 @@ void ReadsNow::CopyMapped(Slot* s, uint32_t begin, uint32_t end) {
     Prefetch(*s, k + kPrefetchReads);
     Read& r = s->reads[s->mapped_reads[k]];
     uint8_t* head = heads[k - begin];
-    if (r.mapped->Copy(r.map_offset, r.head_length, head, r.length - r.head_length, r.tail)) {
+    if (r.mapped.Copy(r.head_length, head, r.length - r.head_length, r.tail)) {
       r.bytes = ByteView(head, r.head_length);
       bytes += r.length;
     } else {
