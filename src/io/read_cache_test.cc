@@ -68,6 +68,17 @@ class CountingFile final : public RandomAccessFile {
   mutable std::vector<std::thread> threads_;
 };
 
+// Flips a bit of the byte at `at` of the file at `path` (damage on disk).
+void FlipByte(const std::string& path, uint64_t at) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(at));
+  char c;
+  f.read(&c, 1);
+  c ^= 0x20;
+  f.seekp(static_cast<std::streamoff>(at));
+  f.write(&c, 1);
+}
+
 // Entries are written after the reads they serve are answered: waits for `n` of them.
 void WaitForWrites(const ReadCache& cache, uint64_t n) {
   for (int i = 0; i < 5000 && cache.stats().entries_written < n; ++i) {
@@ -198,17 +209,8 @@ TEST_F(ReadCacheTest, CorruptEntriesAreNotMappedButDropped) {
   WaitForWrites(*cache, 3);
   const std::string id = "mem://object mtime=1 size=" + std::to_string(data_.size());
   const std::vector<std::string> entries = {cache->EntryPath(id, 0), cache->EntryPath(id, 1), cache->EntryPath(id, 2)};
-  auto flip = [](const std::string& path, uint64_t at) {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(at));
-    char c;
-    f.read(&c, 1);
-    c ^= 0x20;
-    f.seekp(static_cast<std::streamoff>(at));
-    f.write(&c, 1);
-  };
-  flip(entries[0], 4096 + (15 << 16) + 3);  // data, the last chunk
-  flip(entries[1], 20);                     // block_offset in the header
+  FlipByte(entries[0], 4096 + (15 << 16) + 3);  // data, the last chunk
+  FlipByte(entries[1], 20);                     // block_offset in the header
   fs::resize_file(entries[2], 4096 + 1000);
   const std::vector<std::string> wants = {"CRC mismatch in chunk 15", "header CRC mismatch", "the header says"};
   for (uint64_t block = 0; block < 3; ++block) {
@@ -264,17 +266,8 @@ TEST_F(ReadCacheTest, CorruptEntriesAreDroppedAndFetchedAgainNeverDelivered) {
   const std::string id = "mem://object mtime=1 size=" + std::to_string(data_.size());
   const std::vector<std::string> entries = {cache->EntryPath(id, 0), cache->EntryPath(id, 1), cache->EntryPath(id, 2)};
   for (const auto& e : entries) ASSERT_TRUE(fs::exists(e)) << e;
-  auto flip = [](const std::string& path, uint64_t at) {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(at));
-    char c;
-    f.read(&c, 1);
-    c ^= 0x20;
-    f.seekp(static_cast<std::streamoff>(at));
-    f.write(&c, 1);
-  };
-  flip(entries[0], 4096 + 70000);  // data, chunk 1
-  flip(entries[1], 20);            // block_offset in the header
+  FlipByte(entries[0], 4096 + 70000);  // data, chunk 1
+  FlipByte(entries[1], 20);            // block_offset in the header
   fs::resize_file(entries[2], 4096 + 1000);
   Wrapped fresh = Wrap(*cache);
   ExpectRead(*fresh.file, 0, 3 << 20);
