@@ -7,7 +7,7 @@
 # through the cache (`stoke bench load az://... --cache-dir DIR`) and of the local table, warm (its
 # files read once before), alternating; batches of 1,024 up to 16 KiB and of 32 above, global
 # shuffle, about BENCH_SECONDS (default 6) each. With a second binary B, B's cached run joins each
-# round (A cached, B cached, A local, the order turning from round to round): for a change to the
+# round (A cached, B cached, A local, each round starting one run later): for a change to the
 # cache's path.
 #   bench/cached_epochs.sh [STOKE_BIN [B_STOKE_BIN]]   env: BENCH_DIR (default build/bench-cached),
 #   BENCH_REPS, BENCH_SECONDS, BENCH_SIZES (a subset of "512 16k 115k 360k 4m", default "512 16k 360k"),
@@ -63,12 +63,14 @@ for size in $sizes; do
   find "$local" -name '*.parquet' -print0 | xargs -0 cat >/dev/null
   batches=$(batches_for_seconds "$a" "$local" "$batch" "$seconds")
   common=(--batch-size "$batch" --batches "$batches" --warmup-batches 4)
+  runs=(cached local)
+  if [ -n "$b" ]; then runs=(cached cached-B local); fi
   for i in $(seq 1 "$reps"); do
-    order="cached local"
-    if [ -n "$b" ]; then order="cached cached-B local"; fi
-    if [ $((i % 2)) -eq 0 ]; then order=$(echo "$order" | tr ' ' '\n' | tac | tr '\n' ' '); fi
-    note "$size: round $i ($order, $batches batches of $batch)"
-    for which in $order; do
+    # Each round starts one run later than the one before: every run takes every place in turn.
+    order=()
+    for j in "${!runs[@]}"; do order+=("${runs[$(((i - 1 + j) % ${#runs[@]}))]}"); done
+    note "$size: round $i (${order[*]}, $batches batches of $batch)"
+    for which in "${order[@]}"; do
       case $which in
         cached) run cached "$size" "$i" "$a" "$remote" "${common[@]}" --cache-dir "$cache" ;;
         cached-B) run cached-B "$size" "$i" "$b" "$remote" "${common[@]}" --cache-dir "$cache" ;;

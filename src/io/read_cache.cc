@@ -662,10 +662,17 @@ Result<std::optional<MappedCacheBlock>> ReadCache::MapBlock(std::string identity
   if (Status v = VerifyMapped(mapped.map, path, identity, block_offset, block_length, &mapped.data_offset); !v.ok()) {
     return DropCorrupt(path, std::move(v));
   }
-  (void)::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // recency, for eviction; best effort
+  Touch(path);
+  mapped.path = path;
   mapped_.fetch_add(1, std::memory_order_relaxed);
   return std::optional<MappedCacheBlock>(std::move(mapped));
 }
+
+void ReadCache::Touch(const std::string& entry_path) {
+  (void)::utimensat(AT_FDCWD, entry_path.c_str(), nullptr, 0);  // recency, for eviction; best effort
+}
+
+std::chrono::seconds ReadCache::touch_interval() { return kTouchInterval; }
 
 Status ReadCache::VerifyMapped(const MappedFile& map, const std::string& path, const std::string& identity,
                                uint64_t block_offset, uint32_t block_length, uint32_t* data_offset) {

@@ -37,6 +37,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -85,6 +86,7 @@ struct MappedCacheBlock {
   MappedFile map;
   uint32_t data_offset = 0;
   uint32_t data_length = 0;
+  std::string path;  // the entry's (ReadCache::Touch)
 };
 
 // Thread-safe. REQUIRES: the cache outlives every read in flight through its files (each file keeps
@@ -111,10 +113,16 @@ class ReadCache : public std::enable_shared_from_this<ReadCache> {
   // system call per read: where the entry exists and the page cache holds all of it, after checking
   // its header and the CRC of every chunk. Those checks are done once: copies out of the mapping are
   // not verified again (the loader checks each sample's page CRC). Refreshes the entry's recency.
-  // nullopt where there is no entry, its identity is too long to be cached, the page cache lacks
-  // some of it or the kernel does not say (then read through Wrap, which brings it in); Corruption
-  // (the entry deleted, as on a read) when it fails a check; IOError.
+  // nullopt where the block is past the object, there is no entry, its identity is too long to be
+  // cached, the page cache lacks some of it or the kernel does not say (then read through Wrap,
+  // which brings it in); Corruption (the entry deleted, as on a read) when it fails a check; IOError.
   Result<std::optional<MappedCacheBlock>> MapBlock(std::string identity, uint64_t size, uint64_t block);
+  // Refreshes the recency of the entry at `entry_path` (MappedCacheBlock::path), as a read through the
+  // cache does, so that eviction keeps entries read through their mappings: a reader of a mapped
+  // entry calls it once per touch_interval() while it reads. Best effort.
+  static void Touch(const std::string& entry_path);
+  // How often a hit refreshes its entry's recency: once a minute.
+  static std::chrono::seconds touch_interval();
 
   ReadCacheStats stats() const;
   const ReadCacheOptions& options() const { return options_; }

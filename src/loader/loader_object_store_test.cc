@@ -335,6 +335,12 @@ TEST_F(LoaderOnObjectStore, LaterEpochsCopyUncompressedSamplesOutOfMappedCacheEn
   std::sort(rows.begin(), rows.end());
   EXPECT_EQ(rows, want);
   EXPECT_GT(DataGets(Requests()), 0) << "the damaged blocks were fetched again";
+  // Written again whole: mapped again.
+  WaitForEntries(blocks);
+  auto mended = Open(o);
+  ASSERT_NE(mended, nullptr);
+  EXPECT_EQ(DrainEpoch(*mended).size(), static_cast<size_t>(kRows));
+  EXPECT_EQ(mended->stats().reads_mapped, kRows);
 }
 
 TEST_F(LoaderOnObjectStore, FaultsWithCacheAndMergingLoseAndRepeatNothing) {

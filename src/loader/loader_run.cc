@@ -259,8 +259,9 @@ bool Loader::Impl::WaitAwake(int64_t deadline) {
     while (queue_.events() == seen) {
       if (NowNanos() >= deadline) {
         // Past the spin: asleep until a batch is queued (it may have reads at once to help with) or
-        // ready, where reads at once are done; else the caller sleeps until the batch is ready.
-        if (fetcher_ == nullptr || !fetcher_->read_now()) return false;
+        // ready, where reads at once are done (local files, or mapped cache entries); else the
+        // caller sleeps until the batch is ready.
+        if (fetcher_ == nullptr || (!fetcher_->read_now() && mapped_ == nullptr)) return false;
         queue_.WaitForEvent(seen);
         break;
       }

@@ -1,6 +1,7 @@
 #include "loader/mapped_reads.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <utility>
 
@@ -77,17 +78,16 @@ void MappedReads::Map(Region& r, uint32_t file, uint64_t block) {
 
 void MappedReads::MapBlock(Region& r, uint32_t file, uint64_t block) {
   Result<std::optional<MappedCacheBlock>> got = cache_->MapBlock(identities_[file], sizes_[file], block);
-  r.retry_ns = 0;
-  if (!got.ok()) {
-    // A corrupt entry (logged and deleted by the cache: its threads fetch the block again), or a
-    // disk error: the block is read through the cache from now on.
-    if (got.status().code() != StatusCode::kCorruption) {
-      STOKE_LOG(kWarn, "loader.cache_block_not_mapped", "file={} block={} error=\"{}\" (read through the cache)",
+  if (!got.ok() || !got->has_value()) {
+    // Not cached yet, not all in the page cache, damaged (logged and deleted by the cache, whose
+    // threads fetch the block again) or not mappable now (a disk error, no memory maps left): read
+    // through the cache meanwhile, and looked for again later.
+    if (!got.ok() && got.status().code() != StatusCode::kCorruption && !logged_map_error_) {
+      logged_map_error_ = true;
+      STOKE_LOG(kWarn, "loader.cache_block_not_mapped",
+                "file={} block={} error=\"{}\" (read through the cache; looked for again later; logged once)",
                 path(file), block, got.status().ToString());
     }
-    return;
-  }
-  if (!got->has_value()) {
     r.retry_ns = now_ns_ + r.retry_interval_ns;
     r.retry_interval_ns = std::min(kMaxRetryNs, 2 * r.retry_interval_ns);
     return;
@@ -96,7 +96,17 @@ void MappedReads::MapBlock(Region& r, uint32_t file, uint64_t block) {
   r.map = std::make_unique<MappedFile>(std::move(b.map));
   r.data_offset = b.data_offset;
   r.data_length = b.data_length;
+  r.entry_path = std::move(b.path);
+  r.touched_ns = now_ns_;
+  r.retry_ns = 0;
   ++mapped_;
+}
+
+void MappedReads::Touch(Region& r) {
+  const int64_t interval = std::chrono::duration_cast<std::chrono::nanoseconds>(ReadCache::touch_interval()).count();
+  if (now_ns_ - r.touched_ns < interval) return;
+  ReadCache::Touch(r.entry_path);
+  r.touched_ns = now_ns_;
 }
 
 void MappedReads::Refresh(Region& r) {
@@ -117,6 +127,7 @@ MappedRange MappedReads::Within(Region& r, uint64_t offset, uint32_t length) {
   if (r.map == nullptr || r.map->shrunk()) return {};
   if (offset > r.data_length || length > r.data_length - offset) return {};
   Refresh(r);
+  if (!r.entry_path.empty()) Touch(r);
   const uint64_t at = r.data_offset + offset;
   const uint64_t last = (at + length - 1) / page_;
   if (last / 64 >= r.resident.size()) return {};

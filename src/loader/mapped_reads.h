@@ -22,9 +22,9 @@ class ReadCache;
 // default, vm.max_map_count). A table's files beyond the first this many read are read with a
 // system call per read, as without mappings.
 inline constexpr size_t kMaxMappedFiles = 1024;
-// Read cache entries mapped at once, at most (16 GiB of a table in the cache's default 1 MiB
-// blocks, its default capacity). Blocks beyond the first this many met are read through the
-// cache's threads, as without mappings.
+// Read cache blocks kept track of, at most (16 GiB of a table in the cache's default 1 MiB blocks,
+// its default capacity): those of the first this many blocks met are mapped once cached; other
+// blocks are read through the cache's threads, as without mappings.
 inline constexpr size_t kMaxMappedBlocks = 16384;
 
 // Where a read's bytes lie: in `map` from `offset` on; for a read across two of a read cache's
@@ -66,8 +66,10 @@ class MappedReads {
   explicit MappedReads(std::shared_ptr<const std::vector<std::string>> paths);
   // Object-store files at `paths`, read through `cache`: a block's entry is mapped at a read of the
   // block once the cache holds it and the page cache all of it (ReadCache::MapBlock); until then
-  // the block is looked for again after 1 s, then 2 s, up to 64 s. `identities` and `sizes` per
-  // file, as the fetcher gives them to ReadCache::Wrap.
+  // (or after a damaged entry, which the cache deletes and fetches again) the block is looked for
+  // again after 1 s, then 2 s, up to 64 s. A mapped entry's recency is refreshed once a minute while
+  // it is read (ReadCache::Touch). `identities` and `sizes` per file, as the fetcher gives them to
+  // ReadCache::Wrap.
   MappedReads(std::shared_ptr<const std::vector<std::string>> paths, std::shared_ptr<ReadCache> cache,
               std::vector<std::string> identities, std::vector<uint64_t> sizes);
   ~MappedReads();
@@ -94,6 +96,8 @@ class MappedReads {
     int64_t lookup_cost_ns = 0;
     int64_t retry_ns = 0;             // a cache block not mapped yet: when to look for it again
     int64_t retry_interval_ns = 0;
+    std::string entry_path;           // a mapped cache block's entry, and when it was last touched
+    int64_t touched_ns = 0;
   };
   // The region of `key` (a file, or a file's block), mapped at its first use; an empty region past
   // the limit.
@@ -105,6 +109,8 @@ class MappedReads {
   MappedRange Within(Region& r, uint64_t offset, uint32_t length);
   // Looks up what the page cache holds of `r` when the refresh interval and the 2 % allow it.
   void Refresh(Region& r);
+  // Refreshes a mapped cache entry's recency once per ReadCache::touch_interval().
+  void Touch(Region& r);
 
   const std::shared_ptr<const std::vector<std::string>> paths_;
   const std::shared_ptr<ReadCache> cache_;  // null for local files
@@ -121,6 +127,7 @@ class MappedReads {
   const int64_t start_ns_;
   int64_t now_ns_ = 0;        // BeginBatch's time
   int64_t lookups_ns_ = 0;    // the lookups' total cost
+  bool logged_map_error_ = false;  // a cache entry failed to map for another reason than damage
 };
 
 }  // namespace stoke
