@@ -120,6 +120,14 @@ class ReadCacheTest : public ::testing::Test {
     ASSERT_TRUE(st.ok()) << st.ToString();
     ASSERT_TRUE(got == data_.substr(offset, n)) << "bytes differ at " << offset << " + " << n;
   }
+  // Reads blocks 0-2 of the object through `cache`, waits for their entries and returns their paths.
+  std::vector<std::string> CacheThreeBlocks(ReadCache& cache) {
+    Wrapped w = Wrap(cache);
+    ExpectRead(*w.file, 0, 3 << 20);
+    WaitForWrites(cache, 3);
+    const std::string id = "mem://object mtime=1 size=" + std::to_string(data_.size());
+    return {cache.EntryPath(id, 0), cache.EntryPath(id, 1), cache.EntryPath(id, 2)};
+  }
   uint64_t DirectoryBytes() const {
     uint64_t total = 0;
     for (const auto& e : fs::recursive_directory_iterator(dir_)) {
@@ -204,11 +212,7 @@ TEST_F(ReadCacheTest, AnEntryThePageCacheDoesNotHoldIsNotMapped) {
 // An entry that fails a check is not mapped: it is dropped as on a read, and fetched again.
 TEST_F(ReadCacheTest, CorruptEntriesAreNotMappedButDropped) {
   auto cache = OpenCache();
-  Wrapped w = Wrap(*cache);
-  ExpectRead(*w.file, 0, 3 << 20);
-  WaitForWrites(*cache, 3);
-  const std::string id = "mem://object mtime=1 size=" + std::to_string(data_.size());
-  const std::vector<std::string> entries = {cache->EntryPath(id, 0), cache->EntryPath(id, 1), cache->EntryPath(id, 2)};
+  const std::vector<std::string> entries = CacheThreeBlocks(*cache);
   FlipByte(entries[0], 4096 + (15 << 16) + 3);  // data, the last chunk
   FlipByte(entries[1], 20);                     // block_offset in the header
   fs::resize_file(entries[2], 4096 + 1000);
@@ -259,12 +263,8 @@ TEST_F(ReadCacheTest, ConcurrentReadsOfOneBlockFetchItOnce) {
 
 TEST_F(ReadCacheTest, CorruptEntriesAreDroppedAndFetchedAgainNeverDelivered) {
   auto cache = OpenCache();
-  Wrapped w = Wrap(*cache);
-  ExpectRead(*w.file, 0, 3 << 20);
-  WaitForWrites(*cache, 3);
+  const std::vector<std::string> entries = CacheThreeBlocks(*cache);
   // Damage three entries: a flipped data byte, a flipped header byte, a truncation.
-  const std::string id = "mem://object mtime=1 size=" + std::to_string(data_.size());
-  const std::vector<std::string> entries = {cache->EntryPath(id, 0), cache->EntryPath(id, 1), cache->EntryPath(id, 2)};
   for (const auto& e : entries) ASSERT_TRUE(fs::exists(e)) << e;
   FlipByte(entries[0], 4096 + 70000);  // data, chunk 1
   FlipByte(entries[1], 20);            // block_offset in the header

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -50,118 +51,115 @@ TEST(MappedReadsTest, FindsCachedRangesInsideTheFileAndNothingElse) {
   EXPECT_EQ(mapped.mapped_files(), 1u);
 }
 
-// Object-store files through a read cache: a block's entry is mapped once the cache holds it (looked
-// for again a second after a miss), a range lies in the entry after its header, and a range across
-// two blocks is copied out of both entries.
-TEST(MappedReadsTest, FindsRangesInTheReadCachesEntriesOnceTheyAreWritten) {
-  auto dir = TemporaryDirectory::Create("stoke_mapped_cache_");
-  ASSERT_TRUE(dir.ok());
-  constexpr uint32_t kBlock = 64 << 10;
-  ReadCacheOptions co;
-  co.dir = dir->path();
-  co.block_bytes = kBlock;
-  auto cache = ReadCache::Open(co);
-  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
-  std::string data(3 * kBlock + 100, '\0');
-  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + i / 251);
-  auto file = (*cache)->Wrap(
-      std::make_unique<MemoryFile>(reinterpret_cast<const uint8_t*>(data.data()), data.size(), "mem://o"), "mem://o v1");
-  MappedReads mapped(Paths({"mem://o"}), *cache, {"mem://o v1"}, {data.size()});
-  mapped.BeginBatch();
-  const auto first_look = std::chrono::steady_clock::now();
-  EXPECT_EQ(mapped.Find(0, 10, 100).map, nullptr) << "nothing is cached yet";
+// An object of bytes in memory read through a read cache of 64 KiB blocks (in a temporary directory),
+// and the loader's MappedReads over the cache's entries of it.
+class MappedCacheTest : public ::testing::Test {
+ protected:
+  static constexpr uint32_t kBlock = 64 << 10;
 
-  std::string got(2 * kBlock, '\0');
-  ASSERT_TRUE(file->ReadAt(0, MutableByteView(reinterpret_cast<uint8_t*>(got.data()), got.size())).ok());
-  for (int i = 0; i < 5000 && (*cache)->stats().entries_written < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  void Open(std::string data) {
+    data_ = std::move(data);
+    auto dir = TemporaryDirectory::Create("stoke_mapped_cache_");
+    ASSERT_TRUE(dir.ok());
+    dir_.emplace(std::move(*dir));
+    ReadCacheOptions co;
+    co.dir = dir_->path();
+    co.block_bytes = kBlock;
+    auto cache = ReadCache::Open(co);
+    ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+    cache_ = *cache;
+    file_ = cache_->Wrap(
+        std::make_unique<MemoryFile>(reinterpret_cast<const uint8_t*>(data_.data()), data_.size(), "mem://o"),
+        "mem://o v1");
+    mapped_.emplace(Paths({"mem://o"}), cache_, std::vector<std::string>{"mem://o v1"},
+                    std::vector<uint64_t>{data_.size()});
   }
-  ASSERT_EQ((*cache)->stats().entries_written, 2u);
-  mapped.BeginBatch();
-  if (std::chrono::steady_clock::now() - first_look < std::chrono::milliseconds(900)) {
-    EXPECT_EQ(mapped.Find(0, 10, 100).map, nullptr) << "a block missed is looked for again after a second";
+  // Reads bytes [offset, offset + n) through the cache, then waits until it has written `writes`
+  // entries in all (they are written just after the reads they served).
+  void ReadAndWait(uint64_t offset, size_t n, uint64_t writes) {
+    std::string got(n, '\0');
+    ASSERT_TRUE(file_->ReadAt(offset, MutableByteView(reinterpret_cast<uint8_t*>(got.data()), n)).ok());
+    for (int i = 0; i < 5000 && cache_->stats().entries_written < writes; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(cache_->stats().entries_written, writes);
   }
-  auto expect_bytes = [&](uint64_t offset, uint32_t length) {
-    const MappedRange m = mapped.Find(0, offset, length);
+  // Finds bytes [offset, offset + length) in the entries and checks them against the object's.
+  void ExpectMapped(uint64_t offset, uint32_t length) {
+    mapped_->BeginBatch();
+    const MappedRange m = mapped_->Find(0, offset, length);
     ASSERT_NE(m.map, nullptr) << offset;
     EXPECT_GE(m.offset, 4096u) << "after the entry's header";
     std::string bytes(length, '\0');
     uint8_t* out = reinterpret_cast<uint8_t*>(bytes.data());
     ASSERT_TRUE(m.Copy(length, out, 0, out + length));  // from one entry or two
-    EXPECT_TRUE(bytes == data.substr(offset, length)) << offset;
-  };
-  expect_bytes(kBlock + 5, 1000);  // block 1, not looked for before: mapped at once
+    EXPECT_TRUE(bytes == data_.substr(offset, length)) << offset;
+  }
+  bool Found(uint64_t offset, uint32_t length) {
+    mapped_->BeginBatch();
+    return mapped_->Find(0, offset, length).map != nullptr;
+  }
+
+  std::string data_;
+  std::optional<TemporaryDirectory> dir_;
+  std::shared_ptr<ReadCache> cache_;
+  std::unique_ptr<RandomAccessFile> file_;
+  std::optional<MappedReads> mapped_;
+};
+
+// A block's entry is mapped once the cache holds it (looked for again a second after a miss), a range
+// lies in the entry after its header, and a range across two blocks is copied out of both entries.
+TEST_F(MappedCacheTest, FindsRangesInTheEntriesOnceTheyAreWritten) {
+  std::string data(3 * kBlock + 100, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + i / 251);
+  Open(std::move(data));
+  const auto first_look = std::chrono::steady_clock::now();
+  EXPECT_FALSE(Found(10, 100)) << "nothing is cached yet";
+  ReadAndWait(0, 2 * kBlock, 2);
+  if (std::chrono::steady_clock::now() - first_look < std::chrono::milliseconds(900)) {
+    EXPECT_FALSE(Found(10, 100)) << "a block missed is looked for again after a second";
+  }
+  ExpectMapped(kBlock + 5, 1000);  // block 1, not looked for before: mapped at once
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  mapped.BeginBatch();
-  expect_bytes(10, 100);
-  expect_bytes(0, kBlock);
+  ExpectMapped(10, 100);
+  ExpectMapped(0, kBlock);
   // Across blocks 0 and 1: both entries, the head and the tail split anywhere.
-  const MappedRange across = mapped.Find(0, kBlock - 300, 1000);
+  const MappedRange across = mapped_->Find(0, kBlock - 300, 1000);
   ASSERT_NE(across.next, nullptr);
   EXPECT_EQ(across.first_length, 300u);
   for (size_t head_n : {0, 100, 300, 700, 1000}) {
     std::string head(head_n, '\0'), tail(1000 - head_n, '\0');
     ASSERT_TRUE(across.Copy(head_n, reinterpret_cast<uint8_t*>(head.data()), tail.size(),
                             reinterpret_cast<uint8_t*>(tail.data())));
-    EXPECT_TRUE(head + tail == data.substr(kBlock - 300, 1000)) << head_n;
+    EXPECT_TRUE(head + tail == data_.substr(kBlock - 300, 1000)) << head_n;
   }
-  EXPECT_EQ(mapped.Find(0, 2 * kBlock - 10, 20).map, nullptr);  // across blocks 1 and 2: 2 is not cached
-  EXPECT_EQ(mapped.Find(0, 3 * kBlock + 90, 10).map, nullptr);  // block 3 is not cached
-  EXPECT_EQ(mapped.Find(0, kBlock - 10, 2 * kBlock).map, nullptr);  // across three blocks
-  EXPECT_EQ(mapped.mapped_files(), 2u);
-  EXPECT_EQ((*cache)->stats().blocks_mapped, 2u);
+  EXPECT_FALSE(Found(2 * kBlock - 10, 20));      // across blocks 1 and 2: 2 is not cached
+  EXPECT_FALSE(Found(3 * kBlock + 90, 10));      // block 3 is not cached
+  EXPECT_FALSE(Found(kBlock - 10, 2 * kBlock));  // across three blocks
+  EXPECT_EQ(mapped_->mapped_files(), 2u);
+  EXPECT_EQ(cache_->stats().blocks_mapped, 2u);
 
   // The rest, up to the short last block (100 bytes), once cached and looked for again.
-  got.assign(kBlock + 100, '\0');
-  ASSERT_TRUE(file->ReadAt(2 * kBlock, MutableByteView(reinterpret_cast<uint8_t*>(got.data()), got.size())).ok());
-  for (int i = 0; i < 5000 && (*cache)->stats().entries_written < 4; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  ReadAndWait(2 * kBlock, kBlock + 100, 4);
   std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // block 3's second look
-  mapped.BeginBatch();
-  expect_bytes(3 * kBlock + 90, 10);
-  expect_bytes(3 * kBlock - 10, 110);  // across blocks 2 and 3
-  EXPECT_EQ(mapped.Find(0, 3 * kBlock + 90, 11).map, nullptr);  // past the end
-  EXPECT_EQ(mapped.mapped_files(), 4u);
+  ExpectMapped(3 * kBlock + 90, 10);
+  ExpectMapped(3 * kBlock - 10, 110);  // across blocks 2 and 3
+  EXPECT_FALSE(Found(3 * kBlock + 90, 11));  // past the end
+  EXPECT_EQ(mapped_->mapped_files(), 4u);
 }
 
 // An entry damaged on disk is not mapped: the cache deletes it, and once the block is fetched and
 // written again, it is mapped at the next look.
-TEST(MappedReadsTest, ADamagedCacheEntryIsMappedAgainOnceFetchedAgain) {
-  auto dir = TemporaryDirectory::Create("stoke_mapped_cache_");
-  ASSERT_TRUE(dir.ok());
-  constexpr uint32_t kBlock = 64 << 10;
-  ReadCacheOptions co;
-  co.dir = dir->path();
-  co.block_bytes = kBlock;
-  auto cache = ReadCache::Open(co);
-  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
-  const std::string data(kBlock, 'd');
-  auto file = (*cache)->Wrap(
-      std::make_unique<MemoryFile>(reinterpret_cast<const uint8_t*>(data.data()), data.size(), "mem://o"), "mem://o v1");
-  auto read_and_wait = [&](uint64_t writes) {
-    std::string got(kBlock, '\0');
-    ASSERT_TRUE(file->ReadAt(0, MutableByteView(reinterpret_cast<uint8_t*>(got.data()), got.size())).ok());
-    for (int i = 0; i < 5000 && (*cache)->stats().entries_written < writes; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    ASSERT_EQ((*cache)->stats().entries_written, writes);
-  };
-  read_and_wait(1);
-  const std::string entry = (*cache)->EntryPath("mem://o v1 size=" + std::to_string(kBlock), 0);
+TEST_F(MappedCacheTest, ADamagedEntryIsMappedAgainOnceFetchedAgain) {
+  Open(std::string(kBlock, 'd'));
+  ReadAndWait(0, kBlock, 1);
+  const std::string entry = cache_->EntryPath("mem://o v1 size=" + std::to_string(kBlock), 0);
   ASSERT_EQ(::truncate(entry.c_str(), 4096 + 100), 0);
-  MappedReads mapped(Paths({"mem://o"}), *cache, {"mem://o v1"}, {data.size()});
-  mapped.BeginBatch();
-  EXPECT_EQ(mapped.Find(0, 0, 100).map, nullptr);
-  EXPECT_EQ((*cache)->stats().corrupt_entries, 1u);
-  read_and_wait(2);  // fetched and written again
+  EXPECT_FALSE(Found(0, 100));
+  EXPECT_EQ(cache_->stats().corrupt_entries, 1u);
+  ReadAndWait(0, kBlock, 2);  // fetched and written again
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
-  mapped.BeginBatch();
-  const MappedRange m = mapped.Find(0, 0, 100);
-  ASSERT_NE(m.map, nullptr);
-  std::string bytes(100, '\0');
-  ASSERT_TRUE(m.map->Copy(m.offset, 100, reinterpret_cast<uint8_t*>(bytes.data())));
-  EXPECT_EQ(bytes, data.substr(0, 100));
+  ExpectMapped(0, 100);
 }
 
 // The loader copies small cached samples out of the mapped data files, and a data file truncated
