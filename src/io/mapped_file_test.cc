@@ -1,6 +1,7 @@
 #include "io/mapped_file.h"
 
 #include <gtest/gtest.h>
+#include <isa-l/crc.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -63,6 +64,30 @@ TEST_F(MappedFileTest, CopiesRangesAndRefusesThoseOutsideTheFile) {
   EXPECT_FALSE(mapped->Copy(11, 0, reinterpret_cast<uint8_t*>(tail.data())));
   EXPECT_FALSE(mapped->Copy(~uint64_t{0}, 2, reinterpret_cast<uint8_t*>(tail.data())));
   EXPECT_FALSE(mapped->shrunk());
+}
+
+// With tail_crc, the tail's CRC-32 is taken in the copy, continuing from the value given (ISA-L's
+// crc32_gzip_refl over the same bytes); a file cut under the copy fails it, in the CRC's pass too,
+// and leaves the value as it was.
+TEST_F(MappedFileTest, CopiesTakeTheTailsCrcAndSurviveACutInIt) {
+  std::string bytes(6 * 4096, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 131 + i / 7);
+  const std::string file = Write(bytes);
+  auto mapped = MappedFile::Open(file);
+  ASSERT_TRUE(mapped.ok());
+  for (size_t tail_n : {size_t{0}, size_t{1}, size_t{255}, size_t{256}, size_t{5000}, size_t{4 * 4096}}) {
+    std::vector<uint8_t> head(7), tail(tail_n);
+    uint32_t crc = 9;
+    ASSERT_TRUE(mapped->Copy(5, head.size(), head.data(), tail_n, tail.data(), &crc));
+    EXPECT_EQ(std::string(tail.begin(), tail.end()), bytes.substr(12, tail_n));
+    EXPECT_EQ(crc, crc32_gzip_refl(9, reinterpret_cast<uint8_t*>(bytes.data()) + 12, tail_n)) << tail_n;
+  }
+  ASSERT_EQ(::truncate(file.c_str(), 4096), 0);
+  std::vector<uint8_t> head(16), tail(3 * 4096);
+  uint32_t crc = 9;
+  EXPECT_FALSE(mapped->Copy(4096 - 16, head.size(), head.data(), tail.size(), tail.data(), &crc));
+  EXPECT_EQ(crc, 9u);
+  EXPECT_TRUE(mapped->shrunk());
 }
 
 // A file truncated under its mapping: the copies that reach past the new end fault (SIGBUS), which

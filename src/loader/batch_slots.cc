@@ -20,7 +20,7 @@ void Read::Reset(Slot* s, uint32_t f, uint64_t off, uint32_t len) {
   members.clear();
   data = AlignedBuffer();
   bytes = ByteView();
-  tail_crc.reset();
+  body_crc.reset();
   status = Status::OK();
   out_of_memory = false;
   now = false;

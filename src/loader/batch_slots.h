@@ -55,7 +55,9 @@ struct Read {
   std::vector<ReadMember> members;
   AlignedBuffer data;  // the completed read's buffer, until its samples are decoded
   ByteView bytes;      // the read's bytes within `data` (FetchResult::bytes())
-  std::optional<uint32_t> tail_crc;  // FetchResult::tail_crc
+  // The CRC-32 of the page body of a split read (SplitPrefixCrc, then the tail), when its reader took
+  // it: from FetchResult::tail_crc, or taken while copying out of a mapping.
+  std::optional<uint32_t> body_crc;
   Status status;
   bool out_of_memory = false;  // status is an allocation failure: fails the batch even with on_error=skip
   Read* next_in_task = nullptr;  // the next read of the same decode task (set by the completer)

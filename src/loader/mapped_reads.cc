@@ -157,15 +157,16 @@ MappedRange MappedReads::Find(uint32_t file, uint64_t offset, uint32_t length) {
   return m;
 }
 
-bool MappedRange::Copy(size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail) const {
-  if (next == nullptr) return map->Copy(offset, head_n, head, tail_n, tail);  // one guarded copy
-  return CopyPart(0, head_n, head) && CopyPart(head_n, tail_n, tail);
+bool MappedRange::Copy(size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail, uint32_t* tail_crc) const {
+  if (next == nullptr) return map->Copy(offset, head_n, head, tail_n, tail, tail_crc);  // one guarded copy
+  return CopyPart(0, head_n, head, nullptr) && CopyPart(head_n, tail_n, tail, tail_crc);
 }
 
-bool MappedRange::CopyPart(uint64_t from, size_t n, uint8_t* out) const {
+bool MappedRange::CopyPart(uint64_t from, size_t n, uint8_t* out, uint32_t* crc) const {
   const size_t in_first = from < first_length ? std::min<size_t>(n, first_length - from) : 0;
-  if (in_first > 0 && !map->Copy(offset + from, in_first, out)) return false;
-  return in_first == n || next->Copy(next_offset + (from + in_first - first_length), n - in_first, out + in_first);
+  if (in_first > 0 && !map->Copy(offset + from, 0, nullptr, in_first, out, crc)) return false;
+  return in_first == n ||
+         next->Copy(next_offset + (from + in_first - first_length), 0, nullptr, n - in_first, out + in_first, crc);
 }
 
 }  // namespace stoke

@@ -225,11 +225,8 @@ Result<ByteView> DecodeBlobFromPage(ByteView page, Codec codec, uint32_t row_in_
                      options, context);
 }
 
-namespace {
-
-// The CRC-32 of the 4-byte length prefix of a value of `len` bytes: the same for every sample of a
-// column, so kept per thread instead of computed per sample.
-uint32_t LengthPrefixCrc(uint32_t len) {
+// The same for every sample of a column, so kept per thread instead of computed per sample.
+uint32_t SplitPrefixCrc(uint32_t len) {
   auto crc_of = [](uint32_t n) {
     uint8_t prefix[kLengthPrefixBytes];
     StoreLE<uint32_t>(prefix, n);
@@ -244,10 +241,8 @@ uint32_t LengthPrefixCrc(uint32_t len) {
   return t_crc;
 }
 
-}  // namespace
-
 Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions& options, std::string_view context,
-                        std::optional<uint32_t> sample_crc) {
+                        std::optional<uint32_t> body_crc) {
   parquet::PageHeader h;
   size_t header_size = 0;
   const uint64_t page_size = uint64_t{head.size()} + sample.size();
@@ -263,9 +258,7 @@ Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions&
                                           context, header_size, len, sample.size()));
   }
   if (options.verify_crc && h.crc) {
-    const uint32_t prefix = LengthPrefixCrc(len);
-    const uint32_t computed =
-        sample_crc.has_value() ? Crc32Combine(prefix, *sample_crc, sample.size()) : Crc32(sample, prefix);
+    const uint32_t computed = body_crc.has_value() ? *body_crc : Crc32(sample, SplitPrefixCrc(len));
     if (computed != static_cast<uint32_t>(*h.crc)) {
       return Status::Corruption(fmt::format("{}: offset {}: CRC mismatch over {} body bytes (stored {:08x}, computed {:08x})",
                                             context, header_size, kLengthPrefixBytes + sample.size(),

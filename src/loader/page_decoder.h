@@ -77,10 +77,16 @@ Result<ByteView> DecodeBlobFromPage(ByteView page, parquet::Codec codec, uint32_
 // user code. Checks what DecodeSampleFromPage checks for such a page (header, sizes, PLAIN V1 data
 // page with one value, the length prefix, and the CRC over prefix + sample unless turned off); the
 // caller must only pass pages of an uncompressed column chunk. Errors as DecodeSampleFromPage.
-// `sample_crc`, when given, is Crc32(sample), taken by whoever read the sample (it is combined with the
-// prefix's instead of reading the sample again).
+// `body_crc`, when given, is the CRC-32 of the page body (the length prefix for the tensor's size,
+// SplitPrefixCrc, then the sample), taken by whoever read or copied the sample, so that the sample
+// is not read again.
 Status CheckSplitSample(ByteView head, ByteView sample, const PageDecodeOptions& options, std::string_view context,
-                        std::optional<uint32_t> sample_crc = std::nullopt);
+                        std::optional<uint32_t> body_crc = std::nullopt);
+
+// The CRC-32 of the 4-byte length prefix of a split page's value of `sample_bytes` bytes: a reader
+// that takes the CRC of the sample as it copies it starts there (Crc32Copy), and so has the page
+// body's CRC for CheckSplitSample.
+uint32_t SplitPrefixCrc(uint32_t sample_bytes);
 
 }  // namespace stoke
 

@@ -487,15 +487,18 @@ TEST(PageDecoderSplitTest, SplitUncompressedPageChecksLikeTheWholePage) {
     std::string sample = bytes.substr(bytes.size() - value);
     EXPECT_EQ(sample, col.rows[p]);
     EXPECT_TRUE(CheckSplitSample(AsBytes(head), AsBytes(sample), {}, "ctx").ok());
-    // The sample's CRC taken by its reader is combined with the prefix's: the same verdicts.
-    EXPECT_TRUE(CheckSplitSample(AsBytes(head), AsBytes(sample), {}, "ctx", Crc32(AsBytes(sample))).ok());
+    // The body's CRC taken by the sample's reader, from the prefix's on: the same verdicts.
+    const uint32_t prefix = SplitPrefixCrc(static_cast<uint32_t>(value));
+    EXPECT_EQ(prefix, Crc32(AsBytes(head).last(4)));
+    EXPECT_TRUE(CheckSplitSample(AsBytes(head), AsBytes(sample), {}, "ctx", Crc32(AsBytes(sample), prefix)).ok());
     // A flipped byte in the sample part fails the CRC (continued from the prefix)...
     sample[value / 3] ^= 0x01;
     Status s = CheckSplitSample(AsBytes(head), AsBytes(sample), {}, "t.parquet row 1");
     EXPECT_EQ(s.code(), StatusCode::kCorruption);
     EXPECT_NE(s.message().find("CRC mismatch"), std::string::npos) << s.ToString();
     EXPECT_NE(s.message().find("t.parquet row 1"), std::string::npos) << s.ToString();
-    Status combined = CheckSplitSample(AsBytes(head), AsBytes(sample), {}, "t.parquet row 1", Crc32(AsBytes(sample)));
+    Status combined =
+        CheckSplitSample(AsBytes(head), AsBytes(sample), {}, "t.parquet row 1", Crc32(AsBytes(sample), prefix));
     EXPECT_EQ(combined.code(), StatusCode::kCorruption);
     EXPECT_EQ(combined.message(), s.message());
     // ...and passes without verification.

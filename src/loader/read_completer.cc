@@ -4,8 +4,19 @@
 #include <array>
 
 #include "core/clock.h"
+#include "format/codec.h"
+#include "loader/page_decoder.h"
 
 namespace stoke {
+namespace {
+
+// The page body's CRC of a split read from its tail's (FetchResult::tail_crc).
+uint32_t BodyCrc(const Read& read, uint32_t tail_crc) {
+  const uint32_t tail_bytes = read.length - read.head_length;
+  return Crc32Combine(SplitPrefixCrc(tail_bytes), tail_crc, tail_bytes);
+}
+
+}  // namespace
 
 void ReadCompleter::Reset() {
   MutexLock l(&mu_);
@@ -68,7 +79,7 @@ void ReadCompleter::Run() {
       read.status = std::move(r.status);
       read.out_of_memory = r.out_of_memory;
       read.bytes = r.bytes();  // the buffer's memory does not move with it
-      read.tail_crc = r.tail_crc;
+      if (r.tail_crc.has_value()) read.body_crc = BodyCrc(read, *r.tail_crc);
       read.data = std::move(r.data);
       read.next_in_task = nullptr;
       if (stop_) {

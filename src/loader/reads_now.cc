@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "loader/out_of_memory.h"
+#include "loader/page_decoder.h"
 
 namespace stoke {
 
@@ -120,13 +121,18 @@ void ReadsNow::CopyMapped(Slot* s, uint32_t begin, uint32_t end) {
   uint8_t heads[kMappedClaim][kMaxReadNowHead];
   Read* reads[kMappedClaim];
   const int64_t start = NowNanos();
+  const bool verify = decoder_->verify_crc();
   int64_t bytes = 0;
   for (uint32_t k = begin; k < end; ++k) {
     Prefetch(*s, k + kPrefetchReads);
     Read& r = s->reads[s->mapped_reads[k]];
     uint8_t* head = heads[k - begin];
-    if (r.mapped.Copy(r.head_length, head, r.length - r.head_length, r.tail)) {
+    const uint32_t tail_bytes = r.length - r.head_length;
+    // With CRCs checked, the body's CRC is taken while the tail is copied: no second pass over it.
+    uint32_t crc = verify ? SplitPrefixCrc(tail_bytes) : 0;
+    if (r.mapped.Copy(r.head_length, head, tail_bytes, r.tail, verify ? &crc : nullptr)) {
       r.bytes = ByteView(head, r.head_length);
+      if (verify) r.body_crc = crc;
       bytes += r.length;
     } else {
       r.status = ShrankError(r);

@@ -102,7 +102,7 @@ Status SampleDecoder::DecodeMember(Slot* s, const Read& r, const ReadMember& m) 
   if (r.tail != nullptr) {
     // The sample is already in its batch row: its header and CRC checked, traced by the caller (one
     // span for a claim of reads, not a clock read per sample of a few hundred bytes).
-    return CheckSplitSample(r.bytes, ByteView(r.tail, t.in_bytes), po, "page", r.tail_crc);
+    return CheckSplitSample(r.bytes, ByteView(r.tail, t.in_bytes), po, "page", r.body_crc);
   }
   const int64_t t0 = NowNanos();
   const ByteView page = r.bytes.subspan(m.offset, m.length);

@@ -61,8 +61,10 @@ class SampleDecoder {
   void DecodeSlow(const SlowRun& run);
   // The bytes DecodeRead still has to go through: a split read whose sample's CRC the fetcher took
   // (or that is not checked) leaves only its head, a few dozen bytes.
+  // Whether page CRCs are checked (LoaderOptions::verify_crc).
+  bool verify_crc() const { return o_.verify_crc; }
   uint64_t DecodeBytes(const Read& r) const {
-    if (r.tail != nullptr && (r.tail_crc.has_value() || !o_.verify_crc)) return r.bytes.size();
+    if (r.tail != nullptr && (r.body_crc.has_value() || !o_.verify_crc)) return r.bytes.size();
     return r.length;
   }
 
