@@ -4,12 +4,15 @@
 # sizes of sample_sizes.sh. For a change to the loader: is B (the change) within noise of A (the
 # build before it)?
 # For each size: `stoke synth volumes` and `stoke ingest` (no options, by B) make the table; its files
-# are read once (cat); then BENCH_AB_REPS pairs (default 5) of `stoke bench load` (batches of 32,
-# global shuffle, about BENCH_SECONDS each, default 6), the order within a pair alternating too.
+# are read once (cat); then BENCH_AB_REPS pairs (default 5) of `stoke bench load` (batches of
+# BENCH_BATCH, default 32, global shuffle, about BENCH_SECONDS each, default 6), the order within a
+# pair alternating too; after each pair `stoke bench memcpy` (B's), the memory-copy limit of the same
+# batches with as many threads as the loader had workers (warm only).
 # With BENCH_AB_COLD=1 every run reads with O_DIRECT (`--cold`): the page cache plays no part.
-# Reported per size: each build's median samples/s and the median of the per-pair ratios B/A.
+# Reported per size: each build's median samples/s, the median of the per-pair ratios B/A and
+# (warm) B's median share of the memory-copy limit.
 #   bench/builds_ab.sh A_STOKE B_STOKE   env: BENCH_DIR (default build/bench-ab), BENCH_AB_REPS,
-#   BENCH_SECONDS, BENCH_SIZES (a subset of "512 16k 115k 360k 4m"), BENCH_SCALE (divides the sample
+#   BENCH_SECONDS, BENCH_BATCH, BENCH_SIZES (a subset of "512 16k 115k 360k 4m"), BENCH_SCALE (divides the sample
 #   counts), BENCH_PYTHON (default /usr/bin/python3), BENCH_KEEP=1 keeps the data.
 # Raw JSON lines go to BENCH_DIR/results.jsonl; the table goes to stdout.
 set -euo pipefail
@@ -23,7 +26,7 @@ reps=${BENCH_AB_REPS:-5}
 seconds=${BENCH_SECONDS:-6}
 sizes=${BENCH_SIZES:-"512 16k 115k 360k 4m"}
 py=${BENCH_PYTHON:-/usr/bin/python3}
-batch=32
+batch=${BENCH_BATCH:-32}
 cold=()
 if [ "${BENCH_AB_COLD:-0}" = 1 ]; then cold=(--cold); fi
 
@@ -61,6 +64,11 @@ for size in $sizes; do
         "${cold[@]}" --json | last_json)
       printf '{"size":"%s","build":"%s","pair":%d,%s\n' "$size" "$which" "$i" "${r#\{}" >>"$results"
     done
+    if [ ${#cold[@]} -eq 0 ]; then
+      workers=$("$py" -c 'import json, sys; print(json.loads(sys.argv[1])["workers"])' "$r")
+      m=$("$b" bench memcpy "$table" --batch-size "$batch" --threads "$workers" --seconds "$seconds" --json | last_json)
+      printf '{"size":"%s","build":"memcpy","pair":%d,%s\n' "$size" "$i" "${m#\{}" >>"$results"
+    fi
   done
   if [ "${BENCH_KEEP:-0}" != 1 ]; then rm -rf "$work/$size"; fi
 done
@@ -73,14 +81,18 @@ echo "B: $b"
 "$py" - "$results" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-fmt = "{:<6} {:>12} {:>12} {:>14} {:>16}"
-print(fmt.format("sample", "A samples/s", "B samples/s", "B/A (median)", "B/A (min-max)"))
+fmt = "{:<6} {:>12} {:>12} {:>14} {:>16} {:>14} {:>10}"
+print(fmt.format("sample", "A samples/s", "B samples/s", "B/A (median)", "B/A (min-max)", "memcpy", "B/memcpy"))
 for size in dict.fromkeys(r["size"] for r in rows):
     by = {(r["build"], r["pair"]): r["samples_per_s"] for r in rows if r["size"] == size}
     pairs = sorted({p for _, p in by})
     ratios = [by[("B", p)] / by[("A", p)] for p in pairs]
     a = statistics.median(by[("A", p)] for p in pairs)
     b = statistics.median(by[("B", p)] for p in pairs)
+    m, share = "-", "-"
+    if all(("memcpy", p) in by for p in pairs):
+        m = f'{statistics.median(by[("memcpy", p)] for p in pairs):,.0f}'
+        share = f'{statistics.median(by[("B", p)] / by[("memcpy", p)] for p in pairs):.0%}'
     print(fmt.format(size, f"{a:,.0f}", f"{b:,.0f}", f"{statistics.median(ratios):.3f}",
-                     f"{min(ratios):.2f}-{max(ratios):.2f}"))
+                     f"{min(ratios):.2f}-{max(ratios):.2f}", m, share))
 PY

@@ -33,9 +33,10 @@ void ExpectCopiesAndChecksums(Copy copy, const std::vector<uint8_t>& src, size_t
   for (size_t i = dst_shift + n; i < dst.size(); ++i) ASSERT_EQ(dst[i], kGuard) << "byte after the copy, n " << n;
 }
 
-TEST(Crc32CopyTest, EveryLengthUpToFourKibMatchesIsaL) {
-  const std::vector<uint8_t> src = RandomBytes(8192, 1);
-  for (size_t n = 0; n <= 4096; ++n) {
+TEST(Crc32CopyTest, EveryLengthUpToTwiceTheFoldsMatchesIsaL) {
+  const size_t most = 2 * kCrc32CopyFoldBytes + 300;
+  const std::vector<uint8_t> src = RandomBytes(most + 64, 1);
+  for (size_t n = 0; n <= most; ++n) {
     ExpectCopiesAndChecksums(Crc32Copy, src, n, n % 32, (n * 7) % 32, n % 3 == 0 ? 0 : static_cast<uint32_t>(n * 2654435761u));
   }
 }

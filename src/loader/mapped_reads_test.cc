@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "format/codec.h"
+#include "io/crc32_copy.h"
 #include "io/local_files.h"
 #include "io/memory_file.h"
 #include "io/read_cache.h"
@@ -251,8 +252,9 @@ TEST(MappedReadsTest, LargeCachedSamplesAreCopiedOutOfMappingsToo) {
 // A flipped byte in a sample copied out of a mapping fails the page's CRC, which the copy took: the
 // error names the file and row, for samples short and long (the copy's folding kernel with and without
 // a rest of under 128 bytes), and with verify_crc off the flipped byte is delivered as it is.
-TEST(MappedReadsTest, AFlippedByteInAMappedSampleFailsTheCrcTakenInTheCopy) {
-  for (size_t bytes : {size_t{300}, size_t{100'000}}) {
+// A short sample's CRC is taken over its row after the copy, a long one's in the copy (Crc32Copy).
+TEST(MappedReadsTest, AFlippedByteInAMappedSampleFailsItsCrc) {
+  for (size_t bytes : {size_t{300}, kCrc32CopyFoldBytes - 1, kCrc32CopyFoldBytes, size_t{100'000}}) {
     TestTable t(bytes, parquet::Codec::kUncompressed);
     t.AppendFile(0, 24, 24);
     auto index = SampleIndex::Open(t.dir());

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/clock.h"
+#include "io/crc32_copy.h"
 #include "loader/out_of_memory.h"
 #include "loader/page_decoder.h"
 
@@ -128,11 +129,14 @@ void ReadsNow::CopyMapped(Slot* s, uint32_t begin, uint32_t end) {
     Read& r = s->reads[s->mapped_reads[k]];
     uint8_t* head = heads[k - begin];
     const uint32_t tail_bytes = r.length - r.head_length;
-    // With CRCs checked, the body's CRC is taken while the tail is copied: no second pass over it.
-    uint32_t crc = verify ? SplitPrefixCrc(tail_bytes) : 0;
-    if (r.mapped.Copy(r.head_length, head, tail_bytes, r.tail, verify ? &crc : nullptr)) {
+    // With CRCs checked, a long value's CRC is taken while it is copied: a second pass over it went
+    // back to memory. A short one's is cheaper over its row, still in the core's cache, after the copy
+    // (CheckSplitSample): 512-byte samples ran 5 % slower with the CRC folded into their copy.
+    const bool crc_in_copy = verify && tail_bytes >= kCrc32CopyFoldBytes;
+    uint32_t crc = crc_in_copy ? SplitPrefixCrc(tail_bytes) : 0;
+    if (r.mapped.Copy(r.head_length, head, tail_bytes, r.tail, crc_in_copy ? &crc : nullptr)) {
       r.bytes = ByteView(head, r.head_length);
-      if (verify) r.body_crc = crc;
+      if (crc_in_copy) r.body_crc = crc;
       bytes += r.length;
     } else {
       r.status = ShrankError(r);

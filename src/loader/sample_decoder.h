@@ -59,10 +59,11 @@ class SampleDecoder {
   // Decodes a run of slow-path cells into their rows, one after another (each cell's decode traced by
   // itself), and counts them done once, on the calling thread.
   void DecodeSlow(const SlowRun& run);
-  // The bytes DecodeRead still has to go through: a split read whose sample's CRC the fetcher took
-  // (or that is not checked) leaves only its head, a few dozen bytes.
   // Whether page CRCs are checked (LoaderOptions::verify_crc).
   bool verify_crc() const { return o_.verify_crc; }
+  // The bytes DecodeRead still has to go through: a split read whose body's CRC its reader took (the
+  // fetcher, or the copy out of a mapping), or that is not checked, leaves only its head, a few dozen
+  // bytes.
   uint64_t DecodeBytes(const Read& r) const {
     if (r.tail != nullptr && (r.body_crc.has_value() || !o_.verify_crc)) return r.bytes.size();
     return r.length;
