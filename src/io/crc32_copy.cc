@@ -88,10 +88,15 @@ bool CpuFolds() {
 
 }  // namespace
 
+#if defined(__x86_64__)
+// Decided when the program loads, not at the first copy: a function-local static would take a lock
+// the first time, possibly inside MappedFile's SIGBUS guard.
+const bool kCpuFolds = CpuFolds();
+#endif
+
 bool Crc32CopyFolds() {
 #if defined(__x86_64__)
-  static const bool folds = CpuFolds();
-  return folds;
+  return kCpuFolds;
 #else
   return false;
 #endif

@@ -12,17 +12,17 @@ namespace stoke {
 // crc32_gzip_refl(crc, src, n), so 0 starts a CRC and a result continues it over the next bytes.
 //
 // On x86-64 CPUs with AVX2 and VPCLMULQDQ, copies of at least kCrc32CopyFoldBytes fold the CRC
-// 256 bits at a time in the registers that carry the copy: on a 2-core AMD EPYC the copy of a 16 KiB
-// sample out of memory then runs at the speed of a plain memcpy, where memcpy followed by ISA-L's
-// CRC (128-bit PCLMULQDQ, 11 GB/s per core) ran at 0.7 of it. Elsewhere, and for shorter copies,
-// it is memcpy followed by ISA-L's CRC. Thread-safe; no allocation, no lock, no system call (a copy
-// out of a mapping may run under MappedFile's SIGBUS guard).
+// 256 bits at a time in the registers that carry the copy, so the bytes are read once: a CRC after
+// the copy reads them again, from memory where they are larger than the core's caches. Elsewhere,
+// and for shorter copies, it is memcpy followed by ISA-L's CRC over the destination. Thread-safe;
+// no allocation, no lock, no system call (a copy out of a mapping may run under MappedFile's SIGBUS
+// guard).
 uint32_t Crc32Copy(uint8_t* dst, const uint8_t* src, size_t n, uint32_t crc);
 
 // Copies this long and longer fold the CRC in the copy's registers (where the CPU can). Shorter ones
 // take memcpy and ISA-L's CRC over the destination, still in the core's cache: there the fold's
-// set-up and reduction cost more than the second pass (the loader's 512-byte samples ran 5 % slower
-// folded; its 16 KiB samples 5 % faster, 115 KB to 4 MiB 1.5x).
+// set-up and reduction cost more than the second pass (the loader's 512-byte samples ran 0.89x as
+// fast folded; its 16 KiB samples 1.06x, 115 KB to 4 MiB 1.5-1.6x: docs/benchmarks.md).
 inline constexpr size_t kCrc32CopyFoldBytes = 4096;
 
 // Whether this CPU runs Crc32Copy's folding kernel (for tests and benchmarks).

@@ -164,9 +164,15 @@ bool MappedRange::Copy(size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tai
 
 bool MappedRange::CopyPart(uint64_t from, size_t n, uint8_t* out, uint32_t* crc) const {
   const size_t in_first = from < first_length ? std::min<size_t>(n, first_length - from) : 0;
-  if (in_first > 0 && !map->Copy(offset + from, 0, nullptr, in_first, out, crc)) return false;
-  return in_first == n ||
-         next->Copy(next_offset + (from + in_first - first_length), 0, nullptr, n - in_first, out + in_first, crc);
+  uint32_t part_crc = crc != nullptr ? *crc : 0;  // *crc changes only once both parts are copied
+  uint32_t* c = crc != nullptr ? &part_crc : nullptr;
+  if (in_first > 0 && !map->Copy(offset + from, 0, nullptr, in_first, out, c)) return false;
+  if (in_first < n &&
+      !next->Copy(next_offset + (from + in_first - first_length), 0, nullptr, n - in_first, out + in_first, c)) {
+    return false;
+  }
+  if (crc != nullptr) *crc = part_crc;
+  return true;
 }
 
 }  // namespace stoke

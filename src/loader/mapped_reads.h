@@ -39,7 +39,8 @@ struct MappedRange {
 
   // Copies the read's first `head_n` bytes to `head` and the next `tail_n` to `tail`
   // (MappedFile::Copy): false when a mapping's file shrank under it. With `tail_crc`, also the
-  // CRC-32 of the tail, continuing from *tail_crc, taken in the same pass.
+  // CRC-32 of the tail, continuing from *tail_crc, taken in the same pass (*tail_crc is left as it
+  // was when the copy fails).
   bool Copy(size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail, uint32_t* tail_crc = nullptr) const;
   // Asks the CPU for the first and last cache lines of the read's first `n` bytes in `map`.
   void Prefetch(size_t n) const { map->Prefetch(offset, next != nullptr ? std::min<size_t>(n, first_length) : n); }

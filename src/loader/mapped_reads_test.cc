@@ -139,16 +139,16 @@ TEST_F(MappedCacheTest, FindsRangesInTheEntriesOnceTheyAreWritten) {
   ExpectMapped(10, 100);
   ExpectMapped(0, kBlock);
   // Across blocks 0 and 1: both entries, the head and the tail split anywhere; the tail's CRC taken
-  // in the copy continues from one entry into the other.
-  const MappedRange across = mapped_->Find(0, kBlock - 300, 1000);
+  // in the copy continues from one entry into the other (parts of 4 KiB and more fold it in the copy).
+  const MappedRange across = mapped_->Find(0, kBlock - 5000, 10000);
   ASSERT_NE(across.next, nullptr);
-  EXPECT_EQ(across.first_length, 300u);
-  for (size_t head_n : {0, 100, 300, 700, 1000}) {
-    std::string head(head_n, '\0'), tail(1000 - head_n, '\0');
+  EXPECT_EQ(across.first_length, 5000u);
+  for (size_t head_n : {0, 100, 700, 5000, 9000, 10000}) {
+    std::string head(head_n, '\0'), tail(10000 - head_n, '\0');
     uint32_t crc = 77;
     ASSERT_TRUE(across.Copy(head_n, reinterpret_cast<uint8_t*>(head.data()), tail.size(),
                             reinterpret_cast<uint8_t*>(tail.data()), &crc));
-    EXPECT_TRUE(head + tail == data_.substr(kBlock - 300, 1000)) << head_n;
+    EXPECT_TRUE(head + tail == data_.substr(kBlock - 5000, 10000)) << head_n;
     EXPECT_EQ(crc, Crc32(AsBytes(tail), 77)) << head_n;
   }
   EXPECT_FALSE(Found(2 * kBlock - 10, 20));      // across blocks 1 and 2: 2 is not cached
