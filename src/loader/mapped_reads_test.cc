@@ -249,10 +249,10 @@ TEST(MappedReadsTest, LargeCachedSamplesAreCopiedOutOfMappingsToo) {
   EXPECT_GT((*l)->stats().reads_mapped, 0);  // all 24 where the page cache kept the file
 }
 
-// A flipped byte in a sample copied out of a mapping fails the page's CRC, which the copy took: the
-// error names the file and row, for samples short and long (the copy's folding kernel with and without
-// a rest of under 128 bytes), and with verify_crc off the flipped byte is delivered as it is.
-// A short sample's CRC is taken over its row after the copy, a long one's in the copy (Crc32Copy).
+// A flipped byte in a sample copied out of a mapping fails the page's CRC, and the error names the
+// file and row: for short samples, whose CRC is taken over the row after the copy, and for samples of
+// kCrc32CopyFoldBytes and more, whose CRC the copy takes (Crc32Copy: 4096 bytes leave its folding
+// kernel no rest, 100,000 a rest of 32). With verify_crc off the flipped byte is delivered as it is.
 TEST(MappedReadsTest, AFlippedByteInAMappedSampleFailsItsCrc) {
   for (size_t bytes : {size_t{300}, kCrc32CopyFoldBytes - 1, kCrc32CopyFoldBytes, size_t{100'000}}) {
     TestTable t(bytes, parquet::Codec::kUncompressed);
