@@ -40,6 +40,12 @@ every epoch: stoke's Loader takes rank and world size from torch.distributed, th
 uses a DistributedSampler. Sample counts, data wait (averaged) and validation results are
 combined over ranks, the epoch time is the slowest rank's; only rank 0 prints.
 
+Across nodes (docs/cluster.md), each node runs torchrun with --nnodes N --rdzv_backend c10d
+--rdzv_endpoint HOST:PORT; for a table on an object store, --cache-dir on a node's local disk is
+shared by that node's ranks. --verify checks after each epoch, across ranks, that no training row
+was read twice, that the epoch read as many rows as it holds (every one with --no-drop-last), and
+that every rank holds the same parameters; it exits 1 if a check fails.
+
 torch's threads default to cores / processes per node (--threads), and OMP_WAIT_POLICY defaults to
 PASSIVE: the loader's threads or worker processes need the same cores as the training step.
 """
@@ -48,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import sys
@@ -137,16 +144,19 @@ class StokeData:
         dev = str(device)
         self.column = args.column
         common = dict(batch_size=args.batch_size, columns=[self.column, "label"], device=dev,
-                      prefetch_bytes=args.prefetch_mb << 20, threads=args.loader_threads)
+                      prefetch_bytes=args.prefetch_mb << 20, threads=args.loader_threads,
+                      cache_dir=args.cache_dir)
         flips = [stoke.RandomFlip(axes=(0, 1))] if args.flip else []
         # rank and world size: from torch.distributed when it is initialised (Loader's default).
-        self.train = stoke.Loader(stoke.open_table(args.table, where="split = 'train'"), shuffle="global",
-                                  seed=args.seed, drop_last=True,
+        self.train = stoke.Loader(stoke.open_table(args.table, where="split = 'train'"), shuffle=args.shuffle,
+                                  seed=args.seed, drop_last=args.drop_last,
                                   transforms=[*flips, stoke.ChannelsFirst()], **common)
         self.val = stoke.Loader(stoke.open_table(args.table, where="split = 'val'"), shuffle="none",
                                 drop_last=False, transforms=[stoke.ChannelsFirst()], **common)
         self.val_valid = valid_in_shard(self.val.num_rows, d.rank, d.world_size)
         self.train_rows, self.val_rows = self.train.num_rows, self.val.num_rows
+        self.rows_read: List[int] = []  # this epoch's training rows (__row_ids__), with --verify
+        self.record_rows = args.verify
 
     def sample_shape(self) -> Tuple[int, ...]:
         """[C, X, Y, Z] of one training sample, from the table's schema."""
@@ -160,7 +170,10 @@ class StokeData:
 
     def train_batches(self, epoch: int) -> Iterator[Batch]:
         self.train.set_epoch(epoch)
+        self.rows_read = []
         for b in self.train:
+            if self.record_rows:
+                self.rows_read.extend(b["__row_ids__"].tolist())
             yield b[self.column], b["label"].to(self.device, torch.float32)
 
     def val_batches(self) -> Iterator[Batch]:
@@ -219,13 +232,13 @@ class TorchData:
         if d.enabled:
             self.train_sampler = torch.utils.data.DistributedSampler(
                 self.train_set, num_replicas=d.world_size, rank=d.rank, shuffle=True, seed=args.seed,
-                drop_last=True)
+                drop_last=args.drop_last)
             val_sampler = torch.utils.data.DistributedSampler(
                 self.val_set, num_replicas=d.world_size, rank=d.rank, shuffle=False, drop_last=False)
         gen = torch.Generator()
         gen.manual_seed(args.seed)
         self.train = torch.utils.data.DataLoader(
-            self.train_set, shuffle=self.train_sampler is None, sampler=self.train_sampler, drop_last=True,
+            self.train_set, shuffle=self.train_sampler is None, sampler=self.train_sampler, drop_last=args.drop_last,
             generator=gen, **kw)
         self.val = torch.utils.data.DataLoader(self.val_set, shuffle=False, sampler=val_sampler, **kw)
 
@@ -299,6 +312,38 @@ def train_epoch(model: nn.Module, opt: torch.optim.Optimizer, loss_fn: nn.Module
                 gpu_seconds=gpu_seconds)
 
 
+def parameters_digest(model: nn.Module) -> str:
+    """SHA-256 of the bytes of the model's parameters, in order (equal on ranks that agree)."""
+    h = hashlib.sha256()
+    for p in model.parameters():
+        h.update(p.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def verify_epoch(d: Dist, data: "StokeData", model: nn.Module, args: argparse.Namespace) -> Dict[str, Any]:
+    """--verify, after an epoch: every rank's training rows and parameter digest, gathered. Checks that
+    no row was read twice across ranks (shard padding, which repeats rows, left out), that as many
+    were read as the epoch holds (every training row with --no-drop-last), and that every rank holds
+    the same parameters."""
+    n, world = data.train_rows, d.world_size
+    if args.drop_last:
+        expected = world * len(data.train) * args.batch_size
+        real = data.rows_read
+    else:
+        expected = n
+        real = data.rows_read[:valid_in_shard(n, d.rank, world)]
+    mine = {"rows": real, "digest": parameters_digest(model)}
+    gathered = [mine]
+    if d.enabled:
+        gathered = [None] * world
+        dist.all_gather_object(gathered, mine)
+    rows = [r for g in gathered for r in g["rows"]]
+    distinct = len(set(rows))
+    identical = len({g["digest"] for g in gathered}) == 1
+    return {"rows_read": len(rows), "rows_distinct": distinct, "rows_expected": expected,
+            "exactly_once": distinct == len(rows) == expected, "params_identical": identical}
+
+
 @torch.no_grad()
 def evaluate(model: nn.Module, batches: Iterator[Batch], valid: int) -> Tuple[int, int]:
     """(correct, counted) over this rank's first `valid` samples (the rest is shard padding)."""
@@ -334,6 +379,17 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--max-batches", type=int, default=0, help="cap on training batches per epoch (0: none)")
     p.add_argument("--flip", action=argparse.BooleanOptionalAction, default=True,
                    help="random flips along X and Y while training (default on)")
+    p.add_argument("--shuffle", choices=("global", "block"), default="global",
+                   help="stoke: the training order (default global)")
+    p.add_argument("--cache-dir", help="stoke, tables on object stores: a local read cache directory, which "
+                                      "the processes of a node may share")
+    p.add_argument("--drop-last", action=argparse.BooleanOptionalAction, default=True,
+                   help="drop each rank's last short batch (default on); --no-drop-last trains on every row, "
+                        "ranks' shards evened out by repeating rows")
+    p.add_argument("--verify", action="store_true",
+                   help="stoke: after each epoch, check across ranks that no training row was read twice, "
+                        "that the epoch read as many as it holds, and that every rank holds the same "
+                        "parameters; exits 1 if a check fails")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--json", action="store_true", help="one JSON object per epoch and a final summary")
     args = p.parse_args(argv)
@@ -341,9 +397,69 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         p.error("--loader stoke needs --table")
     if args.loader == "torch" and not args.npy_dir:
         p.error("--loader torch needs --npy-dir")
+    if args.verify and (args.loader != "stoke" or args.max_batches):
+        p.error("--verify checks whole epochs of the stoke loader (no --max-batches)")
     if args.device == "cuda" and not torch.cuda.is_available():
         p.error("--device cuda: torch sees no CUDA device")
     return args
+
+
+def run_epoch(args: argparse.Namespace, d: Dist, device: torch.device, model: nn.Module,
+              opt: torch.optim.Optimizer, data: Any, epoch: int) -> Dict[str, Any]:
+    """Trains one epoch, validates, and returns the epoch's record, combined over ranks."""
+    r = train_epoch(model, opt, nn.BCEWithLogitsLoss(), data.train_batches(epoch), device, args.max_batches)
+    eval_start = time.perf_counter()
+    correct, counted = evaluate(model, data.val_batches(), data.val_valid)
+    eval_seconds = time.perf_counter() - eval_start
+    loss_sum, samples, wait, correct, counted = d.sum(
+        [r["loss_sum"], r["samples"], r["wait"], correct, counted], device)
+    seconds, gpu_seconds, eval_seconds = d.max([r["seconds"], r["gpu_seconds"], eval_seconds], device)
+    wait /= d.world_size  # mean over ranks
+    samples, correct, counted = int(samples), int(correct), int(counted)
+    rec = {
+        "event": "epoch", "loader": args.loader, "epoch": epoch, "world_size": d.world_size,
+        "train_loss": loss_sum / samples if samples else float("nan"),
+        "samples": samples, "epoch_seconds": seconds,
+        "wait_seconds": wait, "wait_share": wait / seconds if seconds > 0 else 0.0,
+        "samples_per_second": samples / seconds if seconds > 0 else 0.0,
+        "val_accuracy": correct / counted if counted else float("nan"), "val_samples": counted,
+        "eval_seconds": eval_seconds,
+        "gpu_busy_share": gpu_seconds / seconds if device.type == "cuda" and seconds > 0 else None,
+    }
+    if args.verify:
+        rec["verify"] = verify_epoch(d, data, model, args)
+    return rec
+
+
+def epoch_line(rec: Dict[str, Any]) -> str:
+    gpu = f"  gpu busy {rec['gpu_busy_share']:5.1%}" if rec["gpu_busy_share"] is not None else ""
+    line = (f"epoch {rec['epoch']:3d}  loss {rec['train_loss']:.4f}  time {rec['epoch_seconds']:7.2f} s  "
+            f"wait {rec['wait_seconds']:6.2f} s ({rec['wait_share']:5.1%})  {rec['samples_per_second']:7.1f} samples/s  "
+            f"val acc {rec['val_accuracy']:.3f} ({rec['val_samples']}){gpu}")
+    v = rec.get("verify")
+    if v:
+        line += (f"\n  verify: {v['rows_read']} rows read, {v['rows_distinct']} distinct, {v['rows_expected']} expected"
+                 f" ({'exactly once' if v['exactly_once'] else 'FAILED'}); parameters "
+                 f"{'identical on every rank' if v['params_identical'] else 'DIFFER between ranks'}")
+    return line
+
+
+def summary_record(args: argparse.Namespace, d: Dist, epochs: List[Dict[str, Any]], total: float,
+                   data: Any) -> Dict[str, Any]:
+    train_seconds = sum(e["epoch_seconds"] for e in epochs)
+    summary = {
+        "event": "summary", "loader": args.loader, "epochs": len(epochs), "world_size": d.world_size,
+        "device": args.device, "batch_size": args.batch_size, "total_seconds": total,
+        "train_seconds": train_seconds,
+        "wait_seconds": sum(e["wait_seconds"] for e in epochs),
+        "samples_per_second": sum(e["samples"] for e in epochs) / train_seconds if train_seconds > 0 else 0.0,
+        "final_val_accuracy": epochs[-1]["val_accuracy"] if epochs else None,
+        "loader_stats": data.stats(),
+    }
+    summary["wait_share"] = summary["wait_seconds"] / train_seconds if train_seconds else 0.0
+    if args.verify:
+        summary["verified"] = all(e["verify"]["exactly_once"] and e["verify"]["params_identical"] for e in epochs)
+    return summary
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -366,7 +482,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if d.enabled:
         model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
-    loss_fn = nn.BCEWithLogitsLoss()
     if not args.json:
         emit({}, f"{args.loader} loader: {data.train_rows} train / {data.val_rows} val samples of shape "
                  f"{[channels, *spatial]} (C, X, Y, Z), batch {args.batch_size} x {d.world_size} process(es), "
@@ -375,49 +490,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     epochs: List[Dict[str, Any]] = []
     run_start = time.perf_counter()
     for epoch in range(args.epochs):
-        r = train_epoch(model, opt, loss_fn, data.train_batches(epoch), device, args.max_batches)
-        eval_start = time.perf_counter()
-        correct, counted = evaluate(model, data.val_batches(), data.val_valid)
-        eval_seconds = time.perf_counter() - eval_start
-        loss_sum, samples, wait, correct, counted = d.sum(
-            [r["loss_sum"], r["samples"], r["wait"], correct, counted], device)
-        seconds, gpu_seconds, eval_seconds = d.max([r["seconds"], r["gpu_seconds"], eval_seconds], device)
-        wait /= d.world_size  # mean over ranks
-        samples, correct, counted = int(samples), int(correct), int(counted)
-        rec = {
-            "event": "epoch", "loader": args.loader, "epoch": epoch, "world_size": d.world_size,
-            "train_loss": loss_sum / samples if samples else float("nan"),
-            "samples": samples, "epoch_seconds": seconds,
-            "wait_seconds": wait, "wait_share": wait / seconds if seconds > 0 else 0.0,
-            "samples_per_second": samples / seconds if seconds > 0 else 0.0,
-            "val_accuracy": correct / counted if counted else float("nan"), "val_samples": counted,
-            "eval_seconds": eval_seconds,
-            "gpu_busy_share": gpu_seconds / seconds if device.type == "cuda" and seconds > 0 else None,
-        }
-        epochs.append(rec)
-        gpu = f"  gpu busy {rec['gpu_busy_share']:5.1%}" if rec["gpu_busy_share"] is not None else ""
-        emit(rec, f"epoch {epoch:3d}  loss {rec['train_loss']:.4f}  time {seconds:7.2f} s  "
-                  f"wait {wait:6.2f} s ({rec['wait_share']:5.1%})  {rec['samples_per_second']:7.1f} samples/s  "
-                  f"val acc {rec['val_accuracy']:.3f} ({counted}){gpu}")
-
-    total = time.perf_counter() - run_start
-    summary = {
-        "event": "summary", "loader": args.loader, "epochs": len(epochs), "world_size": d.world_size,
-        "device": args.device, "batch_size": args.batch_size, "total_seconds": total,
-        "train_seconds": sum(e["epoch_seconds"] for e in epochs),
-        "wait_seconds": sum(e["wait_seconds"] for e in epochs),
-        "samples_per_second": (sum(e["samples"] for e in epochs) / sum(e["epoch_seconds"] for e in epochs)
-                               if epochs and sum(e["epoch_seconds"] for e in epochs) > 0 else 0.0),
-        "final_val_accuracy": epochs[-1]["val_accuracy"] if epochs else None,
-        "loader_stats": data.stats(),
-    }
-    summary["wait_share"] = summary["wait_seconds"] / summary["train_seconds"] if summary["train_seconds"] else 0.0
-    emit(summary, f"{len(epochs)} epoch(s) in {total:.1f} s: {summary['samples_per_second']:.1f} samples/s, "
+        epochs.append(run_epoch(args, d, device, model, opt, data, epoch))
+        emit(epochs[-1], epoch_line(epochs[-1]))
+    summary = summary_record(args, d, epochs, time.perf_counter() - run_start, data)
+    emit(summary, f"{len(epochs)} epoch(s) in {summary['total_seconds']:.1f} s: "
+                  f"{summary['samples_per_second']:.1f} samples/s, "
                   f"data wait {summary['wait_share']:.1%} of training time, "
                   f"final val acc {summary['final_val_accuracy'] or 0:.3f}")
     data.close()
     del model, opt  # DistributedDataParallel's reducer holds the process group: release it first
     d.close()
+    if args.verify and not summary["verified"]:
+        print("train_volumes: --verify: a check failed (see the epochs' verify records)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -11,6 +11,7 @@ the `_stoke` CMake target puts it); the tests skip when it is not built there.
 torchrun runs as `python -m torch.distributed.run` of this interpreter.
 """
 
+import importlib.util
 import json
 import math
 import os
@@ -18,6 +19,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -154,3 +156,43 @@ def test_example_under_torchrun(data, loader):
     per_rank = n_train // 2 if loader == "stoke" else math.ceil((n_train - 2) / 2)
     assert epoch["samples"] == 2 * (per_rank // BATCH) * BATCH
     assert summary["world_size"] == 2 and summary["epochs"] == 1
+
+
+# --------------------------------------------------------------------------
+# --verify's checks
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("train_volumes_example", EXAMPLE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_verify_fails_on_a_row_read_twice_or_missing():
+    ex = load_example()
+    one = SimpleNamespace(world_size=1, rank=0, enabled=False)
+    args = SimpleNamespace(drop_last=False, batch_size=2)
+    model = ex.nn.Linear(3, 1)
+
+    def check(rows):
+        return ex.verify_epoch(one, SimpleNamespace(train_rows=6, rows_read=rows, train=[0, 0, 0]), model, args)
+
+    ok = check([5, 0, 3, 1, 4, 2])
+    assert ok["exactly_once"] and ok["params_identical"] and ok["rows_expected"] == 6
+    twice = check([5, 0, 3, 3, 4, 2])
+    assert not twice["exactly_once"] and twice["rows_distinct"] == 5
+    assert not check([5, 0, 3, 1, 4])["exactly_once"]
+    # drop_last: as many as the rank's full batches hold (3 batches of 2), none twice.
+    args.drop_last = True
+    assert check([5, 0, 3, 1, 4, 2])["exactly_once"]
+    assert not check([5, 0, 3, 1])["exactly_once"]
+
+
+def test_parameters_digest_changes_with_any_parameter():
+    ex = load_example()
+    model = ex.nn.Linear(3, 1)
+    before = ex.parameters_digest(model)
+    assert ex.parameters_digest(model) == before
+    with ex.torch.no_grad():
+        model.bias.add_(1e-6)
+    assert ex.parameters_digest(model) != before

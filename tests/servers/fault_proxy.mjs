@@ -1,4 +1,5 @@
-// A fault-injecting HTTP/1.1 proxy for the object-store tests. It forwards every request to an
+// A fault-injecting HTTP/1.1 proxy for the object-store tests. It listens on 127.0.0.1 (or the
+// address given, e.g. a test cluster's storage address) and forwards every request to an
 // upstream server on 127.0.0.1 (Host header and path unchanged, so signatures stay valid) and can
 // inject, for requests whose method is in `methods` (default GET):
 //   delay_ms=N     wait N ms before forwarding (every request)
@@ -21,7 +22,7 @@
 // an operation makes.
 import http from 'node:http';
 
-export function startFaultProxy(upstreamPort) {
+export function startFaultProxy(upstreamPort, listenHost = '127.0.0.1') {
   let cfg = { delay_ms: 0, status503: 0, reset: 0, truncate: 0, drop: 0, p503: 0, preset: 0, bytes_per_s: 0, methods: ['GET'] };
   let linkFreeAt = 0;  // performance.now() when the emulated link has carried every body queued so far
   // Calls send() once the link (bytes_per_s) has carried `bytes` more, at once without a cap.
@@ -130,5 +131,5 @@ export function startFaultProxy(upstreamPort) {
     up.end(body);
   }
 
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+  return new Promise((resolve) => server.listen(0, listenHost, () => resolve(server)));
 }

@@ -5,7 +5,9 @@
 //   node launch.mjs azurite                 Azure Blob emulator (Azurite), account devstoreaccount1
 //                                           (STOKE_AZURITE_ARGS: more Azurite options)
 //   node launch.mjs s3rver                  S3 emulator (s3rver), credentials S3RVER / S3RVER
-//   node launch.mjs proxy <upstream-port>   fault-injecting HTTP proxy in front of a server (fault_proxy.mjs)
+//   node launch.mjs proxy <upstream-port> [listen-address]
+//                                           fault-injecting HTTP proxy in front of a server (fault_proxy.mjs),
+//                                           on 127.0.0.1 unless an address is given
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -112,8 +114,8 @@ async function main() {
   } else if (kind === 'proxy') {
     const { startFaultProxy } = await import('./fault_proxy.mjs');
     const upstream = Number(args[0]);
-    if (!upstream) throw new Error('usage: launch.mjs proxy <upstream-port>');
-    const server = await startFaultProxy(upstream);
+    if (!upstream) throw new Error('usage: launch.mjs proxy <upstream-port> [listen-address]');
+    const server = await startFaultProxy(upstream, args[1] || '127.0.0.1');
     cleanups.push(() => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }));
     console.log(`READY ${server.address().port}`);
   } else {
