@@ -54,13 +54,14 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime
 import hashlib
 import json
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 # The loader's threads (stoke) or worker processes (torch) share the cores with torch's OpenMP
 # threads; idle OpenMP threads that spin take CPU time from them (and from anything else running on
@@ -86,14 +87,14 @@ Batch = Tuple[torch.Tensor, torch.Tensor]  # volumes [B, C, X, Y, Z] float32, la
 class Dist:
     """Rank, world size and the reductions the training loop needs (no-ops for one process)."""
 
-    def __init__(self, device_kind: str) -> None:
+    def __init__(self, device_kind: str, timeout_s: float) -> None:
         self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self.local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", str(self.world_size)))
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         self.enabled = self.world_size > 1
         if self.enabled:
             backend = "nccl" if device_kind == "cuda" and dist.is_nccl_available() else "gloo"
-            dist.init_process_group(backend)
+            dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
             self.world_size = dist.get_world_size()
         self.rank = dist.get_rank() if self.enabled else 0
 
@@ -113,6 +114,14 @@ class Dist:
         t = torch.tensor(list(values), dtype=torch.float64, device=device)
         dist.all_reduce(t, op=op)
         return t.tolist()
+
+    def gather(self, obj: Any) -> List[Any]:
+        """obj of every rank, in rank order."""
+        if not self.enabled:
+            return [obj]
+        out: List[Any] = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
 
     def close(self) -> None:
         if self.enabled:
@@ -157,6 +166,9 @@ class StokeData:
         self.train_rows, self.val_rows = self.train.num_rows, self.val.num_rows
         self.rows_read: List[int] = []  # this epoch's training rows (__row_ids__), with --verify
         self.record_rows = args.verify
+        self.drop_last = args.drop_last
+        self.rows_before: List[int] = []  # all ranks' rows of the epoch before the checkpoint resumed
+        self.resumed_at = 0  # samples of the epoch consumed before the checkpoint resumed
 
     def sample_shape(self) -> Tuple[int, ...]:
         """[C, X, Y, Z] of one training sample, from the table's schema."""
@@ -168,13 +180,25 @@ class StokeData:
         *spatial, channels = tensor["shape"]
         return (channels, *spatial)
 
-    def train_batches(self, epoch: int) -> Iterator[Batch]:
-        self.train.set_epoch(epoch)
+    def train_batches(self, epoch: int, resume: Optional[Dict[str, Any]] = None) -> Iterator[Batch]:
+        """The epoch's training batches; with `resume` (a checkpoint of this epoch), the rest of them."""
+        if resume is not None:
+            self.train.load_state_dict(resume["loader"])
+            self.rows_before, self.resumed_at = resume["rows"], resume["loader"]["consumed"]
+        else:
+            self.train.set_epoch(epoch)
+            self.rows_before, self.resumed_at = [], 0
         self.rows_read = []
         for b in self.train:
             if self.record_rows:
                 self.rows_read.extend(b["__row_ids__"].tolist())
             yield b[self.column], b["label"].to(self.device, torch.float32)
+
+    def real_rows(self, d: Dist) -> List[int]:
+        """This rank's training rows since the epoch (re)started, less the shard padding."""
+        if self.drop_last:
+            return self.rows_read
+        return self.rows_read[:valid_in_shard(self.train_rows - self.resumed_at, d.rank, d.world_size)]
 
     def val_batches(self) -> Iterator[Batch]:
         self.val.set_epoch(0)
@@ -269,9 +293,10 @@ class TorchData:
 # training and evaluation
 
 def train_epoch(model: nn.Module, opt: torch.optim.Optimizer, loss_fn: nn.Module, batches: Iterator[Batch],
-                device: torch.device, max_batches: int) -> Dict[str, float]:
-    """One pass over `batches`. The data wait is the time spent in next() (the batch iterator,
-    including the move to the device); the epoch time is the wall time of the whole loop."""
+                device: torch.device, max_batches: int, on_step: Callable[[int], None]) -> Dict[str, float]:
+    """One pass over `batches`, calling on_step(steps so far) after each. The data wait is the time
+    spent in next() (the batch iterator, including the move to the device); the epoch time is the
+    wall time of the whole loop."""
     model.train()
     cuda = device.type == "cuda"
     events: List[Tuple[Any, Any]] = []
@@ -301,6 +326,7 @@ def train_epoch(model: nn.Module, opt: torch.optim.Optimizer, loss_fn: nn.Module
         loss_sum += loss.detach() * y.shape[0]  # no host sync per step
         samples += y.shape[0]
         steps += 1
+        on_step(steps)
     if cuda:
         torch.cuda.synchronize(device)
     seconds = time.perf_counter() - start
@@ -322,22 +348,14 @@ def parameters_digest(model: nn.Module) -> str:
 
 def verify_epoch(d: Dist, data: "StokeData", model: nn.Module, args: argparse.Namespace) -> Dict[str, Any]:
     """--verify, after an epoch: every rank's training rows and parameter digest, gathered. Checks that
-    no row was read twice across ranks (shard padding, which repeats rows, left out), that as many
-    were read as the epoch holds (every training row with --no-drop-last), and that every rank holds
-    the same parameters."""
-    n, world = data.train_rows, d.world_size
-    if args.drop_last:
-        expected = world * len(data.train) * args.batch_size
-        real = data.rows_read
-    else:
-        expected = n
-        real = data.rows_read[:valid_in_shard(n, d.rank, world)]
-    mine = {"rows": real, "digest": parameters_digest(model)}
-    gathered = [mine]
-    if d.enabled:
-        gathered = [None] * world
-        dist.all_gather_object(gathered, mine)
-    rows = [r for g in gathered for r in g["rows"]]
+    no row was read twice across ranks (shard padding, which repeats rows, left out; a resumed epoch
+    counts the rows its checkpoint says were read before), that as many were read as the epoch holds
+    (every training row with --no-drop-last), and that every rank holds the same parameters."""
+    n, world, b = data.train_rows, d.world_size, args.batch_size
+    rest = n - data.resumed_at  # the samples dealt out since the epoch (re)started
+    expected = data.resumed_at + world * (rest // world // b * b) if args.drop_last else n
+    gathered = d.gather({"rows": data.real_rows(d), "digest": parameters_digest(model)})
+    rows = data.rows_before + [r for g in gathered for r in g["rows"]]
     distinct = len(set(rows))
     identical = len({g["digest"] for g in gathered}) == 1
     return {"rows_read": len(rows), "rows_distinct": distinct, "rows_expected": expected,
@@ -390,6 +408,14 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                    help="stoke: after each epoch, check across ranks that no training row was read twice, "
                         "that the epoch read as many as it holds, and that every rank holds the same "
                         "parameters; exits 1 if a check fails")
+    p.add_argument("--checkpoint", help="stoke: a file (on storage every node reaches) where rank 0 keeps the model, "
+                                        "optimiser and loader position after each epoch; a run that finds it "
+                                        "resumes there, at any number of processes")
+    p.add_argument("--checkpoint-every", type=int, default=0,
+                   help="also a checkpoint every N training steps (default 0: at epoch ends only)")
+    p.add_argument("--dist-timeout", type=float, default=1800,
+                   help="seconds a collective waits for the other ranks before failing (default 1800); under "
+                        "torchrun's elastic restarts, a short one lets the survivors of a lost node restart sooner")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--json", action="store_true", help="one JSON object per epoch and a final summary")
     args = p.parse_args(argv)
@@ -399,15 +425,61 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         p.error("--loader torch needs --npy-dir")
     if args.verify and (args.loader != "stoke" or args.max_batches):
         p.error("--verify checks whole epochs of the stoke loader (no --max-batches)")
+    if (args.checkpoint or args.checkpoint_every) and (args.loader != "stoke" or not args.checkpoint):
+        p.error("--checkpoint (and --checkpoint-every, which needs it) keeps the stoke loader's position")
     if args.device == "cuda" and not torch.cuda.is_available():
         p.error("--device cuda: torch sees no CUDA device")
     return args
 
 
+# ---------------------------------------------------------------------------
+# checkpoints (--checkpoint)
+
+def save_checkpoint(args: argparse.Namespace, d: Dist, model: nn.Module, opt: torch.optim.Optimizer,
+                    data: Any, epoch: int, done: bool) -> None:
+    """Every rank, at the same step: rank 0 writes the model, the optimiser, the loader's position
+    in the epoch (its state_dict, valid at any world size) and, with --verify, the rows every rank
+    read so far in the epoch, to a temporary file renamed over the last checkpoint."""
+    rows: List[int] = []
+    if args.verify and not done:
+        rows = data.rows_before + [r for g in d.gather(data.real_rows(d)) for r in g]
+    if not d.is_main:
+        return
+    net = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+    state = {"epoch": epoch, "done": done, "model": net.state_dict(), "opt": opt.state_dict(),
+             "loader": data.train.state_dict(), "rows": rows}
+    tmp = f"{args.checkpoint}.tmp"
+    torch.save(state, tmp)
+    os.replace(tmp, args.checkpoint)
+
+
+def load_checkpoint(args: argparse.Namespace, model: nn.Module) -> Optional[Dict[str, Any]]:
+    """The checkpoint at --checkpoint, if there is one, with its parameters loaded into `model` (not
+    yet wrapped in DistributedDataParallel: every rank loads the same file)."""
+    if not args.checkpoint or not os.path.exists(args.checkpoint):
+        return None
+    state = torch.load(args.checkpoint, map_location="cpu")
+    model.load_state_dict(state["model"])
+    return state
+
+
+def step_checkpoints(args: argparse.Namespace, d: Dist, model: nn.Module, opt: torch.optim.Optimizer,
+                     data: Any, epoch: int) -> Callable[[int], None]:
+    """train_epoch's on_step: a checkpoint every --checkpoint-every steps of the epoch (counted from
+    where it resumed)."""
+    def on_step(steps: int) -> None:
+        if args.checkpoint and args.checkpoint_every and steps % args.checkpoint_every == 0:
+            save_checkpoint(args, d, model, opt, data, epoch, done=False)
+    return on_step
+
+
 def run_epoch(args: argparse.Namespace, d: Dist, device: torch.device, model: nn.Module,
-              opt: torch.optim.Optimizer, data: Any, epoch: int) -> Dict[str, Any]:
-    """Trains one epoch, validates, and returns the epoch's record, combined over ranks."""
-    r = train_epoch(model, opt, nn.BCEWithLogitsLoss(), data.train_batches(epoch), device, args.max_batches)
+              opt: torch.optim.Optimizer, data: Any, epoch: int, resume: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """Trains one epoch (the rest of it after `resume`, a checkpoint taken in it), validates, and
+    returns the epoch's record, combined over ranks."""
+    batches = data.train_batches(epoch, resume) if resume else data.train_batches(epoch)
+    r = train_epoch(model, opt, nn.BCEWithLogitsLoss(), batches, device, args.max_batches,
+                    step_checkpoints(args, d, model, opt, data, epoch))
     eval_start = time.perf_counter()
     correct, counted = evaluate(model, data.val_batches(), data.val_valid)
     eval_seconds = time.perf_counter() - eval_start
@@ -425,6 +497,7 @@ def run_epoch(args: argparse.Namespace, d: Dist, device: torch.device, model: nn
         "val_accuracy": correct / counted if counted else float("nan"), "val_samples": counted,
         "eval_seconds": eval_seconds,
         "gpu_busy_share": gpu_seconds / seconds if device.type == "cuda" and seconds > 0 else None,
+        "resumed_at": resume["loader"]["consumed"] if resume else 0,
     }
     if args.verify:
         rec["verify"] = verify_epoch(d, data, model, args)
@@ -462,9 +535,24 @@ def summary_record(args: argparse.Namespace, d: Dist, epochs: List[Dict[str, Any
     return summary
 
 
+def build_model(args: argparse.Namespace, d: Dist, device: torch.device, shape: Tuple[int, ...]
+                ) -> Tuple[nn.Module, torch.optim.Optimizer, Optional[Dict[str, Any]]]:
+    """The model (from the checkpoint when --checkpoint names one; DistributedDataParallel under
+    torchrun), its optimiser, and the checkpoint (None without one)."""
+    channels, *spatial = shape
+    model: nn.Module = VolumeNet(channels, spatial).to(device)
+    resume = load_checkpoint(args, model)
+    if d.enabled:
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    if resume is not None:
+        opt.load_state_dict(resume["opt"])
+    return model, opt, resume
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
-    d = Dist(args.device)
+    d = Dist(args.device, args.dist_timeout)
     device = torch.device(f"cuda:{d.local_rank}" if args.device == "cuda" else "cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -478,20 +566,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     data = StokeData(args, device, d) if args.loader == "stoke" else TorchData(args, device, d)
     channels, *spatial = data.sample_shape()
-    model: nn.Module = VolumeNet(channels, spatial).to(device)
-    if d.enabled:
-        model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+    model, opt, resume = build_model(args, d, device, (channels, *spatial))
     if not args.json:
         emit({}, f"{args.loader} loader: {data.train_rows} train / {data.val_rows} val samples of shape "
                  f"{[channels, *spatial]} (C, X, Y, Z), batch {args.batch_size} x {d.world_size} process(es), "
                  f"{torch.get_num_threads()} torch thread(s) each, device {args.device}")
 
+    first = 0
+    if resume is not None:
+        first = resume["epoch"] + 1 if resume["done"] else resume["epoch"]
+        emit({"event": "resume", "epoch": first, "consumed": 0 if resume["done"] else resume["loader"]["consumed"],
+              "world_size": d.world_size}, f"resuming from {args.checkpoint} at epoch {first}, sample "
+             f"{0 if resume['done'] else resume['loader']['consumed']} of its order, on {d.world_size} process(es)")
+        if resume["done"]:
+            resume = None
     epochs: List[Dict[str, Any]] = []
     run_start = time.perf_counter()
-    for epoch in range(args.epochs):
-        epochs.append(run_epoch(args, d, device, model, opt, data, epoch))
+    for epoch in range(first, args.epochs):
+        epochs.append(run_epoch(args, d, device, model, opt, data, epoch, resume))
+        resume = None
         emit(epochs[-1], epoch_line(epochs[-1]))
+        if args.checkpoint:
+            save_checkpoint(args, d, model, opt, data, epoch, done=True)
     summary = summary_record(args, d, epochs, time.perf_counter() - run_start, data)
     emit(summary, f"{len(epochs)} epoch(s) in {summary['total_seconds']:.1f} s: "
                   f"{summary['samples_per_second']:.1f} samples/s, "

@@ -170,22 +170,33 @@ def load_example():
 
 def test_verify_fails_on_a_row_read_twice_or_missing():
     ex = load_example()
-    one = SimpleNamespace(world_size=1, rank=0, enabled=False)
+    one = SimpleNamespace(world_size=1, rank=0, enabled=False, gather=lambda obj: [obj])
     args = SimpleNamespace(drop_last=False, batch_size=2)
     model = ex.nn.Linear(3, 1)
 
-    def check(rows):
-        return ex.verify_epoch(one, SimpleNamespace(train_rows=6, rows_read=rows, train=[0, 0, 0]), model, args)
+    class Data:  # what verify_epoch reads of StokeData, with its real_rows
+        real_rows = ex.StokeData.real_rows
+
+        def __init__(self, rows, before=(), resumed_at=0):
+            self.train_rows, self.rows_read, self.drop_last = 6, rows, args.drop_last
+            self.rows_before, self.resumed_at = list(before), resumed_at
+
+    def check(rows, **resume):
+        return ex.verify_epoch(one, Data(rows, **resume), model, args)
 
     ok = check([5, 0, 3, 1, 4, 2])
     assert ok["exactly_once"] and ok["params_identical"] and ok["rows_expected"] == 6
     twice = check([5, 0, 3, 3, 4, 2])
     assert not twice["exactly_once"] and twice["rows_distinct"] == 5
     assert not check([5, 0, 3, 1, 4])["exactly_once"]
+    # Resumed after 2 rows: those come from the checkpoint; one read again is caught.
+    assert check([3, 1, 4, 2], before=[5, 0], resumed_at=2)["exactly_once"]
+    assert not check([3, 1, 4, 0], before=[5, 0], resumed_at=2)["exactly_once"]
     # drop_last: as many as the rank's full batches hold (3 batches of 2), none twice.
     args.drop_last = True
     assert check([5, 0, 3, 1, 4, 2])["exactly_once"]
     assert not check([5, 0, 3, 1])["exactly_once"]
+    assert check([3, 1, 4, 2], before=[5, 0], resumed_at=2)["exactly_once"]
 
 
 def test_parameters_digest_changes_with_any_parameter():
@@ -196,3 +207,33 @@ def test_parameters_digest_changes_with_any_parameter():
     with ex.torch.no_grad():
         model.bias.add_(1e-6)
     assert ex.parameters_digest(model) != before
+
+
+def test_a_run_resumed_from_its_checkpoint_trains_as_one_that_went_on(data, tmp_path):
+    """--checkpoint: 1 epoch, then a second run of 2 epochs that finds the checkpoint and trains only
+    epoch 1, with the same loss as epoch 1 of an uninterrupted run (same rows, same parameters)."""
+    def run(*extra):
+        args = [*loader_args(data, "stoke"), "--batch-size", BATCH, "--threads", 1, "--verify", "--json", *extra]
+        r = subprocess.run([sys.executable, str(EXAMPLE), *map(str, args)], capture_output=True, text=True,
+                           env=env(), timeout=120)
+        assert r.returncode == 0, r.stderr
+        return json_lines(r.stdout)
+
+    straight = [x for x in run("--epochs", 2) if x["event"] == "epoch"]
+    ckpt = tmp_path / "ckpt.pt"
+    first = [x for x in run("--epochs", 1, "--checkpoint", ckpt) if x["event"] == "epoch"]
+    assert [x["epoch"] for x in first] == [0] and ckpt.exists()
+    resumed = run("--epochs", 2, "--checkpoint", ckpt)
+    assert resumed[0] == {"event": "resume", "epoch": 1, "consumed": 0, "world_size": 1}
+    epochs = [x for x in resumed if x["event"] == "epoch"]
+    assert [x["epoch"] for x in epochs] == [1] and epochs[0]["verify"]["exactly_once"]
+    assert epochs[0]["train_loss"] == pytest.approx(straight[1]["train_loss"], rel=1e-6)
+    assert first[0]["train_loss"] == pytest.approx(straight[0]["train_loss"], rel=1e-6)
+
+
+def test_checkpoint_options_need_the_stoke_loader_and_a_file(data):
+    for bad in (["--loader", "torch", "--npy-dir", data["src"], "--checkpoint", "x.pt"],
+                [*loader_args(data, "stoke"), "--checkpoint-every", 5]):
+        r = subprocess.run([sys.executable, str(EXAMPLE), *map(str, bad)], capture_output=True, text=True,
+                           env=env(), timeout=60)
+        assert r.returncode == 2 and "--checkpoint" in r.stderr

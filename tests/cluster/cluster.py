@@ -220,10 +220,11 @@ class Cluster:
         return r.stdout if what.startswith("set") else json.loads(r.stdout)
 
     def torchrun(self, nodes: Sequence[Member], argv: Callable[[Member], Sequence[object]], nproc: int = 2,
-                 run_id: str = "job",
+                 run_id: str = "job", nnodes: Optional[str] = None,
                  env: Optional[Dict[str, str]] = None, extra: Sequence[str] = ()) -> List[subprocess.Popen]:
         """Starts `torchrun` of argv(node) on each of `nodes` (one agent per node, nproc processes each),
-        meeting through c10d rendezvous on the first node; gloo runs over the nodes' eth0. Each
+        meeting through c10d rendezvous on the first node; gloo runs over the nodes' eth0. nnodes:
+        torchrun's --nnodes (default: as many as `nodes`; "MIN:MAX" for elastic jobs). Each
         node's process environment is s3_env(node) with the stoke package importable, plus `env`.
         extra: more torchrun options (e.g. --max_restarts)."""
         procs = []
@@ -231,7 +232,7 @@ class Cluster:
             e = self.s3_env(m)
             e.update(PYTHONPATH=STOKE_PYTHONPATH, GLOO_SOCKET_IFNAME="eth0", **(env or {}))
             # --redirects 2 --tee 2: torch 1.13's torchrun cannot parse its own default under Python 3.11.
-            cmd = [PYTHON, "-m", "torch.distributed.run", "--nnodes", str(len(nodes)), "--nproc_per_node",
+            cmd = [PYTHON, "-m", "torch.distributed.run", "--nnodes", nnodes or str(len(nodes)), "--nproc_per_node",
                    str(nproc), "--rdzv_backend", "c10d", "--rdzv_endpoint", f"{nodes[0].name}:29400",
                    "--rdzv_id", run_id, "--monitor_interval", "0.2", "--redirects", "2", "--tee", "2",
                    *extra, *map(str, argv(m))]

@@ -1,7 +1,8 @@
 // A fault-injecting HTTP/1.1 proxy for the object-store tests. It listens on 127.0.0.1 (or the
 // address given, e.g. a test cluster's storage address) and forwards every request to an
 // upstream server on 127.0.0.1 (Host header and path unchanged, so signatures stay valid) and can
-// inject, for requests whose method is in `methods` (default GET):
+// inject, for requests whose method is in `methods` (default GET) and, when `paths` is set, whose
+// path contains that text (e.g. paths=.parquet: data files only):
 //   delay_ms=N     wait N ms before forwarding (every request)
 //   status503=N    answer the next N requests 503 ServerBusy without forwarding
 //   reset=N        for the next N requests, send the headers and half the body, then reset the connection (RST)
@@ -23,7 +24,7 @@
 import http from 'node:http';
 
 export function startFaultProxy(upstreamPort, listenHost = '127.0.0.1') {
-  let cfg = { delay_ms: 0, status503: 0, reset: 0, truncate: 0, drop: 0, p503: 0, preset: 0, bytes_per_s: 0, methods: ['GET'] };
+  let cfg = { delay_ms: 0, status503: 0, reset: 0, truncate: 0, drop: 0, p503: 0, preset: 0, bytes_per_s: 0, methods: ['GET'], paths: '' };
   let linkFreeAt = 0;  // performance.now() when the emulated link has carried every body queued so far
   // Calls send() once the link (bytes_per_s) has carried `bytes` more, at once without a cap.
   function afterLink(targeted, bytes, send) {
@@ -51,6 +52,7 @@ export function startFaultProxy(upstreamPort, listenHost = '127.0.0.1') {
         preset: Number(q.get('preset') || 0),
         bytes_per_s: Number(q.get('bytes_per_s') || 0),
         methods: (q.get('methods') || 'GET').split(','),
+        paths: q.get('paths') || '',
       };
       stats.forwarded = 0;
       stats.injected = 0;
@@ -82,7 +84,8 @@ export function startFaultProxy(upstreamPort, listenHost = '127.0.0.1') {
   });
 
   function handle(req, res, body) {
-    const targeted = cfg.methods.includes(req.method);
+    const path = new URL(req.url, 'http://proxy').pathname;
+    const targeted = cfg.methods.includes(req.method) && (!cfg.paths || path.includes(cfg.paths));
     const rate503 = targeted && cfg.p503 > 0 && Math.random() < cfg.p503;
     if (targeted && (cfg.status503 > 0 || rate503)) {
       if (!rate503) cfg.status503--;
