@@ -10,7 +10,10 @@ Layout (every address is link-local, 169.254.0.0/16, and exists only inside thes
     <p>-storage   169.254.10.1, host name "storage": s3rver on its own loopback, reached only through
                   one fault proxy per node (latency, 503s, resets, per node request logs)
     <p>-node<i>   169.254.10.(10+i), host name "node<i>": its own local directory (its disk and read
-                  cache), its own host name (a UTS namespace) and /etc/hosts naming every member
+                  cache), its own host name (a UTS namespace) and /etc/hosts naming every member;
+                  optionally its own wall clock (clock_offset_s: libfaketime shifts CLOCK_REALTIME
+                  of the processes started with s3_env; a time namespace shifts only the monotonic
+                  and boot clocks)
 
 <p> is "stk" and this process's id, so clusters of concurrent test runs never meet. Processes run in
 a member through `ip netns exec`, then `unshare --uts --mount`, which sets the host name and binds
@@ -37,6 +40,7 @@ LAUNCHER = REPO / "tests" / "servers" / "launch.mjs"
 STOKE_BIN = os.environ.get("STOKE_BIN") or str(REPO / "build" / "stoke")
 STOKE_PYTHONPATH = os.environ.get("STOKE_PYTHONPATH") or str(REPO / "build" / "python")
 PYTHON = "/usr/bin/python3"  # Debian's, with torch
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"  # Debian's faketime
 SUBNET = "169.254.10"
 STORAGE_ADDR = f"{SUBNET}.1"
 
@@ -72,6 +76,7 @@ class Member:
         self.netns = f"{cluster.prefix}-{name}"
         self.dir = cluster.root / name  # its local disk
         self.procs: List[subprocess.Popen] = []
+        self.clock_offset_s = 0.0  # this node's wall clock against the host's (see module docstring)
 
     def command(self, argv: Sequence[str]) -> List[str]:
         """argv run in this member: its network, its host name, the cluster's /etc/hosts."""
@@ -208,6 +213,11 @@ class Cluster:
         env.update(AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER", AWS_REGION="us-east-1",
                    AWS_ENDPOINT_URL=f"http://{STORAGE_ADDR}:{self.proxies[node.name].port}",
                    STOKE_SINGLE_WRITER="1")  # s3rver ignores conditional writes: one writer at a time
+        if node.clock_offset_s:
+            if not Path(FAKETIME_LIB).is_file():
+                raise AssertionError(f"a node's clock offset needs {FAKETIME_LIB} (Debian's faketime)")
+            env.update(LD_PRELOAD=FAKETIME_LIB, FAKETIME=f"{node.clock_offset_s:+g}s",
+                       FAKETIME_DONT_FAKE_MONOTONIC="1")
         return env
 
     def proxy(self, node: Member, what: str) -> object:
