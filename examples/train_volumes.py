@@ -40,6 +40,10 @@ every epoch: stoke's Loader takes rank and world size from torch.distributed, th
 uses a DistributedSampler. Sample counts, data wait (averaged) and validation results are
 combined over ranks, the epoch time is the slowest rank's; only rank 0 prints.
 
+Under Slurm's srun (a step of several tasks, no torchrun), the process group is set up from Slurm's
+variables (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID), with MASTER_ADDR and MASTER_PORT from
+the batch script: examples/slurm/train.sbatch.
+
 Across nodes (docs/cluster.md), each node runs torchrun with --nnodes N --rdzv_backend c10d
 --rdzv_endpoint HOST:PORT; for a table on an object store, --cache-dir on a node's local disk is
 shared by that node's ranks. --verify checks after each epoch, across ranks, that no training row
@@ -84,10 +88,35 @@ Batch = Tuple[torch.Tensor, torch.Tensor]  # volumes [B, C, X, Y, Z] float32, la
 # ---------------------------------------------------------------------------
 # distributed setup
 
+def tasks_on_this_node() -> int:
+    """The tasks of this Slurm step on this node: $SLURM_STEP_TASKS_PER_NODE (e.g. "2(x3),1") at
+    this node's index, $SLURM_NODEID."""
+    counts: List[int] = []
+    for part in os.environ.get("SLURM_STEP_TASKS_PER_NODE", "1").split(","):
+        n, _, times = part.partition("(x")
+        counts += [int(n)] * (int(times.rstrip(")")) if times else 1)
+    return counts[min(int(os.environ.get("SLURM_NODEID", "0")), len(counts) - 1)]
+
+
+def env_from_slurm() -> None:
+    """Under `srun` (a step of several tasks) without torchrun: sets the variables of torch's env://
+    rendezvous from Slurm's (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE); MASTER_ADDR and
+    MASTER_PORT must come from the batch script (examples/slurm/train.sbatch)."""
+    if "WORLD_SIZE" in os.environ or int(os.environ.get("SLURM_STEP_NUM_TASKS", "1")) < 2:
+        return
+    os.environ.update(RANK=os.environ["SLURM_PROCID"], WORLD_SIZE=os.environ["SLURM_STEP_NUM_TASKS"],
+                      LOCAL_RANK=os.environ.get("SLURM_LOCALID", "0"), LOCAL_WORLD_SIZE=str(tasks_on_this_node()))
+    for name in ("MASTER_ADDR", "MASTER_PORT"):
+        if name not in os.environ:
+            raise SystemExit(f"train_volumes: under srun, set {name} for torch.distributed "
+                             f"(examples/slurm/train.sbatch shows how)")
+
+
 class Dist:
     """Rank, world size and the reductions the training loop needs (no-ops for one process)."""
 
     def __init__(self, device_kind: str, timeout_s: float) -> None:
+        env_from_slurm()
         self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         self.local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", str(self.world_size)))
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -507,7 +536,8 @@ def run_epoch(args: argparse.Namespace, d: Dist, device: torch.device, model: nn
 def epoch_line(rec: Dict[str, Any]) -> str:
     gpu = f"  gpu busy {rec['gpu_busy_share']:5.1%}" if rec["gpu_busy_share"] is not None else ""
     line = (f"epoch {rec['epoch']:3d}  loss {rec['train_loss']:.4f}  time {rec['epoch_seconds']:7.2f} s  "
-            f"wait {rec['wait_seconds']:6.2f} s ({rec['wait_share']:5.1%})  {rec['samples_per_second']:7.1f} samples/s  "
+            f"wait {rec['wait_seconds']:6.2f} s ({rec['wait_share']:5.1%})  "
+            f"{rec['samples_per_second']:7.1f} samples/s  "
             f"val acc {rec['val_accuracy']:.3f} ({rec['val_samples']}){gpu}")
     v = rec.get("verify")
     if v:

@@ -2,8 +2,9 @@
 # Installs what stoke's build, tests and demo need on Debian 12. Idempotent: quiet when all is present,
 # runs `apt-get update` only when a package is missing. npm packages (test-only) go into tests/interop/.
 # python3-azure (Microsoft's Azure SDK) is the naive per-blob reader of `stoke.experiments deepiq`;
-# chromium and python3-pil let the tests look at the experiments' reports. iproute2 and faketime make
-# the multi-node test cluster (tests/cluster: network namespaces, nodes whose clocks are off).
+# chromium and python3-pil let the tests look at the experiments' reports. iproute2, faketime,
+# slurm-wlm, munge and python3-distributed make the multi-node test cluster (tests/cluster: network
+# namespaces, nodes whose clocks are off, Slurm and Dask on them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +20,7 @@ APT_PACKAGES=(
   coreutils time libmd-dev fio curl
   libcurl4-openssl-dev libssl-dev
   libhdf5-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev python3-h5py python3-pil python3-torchvision
-  iproute2 faketime
+  iproute2 faketime slurm-wlm munge python3-distributed
 )
 # Node.js and npm run the interop tests; a machine may already carry its own (e.g. from NodeSource),
 # whose npm conflicts with Debian's npm package, so they are installed only when absent.

@@ -13,15 +13,21 @@ from .transforms import Transform, _transform_dicts
 
 
 def _default_rank_world() -> Tuple[int, int]:
-    """torch.distributed's rank and world size when it is initialised, else
-    $RANK / $WORLD_SIZE (torchrun sets them), else 0 and 1."""
+    """torch.distributed's rank and world size when it is initialised, else $RANK / $WORLD_SIZE
+    (torchrun sets them), else $SLURM_PROCID / $SLURM_STEP_NUM_TASKS (a task of an `srun` step;
+    a batch script outside a step is one process), else 0 and 1."""
     try:
         import torch.distributed as dist
         if dist.is_available() and dist.is_initialized():
             return dist.get_rank(), dist.get_world_size()
     except ImportError:
         pass
-    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    env = os.environ
+    if "RANK" in env or "WORLD_SIZE" in env:
+        return int(env.get("RANK", "0")), int(env.get("WORLD_SIZE", "1"))
+    if "SLURM_STEP_NUM_TASKS" in env and "SLURM_PROCID" in env:
+        return int(env["SLURM_PROCID"]), int(env["SLURM_STEP_NUM_TASKS"])
+    return 0, 1
 
 
 Batch = Dict[str, Any]

@@ -110,6 +110,23 @@ def test_rank_defaults_from_environment(data, monkeypatch):
     assert loader.samples_per_epoch == N // 4
 
 
+def test_rank_defaults_from_a_slurm_step(data, monkeypatch):
+    for name in ("RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    # A batch script outside a step (SLURM_PROCID, no SLURM_STEP_NUM_TASKS) is one process.
+    monkeypatch.setenv("SLURM_PROCID", "0")
+    monkeypatch.setenv("SLURM_NTASKS", "4")
+    assert stoke.Loader(data["table"], batch_size=5, to="numpy").samples_per_epoch == N
+    # A task of an srun step takes its shard.
+    monkeypatch.setenv("SLURM_PROCID", "3")
+    monkeypatch.setenv("SLURM_STEP_NUM_TASKS", "4")
+    assert stoke.Loader(data["table"], batch_size=5, to="numpy", drop_last=True).samples_per_epoch == N // 4
+    # torchrun's variables win over Slurm's (torchrun started by srun).
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert stoke.Loader(data["table"], batch_size=5, to="numpy", drop_last=True).samples_per_epoch == N // 2
+
+
 def test_iterating_again_moves_to_the_next_epoch(data):
     loader = stoke.Loader(data["table"], batch_size=10, seed=1, to="numpy", threads=1)
     e0 = row_ids(loader)

@@ -7,8 +7,10 @@
 Layout (every address is link-local, 169.254.0.0/16, and exists only inside these namespaces):
 
     <p>-hub       a bridge (br0) joining one veth per member; nothing else
-    <p>-storage   169.254.10.1, host name "storage": s3rver on its own loopback, reached only through
-                  one fault proxy per node (latency, 503s, resets, per node request logs)
+    <p>-storage   169.254.10.1, host name "storage": s3rver (and Azurite) on its own loopback, reached
+                  only through one fault proxy per node and store (latency, 503s, resets, bandwidth,
+                  per node request logs)
+    <p>-head      169.254.10.2, host name "head" (with head=True): a scheduler's machine
     <p>-node<i>   169.254.10.(10+i), host name "node<i>": its own local directory (its disk and read
                   cache), its own host name (a UTS namespace) and /etc/hosts naming every member;
                   optionally its own wall clock (clock_offset_s: libfaketime shifts CLOCK_REALTIME
@@ -33,7 +35,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "tests" / "servers" / "launch.mjs"
@@ -41,6 +43,8 @@ STOKE_BIN = os.environ.get("STOKE_BIN") or str(REPO / "build" / "stoke")
 STOKE_PYTHONPATH = os.environ.get("STOKE_PYTHONPATH") or str(REPO / "build" / "python")
 PYTHON = "/usr/bin/python3"  # Debian's, with torch
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"  # Debian's faketime
+AZURITE_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
+               "K1SZFPTOtr/KBHBeksoGMGw==")  # Azurite's published development key, not a secret
 SUBNET = "169.254.10"
 STORAGE_ADDR = f"{SUBNET}.1"
 
@@ -135,15 +139,18 @@ class Server:
 class Cluster:
     """The namespaces of one test run; a context manager that deletes them on exit."""
 
-    def __init__(self, root: Path, nodes: int = 2) -> None:
+    def __init__(self, root: Path, nodes: int = 2, head: bool = False) -> None:
         self.root = Path(root)
         self.prefix = f"stk{os.getpid()}"
         self.hub = f"{self.prefix}-hub"
         self.storage = Member(self, "storage", STORAGE_ADDR)
         self.nodes = [Member(self, f"node{i}", f"{SUBNET}.{10 + i}") for i in range(1, nodes + 1)]
+        self.head = Member(self, "head", f"{SUBNET}.2") if head else None  # a scheduler's machine
+        self._on_close: List[Callable[[], None]] = []
         self.hosts_file = self.root / "hosts"
-        self.proxies: Dict[str, Server] = {}
+        self.proxies: Dict[Tuple[str, str], Server] = {}  # (backend, member name) -> its proxy
         self.s3: Optional[Server] = None
+        self.azurite: Optional[Server] = None
         self._made: List[str] = []
 
     def __enter__(self) -> "Cluster":
@@ -162,7 +169,11 @@ class Cluster:
         return self.nodes[i - 1]
 
     def members(self) -> List[Member]:
-        return [self.storage, *self.nodes]
+        return [self.storage, *self.nodes, *([self.head] if self.head else [])]
+
+    def on_close(self, stop: Callable[[], None]) -> None:
+        """Runs stop() at close(), before the namespaces go (last registered, first run)."""
+        self._on_close.append(stop)
 
     def _make(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -200,32 +211,57 @@ class Cluster:
 
     # -- storage
 
-    def start_storage(self) -> None:
-        """s3rver on the storage's loopback, and one fault proxy per node on the storage's address."""
-        self.s3 = Server(self.storage, "s3rver")
-        for m in self.nodes:
-            self.proxies[m.name] = Server(self.storage, "proxy", str(self.s3.port), STORAGE_ADDR)
-            self._wait_reachable(self.proxies[m.name].port)
+    def clients(self) -> List[Member]:
+        """The members that reach the storage: the nodes, and the head when there is one."""
+        return [*self.nodes, *([self.head] if self.head else [])]
 
-    def s3_env(self, node: Member, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-        """The environment of a process on `node` that reaches the S3 emulator through its proxy."""
+    def start_storage(self, azurite: bool = False) -> None:
+        """s3rver (and Azurite) on the storage's loopback, each reached through one fault proxy per
+        client member on the storage's address."""
+        self.s3 = Server(self.storage, "s3rver")
+        self.azurite = Server(self.storage, "azurite") if azurite else None
+        for backend, server in (("s3", self.s3), ("az", self.azurite)):
+            if server is None:
+                continue
+            for m in self.clients():
+                self.proxies[(backend, m.name)] = proxy = Server(self.storage, "proxy", str(server.port), STORAGE_ADDR)
+                self._wait_reachable(proxy.port)
+
+    def _client_env(self, member: Member, base: Optional[Dict[str, str]]) -> Dict[str, str]:
+        """base (default os.environ) without any store's settings, with member's clock."""
         env = {k: v for k, v in (base or os.environ).items() if not k.startswith(("AZURE_", "AWS_", "STOKE_SINGLE"))}
-        env.update(AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER", AWS_REGION="us-east-1",
-                   AWS_ENDPOINT_URL=f"http://{STORAGE_ADDR}:{self.proxies[node.name].port}",
-                   STOKE_SINGLE_WRITER="1")  # s3rver ignores conditional writes: one writer at a time
-        if node.clock_offset_s:
+        if member.clock_offset_s:
             if not Path(FAKETIME_LIB).is_file():
                 raise AssertionError(f"a node's clock offset needs {FAKETIME_LIB} (Debian's faketime)")
-            env.update(LD_PRELOAD=FAKETIME_LIB, FAKETIME=f"{node.clock_offset_s:+g}s",
+            env.update(LD_PRELOAD=FAKETIME_LIB, FAKETIME=f"{member.clock_offset_s:+g}s",
                        FAKETIME_DONT_FAKE_MONOTONIC="1")
         return env
 
-    def proxy(self, node: Member, what: str) -> object:
-        """GET /__fault/<what> of the node's proxy, asked from the storage namespace; JSON-decoded
-        ("set?..." answers "ok", returned as is)."""
-        url = f"http://{STORAGE_ADDR}:{self.proxies[node.name].port}/__fault/{what}"
-        script = f"import urllib.request,sys; sys.stdout.write(urllib.request.urlopen({url!r}, timeout=10).read().decode())"
-        r = subprocess.run(["ip", "netns", "exec", self.storage.netns, "/usr/bin/python3", "-c", script],
+    def s3_env(self, node: Member, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+        """The environment of a process on `node` that reaches the S3 emulator through its proxy."""
+        env = self._client_env(node, base)
+        env.update(AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER", AWS_REGION="us-east-1",
+                   AWS_ENDPOINT_URL=f"http://{STORAGE_ADDR}:{self.proxies[('s3', node.name)].port}",
+                   STOKE_SINGLE_WRITER="1")  # s3rver ignores conditional writes: one writer at a time
+        return env
+
+    def az_env(self, node: Member, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+        """The environment of a process on `node` that reaches Azurite through its proxy (Azurite
+        honours conditional writes: writers on several nodes may commit at once)."""
+        env = self._client_env(node, base)
+        port = self.proxies[("az", node.name)].port
+        env["AZURE_STORAGE_CONNECTION_STRING"] = (
+            "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"
+            f"AccountKey={AZURITE_KEY};BlobEndpoint=http://{STORAGE_ADDR}:{port}/devstoreaccount1;")
+        return env
+
+    def proxy(self, node: Member, what: str, backend: str = "s3") -> object:
+        """GET /__fault/<what> of the node's proxy to `backend` ("s3" or "az"), asked from the storage
+        namespace; JSON-decoded ("set?..." answers "ok", returned as is)."""
+        url = f"http://{STORAGE_ADDR}:{self.proxies[(backend, node.name)].port}/__fault/{what}"
+        script = ("import urllib.request, sys\n"
+                  f"sys.stdout.write(urllib.request.urlopen({url!r}, timeout=10).read().decode())")
+        r = subprocess.run(["ip", "netns", "exec", self.storage.netns, PYTHON, "-c", script],
                            capture_output=True, text=True, timeout=30, check=True)
         return r.stdout if what.startswith("set") else json.loads(r.stdout)
 
@@ -253,6 +289,11 @@ class Cluster:
 
     def close(self) -> None:
         """Stops every process started here, kills what is left in the namespaces, deletes them."""
+        while self._on_close:
+            try:
+                self._on_close.pop()()
+            except Exception:  # noqa: BLE001 - teardown goes on
+                pass
         for m in self.members():
             for p in m.procs:
                 if p.poll() is None:
