@@ -164,7 +164,8 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
            shard: Optional[Tuple[int, int]] = None, format: str = _INGEST_DEFAULTS["format"],
            datasets: Sequence[str] = (), hdf5_samples: str = _INGEST_DEFAULTS["hdf5_samples"],
            decode: Union[None, int, Sequence[int]] = None,
-           on_changed: str = _INGEST_DEFAULTS["on_changed"]) -> Dict[str, Any]:
+           on_changed: str = _INGEST_DEFAULTS["on_changed"], client: Any = None,
+           shards: Optional[int] = None) -> Dict[str, Any]:
     """Ingest the source files at `source` (a directory or one file) into the table at `table`
     (created when missing), as `stoke ingest`.
 
@@ -211,11 +212,28 @@ def ingest(source: PathLike, table: PathLike, labels: Optional[PathLike] = None,
       the samples' places in the sorted listing after the table's existing ids; each shard's data
       files go in the table's directory `shard-<index>-of-<count>`. Needs mode "append".
 
+    client: a dask.distributed Client: the ingest runs as `shards` tasks on its cluster (default: one
+      per worker thread), each ingesting and committing shard (i, shards) on its own, re-run by Dask
+      where a worker dies (stoke/distributed.py, docs/cluster.md). Needs mode "append"; the workers
+      need stoke and the store's credentials, the source and the table storage they all reach.
+      Returns the shards' reports summed, with "shards", the list of them.
+
     Returns the report: version (the version committed; when every source file is already in the
     table, the current one with files_added 0), source_files, new_files, skipped (already in the
     table), changed (files whose version changed), changed_files (the first 1,000 of them: dicts
     of location, table_version, source_version), rows, files_added, files_removed, bytes_in,
     bytes_out, seconds. Open the result with open_table(table)."""
+    if client is not None:
+        from .distributed import ingest_on
+        return ingest_on(client, dict(source=os.fspath(source), table=os.fspath(table),
+                                      labels=None if labels is None else os.fspath(labels), mode=mode,
+                                      tensor_column=tensor_column, codec=codec, compression_level=compression_level,
+                                      target_file_bytes=target_file_bytes, row_group_bytes=row_group_bytes,
+                                      rows_per_file=rows_per_file, partition_by=partition_by, threads=threads,
+                                      shard=shard, format=format, datasets=list(datasets), hdf5_samples=hdf5_samples,
+                                      decode=decode, on_changed=on_changed), shards=shards)
+    if shards is not None:
+        raise ValueError("ingest: shards goes with a Dask client (client=...); one process takes shard=(i, n)")
     return _stoke.ingest(os.fspath(source), os.fspath(table), labels="" if labels is None else os.fspath(labels),
                          mode=mode, tensor_column=tensor_column, codec=codec, compression_level=compression_level,
                          target_file_bytes=target_file_bytes, row_group_bytes=row_group_bytes,
