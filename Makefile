@@ -79,6 +79,9 @@ bench: build
 	@bash bench/codec_cost.sh $(BUILD)/stoke
 	@bash bench/blob_storage.sh $(BUILD)/stoke
 	@bash bench/cached_epochs.sh $(BUILD)/stoke
+	@# Two nodes against one on the namespace test cluster (root only; skipped with a message elsewhere):
+	@/usr/bin/python3 bench/cluster_scaling.py --stoke $(BUILD)/stoke
+	@BENCH_NODE_MBPS=8 /usr/bin/python3 bench/cluster_scaling.py --stoke $(BUILD)/stoke
 	@bash bench/optimize_blob.sh $(BUILD)/stoke
 	@bash bench/scale.sh $(BUILD)/stoke
 	@bash bench/loader_open.sh $(BUILD)/stoke

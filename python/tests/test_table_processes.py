@@ -402,6 +402,22 @@ def test_a_table_of_more_files_than_descriptors_loads(stoke, tmp_path):
     assert out["samples"] == 1500 and out["table_rows"] == 1500, out
 
 
+def test_bench_load_ranks_read_disjoint_shards(stoke, tmp_path):
+    """`stoke bench load --rank R --world-size W`: the W processes of a job read the epoch once
+    between them; a rank outside the world is refused."""
+    src = tmp_path / "src"
+    synth(stoke, src, samples=30, seed=6)
+    table = tmp_path / "table"
+    stoke(*ingest_args(src, table))
+    counts = []
+    for rank in range(3):
+        r = stoke("bench", "load", table, "--rank", rank, "--world-size", 3, "--batch-size", 4, "--json")
+        counts.append(json.loads(r.stdout.strip().splitlines()[-1])["samples"])
+    assert counts == [10, 10, 10]
+    r = stoke("bench", "load", table, "--rank", 3, "--world-size", 3, check=False)
+    assert r.returncode != 0 and "rank 3" in r.stderr, r.stderr
+
+
 def test_shard_option_is_checked(stoke, tmp_path):
     src = tmp_path / "src"
     synth(stoke, src, samples=4, seed=1)

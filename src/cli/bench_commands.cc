@@ -288,6 +288,14 @@ void AddBenchLoad(CLI::App* bench, std::vector<Command>* out) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   bench_load->add_option("--seed", lb.loader.seed, "Shuffle seed")->capture_default_str();
+  bench_load->add_option("--rank", lb.loader.rank,
+                         "This process's shard of each epoch, in [0, --world-size): a job's ranks, on one machine or "
+                         "several, run one `bench load` each")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  bench_load->add_option("--world-size", lb.loader.world_size, "Processes that read the table together, each a disjoint shard")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   bench_load->add_option("--where", lb.loader.where, "Only rows matching this predicate (as in `stoke query`)");
   bench_load->add_option("--prefetch-bytes", lb.loader.prefetch_bytes, "Memory budget for reads in flight and batch buffers")
       ->check(CLI::PositiveNumber)
