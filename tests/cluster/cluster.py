@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -70,6 +71,23 @@ def available() -> Optional[str]:
         return f"cannot make a network namespace here: {r.stderr.strip()}"
     _ip("netns", "del", probe, check=False)
     return None
+
+
+def remove_stale_namespaces() -> None:
+    """Deletes the namespaces of clusters whose test process is gone (one killed before its
+    close(); "stk<pid>-<member>"), with what still runs in them."""
+    r = _ip("netns", "list", check=False)
+    for line in r.stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        m = re.fullmatch(r"stk(\d+)-\w+", name)
+        if not m or Path(f"/proc/{m.group(1)}").exists():
+            continue
+        for pid in _ip("netns", "pids", name, check=False).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        _ip("netns", "del", name, check=False)
 
 
 class Member:
@@ -176,6 +194,7 @@ class Cluster:
         self._on_close.append(stop)
 
     def _make(self) -> None:
+        remove_stale_namespaces()
         self.root.mkdir(parents=True, exist_ok=True)
         lines = ["127.0.0.1 localhost"] + [f"{m.addr} {m.name}" for m in self.members()]
         self.hosts_file.write_text("\n".join(lines) + "\n")
