@@ -116,10 +116,19 @@ class Member:
                                  f"{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
         return r
 
-    def start(self, argv: Sequence[str], env: Optional[Dict[str, str]] = None, **kw) -> subprocess.Popen:
-        """Starts argv here in its own process group (killed by the cluster's close())."""
+    def start(self, argv: Sequence[str], env: Optional[Dict[str, str]] = None, log: Optional[str] = None,
+              **kw) -> subprocess.Popen:
+        """Starts argv here in its own process group (killed by the cluster's close()). Its stdout and
+        stderr are pipes for the caller to read, or with `log` (a daemon nobody reads: a full pipe
+        would stop it) both go to <member dir>/<log>.log."""
+        if log is not None:
+            with open(self.dir / f"{log}.log", "ab") as f:
+                return self._popen(argv, env, stdout=f, stderr=subprocess.STDOUT, **kw)
         kw.setdefault("stdout", subprocess.PIPE)
         kw.setdefault("stderr", subprocess.PIPE)
+        return self._popen(argv, env, **kw)
+
+    def _popen(self, argv: Sequence[str], env: Optional[Dict[str, str]], **kw) -> subprocess.Popen:
         p = subprocess.Popen(self.command(argv), env=env, cwd=REPO, text=True, start_new_session=True, **kw)
         self.procs.append(p)
         return p

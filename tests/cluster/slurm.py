@@ -110,14 +110,15 @@ PartitionName=test Nodes={','.join(m.name for m in c.nodes)} Default=YES MaxTime
 
     def _start_daemons(self) -> None:
         env = self.env()
-        self.cluster.head.start([_sbin("slurmctld"), "-D", "-i", "-f", self.conf], env=env)
+        self.cluster.head.start([_sbin("slurmctld"), "-D", "-i", "-f", self.conf], env=env, log="slurmctld")
         # slurmd initialises a cgroup plugin whatever the configuration; `ip netns exec` mounted a
         # /sys of the namespace without cgroups: mount the v1 freezer hierarchy for it (in its
         # process's own mount namespace, so nothing of the host changes).
         cgroups = ("mount -t tmpfs stoke-cgroup /sys/fs/cgroup && mkdir /sys/fs/cgroup/freezer && "
                    "mount -t cgroup -o freezer stoke-cgroup /sys/fs/cgroup/freezer && exec \"$@\"")
         for m in self.cluster.nodes:
-            m.start(["sh", "-c", cgroups, "slurmd", _sbin("slurmd"), "-D", "-N", m.name, "-f", self.conf], env=env)
+            m.start(["sh", "-c", cgroups, "slurmd", _sbin("slurmd"), "-D", "-N", m.name, "-f", self.conf], env=env,
+                    log="slurmd")
         self._wait_idle()
 
     def _wait_idle(self, timeout: float = 60) -> None:

@@ -44,11 +44,11 @@ def cluster(tmp_path_factory):
         c.head.run([STOKE_BIN, "--no-progress", "synth", "volumes", "--samples", SAMPLES, "--shape", "16,16,8",
                     "--channels", 2, "--seed", 31, "--out", SOURCE], env=c.az_env(c.head))
         scheduler = f"tcp://{c.head.addr}:{PORT}"
-        c.head.start(["dask-scheduler", "--host", c.head.addr, "--port", PORT, "--no-dashboard"])
+        c.head.start(["dask-scheduler", "--host", c.head.addr, "--port", PORT, "--no-dashboard"], log="dask-scheduler")
         for m in c.nodes:
             env = {**c.az_env(m), "PYTHONPATH": STOKE_PYTHONPATH}
             m.start(["dask-worker", scheduler, "--host", m.addr, "--nthreads", 1, "--nworkers", 1,
-                     "--no-dashboard", "--name", m.name, "--death-timeout", 60], env=env)
+                     "--no-dashboard", "--name", m.name, "--death-timeout", 60], env=env, log="dask-worker")
         c.scheduler = scheduler
         yield c
 
