@@ -237,3 +237,25 @@ def test_checkpoint_options_need_the_stoke_loader_and_a_file(data):
         r = subprocess.run([sys.executable, str(EXAMPLE), *map(str, bad)], capture_output=True, text=True,
                            env=env(), timeout=60)
         assert r.returncode == 2 and "--checkpoint" in r.stderr
+
+
+def test_slurm_step_variables_become_torchs(monkeypatch):
+    ex = load_example()
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        monkeypatch.setenv(name, "")  # restored (to absent, where it was) after the test: env_from_slurm sets them
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("SLURM_STEP_TASKS_PER_NODE", "2(x2),1")
+    for node, tasks in ((0, 2), (1, 2), (2, 1)):
+        monkeypatch.setenv("SLURM_NODEID", str(node))
+        assert ex.tasks_on_this_node() == tasks
+    monkeypatch.setenv("SLURM_STEP_NUM_TASKS", "5")
+    monkeypatch.setenv("SLURM_PROCID", "4")
+    monkeypatch.setenv("SLURM_LOCALID", "0")
+    monkeypatch.setenv("MASTER_ADDR", "")
+    monkeypatch.delenv("MASTER_ADDR")
+    with pytest.raises(SystemExit, match="MASTER_ADDR"):
+        ex.env_from_slurm()
+    monkeypatch.setenv("MASTER_ADDR", "node1")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    ex.env_from_slurm()
+    assert [os.environ[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")] == ["4", "5", "0", "1"]
