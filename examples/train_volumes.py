@@ -303,7 +303,8 @@ class TorchData:
         for x, y in loader:
             yield x.to(self.device, non_blocking=True), y.to(self.device, torch.float32, non_blocking=True)
 
-    def train_batches(self, epoch: int) -> Iterator[Batch]:
+    def train_batches(self, epoch: int, resume: Optional[Dict[str, Any]] = None) -> Iterator[Batch]:
+        """The epoch's training batches (`resume` is never given: --checkpoint needs the stoke loader)."""
         if self.train_sampler is not None:
             self.train_sampler.set_epoch(epoch)
         return self._to_device(self.train)
@@ -506,8 +507,7 @@ def run_epoch(args: argparse.Namespace, d: Dist, device: torch.device, model: nn
               opt: torch.optim.Optimizer, data: Any, epoch: int, resume: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """Trains one epoch (the rest of it after `resume`, a checkpoint taken in it), validates, and
     returns the epoch's record, combined over ranks."""
-    batches = data.train_batches(epoch, resume) if resume else data.train_batches(epoch)
-    r = train_epoch(model, opt, nn.BCEWithLogitsLoss(), batches, device, args.max_batches,
+    r = train_epoch(model, opt, nn.BCEWithLogitsLoss(), data.train_batches(epoch, resume), device, args.max_batches,
                     step_checkpoints(args, d, model, opt, data, epoch))
     eval_start = time.perf_counter()
     correct, counted = evaluate(model, data.val_batches(), data.val_valid)

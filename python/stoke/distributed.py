@@ -10,6 +10,8 @@ credentials in their environment; the source and the table must be on storage ev
 
 from __future__ import annotations
 
+import time
+import uuid
 from typing import Any, Dict, List, Optional
 
 # The counts of the shards' reports that add up.
@@ -28,9 +30,6 @@ def ingest_on(client: Any, kwargs: Dict[str, Any], shards: Optional[int] = None,
     per worker thread) and waits for them. Returns the shards' reports summed (version: the newest
     a shard committed; seconds: the wall time of the whole), with "shards", the list of reports in
     shard order."""
-    import time
-    import uuid
-
     if kwargs.get("mode", "append") != "append":
         raise ValueError("ingest with a Dask client: mode must be 'append' (each shard commits on its own)")
     if kwargs.get("shard") is not None:

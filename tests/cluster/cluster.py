@@ -73,6 +73,15 @@ def available() -> Optional[str]:
     return None
 
 
+def kill_namespace_processes(netns: str, sig: int = signal.SIGKILL) -> None:
+    """Sends sig to every process of the network namespace `netns`."""
+    for pid in _ip("netns", "pids", netns, check=False).stdout.split():
+        try:
+            os.kill(int(pid), sig)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
 def remove_stale_namespaces() -> None:
     """Deletes the namespaces of clusters whose test process is gone (one killed before its
     close(); "stk<pid>-<member>"), with what still runs in them."""
@@ -82,11 +91,7 @@ def remove_stale_namespaces() -> None:
         m = re.fullmatch(r"stk(\d+)-\w+", name)
         if not m or Path(f"/proc/{m.group(1)}").exists():
             continue
-        for pid in _ip("netns", "pids", name, check=False).stdout.split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
+        kill_namespace_processes(name)
         _ip("netns", "del", name, check=False)
 
 
@@ -135,12 +140,7 @@ class Member:
 
     def kill_all(self, sig: int = signal.SIGKILL) -> None:
         """Sends sig to every process of this member's namespace (what a dying machine does to them)."""
-        r = _ip("netns", "pids", self.netns, check=False)
-        for pid in r.stdout.split():
-            try:
-                os.kill(int(pid), sig)
-            except (ProcessLookupError, ValueError):
-                pass
+        kill_namespace_processes(self.netns, sig)
 
     def link(self, up: bool) -> None:
         """Connects or cuts this member's network link (its port on the hub's bridge)."""
@@ -224,18 +224,18 @@ class Cluster:
         _ip("netns", "add", name)
         self._made.append(name)
 
-    def _wait_reachable(self, port: int) -> None:
-        """Waits (at most 10 s) until every node connects to the storage's `port`."""
+    def _wait_reachable(self, member: Member, ports: Sequence[int]) -> None:
+        """Waits (at most 10 s) until `member` connects to each of the storage's `ports`."""
         probe = ("import socket, sys, time\n"
                  "deadline = time.monotonic() + 10\n"
-                 "while True:\n"
-                 "    try:\n"
-                 "        socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=1).close(); break\n"
-                 "    except OSError as e:\n"
-                 "        if time.monotonic() > deadline: sys.exit(f'cannot reach {sys.argv[1]}:{sys.argv[2]}: {e}')\n"
-                 "        time.sleep(0.05)\n")
-        for m in self.nodes:
-            m.run(["/usr/bin/python3", "-c", probe, STORAGE_ADDR, port], timeout=20)
+                 "for port in map(int, sys.argv[2:]):\n"
+                 "    while True:\n"
+                 "        try:\n"
+                 "            socket.create_connection((sys.argv[1], port), timeout=1).close(); break\n"
+                 "        except OSError as e:\n"
+                 "            if time.monotonic() > deadline: sys.exit(f'cannot reach {sys.argv[1]}:{port}: {e}')\n"
+                 "            time.sleep(0.05)\n")
+        member.run([PYTHON, "-c", probe, STORAGE_ADDR, *ports], timeout=20)
 
     # -- storage
 
@@ -252,8 +252,9 @@ class Cluster:
             if server is None:
                 continue
             for m in self.clients():
-                self.proxies[(backend, m.name)] = proxy = Server(self.storage, "proxy", str(server.port), STORAGE_ADDR)
-                self._wait_reachable(proxy.port)
+                self.proxies[(backend, m.name)] = Server(self.storage, "proxy", str(server.port), STORAGE_ADDR)
+        for m in self.clients():
+            self._wait_reachable(m, [p.port for (_, name), p in self.proxies.items() if name == m.name])
 
     def _client_env(self, member: Member, base: Optional[Dict[str, str]]) -> Dict[str, str]:
         """base (default os.environ) without any store's settings, with member's clock."""
@@ -336,11 +337,6 @@ class Cluster:
                     os.killpg(p.pid, signal.SIGKILL)
                     p.wait(timeout=10)
         for name in reversed(self._made):
-            r = _ip("netns", "pids", name, check=False)
-            for pid in r.stdout.split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
+            kill_namespace_processes(name)
             _ip("netns", "del", name, check=False)
         self._made.clear()
