@@ -75,16 +75,17 @@ bool ResidencyKnown(const std::string& path, const struct stat& st) {
 }
 
 // Copies [from, from + head_n) to head and the next tail_n bytes to tail (with tail_crc, taking their
-// CRC as Crc32Copy does); false when a SIGBUS stopped it. Nothing but the copies runs while the handler
-// may jump back here.
-bool GuardedCopy(const uint8_t* from, size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail, uint32_t* tail_crc) {
+// CRC as Crc32Copy does, its stores as `tail_stores` says); false when a SIGBUS stopped it. Nothing
+// but the copies runs while the handler may jump back here.
+bool GuardedCopy(const uint8_t* from, size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail, uint32_t* tail_crc,
+                 CopyStores tail_stores) {
   sigjmp_buf env;
   if (sigsetjmp(env, 0) != 0) return false;
   t_copy = &env;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   if (head_n != 0) std::memcpy(head, from, head_n);
   if (tail_crc != nullptr) {
-    *tail_crc = Crc32Copy(tail, from + head_n, tail_n, *tail_crc);  // assigned only once the copy ended
+    *tail_crc = Crc32Copy(tail, from + head_n, tail_n, *tail_crc, tail_stores);  // assigned once the copy ended
   } else if (tail_n != 0) {
     std::memcpy(tail, from + head_n, tail_n);
   }
@@ -147,9 +148,10 @@ bool MappedFile::Copy(uint64_t offset, size_t n, uint8_t* out) const {
 }
 
 bool MappedFile::Copy(uint64_t offset, size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail,
-                      uint32_t* tail_crc) const {
+                      uint32_t* tail_crc, CopyStores tail_stores) const {
   if (offset > size_ || head_n + tail_n > size_ - offset || shrunk()) return false;
-  if (GuardedCopy(static_cast<const uint8_t*>(map_) + offset, head_n, head, tail_n, tail, tail_crc)) return true;
+  const auto* from = static_cast<const uint8_t*>(map_) + offset;
+  if (GuardedCopy(from, head_n, head, tail_n, tail, tail_crc, tail_stores)) return true;
   shrunk_->store(true, std::memory_order_relaxed);
   return false;
 }

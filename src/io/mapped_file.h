@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "io/crc32_copy.h"
 #include "stoke/status.h"
 
 namespace stoke {
@@ -45,9 +46,9 @@ class MappedFile {
   bool Copy(uint64_t offset, size_t n, uint8_t* out) const;
   // Copy for two destinations: the first `head_n` bytes to `head`, the next `tail_n` to `tail`. With
   // `tail_crc`, also the CRC-32 of the tail's bytes, continuing from *tail_crc, taken in the same pass
-  // (Crc32Copy); *tail_crc is left as it was when the copy fails.
+  // (Crc32Copy, whose stores go as `tail_stores` says); *tail_crc is left as it was when the copy fails.
   bool Copy(uint64_t offset, size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail,
-            uint32_t* tail_crc = nullptr) const;
+            uint32_t* tail_crc = nullptr, CopyStores tail_stores = CopyStores::kCached) const;
   // Asks the CPU to start loading the first and the last cache line of bytes [offset, offset + n),
   // so that a Copy a little later does not wait for memory for its pages' translations and first
   // bytes (the CPU's own prefetchers stream the lines between; more prefetches measured no faster).

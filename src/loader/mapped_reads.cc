@@ -157,20 +157,20 @@ MappedRange MappedReads::Find(uint32_t file, uint64_t offset, uint32_t length) {
   return m;
 }
 
-bool MappedRange::Copy(size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail, uint32_t* tail_crc) const {
-  if (next == nullptr) return map->Copy(offset, head_n, head, tail_n, tail, tail_crc);  // one guarded copy
-  return CopyPart(0, head_n, head, nullptr) && CopyPart(head_n, tail_n, tail, tail_crc);
+bool MappedRange::Copy(size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail, uint32_t* tail_crc,
+                       CopyStores tail_stores) const {
+  if (next == nullptr) return map->Copy(offset, head_n, head, tail_n, tail, tail_crc, tail_stores);  // one guarded
+  return CopyPart(0, head_n, head, nullptr, CopyStores::kCached) &&
+         CopyPart(head_n, tail_n, tail, tail_crc, tail_stores);
 }
 
-bool MappedRange::CopyPart(uint64_t from, size_t n, uint8_t* out, uint32_t* crc) const {
+bool MappedRange::CopyPart(uint64_t from, size_t n, uint8_t* out, uint32_t* crc, CopyStores stores) const {
   const size_t in_first = from < first_length ? std::min<size_t>(n, first_length - from) : 0;
   uint32_t part_crc = crc != nullptr ? *crc : 0;  // *crc changes only once both parts are copied
   uint32_t* c = crc != nullptr ? &part_crc : nullptr;
-  if (in_first > 0 && !map->Copy(offset + from, 0, nullptr, in_first, out, c)) return false;
-  if (in_first < n &&
-      !next->Copy(next_offset + (from + in_first - first_length), 0, nullptr, n - in_first, out + in_first, c)) {
-    return false;
-  }
+  if (in_first > 0 && !map->Copy(offset + from, 0, nullptr, in_first, out, c, stores)) return false;
+  const uint64_t in_next = next_offset + (from + in_first - first_length);
+  if (in_first < n && !next->Copy(in_next, 0, nullptr, n - in_first, out + in_first, c, stores)) return false;
   if (crc != nullptr) *crc = part_crc;
   return true;
 }

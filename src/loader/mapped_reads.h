@@ -40,15 +40,16 @@ struct MappedRange {
   // Copies the read's first `head_n` bytes to `head` and the next `tail_n` to `tail`
   // (MappedFile::Copy): false when a mapping's file shrank under it. With `tail_crc`, also the
   // CRC-32 of the tail, continuing from *tail_crc, taken in the same pass (*tail_crc is left as it
-  // was when the copy fails).
-  bool Copy(size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail, uint32_t* tail_crc = nullptr) const;
+  // was when the copy fails), its stores as `tail_stores` says.
+  bool Copy(size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail, uint32_t* tail_crc = nullptr,
+            CopyStores tail_stores = CopyStores::kCached) const;
   // Asks the CPU for the first and last cache lines of the read's first `n` bytes in `map`.
   void Prefetch(size_t n) const { map->Prefetch(offset, next != nullptr ? std::min<size_t>(n, first_length) : n); }
 
  private:
   // Copies bytes [from, from + n) of the read to `out`, from one mapping or both (continuing the CRC
-  // `crc` over them, when not null).
-  bool CopyPart(uint64_t from, size_t n, uint8_t* out, uint32_t* crc) const;
+  // `crc` over them, when not null, with `stores`).
+  bool CopyPart(uint64_t from, size_t n, uint8_t* out, uint32_t* crc, CopyStores stores) const;
 };
 
 // Which of a batch's reads can be copied out of a mapping. The mappings and what the page cache holds

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
@@ -19,6 +20,7 @@
 #include "io/memory_file.h"
 #include "io/read_cache.h"
 #include "io/storage.h"
+#include "loader/batch_slots.h"
 #include "loader/fetcher.h"
 #include "stoke/loader.h"
 #include "table/sample_index.h"
@@ -247,6 +249,62 @@ TEST(MappedReadsTest, LargeCachedSamplesAreCopiedOutOfMappingsToo) {
   }
   EXPECT_EQ(seen.size(), 24u);
   EXPECT_GT((*l)->stats().reads_mapped, 0);  // all 24 where the page cache kept the file
+}
+
+// Reads the whole file at `path`, so that the page cache holds it.
+void ReadIntoPageCache(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << path;
+  std::vector<char> chunk(1 << 20);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+  }
+}
+
+// A batch too large for the caches (kStreamBatchBytes) has its checked samples copied around them:
+// every sample's bytes where they belong, and a flipped byte fails its CRC.
+TEST(MappedReadsTest, ABatchLargerThanTheCachesIsCopiedAroundThemAndChecked) {
+  constexpr size_t kBytes = 100'000;
+  constexpr int64_t kBatch = 96;
+  static_assert(kBytes * kBatch >= kStreamBatchBytes);
+  TestTable t(kBytes, parquet::Codec::kUncompressed);
+  t.AppendFile(0, 2 * kBatch, kBatch);
+  ReadIntoPageCache(JoinPath(t.dir(), "part-0.parquet"));  // a file this large was dropped once written
+  LoaderOptions o;
+  o.batch_size = kBatch;
+  o.columns = {"t"};
+  auto l = Loader::Open(t.dir(), o);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  std::set<int64_t> seen;
+  for (;;) {
+    auto next = (*l)->Next();
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    if (!next->has_value()) break;
+    const Batch& batch = **next;
+    for (int64_t i = 0; i < batch.size(); ++i) {
+      const int64_t row = batch.row_ids()[static_cast<size_t>(i)];
+      const std::string want = TensorOf(row, kBytes);
+      const auto* got = static_cast<const uint8_t*>(batch.column("t")->data()) + kBytes * static_cast<size_t>(i);
+      ASSERT_EQ(0, std::memcmp(got, want.data(), kBytes)) << "row " << row;
+      seen.insert(row);
+    }
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(2 * kBatch));
+  EXPECT_EQ((*l)->stats().reads_mapped, 2 * kBatch);
+
+  auto index = SampleIndex::Open(t.dir());
+  ASSERT_TRUE(index.ok());
+  const auto loc = index->Find(150, 0);
+  FlipByte(index->FilePath(loc.file), loc.offset + loc.length - 1000);
+  auto flipped = Loader::Open(t.dir(), o);
+  ASSERT_TRUE(flipped.ok());
+  Status error;
+  for (;;) {
+    auto next = (*flipped)->Next();
+    if (!next.ok()) error = next.status();
+    if (!next.ok() || !next->has_value()) break;
+  }
+  EXPECT_NE(error.message().find("CRC mismatch"), std::string::npos) << error.ToString();
+  EXPECT_NE(error.message().find("row 150"), std::string::npos) << error.ToString();
 }
 
 // A flipped byte in a sample copied out of a mapping fails the page's CRC, and the error names the

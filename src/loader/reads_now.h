@@ -46,8 +46,8 @@ class ReadsNow {
   static bool MappedUnclaimed(const Slot& s) {
     return s.mapped_next.load(std::memory_order_relaxed) < s.mapped_reads.size();
   }
-  // Claims kMappedClaim of the batch's mapped reads, copies them out of their mappings and decodes
-  // them; false when none was left to claim. Any thread, as many at once as like.
+  // Claims the batch's next Slot::mapped_claim mapped reads, copies them out of their mappings and
+  // decodes them; false when none was left to claim. Any thread, as many at once as like.
   bool CopyMappedOnce(Slot* s);
   // Claims the batch's reads at once with a system call one by one and reads and decodes each
   // (Fetcher::ReadNow) until none is left. The producer passes `missed`: when the page cache lacks
@@ -57,6 +57,7 @@ class ReadsNow {
   // claimed was in the page cache.
   bool ReadClaimed(Slot* s, std::vector<FetchRequest>* missed);
 
+
  private:
   // Counts n of the batch's reads at once with a system call done; the last unpins their files.
   void Finish(Slot* s, uint32_t n);
@@ -64,10 +65,20 @@ class ReadsNow {
   // false when the page cache lacks some of its bytes (only without `wait`), else true, with
   // *error set when it failed.
   bool ReadOne(Read& r, const FetchRequest& q, uint8_t* head, bool wait, Status* error);
-  // Mapped reads are claimed this many at a time: the claim, the telemetry and the count of samples
-  // done are shared by the threads that copy a batch, and updating them once per read cost more
-  // than the copy of a 512-byte sample.
+  // Mapped reads are claimed up to this many at a time: the claim, the telemetry and the count of
+  // samples done are shared by the threads that copy a batch, and updating them once per read cost
+  // more than the copy of a 512-byte sample.
   static constexpr uint32_t kMappedClaim = 16;
+  // ... and up to about this many bytes a claim (at least one read): with 16 reads of 115 KB a
+  // claim, a batch of 32 was two claims, and the thread that finished its claim first waited for
+  // the other's (the batch, or the next one's planning): 171 % of 2 cores busy, 193 % with claims of
+  // two reads.
+  static constexpr uint64_t kMappedClaimBytes = 256 << 10;
+  // The claim size for the batch's mapped reads, by their mean length.
+  static uint32_t ClaimSize(const Slot& s);
+  // The stores for the batch's checked mapped reads: around the caches from kStreamBatchBytes of
+  // tensors a batch on (batch_slots.h).
+  static CopyStores StoresFor(const Slot& s);
   // Mapped reads ask the CPU for the bytes of the read this many ahead: a read from a random place
   // of a large file waits for memory (a TLB and a cache miss), and the work between two copies keeps
   // the CPU from overlapping those waits by itself.
