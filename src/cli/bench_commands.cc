@@ -91,19 +91,19 @@ void AddBenchFiles(CLI::App* bench, std::vector<Command>* out) {
   auto* bench_files = bench->add_subcommand(
       "files", "Baseline: read a directory of .npy files the naive way (open, read, close, parse per sample) into batches");
   bench_files->add_option("dir", pf.dir, "Directory or URI prefix of .npy files (e.g. from `stoke synth volumes`); on an object store one GET per file")->required();
-  bench_files->add_option("--batch-size", pf.batch_size, "Samples per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_files->add_option("--batch-size", pf.batch_size, "Samples per batch")->check(Positive())->capture_default_str();
   bench_files->add_option("--epochs", pf.epochs, "Epochs (each a new seeded shuffle of all files)")
-      ->check(CLI::PositiveNumber)
+      ->check(Positive())
       ->capture_default_str();
   bench_files->add_option("--batches", pf.batches, "Stop after N batches, crossing epochs as needed (0 = whole epochs)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
   bench_files->add_option("--seed", pf.seed, "Shuffle seed")->capture_default_str();
   bench_files->add_option("--compute-ms", pf.compute_ms, "Emulated compute: the consumer sleeps this long per batch")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
   bench_files->add_option("--threads", pf.threads, "Reader threads (1 = one loop that reads, then computes)")
-      ->check(CLI::PositiveNumber)
+      ->check(Positive())
       ->capture_default_str();
   bench_files->add_flag("--cold", pf.cold, "Read with O_DIRECT, bypassing the page cache");
   bench_files->add_flag("--json", pf_json, "Print one line of JSON");
@@ -141,11 +141,11 @@ void AddBenchMemcpy(CLI::App* bench, std::vector<Command>* out) {
                 "data files in the loader's shuffled order (no system call, no check), into batch buffers");
   cmd->add_option("table", o.table_dir, "Local table directory (read it into the page cache first)")->required();
   cmd->add_option("--column", o.column, "Tensor or blob column to copy (default: the first)");
-  cmd->add_option("--batch-size", o.batch_size, "Samples per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--batch-size", o.batch_size, "Samples per batch")->check(Positive())->capture_default_str();
   cmd->add_option("--threads", o.threads, "Copying threads (0 = one per available CPU, as the loader's workers)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
-  cmd->add_option("--seconds", o.seconds, "Start batches for this long")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--seconds", o.seconds, "Start batches for this long")->check(Positive())->capture_default_str();
   cmd->add_option("--seed", o.seed, "Shuffle seed (epoch 0's global order, as the loader's)")->capture_default_str();
   cmd->add_flag("--json", s->json, "Print one line of JSON");
   out->push_back({cmd, [s]() -> int { return RunBenchMemcpy(*s); }});
@@ -270,38 +270,40 @@ void AddBenchLoad(CLI::App* bench, std::vector<Command>* out) {
   auto* bench_load = bench->add_subcommand(
       "load", "The loader on a table: samples/s, MB/s, consumer wait share and accelerator utilisation");
   bench_load->add_option("table", lb.table_dir, kReadTableHelp)->required();
-  bench_load->add_option("--batch-size", lb.loader.batch_size, "Samples per batch")->check(CLI::PositiveNumber)->capture_default_str();
-  bench_load->add_option("--epochs", lb.epochs, "Epochs (each a new shuffle)")->check(CLI::PositiveNumber)->capture_default_str();
+  bench_load->add_option("--batch-size", lb.loader.batch_size, "Samples per batch")->check(Positive())->capture_default_str();
+  bench_load->add_option("--epochs", lb.epochs, "Epochs (each a new shuffle)")->check(Positive())->capture_default_str();
   bench_load->add_option("--batches", lb.batches, "Stop after N measured batches, crossing epochs as needed (0 = whole epochs)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
   bench_load->add_option("--warmup-batches", lb.warmup_batches, "Batches consumed before the clock starts")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
   bench_load->add_option("--compute-ms", lb.compute_ms, "Emulated accelerator time per batch (the consumer sleeps)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
   bench_load->add_option("--shuffle", s->shuffle, "global, block or none")
       ->check(CLI::IsMember({"global", "block", "none"}))
       ->capture_default_str();
   bench_load->add_option("--shuffle-buffer", lb.loader.shuffle_buffer, "Rows in the block shuffle's buffer (the rows mixed at once)")
-      ->check(CLI::PositiveNumber)
+      ->check(Positive())
       ->capture_default_str();
   bench_load->add_option("--seed", lb.loader.seed, "Shuffle seed")->capture_default_str();
   bench_load->add_option("--rank", lb.loader.rank,
                          "This process's shard of each epoch, in [0, --world-size): a job's ranks, on one machine or "
                          "several, run one `bench load` each")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
   bench_load->add_option("--world-size", lb.loader.world_size, "Processes that read the table together, each a disjoint shard")
-      ->check(CLI::PositiveNumber)
+      ->check(Positive())
       ->capture_default_str();
   bench_load->add_option("--where", lb.loader.where, "Only rows matching this predicate (as in `stoke query`)");
-  bench_load->add_option("--prefetch-bytes", lb.loader.prefetch_bytes, "Memory budget for reads in flight and batch buffers")
-      ->check(CLI::PositiveNumber)
+  bench_load->add_option("--prefetch-bytes", lb.loader.prefetch_bytes,
+                         "Memory budget for reads in flight and batch buffers, e.g. 512MiB, 64MB")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(Positive())
       ->capture_default_str();
   bench_load->add_option("--threads", lb.loader.threads, "Decode/transform workers (0 = one per available CPU)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
   bench_load->add_option("--queue-depth", lb.loader.queue_depth,
                          "Reads in flight (0 = 64 on local files, 256 ranged GETs on object stores)")

@@ -36,6 +36,32 @@ int Fail(const Status& s) {
   return kExitError;
 }
 
+namespace {
+
+// A validator of numbers that `ok` accepts, saying `want` ("> 0") of the others.
+CLI::Validator NumberCheck(bool (*ok)(double), const char* want, const char* name) {
+  return CLI::Validator(
+      [ok, want](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value)) return fmt::format("must be a number {}, got '{}'", want, text);
+        if (!ok(value)) return fmt::format("must be {}, got {}", want, text);
+        return {};
+      },
+      name);
+}
+
+}  // namespace
+
+const CLI::Validator& Positive() {
+  static const CLI::Validator v = NumberCheck([](double x) { return x > 0; }, "> 0", "POSITIVE");
+  return v;
+}
+
+const CLI::Validator& NonNegative() {
+  static const CLI::Validator v = NumberCheck([](double x) { return x >= 0; }, ">= 0", "NONNEGATIVE");
+  return v;
+}
+
 std::string Mb(int64_t bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
 
 std::vector<std::string> ColumnList(const std::string& text) {
