@@ -522,12 +522,15 @@ def test_prefetch_bytes_takes_a_size_and_refuses_others(base, tmp_path):
     r = stoke("bench", "load", table, "--batches", "2", "--batch-size", "2", "--prefetch-bytes", "64MiB", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["prefetch_bytes"] == 64 << 20
-    for bad, says in (("0", b"must be > 0, got 0"), ("lots", b"unit not recognized"), ("12XB", b"unit not recognized")):
+    for bad, says in (("0", b"must be a finite number > 0, got 0"), ("lots", b"unit not recognized"),
+                      ("12XB", b"unit not recognized")):
         r = stoke("bench", "load", table, "--batches", "2", "--prefetch-bytes", bad)
         assert r.returncode != 0, bad
         assert r.stderr.startswith(b"--prefetch-bytes: ") and says in r.stderr, r.stderr
     r = stoke("bench", "load", table, "--batch-size", "0")
-    assert r.returncode != 0 and b"--batch-size: must be > 0, got 0" in r.stderr, r.stderr
+    assert r.returncode != 0 and b"--batch-size: must be a finite number > 0, got 0" in r.stderr, r.stderr
+    r = stoke("bench", "load", table, "--batches", "2", "--compute-ms", "inf")
+    assert r.returncode != 0 and b"--compute-ms: must be a finite number >= 0, got inf" in r.stderr, r.stderr
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
@@ -38,16 +39,17 @@ int Fail(const Status& s) {
 
 namespace {
 
-// A validator of numbers that `ok` accepts, saying `want` ("> 0") of the others.
-CLI::Validator NumberCheck(bool (*ok)(double), const char* want, const char* name) {
+// A validator of finite numbers that `ok` accepts, saying `want` ("> 0") of the others; `description`
+// is what --help shows after the option's type.
+CLI::Validator NumberCheck(bool (*ok)(double), const char* want, const char* description) {
   return CLI::Validator(
       [ok, want](std::string& text) -> std::string {
         double value = 0;
         if (!CLI::detail::lexical_cast(text, value)) return fmt::format("must be a number {}, got '{}'", want, text);
-        if (!ok(value)) return fmt::format("must be {}, got {}", want, text);
+        if (!std::isfinite(value) || !ok(value)) return fmt::format("must be a finite number {}, got {}", want, text);
         return {};
       },
-      name);
+      description);
 }
 
 }  // namespace

@@ -51,9 +51,9 @@ std::string Mb(int64_t bytes);
 // "30,30,10" (or "224x160") as its sizes; CLI::ValidationError naming `option`, with `example`,
 // when a part is not an integer.
 std::vector<int64_t> ParseShape(const std::string& s, const char* option = "--shape", const char* example = "30,30,10");
-// CLI::PositiveNumber and CLI::NonNegativeNumber with messages a user reads ("must be > 0, got 0"
-// where CLI11 says "Value 0 not in range 0.000000 to 179769313486231570..."). Numbers only: a size
-// option puts CLI::AsSizeValue before them.
+// CLI::PositiveNumber and CLI::NonNegativeNumber with messages a user reads ("must be a finite
+// number > 0, got 0" where CLI11 says "Value 0 not in range 0.000000 to 179769313486231570...");
+// infinity and NaN are refused. Numbers only: a size option puts CLI::AsSizeValue before them.
 const CLI::Validator& Positive();
 const CLI::Validator& NonNegative();
 // --select / --columns: "a,b,c" as its names, in order (empty parts kept; "" is no list).

@@ -129,7 +129,7 @@ uint32_t CopyRest(uint8_t* dst, const uint8_t* src, size_t done, size_t n, uint3
 // n >= 128: copies and folds the 128-byte blocks in four 256-bit registers, then the rest with
 // ISA-L. The CRC register (~crc, as ISA-L keeps it) is xored into the first 4 bytes; the registers
 // then stand for the CRC register of everything folded, from a zero one. kStream: the blocks' stores
-// go around the caches (dst is 32-byte aligned), fenced before it returns.
+// go around the caches (dst is 64-byte aligned, as Crc32CopyWith checks), fenced before it returns.
 template <bool kStream>
 STOKE_FOLD256_TARGET uint32_t FoldingCopy256(uint8_t* dst, const uint8_t* src, size_t n, uint32_t crc) {
   __m256i x0 = Load(src), x1 = Load(src + 32), x2 = Load(src + 64), x3 = Load(src + 96);

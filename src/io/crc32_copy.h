@@ -21,8 +21,8 @@ enum class CopyStores {
 // registers that carry the copy (Crc32CopyBestKernel), so the bytes are read once: a CRC after the
 // copy reads them again, from memory where they are larger than the core's caches. Elsewhere, and
 // for shorter copies, it is memcpy followed by ISA-L's CRC over the destination. A folded copy to a
-// 64-byte aligned `dst` stores around the caches where `stores` says so (fenced before it returns;
-// other copies store as usual). Thread-safe;
+// 64-byte aligned `dst` stores around the caches where `stores` says so (fenced before it returns,
+// or, cut short by a fault, by MappedFile's guard; other copies store as usual). Thread-safe;
 // no allocation, no lock, no system call (a copy out of a mapping may run under MappedFile's SIGBUS
 // guard).
 uint32_t Crc32Copy(uint8_t* dst, const uint8_t* src, size_t n, uint32_t crc, CopyStores stores = CopyStores::kCached);

@@ -80,7 +80,12 @@ bool ResidencyKnown(const std::string& path, const struct stat& st) {
 bool GuardedCopy(const uint8_t* from, size_t head_n, uint8_t* head, size_t tail_n, uint8_t* tail, uint32_t* tail_crc,
                  CopyStores tail_stores) {
   sigjmp_buf env;
-  if (sigsetjmp(env, 0) != 0) return false;
+  if (sigsetjmp(env, 0) != 0) {
+    // A copy around the caches cut short skipped its closing fence: its stores are ordered here as a
+    // finished copy's are (the fault's delivery most likely drained them already).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return false;
+  }
   t_copy = &env;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   if (head_n != 0) std::memcpy(head, from, head_n);

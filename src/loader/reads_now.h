@@ -57,7 +57,6 @@ class ReadsNow {
   // claimed was in the page cache.
   bool ReadClaimed(Slot* s, std::vector<FetchRequest>* missed);
 
-
  private:
   // Counts n of the batch's reads at once with a system call done; the last unpins their files.
   void Finish(Slot* s, uint32_t n);
