@@ -182,6 +182,32 @@ TEST_F(MappedCacheTest, ADamagedEntryIsMappedAgainOnceFetchedAgain) {
   ExpectMapped(0, 100);
 }
 
+// Checks each sample of `batch` (column "t", `bytes` each) against TensorOf its row, adding the
+// rows to `seen`; false at the first that differs.
+bool CheckBatch(const Batch& batch, size_t bytes, std::set<int64_t>* seen) {
+  for (int64_t i = 0; i < batch.size(); ++i) {
+    const int64_t row = batch.row_ids()[static_cast<size_t>(i)];
+    const std::string want = TensorOf(row, bytes);
+    const auto* got = static_cast<const uint8_t*>(batch.column("t")->data()) + bytes * static_cast<size_t>(i);
+    if (std::memcmp(got, want.data(), bytes) != 0) {
+      ADD_FAILURE() << "row " << row << " (" << bytes << " bytes)";
+      return false;
+    }
+    seen->insert(row);
+  }
+  return true;
+}
+
+// Every batch of `loader` checked by CheckBatch: the rows seen.
+std::set<int64_t> ReadCheckingEverySample(Loader& loader, size_t bytes) {
+  std::set<int64_t> seen;
+  for (;;) {
+    auto next = loader.Next();
+    if (!next.ok()) ADD_FAILURE() << next.status().ToString();
+    if (!next.ok() || !next->has_value() || !CheckBatch(**next, bytes, &seen)) return seen;
+  }
+}
+
 // The loader copies small cached samples out of the mapped data files, and a data file truncated
 // under it ends the run with an error that names the file, not with a crash (SIGBUS).
 TEST(MappedReadsTest, TheLoaderReadsCachedSamplesOutOfMappingsAndSurvivesATruncatedFile) {
@@ -198,13 +224,7 @@ TEST(MappedReadsTest, TheLoaderReadsCachedSamplesOutOfMappingsAndSurvivesATrunca
   for (int b = 0; b < 5; ++b) {
     auto next = (*l)->Next();
     ASSERT_TRUE(next.ok() && next->has_value()) << next.status().ToString();
-    const Batch& batch = **next;
-    for (int64_t i = 0; i < batch.size(); ++i) {
-      const int64_t row = batch.row_ids()[static_cast<size_t>(i)];
-      const std::string want = TensorOf(row, 16);
-      EXPECT_EQ(0, std::memcmp(static_cast<const uint8_t*>(batch.column("t")->data()) + 16 * i, want.data(), 16));
-      seen.insert(row);
-    }
+    ASSERT_TRUE(CheckBatch(**next, 16, &seen));
   }
   EXPECT_EQ(seen.size(), 50u);
   EXPECT_GT((*l)->stats().reads_mapped, 0);
@@ -233,20 +253,7 @@ TEST(MappedReadsTest, LargeCachedSamplesAreCopiedOutOfMappingsToo) {
   o.columns = {"t"};
   auto l = Loader::Open(t.dir(), o);
   ASSERT_TRUE(l.ok()) << l.status().ToString();
-  std::set<int64_t> seen;
-  for (;;) {
-    auto next = (*l)->Next();
-    ASSERT_TRUE(next.ok()) << next.status().ToString();
-    if (!next->has_value()) break;
-    const Batch& batch = **next;
-    for (int64_t i = 0; i < batch.size(); ++i) {
-      const int64_t row = batch.row_ids()[static_cast<size_t>(i)];
-      const std::string want = TensorOf(row, kBytes);
-      EXPECT_EQ(0, std::memcmp(static_cast<const uint8_t*>(batch.column("t")->data()) + kBytes * i, want.data(), kBytes))
-          << "row " << row;
-      seen.insert(row);
-    }
-  }
+  const std::set<int64_t> seen = ReadCheckingEverySample(**l, kBytes);
   EXPECT_EQ(seen.size(), 24u);
   EXPECT_GT((*l)->stats().reads_mapped, 0);  // all 24 where the page cache kept the file
 }
@@ -274,20 +281,7 @@ TEST(MappedReadsTest, ABatchLargerThanTheCachesIsCopiedAroundThemAndChecked) {
   o.columns = {"t"};
   auto l = Loader::Open(t.dir(), o);
   ASSERT_TRUE(l.ok()) << l.status().ToString();
-  std::set<int64_t> seen;
-  for (;;) {
-    auto next = (*l)->Next();
-    ASSERT_TRUE(next.ok()) << next.status().ToString();
-    if (!next->has_value()) break;
-    const Batch& batch = **next;
-    for (int64_t i = 0; i < batch.size(); ++i) {
-      const int64_t row = batch.row_ids()[static_cast<size_t>(i)];
-      const std::string want = TensorOf(row, kBytes);
-      const auto* got = static_cast<const uint8_t*>(batch.column("t")->data()) + kBytes * static_cast<size_t>(i);
-      ASSERT_EQ(0, std::memcmp(got, want.data(), kBytes)) << "row " << row;
-      seen.insert(row);
-    }
-  }
+  const std::set<int64_t> seen = ReadCheckingEverySample(**l, kBytes);
   EXPECT_EQ(seen.size(), static_cast<size_t>(2 * kBatch));
   EXPECT_EQ((*l)->stats().reads_mapped, 2 * kBatch);
 
