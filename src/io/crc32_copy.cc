@@ -206,8 +206,6 @@ Crc32CopyKernel Crc32CopyBestKernel() {
 #endif
 }
 
-bool Crc32CopyFolds() { return Crc32CopyBestKernel() != Crc32CopyKernel::kPlain; }
-
 uint32_t Crc32CopyWith(Crc32CopyKernel kernel, CopyStores stores, uint8_t* dst, const uint8_t* src, size_t n,
                        uint32_t crc) {
 #if defined(__x86_64__)

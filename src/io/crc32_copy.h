@@ -43,9 +43,6 @@ enum class Crc32CopyKernel {
 // The kernel this CPU runs for Crc32Copy's long copies, decided when the program loads.
 Crc32CopyKernel Crc32CopyBestKernel();
 
-// Whether Crc32CopyBestKernel folds (for tests and benchmarks).
-bool Crc32CopyFolds();
-
 // Crc32Copy with the given kernel, whatever the length (a copy shorter than the kernel's block is
 // plain): for tests that compare the kernels. REQUIRES: the CPU runs `kernel` (kPlain runs anywhere;
 // a kernel runs where Crc32CopyBestKernel is that one or a wider one).

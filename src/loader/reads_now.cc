@@ -49,12 +49,14 @@ void ReadsNow::Plan(Slot* s) {
   const int64_t now = NowNanos();
   uint32_t file = std::numeric_limits<uint32_t>::max();  // no file index is this large
   int fd = -1;
+  uint64_t mapped_bytes = 0;
   for (size_t g = 0; g < s->num_reads; ++g) {
     Read& r = s->reads[g];
     if (r.tail == nullptr || r.head_length > kMaxReadNowHead) continue;
     if (PlanMapped(r)) {
       r.now = true;
       s->mapped_reads.push_back(static_cast<uint32_t>(g));
+      mapped_bytes += r.length;
       continue;
     }
     if (!system_calls || r.length >= kReadNowBytes) continue;
@@ -72,16 +74,14 @@ void ReadsNow::Plan(Slot* s) {
     s->now_reads.push_back(static_cast<uint32_t>(g));
   }
   tried_ = !s->now_reads.empty();
-  s->mapped_claim = ClaimSize(*s);
+  s->mapped_claim = ClaimSize(mapped_bytes, s->mapped_reads.size());
   s->mapped_stores = StoresFor(*s);
   s->now_left.store(static_cast<uint32_t>(s->now_reads.size()), std::memory_order_relaxed);
 }
 
-uint32_t ReadsNow::ClaimSize(const Slot& s) {
-  if (s.mapped_reads.empty()) return 1;
-  uint64_t bytes = 0;
-  for (uint32_t g : s.mapped_reads) bytes += s.reads[g].length;
-  const uint64_t mean = std::max<uint64_t>(1, bytes / s.mapped_reads.size());
+uint32_t ReadsNow::ClaimSize(uint64_t bytes, size_t reads) {
+  if (reads == 0) return 1;
+  const uint64_t mean = std::max<uint64_t>(1, bytes / reads);
   return static_cast<uint32_t>(std::clamp<uint64_t>(kMappedClaimBytes / mean, 1, kMappedClaim));
 }
 

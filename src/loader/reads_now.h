@@ -73,8 +73,8 @@ class ReadsNow {
   // the other's (the batch, or the next one's planning): 171 % of 2 cores busy, 193 % with claims of
   // two reads.
   static constexpr uint64_t kMappedClaimBytes = 256 << 10;
-  // The claim size for the batch's mapped reads, by their mean length.
-  static uint32_t ClaimSize(const Slot& s);
+  // The claim size for `reads` mapped reads of `bytes` in all, by their mean length.
+  static uint32_t ClaimSize(uint64_t bytes, size_t reads);
   // The stores for the batch's checked mapped reads: around the caches from kStreamBatchBytes of
   // tensors a batch on (batch_slots.h).
   static CopyStores StoresFor(const Slot& s);
