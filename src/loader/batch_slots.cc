@@ -25,7 +25,6 @@ void Read::Reset(Slot* s, uint32_t f, uint64_t off, uint32_t len) {
   out_of_memory = false;
   now = false;
   now_fd = -1;
-  mapped = MappedRange();
 }
 
 void SlotPool::Return(Slot* s) {

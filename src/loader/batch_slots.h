@@ -35,6 +35,40 @@ struct ReadMember {
   bool definition_levels = false;  // the page body starts with definition levels (OPTIONAL column)
 };
 
+// A read's members, the first held in the Read itself: most reads (a split read, a random row of
+// a packed page) have one, and a block of its own per read was a cache miss per sample when the
+// batch was planned and again when it was decoded. From the second member on, all of them are in
+// the vector, whose capacity a reused Read keeps.
+class ReadMembers {
+ public:
+  void clear() {
+    n_ = 0;
+    more_.clear();
+  }
+  // May throw std::bad_alloc from the second member on, with nothing changed.
+  void push_back(const ReadMember& m) {
+    if (n_ == 1) {
+      more_.reserve(2);
+      more_.push_back(one_);
+    }
+    if (n_ == 0) {
+      one_ = m;
+    } else {
+      more_.push_back(m);
+    }
+    ++n_;
+  }
+  size_t size() const { return n_; }
+  const ReadMember* begin() const { return n_ <= 1 ? &one_ : more_.data(); }
+  const ReadMember* end() const { return begin() + n_; }
+  const ReadMember& back() const { return end()[-1]; }
+
+ private:
+  ReadMember one_;
+  std::vector<ReadMember> more_;  // every member once there are two or more
+  size_t n_ = 0;
+};
+
 struct Slot;
 
 // The most head bytes (page header and length prefix, some tens of bytes in stoke's pages) of a split
@@ -52,23 +86,42 @@ struct Read {
   // straight in its batch row (`tail`), only header + length prefix in `data`.
   uint8_t* tail = nullptr;
   uint32_t head_length = 0;
-  std::vector<ReadMember> members;
+  ReadMembers members;
   AlignedBuffer data;  // the completed read's buffer, until its samples are decoded
   ByteView bytes;      // the read's bytes within `data` (FetchResult::bytes())
   // The CRC-32 of the page body of a split read (SplitPrefixCrc, then the tail), when its reader took
-  // it: from FetchResult::tail_crc, or taken while copying out of a mapping.
+  // it (FetchResult::tail_crc).
   std::optional<uint32_t> body_crc;
   Status status;
   bool out_of_memory = false;  // status is an allocation failure: fails the batch even with on_error=skip
   Read* next_in_task = nullptr;  // the next read of the same decode task (set by the completer)
   bool now = false;   // done at once (Slot::now_reads), not through the fetcher
   int now_fd = -1;    // its file's descriptor, pinned for the batch (Slot::now_files)
-  // A read at once copied out of a mapping (MappedReads: its file's, or its blocks' read cache
-  // entries), instead of read with now_fd; null `mapped.map` otherwise.
-  MappedRange mapped;
 
   // Readies a reused Read for another batch, keeping the capacity of `members`.
   void Reset(Slot* s, uint32_t f, uint64_t off, uint32_t len);
+};
+
+// A sample copied out of a mapping (ReadsNow) instead of read: a page of one uncompressed value, as a
+// split read's, whose bytes the page cache held when the batch was planned (MappedReads: its file's
+// mapping, or its blocks' read cache entries). One cache line, all that the copying thread reads of
+// the plan: the planner's Reads went back and forth between the planning and the copying cores
+// (four lines a sample, as many misses at 512 bytes).
+struct MappedCopy {
+  MappedRange from;
+  uint8_t* tail = nullptr;   // the sample's row of its tensor
+  uint32_t length = 0;       // page bytes
+  uint32_t head_length = 0;  // header and length prefix, before the value
+  uint32_t sample = 0;       // row of the batch
+  uint32_t column = 0;       // index into tensor columns
+};
+
+// What a copy out of a mapping left for its check, on the copying thread's stack.
+struct CopiedHead {
+  uint8_t bytes[kMaxReadNowHead];  // the page's header and length prefix
+  // The CRC-32 of the page body (SplitPrefixCrc, then the value) when the copy took it.
+  std::optional<uint32_t> body_crc;
+  bool copied = false;  // false: the file (or cache entry) shrank under the mapping
 };
 
 // A tensor cell of a batch and where its page is, for planning.
@@ -134,12 +187,11 @@ struct Slot {
   std::vector<uint32_t> now_files;
   std::atomic<uint32_t> now_next{0};
   std::atomic<uint32_t> now_left{0};
-  // The reads at once copied out of mappings (Read::mapped), claimed several at a time (mapped_next)
-  // by the producer and the consumer (Loader::Impl::CopyOnce). Not in now_reads, nor in now_left:
-  // they pin no file.
-  std::vector<uint32_t> mapped_reads;
+  // The samples copied out of mappings (ReadPlanner), claimed several at a time (mapped_next) by
+  // the producer and the consumer (Loader::Impl::CopyOnce). They are not reads: they pin no file.
+  std::vector<MappedCopy> mapped_copies;
   std::atomic<uint32_t> mapped_next{0};
-  uint32_t mapped_claim = 1;                      // mapped reads claimed at a time (ReadsNow::Plan)
+  uint32_t mapped_claim = 1;                      // copies claimed at a time (ReadsNow::Plan)
   CopyStores mapped_stores = CopyStores::kCached;  // how their checked copies store (ReadsNow::Plan)
   // The scalar columns' rows are copied in chunks of kGatherRows rows, claimed (gather_next) by the
   // producer and by a consumer waiting for a batch (Loader::Impl::CopyOnce); each chunk is one of

@@ -192,7 +192,7 @@ void Loader::Impl::CreateStages(size_t max_slots) {
       .max_read = static_cast<uint64_t>(remote_ ? o_.remote_coalesce_bytes : o_.coalesce_bytes),
       .max_gap = remote_ ? static_cast<uint64_t>(o_.remote_coalesce_gap_bytes) : 0,
       .split_reads = !o_.direct && !remote_,
-      .cached_splits = remote_ ? mapped_.get() : nullptr,
+      .mapped = mapped_.get(),
       .decode_units = decode_units_,
       .max_run_cells = std::max<size_t>(1, (batch_rows_ + threads_ - 1) / threads_)};
   planner_ = std::make_unique<ReadPlanner>(*index_, columns_.tensors(), po);
@@ -200,7 +200,7 @@ void Loader::Impl::CreateStages(size_t max_slots) {
                                     .max_decoded_bytes = max_decoded_bytes_, .threads = threads_};
   decoder_ = std::make_unique<SampleDecoder>(*index_, columns_.tensors(), columns_.cells(), fetcher_.get(), &queue_,
                                              &telemetry_, dopt);
-  reads_now_ = std::make_unique<ReadsNow>(fetcher_.get(), decoder_.get(), &telemetry_, mapped_.get());
+  reads_now_ = std::make_unique<ReadsNow>(fetcher_.get(), decoder_.get(), &telemetry_);
   completer_ = std::make_unique<ReadCompleter>(fetcher_.get(), slots_.get(), decoder_.get(), &queue_, columns_.tensors(),
                                                &telemetry_, stop_);
 }

@@ -124,7 +124,7 @@ Result<Slot*> Loader::Impl::PlanBatch(int64_t run, int64_t batch_index, std::vec
   try {
     s->now_files.clear();  // nothing pinned yet (Unplan unpins what is listed)
     s->now_reads.clear();
-    s->mapped_reads.clear();
+    s->mapped_copies.clear();
     AllocationFaults::Instance().Check();
     FillSlot(s, run, batch_index, ids, n);
     telemetry_.Trace(TraceStage::kPlan, t0, NowNanos(), s->index, 0);
@@ -202,7 +202,7 @@ void Loader::Impl::SubmitBatch(Slot* s, std::vector<FetchRequest>& requests,
   }
   // A batch without mapped reads has its scalar values copied here, while its reads go on: the
   // consumer sleeps while the fetcher reads, and may not be there to copy them soon.
-  if (s->mapped_reads.empty()) {
+  if (s->mapped_copies.empty()) {
     while (CopyOnce(s)) {
     }
   }

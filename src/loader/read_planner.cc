@@ -17,6 +17,7 @@ void ReadPlanner::FindCells(Slot* s) const {
   std::vector<PlannedCell>& cells = s->cells;
   cells.clear();
   s->slow_cells.clear();
+  s->mapped_copies.clear();
   std::vector<SampleIndex::Location>& found = s->locations;  // [column][sample]
   found.resize(static_cast<size_t>(s->size) * tensors_.size());
   for (uint32_t c = 0; c < tensors_.size(); ++c) {
@@ -36,6 +37,7 @@ void ReadPlanner::FindCells(Slot* s) const {
         s->slow_cells.push_back({loc.offset, loc.file, i, c});
         continue;
       }
+      if (AddMappedCopy(s, loc, i, c)) continue;
       cells.push_back({loc, i, c});
     }
   }
@@ -88,9 +90,23 @@ ReadMember MemberOf(const PlannedCell& cell, uint32_t at) {
 
 }  // namespace
 
-MappedRange ReadPlanner::CachedSplit(const SampleIndex::Location& loc, const TensorColumn& t) const {
-  if (o_.split_reads || o_.cached_splits == nullptr || loc.length - t.in_bytes > kMaxReadNowHead) return {};
-  return o_.cached_splits->Find(loc.file, loc.offset, static_cast<uint32_t>(loc.length));
+bool ReadPlanner::Splittable(const SampleIndex::Location& loc, const TensorColumn& t) {
+  return loc.rows_in_page == 1 && loc.codec == parquet::Codec::kUncompressed && !loc.definition_levels && t.direct() &&
+         !t.encoded_image && loc.length > t.in_bytes;
+}
+
+bool ReadPlanner::AddMappedCopy(Slot* s, const SampleIndex::Location& loc, uint32_t sample, uint32_t column) const {
+  const TensorColumn& t = tensors_[column];
+  if (o_.mapped == nullptr || !Splittable(loc, t) || loc.length - t.in_bytes > kMaxReadNowHead) return false;
+  const MappedRange from = o_.mapped->Find(loc.file, loc.offset, static_cast<uint32_t>(loc.length));
+  if (from.map == nullptr) return false;
+  s->mapped_copies.push_back({.from = from,
+                              .tail = s->tensors[column].data() + static_cast<size_t>(sample) * t.out_bytes,
+                              .length = static_cast<uint32_t>(loc.length),
+                              .head_length = static_cast<uint32_t>(loc.length - t.in_bytes),
+                              .sample = sample,
+                              .column = column});
+  return true;
 }
 
 void ReadPlanner::CoalesceCells(Slot* s) const {
@@ -98,12 +114,8 @@ void ReadPlanner::CoalesceCells(Slot* s) const {
     const PlannedCell& cell = s->cells[o.cell];
     const auto& loc = cell.loc;
     const TensorColumn& t = tensors_[cell.column];
-    const bool splittable = loc.rows_in_page == 1 && loc.codec == parquet::Codec::kUncompressed &&
-                            !loc.definition_levels && t.direct() && !t.encoded_image && loc.length > t.in_bytes;
-    const MappedRange mapped = splittable ? CachedSplit(loc, t) : MappedRange{};
-    if (splittable && (o_.split_reads || mapped.map != nullptr)) {
+    if (o_.split_reads && Splittable(loc, t)) {
       Read& r = NewRead(s, loc.file, loc.offset, loc.length);
-      r.mapped = mapped;
       r.tail = s->tensors[cell.column].data() + static_cast<size_t>(cell.sample) * t.out_bytes;
       r.head_length = static_cast<uint32_t>(loc.length - t.in_bytes);
       r.members.push_back(MemberOf(cell, 0));

@@ -26,10 +26,10 @@ class ReadPlanner {
     uint64_t max_gap = 0;
     // Split reads (the sample straight into its batch row): local tables without O_DIRECT.
     bool split_reads = true;
-    // Object stores read through a read cache (else null): a page that could be a split read is one
-    // where the cache's mapped entries hold it (set as the read's mapping, copied out at once by
-    // ReadsNow); the others are fetched, and coalesced. The producer's, as the planner is.
-    MappedReads* cached_splits = nullptr;
+    // The table's files mapped (local files, or an object store's read cache entries; else null): a
+    // page that could be a split read and that the page cache holds is a copy out of its mapping
+    // (Slot::mapped_copies, done by ReadsNow) instead of a read. The producer's, as the planner is.
+    MappedReads* mapped = nullptr;
     // The first table row of each decode unit (decode_units.h; empty: not known): a chunked column's
     // cells of one unit form one slow run.
     std::vector<int64_t> decode_units;
@@ -42,16 +42,20 @@ class ReadPlanner {
   ReadPlanner(const SampleIndex& index, const std::vector<TensorColumn>& tensors, Options o)
       : index_(index), tensors_(tensors), o_(o) {}
 
-  // The batch held by `s` (its rows set) as reads in s->reads[0, num_reads), sorted by file and
-  // offset, and its cells for the slow path (SlowCells, ArrayCells, BinaryCells) in s->slow_cells,
+  // The batch held by `s` (its rows set) as copies out of mappings in s->mapped_copies, reads in
+  // s->reads[0, num_reads), sorted by file and offset, and its cells for the slow path (SlowCells, ArrayCells, BinaryCells) in s->slow_cells,
   // cut into s->slow_runs.
   void Plan(Slot* s) const;
 
  private:
   void FindCells(Slot* s) const;
   void CoalesceCells(Slot* s) const;
-  // Where the read cache's mapped entries hold a page that could be a split read (cached_splits).
-  MappedRange CachedSplit(const SampleIndex::Location& loc, const TensorColumn& t) const;
+  // Whether the cell's page can be a split read: one uncompressed value, of a tensor column copied
+  // as it is stored.
+  static bool Splittable(const SampleIndex::Location& loc, const TensorColumn& t);
+  // Adds the cell as a copy out of its mapping when the page cache holds its page (a split read's
+  // page, its head at most kMaxReadNowHead bytes); false otherwise.
+  bool AddMappedCopy(Slot* s, const SampleIndex::Location& loc, uint32_t sample, uint32_t column) const;
   // Sorts s->slow_cells by page and cuts them into s->slow_runs: a page's cells, or a chunked
   // column's cells of one decode unit, go together, at most max_run_cells a run.
   void CutSlowRuns(Slot* s) const;

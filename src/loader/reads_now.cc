@@ -25,41 +25,24 @@ bool ReadsNow::TrySystemCalls() {
   return false;
 }
 
-bool ReadsNow::PlanMapped(Read& r) {
-  if (r.mapped.map != nullptr) return true;  // found by the planner (object stores read through a cache)
-  if (mapped_ == nullptr) return false;
-  r.mapped = mapped_->Find(r.file, r.offset, r.length);
-  return r.mapped.map != nullptr;
-}
-
 void ReadsNow::Plan(Slot* s) {
   s->now_reads.clear();
   s->now_files.clear();
-  s->mapped_reads.clear();
   s->now_next.store(0, std::memory_order_relaxed);
   s->mapped_next.store(0, std::memory_order_relaxed);
   s->now_left.store(0, std::memory_order_relaxed);
-  if (fetcher_ == nullptr || (!fetcher_->read_now() && mapped_ == nullptr)) return;
-  const bool system_calls = fetcher_->read_now() && TrySystemCalls();
-  if (!system_calls && mapped_ == nullptr) return;
+  s->mapped_claim = ClaimSize(*s);
+  s->mapped_stores = StoresFor(*s);
+  if (fetcher_ == nullptr || !fetcher_->read_now() || !TrySystemCalls()) return;
   // Room for every read first: a push below never throws with files pinned.
   s->now_reads.reserve(s->num_reads);
   s->now_files.reserve(s->num_reads);
-  s->mapped_reads.reserve(s->num_reads);
   const int64_t now = NowNanos();
   uint32_t file = std::numeric_limits<uint32_t>::max();  // no file index is this large
   int fd = -1;
-  uint64_t mapped_bytes = 0;
   for (size_t g = 0; g < s->num_reads; ++g) {
     Read& r = s->reads[g];
-    if (r.tail == nullptr || r.head_length > kMaxReadNowHead) continue;
-    if (PlanMapped(r)) {
-      r.now = true;
-      s->mapped_reads.push_back(static_cast<uint32_t>(g));
-      mapped_bytes += r.length;
-      continue;
-    }
-    if (!system_calls || r.length >= kReadNowBytes) continue;
+    if (r.tail == nullptr || r.head_length > kMaxReadNowHead || r.length >= kReadNowBytes) continue;
     // Reads are in file order: one pin (or one attempt) per file of the batch.
     if (r.file != file) {
       file = r.file;
@@ -74,14 +57,14 @@ void ReadsNow::Plan(Slot* s) {
     s->now_reads.push_back(static_cast<uint32_t>(g));
   }
   tried_ = !s->now_reads.empty();
-  s->mapped_claim = ClaimSize(mapped_bytes, s->mapped_reads.size());
-  s->mapped_stores = StoresFor(*s);
   s->now_left.store(static_cast<uint32_t>(s->now_reads.size()), std::memory_order_relaxed);
 }
 
-uint32_t ReadsNow::ClaimSize(uint64_t bytes, size_t reads) {
-  if (reads == 0) return 1;
-  const uint64_t mean = std::max<uint64_t>(1, bytes / reads);
+uint32_t ReadsNow::ClaimSize(const Slot& s) {
+  if (s.mapped_copies.empty()) return 1;
+  uint64_t bytes = 0;
+  for (const MappedCopy& c : s.mapped_copies) bytes += c.length;
+  const uint64_t mean = std::max<uint64_t>(1, bytes / s.mapped_copies.size());
   return static_cast<uint32_t>(std::clamp<uint64_t>(kMappedClaimBytes / mean, 1, kMappedClaim));
 }
 
@@ -119,55 +102,42 @@ Status ReadsNow::NoMemoryForError(Read& r) {
   return OutOfMemory([&] { return fmt::format("the error of a {}-byte read", r.length); });
 }
 
-Status ReadsNow::ShrankError(Read& r) const {
-  try {
-    return Status::IOError(fmt::format("{}: the file (or its read cache entry) shrank while it was being read: bytes "
-                                       "[{}, +{}) are gone", mapped_->path(r.file), r.offset, r.length));
-  } catch (const std::bad_alloc&) {
-    return NoMemoryForError(r);
-  }
-}
-
 void ReadsNow::Prefetch(const Slot& s, uint32_t k) {
-  if (k >= s.mapped_reads.size()) return;
-  const Read& r = s.reads[s.mapped_reads[k]];
-  r.mapped.Prefetch(r.length);
+  if (k >= s.mapped_copies.size()) return;
+  const MappedCopy& c = s.mapped_copies[k];
+  c.from.Prefetch(c.length);
 }
 
 void ReadsNow::CopyMapped(Slot* s, uint32_t begin, uint32_t end) {
-  uint8_t heads[kMappedClaim][kMaxReadNowHead];
-  Read* reads[kMappedClaim];
+  CopiedHead heads[kMappedClaim];
   const int64_t start = NowNanos();
   const bool verify = decoder_->verify_crc();
   int64_t bytes = 0;
   for (uint32_t k = begin; k < end; ++k) {
     Prefetch(*s, k + kPrefetchReads);
-    Read& r = s->reads[s->mapped_reads[k]];
-    uint8_t* head = heads[k - begin];
-    const uint32_t tail_bytes = r.length - r.head_length;
+    const MappedCopy& c = s->mapped_copies[k];
+    CopiedHead& head = heads[k - begin];
+    const uint32_t tail_bytes = c.length - c.head_length;
     // With CRCs checked, a long value's CRC is taken while it is copied: a second pass over it went
     // back to memory. A short one's is cheaper over its row, still in the core's cache, after the copy
     // (CheckSplitSample): 512-byte samples ran 0.89x as fast with the CRC folded into their copy.
     const bool crc_in_copy = verify && tail_bytes >= kCrc32CopyFoldBytes;
     uint32_t crc = crc_in_copy ? SplitPrefixCrc(tail_bytes) : 0;
-    if (r.mapped.Copy(r.head_length, head, tail_bytes, r.tail, crc_in_copy ? &crc : nullptr, s->mapped_stores)) {
-      r.bytes = ByteView(head, r.head_length);
-      if (crc_in_copy) r.body_crc = crc;
-      bytes += r.length;
-    } else {
-      r.status = ShrankError(r);
-    }
-    reads[k - begin] = &r;
+    head.copied = c.from.Copy(c.head_length, head.bytes, tail_bytes, c.tail, crc_in_copy ? &crc : nullptr,
+                              s->mapped_stores);
+    head.body_crc.reset();
+    if (head.copied && crc_in_copy) head.body_crc = crc;
+    if (head.copied) bytes += c.length;
   }
   telemetry_->Trace(TraceStage::kFetch, start, NowNanos(), s->index, bytes);
   telemetry_->bytes_read += bytes;
   telemetry_->reads_at_once += end - begin;
   telemetry_->reads_mapped += end - begin;
-  decoder_->DecodeReads(std::span<Read* const>(reads, end - begin));
+  decoder_->CheckCopies(s, std::span<const MappedCopy>(s->mapped_copies).subspan(begin, end - begin), heads);
 }
 
 bool ReadsNow::CopyMappedOnce(Slot* s) {
-  const uint32_t n = static_cast<uint32_t>(s->mapped_reads.size());
+  const uint32_t n = static_cast<uint32_t>(s->mapped_copies.size());
   const uint32_t claim = s->mapped_claim;
   const uint32_t begin = s->mapped_next.fetch_add(claim, std::memory_order_relaxed);
   if (begin >= n) return false;

@@ -25,29 +25,29 @@ namespace stoke {
 constexpr uint32_t kReadNowBytes = static_cast<uint32_t>(kParallelReadBytes);
 
 // Thread-safe as documented per method: Plan is the producer's; ReadClaimed and CopyMappedOnce may
-// run on the producer and a consumer at once, each claiming reads of its own.
+// run on the producer and a consumer at once, each claiming reads (or copies) of its own.
 class ReadsNow {
  public:
-  // Every pointer outlives it. `fetcher` is null when no tensor column is selected; `mapped` is null
-  // when reads are not copied out of mappings (files that are not local).
-  ReadsNow(Fetcher* fetcher, SampleDecoder* decoder, LoaderTelemetry* telemetry, MappedReads* mapped)
-      : fetcher_(fetcher), decoder_(decoder), telemetry_(telemetry), mapped_(mapped) {}
+  // Every pointer outlives it. `fetcher` is null when no tensor column is selected.
+  ReadsNow(Fetcher* fetcher, SampleDecoder* decoder, LoaderTelemetry* telemetry)
+      : fetcher_(fetcher), decoder_(decoder), telemetry_(telemetry) {}
 
-  // Chooses the batch's reads to do at once: split reads whose pages the page cache holds, by the
-  // mappings' last lookup, to be copied out of the mapping (Read::mapped, Slot::mapped_reads), and
-  // of the others those below kReadNowBytes with their files pinned (Slot::now_reads), unless the
-  // back-off says the page cache missed lately. Producer thread, before the slot is queued.
+  // Sizes the claims of the batch's copies out of mappings (Slot::mapped_copies, planned by the
+  // ReadPlanner) and chooses its reads to do at once: split reads below kReadNowBytes with their
+  // files pinned (Slot::now_reads), unless the back-off says the page cache missed lately. Producer
+  // thread, before the slot is queued.
   void Plan(Slot* s);
   // Unpins the files Plan pinned for a batch that will not be queued.
   void Unplan(Slot* s);
   // Whether some of the batch's reads at once with a system call are not claimed yet.
   static bool Unclaimed(const Slot& s) { return s.now_next.load(std::memory_order_relaxed) < s.now_reads.size(); }
-  // Whether some of the batch's mapped reads are not claimed yet.
+  // Whether some of the batch's copies out of mappings are not claimed yet.
   static bool MappedUnclaimed(const Slot& s) {
-    return s.mapped_next.load(std::memory_order_relaxed) < s.mapped_reads.size();
+    return s.mapped_next.load(std::memory_order_relaxed) < s.mapped_copies.size();
   }
-  // Claims the batch's next Slot::mapped_claim mapped reads, copies them out of their mappings and
-  // decodes them; false when none was left to claim. Any thread, as many at once as like.
+  // Claims the batch's next Slot::mapped_claim copies, copies them out of their mappings and checks
+  // them (SampleDecoder::CheckCopies); false when none was left to claim. Any thread, as many at
+  // once as like.
   bool CopyMappedOnce(Slot* s);
   // Claims the batch's reads at once with a system call one by one and reads and decodes each
   // (Fetcher::ReadNow) until none is left. The producer passes `missed`: when the page cache lacks
@@ -64,43 +64,37 @@ class ReadsNow {
   // false when the page cache lacks some of its bytes (only without `wait`), else true, with
   // *error set when it failed.
   bool ReadOne(Read& r, const FetchRequest& q, uint8_t* head, bool wait, Status* error);
-  // Mapped reads are claimed up to this many at a time: the claim, the telemetry and the count of
-  // samples done are shared by the threads that copy a batch, and updating them once per read cost
-  // more than the copy of a 512-byte sample.
+  // Copies are claimed up to this many at a time: the claim, the telemetry and the count of samples
+  // done are shared by the threads that copy a batch, and updating them once per copy cost more
+  // than the copy of a 512-byte sample.
   static constexpr uint32_t kMappedClaim = 16;
   // ... and up to about this many bytes a claim (at least one read): with 16 reads of 115 KB a
   // claim, a batch of 32 was two claims, and the thread that finished its claim first waited for
   // the other's (the batch, or the next one's planning): 171 % of 2 cores busy, 193 % with claims of
   // two reads.
   static constexpr uint64_t kMappedClaimBytes = 256 << 10;
-  // The claim size for `reads` mapped reads of `bytes` in all, by their mean length.
-  static uint32_t ClaimSize(uint64_t bytes, size_t reads);
-  // The stores for the batch's checked mapped reads: around the caches from kStreamBatchBytes of
-  // tensors a batch on (batch_slots.h).
+  // The claim size for the batch's copies, by their mean length.
+  static uint32_t ClaimSize(const Slot& s);
+  // The stores for the batch's checked copies: around the caches from kStreamBatchBytes of tensors a
+  // batch on (batch_slots.h).
   static CopyStores StoresFor(const Slot& s);
-  // Mapped reads ask the CPU for the bytes of the read this many ahead: a read from a random place
-  // of a large file waits for memory (a TLB and a cache miss), and the work between two copies keeps
-  // the CPU from overlapping those waits by itself.
+  // Copies ask the CPU for the bytes of the copy this many ahead: a copy from a random place of a
+  // large file waits for memory (a TLB and a cache miss), and the work between two copies keeps the
+  // CPU from overlapping those waits by itself.
   static constexpr uint32_t kPrefetchReads = 8;
-  // Prefetches the bytes of the k-th mapped read of `s`, when there is one.
+  // Prefetches the bytes of the k-th copy of `s`, when there is one.
   static void Prefetch(const Slot& s, uint32_t k);
-  // Copies mapped reads [begin, end) of `s` (Slot::mapped_reads) out of their mappings and decodes them.
+  // Copies [begin, end) of Slot::mapped_copies out of their mappings and checks them.
   void CopyMapped(Slot* s, uint32_t begin, uint32_t end);
-  // Plan's choice for one read: copied out of its mapping, when MappedReads finds it cached.
-  bool PlanMapped(Read& r);
   // The back-off: whether this batch's reads at once may be tried with a system call.
   bool TrySystemCalls();
   // A read's error when there is no memory for its message: out of memory, which fails the batch
   // (r.out_of_memory), where otherwise an exception would leave the claim unfinished.
   static Status NoMemoryForError(Read& r);
-  // The error of a mapped read whose bytes are gone: the file was truncated under the mapping.
-  // Without memory for the message, NoMemoryForError.
-  Status ShrankError(Read& r) const;
 
   Fetcher* const fetcher_;
   SampleDecoder* const decoder_;
   LoaderTelemetry* const telemetry_;
-  MappedReads* const mapped_;
   // Plan's back-off (producer thread): after a read at once that the page cache could not serve, the
   // next skip_ batches go whole to the fetcher, backoff_ doubling (to 64) while misses go on, so that
   // a cold table costs a failed attempt per many batches, not per read.

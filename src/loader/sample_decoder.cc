@@ -49,18 +49,39 @@ void SampleDecoder::DecodeRead(Read& r) {
   queue_->FinishPending(r.slot, static_cast<int64_t>(r.members.size()));
 }
 
-void SampleDecoder::DecodeReads(std::span<Read* const> reads) {
-  if (reads.empty()) return;
+void SampleDecoder::CheckCopies(Slot* s, std::span<const MappedCopy> copies, const CopiedHead* heads) {
+  if (copies.empty()) return;
   const int64_t t0 = NowNanos();
-  int64_t bytes = 0, samples = 0;
-  for (Read* r : reads) {
-    bytes += DecodeMembers(*r);
-    samples += static_cast<int64_t>(r->members.size());
-  }
-  Slot* s = reads.front()->slot;  // every read of `reads` is of one batch, and split
+  int64_t bytes = 0;
+  for (size_t k = 0; k < copies.size(); ++k) bytes += CheckCopy(s, copies[k], heads[k]);
   telemetry_->Trace(TraceStage::kDecode, t0, NowNanos(), s->index, bytes);
   telemetry_->sample_bytes += bytes;
-  queue_->FinishPending(s, samples);
+  queue_->FinishPending(s, static_cast<int64_t>(copies.size()));
+}
+
+int64_t SampleDecoder::CheckCopy(Slot* s, const MappedCopy& c, const CopiedHead& head) {
+  const TensorColumn& t = tensors_[c.column];
+  try {
+    AllocationFaults::Instance().Check();
+    Status st;
+    if (!head.copied) {
+      st = Status::IOError(fmt::format("page: the file (or its read cache entry) shrank while it was being read: the "
+                                       "page's {} bytes are gone", c.length));
+    } else {
+      PageDecodeOptions po;
+      po.verify_crc = o_.verify_crc;
+      // The decoders name only "page"; the file and row are added when something failed.
+      st = CheckSplitSample(ByteView(head.bytes, c.head_length), ByteView(c.tail, t.in_bytes), po, "page",
+                            head.body_crc);
+    }
+    if (st.ok()) return static_cast<int64_t>(t.in_bytes);
+    FailSample(s, c.sample, st.WithContext(Context(s->rows[c.sample], c.column)));
+  } catch (const std::bad_alloc&) {
+    FailBatch(s, OutOfMemory([&] {
+                return fmt::format("checking table row {} column '{}'", s->rows[c.sample], t.name);
+              }));
+  }
+  return 0;
 }
 
 int64_t SampleDecoder::DecodeMembers(Read& r) {

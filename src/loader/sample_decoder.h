@@ -53,17 +53,18 @@ class SampleDecoder {
   // Decodes the read's samples into their rows, gives its buffer back to the fetcher and counts its
   // samples done, on the calling thread.
   void DecodeRead(Read& r);
-  // DecodeRead for several split reads of one batch, with the telemetry (one decode span) and the count
-  // of samples done updated once for all (those are shared by every thread that decodes).
-  void DecodeReads(std::span<Read* const> reads);
+  // Checks samples copied out of mappings into their batch rows (ReadsNow): copies[k]'s page header
+  // and length prefix are in heads[k] (CheckSplitSample), a copy cut short fails its sample; records
+  // the failures, then traces one decode span and counts the samples done once for all (those are
+  // shared by every thread that copies), on the calling thread.
+  void CheckCopies(Slot* s, std::span<const MappedCopy> copies, const CopiedHead* heads);
   // Decodes a run of slow-path cells into their rows, one after another (each cell's decode traced by
   // itself), and counts them done once, on the calling thread.
   void DecodeSlow(const SlowRun& run);
   // Whether page CRCs are checked (LoaderOptions::verify_crc).
   bool verify_crc() const { return o_.verify_crc; }
-  // The bytes DecodeRead still has to go through: a split read whose body's CRC its reader took (the
-  // fetcher, or the copy out of a mapping), or that is not checked, leaves only its head, a few dozen
-  // bytes.
+  // The bytes DecodeRead still has to go through: a split read whose body's CRC the fetcher took, or
+  // that is not checked, leaves only its head, a few dozen bytes.
   uint64_t DecodeBytes(const Read& r) const {
     if (r.tail != nullptr && (r.body_crc.has_value() || !o_.verify_crc)) return r.bytes.size();
     return r.length;
@@ -88,6 +89,8 @@ class SampleDecoder {
   // Decodes the read's samples and gives its buffer back; returns the decoded samples' bytes.
   int64_t DecodeMembers(Read& r);
   Status DecodeMember(Slot* s, const Read& r, const ReadMember& m);
+  // CheckCopies' work for one copy: its failure recorded. Returns its bytes (0 when it failed).
+  int64_t CheckCopy(Slot* s, const MappedCopy& c, const CopiedHead& head);
   // DecodeSlow's work for one cell: read and written into its batch row, its failure recorded.
   // Returns its bytes (0 when it failed).
   int64_t DecodeSlowCell(Slot* s, uint32_t sample, uint32_t column);
