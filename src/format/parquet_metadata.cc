@@ -507,15 +507,19 @@ namespace {
 // A canonical i32 field value: a zigzag varint of at most 5 bytes whose value is an i32. False
 // otherwise (then the general parser decides, and reports what is wrong).
 bool ReadCanonicalI32(ByteView data, size_t* pos, int32_t* out) {
+  // The position is kept in a register and stored once: through *pos, each byte waited for the
+  // store of the previous one's position.
+  size_t at = *pos;
   uint64_t v = 0;
   for (int shift = 0; shift < 35; shift += 7) {
-    if (*pos >= data.size()) return false;
-    const uint8_t b = data[(*pos)++];
+    if (at >= data.size()) return false;
+    const uint8_t b = data[at++];
     v |= static_cast<uint64_t>(b & 0x7f) << shift;
     if ((b & 0x80) == 0) {
       const int64_t z = static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1));
       if (z < INT32_MIN || z > INT32_MAX) return false;
       *out = static_cast<int32_t>(z);
+      *pos = at;
       return true;
     }
   }

@@ -1,7 +1,8 @@
-// The loader's reads at once (docs/architecture.md, "The loader"): a batch's split reads whose pages
-// are in the page cache (copied out of the file's mapping, whatever their size; small ones read with
-// a system call where the file is not mapped) are read and decoded by the producer, or by a consumer
-// waiting for that batch, instead of going through the fetcher. Private to src/loader.
+// The loader's reads at once (docs/architecture.md, "The loader"): a batch's split pages that are in
+// the page cache (its copies out of mappings, planned by the ReadPlanner, whatever their size; small
+// split reads with a system call where the file is not mapped) are copied or read and checked by the
+// producer, or by a consumer waiting for that batch, instead of going through the fetcher. Private
+// to src/loader.
 #pragma once
 
 #include <atomic>
