@@ -115,6 +115,7 @@ struct MappedCopy {
   uint32_t sample = 0;       // row of the batch
   uint32_t column = 0;       // index into tensor columns
 };
+static_assert(sizeof(MappedCopy) <= 64, "a copy's plan is one cache line");
 
 // What a copy out of a mapping left for its check, on the copying thread's stack.
 struct CopiedHead {

@@ -42,9 +42,9 @@ class ReadPlanner {
   ReadPlanner(const SampleIndex& index, const std::vector<TensorColumn>& tensors, Options o)
       : index_(index), tensors_(tensors), o_(o) {}
 
-  // The batch held by `s` (its rows set) as copies out of mappings in s->mapped_copies, reads in
-  // s->reads[0, num_reads), sorted by file and offset, and its cells for the slow path (SlowCells, ArrayCells, BinaryCells) in s->slow_cells,
-  // cut into s->slow_runs.
+  // The batch held by `s` (its rows set) as copies out of mappings in s->mapped_copies (in batch
+  // order), reads in s->reads[0, num_reads), sorted by file and offset, and its cells for the slow
+  // path (SlowCells, ArrayCells, BinaryCells) in s->slow_cells, cut into s->slow_runs.
   void Plan(Slot* s) const;
 
  private:

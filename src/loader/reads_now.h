@@ -12,7 +12,6 @@
 #include "loader/batch_slots.h"
 #include "loader/fetcher.h"
 #include "loader/loader_telemetry.h"
-#include "loader/mapped_reads.h"
 #include "loader/sample_decoder.h"
 
 namespace stoke {
