@@ -270,14 +270,15 @@ std::vector<int64_t> ValueIndexOfRows(const ColumnLevels& levels, uint32_t max_d
   return index;
 }
 
-CellKind CellKindOf(ByteView cell) {
+BinaryCellKind BinaryCellKindOf(ByteView cell) {
   static constexpr uint8_t kNpyMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   static constexpr uint8_t kPngMagic[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   auto starts = [&](const uint8_t* magic, size_t n) { return cell.size() >= n && std::memcmp(cell.data(), magic, n) == 0; };
-  if (starts(kNpyMagic, sizeof(kNpyMagic))) return CellKind::kNpy;
-  if (starts(kPngMagic, sizeof(kPngMagic))) return CellKind::kImage;
-  if (cell.size() >= 3 && cell[0] == 0xFF && cell[1] == 0xD8 && cell[2] == 0xFF) return CellKind::kImage;  // JPEG SOI
-  return CellKind::kOther;
+  if (starts(kNpyMagic, sizeof(kNpyMagic))) return BinaryCellKind::kNpy;
+  if (starts(kPngMagic, sizeof(kPngMagic))) return BinaryCellKind::kImage;
+  const bool jpeg = cell.size() >= 3 && cell[0] == 0xFF && cell[1] == 0xD8 && cell[2] == 0xFF;  // JPEG SOI
+  if (jpeg) return BinaryCellKind::kImage;
+  return BinaryCellKind::kOther;
 }
 
 Result<ByteView> NpyCellData(ByteView cell, DType dtype, const std::vector<int64_t>& shape, AlignedBuffer* scratch) {

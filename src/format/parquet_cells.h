@@ -95,8 +95,8 @@ std::vector<int64_t> ValueIndexOfRows(const ColumnLevels& levels, uint32_t max_d
 
 // What a binary cell holds, by its first bytes: a .npy array, an encoded image (JPEG or PNG), or
 // neither.
-enum class CellKind { kNpy, kImage, kOther };
-CellKind CellKindOf(ByteView cell);
+enum class BinaryCellKind { kNpy, kImage, kOther };
+BinaryCellKind BinaryCellKindOf(ByteView cell);
 
 // The array data of a .npy cell that must hold a `dtype` array of `shape` (C order, little-endian;
 // other byte orders and Fortran order are converted, into *scratch). InvalidArgument naming the

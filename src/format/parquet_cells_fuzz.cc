@@ -3,7 +3,7 @@
 //    chunk's levels over: repetition levels within the nesting depth, the first one 0, definition
 //    levels within the maximum), then PadArrayRows and ArrayRowProblem over the same levels, padded
 //    to a shape or not, with a fill value or not;
-//  - odd: a binary cell (the rest of the input): CellKindOf, then NpyCellData against the shape its
+//  - odd: a binary cell (the rest of the input): BinaryCellKindOf, then NpyCellData against the shape its
 //    own header claims and against a fixed one.
 #include <algorithm>
 #include <cstddef>
@@ -64,7 +64,7 @@ void FlattenLevels(const uint8_t* data, size_t size) {
 
 void ReadCell(const uint8_t* data, size_t size) {
   const stoke::ByteView cell(data, size);
-  if (stoke::CellKindOf(cell) != stoke::CellKind::kNpy) return;
+  if (stoke::BinaryCellKindOf(cell) != stoke::BinaryCellKind::kNpy) return;
   stoke::AlignedBuffer scratch;
   auto header = stoke::ParseNpyHeader(cell, "cell");
   if (header.ok()) (void)stoke::NpyCellData(cell, header->dtype, header->shape, &scratch);

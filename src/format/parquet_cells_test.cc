@@ -100,14 +100,14 @@ std::string NpyOf(int64_t id, std::vector<int64_t> shape = {2, 3}) {
 }
 
 TEST(ParquetCells, CellsAreToldByTheirMagicBytes) {
-  EXPECT_EQ(CellKindOf(AsBytes(NpyOf(1))), CellKind::kNpy);
+  EXPECT_EQ(BinaryCellKindOf(AsBytes(NpyOf(1))), BinaryCellKind::kNpy);
   std::vector<uint8_t> px(12, 7);
   auto png = EncodePng(ByteView(px.data(), px.size()), 2, 2, 3);
   ASSERT_TRUE(png.ok());
-  EXPECT_EQ(CellKindOf(AsBytes(*png)), CellKind::kImage);
-  EXPECT_EQ(CellKindOf(AsBytes(std::string("\xFF\xD8\xFF\xE0", 4))), CellKind::kImage);
-  EXPECT_EQ(CellKindOf(AsBytes(std::string("PK\x03\x04"))), CellKind::kOther);
-  EXPECT_EQ(CellKindOf(ByteView()), CellKind::kOther);
+  EXPECT_EQ(BinaryCellKindOf(AsBytes(*png)), BinaryCellKind::kImage);
+  EXPECT_EQ(BinaryCellKindOf(AsBytes(std::string("\xFF\xD8\xFF\xE0", 4))), BinaryCellKind::kImage);
+  EXPECT_EQ(BinaryCellKindOf(AsBytes(std::string("PK\x03\x04"))), BinaryCellKind::kOther);
+  EXPECT_EQ(BinaryCellKindOf(ByteView()), BinaryCellKind::kOther);
 }
 
 TEST(ParquetCells, NpyCellDataChecksDtypeAndShapeAndConvertsFortranOrder) {

@@ -207,7 +207,7 @@ class ParquetSourceReader final : public SourceReader {
         auto array = NpyCellData(cell, col.out.tensor->dtype, col.out.tensor->shape, &scratch);
         if (!array.ok()) return array.status().WithContext(where());
         data = *array;
-      } else if (col.role == Role::kImage && CellKindOf(cell) != CellKind::kImage) {
+      } else if (col.role == Role::kImage && BinaryCellKindOf(cell) != BinaryCellKind::kImage) {
         return Status::InvalidArgument(fmt::format("{} is not a JPEG or PNG image, as the first row's is", where()));
       }
       STOKE_RETURN_IF_ERROR(enc.AppendTensor(column, data));
@@ -300,21 +300,21 @@ Result<ParquetColumn> PlanColumn(const TableView& view, const ColumnSpec& c, con
   if (!cells) return col;
   STOKE_ASSIGN_OR_RETURN(std::string first, FirstCell(*probe, c));
   const ByteView cell = AsBytes(first);
-  switch (CellKindOf(cell)) {
-    case CellKind::kNpy: {
+  switch (BinaryCellKindOf(cell)) {
+    case BinaryCellKind::kNpy: {
       STOKE_ASSIGN_OR_RETURN(NpyHeader h, ParseNpyHeader(cell, probe->path()));
       col.role = Role::kNpy;
       col.out = ColumnSpec{.name = c.name, .type = parquet::Type::kByteArray, .tensor = TensorSpec{h.dtype, h.shape}};
       return col;
     }
-    case CellKind::kImage: {
+    case BinaryCellKind::kImage: {
       STOKE_ASSIGN_OR_RETURN(ImageInfo info, ReadImageInfo(cell, probe->path()));
       col.role = Role::kImage;
       col.out = ColumnSpec{.name = c.name, .type = parquet::Type::kByteArray, .blob = true};
       (*images)[c.name] = std::string(ImageFormatName(info.format));
       return col;
     }
-    case CellKind::kOther: break;
+    case BinaryCellKind::kOther: break;
   }
   if (c.nested()) return Refuse(c, "is a struct whose `bytes` hold neither .npy arrays nor images");
   return col;  // other binary values: a binary column

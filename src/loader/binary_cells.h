@@ -4,11 +4,11 @@
 //  - a binary column whose cells are JPEG or PNG files;
 //  - a struct column with a binary field `bytes` (Hugging Face's Image feature, {bytes, path}),
 //    whose bytes are the encoded image.
-// What a column holds is told by its first served cell (CellKindOf, format/parquet_cells.h). A worker decodes the data
-// page holding a row (found by walking the chunk's page headers once), or the column chunk of the
-// row's row group where the pages are not all PLAIN (a dictionary), once into a cache of its own
-// (least recently used out beyond its budget) and copies the row's bytes out of it, as ArrayCells
-// does for arrays; the file readers are SlowCells'. Thread-safe.
+// What a column holds is told by its first served cell (BinaryCellKindOf, format/parquet_cells.h).
+// A worker decodes the data page holding a row (found by walking the chunk's page headers once), or
+// the column chunk of the row's row group where the pages are not all PLAIN (a dictionary), once
+// into a cache of its own (least recently used out beyond its budget) and copies the row's bytes
+// out of it, as ArrayCells does for arrays; the file readers are SlowCells'. Thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -232,17 +232,17 @@ Status LoaderColumns::SetUpBinaryColumn(TensorColumn* t, std::optional<int64_t> 
   if (Status st = binary_cells_->ReadCell(t->file_name, *first, &cell); !st.ok()) {
     return st.WithContext(Context(*first, static_cast<uint32_t>(t - tensors_.data())));
   }
-  switch (CellKindOf(cell.view())) {
-    case CellKind::kImage:
+  switch (BinaryCellKindOf(cell.view())) {
+    case BinaryCellKind::kImage:
       t->encoded_image = true;  // the pipeline is made once the rows are known (CreateImagePipelines)
       return Status::OK();
-    case CellKind::kNpy: {
+    case BinaryCellKind::kNpy: {
       auto header = ParseNpyHeader(cell.view(), "cell");
       if (!header.ok()) return header.status().WithContext(Context(*first, static_cast<uint32_t>(t - tensors_.data())));
       t->in = TensorSpec{header->dtype, header->shape};
       return SetTransforms(t);
     }
-    case CellKind::kOther: break;
+    case BinaryCellKind::kOther: break;
   }
   return Status::Unsupported(fmt::format("{}: its cells are neither .npy arrays nor JPEG/PNG images, which the loader "
                                          "delivers from binary columns; select other columns, or read it with a query",
