@@ -68,11 +68,7 @@ int64_t SampleDecoder::CheckCopy(Slot* s, const MappedCopy& c, const CopiedHead&
       st = Status::IOError(fmt::format("page: the file (or its read cache entry) shrank while it was being read: the "
                                        "page's {} bytes are gone", c.length));
     } else {
-      PageDecodeOptions po;
-      po.verify_crc = o_.verify_crc;
-      // The decoders name only "page"; the file and row are added when something failed.
-      st = CheckSplitSample(ByteView(head.bytes, c.head_length), ByteView(c.tail, t.in_bytes), po, "page",
-                            head.body_crc);
+      st = CheckInRow(ByteView(head.bytes, c.head_length), c.tail, t, head.body_crc);
     }
     if (st.ok()) return static_cast<int64_t>(t.in_bytes);
     FailSample(s, c.sample, st.WithContext(Context(s->rows[c.sample], c.column)));
@@ -82,6 +78,14 @@ int64_t SampleDecoder::CheckCopy(Slot* s, const MappedCopy& c, const CopiedHead&
               }));
   }
   return 0;
+}
+
+Status SampleDecoder::CheckInRow(ByteView head, const uint8_t* row, const TensorColumn& t,
+                                 std::optional<uint32_t> body_crc) const {
+  PageDecodeOptions po;
+  po.verify_crc = o_.verify_crc;
+  // The decoders name only "page"; the file and row are added when something failed.
+  return CheckSplitSample(head, ByteView(row, t.in_bytes), po, "page", body_crc);
 }
 
 int64_t SampleDecoder::DecodeMembers(Read& r) {
@@ -118,13 +122,11 @@ int64_t SampleDecoder::DecodeMembers(Read& r) {
 
 Status SampleDecoder::DecodeMember(Slot* s, const Read& r, const ReadMember& m) {
   const TensorColumn& t = tensors_[m.column];
+  // Traced by the caller (one span for a claim of reads, not a clock read per sample of a few
+  // hundred bytes).
+  if (r.tail != nullptr) return CheckInRow(r.bytes, r.tail, t, r.body_crc);
   PageDecodeOptions po;
   po.verify_crc = o_.verify_crc;
-  if (r.tail != nullptr) {
-    // The sample is already in its batch row: its header and CRC checked, traced by the caller (one
-    // span for a claim of reads, not a clock read per sample of a few hundred bytes).
-    return CheckSplitSample(r.bytes, ByteView(r.tail, t.in_bytes), po, "page", r.body_crc);
-  }
   const int64_t t0 = NowNanos();
   const ByteView page = r.bytes.subspan(m.offset, m.length);
   if (t.encoded_image) {  // the page's value is the encoded file: decoded and transformed in one go

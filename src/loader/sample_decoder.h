@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -91,6 +92,10 @@ class SampleDecoder {
   Status DecodeMember(Slot* s, const Read& r, const ReadMember& m);
   // CheckCopies' work for one copy: its failure recorded. Returns its bytes (0 when it failed).
   int64_t CheckCopy(Slot* s, const MappedCopy& c, const CopiedHead& head);
+  // Checks a sample of column `t` split on its way into its batch row `row`: `head` is its page
+  // header and length prefix, `body_crc` the CRC of the value when taken while it was copied
+  // (CheckSplitSample).
+  Status CheckInRow(ByteView head, const uint8_t* row, const TensorColumn& t, std::optional<uint32_t> body_crc) const;
   // DecodeSlow's work for one cell: read and written into its batch row, its failure recorded.
   // Returns its bytes (0 when it failed).
   int64_t DecodeSlowCell(Slot* s, uint32_t sample, uint32_t column);
