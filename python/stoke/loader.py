@@ -8,7 +8,7 @@ import os
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _stoke
-from .table import PathLike, Table, open_table
+from .table import PathLike, Table
 from .transforms import Transform, _transform_dicts
 
 

@@ -5,9 +5,7 @@ lists, rows that deletion vectors delete left out, and column mapping's physical
 The corpus is <repo>/../shared/corpus/delta-rs (a fresh clone has none: the module skips, saying so).
 """
 
-import datetime
 import decimal
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -11,12 +11,10 @@ the `_stoke` CMake target puts it); the tests skip when it is not built there.
 
 import csv
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
