@@ -82,10 +82,8 @@ int64_t SampleDecoder::CheckCopy(Slot* s, const MappedCopy& c, const CopiedHead&
 
 Status SampleDecoder::CheckInRow(ByteView head, const uint8_t* row, const TensorColumn& t,
                                  std::optional<uint32_t> body_crc) const {
-  PageDecodeOptions po;
-  po.verify_crc = o_.verify_crc;
   // The decoders name only "page"; the file and row are added when something failed.
-  return CheckSplitSample(head, ByteView(row, t.in_bytes), po, "page", body_crc);
+  return CheckSplitSample(head, ByteView(row, t.in_bytes), page_options_, "page", body_crc);
 }
 
 int64_t SampleDecoder::DecodeMembers(Read& r) {
@@ -125,13 +123,12 @@ Status SampleDecoder::DecodeMember(Slot* s, const Read& r, const ReadMember& m) 
   // Traced by the caller (one span for a claim of reads, not a clock read per sample of a few
   // hundred bytes).
   if (r.tail != nullptr) return CheckInRow(r.bytes, r.tail, t, r.body_crc);
-  PageDecodeOptions po;
-  po.verify_crc = o_.verify_crc;
   const int64_t t0 = NowNanos();
   const ByteView page = r.bytes.subspan(m.offset, m.length);
   if (t.encoded_image) {  // the page's value is the encoded file: decoded and transformed in one go
-    Result<ByteView> blob = DecodeBlobFromPage(page, m.codec, m.row_in_page, m.rows_in_page, m.definition_levels,
-                                               static_cast<uint64_t>(o_.max_decoded_bytes), &t_page_scratch, po, "page");
+    Result<ByteView> blob =
+        DecodeBlobFromPage(page, m.codec, m.row_in_page, m.rows_in_page, m.definition_levels,
+                           static_cast<uint64_t>(o_.max_decoded_bytes), &t_page_scratch, page_options_, "page");
     telemetry_->Trace(TraceStage::kDecode, t0, NowNanos(), s->index, 0);
     if (!blob.ok()) return blob.status();
     return WriteSampleInto(s, m.sample, m.column, *blob);
@@ -145,7 +142,7 @@ Status SampleDecoder::DecodeMember(Slot* s, const Read& r, const ReadMember& m) 
     dest = t_sample_scratch.mutable_view();
   }
   Status st = DecodeSampleFromPage(page, m.codec, m.row_in_page, m.rows_in_page, m.definition_levels, dest,
-                                   &t_page_scratch, po, "page");
+                                   &t_page_scratch, page_options_, "page");
   telemetry_->Trace(TraceStage::kDecode, t0, NowNanos(), s->index, static_cast<int64_t>(t.in_bytes));
   if (st.ok() && !direct) st = WriteSampleInto(s, m.sample, m.column, t_sample_scratch.view());
   return st;

@@ -15,6 +15,7 @@
 #include "loader/binary_cells.h"
 #include "loader/fetcher.h"
 #include "loader/loader_telemetry.h"
+#include "loader/page_decoder.h"
 #include "loader/slow_cells.h"
 #include "loader/tensor_column.h"
 #include "stoke/loader.h"
@@ -49,7 +50,7 @@ class SampleDecoder {
   SampleDecoder(const SampleIndex& index, const std::vector<TensorColumn>& tensors, Cells cells, Fetcher* fetcher,
                 BatchQueue* queue, LoaderTelemetry* telemetry, Options o)
       : index_(index), tensors_(tensors), cells_(cells), fetcher_(fetcher), queue_(queue), telemetry_(telemetry),
-        o_(o), workers_(o.threads) {}
+        o_(o), page_options_{.verify_crc = o.verify_crc}, workers_(o.threads) {}
 
   // Decodes the read's samples into their rows, gives its buffer back to the fetcher and counts its
   // samples done, on the calling thread.
@@ -118,6 +119,7 @@ class SampleDecoder {
   BatchQueue* const queue_;
   LoaderTelemetry* const telemetry_;
   const Options o_;
+  const PageDecodeOptions page_options_;  // o_'s, as the page decoders take them
   ThreadPool workers_;
   Mutex tasks_mu_;
   CondVar tasks_cv_;  // tasks_ reached 0
